@@ -1,0 +1,1 @@
+"""Backends: `reference` (numpy interpreter, the semantic oracle); `cpu` and `gpu` later."""

@@ -1,0 +1,154 @@
+"""The reference evaluator: a numpy interpreter of every op with XLA's semantics.
+
+The driver is generic: it walks a computation in order and calls the rule registered for each
+opcode in `EVALUATE` (one module per op family fills it). Values are numpy arrays, tuples of
+values for tuple shapes, and `TOKEN_VALUE` for tokens. A rule receives the instruction, its
+operand values and the `Context` of the device being evaluated, and returns the value.
+
+>>> from xla_spmd.ir import parse_hlo
+>>> import numpy as np
+>>> m = parse_hlo('''HloModule m
+... ENTRY %e (x: f32[3]) -> f32[3] {
+...   %x = f32[3] parameter(0)
+...   ROOT %n = f32[3] negate(%x)
+... }''')
+>>> evaluate(m, [np.arange(3, dtype=np.float32)])
+array([-0., -1., -2.], dtype=float32)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from xla_spmd.errors import EvaluationError, XlaSpmdError
+from xla_spmd.ir import ArrayShape, Computation, Instruction, Module, Registry, TupleShape
+
+EVALUATE = Registry("reference evaluation")
+
+
+class _Token:
+    def __repr__(self) -> str:
+        return "token"
+
+
+TOKEN_VALUE = _Token()
+
+
+@dataclass
+class Context:
+    """What a rule may need beyond its operands: the device it runs on, and how to exchange
+    data with the other devices at a collective (None on one device)."""
+
+    partition_id: int = 0
+    replica_id: int = 0
+    num_partitions: int = 1
+    num_replicas: int = 1
+    # exchange(inst, value) -> list of every device's value for this collective, indexed by
+    # flattened device id (replica_id * num_partitions + partition_id).
+    exchange: Callable[[Instruction, object], list] | None = None
+    max_loop_iterations: int = 10_000_000
+
+    @property
+    def device_id(self) -> int:
+        return self.replica_id * self.num_partitions + self.partition_id
+
+    def call(self, computation: Computation, args: Sequence) -> object:
+        """Evaluate a called computation (reducers, loop bodies, branches) on this device."""
+        return evaluate_computation(computation, args, self)
+
+
+def evaluate_computation(computation: Computation, args: Sequence, ctx: Context) -> object:
+    params = computation.parameters
+    if len(args) != len(params):
+        raise EvaluationError(f"computation {computation.name} takes {len(params)} "
+                              f"arguments, got {len(args)}")
+    values: dict[int, object] = {id(p): a for p, a in zip(params, args)}
+    for inst in computation.instructions:
+        if inst.op.name == "parameter":
+            continue
+        operands = [values[id(o)] for o in inst.operands]
+        rule = EVALUATE.lookup(inst.op.name)
+        try:
+            values[id(inst)] = rule(inst, operands, ctx)
+        except _Located:
+            raise
+        except (XlaSpmdError, ValueError, TypeError, IndexError, ArithmeticError) as error:
+            raise _Located(_describe(computation, inst, error)) from error
+    return values[id(computation.root)]
+
+
+class _Located(EvaluationError):
+    """An error already annotated with the instructions around the failing one."""
+
+
+def _describe(computation: Computation, failing: Instruction, error: Exception) -> str:
+    from xla_spmd.ir.hlo_printer import print_instruction  # the printer is only for errors
+
+    lines = []
+    index = computation.instructions.index(failing)
+    for inst in computation.instructions[max(0, index - 2): index + 3]:
+        marker = ">>" if inst is failing else "  "
+        lines.append(f"{marker} {print_instruction(inst, computation)}")
+    return (f"evaluating {failing.name} ({failing.op.name}) in {computation.name} failed: "
+            f"{type(error).__name__}: {error}\n" + "\n".join(lines))
+
+
+def leaves(value) -> list:
+    """The arrays of a (possibly nested) tuple value, in order."""
+    if isinstance(value, tuple):
+        return [leaf for element in value for leaf in leaves(element)]
+    return [value]
+
+
+def coerce_argument(value, shape, what: str) -> object:
+    """Turn a user argument into the parameter's type, casting only when exact."""
+    if isinstance(shape, TupleShape):
+        if not isinstance(value, (tuple, list)) or len(value) != len(shape.elements):
+            raise EvaluationError(f"{what} must be a tuple of {len(shape.elements)} values")
+        return tuple(coerce_argument(v, s, f"{what}[{i}]")
+                     for i, (v, s) in enumerate(zip(value, shape.elements)))
+    if shape.is_token:
+        return TOKEN_VALUE
+    array = np.asarray(value)
+    if array.shape != shape.dims:
+        raise EvaluationError(f"{what} must have shape {list(shape.dims)} ({shape}), got "
+                              f"{list(array.shape)}")
+    target = shape.dtype.numpy
+    if array.dtype == target:
+        return array
+    cast = array.astype(target)
+    back = cast.astype(array.dtype)
+    same = np.array_equal(back, array, equal_nan=array.dtype.kind in "fc")
+    if not same:
+        raise EvaluationError(f"{what} is {array.dtype}, and casting it to {shape.dtype} "
+                              "(the parameter's type) is not exact")
+    return cast
+
+
+def evaluate(module: Module, args: Sequence) -> object:
+    """Evaluate the entry computation on one device; returns an array or a tuple of values."""
+    params = module.entry.parameters
+    if len(args) != len(params):
+        raise EvaluationError(f"module {module.name} takes {len(params)} arguments, got "
+                              f"{len(args)}")
+    coerced = [coerce_argument(a, p.shape, f"argument {i} ({p.name})")
+               for i, (a, p) in enumerate(zip(args, params))]
+    return evaluate_computation(module.entry, coerced, Context(
+        num_partitions=1, num_replicas=1))
+
+
+def zeros_of(shape) -> object:
+    if isinstance(shape, TupleShape):
+        return tuple(zeros_of(s) for s in shape.elements)
+    if shape.is_token:
+        return TOKEN_VALUE
+    return np.zeros(shape.dims, dtype=shape.dtype.numpy)
+
+
+def array_shape(inst: Instruction) -> ArrayShape:
+    if not isinstance(inst.shape, ArrayShape):
+        raise EvaluationError(f"{inst.name}: expected an array result, got {inst.shape}")
+    return inst.shape

@@ -1,0 +1,17 @@
+"""Device meshes: named axes, sizes, device ids, sub-axes and the device groups they span.
+
+>>> from xla_spmd.mesh import make_mesh
+>>> make_mesh({"data": 2, "model": 4}).device_groups(["data"]).explicit_text()
+'{{0,4},{1,5},{2,6},{3,7}}'
+"""
+
+from .axis import AxisRef, as_axis_ref
+from .iota import IotaForm, canonicalize_iota, find_iota
+from .mesh import DeviceGroups, Mesh, make_mesh
+from .text import Cursor, parse_mesh, parse_mesh_at, parse_mesh_decl, print_mesh, print_mesh_decl
+
+__all__ = [
+    "AxisRef", "Cursor", "DeviceGroups", "IotaForm", "Mesh", "as_axis_ref", "canonicalize_iota",
+    "find_iota", "make_mesh", "parse_mesh", "parse_mesh_at", "parse_mesh_decl", "print_mesh",
+    "print_mesh_decl",
+]

@@ -1,0 +1,296 @@
+"""The device mesh: ordered named axes with sizes, over an array of logical device ids.
+
+Invariants: axis names are unique non-empty strings, sizes are positive, and ``device_ids``
+(when given) is a permutation of ``range(size)``, stored as None when it is the identity
+(iota), so two meshes with the same devices compare equal. The one exception is a maximal
+mesh ``<[], device_ids=[d]>``: no axes and one device of any id.
+
+Devices are laid out row-major over the axes: the device at mesh coordinates ``c`` is
+``device_ids[ravel(c)]``.
+
+>>> mesh = make_mesh({"data": 2, "model": 4})
+>>> mesh
+Mesh('data': 2, 'model': 4)
+>>> mesh.device_coords(6), mesh.device_at((1, 2))
+((1, 2), 6)
+>>> mesh.device_groups(["model"]).iota_text()
+'[2,4]<=[8]'
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from xla_spmd.errors import ShardingError
+
+from .axis import AxisRef, as_axis_ref
+from .iota import IotaForm, find_iota
+
+
+@dataclass(frozen=True, slots=True)
+class Mesh:
+    """Named axes (major to minor) with sizes over logical device ids.
+
+    >>> Mesh(("x",), (4,), device_ids=(3, 2, 1, 0)).device_at((0,))
+    3
+    >>> Mesh(("x",), (4,), device_ids=(0, 1, 2, 3)) == make_mesh({"x": 4})
+    True
+    """
+
+    axis_names: tuple[str, ...]
+    axis_sizes: tuple[int, ...]
+    device_ids: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        names = tuple(self.axis_names)
+        sizes = tuple(self.axis_sizes)
+        if len(names) != len(sizes):
+            raise ShardingError(f"mesh has {len(names)} axis names but {len(sizes)} sizes")
+        seen: set[str] = set()
+        for name, size in zip(names, sizes, strict=True):
+            if not isinstance(name, str) or not name:
+                raise ShardingError(f"mesh axis name must be a non-empty string, got {name!r}")
+            if name in seen:
+                raise ShardingError(f"duplicate mesh axis name {name!r} in {list(names)}")
+            seen.add(name)
+            if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+                raise ShardingError(f"mesh axis {name!r} must have a positive integer size, "
+                                    f"got {size!r}")
+        sizes = tuple(int(s) for s in sizes)
+        object.__setattr__(self, "axis_names", names)
+        object.__setattr__(self, "axis_sizes", sizes)
+        object.__setattr__(self, "device_ids", _check_device_ids(self.device_ids, names, sizes))
+
+    @classmethod
+    def from_shape(cls, shape: Mapping[str, int],
+                   device_ids: Iterable[int] | None = None) -> Mesh:
+        """A mesh from ``{name: size}`` in major-to-minor order (same as ``make_mesh``)."""
+        return make_mesh(shape, device_ids=device_ids)
+
+    # ----- sizes and axes -----
+    @property
+    def shape(self) -> dict[str, int]:
+        """``{axis name: size}``, major to minor."""
+        return dict(zip(self.axis_names, self.axis_sizes, strict=True))
+
+    @property
+    def size(self) -> int:
+        """The number of devices."""
+        return math.prod(self.axis_sizes)
+
+    @property
+    def is_maximal(self) -> bool:
+        """A mesh of no axes over one explicit device, as Shardy writes ``<[], device_ids=[3]>``."""
+        return not self.axis_names and self.device_ids is not None
+
+    @property
+    def is_iota(self) -> bool:
+        return self.device_ids is None
+
+    def has_axis(self, name: str) -> bool:
+        return name in self.axis_names
+
+    def axis_index(self, name: str) -> int:
+        """The position of an axis, major first; a clear error for an unknown name."""
+        try:
+            return self.axis_names.index(name)
+        except ValueError:
+            raise ShardingError(f"unknown mesh axis {name!r}; mesh {self!r} has axes "
+                                f"{list(self.axis_names)}") from None
+
+    def axis_size(self, axis: str | AxisRef) -> int:
+        """Size of an axis or sub-axis (validated against this mesh)."""
+        ref = as_axis_ref(axis)
+        full = self.axis_sizes[self.axis_index(ref.name)]
+        ref.validate(full)
+        return ref.size(full)
+
+    # ----- devices -----
+    @property
+    def all_device_ids(self) -> tuple[int, ...]:
+        """Device ids in row-major mesh order."""
+        return self.device_ids if self.device_ids is not None else tuple(range(self.size))
+
+    @property
+    def devices(self) -> np.ndarray:
+        """The device ids as an array shaped like the mesh."""
+        return np.array(self.all_device_ids, dtype=np.int64).reshape(self.axis_sizes)
+
+    def device_at(self, coords: Sequence[int]) -> int:
+        """The device at mesh coordinates (one per axis, major first)."""
+        if len(coords) != len(self.axis_sizes) or any(
+                not 0 <= c < s for c, s in zip(coords, self.axis_sizes, strict=True)):
+            raise ShardingError(f"coordinates {tuple(coords)} are outside mesh {self!r}")
+        flat = 0
+        for coord, size in zip(coords, self.axis_sizes, strict=True):
+            flat = flat * size + int(coord)
+        return self.all_device_ids[flat]
+
+    def device_coords(self, device_id: int) -> tuple[int, ...]:
+        """The mesh coordinates of a device id."""
+        flat = _positions(self).get(int(device_id))
+        if flat is None:
+            raise ShardingError(f"device {device_id} is not in mesh {self!r}")
+        coords = []
+        for size in reversed(self.axis_sizes):
+            coords.append(flat % size)
+            flat //= size
+        return tuple(reversed(coords))
+
+    def axis_coord(self, device_id: int, axis: str | AxisRef) -> int:
+        """A device's coordinate along an axis or sub-axis."""
+        ref = as_axis_ref(axis)
+        index = self.axis_index(ref.name)
+        size = self.axis_sizes[index]
+        ref.validate(size)
+        return ref.coordinate(self.device_coords(device_id)[index], axis_size=size)
+
+    # ----- device groups -----
+    def device_groups(self, axes: Iterable[str | AxisRef]) -> DeviceGroups:
+        """The groups of devices that differ only in ``axes`` (replica groups over them).
+
+        Inside a group devices are ordered by ``axes`` major to minor, in the order given;
+        groups are ordered by the remaining mesh coordinates.
+
+        >>> make_mesh({"x": 2, "y": 2}).device_groups(["x"]).explicit_text()
+        '{{0,2},{1,3}}'
+        """
+        refs = [as_axis_ref(a) for a in axes]
+        digits, group_digits = _split_digits(self, refs)
+        array = self.devices.reshape([size for _, size in digits])
+        rest = [i for i in range(len(digits)) if i not in group_digits]
+        array = array.transpose(rest + group_digits)
+        group_size = math.prod(digits[i][1] for i in group_digits)
+        table = array.reshape(self.size // group_size, group_size)
+        return DeviceGroups(tuple(tuple(int(d) for d in row) for row in table))
+
+    def __repr__(self) -> str:
+        axes = ", ".join(f"{name!r}: {size}" for name, size in self.shape.items())
+        if self.device_ids is not None:
+            return f"Mesh({axes}; device_ids={list(self.device_ids)})"
+        return f"Mesh({axes})"
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def to_text(self) -> str:
+        """Shardy's mesh attribute text, ``<["x"=2, "y"=4]>``."""
+        from .text import print_mesh
+        return print_mesh(self)
+
+
+def make_mesh(axes: Mapping[str, int] | Sequence[tuple[str, int]],
+              device_ids: Iterable[int] | None = None) -> Mesh:
+    """A mesh from ``{name: size}`` (major to minor), over iota or the given device ids.
+
+    >>> make_mesh({"x": 4}, device_ids=[3, 2, 1, 0]).devices.tolist()
+    [3, 2, 1, 0]
+    """
+    items = list(axes.items()) if isinstance(axes, Mapping) else list(axes)
+    ids = None if device_ids is None else tuple(int(d) for d in device_ids)
+    return Mesh(tuple(n for n, _ in items), tuple(s for _, s in items), ids)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceGroups:
+    """Groups of device ids (replica groups), printable as a list or in XLA's iota form.
+
+    >>> DeviceGroups(((0, 2), (1, 3))).iota_text()
+    '[2,2]<=[2,2]T(1,0)'
+    """
+
+    groups: tuple[tuple[int, ...], ...]
+
+    @property
+    def num_groups(self) -> int:
+        return len(self.groups)
+
+    @property
+    def group_size(self) -> int:
+        return len(self.groups[0]) if self.groups else 0
+
+    def explicit_text(self) -> str:
+        """``{{0,1},{2,3}}`` as in HLO ``replica_groups=``."""
+        return "{" + ",".join("{" + ",".join(map(str, g)) + "}" for g in self.groups) + "}"
+
+    def iota(self) -> IotaForm | None:
+        """The iota form ``[num_groups, group_size]<=[...]`` when one exists."""
+        flat = [d for group in self.groups for d in group]
+        return find_iota(flat, (self.num_groups, self.group_size))
+
+    def iota_text(self) -> str | None:
+        form = self.iota()
+        return None if form is None else str(form)
+
+    def text(self) -> str:
+        """The iota form when one exists, else the explicit list."""
+        return self.iota_text() or self.explicit_text()
+
+    def __iter__(self):
+        return iter(self.groups)
+
+    def __len__(self) -> int:
+        return len(self.groups)
+
+
+def _check_device_ids(device_ids, names, sizes) -> tuple[int, ...] | None:
+    if device_ids is None:
+        return None
+    ids = tuple(device_ids)
+    if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in ids):
+        raise ShardingError(f"mesh device ids must be integers, got {list(ids)}")
+    ids = tuple(int(d) for d in ids)
+    count = math.prod(sizes)
+    if len(ids) != count:
+        raise ShardingError(f"mesh {dict(zip(names, sizes, strict=True))} has {count} devices "
+                            f"but device_ids lists {len(ids)}: {list(ids)}")
+    repeated = sorted({d for d in ids if ids.count(d) > 1})
+    if repeated:
+        raise ShardingError(f"mesh device_ids repeat device(s) {repeated}: {list(ids)}")
+    if not names:
+        if ids[0] < 0:
+            raise ShardingError(f"maximal mesh device id must be >= 0, got {ids[0]}")
+        return ids
+    if sorted(ids) != list(range(count)):
+        raise ShardingError(f"mesh device_ids must be a permutation of 0..{count - 1}, got "
+                            f"{list(ids)}")
+    return None if ids == tuple(range(count)) else ids
+
+
+@functools.lru_cache(maxsize=256)
+def _positions(mesh: Mesh) -> dict[int, int]:
+    return {device: flat for flat, device in enumerate(mesh.all_device_ids)}
+
+
+def _split_digits(mesh: Mesh, refs: list[AxisRef]) -> tuple[list[tuple[str, int]], list[int]]:
+    """Split mesh axes into mixed-radix digits so each ref is one digit.
+
+    Returns the digits (axis name, size) in row-major order and, for each ref in order, the
+    index of its digit. Refs must be valid and non-overlapping.
+    """
+    for i, ref in enumerate(refs):
+        mesh.axis_size(ref)
+        for other in refs[:i]:
+            if ref.overlaps(other):
+                raise ShardingError(f"axes {other} and {ref} overlap in one device group")
+    digits: list[tuple[str, int]] = []
+    digit_of: dict[AxisRef, int] = {}
+    for name, size in mesh.shape.items():
+        cuts = {1, size}
+        for ref in refs:
+            if ref.name == name:
+                cuts |= {ref.pre_size, ref.next_pre_size(size)}
+        bounds = sorted(cuts)
+        for low, high in zip(bounds, bounds[1:], strict=False):
+            for ref in refs:
+                if ref.name == name and ref.pre_size == low:
+                    digit_of[ref] = len(digits)
+            digits.append((name, high // low))
+    # A ref spanning several digits (a full axis cut by nothing else is one digit, since refs
+    # do not overlap) maps to its first; a ref is always exactly one digit here.
+    return digits, [digit_of[ref] for ref in refs]

@@ -1,0 +1,37 @@
+"""Fault scenarios under mpirun, selected by argv[1]:
+
+* ``raise``: rank 2 raises while the others wait in an all-reduce; with
+  ``install_abort_on_error`` the job must stop at once with the error printed once.
+* ``timeout``: rank 3 never joins an all-reduce; the others must fail with a
+  ``CommunicationError`` naming the collective and group after the 1 s timeout.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from xla_spmd.collectives.mpi import MpiCommunicator, install_abort_on_error
+
+
+def main(mode: str) -> None:
+    install_abort_on_error()
+    comm = MpiCommunicator(timeout=1.0 if mode == "timeout" else 60.0)
+    everyone = tuple(range(comm.size))
+    if mode == "raise":
+        if comm.rank == 2:
+            time.sleep(0.2)
+            raise RuntimeError("boom on rank 2")
+        comm.all_reduce(np.ones(4), everyone, "sum")
+    elif mode == "timeout":
+        if comm.rank == 3:
+            time.sleep(30)
+        else:
+            comm.all_reduce(np.ones(4), everyone, "sum")
+    print(f"rank {comm.rank} finished, which it should not", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

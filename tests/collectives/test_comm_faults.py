@@ -1,0 +1,85 @@
+"""Failures never hang: a device that raises, a device that never arrives, a rank that dies."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from xla_spmd.collectives import LocalWorld
+from xla_spmd.errors import CommunicationError
+
+
+def test_local_device_failure_wakes_the_others():
+    world = LocalWorld(8, timeout=60)
+    seen: dict[int, BaseException] = {}
+
+    def body(comm):
+        try:
+            if comm.rank == 3:
+                time.sleep(0.1)
+                raise ValueError("bad shard")
+            group = (0, 1, 2, 3) if comm.rank < 4 else (4, 5, 6, 7)
+            comm.all_reduce(np.ones(4), group)  # group 0..3 waits for device 3 forever
+            comm.barrier(tuple(range(8)))       # devices 4..7 wait here
+        except BaseException as error:
+            seen[comm.rank] = error
+            raise
+
+    start = time.monotonic()
+    with pytest.raises(ValueError, match="bad shard"):
+        world.run(body)
+    assert time.monotonic() - start < 5
+    assert sorted(seen) == list(range(8))
+    for device, error in seen.items():
+        if device != 3:
+            assert isinstance(error, CommunicationError)
+            assert "device 3 failed: ValueError: bad shard" in str(error)
+
+
+def test_local_timeout_names_the_missing_devices():
+    world = LocalWorld(4, timeout=0.3)
+
+    def body(comm):
+        if comm.rank != 2:
+            comm.all_reduce(np.ones(2), (0, 1, 2, 3))
+
+    start = time.monotonic()
+    with pytest.raises(CommunicationError) as info:
+        world.run(body)
+    assert time.monotonic() - start < 5
+    message = str(info.value)
+    assert "all_reduce over replica group (0, 1, 2, 3)" in message
+    assert "timed out after 0.3 s" in message
+    assert "devices [2] did not arrive" in message
+
+
+def test_local_timeout_from_environment(monkeypatch):
+    monkeypatch.setenv("XLA_SPMD_COLLECTIVE_TIMEOUT", "0.2")
+    with pytest.raises(CommunicationError, match="all_gather .* timed out after 0.2 s"):
+        LocalWorld(2).run(lambda comm: comm.rank or comm.all_gather(np.ones(1), (0, 1)))
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_mpi_rank_failure_aborts_every_rank(mpirun):
+    start = time.monotonic()
+    completed = mpirun("fault_program.py", "raise", ranks=4, timeout=30)
+    assert time.monotonic() - start < 30
+    assert completed.returncode != 0
+    assert completed.stdout.count("boom on rank 2") == 1, completed.stdout
+    assert "xla-spmd: rank 2 failed, aborting all ranks" in completed.stdout
+    assert "which it should not" not in completed.stdout
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_mpi_timeout_names_collective_and_group(mpirun):
+    start = time.monotonic()
+    completed = mpirun("fault_program.py", "timeout", ranks=4, timeout=30)
+    assert time.monotonic() - start < 20  # rank 3 sleeps 30 s; the abort must cut it short
+    assert completed.returncode != 0
+    assert "CommunicationError" in completed.stdout
+    assert "all_reduce over replica group (0, 1, 2, 3) (call #0 on that group) timed out " \
+           "after 1 s" in completed.stdout, completed.stdout

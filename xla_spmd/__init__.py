@@ -1,0 +1,37 @@
+"""xla-spmd: an SPMD partitioner and multi-device executor for XLA HLO programs.
+
+Names are loaded lazily (PEP 562), so importing one layer never imports the others and the
+layers can import `xla_spmd.errors` without cycles.
+
+>>> import xla_spmd as xs
+>>> xs.parse_hlo  # doctest: +ELLIPSIS
+<function parse_hlo at ...>
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "parse_hlo": "xla_spmd.ir.hlo_parser",
+    "print_module": "xla_spmd.ir.hlo_printer",
+    "verify": "xla_spmd.ir.verifier",
+    "Module": "xla_spmd.ir.module",
+    "evaluate": "xla_spmd.backends.reference",
+    "evaluate_spmd": "xla_spmd.backends.reference",
+}
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'xla_spmd' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_EXPORTS))

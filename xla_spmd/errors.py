@@ -1,0 +1,70 @@
+"""The error hierarchy of xla-spmd.
+
+Every layer raises one of these for bad input, so a user sees what was expected, what was
+found and where, never a bare ``KeyError`` or ``AssertionError``. This module imports nothing
+of ours: it is the one leaf every layer may import.
+
+>>> try:
+...     raise ParseError("expected ']'", file="m.hlo", line=3, column=7)
+... except XlaSpmdError as e:
+...     print(e)
+m.hlo:3:7: expected ']'
+"""
+
+from __future__ import annotations
+
+
+class XlaSpmdError(Exception):
+    """Base class of every error xla-spmd raises on purpose."""
+
+
+class ParseError(XlaSpmdError, ValueError):
+    """Malformed text (HLO, StableHLO, sharding or mesh syntax), with its position.
+
+    ``line`` and ``column`` are 1-based; either may be None when the text has no lines
+    (for example a sharding string given on its own).
+    """
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
+                 column: int | None = None, source_line: str | None = None):
+        self.message = message
+        self.file = file
+        self.line = line
+        self.column = column
+        self.source_line = source_line
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        where = ":".join(str(part) for part in (self.file, self.line, self.column)
+                         if part is not None)
+        text = f"{where}: {self.message}" if where else self.message
+        if self.source_line is not None and self.column is not None:
+            text += f"\n  {self.source_line}\n  {' ' * (self.column - 1)}^"
+        return text
+
+
+class VerifyError(XlaSpmdError, ValueError):
+    """A module that breaks an IR invariant: wrong operand types, shapes or signatures."""
+
+
+class ShardingError(XlaSpmdError, ValueError):
+    """An invalid mesh or sharding: names the tensor, dimension or axis at fault."""
+
+
+class PartitionError(XlaSpmdError):
+    """The partitioner cannot rewrite an instruction under the given shardings."""
+
+
+class EvaluationError(XlaSpmdError):
+    """A program cannot be evaluated: unknown custom-call target, bad argument, no rule."""
+
+
+class CommunicationError(XlaSpmdError):
+    """A collective failed: a peer raised, or did not arrive in time."""
+
+
+class MissingRuleError(XlaSpmdError, KeyError):
+    """A registry has no entry for an opcode ("no sharding rule for 'dot'")."""
+
+    def __str__(self) -> str:  # KeyError would print the repr of the message.
+        return str(self.args[0]) if self.args else ""

@@ -1,0 +1,133 @@
+"""HLO element types and their numpy counterparts.
+
+Each `DType` is a singleton, looked up by its HLO spelling:
+
+>>> DType.named("bf16").numpy
+dtype(bfloat16)
+>>> F32.bits, F32.is_float, S32.is_signed
+(32, True, True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+import ml_dtypes
+import numpy as np
+
+from xla_spmd.errors import XlaSpmdError
+
+
+class Kind(Enum):
+    """The arithmetic family of an element type."""
+
+    PRED = "pred"
+    SIGNED = "signed"
+    UNSIGNED = "unsigned"
+    FLOAT = "float"
+    COMPLEX = "complex"
+    TOKEN = "token"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DType:
+    """An HLO element type: its HLO name, its kind, its width and its numpy dtype."""
+
+    name: str
+    kind: Kind
+    bits: int
+    numpy: np.dtype | None
+    mlir: str
+
+    _by_name = {}  # filled below; class attribute, not a field (no annotation)
+    _by_numpy = {}
+
+    @staticmethod
+    def named(name: str) -> DType:
+        try:
+            return DType._by_name[name]
+        except KeyError:
+            raise XlaSpmdError(f"unknown element type {name!r}; expected one of "
+                               f"{', '.join(DType._by_name)}") from None
+
+    @staticmethod
+    def from_numpy(dtype) -> DType:
+        dtype = np.dtype(dtype)
+        try:
+            return DType._by_numpy[dtype]
+        except KeyError:
+            raise XlaSpmdError(f"numpy dtype {dtype} has no HLO element type") from None
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind is Kind.FLOAT
+
+    @property
+    def is_complex(self) -> bool:
+        return self.kind is Kind.COMPLEX
+
+    @property
+    def is_integer(self) -> bool:
+        return self.kind in (Kind.SIGNED, Kind.UNSIGNED)
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind in (Kind.SIGNED, Kind.FLOAT, Kind.COMPLEX)
+
+    @property
+    def is_pred(self) -> bool:
+        return self.kind is Kind.PRED
+
+    @property
+    def itemsize(self) -> int:
+        return max(1, self.bits // 8)
+
+    @property
+    def real_type(self) -> DType:
+        """The element type of `real`/`imag`/`abs` of this type (itself unless complex)."""
+        return {"c64": F32, "c128": F64}.get(self.name, self)
+
+    def __repr__(self) -> str:
+        return self.name
+
+    __str__ = __repr__
+
+    def __reduce__(self):  # keep singletons singletons when copied
+        return (DType.named, (self.name,))
+
+
+def _define(name: str, kind: Kind, bits: int, numpy_dtype, mlir: str) -> DType:
+    dtype = DType(name, kind, bits, None if numpy_dtype is None else np.dtype(numpy_dtype), mlir)
+    DType._by_name[name] = dtype
+    if dtype.numpy is not None:
+        DType._by_numpy.setdefault(dtype.numpy, dtype)
+    return dtype
+
+
+PRED = _define("pred", Kind.PRED, 8, np.bool_, "i1")
+S4 = _define("s4", Kind.SIGNED, 4, ml_dtypes.int4, "i4")
+S8 = _define("s8", Kind.SIGNED, 8, np.int8, "i8")
+S16 = _define("s16", Kind.SIGNED, 16, np.int16, "i16")
+S32 = _define("s32", Kind.SIGNED, 32, np.int32, "i32")
+S64 = _define("s64", Kind.SIGNED, 64, np.int64, "i64")
+U4 = _define("u4", Kind.UNSIGNED, 4, ml_dtypes.uint4, "ui4")
+U8 = _define("u8", Kind.UNSIGNED, 8, np.uint8, "ui8")
+U16 = _define("u16", Kind.UNSIGNED, 16, np.uint16, "ui16")
+U32 = _define("u32", Kind.UNSIGNED, 32, np.uint32, "ui32")
+U64 = _define("u64", Kind.UNSIGNED, 64, np.uint64, "ui64")
+F16 = _define("f16", Kind.FLOAT, 16, np.float16, "f16")
+BF16 = _define("bf16", Kind.FLOAT, 16, ml_dtypes.bfloat16, "bf16")
+F32 = _define("f32", Kind.FLOAT, 32, np.float32, "f32")
+F64 = _define("f64", Kind.FLOAT, 64, np.float64, "f64")
+C64 = _define("c64", Kind.COMPLEX, 64, np.complex64, "complex<f32>")
+C128 = _define("c128", Kind.COMPLEX, 128, np.complex128, "complex<f64>")
+F8E4M3FN = _define("f8e4m3fn", Kind.FLOAT, 8, ml_dtypes.float8_e4m3fn, "f8E4M3FN")
+F8E5M2 = _define("f8e5m2", Kind.FLOAT, 8, ml_dtypes.float8_e5m2, "f8E5M2")
+F8E4M3FNUZ = _define("f8e4m3fnuz", Kind.FLOAT, 8, ml_dtypes.float8_e4m3fnuz, "f8E4M3FNUZ")
+F8E5M2FNUZ = _define("f8e5m2fnuz", Kind.FLOAT, 8, ml_dtypes.float8_e5m2fnuz, "f8E5M2FNUZ")
+F8E4M3B11FNUZ = _define("f8e4m3b11fnuz", Kind.FLOAT, 8, ml_dtypes.float8_e4m3b11fnuz,
+                        "f8E4M3B11FNUZ")
+TOKEN = _define("token", Kind.TOKEN, 0, None, "!stablehlo.token")
+
+ALL_DTYPES: tuple[DType, ...] = tuple(DType._by_name.values())

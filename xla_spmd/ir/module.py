@@ -1,0 +1,292 @@
+"""Instructions, computations and modules: immutable values.
+
+An `Instruction` holds its `Op`, its operand instructions, its result shape, its typed
+attributes and an optional sharding. A `Computation` is a flat, topologically ordered tuple of
+instructions with a root; a `Module` holds its computations (callees before callers) and names
+the entry. Passes never mutate: they build new computations (see `rewrite`).
+
+Instructions compare by identity (they are graph nodes); computations and modules compare
+structurally with `==`, which is what ``parse(print(m)) == m`` relies on.
+
+>>> from xla_spmd.ir import Builder, F32, ArrayShape
+>>> b = Builder("main")
+>>> x = b.parameter(ArrayShape(F32, (4,)), "x")
+>>> root = b.multiply(x, x)
+>>> m = Module.from_entry("square", b.build(root))
+>>> [i.op.name for i in m.entry.instructions]
+['parameter', 'multiply']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, fields
+
+from xla_spmd.errors import VerifyError
+from xla_spmd.ir.ops import AttrKind, Op
+from xla_spmd.ir.shapes import Shape
+
+Pairs = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Instruction:
+    """One SSA value. `extras` keeps attributes we carry verbatim (metadata, backend_config)."""
+
+    name: str
+    op: Op
+    operands: tuple[Instruction, ...]
+    shape: Shape
+    attrs: object
+    sharding: object | None = None
+    frontend_attributes: Pairs = ()
+    extras: Pairs = ()
+
+    @property
+    def opcode(self) -> str:
+        return self.op.name
+
+    def called_computations(self) -> tuple[Computation, ...]:
+        """Computations this instruction calls, in attribute order."""
+        called = []
+        for spec in self.op.attrs:
+            value = getattr(self.attrs, spec.name)
+            if value is None:
+                continue
+            if spec.kind is AttrKind.COMPUTATION:
+                called.append(value)
+            elif spec.kind is AttrKind.COMPUTATIONS:
+                called.extend(value)
+        return tuple(called)
+
+    def replace(self, **changes) -> Instruction:
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values.update(changes)
+        return Instruction(**values)
+
+    def frontend_attribute(self, key: str) -> str | None:
+        for k, v in self.frontend_attributes:
+            if k == key:
+                return v
+        return None
+
+    def __repr__(self) -> str:
+        return f"<{self.name} = {self.shape} {self.op.name}>"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Computation:
+    """A topologically ordered list of instructions with a root."""
+
+    name: str
+    instructions: tuple[Instruction, ...]
+    root: Instruction
+    extras: Pairs = ()
+    parameters: tuple[Instruction, ...] = field(init=False)
+
+    def __post_init__(self):
+        params = [i for i in self.instructions if i.op.name == "parameter"]
+        params.sort(key=lambda p: p.attrs.parameter_number)
+        object.__setattr__(self, "parameters", tuple(params))
+
+    @property
+    def parameter_shapes(self) -> tuple[Shape, ...]:
+        return tuple(p.shape for p in self.parameters)
+
+    @property
+    def result_shape(self) -> Shape:
+        return self.root.shape
+
+    def called_computations(self) -> tuple[Computation, ...]:
+        seen: dict[int, Computation] = {}
+        for inst in self.instructions:
+            for c in inst.called_computations():
+                seen.setdefault(id(c), c)
+        return tuple(seen.values())
+
+    def users(self) -> dict[Instruction, list[Instruction]]:
+        """The use map, computed on demand: instruction -> the instructions using it."""
+        uses: dict[Instruction, list[Instruction]] = {i: [] for i in self.instructions}
+        for inst in self.instructions:
+            for operand in inst.operands:
+                uses[operand].append(inst)
+        return uses
+
+    def instruction(self, name: str) -> Instruction:
+        for inst in self.instructions:
+            if inst.name == name:
+                return inst
+        raise KeyError(f"computation {self.name} has no instruction {name!r}")
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Computation) and _structure(self) == _structure(other)
+
+    def __hash__(self) -> int:
+        return hash((self.name, len(self.instructions)))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Module:
+    """A program: its computations (callees first) and its entry computation."""
+
+    name: str
+    computations: tuple[Computation, ...]
+    entry: Computation
+    header: Pairs = ()  # module attributes kept as written (num_partitions=8, ...)
+
+    @staticmethod
+    def from_entry(name: str, entry: Computation, header: Pairs = (),
+                   extra: Iterable[Computation] = ()) -> Module:
+        """The module of `entry` and every computation it reaches, callees first."""
+        order: list[Computation] = []
+        seen: set[int] = set()
+
+        def visit(c: Computation):
+            if id(c) in seen:
+                return
+            seen.add(id(c))
+            for callee in c.called_computations():
+                visit(callee)
+            order.append(c)
+
+        for c in extra:
+            visit(c)
+        visit(entry)
+        order.remove(entry)
+        order.append(entry)
+        return Module(name, tuple(order), entry, header)
+
+    def computation(self, name: str) -> Computation:
+        for c in self.computations:
+            if c.name == name:
+                return c
+        raise KeyError(f"module {self.name} has no computation {name!r}")
+
+    def header_value(self, key: str) -> str | None:
+        for k, v in self.header:
+            if k == key:
+                return v
+        return None
+
+    @property
+    def num_partitions(self) -> int:
+        return int(self.header_value("num_partitions") or 1)
+
+    @property
+    def num_replicas(self) -> int:
+        return int(self.header_value("replica_count") or 1)
+
+    def with_entry(self, entry: Computation) -> Module:
+        return Module.from_entry(self.name, entry, self.header)
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Module) or self.name != other.name:
+            return False
+        if self.header != other.header or len(self.computations) != len(other.computations):
+            return False
+        return all(a == b for a, b in zip(self.computations, other.computations))
+
+    def __hash__(self) -> int:
+        return hash((self.name, len(self.computations)))
+
+    def __str__(self) -> str:
+        from xla_spmd.ir.hlo_printer import print_module
+        return print_module(self)
+
+
+def _attr_key(attrs) -> tuple:
+    from xla_spmd.ir.module import Computation as _C  # local: avoid a cycle in type checks
+    key = []
+    for f in fields(attrs):
+        value = getattr(attrs, f.name)
+        if isinstance(value, _C):
+            value = ("computation", value.name)
+        elif isinstance(value, tuple) and value and isinstance(value[0], _C):
+            value = ("computations", tuple(c.name for c in value))
+        key.append(value)
+    return tuple(key)
+
+
+def _structure(c: Computation) -> tuple:
+    index = {inst: i for i, inst in enumerate(c.instructions)}
+    rows = tuple((i.name, i.op.name, tuple(index[o] for o in i.operands), i.shape,
+                  _attr_key(i.attrs), str(i.sharding) if i.sharding is not None else None,
+                  i.frontend_attributes, i.extras) for i in c.instructions)
+    return c.name, rows, index[c.root], c.extras
+
+
+# ---------------------------------------------------------------------------------------------
+# Creating and rewriting
+
+
+def make_instruction(name: str, op: Op, operands: Iterable[Instruction], attrs=None,
+                     shape: Shape | None = None, **extra) -> Instruction:
+    """Create an instruction, inferring its shape (or checking the declared one)."""
+    operands = tuple(operands)
+    count = len(operands)
+    if count < op.min_operands or (op.max_operands is not None and count > op.max_operands):
+        expected = (op.min_operands if op.min_operands == op.max_operands
+                    else f"{op.min_operands}..{op.max_operands or 'n'}")
+        raise VerifyError(f"'{op.name}' {name}: takes {expected} operands, got {count}")
+    if attrs is None:
+        attrs = op.make_attrs()
+    try:
+        inferred = op.infer(tuple(o.shape for o in operands), attrs, shape)
+    except VerifyError as error:
+        raise VerifyError(f"{name}: {error}") from None
+    if shape is None:
+        shape = inferred
+    elif not inferred.same_type(shape):
+        raise VerifyError(f"{name}: declared shape {shape} differs from the inferred "
+                          f"{inferred} of '{op.name}'")
+    return Instruction(name, op, operands, shape, attrs, **extra)
+
+
+RewriteFn = Callable[[Instruction, tuple[Instruction, ...]], Instruction | None]
+
+
+def rewrite(computation: Computation, fn: RewriteFn, name: str | None = None) -> Computation:
+    """Build a new computation: `fn(old, new_operands)` returns the replacement, or None to
+    keep the instruction (re-created with the new operands when they changed).
+
+    Instructions the new root no longer reaches are dropped, parameters excepted.
+    """
+    mapping: dict[Instruction, Instruction] = {}
+    for inst in computation.instructions:
+        operands = tuple(mapping[o] for o in inst.operands)
+        new = fn(inst, operands)
+        if new is None:
+            new = inst if operands == inst.operands else inst.replace(operands=operands)
+        mapping[inst] = new
+    root = mapping[computation.root]
+    return Computation(name or computation.name, topological_order(
+        root, [mapping[p] for p in computation.parameters]), root, computation.extras)
+
+
+def topological_order(root: Instruction, keep: Iterable[Instruction] = ()) -> tuple:
+    """Instructions reachable from `root` (plus `keep`), operands before users."""
+    order: list[Instruction] = []
+    seen: set[int] = set()
+    for start in [*keep, root]:
+        stack = [(start, False)]
+        while stack:
+            inst, expanded = stack.pop()
+            if id(inst) in seen and not expanded:
+                continue
+            if expanded:
+                order.append(inst)
+                continue
+            seen.add(id(inst))
+            stack.append((inst, True))
+            stack.extend((o, False) for o in reversed(inst.operands) if id(o) not in seen)
+    return tuple(order)
+
+
+def map_computations(module: Module, fn: Callable[[Computation, dict], Computation]) -> Module:
+    """Rebuild every computation callees-first. `fn(computation, replaced)` gets the map of
+    already rebuilt callees (old name -> new computation) to use for called computations."""
+    replaced: dict[str, Computation] = {}
+    for c in module.computations:
+        replaced[c.name] = fn(c, replaced)
+    return Module(module.name, tuple(replaced[c.name] for c in module.computations),
+                  replaced[module.entry.name], module.header)

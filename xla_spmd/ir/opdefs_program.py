@@ -1,0 +1,214 @@
+"""Definitions of control flow, tuples, random numbers, collectives and custom calls."""
+
+from __future__ import annotations
+
+from xla_spmd.ir.opdefs import A, K, _array, _declared, _fail
+from xla_spmd.ir.ops import Family, define
+from xla_spmd.ir.shapes import ArrayShape, TupleShape
+
+
+def _signature_check(name, computation, operand_shapes):
+    params = computation.parameter_shapes
+    if len(params) != len(operand_shapes) or not all(
+            p.same_type(o) for p, o in zip(params, operand_shapes)):
+        _fail(name, f"computation {computation.name} takes "
+                    f"({', '.join(map(str, params))}), given "
+                    f"({', '.join(map(str, operand_shapes))})")
+
+
+def _infer_while(operands, attrs, declared):
+    (state,) = operands
+    _signature_check("while", attrs.condition, (state,))
+    _signature_check("while", attrs.body, (state,))
+    if not attrs.body.root.shape.same_type(state):
+        _fail("while", f"body {attrs.body.name} returns {attrs.body.root.shape}, the loop "
+                       f"state is {state}")
+    cond = attrs.condition.root.shape
+    if not (isinstance(cond, ArrayShape) and cond.rank == 0 and cond.dtype.is_pred):
+        _fail("while", f"condition {attrs.condition.name} must return pred[], got {cond}")
+    return state
+
+
+def _infer_conditional(operands, attrs, declared):
+    branches = attrs.branch_computations or (attrs.true_computation, attrs.false_computation)
+    if None in branches:
+        _fail("conditional", "needs true_computation and false_computation, or "
+                             "branch_computations")
+    selector = _array("conditional", operands[0], "branch index")
+    if selector.rank != 0 or not (selector.dtype.is_pred or selector.dtype.name == "s32"):
+        _fail("conditional", f"branch selector must be pred[] or s32[], got {selector}")
+    if len(operands) - 1 != len(branches):
+        _fail("conditional", f"{len(branches)} branches need {len(branches)} branch operands")
+    result = branches[0].root.shape
+    for branch, operand in zip(branches, operands[1:]):
+        _signature_check("conditional", branch, (operand,))
+        if not branch.root.shape.same_type(result):
+            _fail("conditional", f"branch {branch.name} returns {branch.root.shape}, "
+                                 f"expected {result}")
+    return result
+
+
+def _infer_call(name):
+    def infer(operands, attrs, declared):
+        computation = attrs.to_apply if name != "fusion" else attrs.calls
+        _signature_check(name, computation, operands)
+        return computation.root.shape
+    return infer
+
+
+def _infer_map(operands, attrs, declared):
+    shapes = [_array("map", s) for s in operands]
+    root = attrs.to_apply.root.shape
+    return ArrayShape(root.dtype, shapes[0].dims)
+
+
+define("while", Family.CONTROL, _infer_while, operands=1,
+       attrs=(A("condition", K.COMPUTATION), A("body", K.COMPUTATION)))
+define("conditional", Family.CONTROL, _infer_conditional, operands=(2, None),
+       attrs=(A("true_computation", K.COMPUTATION, None),
+              A("false_computation", K.COMPUTATION, None),
+              A("branch_computations", K.COMPUTATIONS, None)))
+define("call", Family.CONTROL, _infer_call("call"), operands=(0, None),
+       attrs=(A("to_apply", K.COMPUTATION), A("is_composite", K.BOOL, False)))
+define("fusion", Family.CONTROL, _infer_call("fusion"), operands=(0, None),
+       attrs=(A("kind", K.RAW), A("calls", K.COMPUTATION)))
+define("map", Family.CONTROL, _infer_map, operands=(1, None),
+       attrs=(A("dimensions", K.INT_LIST), A("to_apply", K.COMPUTATION)))
+
+# ---------------------------------------------------------------------------------------------
+# Tuples
+
+
+def _infer_gte(operands, attrs, declared):
+    (t,) = operands
+    if not isinstance(t, TupleShape) or not 0 <= attrs.index < len(t.elements):
+        _fail("get-tuple-element", f"index {attrs.index} out of range for {t}")
+    return t.elements[attrs.index]
+
+
+define("tuple", Family.TUPLE, lambda o, a, d: TupleShape(tuple(o)), operands=(0, None))
+define("get-tuple-element", Family.TUPLE, _infer_gte, operands=1, attrs=(A("index", K.INT),))
+define("opt-barrier", Family.TUPLE, lambda o, a, d: o[0], operands=1)
+
+# ---------------------------------------------------------------------------------------------
+# Random numbers
+
+
+def _infer_rng_bit_generator(operands, attrs, declared):
+    out = _declared("rng-bit-generator", declared)
+    if not (isinstance(out, TupleShape) and len(out.elements) == 2
+            and out.elements[0].same_type(operands[0])):
+        _fail("rng-bit-generator", f"result must be (state {operands[0]}, bits), got {out}")
+    return out
+
+
+define("rng-bit-generator", Family.RANDOM, _infer_rng_bit_generator, operands=1,
+       attrs=(A("algorithm", K.RNG_ALGORITHM),), needs_declared_shape=True)
+define("rng", Family.RANDOM, lambda o, a, d: _declared("rng", d), operands=2,
+       attrs=(A("distribution", K.RNG_DISTRIBUTION),), needs_declared_shape=True)
+
+# ---------------------------------------------------------------------------------------------
+# Collectives
+
+GROUP_ATTRS = (A("replica_groups", K.REPLICA_GROUPS, None), A("channel_id", K.INT, None),
+               A("use_global_device_ids", K.BOOL, False),
+               A("constrain_layout", K.BOOL, False))
+
+
+def group_size(attrs, default: int | None = None) -> int | None:
+    """Size of the replica groups of a collective (None when the groups are implicit)."""
+    groups = attrs.replica_groups
+    if groups is None or not groups.groups:
+        return default
+    return len(groups.groups[0])
+
+
+def _leaves(operands):
+    return [_array("collective", s) for s in operands]
+
+
+def _infer_all_reduce(operands, attrs, declared):
+    shapes = _leaves(operands)
+    return shapes[0] if len(shapes) == 1 else TupleShape(tuple(shapes))
+
+
+def _infer_resized(name, grow: bool):
+    def infer(operands, attrs, declared):
+        shapes = _leaves(operands)
+        n = group_size(attrs)
+        if n is None:
+            return _declared(name, declared)
+        (dim,) = attrs.dimensions
+        out = []
+        for s in shapes:
+            dims = list(s.dims)
+            if grow:
+                dims[dim] *= n
+            elif dims[dim] % n:
+                _fail(name, f"dim {dim} of {s} is not divisible by the group size {n}")
+            else:
+                dims[dim] //= n
+            out.append(ArrayShape(s.dtype, tuple(dims)))
+        return out[0] if len(out) == 1 else TupleShape(tuple(out))
+    return infer
+
+
+def _infer_all_to_all(operands, attrs, declared):
+    shapes = _leaves(operands)
+    if attrs.dimensions and len(shapes) == 1:
+        (dim,) = attrs.dimensions
+        n = group_size(attrs)
+        if n is not None and shapes[0].dims[dim] % n:
+            _fail("all-to-all", f"dim {dim} of {shapes[0]} is not divisible by group size {n}")
+    return shapes[0] if len(shapes) == 1 else TupleShape(tuple(shapes))
+
+
+def _infer_permute(operands, attrs, declared):
+    return _leaves(operands)[0]
+
+
+REDUCER = (A("to_apply", K.COMPUTATION),)
+define("all-reduce", Family.COLLECTIVE, _infer_all_reduce, operands=(1, None),
+       attrs=GROUP_ATTRS + REDUCER)
+define("all-gather", Family.COLLECTIVE, _infer_resized("all-gather", True), operands=(1, None),
+       attrs=GROUP_ATTRS + (A("dimensions", K.INT_LIST),))
+define("reduce-scatter", Family.COLLECTIVE, _infer_resized("reduce-scatter", False),
+       operands=(1, None), attrs=GROUP_ATTRS + (A("dimensions", K.INT_LIST),) + REDUCER)
+define("all-to-all", Family.COLLECTIVE, _infer_all_to_all, operands=(1, None),
+       attrs=GROUP_ATTRS + (A("dimensions", K.INT_LIST, None),))
+define("collective-permute", Family.COLLECTIVE, _infer_permute, operands=1,
+       attrs=(A("source_target_pairs", K.INT_PAIRS), A("channel_id", K.INT, None)))
+define("collective-broadcast", Family.COLLECTIVE, _infer_permute, operands=1,
+       attrs=(A("replica_groups", K.REPLICA_GROUPS, None), A("channel_id", K.INT, None)))
+
+
+def _infer_async_done(operands, attrs, declared):
+    return _declared("async done", declared)
+
+
+# XLA's asynchronous pairs: the -start carries the collective's attributes; its result
+# shape is implementation-specific (tuples of buffers), so it is taken as declared.
+for _base in ("all-reduce", "all-gather", "collective-permute"):
+    from xla_spmd.ir.ops import OPS as _OPS
+    define(f"{_base}-start", Family.ASYNC, _infer_async_done, operands=(1, None),
+           attrs=_OPS[_base].attrs, needs_declared_shape=True)
+    define(f"{_base}-done", Family.ASYNC, _infer_async_done, operands=1,
+           needs_declared_shape=True)
+define("async-start", Family.ASYNC, _infer_async_done, operands=(0, None),
+       attrs=(A("calls", K.COMPUTATION),), needs_declared_shape=True)
+define("async-done", Family.ASYNC, _infer_async_done, operands=1, needs_declared_shape=True)
+define("copy-start", Family.ASYNC, _infer_async_done, operands=1, needs_declared_shape=True)
+define("copy-done", Family.ASYNC, _infer_async_done, operands=1, needs_declared_shape=True)
+
+# ---------------------------------------------------------------------------------------------
+# Custom calls: opaque, result shape as declared.
+
+define("custom-call", Family.CUSTOM, lambda o, a, d: _declared("custom-call", d),
+       operands=(0, None), needs_declared_shape=True,
+       attrs=(A("custom_call_target", K.STRING),
+              A("custom_call_has_side_effect", K.BOOL, False),
+              A("api_version", K.RAW, None),
+              A("called_computations", K.COMPUTATIONS, None),
+              A("output_to_operand_aliasing", K.RAW, None),
+              A("operand_layout_constraints", K.RAW, None),
+              A("custom_call_schedule", K.RAW, None)))

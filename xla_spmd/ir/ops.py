@@ -1,0 +1,189 @@
+"""The op table: one definition per opcode.
+
+An `Op` names its family, its operand arity, its typed attributes (`AttrSpec`: HLO attribute
+name, kind and default) and its shape inference. Instructions hold the `Op` object; strings
+appear only in the text formats. Each op gets an attribute class generated from its specs, so
+``inst.attrs.dimensions`` is a typed, frozen field.
+
+Invariants: every opcode is defined once (`define` refuses duplicates); every attribute kind
+is one of `AttrKind`, which each text format knows how to read and write.
+
+>>> op = OPS["transpose"]
+>>> op.family.value, [a.name for a in op.attrs]
+('shape', ['dimensions'])
+>>> op.make_attrs(dimensions=(1, 0))
+TransposeAttrs(dimensions=(1, 0))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+
+from xla_spmd.errors import MissingRuleError, VerifyError
+
+
+class Family(Enum):
+    """Named op families; registries use them to register standard rules at once."""
+
+    LEAF = "leaf"                   # parameter, constant, iota, partition-id, ...
+    UNARY = "unary"                 # elementwise, one operand
+    BINARY = "binary"               # elementwise, two operands
+    ELEMENTWISE = "elementwise"     # select, clamp, convert, ... (other elementwise)
+    SHAPE = "shape"                 # broadcast, reshape, transpose, slice, pad, ...
+    REDUCTION = "reduction"         # reduce, reduce-window, select-and-scatter
+    CONTRACTION = "contraction"     # dot, convolution
+    INDEXING = "indexing"           # gather, scatter, dynamic-slice, ...
+    SORT = "sort"
+    CONTROL = "control"             # while, conditional, call, map, fusion
+    TUPLE = "tuple"                 # tuple, get-tuple-element, opt-barrier
+    RANDOM = "random"
+    COLLECTIVE = "collective"
+    ASYNC = "async"                 # *-start / *-done pairs
+    CUSTOM = "custom"
+    LINALG = "linalg"               # fft, cholesky, triangular-solve
+
+
+class AttrKind(Enum):
+    """What an attribute's value is; each text format maps a kind to a spelling."""
+
+    INT = "int"
+    BOOL = "bool"
+    STRING = "string"               # quoted in HLO text
+    RAW = "raw"                     # kept verbatim (e.g. output_to_operand_aliasing)
+    INT_LIST = "int_list"           # {0,1}
+    INT_PAIRS = "int_pairs"         # {{0,1},{1,0}}
+    REPLICA_GROUPS = "replica_groups"
+    SLICE = "slice"                 # tuple[SliceDim, ...]
+    PADDING = "padding"             # tuple[PadDim, ...]
+    WINDOW = "window"               # Window
+    CONV_DIMS = "conv_dims"         # ConvDimensionNumbers
+    DIRECTION = "direction"         # ComparisonDirection
+    COMPARISON_TYPE = "comparison_type"
+    RNG_ALGORITHM = "rng_algorithm"
+    RNG_DISTRIBUTION = "rng_distribution"
+    PRECISION_LIST = "precision_list"
+    FFT_TYPE = "fft_type"
+    COMPUTATION = "computation"     # a Computation
+    COMPUTATIONS = "computations"   # tuple of Computations
+    LITERAL = "literal"             # Literal (constant's value)
+
+
+REQUIRED = object()
+
+
+@dataclass(frozen=True, slots=True)
+class AttrSpec:
+    """An attribute: its HLO name, its kind and its default (REQUIRED if it has none)."""
+
+    name: str
+    kind: AttrKind
+    default: object = REQUIRED
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+
+InferFn = Callable[..., object]  # (operand shapes, attrs, declared shape) -> Shape
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Op:
+    """An opcode: family, arity, attributes and shape inference.
+
+    `infer(operands, attrs, declared)` returns the result shape; `declared` is the shape
+    written in the program (None when building), which ops like reshape and convert need.
+    `min_operands`/`max_operands` bound the arity (max None = variadic).
+    """
+
+    name: str
+    family: Family
+    min_operands: int
+    max_operands: int | None
+    attrs: tuple[AttrSpec, ...]
+    infer: InferFn
+    attrs_class: type
+    needs_declared_shape: bool = False
+
+    def attr(self, name: str) -> AttrSpec | None:
+        for spec in self.attrs:
+            if spec.name == name:
+                return spec
+        return None
+
+    def make_attrs(self, **values):
+        """Build this op's attribute value, filling defaults and checking names."""
+        for name in values:
+            if self.attr(name) is None:
+                raise VerifyError(f"'{self.name}' has no attribute {name!r}; it has "
+                                  f"{[a.name for a in self.attrs] or 'none'}")
+        missing = [a.name for a in self.attrs if a.required and a.name not in values]
+        if missing:
+            raise VerifyError(f"'{self.name}' needs attribute(s) {', '.join(missing)}")
+        return self.attrs_class(**{a.name: values.get(a.name, a.default) for a in self.attrs})
+
+    def __repr__(self) -> str:
+        return f"Op({self.name})"
+
+
+OPS: dict[str, Op] = {}
+
+
+def _attrs_class(opname: str, attrs: tuple[AttrSpec, ...]) -> type:
+    class_name = "".join(part.capitalize() for part in opname.replace("-", " ").split()) + "Attrs"
+    fields = [(a.name.replace("-", "_"), object) for a in attrs]
+    return dataclasses.make_dataclass(class_name, fields, frozen=True, slots=True)
+
+
+def define(name: str, family: Family, infer: InferFn, *, operands: int | tuple = 0,
+           attrs: tuple[AttrSpec, ...] = (), needs_declared_shape: bool = False) -> Op:
+    """Define opcode `name`. `operands` is an exact count or a (min, max|None) range."""
+    if name in OPS:
+        raise ValueError(f"opcode {name!r} is defined twice")
+    low, high = (operands, operands) if isinstance(operands, int) else operands
+    op = Op(name, family, low, high, tuple(attrs), infer, _attrs_class(name, tuple(attrs)),
+            needs_declared_shape)
+    OPS[name] = op
+    return op
+
+
+def op_named(name: str) -> Op:
+    try:
+        return OPS[name]
+    except KeyError:
+        raise MissingRuleError(f"unknown opcode {name!r}") from None
+
+
+class Registry(dict):
+    """A per-concern table keyed by opcode name, filled by a decorator that refuses duplicates.
+
+    >>> rules = Registry("reference evaluation")
+    >>> @rules.register("add", "subtract")
+    ... def binary(*args): ...
+    >>> rules.lookup("multiply")
+    Traceback (most recent call last):
+    ...
+    xla_spmd.errors.MissingRuleError: no reference evaluation rule for 'multiply'
+    """
+
+    def __init__(self, concern: str):
+        super().__init__()
+        self.concern = concern
+
+    def register(self, *names: str):
+        def decorate(fn):
+            for name in names:
+                if name in self:
+                    raise ValueError(f"duplicate {self.concern} rule for {name!r}")
+                self[name] = fn
+            return fn
+        return decorate
+
+    def lookup(self, name: str):
+        try:
+            return self[name]
+        except KeyError:
+            raise MissingRuleError(f"no {self.concern} rule for {name!r}") from None

@@ -1,0 +1,255 @@
+"""The axis-based ``TensorSharding``: per tensor dim, the mesh axes (major to minor) sharding it.
+
+Invariants, checked at construction: every axis and sub-axis exists in the mesh and is valid;
+no axis or overlapping sub-axis is used twice across the dims, ``replicated`` and
+``unreduced``; an empty closed dim has no priority; ``replicated`` and ``unreduced`` are kept
+sorted in mesh order (as Shardy prints them).
+
+Shards: dim ``i`` is split into ``n_i`` = product of its axis sizes shards; a device's shard
+index along the dim is the mixed-radix number of its coordinates along those axes, major
+first. Shards have the ceiling size ``ceil(d/n_i)``; the last ones are padded, so each shard
+knows its valid extent. Worked example: mesh ``x=2, y=4``, dims ``[{"y"}, {"x"}]``, shape
+``(6, 3)``: shard shape ``(2, 2)``; device 5 = (x=1, y=1) holds rows 2..3 and column 2 only
+(its second column is padding).
+
+>>> from xla_spmd.mesh import make_mesh
+>>> s = TensorSharding(make_mesh({"x": 2, "y": 4}), [DimSharding(["y"]), DimSharding(["x"])])
+>>> s.shard_shape((6, 3)), s.shard_offsets((6, 3), 5)
+((2, 2), ((2, 2), (2, 1)))
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from xla_spmd.errors import ShardingError
+from xla_spmd.mesh import AxisRef, Mesh, as_axis_ref
+
+
+@dataclass(frozen=True, slots=True)
+class DimSharding:
+    """How one tensor dim is sharded: axes major to minor, open (``?``) or closed, priority.
+
+    >>> str(DimSharding(["a"], is_closed=False)), str(DimSharding([], priority=None))
+    ('{"a", ?}', '{}')
+    >>> str(DimSharding([AxisRef("b", (1, 2))], priority=1))
+    '{"b":(1)2}p1'
+    """
+
+    axes: tuple[AxisRef, ...] = ()
+    is_closed: bool = True
+    priority: int | None = None
+
+    def __post_init__(self) -> None:
+        axes = tuple(as_axis_ref(axis) for axis in self.axes)
+        object.__setattr__(self, "axes", axes)
+        if self.priority is not None:
+            if isinstance(self.priority, bool) or not isinstance(self.priority, int) \
+                    or self.priority < 0:
+                raise ShardingError(f"dim sharding priority must be an int >= 0, got "
+                                    f"{self.priority!r}")
+            if not axes and self.is_closed:
+                raise ShardingError(f"an empty closed dim sharding cannot have priority "
+                                    f"p{self.priority}")
+
+    @property
+    def is_open(self) -> bool:
+        return not self.is_closed
+
+    def __str__(self) -> str:
+        items = [str(axis) for axis in self.axes]
+        if not self.is_closed:
+            items.append("?")
+        text = "{" + ", ".join(items) + "}"
+        return text if self.priority is None else f"{text}p{self.priority}"
+
+
+def _as_dim(dim: DimSharding | Sequence[AxisRef | str] | str | None) -> DimSharding:
+    if isinstance(dim, DimSharding):
+        return dim
+    if dim is None:
+        return DimSharding()
+    if isinstance(dim, (str, AxisRef)):
+        return DimSharding((dim,))
+    return DimSharding(tuple(dim))
+
+
+@dataclass(frozen=True, slots=True)
+class TensorSharding:
+    """A tensor's sharding over a mesh; plain data that knows nothing of ops.
+
+    ``dims`` may be given as DimSharding values or as lists of axis names (closed).
+
+    >>> from xla_spmd.mesh import make_mesh
+    >>> TensorSharding(make_mesh({"a": 2, "b": 2}), [["a"], []], replicated=["b"])
+    TensorSharding(@mesh, [{"a"}, {}], replicated={"b"})
+    """
+
+    mesh: Mesh
+    dims: tuple[DimSharding, ...]
+    replicated: tuple[AxisRef, ...] = ()
+    unreduced: tuple[AxisRef, ...] = ()
+    mesh_name: str | None = "mesh"  # None prints the mesh inline
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.mesh, Mesh):
+            raise ShardingError(f"TensorSharding needs a Mesh, got {type(self.mesh).__name__}")
+        dims = tuple(_as_dim(dim) for dim in self.dims)
+        object.__setattr__(self, "dims", dims)
+        seen: list[tuple[AxisRef, str]] = []
+        for index, dim in enumerate(dims):
+            for axis in dim.axes:
+                self._check_axis(axis, f"dim {index}", seen)
+        for field in ("replicated", "unreduced"):
+            refs = tuple(as_axis_ref(axis) for axis in getattr(self, field))
+            for axis in refs:
+                self._check_axis(axis, field, seen)
+            order = self.mesh.axis_names
+            object.__setattr__(self, field, tuple(
+                sorted(refs, key=lambda ref: (order.index(ref.name), ref.pre_size))))
+
+    def _check_axis(self, axis: AxisRef, where: str, seen: list[tuple[AxisRef, str]]) -> None:
+        if not self.mesh.has_axis(axis.name):
+            raise ShardingError(f"{where} of the sharding uses axis {axis}, which is not in mesh "
+                                f"{self.mesh!r} (axes {list(self.mesh.axis_names)})")
+        try:
+            axis.validate(self.mesh.shape[axis.name])
+        except ShardingError as error:
+            raise ShardingError(f"{where} of the sharding: {error}") from None
+        for other, other_where in seen:
+            if axis.overlaps(other):
+                what = "twice" if axis == other else f"overlapping with {other}"
+                raise ShardingError(f"axis {axis} is used {what}: in {other_where} and in "
+                                    f"{where} of the sharding; each axis may shard one place")
+        seen.append((axis, where))
+
+    # ----- construction helpers -----
+    @classmethod
+    def replicated_on(cls, mesh: Mesh, rank: int, mesh_name: str | None = "mesh"
+                      ) -> TensorSharding:
+        """The fully replicated (all dims closed and empty) sharding of a rank-``rank`` tensor."""
+        return cls(mesh, (DimSharding(),) * rank, mesh_name=mesh_name)
+
+    @classmethod
+    def open_on(cls, mesh: Mesh, rank: int, mesh_name: str | None = "mesh") -> TensorSharding:
+        """All dims open and empty: no constraint (what a missing sharding means)."""
+        return cls(mesh, (DimSharding(is_closed=False),) * rank, mesh_name=mesh_name)
+
+    # ----- queries -----
+    @property
+    def rank(self) -> int:
+        return len(self.dims)
+
+    def dim_axes(self, dim: int) -> tuple[AxisRef, ...]:
+        return self.dims[dim].axes
+
+    def axis_size(self, axis: AxisRef) -> int:
+        return self.mesh.axis_size(axis)
+
+    def num_shards(self, dim: int) -> int:
+        """How many shards dim ``dim`` is cut into."""
+        return math.prod(self.mesh.axis_size(axis) for axis in self.dims[dim].axes)
+
+    @property
+    def tile_shape(self) -> tuple[int, ...]:
+        """Shards per dim."""
+        return tuple(self.num_shards(i) for i in range(self.rank))
+
+    @property
+    def sharded_axes(self) -> tuple[AxisRef, ...]:
+        """All axes that shard some dim, in dim order then major to minor."""
+        return tuple(axis for dim in self.dims for axis in dim.axes)
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        """No dim is sharded and nothing is unreduced."""
+        return not self.sharded_axes and not self.unreduced
+
+    def check_rank(self, shape: Sequence[int], tensor: str = "tensor") -> None:
+        """Raise ShardingError naming the tensor if the sharding's rank differs from the shape's."""
+        if len(shape) != self.rank:
+            raise ShardingError(f"sharding {self} has {self.rank} dims but {tensor} has shape "
+                                f"{tuple(shape)} of rank {len(shape)}")
+        if any(int(d) < 0 for d in shape):
+            raise ShardingError(f"{tensor} has a negative dim in shape {tuple(shape)}")
+
+    # ----- shards -----
+    def shard_index(self, device_id: int) -> tuple[int, ...]:
+        """The index of the shard that ``device_id`` holds, per dim."""
+        coords = self.mesh.device_coords(device_id)
+        index = []
+        for dim in self.dims:
+            value = 0
+            for axis in dim.axes:
+                axis_position = self.mesh.axis_index(axis.name)
+                full = self.mesh.axis_sizes[axis_position]
+                value = value * axis.size(full) + axis.coordinate(coords[axis_position],
+                                                                  axis_size=full)
+            index.append(value)
+        return tuple(index)
+
+    def shard_shape(self, global_shape: Sequence[int]) -> tuple[int, ...]:
+        """The per-device (padded) shard shape: ``ceil(d / shards)`` per dim."""
+        self.check_rank(global_shape)
+        return tuple(-(-int(d) // n) for d, n in zip(global_shape, self.tile_shape, strict=True))
+
+    def shard_offsets(self, global_shape: Sequence[int], device_id: int
+                      ) -> tuple[tuple[int, int], ...]:
+        """Per dim ``(offset, valid_size)`` of the data ``device_id`` holds; the rest is padding."""
+        shard = self.shard_shape(global_shape)
+        result = []
+        for size, extent, index in zip(global_shape, shard, self.shard_index(device_id),
+                                       strict=True):
+            offset = min(index * extent, int(size))
+            result.append((offset, max(0, min(extent, int(size) - offset))))
+        return tuple(result)
+
+    def shard_slices(self, global_shape: Sequence[int], device_id: int) -> tuple[slice, ...]:
+        """Python slices of the global array holding ``device_id``'s valid data."""
+        return tuple(slice(offset, offset + valid)
+                     for offset, valid in self.shard_offsets(global_shape, device_id))
+
+    def devices_holding(self, global_shape: Sequence[int], index: Sequence[int]
+                        ) -> tuple[int, ...]:
+        """The devices (ascending) whose shard holds the element at global ``index``."""
+        self.check_rank(global_shape)
+        if len(index) != self.rank or any(
+                not 0 <= int(i) < int(d) for i, d in zip(index, global_shape, strict=True)):
+            raise ShardingError(f"index {tuple(index)} is outside shape {tuple(global_shape)}")
+        shard = self.shard_shape(global_shape)
+        wanted = tuple(int(i) // extent for i, extent in zip(index, shard, strict=True))
+        return tuple(sorted(d for d in self.mesh.all_device_ids if self.shard_index(d) == wanted))
+
+    # ----- conversions and text -----
+    def to_partition_spec(self):
+        """The JAX PartitionSpec (full axes only; open dims must be empty)."""
+        from .partition_spec import tensor_sharding_to_spec
+        return tensor_sharding_to_spec(self)
+
+    def to_text(self) -> str:
+        """Shardy text, ``#sdy.sharding<@mesh, [...]>``."""
+        from .sdy_text import print_sharding
+        return print_sharding(self)
+
+    def body_text(self) -> str:
+        """``@mesh, [{...}, ...], replicated={...}`` (the part inside ``<...>``)."""
+        from .sdy_text import print_sharding_body
+        return print_sharding_body(self)
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def __repr__(self) -> str:
+        return f"TensorSharding({self.body_text()})"
+
+    def replace(self, *, dims: Iterable | None = None, replicated: Iterable | None = None,
+                unreduced: Iterable | None = None, mesh_name: str | None | type = ...
+                ) -> TensorSharding:
+        """A copy with some fields changed (validated again)."""
+        return TensorSharding(
+            self.mesh, tuple(self.dims if dims is None else dims),
+            tuple(self.replicated if replicated is None else replicated),
+            tuple(self.unreduced if unreduced is None else unreduced),
+            self.mesh_name if mesh_name is ... else mesh_name)
