@@ -66,7 +66,11 @@ from .base import (
 )
 
 _PERMUTE_TAG = 7301
-_SPIN_SECONDS = 0.002  # poll without sleeping this long, then back off to short sleeps
+# Nonblocking collectives progress only while a rank calls into MPI, so a wait spins on
+# Test; it yields the CPU after _SPIN_SECONDS (ranks may share cores) and sleeps 1 ms per
+# poll after _IDLE_SECONDS (a long wait is a straggler or a hang, not a transfer).
+_SPIN_SECONDS = 0.05
+_IDLE_SECONDS = 1.0
 
 
 def _mpi() -> Any:
@@ -103,7 +107,7 @@ class _MpiHandle:
     __slots__ = ("_owner", "_requests", "_finish", "_what", "_keep", "_done", "_value")
 
     def __init__(self, owner: MpiCommunicator, requests: list, finish: Callable[[], Any],
-                 what: str, keep: tuple):
+                 what: tuple, keep: tuple):
         self._owner = owner
         self._requests = requests
         self._finish = finish
@@ -160,6 +164,14 @@ class MpiCommunicator:
 
     # -- sub-communicators ------------------------------------------------------------------
 
+    def _lookup(self, kind: str, group: Sequence[int]) -> tuple[Group, Any]:
+        """The validated group tuple and its communicator (fast path: a cached tuple)."""
+        comm = self._group_comms.get(group) if type(group) is tuple else None
+        if comm is None:
+            group = check_group(kind, self._rank, group, self._size)
+            comm = self.group_comm(group)
+        return group, comm
+
     def group_comm(self, group: Sequence[int]) -> Any:
         """The MPI communicator of ``group`` (ranked in group order), created on first use.
 
@@ -202,12 +214,12 @@ class MpiCommunicator:
 
     # -- waiting --------------------------------------------------------------------------
 
-    def _what(self, kind: str, group: Group) -> str:
+    def _what(self, kind: str, group: Group) -> tuple[str, Group, int]:
         sequence = self._sequence.get(group, 0)
         self._sequence[group] = sequence + 1
-        return f"{describe(kind, group)} (call #{sequence} on that group)"
+        return kind, group, sequence
 
-    def _poll(self, requests: list, what: str) -> None:
+    def _poll(self, requests: list, what: tuple[str, Group, int]) -> None:
         test_all = self._MPI.Request.Testall
         if test_all(requests):
             return
@@ -221,15 +233,20 @@ class MpiCommunicator:
                 continue
             now = time.monotonic()
             if now > deadline:
+                kind, group, sequence = what
                 raise CommunicationError(
-                    f"{what} timed out after {timeout:g} s on rank {self._rank}: not every "
+                    f"{describe(kind, group)} (call #{sequence} on that group) timed out "
+                    f"after {timeout:g} s on rank {self._rank}: not every "
                     "member arrived (MPI cannot tell which). Check that every member makes "
                     f"the same collective calls in the same order, or raise {TIMEOUT_ENV}. "
                     "The communicator is unusable after this error.")
-            if now - start > _SPIN_SECONDS:
-                time.sleep(min(0.001, (now - start) * 0.05))
+            waited = now - start
+            if waited > _IDLE_SECONDS:
+                time.sleep(0.001)
+            elif waited > _SPIN_SECONDS:
+                time.sleep(0)
 
-    def _handle(self, requests: list, finish: Callable[[], Any], what: str,
+    def _handle(self, requests: list, finish: Callable[[], Any], what: tuple,
                 *keep: Any) -> _MpiHandle:
         return _MpiHandle(self, requests, finish, what, keep)
 
@@ -251,10 +268,9 @@ class MpiCommunicator:
 
     def all_reduce_start(self, x: np.ndarray, group: Sequence[int], op: ReduceOp = "sum"
                          ) -> _MpiHandle | CompletedHandle:
-        group = check_group("all_reduce", self._rank, group, self._size)
+        group, comm = self._lookup("all_reduce", group)
         op = canonical_op(op)
         x = _contiguous(x)
-        comm = self.group_comm(group)
         what = self._what("all_reduce", group)
         if len(group) == 1:
             return CompletedHandle(fold([x], op))
@@ -269,10 +285,9 @@ class MpiCommunicator:
 
     def all_gather_start(self, x: np.ndarray, group: Sequence[int], axis: int = 0
                          ) -> _MpiHandle:
-        group = check_group("all_gather", self._rank, group, self._size)
+        group, comm = self._lookup("all_gather", group)
         x = _contiguous(x)
         axis = normalize_axis("all_gather", axis, x.ndim)
-        comm = self.group_comm(group)
         what = self._what("all_gather", group)
         gathered = np.empty((len(group),) + x.shape, x.dtype)
         request = comm.Iallgather(_bytes(x), _bytes(gathered))
@@ -281,13 +296,12 @@ class MpiCommunicator:
 
     def reduce_scatter_start(self, x: np.ndarray, group: Sequence[int], axis: int = 0,
                              op: ReduceOp = "sum") -> _MpiHandle | CompletedHandle:
-        group = check_group("reduce_scatter", self._rank, group, self._size)
+        group, comm = self._lookup("reduce_scatter", group)
         op = canonical_op(op)
         x = _contiguous(x)
         parts = len(group)
         # stacked[k] is chunk k of x along axis, in its natural shape.
         stacked = split_stacked("reduce_scatter", x, parts, axis)
-        comm = self.group_comm(group)
         what = self._what("reduce_scatter", group)
         if parts == 1:
             return CompletedHandle(fold([stacked[0]], op))
@@ -302,11 +316,10 @@ class MpiCommunicator:
 
     def all_to_all_start(self, x: np.ndarray, group: Sequence[int], split_axis: int = 0,
                          concat_axis: int = 0) -> _MpiHandle:
-        group = check_group("all_to_all", self._rank, group, self._size)
+        group, comm = self._lookup("all_to_all", group)
         x = _contiguous(x)
         concat_axis = normalize_axis("all_to_all", concat_axis, x.ndim)
         stacked = split_stacked("all_to_all", x, len(group), split_axis)
-        comm = self.group_comm(group)
         what = self._what("all_to_all", group)
         received = np.empty_like(stacked)
         request = comm.Ialltoall(_bytes(stacked), _bytes(received))
@@ -339,19 +352,17 @@ class MpiCommunicator:
                         ) -> _MpiHandle:
         """``root`` is a device id in ``group``; non-roots pass a buffer of the same shape
         and dtype (its contents are ignored)."""
-        group = check_group("broadcast", self._rank, group, self._size)
+        group, comm = self._lookup("broadcast", group)
         if root not in group:
             raise CommunicationError(f"broadcast: root {root} is not in replica group {group}")
         x = _contiguous(x)
         out = np.array(x, copy=True) if self._rank == root else np.empty_like(x)
-        comm = self.group_comm(group)
         what = self._what("broadcast", group)
         request = comm.Ibcast(_bytes(out), root=group.index(root))
         return self._handle([request], lambda: out, what)
 
     def barrier_start(self, group: Sequence[int]) -> _MpiHandle:
-        group = check_group("barrier", self._rank, group, self._size)
-        comm = self.group_comm(group)
+        group, comm = self._lookup("barrier", group)
         what = self._what("barrier", group)
         return self._handle([comm.Ibarrier()], lambda: None, what)
 

@@ -1,3 +1,249 @@
-"""Reference evaluation rules: control (being written)."""
+"""Reference evaluation rules: control flow, tuples, async wrappers, custom calls, linalg.
 
-from xla_spmd.backends.reference.evaluator import EVALUATE  # noqa: F401
+Invariants (op_semantics §14, §16): `while` runs ``state = body(state)`` while
+``cond(state)``, failing after `Context.max_loop_iterations`; `conditional` runs exactly one
+branch (an index outside ``[0, N)`` runs the last one); `call` and `fusion` evaluate their
+computation; `opt-barrier`, `copy-start`/`copy-done` and the sharding markers are identities;
+`async-start` evaluates its wrapped computation and `async-done` returns that result.
+Custom calls go through `CUSTOM_CALLS`, a registry keyed by target name; an unknown target
+fails naming it.
+
+>>> from xla_spmd.ir import Builder, ArrayShape, F32, Module
+>>> from xla_spmd.backends.reference import evaluate
+>>> b = Builder("m")
+>>> x = b.parameter(ArrayShape(F32, (2,)), "x")
+>>> m = Module.from_entry("m", b.build(b.custom_call(x, custom_call_target="Sharding",
+...                                                 shape=x.shape)))
+>>> evaluate(m, [np.ones(2, np.float32)])
+array([1., 1.], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from xla_spmd.backends.reference.evaluator import EVALUATE, Context, zeros_of
+
+from xla_spmd.errors import EvaluationError
+from xla_spmd.ir import Instruction, Registry, TupleShape
+
+# ---------------------------------------------------------------------------------------------
+# Control flow
+
+
+@EVALUATE.register("while")
+def while_rule(inst: Instruction, operands: list, ctx: Context):
+    (state,) = operands
+    condition, body = inst.attrs.condition, inst.attrs.body
+    for _ in range(ctx.max_loop_iterations):
+        if not bool(ctx.call(condition, [state])):
+            return state
+        state = ctx.call(body, [state])
+    raise EvaluationError(f"while {inst.name}: condition {condition.name} still true after "
+                          f"{ctx.max_loop_iterations} iterations (Context.max_loop_iterations)"
+                          "; raise the cap if the loop is meant to run longer")
+
+
+@EVALUATE.register("conditional")
+def conditional_rule(inst: Instruction, operands: list, ctx: Context):
+    selector, *arguments = operands
+    attrs = inst.attrs
+    if attrs.branch_computations:
+        branches = attrs.branch_computations
+        index = int(selector)
+        if not 0 <= index < len(branches):
+            index = len(branches) - 1
+    else:
+        branches = (attrs.true_computation, attrs.false_computation)
+        index = 0 if bool(selector) else 1
+    return ctx.call(branches[index], [arguments[index]])
+
+
+@EVALUATE.register("call")
+def call_rule(inst: Instruction, operands: list, ctx: Context):
+    return ctx.call(inst.attrs.to_apply, operands)
+
+
+@EVALUATE.register("fusion")
+def fusion_rule(inst: Instruction, operands: list, ctx: Context):
+    return ctx.call(inst.attrs.calls, operands)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tuples and async wrappers
+
+
+@EVALUATE.register("tuple")
+def tuple_rule(inst: Instruction, operands: list, ctx: Context):
+    return tuple(operands)
+
+
+@EVALUATE.register("get-tuple-element")
+def get_tuple_element_rule(inst: Instruction, operands: list, ctx: Context):
+    return operands[0][inst.attrs.index]
+
+
+@EVALUATE.register("opt-barrier")
+def identity_rule(inst: Instruction, operands: list, ctx: Context):
+    return operands[0]
+
+
+@EVALUATE.register("copy-start")
+def copy_start_rule(inst: Instruction, operands: list, ctx: Context):
+    # XLA's copy-start returns (destination, source, context); done takes the destination.
+    (value,) = operands
+    if isinstance(inst.shape, TupleShape) and len(inst.shape.elements) >= 2:
+        return (value, value) + tuple(zeros_of(s) for s in inst.shape.elements[2:])
+    return value
+
+
+@EVALUATE.register("copy-done")
+def copy_done_rule(inst: Instruction, operands: list, ctx: Context):
+    (value,) = operands
+    return value[0] if isinstance(value, tuple) and not _matches(value, inst.shape) else value
+
+
+def _matches(value, shape) -> bool:
+    if isinstance(shape, TupleShape):
+        return isinstance(value, tuple) and len(value) == len(shape.elements) and all(
+            _matches(v, s) for v, s in zip(value, shape.elements))
+    return isinstance(value, np.ndarray) and value.shape == shape.dims
+
+
+@EVALUATE.register("async-start")
+def async_start_rule(inst: Instruction, operands: list, ctx: Context):
+    """Run the wrapped computation now; the value is XLA's async context
+    ``((operands...), result, extra state...)``."""
+    result = ctx.call(inst.attrs.calls, operands)
+    extra = inst.shape.elements[2:] if isinstance(inst.shape, TupleShape) else ()
+    return (tuple(operands), result) + tuple(zeros_of(s) for s in extra)
+
+
+@EVALUATE.register("async-done")
+def async_done_rule(inst: Instruction, operands: list, ctx: Context):
+    return operands[0][1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Custom calls
+
+CUSTOM_CALLS = Registry("custom-call target")
+"""Evaluation rules of custom-call targets: ``rule(inst, operands, ctx) -> value``."""
+
+
+@EVALUATE.register("custom-call")
+def custom_call_rule(inst: Instruction, operands: list, ctx: Context):
+    target = inst.attrs.custom_call_target
+    if target not in CUSTOM_CALLS:
+        if target.startswith("xla.sdy.manual_computation_body"):
+            return ctx.call(inst.attrs.called_computations[0], operands)
+        raise EvaluationError(f"custom-call {inst.name}: no reference rule for target "
+                              f"{target!r}; known targets: {', '.join(sorted(CUSTOM_CALLS))}")
+    return CUSTOM_CALLS[target](inst, operands, ctx)
+
+
+@CUSTOM_CALLS.register("Sharding", "xla.sdy.FuncResultSharding", "xla.sdy.PropagationBarrier",
+                       "xla.sdy.ShardingGroup", "annotate_device_placement",
+                       "LayoutConstraint", "MoveToHost", "MoveToDevice")
+def marker_rule(inst: Instruction, operands: list, ctx: Context):
+    """Value-preserving markers: the operand, or the operands' tuple, or nothing."""
+    if isinstance(inst.shape, TupleShape) and not inst.shape.elements:
+        return ()  # e.g. xla.sdy.ShardingGroup with no result
+    if len(operands) == 1 and not (isinstance(inst.shape, TupleShape)
+                                   and not isinstance(operands[0], tuple)):
+        return operands[0]
+    if isinstance(inst.shape, TupleShape) and len(inst.shape.elements) == len(operands):
+        return tuple(operands)
+    raise EvaluationError(f"custom-call {inst.name} ({inst.attrs.custom_call_target}): "
+                          f"expected one operand of the result shape {inst.shape}, got "
+                          f"{len(operands)} operands")
+
+
+@CUSTOM_CALLS.register("SPMDFullToShardShape", "SPMDShardToFullShape",
+                       "xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape")
+def manual_boundary_rule(inst: Instruction, operands: list, ctx: Context):
+    """Entry/exit of a manual region: on one device global and local shapes agree."""
+    results = inst.shape.elements if isinstance(inst.shape, TupleShape) else (inst.shape,)
+    if len(results) != len(operands) or any(
+            np.shape(v) != s.dims for v, s in zip(operands, results)):
+        raise EvaluationError(
+            f"custom-call {inst.name} ({inst.attrs.custom_call_target}) changes the shape "
+            f"{[list(np.shape(v)) for v in operands]} -> {inst.shape}: a manual (shard_map) "
+            "region only means something once partitioned; run the SPMD partitioner first "
+            "and evaluate the per-device program")
+    return tuple(operands) if isinstance(inst.shape, TupleShape) else operands[0]
+
+
+@CUSTOM_CALLS.register("mhlo.topk")
+def mhlo_topk_rule(inst: Instruction, operands: list, ctx: Context):
+    from xla_spmd.backends.reference.reduction import _argsort_stable, total_order_key
+
+    (x,) = operands
+    k = inst.shape.elements[0].dims[-1]
+    order = _argsort_stable(total_order_key(x), x.ndim - 1, True)[..., :k]
+    return (np.take_along_axis(x, order, axis=-1),
+            order.astype(inst.shape.elements[1].dtype.numpy))
+
+
+# ---------------------------------------------------------------------------------------------
+# Linear algebra (§12.3)
+
+
+def _working(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.float32) if x.dtype.kind == "V" or x.dtype == np.float16 else x
+
+
+@EVALUATE.register("cholesky")
+def cholesky_rule(inst: Instruction, operands: list, ctx: Context):
+    (a,) = operands
+    a = _working(a)
+    lower = inst.attrs.lower
+    matrix = a if lower else np.conj(np.swapaxes(a, -1, -2))
+    # Read only the indicated triangle (mirror it); a non-PD input gives NaN like XLA.
+    tri = np.tril(matrix)
+    hermitian = tri + np.conj(np.swapaxes(np.tril(matrix, -1), -1, -2))
+    result = np.full(a.shape, np.nan, dtype=a.dtype)
+    for index in np.ndindex(a.shape[:-2]):
+        try:
+            result[index] = np.linalg.cholesky(hermitian[index])
+        except np.linalg.LinAlgError:
+            continue
+    if not lower:
+        result = np.conj(np.swapaxes(result, -1, -2))
+    return result.astype(inst.shape.dtype.numpy)
+
+
+@EVALUATE.register("triangular-solve")
+def triangular_solve_rule(inst: Instruction, operands: list, ctx: Context):
+    a, b = (_working(v) for v in operands)
+    attrs = inst.attrs
+    a = np.tril(a) if attrs.lower else np.triu(a)
+    if attrs.unit_diagonal:
+        eye = np.eye(a.shape[-1], dtype=bool)
+        a = np.where(eye, np.ones((), a.dtype), a)
+    transpose = str(attrs.transpose_a or "NO_TRANSPOSE").upper()
+    if transpose == "TRANSPOSE":
+        a = np.swapaxes(a, -1, -2)
+    elif transpose == "ADJOINT":
+        a = np.conj(np.swapaxes(a, -1, -2))
+    if attrs.left_side:
+        x = np.linalg.solve(a, b)
+    else:  # x·a = b  <=>  aᵀ·xᵀ = bᵀ
+        x = np.swapaxes(np.linalg.solve(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2)), -1, -2)
+    return x.astype(inst.shape.dtype.numpy)
+
+
+@EVALUATE.register("fft")
+def fft_rule(inst: Instruction, operands: list, ctx: Context):
+    (x,) = operands
+    lengths = tuple(inst.attrs.fft_length)
+    axes = tuple(range(x.ndim - len(lengths), x.ndim))
+    kind = inst.attrs.fft_type.value
+    if kind == "FFT":
+        result = np.fft.fftn(x, s=lengths, axes=axes)
+    elif kind == "IFFT":
+        result = np.fft.ifftn(x, s=lengths, axes=axes)
+    elif kind == "RFFT":
+        result = np.fft.rfftn(x, s=lengths, axes=axes)
+    else:
+        result = np.fft.irfftn(x, s=lengths, axes=axes)
+    return result.astype(inst.shape.dtype.numpy)

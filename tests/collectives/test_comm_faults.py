@@ -6,8 +6,8 @@ import time
 
 import numpy as np
 import pytest
-
 from xla_spmd.collectives import LocalWorld
+
 from xla_spmd.errors import CommunicationError
 
 
@@ -68,7 +68,7 @@ def test_mpi_rank_failure_aborts_every_rank(mpirun):
     completed = mpirun("fault_program.py", "raise", ranks=4, timeout=30)
     assert time.monotonic() - start < 30
     assert completed.returncode != 0
-    assert completed.stdout.count("boom on rank 2") == 1, completed.stdout
+    assert completed.stdout.count("RuntimeError: boom on rank 2") == 1, completed.stdout
     assert "xla-spmd: rank 2 failed, aborting all ranks" in completed.stdout
     assert "which it should not" not in completed.stdout
 

@@ -18,7 +18,7 @@ def _split_variadic(name, operands):
     for x in inputs[1:]:
         if x.dims != inputs[0].dims:
             _fail(name, f"inputs must share dims: {inputs[0]} vs {x}")
-    for x, init in zip(inputs, inits):
+    for init in inits:
         if init.rank:
             _fail(name, f"init value {init} must be a scalar")
     return inputs, inits
@@ -116,7 +116,8 @@ def _infer_convolution(operands, attrs, declared):
         _fail("convolution", f"input features {features} != kernel input features "
                              f"{rhs.dims[dn.kernel_input_feature]} x feature_group_count {groups}")
     out_features = rhs.dims[dn.kernel_output_feature]
-    if out_features % groups or out_features % batch_groups or lhs.dims[dn.input_batch] % batch_groups:
+    batch = lhs.dims[dn.input_batch]
+    if out_features % groups or out_features % batch_groups or batch % batch_groups:
         _fail("convolution", "group counts must divide the feature and batch sizes")
     for i, w in enumerate(window.dims):
         if w.size != rhs.dims[dn.kernel_spatial[i]]:

@@ -33,8 +33,9 @@ class ArrayShape:
         if any(d < 0 for d in self.dims):
             raise VerifyError(f"negative dimension in shape {self}")
         if self.layout is not None and sorted(self.layout) != list(range(len(self.dims))):
-            raise VerifyError(f"layout {{{','.join(map(str, self.layout))}}} is not a "
-                              f"permutation of the {len(self.dims)} dims of {self.dtype}{self.dims}")
+            layout = ",".join(map(str, self.layout))
+            raise VerifyError(f"layout {{{layout}}} is not a permutation of the "
+                              f"{len(self.dims)} dims of {self.dtype}{list(self.dims)}")
 
     @property
     def rank(self) -> int:

@@ -96,11 +96,11 @@ def build_cases(world: int) -> list[Case]:
                 salt = index + 1
                 name = op if isinstance(op, str) else op.__name__
 
-                def run(comm, groups=groups, dtype=dtype, op=op, salt=salt):
+                def run(comm, groups=groups, dtype=dtype, op=op, salt=salt, shape=shape):
                     group = group_of(groups, comm.rank)
                     return comm.all_reduce(inp(comm.rank, dtype, shape, salt), group, op)
 
-                def expect(device, groups=groups, dtype=dtype, op=op, salt=salt):
+                def expect(device, groups=groups, dtype=dtype, op=op, salt=salt, shape=shape):
                     group = group_of(groups, device)
                     return reference_fold([inp(d, dtype, shape, salt) for d in group], op)
 

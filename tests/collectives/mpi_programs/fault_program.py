@@ -12,7 +12,6 @@ import sys
 import time
 
 import numpy as np
-
 from xla_spmd.collectives.mpi import MpiCommunicator, install_abort_on_error
 
 

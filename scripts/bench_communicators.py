@@ -1,0 +1,97 @@
+"""Benchmark MpiCommunicator against raw mpi4py calls (all-reduce sum, all-gather).
+
+Run under MPI, e.g.::
+
+    mpirun -n 4 python scripts/bench_communicators.py [--max-bytes 16M] [--repeats 20]
+
+Rank 0 prints, per message size (bytes per rank), the median time of our call, of the
+raw mpi4py call (``Allreduce`` / ``Allgather`` into a preallocated buffer), of the raw call
+into a freshly allocated buffer (what ours does: it returns a new array the caller owns,
+and first-touch page faults on a fresh large buffer are a real cost), the ratios ours/raw
+and ours/raw-with-allocation, and the bus bandwidth of ours in GB/s (nccl-tests
+conventions: all-reduce busbw = S/t * 2(n-1)/n with S the per-rank bytes; all-gather
+busbw = S*n/t * (n-1)/n).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+from mpi4py import MPI
+from xla_spmd.collectives.mpi import MpiCommunicator
+
+
+def parse_bytes(text: str) -> int:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    text = text.strip().upper().rstrip("B")
+    return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
+
+
+def timed(fn, comm, repeats: int) -> float:
+    fn()  # warm up (and create sub-communicators)
+    times = []
+    for _ in range(repeats):
+        comm.Barrier()
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    # The slowest rank defines a collective's time.
+    return comm.allreduce(statistics.median(times), op=MPI.MAX)
+
+
+def measure(ours: MpiCommunicator, raw, size: int, repeats: int) -> list[tuple]:
+    world = MPI.COMM_WORLD
+    n = world.Get_size()
+    group = tuple(range(n))
+    x = np.random.default_rng(world.Get_rank()).standard_normal(size // 4).astype(np.float32)
+    reduced = np.empty_like(x)
+    gathered = np.empty((n,) + x.shape, x.dtype)
+    rows = []
+    for name, mine, theirs, theirs_fresh, factor in (
+        ("all_reduce", lambda: ours.all_reduce(x, group, "sum"),
+         lambda: raw.Allreduce(x, reduced, MPI.SUM),
+         lambda: raw.Allreduce(x, np.empty_like(x), MPI.SUM), 2 * (n - 1) / n),
+        ("all_gather", lambda: ours.all_gather(x, group, 0),
+         lambda: raw.Allgather(x, gathered),
+         lambda: raw.Allgather(x, np.empty_like(gathered)), (n - 1)),
+    ):
+        t_ours = timed(mine, world, repeats)
+        t_raw = timed(theirs, world, repeats)
+        t_fresh = timed(theirs_fresh, world, repeats)
+        rows.append((name, size, t_ours, t_raw, t_fresh, size * factor / t_ours / 1e9))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--min-bytes", default="4K")
+    parser.add_argument("--max-bytes", default="64M")
+    parser.add_argument("--repeats", type=int, default=20)
+    args = parser.parse_args()
+    world = MPI.COMM_WORLD
+    ours = MpiCommunicator()
+    raw = world.Dup()
+    n = world.Get_size()
+    rows = []
+    size = parse_bytes(args.min_bytes)
+    while size <= parse_bytes(args.max_bytes):
+        repeats = max(3, args.repeats if size <= (1 << 22) else args.repeats // 4)
+        rows += measure(ours, raw, size, repeats)
+        size *= 4
+    if world.Get_rank() == 0:
+        print(f"{n} ranks, float32, median of up to {args.repeats} runs, slowest rank")
+        print(f"{'collective':<11} {'bytes/rank':>10} {'ours (us)':>10} {'raw (us)':>10} "
+              f"{'raw+alloc':>10} {'ours/raw':>8} {'ours/r+a':>8} {'busbw GB/s':>10}")
+        for name, size, t_ours, t_raw, t_fresh, busbw in rows:
+            print(f"{name:<11} {size:>10} {t_ours * 1e6:>10.1f} {t_raw * 1e6:>10.1f} "
+                  f"{t_fresh * 1e6:>10.1f} {t_ours / t_raw:>8.2f} {t_ours / t_fresh:>8.2f} "
+                  f"{busbw:>10.3f}")
+    raw.Free()
+    ours.free()
+
+
+if __name__ == "__main__":
+    main()

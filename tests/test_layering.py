@@ -1,0 +1,79 @@
+"""The layers import downward only (DESIGN.md), and pyproject lists every package.
+
+Checked statically: every `import` of an `xla_spmd` module in a layer's files must name a
+layer that layer may use.
+"""
+
+import ast
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Source folder -> (the package it is installed as, the layers it may import).
+LAYERS = {
+    "mesh": ("xla_spmd.mesh", {"xla_spmd.errors"}),
+    "xla_spmd/ir": ("xla_spmd.ir", {"xla_spmd.errors"}),
+    "xla_spmd/sharding": ("xla_spmd.sharding",
+                          {"xla_spmd.errors", "xla_spmd.mesh", "xla_spmd.ir.hlo_sharding"}),
+    "collectives": ("xla_spmd.collectives", {"xla_spmd.errors"}),
+    "backends": ("xla_spmd.backends", {"xla_spmd.errors", "xla_spmd.ir"}),
+    "xla_spmd/propagation": ("xla_spmd.propagation",
+                             {"xla_spmd.errors", "xla_spmd.ir", "xla_spmd.mesh",
+                              "xla_spmd.sharding"}),
+    "xla_spmd/partition": ("xla_spmd.partition",
+                           {"xla_spmd.errors", "xla_spmd.ir", "xla_spmd.mesh",
+                            "xla_spmd.sharding", "xla_spmd.propagation", "xla_spmd.passes"}),
+    "xla_spmd/passes": ("xla_spmd.passes", {"xla_spmd.errors", "xla_spmd.ir"}),
+}
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.lineno, node.module))
+    return [(line, name) for line, name in found if name.split(".")[0] == "xla_spmd"]
+
+
+def _allowed(name: str, own: str, allowed: set[str]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in allowed | {own})
+
+
+@pytest.mark.parametrize("folder", sorted(LAYERS))
+def test_layer_imports_point_down(folder):
+    own, allowed = LAYERS[folder]
+    violations = []
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        for line, name in _imports(path):
+            if not _allowed(name, own, allowed):
+                violations.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
+    assert not violations, "upward or sideways imports:\n" + "\n".join(violations)
+
+
+def test_errors_module_is_a_leaf():
+    assert _imports(ROOT / "xla_spmd" / "errors.py") == []
+
+
+def test_pyproject_lists_every_package():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(config["packages"])
+    mapping = config.get("package-dir", {})
+    folders = {folder: package for package, folder in mapping.items()}
+    missing = []
+    for init in ROOT.rglob("__init__.py"):
+        relative = init.parent.relative_to(ROOT)
+        if relative.parts[0] in ("tests", "examples", "scripts", "build") or any(
+                part.startswith(".") for part in relative.parts):
+            continue
+        top = relative.parts[0]
+        package = folders.get(top, top)
+        name = ".".join([package, *relative.parts[1:]])
+        if name not in listed:
+            missing.append(name)
+    assert not missing, f"add to [tool.setuptools] packages in pyproject.toml: {missing}"

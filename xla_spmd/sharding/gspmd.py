@@ -1,0 +1,332 @@
+"""Conversion between GSPMD's ``HloSharding`` and the axis-based ``TensorSharding``.
+
+Axis-based → GSPMD (as XLA's Shardy export, ``convertToHloSharding``): split the mesh axes
+into the digits the sharding's sub-axes cut them into (``reshape_dims``, mesh order); tile
+dims are the products of each dim's axes, followed by a MANUAL, an UNREDUCED and a REPLICATED
+subgroup dim; ``transpose_perm`` lists the sharded digits in dim order, then manual, unreduced
+and the remaining ones. Iota meshes give the iota form, meshes with device ids a device list.
+
+GSPMD → axis-based (as Shardy's importer): write the tile assignment, in mesh positions, as an
+iota ``[dims]<=[R]T(perm)``; refine ``R`` until every tile dim (in transposed order) and every
+mesh axis (in ``R`` order) is a run of whole pieces; each piece is then a (sub-)axis. With no
+mesh given, the pieces become axes ``_axis_0, _axis_1, ...`` of a new iota mesh. Example:
+``[6,35]<=[7,10,3]T(2,1,0)`` refines to pieces ``[3,2,5,7]`` in tile order.
+
+>>> hlo = HloSharding.parse("{devices=[4,8]<=[8,4]T(1,0)}")
+>>> imported = hlo_to_axes(hlo)
+>>> imported.sharding
+TensorSharding(@mesh, [{"_axis_1"}, {"_axis_0"}])
+>>> str(imported.to_hlo_sharding())
+'{devices=[4,8]<=[8,4]T(1,0)}'
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from xla_spmd.errors import ShardingError
+from xla_spmd.ir.hlo_sharding import HloSharding, ShardingKind, SubgroupType, TileAssignment
+from xla_spmd.mesh import AxisRef, Mesh, find_iota, make_mesh
+
+from .tensor_sharding import DimSharding, TensorSharding
+
+
+@dataclass(frozen=True, slots=True)
+class ImportedSharding:
+    """An HloSharding in axis-based form, with what the axis form alone does not say.
+
+    ``manual_axes`` come from a MANUAL subgroup dim (or all axes, for ``{manual}``);
+    ``explicit_devices`` remembers a V1 device list so printing back reproduces it.
+    """
+
+    sharding: TensorSharding
+    manual_axes: tuple[str, ...] = ()
+    explicit_devices: bool | None = None
+    fully_manual: bool = False
+
+    def to_hlo_sharding(self) -> HloSharding:
+        if self.fully_manual:
+            return HloSharding.manual()
+        return axes_to_hlo(self.sharding, manual_axes=self.manual_axes,
+                           explicit_devices=self.explicit_devices)
+
+
+# ---------------------------------------------------------------- axis-based → GSPMD
+def axes_to_hlo(sharding: TensorSharding, *, manual_axes: Sequence[str] = (),
+                explicit_devices: bool | None = None) -> HloSharding:
+    """The GSPMD sharding of an axis-based one (``explicit_devices`` None: list iff the mesh
+    has device ids).
+
+    >>> from xla_spmd.mesh import make_mesh
+    >>> mesh = make_mesh({"axis_0": 2, "axis_1": 16})
+    >>> str(axes_to_hlo(TensorSharding(mesh, [[], ["axis_0"]])))
+    '{devices=[1,2,16]<=[32] last_tile_dim_replicate}'
+    """
+    mesh = sharding.mesh
+    manual = _manual_refs(sharding, manual_axes)
+    if not mesh.axis_names or mesh.size == 1 and not manual:
+        if mesh.is_maximal:
+            return HloSharding.maximal(mesh.device_ids[0])
+        return HloSharding.replicate()
+    if manual and len(manual) == len(mesh.axis_names):
+        return HloSharding.manual()
+    used = [*sharding.sharded_axes, *manual, *sharding.unreduced, *sharding.replicated]
+    digits = _digits(mesh, used)
+    index = {ref: i for i, ref in enumerate(digits)}
+    sizes = [mesh.axis_size(ref) for ref in digits]
+    perm: list[int] = []
+    dims: list[int] = []
+    for dim in sharding.dims:
+        perm.extend(index[ref] for ref in dim.axes)
+        dims.append(math.prod(mesh.axis_size(ref) for ref in dim.axes))
+    types: list[SubgroupType] = []
+    for refs, kind in ((manual, SubgroupType.MANUAL), (sharding.unreduced, SubgroupType.UNREDUCED)):
+        if refs:
+            perm.extend(index[ref] for ref in refs)
+            dims.append(math.prod(mesh.axis_size(ref) for ref in refs))
+            types.append(kind)
+    rest = [i for i in range(len(digits)) if i not in perm]
+    if rest:
+        perm.extend(rest)
+        dims.append(math.prod(sizes[i] for i in rest))
+        types.append(SubgroupType.REPLICATED)
+    iota = TileAssignment(tuple(dims or [1]), reshape_dims=tuple(sizes), transpose_perm=tuple(perm))
+    if mesh.device_ids is None and not explicit_devices:
+        return HloSharding.tile(iota, types)
+    ids = np.array(mesh.all_device_ids, dtype=np.int64)[iota.array().ravel()]
+    if explicit_devices is False:
+        found = find_iota(ids, iota.dims)
+        if found is None:
+            raise ShardingError(f"sharding {sharding} over mesh {mesh!r} has no iota form; "
+                                f"pass explicit_devices=True or None")
+        tiles = TileAssignment(iota.dims, reshape_dims=found.reshape_dims,
+                               transpose_perm=found.transpose_perm)
+        return HloSharding.tile(tiles, types)
+    return HloSharding.tile(TileAssignment(iota.dims, devices=tuple(map(int, ids))), types)
+
+
+def _manual_refs(sharding: TensorSharding, manual_axes: Sequence[str]) -> tuple[AxisRef, ...]:
+    refs = tuple(AxisRef(name) for name in manual_axes)
+    order = sharding.mesh.axis_names
+    for ref in refs:
+        sharding.mesh.axis_index(ref.name)
+        for used in (*sharding.sharded_axes, *sharding.unreduced, *sharding.replicated):
+            if used.overlaps(ref):
+                raise ShardingError(f"manual axis {ref} is also used by sharding {sharding}")
+    return tuple(sorted(refs, key=lambda ref: order.index(ref.name)))
+
+
+def _digits(mesh: Mesh, refs: Sequence[AxisRef]) -> list[AxisRef]:
+    """Mesh axes cut into the digits the given (non-overlapping) refs need, in mesh order."""
+    digits: list[AxisRef] = []
+    for name, size in mesh.shape.items():
+        cuts = {1, size}
+        for ref in refs:
+            if ref.name == name:
+                cuts |= {ref.pre_size, ref.next_pre_size(size)}
+        bounds = sorted(cuts)
+        if len(bounds) <= 2:  # uncut (size-1 axes too)
+            digits.append(AxisRef(name))
+            continue
+        for low, high in zip(bounds, bounds[1:], strict=False):
+            if high % low:
+                raise ShardingError(f"sub-axes of {name!r} cut it at incompatible sizes "
+                                    f"{low} and {high}")
+            digits.append(AxisRef(name, (low, high // low)))
+    return digits
+
+
+# ---------------------------------------------------------------- GSPMD → axis-based
+def hlo_to_axes(hlo: HloSharding, rank: int | None = None, mesh: Mesh | None = None,
+                mesh_name: str | None = "mesh") -> ImportedSharding:
+    """The axis-based form of a (non-tuple) HloSharding, over ``mesh`` or a new one.
+
+    ``rank`` is the tensor rank; it is needed for shardings without tile dims.
+
+    >>> hlo_to_axes(HloSharding.parse("{devices=[6,35]<=[7,10,3]T(2,1,0)}")).sharding
+    TensorSharding(@mesh, [{"_axis_3", "_axis_1"}, {"_axis_2", "_axis_0"}])
+    """
+    if hlo.is_tuple:
+        raise ShardingError(f"{hlo} is a tuple sharding; use hlo_tuple_to_axes")
+    if hlo.kind is ShardingKind.TILED:
+        tile_rank = len(hlo.tile_shape)
+        if rank is not None and rank != tile_rank:
+            raise ShardingError(f"sharding {hlo} tiles {tile_rank} dims but the tensor has "
+                                f"rank {rank}")
+        return _tiled_to_axes(hlo, mesh, mesh_name)
+    if rank is None:
+        raise ShardingError(f"converting {hlo} needs the tensor rank")
+    if hlo.kind is ShardingKind.REPLICATED:
+        return ImportedSharding(TensorSharding.replicated_on(mesh or make_mesh({}), rank,
+                                                             mesh_name))
+    if hlo.kind is ShardingKind.MAXIMAL:
+        if mesh is None:
+            mesh = Mesh((), (), device_ids=(hlo.device,))
+        elif mesh.all_device_ids != (hlo.device,):
+            raise ShardingError(f"{hlo} lives on one device; mesh {mesh!r} is not the maximal "
+                                f"mesh <[], device_ids=[{hlo.device}]>")
+        return ImportedSharding(TensorSharding.replicated_on(mesh, rank, mesh_name))
+    if hlo.kind is ShardingKind.MANUAL:
+        mesh = mesh or make_mesh({})
+        return ImportedSharding(TensorSharding.replicated_on(mesh, rank, mesh_name),
+                                manual_axes=mesh.axis_names, fully_manual=True)
+    if hlo.kind is ShardingKind.UNREDUCED and mesh is not None:
+        sharding = TensorSharding(mesh, (DimSharding(),) * rank, unreduced=mesh.axis_names,
+                                  mesh_name=mesh_name)
+        return ImportedSharding(sharding)
+    raise ShardingError(f"{hlo} has no axis-based form" + (
+        "" if hlo.kind is ShardingKind.UNKNOWN else " without a mesh"))
+
+
+def hlo_tuple_to_axes(hlo: HloSharding, ranks: Sequence[int | None], mesh: Mesh | None = None
+                      ) -> tuple[ImportedSharding, ...]:
+    """Each element of a tuple sharding (a non-tuple one counts as one element)."""
+    elements = hlo.elements if hlo.is_tuple else (hlo,)
+    if len(ranks) != len(elements):
+        raise ShardingError(f"{hlo} has {len(elements)} elements but {len(ranks)} ranks given")
+    return tuple(hlo_to_axes(element, rank, mesh)
+                 for element, rank in zip(elements, ranks, strict=True))
+
+
+def _tiled_to_axes(hlo: HloSharding, mesh: Mesh | None, mesh_name: str | None
+                   ) -> ImportedSharding:
+    array = hlo.device_array()
+    explicit = not hlo.tile_assignment.is_iota
+    if mesh is None:
+        if hlo.tile_assignment.is_iota:
+            form = hlo.tile_assignment
+            return _from_iota(hlo, form.reshape_dims, form.transpose_perm, None, mesh_name,
+                              explicit)
+        found = find_iota(array.ravel(), array.shape)
+        if found is not None:
+            return _from_iota(hlo, found.reshape_dims, found.transpose_perm, None, mesh_name,
+                              explicit)
+        axes = {f"_axis_{i}": d for i, d in enumerate(d for d in array.shape if d > 1)}
+        devices = array.ravel().tolist()
+        if sorted(devices) != list(range(len(devices))):
+            raise ShardingError(f"{hlo} uses devices {sorted(devices)}, not 0..{len(devices)-1};"
+                                f" give a mesh over them")
+        mesh = make_mesh(axes, device_ids=devices)
+    positions = {device: flat for flat, device in enumerate(mesh.all_device_ids)}
+    if sorted(positions) != sorted(array.ravel().tolist()):
+        raise ShardingError(f"{hlo} spans devices {sorted(array.ravel().tolist())} but mesh "
+                            f"{mesh!r} has devices {sorted(positions)}")
+    in_mesh = np.vectorize(positions.__getitem__, otypes=[np.int64])(array)
+    found = find_iota(in_mesh.ravel(), in_mesh.shape)
+    if found is None:
+        raise ShardingError(f"{hlo} has no axis-based form over mesh {mesh!r}: its device "
+                            f"order is not a transpose of the mesh's")
+    return _from_iota(hlo, found.reshape_dims, found.transpose_perm, mesh, mesh_name, explicit)
+
+
+def _from_iota(hlo: HloSharding, reshape_dims: Sequence[int], perm: Sequence[int],
+               mesh: Mesh | None, mesh_name: str | None, explicit: bool) -> ImportedSharding:
+    tile_dims = hlo.tile_assignment.dims
+    pieces = [[int(d)] for d in reshape_dims if d > 1]
+    perm = [p for p in perm if reshape_dims[p] > 1]
+    # Renumber perm after dropping size-1 reshape dims (canonical forms have none anyway).
+    kept = sorted(perm)
+    perm = [kept.index(p) for p in perm]
+    changed = True
+    while changed:
+        changed = _refine(pieces, perm, tile_dims, hlo, "tile dims")
+        if mesh is not None:
+            changed |= _refine(pieces, range(len(pieces)), mesh.axis_sizes, hlo, "mesh axes")
+    if mesh is None:
+        names = iter(range(sum(len(p) for p in pieces)))
+        refs = [[AxisRef(f"_axis_{next(names)}") for _ in group] for group in pieces]
+        flat = [size for group in pieces for size in group]
+        mesh = make_mesh({f"_axis_{i}": size for i, size in enumerate(flat)})
+    else:
+        refs = _pieces_to_axes(pieces, mesh)
+    per_tile_dim: list[list[AxisRef]] = [[] for _ in tile_dims]
+    ordered = [(ref, pieces[i][j]) for i in perm for j, ref in enumerate(refs[i])]
+    position = 0
+    for dim_index, dim_size in enumerate(tile_dims):
+        remaining = dim_size
+        while remaining > 1:
+            ref, size = ordered[position]
+            per_tile_dim[dim_index].append(ref)
+            remaining //= size
+            position += 1
+    data_rank = len(hlo.tile_shape)
+    dims = tuple(DimSharding(_merge(per_tile_dim[i], mesh)) for i in range(data_rank))
+    manual: list[AxisRef] = []
+    unreduced: list[AxisRef] = []
+    for offset, kind in enumerate(hlo.all_subgroup_types):
+        group = per_tile_dim[data_rank + offset]
+        if kind is SubgroupType.MANUAL:
+            manual.extend(group)
+        elif kind is SubgroupType.UNREDUCED:
+            unreduced.extend(group)
+        elif kind is SubgroupType.MAXIMAL:
+            raise ShardingError(f"{hlo}: maximal subgroups have no axis-based form")
+    manual = _merge(sorted(manual, key=lambda r: (mesh.axis_index(r.name), r.pre_size)), mesh)
+    if any(ref.is_sub_axis for ref in manual):
+        raise ShardingError(f"{hlo}: manual devices form sub-axes {manual} of mesh {mesh!r}; "
+                            f"manual axes must be whole axes")
+    unreduced = _merge(sorted(unreduced, key=lambda r: (mesh.axis_index(r.name), r.pre_size)),
+                       mesh)
+    sharding = TensorSharding(mesh, dims, unreduced=unreduced, mesh_name=mesh_name)
+    return ImportedSharding(sharding, tuple(ref.name for ref in manual), explicit)
+
+
+def _refine(pieces: list[list[int]], order: Sequence[int], targets: Sequence[int],
+            hlo: HloSharding, what: str) -> bool:
+    """Split pieces (visited in ``order``) so each target size is a run of whole pieces."""
+    goals = [int(t) for t in targets if t > 1]
+    goal_index, remaining, changed = 0, (goals[0] if goals else 1), False
+    for group_index in order:
+        group = pieces[group_index]
+        j = 0
+        while j < len(group):
+            size = group[j]
+            if remaining % size == 0:
+                remaining //= size
+                j += 1
+            elif size % remaining == 0:
+                group[j:j + 1] = [remaining, size // remaining]
+                changed = True
+                continue
+            else:
+                raise ShardingError(f"{hlo} has no axis-based form: its device order cannot be "
+                                    f"factored to match its {what} {list(targets)}")
+            if remaining == 1 and goal_index + 1 < len(goals):
+                goal_index += 1
+                remaining = goals[goal_index]
+    return changed
+
+
+def _pieces_to_axes(pieces: list[list[int]], mesh: Mesh) -> list[list[AxisRef]]:
+    """Name each piece (in mesh order) as the mesh axis or sub-axis it covers."""
+    axes = iter((name, size) for name, size in mesh.shape.items() if size > 1)
+    refs: list[list[AxisRef]] = []
+    name, full, pre = None, 1, 1
+    for group in pieces:
+        refs.append([])
+        for size in group:
+            if pre >= full:
+                name, full = next(axes)
+                pre = 1
+            refs[-1].append(AxisRef(name) if size == full else AxisRef(name, (pre, size)))
+            pre *= size
+    return refs
+
+
+def _merge(refs: Sequence[AxisRef], mesh: Mesh) -> tuple[AxisRef, ...]:
+    """Merge neighbouring sub-axes that continue each other (Shardy keeps them maximal)."""
+    merged: list[AxisRef] = []
+    for ref in refs:
+        last = merged[-1] if merged else None
+        if last is not None and last.name == ref.name and last.is_sub_axis \
+                and ref.is_sub_axis and ref.pre_size == last.pre_size * last.sub_axis[1]:
+            merged.pop()
+            size = last.sub_axis[1] * ref.sub_axis[1]
+            full = mesh.shape[ref.name]
+            ref = AxisRef(ref.name) if size == full else AxisRef(ref.name, (last.pre_size, size))
+        merged.append(ref)
+    return tuple(merged)
