@@ -75,7 +75,9 @@ def canonicalize_iota(reshape_dims: Sequence[int], perm: Sequence[int]
     >>> canonicalize_iota((2, 4, 4), (2, 0, 1))
     ((8, 4), (1, 0))
     """
-    kept = [p for p in perm if reshape_dims[p] != 1]
+    dims_kept = [d for d in range(len(reshape_dims)) if reshape_dims[d] != 1]
+    kept = [dims_kept.index(p) for p in perm if p in dims_kept]
+    reshape_dims = [reshape_dims[d] for d in dims_kept]
     # Runs of consecutive source dims (p, p+1, ...) in the transposed order merge into one.
     runs: list[list[int]] = []
     for p in kept:

@@ -111,7 +111,7 @@ UNARY_FUNCTIONS = {
     "log-plus-one": np.log1p,
     "sqrt": np.sqrt,
     "rsqrt": lambda x: 1 / np.sqrt(x),
-    "cbrt": np.cbrt,
+    "cbrt": lambda x: np.cbrt(x.astype(np.float64)) if x.dtype == np.float32 else np.cbrt(x),
     "tanh": np.tanh,
     "logistic": _logistic,
     "sine": np.sin,

@@ -19,7 +19,8 @@ XLA_PRINTED = [
     '{devices=[1,2,2]0,1,2,3 metadata={op_name="a"}}',
     '{replicated metadata={op_name="x/y" source_file="f.py" source_line=3}}',
     '{maximal device=0 metadata={{op_name="a}"}, {op_name="b"}}}',
-    "{{replicated}, {manual}, {unknown}, {replicated}, {replicated}, /*index=5*/{maximal device=2}}",
+    "{{replicated}, {manual}, {unknown}, {replicated}, {replicated}, "
+    "/*index=5*/{maximal device=2}}",
 ]
 
 

@@ -133,7 +133,8 @@ def test_partition_spec_conversions():
     assert open_dim.to_partition_spec() == P(UNCONSTRAINED, "model")
     assert NamedSharding(mesh, P("data")).shard_shape((8, 8)) == (4, 8)
     assert NamedSharding.from_tensor_sharding(sharding).spec == P(("data", "model"), None, None)
-    assert repr(NamedSharding(mesh, P("data"))) == "NamedSharding(Mesh('data': 2, 'model': 4), P('data'))"
+    assert repr(NamedSharding(mesh, P("data"))) == (
+        "NamedSharding(Mesh('data': 2, 'model': 4), P('data'))")
 
 
 @pytest.mark.parametrize("build, message", [

@@ -326,8 +326,10 @@ def _canonicalize_iota(reshape_dims: Sequence[int], perm: Sequence[int]
 
     (The mesh package has the same rule for replica groups; the IR may not import it.)
     """
+    kept = [d for d in range(len(reshape_dims)) if reshape_dims[d] != 1]
+    reshape_dims = [reshape_dims[d] for d in kept]
     runs: list[list[int]] = []
-    for p in (p for p in perm if reshape_dims[p] != 1):
+    for p in (kept.index(p) for p in perm if p in kept):
         if runs and runs[-1][-1] + 1 == p:
             runs[-1].append(p)
         else:

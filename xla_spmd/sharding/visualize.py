@@ -66,6 +66,9 @@ def visualize_sharding(sharding: TensorSharding | NamedSharding, shape: Sequence
     rows = sorted({region[0] for region in tiles})
     cols = sorted({region[1] for region in tiles})
     groups = sorted(set(tiles.values()))
+    # Widen the cells so the longest device list fits on one line.
+    cell_width = max(cell_width, 2 + max((len(",".join(map(str, g))) for g in groups),
+                                         default=0))
     table = Table(show_header=False, show_lines=True, padding=0, box=_box(), pad_edge=False)
     for _ in cols:
         table.add_column(width=cell_width, justify="center")
