@@ -14,8 +14,14 @@ from xla_spmd.backends.reference import (  # noqa: F401 (register the rules)
     reduction,
     shape_ops,
 )
-from xla_spmd.backends.reference.evaluator import (EVALUATE, TOKEN_VALUE, Context, evaluate,
-                                                   evaluate_computation, leaves)
+from xla_spmd.backends.reference.evaluator import (
+    EVALUATE,
+    TOKEN_VALUE,
+    Context,
+    evaluate,
+    evaluate_computation,
+    leaves,
+)
 from xla_spmd.backends.reference.spmd import evaluate_spmd
 
 __all__ = ["EVALUATE", "TOKEN_VALUE", "Context", "evaluate", "evaluate_computation",

@@ -1,3 +1,201 @@
-"""Reference evaluation rules: collectives (being written)."""
+"""Reference evaluation rules: collectives and their async -start/-done pairs (op_semantics §15).
 
-from xla_spmd.backends.reference.evaluator import EVALUATE  # noqa: F401
+Every device calls ``ctx.exchange(inst, value)`` at each collective and gets every device's
+value (indexed by flattened id ``replica * num_partitions + partition``); the rule then picks
+its group and computes its result. On one device (no exchange) groups must be of size 1.
+
+Group formation (§15.2), for a listed group ``g`` (empty replica_groups = everyone):
+
+* cross_replica (no channel): per partition p, ``[(r, p) for r in g]``;
+* cross_partition (channel; all-to-all, permute, broadcast): per replica r, ``[(r, p) for p in g]``;
+* cross_replica_and_partition (channel, no use_global_device_ids): ``[(r, p) for r in g for p]``
+  (XLA's replica-major order);
+* flattened_ids (channel and use_global_device_ids): ids are flattened ids.
+
+A member's rank is its position in its group. Reductions fold left in rank order.
+
+Example: all-gather(dimensions={0}) of ``[d]`` on 4 devices with replica_groups={{3,2},{1,0}},
+channel_id=1, use_global_device_ids=true gives ``[3, 2]`` on devices 2 and 3, ``[1, 0]`` on 0, 1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from xla_spmd.backends.reference.evaluator import EVALUATE, Context, zeros_of
+from xla_spmd.backends.reference.reduction import fold
+from xla_spmd.errors import CommunicationError, EvaluationError
+from xla_spmd.ir import Instruction, TupleShape
+
+_REPLICA_GROUPED = ("all-reduce", "all-gather", "reduce-scatter")
+
+
+def _has_channel(attrs) -> bool:
+    return attrs.channel_id is not None and attrs.channel_id > 0
+
+
+def device_groups(inst: Instruction, ctx: Context, base: str) -> list[list[int]]:
+    """Every group of flattened device ids of collective `inst` (kind `base`), in rank order."""
+    attrs = inst.attrs
+    replicas, partitions = ctx.num_replicas, ctx.num_partitions
+    listed = attrs.replica_groups.groups if attrs.replica_groups is not None else ()
+    channel = _has_channel(attrs)
+    if base in _REPLICA_GROUPED and channel and attrs.use_global_device_ids:
+        if not listed:
+            raise EvaluationError(f"{inst.name}: use_global_device_ids needs explicit groups")
+        return [list(g) for g in listed]
+    if base in _REPLICA_GROUPED and channel:  # cross_replica_and_partition
+        listed = listed or (tuple(range(replicas)),)
+        return [[r * partitions + p for r in g for p in range(partitions)] for g in listed]
+    if channel:  # cross_partition
+        listed = listed or (tuple(range(partitions)),)
+        return [[r * partitions + p for p in g] for r in range(replicas) for g in listed]
+    listed = listed or (tuple(range(replicas)),)  # cross_replica
+    return [[r * partitions + p for r in g] for p in range(partitions) for g in listed]
+
+
+def my_group(inst: Instruction, ctx: Context, base: str) -> list[int] | None:
+    for group in device_groups(inst, ctx, base):
+        if ctx.device_id in group:
+            return group
+    return None
+
+
+def _required_group(inst: Instruction, ctx: Context, base: str) -> list[int]:
+    group = my_group(inst, ctx, base)
+    if group is None:
+        raise EvaluationError(f"{inst.name}: device {ctx.device_id} (replica {ctx.replica_id}, "
+                              f"partition {ctx.partition_id}) is in none of the groups "
+                              f"{device_groups(inst, ctx, base)}")
+    return group
+
+
+def exchange(inst: Instruction, ctx: Context, value, needed: list[int]) -> dict:
+    """Every device's value for this collective, by flattened id (just ours on one device)."""
+    if ctx.exchange is None:
+        others = sorted(set(needed) - {ctx.device_id})
+        if others:
+            raise EvaluationError(f"{inst.name} needs values from devices {others}; evaluate "
+                                  "with evaluate_spmd on all devices")
+        return {ctx.device_id: value}
+    values = ctx.exchange(inst, value)
+    return dict(enumerate(values))
+
+
+def _reduce_values(inst: Instruction, ctx: Context, arrays: list) -> np.ndarray:
+    acc = arrays[0]
+    for x in arrays[1:]:
+        (acc,) = fold(ctx, inst.attrs.to_apply, [acc], [x], [acc.dtype])
+    return acc
+
+
+def _operands_of(value) -> list:
+    return list(value) if isinstance(value, tuple) else [value]
+
+
+def _pack(results: list):
+    return results[0] if len(results) == 1 else tuple(results)
+
+
+def all_reduce(inst: Instruction, operands: list, ctx: Context):
+    group = _required_group(inst, ctx, "all-reduce")
+    values = exchange(inst, ctx, tuple(operands), group)
+    return _pack([_reduce_values(inst, ctx, [values[d][i] for d in group])
+                  for i in range(len(operands))])
+
+
+def all_gather(inst: Instruction, operands: list, ctx: Context):
+    group = _required_group(inst, ctx, "all-gather")
+    values = exchange(inst, ctx, tuple(operands), group)
+    (dim,) = inst.attrs.dimensions
+    return _pack([np.concatenate([values[d][i] for d in group], axis=dim)
+                  for i in range(len(operands))])
+
+
+def reduce_scatter(inst: Instruction, operands: list, ctx: Context):
+    group = _required_group(inst, ctx, "reduce-scatter")
+    values = exchange(inst, ctx, tuple(operands), group)
+    (dim,) = inst.attrs.dimensions
+    rank = group.index(ctx.device_id)
+    results = []
+    for i in range(len(operands)):
+        total = _reduce_values(inst, ctx, [values[d][i] for d in group])
+        results.append(np.split(total, len(group), axis=dim)[rank])
+    return _pack(results)
+
+
+def all_to_all(inst: Instruction, operands: list, ctx: Context):
+    group = _required_group(inst, ctx, "all-to-all")
+    values = exchange(inst, ctx, tuple(operands), group)
+    rank = group.index(ctx.device_id)
+    if inst.attrs.dimensions:
+        (dim,) = inst.attrs.dimensions
+        return _pack([np.concatenate([np.split(values[d][i], len(group), axis=dim)[rank]
+                                      for d in group], axis=dim)
+                      for i in range(len(operands))])
+    if len(operands) != len(group):  # tuple form: operand j goes to rank j
+        raise EvaluationError(f"{inst.name}: tuple all-to-all has {len(operands)} operands "
+                              f"for a group of {len(group)}")
+    return tuple(values[d][rank] for d in group)
+
+
+def collective_permute(inst: Instruction, operands: list, ctx: Context):
+    (operand,) = operands
+    partitions = ctx.num_partitions
+    if _has_channel(inst.attrs):  # ids are partition ids within our replica
+        me, to_device = ctx.partition_id, lambda i: ctx.replica_id * partitions + i
+    else:  # ids are replica ids within our partition
+        me, to_device = ctx.replica_id, lambda i: i * partitions + ctx.partition_id
+    sources = [s for s, t in inst.attrs.source_target_pairs if t == me]
+    needed = [to_device(s) for s in sources]
+    values = exchange(inst, ctx, operand, needed)
+    if not sources:
+        return np.zeros_like(operand)
+    return values[needed[0]]
+
+
+def collective_broadcast(inst: Instruction, operands: list, ctx: Context):
+    (operand,) = operands
+    group = my_group(inst, ctx, "collective-broadcast")
+    values = exchange(inst, ctx, operand, group[:1] if group else [])
+    if group is None:
+        return np.zeros_like(operand)
+    return values[group[0]]
+
+
+COLLECTIVES = {"all-reduce": all_reduce, "all-gather": all_gather,
+               "reduce-scatter": reduce_scatter, "all-to-all": all_to_all,
+               "collective-permute": collective_permute,
+               "collective-broadcast": collective_broadcast}
+
+
+@EVALUATE.register(*COLLECTIVES)
+def collective_rule(inst: Instruction, operands: list, ctx: Context):
+    return COLLECTIVES[inst.op.name](inst, operands, ctx)
+
+
+def _matches(value, shape) -> bool:
+    if isinstance(shape, TupleShape):
+        return isinstance(value, tuple) and len(value) == len(shape.elements) and all(
+            _matches(v, s) for v, s in zip(value, shape.elements))
+    return isinstance(value, np.ndarray) and value.shape == shape.dims
+
+
+@EVALUATE.register("all-reduce-start", "all-gather-start", "collective-permute-start")
+def start_rule(inst: Instruction, operands: list, ctx: Context):
+    """Run the collective now. XLA's all-gather-start and collective-permute-start results
+    are ``(operand, result, context...)``; all-reduce-start's is the result itself."""
+    result = COLLECTIVES[inst.op.name.removesuffix("-start")](inst, operands, ctx)
+    if _matches(result, inst.shape):
+        return result
+    if not isinstance(inst.shape, TupleShape) or len(inst.shape.elements) < 2:
+        raise CommunicationError(f"{inst.name}: cannot fit the result of "
+                                 f"{inst.op.name.removesuffix('-start')} into {inst.shape}")
+    source = operands[0] if len(operands) == 1 else tuple(operands)
+    return (source, result) + tuple(zeros_of(s) for s in inst.shape.elements[2:])
+
+
+@EVALUATE.register("all-reduce-done", "all-gather-done", "collective-permute-done")
+def done_rule(inst: Instruction, operands: list, ctx: Context):
+    (value,) = operands
+    return value if _matches(value, inst.shape) else value[1]

@@ -20,9 +20,9 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-from xla_spmd.backends.reference.evaluator import EVALUATE, Context
-from xla_spmd.backends.reference.reduction import compute_dtype
 
+from xla_spmd.backends.reference.evaluator import EVALUATE, Context
+from xla_spmd.backends.reference.numeric import compute_dtype
 from xla_spmd.errors import EvaluationError
 from xla_spmd.ir import Instruction
 

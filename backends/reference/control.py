@@ -21,8 +21,9 @@ array([1., 1.], dtype=float32)
 from __future__ import annotations
 
 import numpy as np
-from xla_spmd.backends.reference.evaluator import EVALUATE, Context, zeros_of
 
+from xla_spmd.backends.reference.evaluator import EVALUATE, Context, zeros_of
+from xla_spmd.backends.reference.reduction import top_k
 from xla_spmd.errors import EvaluationError
 from xla_spmd.ir import Instruction, Registry, TupleShape
 
@@ -175,13 +176,8 @@ def manual_boundary_rule(inst: Instruction, operands: list, ctx: Context):
 
 @CUSTOM_CALLS.register("mhlo.topk")
 def mhlo_topk_rule(inst: Instruction, operands: list, ctx: Context):
-    from xla_spmd.backends.reference.reduction import _argsort_stable, total_order_key
-
-    (x,) = operands
-    k = inst.shape.elements[0].dims[-1]
-    order = _argsort_stable(total_order_key(x), x.ndim - 1, True)[..., :k]
-    return (np.take_along_axis(x, order, axis=-1),
-            order.astype(inst.shape.elements[1].dtype.numpy))
+    values, indices = top_k(operands[0], inst.shape.elements[0].dims[-1])
+    return values, indices.astype(inst.shape.elements[1].dtype.numpy)
 
 
 # ---------------------------------------------------------------------------------------------

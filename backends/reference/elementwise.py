@@ -25,8 +25,14 @@ import math
 import numpy as np
 
 from xla_spmd.backends.reference.evaluator import EVALUATE
-from xla_spmd.backends.reference.numeric import (all_ones, convert, signed_view, to_storage,
-                                                 unsigned_view, upcast)
+from xla_spmd.backends.reference.numeric import (
+    all_ones,
+    convert,
+    signed_view,
+    to_storage,
+    unsigned_view,
+    upcast,
+)
 from xla_spmd.errors import EvaluationError
 from xla_spmd.ir.attributes import ComparisonDirection, ComparisonType
 from xla_spmd.ir.opdefs import default_comparison_type
@@ -136,6 +142,8 @@ UNARY_FUNCTIONS = {
 @EVALUATE.register(*UNARY_FUNCTIONS)
 def unary_rule(inst, operands, ctx):
     (x,) = operands
+    if isinstance(x, tuple):  # copy of a tuple: values are immutable, so share them
+        return x
     function = UNARY_FUNCTIONS[inst.op.name]
     with np.errstate(all="ignore"):
         result = function(upcast(x))

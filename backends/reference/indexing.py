@@ -15,6 +15,16 @@ index arrays row=[[2,2],[0,0]] and column=[[0,1],[0,1]], and reads operand[row, 
 Scatter reducers that are a single add/multiply/maximum/minimum/and/or of the two parameters
 use the unbuffered ``ufunc.at``; a reducer returning the update is an assignment where the
 last write wins; any other reducer is called per element through `ctx.call`.
+
+>>> import numpy as np
+>>> from xla_spmd.ir import Builder, ArrayShape, Module, S32
+>>> b = Builder("main")
+>>> x = b.parameter(ArrayShape(S32, (5,)), "x")
+>>> start = b.constant(np.int32(4))
+>>> m = Module.from_entry("m", b.build(b.dynamic_slice(x, start, dynamic_slice_sizes=(2,))))
+>>> from xla_spmd.backends.reference.evaluator import evaluate
+>>> evaluate(m, [np.arange(5, dtype=np.int32)])  # start 4 is clamped to 3
+array([3, 4], dtype=int32)
 """
 
 from __future__ import annotations
@@ -182,10 +192,8 @@ def _scatter_targets(inst, operand_shape, indices, update_shape):
     update_index = np.arange(int(np.prod(update_shape, dtype=np.int64))).reshape(update_shape)
     update_index = np.transpose(update_index, order).reshape(
         (-1,) + tuple(update_shape[d] for d in attrs.update_window_dims))[positions]
-    window_shape = [window_sizes[d] for d in window_dims]
-    update_index = update_index.reshape((len(positions),) + tuple(window_shape))
-    # Window axes of `full` are all operand dims (size 1 where inserted); drop those.
-    targets = targets.reshape((len(positions),) + tuple(window_shape))
+    # `full` has a window axis per operand dim (size 1 where inserted), in operand order, and
+    # the update window dims are in the same order, so both flatten to the same sequence.
     return targets.reshape(-1), update_index.reshape(-1)
 
 

@@ -1,14 +1,16 @@
 """Reference evaluation rules: rng-bit-generator (XLA's exact expansions) and rng.
 
-Invariants (op_semantics §13, XLA's `prng.cc` and `RngBitGeneratorExpander`): the state is
+Invariants (op_semantics §13, XLA's `prng.cc` and `RngBitGeneratorExpander`; all checked
+bit-exactly against XLA CPU outputs in tests/data/jax/rng_bit_generator): the state is
 ``[key, counter...]``. THREE_FRY runs Threefry-2x32-20 keyed by the (low, high) words of the
-key on 64-bit counters ``counter + linear index``; 32-bit outputs split the first dim of size
-> 1 in halves (rounded up), generate one counter per half-shape element and interleave its two
-words along that dim (x0 at 2i, x1 at 2i+1), trimming an odd tail; 64-bit outputs are
-``x0 | x1 << 32``; 8/16-bit outputs truncate the 32-bit stream. PHILOX (and DEFAULT, which XLA
-CPU/GPU map to it) runs Philox-4x32-10 on 128-bit counters ``counter + i`` producing 4 words
-each, laid out round-robin; a u64[2] state's counter is ``(state[1], high = state[0])``. The new state is the key and the counter advanced by the number of
-counters used.
+key on 64-bit counters ``counter + linear index``; 32-bit outputs split the first even dim
+(else the largest) in halves (rounded up), generate one counter per half-shape element and
+interleave its two words along that dim (x0 at 2i, x1 at 2i+1), trimming an odd tail; 64-bit
+outputs are ``x0 | x1 << 32``; 8/16-bit outputs truncate the 32-bit stream. PHILOX (and
+DEFAULT, which XLA CPU/GPU map to it) runs Philox-4x32-10 on 128-bit counters ``counter + i``
+producing 4 words each, laid out round-robin; a u64[2] state's counter is
+``(low = state[1], high = state[0])``. The new state is the key and the counter advanced by
+the number of counters (Philox blocks) used.
 
 >>> bits = threefry2x32(np.uint32([0]), np.uint32([0]), np.uint32([0]), np.uint32([0]))
 >>> [hex(int(b[0])) for b in bits]  # Random123's known-answer test
@@ -20,8 +22,8 @@ from __future__ import annotations
 import zlib
 
 import numpy as np
-from xla_spmd.backends.reference.evaluator import EVALUATE, Context
 
+from xla_spmd.backends.reference.evaluator import EVALUATE, Context
 from xla_spmd.errors import EvaluationError
 from xla_spmd.ir import Instruction, RngAlgorithm
 

@@ -27,8 +27,10 @@ import functools
 import itertools
 
 import numpy as np
-from xla_spmd.backends.reference.evaluator import EVALUATE, Context, leaves
 
+from xla_spmd.backends.reference.elementwise import apply_binary, total_order_key
+from xla_spmd.backends.reference.evaluator import EVALUATE, Context, leaves
+from xla_spmd.backends.reference.numeric import compute_dtype, is_float
 from xla_spmd.ir import ArrayShape, Computation, Family, Instruction, TupleShape
 
 # ---------------------------------------------------------------------------------------------
@@ -62,7 +64,7 @@ def is_elementwise(computation: Computation) -> bool:
         name = inst.op.name
         if name in ("parameter", "constant", "tuple", "get-tuple-element"):
             continue
-        if name == "bitcast-convert" and inst.shape.dtype.bits != inst.operands[0].shape.dtype.bits:
+        if name == "bitcast-convert":  # its rule reshapes to the declared (scalar) shape
             return False
         if inst.op.family in _ELEMENTWISE_FAMILIES:
             continue
@@ -73,39 +75,14 @@ def is_elementwise(computation: Computation) -> bool:
     return True
 
 
-def compute_dtype(dtype: np.dtype) -> np.dtype:
-    """The type arithmetic runs in: f16, bf16 and f8 types compute in f32."""
-    dtype = np.dtype(dtype)
-    if is_small_float(dtype):
-        return np.dtype(np.float32)
-    return dtype
-
-
-def is_small_float(dtype: np.dtype) -> bool:
-    """f16, bf16 and the f8 types (ml_dtypes floats have numpy kind 'V')."""
-    dtype = np.dtype(dtype)
-    if dtype.kind == "V":
-        return "float" in dtype.name
-    return dtype.kind == "f" and dtype.itemsize < 4
-
-
 def _ufunc_apply(name: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if name in ("and", "or"):
-        if a.dtype == np.bool_:
-            return (np.logical_and if name == "and" else np.logical_or)(a, b)
-        return (np.bitwise_and if name == "and" else np.bitwise_or)(a, b)
-    result = _FAST_UFUNCS[name](a, b)
-    if name in ("maximum", "minimum") and result.dtype.kind == "f":
-        # ±0 ties are order-independent (op_semantics §17): max prefers +0, min prefers -0.
-        ties = (a == 0) & (b == 0)
-        if np.any(ties):
-            pick = np.signbit(a) & np.signbit(b) if name == "maximum" else (
-                np.signbit(a) | np.signbit(b))
-            result = np.where(ties, np.where(pick, -0.0, 0.0).astype(result.dtype), result)
-    return result
+    """`name` (a fast reducer opcode) with XLA's semantics, in the dtype of `a`."""
+    if name in ("and", "or") and a.dtype == np.bool_:
+        return (np.logical_and if name == "and" else np.logical_or)(a, b)
+    return apply_binary(name, a, np.asarray(b, dtype=a.dtype))
 
 
-def _scalar_args(arrays, index):
+def _scalar_args(arrays: list, index: tuple) -> list:
     return [np.asarray(a[index]) for a in arrays]
 
 
@@ -118,8 +95,7 @@ def fold(ctx: Context, computation: Computation, accs: list, xs: list, dtypes: l
     shape = accs[0].shape
     fast = binary_reducer(computation) if len(accs) == 1 else None
     if fast is not None:
-        with np.errstate(all="ignore"):
-            new = [_ufunc_apply(fast, accs[0], xs[0]).astype(dtypes[0], copy=False)]
+        new = [_ufunc_apply(fast, accs[0], xs[0]).astype(dtypes[0], copy=False)]
     elif is_elementwise(computation):
         with np.errstate(all="ignore"):
             result = leaves(ctx.call(computation, list(accs) + list(xs)))
@@ -314,17 +290,6 @@ def select_and_scatter_rule(inst: Instruction, operands: list, ctx: Context):
 # sort, topk
 
 
-def total_order_key(values: np.ndarray) -> np.ndarray:
-    """Integers ordered like XLA's TOTALORDER on floats: -NaN < -inf < -0 < +0 < +inf < NaN."""
-    if values.dtype.kind in "biu" or (values.dtype.kind == "V" and not is_small_float(
-            values.dtype)):
-        return values
-    signed = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}[values.dtype.itemsize]
-    bits = values.view(signed)
-    mask = np.array(np.iinfo(signed).max, dtype=signed)
-    return np.where(bits < 0, bits ^ mask, bits)
-
-
 def _simple_comparator(computation: Computation, operand: np.ndarray):
     """(descending?, key function) if the comparator is a compare LT/GT of operand 0's pair."""
     root = computation.root
@@ -344,7 +309,7 @@ def _simple_comparator(computation: Computation, operand: np.ndarray):
     kind = root.attrs.type.value if root.attrs.type is not None else None
     if operand.dtype.kind == "c":
         return None
-    if operand.dtype.kind == "f" or is_small_float(operand.dtype):
+    if is_float(operand.dtype):
         if kind == "TOTALORDER":
             return descending, total_order_key
         if np.isnan(operand.astype(np.float64)).any():
@@ -403,13 +368,18 @@ def sort_rule(inst: Instruction, operands: list, ctx: Context):
     return _pack(inst, [np.take_along_axis(o, order, axis=axis) for o in operands])
 
 
+def top_k(x: np.ndarray, k: int, largest: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """The k largest (or smallest) along the last dim, sorted, ties by lower index; floats in
+    TOTALORDER (NaN above +inf)."""
+    key = total_order_key(x) if is_float(x.dtype) else x
+    order = _argsort_stable(key, x.ndim - 1, largest)[..., :k]
+    return np.take_along_axis(x, order, axis=-1), order
+
+
 @EVALUATE.register("topk")
 def topk_rule(inst: Instruction, operands: list, ctx: Context):
-    (x,) = operands
-    k = inst.attrs.k
-    key = total_order_key(x)
-    order = _argsort_stable(key, x.ndim - 1, inst.attrs.largest)[..., :k]
-    return (np.take_along_axis(x, order, axis=-1), order.astype(np.int32))
+    values, indices = top_k(operands[0], inst.attrs.k, inst.attrs.largest)
+    return values, indices.astype(np.int32)
 
 
 # ---------------------------------------------------------------------------------------------

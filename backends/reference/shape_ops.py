@@ -23,7 +23,6 @@ import numpy as np
 from xla_spmd.backends.reference.evaluator import EVALUATE, TOKEN_VALUE
 from xla_spmd.backends.reference.numeric import to_storage
 
-
 # ---------------------------------------------------------------------------------------------
 # Leaves
 

@@ -1,5 +1,154 @@
-"""Reference evaluation rules: spmd (being written)."""
+"""The lockstep multi-device evaluator: one program, N devices, one Python thread each.
 
-from xla_spmd.backends.reference.evaluator import EVALUATE  # noqa: F401
-def evaluate_spmd(*args, **kwargs):
-    raise NotImplementedError("being written")
+Device d is replica ``d // num_partitions``, partition ``d % num_partitions``. Each thread
+evaluates the entry computation with its own `Context`; at its k-th collective every device
+calls the shared `_Rendezvous`, which hands back all N values once all have arrived. A device
+that raises marks the rendezvous failed, so the others stop with a `CommunicationError` instead
+of waiting forever; so do devices reaching different collectives (divergent control flow) or a
+collective that a finished device will never reach. The caller gets the first real error,
+tagged with its device.
+
+>>> from xla_spmd.ir import Builder, ArrayShape, F32, Module, ReplicaGroups
+>>> add = Builder("add")
+>>> a, b = (add.parameter(ArrayShape(F32, ()), n) for n in "ab")
+>>> add = add.build(add.add(a, b))
+>>> e = Builder("e")
+>>> x = e.parameter(ArrayShape(F32, (2,)), "x")
+>>> m = Module.from_entry("m", e.build(e.all_reduce(x, to_apply=add, channel_id=1,
+...     replica_groups=ReplicaGroups.listed([[0, 1]]), use_global_device_ids=True)))
+>>> evaluate_spmd(m, [[np.ones(2, np.float32)], [np.full(2, 2, np.float32)]], 2)[1]
+array([3., 3.], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Sequence
+
+import numpy as np  # noqa: F401 (the doctest uses it)
+
+from xla_spmd.backends.reference.evaluator import Context, coerce_argument, evaluate_computation
+from xla_spmd.errors import CommunicationError, EvaluationError
+from xla_spmd.ir import Instruction, Module
+
+
+class _PeerFailed(CommunicationError):
+    """Raised in a device because another device failed first."""
+
+
+class _Rendezvous:
+    """N-party exchange: each call blocks until all N devices made their k-th call."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.condition = threading.Condition()
+        self.generation = 0
+        self.arrived = 0
+        self.slots: list = [None] * size
+        self.names: list = [None] * size
+        self.result: tuple[list, list] = ([], [])
+        self.failed: int | None = None
+        self.finished: set[int] = set()
+
+    def exchange(self, device: int, inst: Instruction, value) -> list:
+        with self.condition:
+            self._check(device, inst)
+            generation = self.generation
+            self.slots[device], self.names[device] = value, inst.name
+            self.arrived += 1
+            if self.arrived == self.size:
+                self.result = (self.slots, self.names)
+                self.slots, self.names = [None] * self.size, [None] * self.size
+                self.arrived = 0
+                self.generation += 1
+                self.condition.notify_all()
+            else:
+                while (self.generation == generation and self.failed is None
+                       and not self.finished):
+                    self.condition.wait()
+                if self.generation == generation:
+                    self._check(device, inst)
+            values, names = self.result
+        if len(set(names)) > 1:
+            raise CommunicationError(
+                "devices reached different collectives at the same step: "
+                + ", ".join(f"device {d}: {n}" for d, n in enumerate(names))
+                + " (control flow diverged between devices)")
+        return values
+
+    def _check(self, device: int, inst: Instruction) -> None:
+        if self.failed is not None:
+            raise _PeerFailed(f"device {device} stopped at {inst.name}: device {self.failed} "
+                              "failed")
+        if self.finished:
+            raise CommunicationError(
+                f"device {device} waits at collective {inst.name}, but device(s) "
+                f"{sorted(self.finished)} already finished the program (control flow "
+                "diverged between devices)")
+
+    def fail(self, device: int) -> None:
+        with self.condition:
+            if self.failed is None:
+                self.failed = device
+            self.condition.notify_all()
+
+    def finish(self, device: int) -> None:
+        with self.condition:
+            self.finished.add(device)
+            self.condition.notify_all()
+
+
+def evaluate_spmd(module: Module, per_device_args: Sequence[Sequence], num_devices: int,
+                  num_replicas: int = 1, max_loop_iterations: int = 10_000_000) -> list:
+    """Run `module` on `num_devices` devices in lockstep; returns each device's result."""
+    if num_devices < 1 or num_devices % num_replicas:
+        raise EvaluationError(f"{num_devices} devices cannot hold {num_replicas} replicas")
+    if len(per_device_args) != num_devices:
+        raise EvaluationError(f"expected arguments for {num_devices} devices, got "
+                              f"{len(per_device_args)}")
+    num_partitions = num_devices // num_replicas
+    params = module.entry.parameters
+    arguments = []
+    for device, args in enumerate(per_device_args):
+        if len(args) != len(params):
+            raise EvaluationError(f"device {device}: module {module.name} takes {len(params)} "
+                                  f"arguments, got {len(args)}")
+        arguments.append([coerce_argument(a, p.shape, f"device {device} argument {i} ({p.name})")
+                          for i, (a, p) in enumerate(zip(args, params))])
+    rendezvous = _Rendezvous(num_devices)
+    results: list = [None] * num_devices
+    errors: list[tuple[int, int, BaseException]] = []
+    order = itertools.count()
+    lock = threading.Lock()
+
+    def run(device: int) -> None:
+        ctx = Context(partition_id=device % num_partitions, replica_id=device // num_partitions,
+                      num_partitions=num_partitions, num_replicas=num_replicas,
+                      exchange=lambda inst, value: rendezvous.exchange(device, inst, value),
+                      max_loop_iterations=max_loop_iterations)
+        try:
+            results[device] = evaluate_computation(module.entry, arguments[device], ctx)
+        except BaseException as error:  # noqa: BLE001 - reported to the caller below
+            with lock:
+                errors.append((next(order), device, error))
+            rendezvous.fail(device)
+        else:
+            rendezvous.finish(device)
+
+    threads = [threading.Thread(target=run, args=(d,), name=f"device-{d}", daemon=True)
+               for d in range(num_devices)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        errors.sort(key=lambda e: (isinstance(e[2], _PeerFailed), e[0]))
+        _, device, error = errors[0]
+        raise EvaluationError(f"device {device} (replica {device // num_partitions}, partition "
+                              f"{device % num_partitions}) failed: {type(error).__name__}: "
+                              f"{error}") from error
+    return results
+
+
+__all__ = ["evaluate_spmd"]

@@ -8,11 +8,11 @@ twin, so the numpy formulation is the independent oracle.
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from xla_spmd.backends.reference import evaluate
+from xla_spmd.ir import F32, ArrayShape, Builder, Module, verify
 from xla_spmd.ir.hlo_parser import parse_hlo
 from xla_spmd.ir.hlo_printer import print_module
-
-from xla_spmd.ir import F32, ArrayShape, Builder, Module, verify
 
 UNARY = {"negate": np.negative, "tanh": np.tanh, "abs": np.abs, "sine": np.sin,
          "logistic": lambda x: 1 / (1 + np.exp(-x))}

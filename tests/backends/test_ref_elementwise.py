@@ -68,7 +68,8 @@ UNARY_TABLE = [
     ("is-finite", np.isfinite, FLOATS, False, True),
     ("real", np.real, FLOATS + [np.complex64], False, True),
     ("imag", np.imag, [np.complex64], False, True),
-    ("erf", np.vectorize(math.erf, otypes=[np.float64]), [np.float32, np.float64, BF16], False, False),
+    ("erf", np.vectorize(math.erf, otypes=[np.float64]), [np.float32, np.float64, BF16], False,
+     False),
     ("copy", np.copy, FLOATS + INTS + [np.bool_, np.complex64], False, True),
 ]
 

@@ -12,14 +12,54 @@ True
 """
 
 from xla_spmd.ir import opdefs, opdefs_compute, opdefs_program  # noqa: F401 (fill the op table)
-from xla_spmd.ir.attributes import (ComparisonDirection, ComparisonType, ConvDimensionNumbers,
-                                    FftType, Literal, PadDim, Precision, ReplicaGroups,
-                                    RngAlgorithm, RngDistribution, SliceDim, Window, WindowDim)
+from xla_spmd.ir.attributes import (
+                                    ComparisonDirection,
+                                    ComparisonType,
+                                    ConvDimensionNumbers,
+                                    FftType,
+                                    Literal,
+                                    PadDim,
+                                    Precision,
+                                    ReplicaGroups,
+                                    RngAlgorithm,
+                                    RngDistribution,
+                                    SliceDim,
+                                    Window,
+                                    WindowDim,
+)
 from xla_spmd.ir.builder import Builder
-from xla_spmd.ir.dtypes import (ALL_DTYPES, BF16, C64, C128, F16, F32, F64, PRED, S8, S16, S32,
-                                S64, TOKEN, U8, U16, U32, U64, DType, Kind)
-from xla_spmd.ir.module import (Computation, Instruction, Module, make_instruction,
-                                map_computations, rewrite, topological_order)
+from xla_spmd.ir.dtypes import (
+                                    ALL_DTYPES,
+                                    BF16,
+                                    C64,
+                                    C128,
+                                    F16,
+                                    F32,
+                                    F64,
+                                    PRED,
+                                    S8,
+                                    S16,
+                                    S32,
+                                    S64,
+                                    TOKEN,
+                                    U8,
+                                    U16,
+                                    U32,
+                                    U64,
+                                    DType,
+                                    Kind,
+)
+from xla_spmd.ir.hlo_parser import parse_hlo
+from xla_spmd.ir.hlo_printer import print_instruction, print_module
+from xla_spmd.ir.module import (
+                                    Computation,
+                                    Instruction,
+                                    Module,
+                                    make_instruction,
+                                    map_computations,
+                                    rewrite,
+                                    topological_order,
+)
 from xla_spmd.ir.ops import OPS, AttrKind, AttrSpec, Family, Op, Registry, op_named
 from xla_spmd.ir.shapes import TOKEN_SHAPE, ArrayShape, Shape, TupleShape, array, scalar
 from xla_spmd.ir.verifier import verify, verify_computation
@@ -34,4 +74,5 @@ __all__ = [
     "OPS", "AttrKind", "AttrSpec", "Family", "Op", "Registry", "op_named",
     "Instruction", "Computation", "Module", "make_instruction", "map_computations", "rewrite",
     "topological_order", "Builder", "verify", "verify_computation",
+    "parse_hlo", "print_module", "print_instruction",
 ]

@@ -69,7 +69,7 @@ def format_float(value, dtype: DType) -> str:
         return "inf" if as_double > 0 else "-inf"
     text = ""
     for digits in (max(digits10, 1), max_digits10):
-        text = "%.*g" % (digits, as_double)
+        text = f"{as_double:.{digits}g}"
         if np.asarray(float(text), dtype=dtype.numpy) == x:
             return text
     return text

@@ -281,7 +281,15 @@ define("broadcast", Family.SHAPE, _infer_broadcast, operands=1,
        attrs=(A("dimensions", K.INT_LIST),), needs_declared_shape=True)
 define("reshape", Family.SHAPE, _infer_reshape, operands=1,
        attrs=(A("inferred_dimension", K.INT, None),), needs_declared_shape=True)
-define("bitcast", Family.SHAPE, _infer_reshape, operands=1, needs_declared_shape=True)
+def _infer_bitcast(operands, attrs, declared):
+    x = _array("bitcast", operands[0])
+    out = _array("bitcast", _declared("bitcast", declared), "result")
+    if x.num_elements * x.dtype.bits != out.num_elements * out.dtype.bits:
+        _fail("bitcast", f"cannot reinterpret {x} as {out}: sizes differ")
+    return out
+
+
+define("bitcast", Family.SHAPE, _infer_bitcast, operands=1, needs_declared_shape=True)
 define("transpose", Family.SHAPE, _infer_transpose, operands=1,
        attrs=(A("dimensions", K.INT_LIST),))
 define("reverse", Family.SHAPE, _infer_reverse, operands=1,

@@ -1,0 +1,370 @@
+"""`xla_spmd.lax`: thin, exact wrappers over IR ops (no broadcasting, no promotion), as
+``jax.lax``. The numpy-like API and the VJP rules are written with these.
+
+>>> import numpy as np
+>>> from xla_spmd.frontend import lax
+>>> x = np.ones((2, 3), np.float32)
+>>> np.asarray(lax.dot_general(x, x.T, (((1,), (0,)), ((), ())))).tolist()
+[[3.0, 3.0], [3.0, 3.0]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from xla_spmd.errors import XlaSpmdError
+from xla_spmd.frontend.tracing import Value, aval_of, bind, reducer
+from xla_spmd.ir import (PRED, S32, ArrayShape, ComparisonDirection,
+                         ConvDimensionNumbers, DType, PadDim, SliceDim, TupleShape, Window)
+from xla_spmd.ir.attributes import Precision  # noqa: F401 (precision values users pass)
+
+
+def dtype_of(x) -> DType:
+    return aval_of(x).dtype
+
+
+def shape_of(x) -> tuple[int, ...]:
+    return aval_of(x).dims
+
+
+def as_dtype(dtype) -> DType:
+    """An IR element type from a numpy dtype, a dtype name or a DType."""
+    if isinstance(dtype, DType):
+        return dtype
+    return DType.from_numpy(np.dtype(dtype))
+
+
+# ---------------------------------------------------------------------------------------------
+# Elementwise
+
+
+def unary(opcode: str, x) -> Value:
+    return bind(opcode, x, weak_type=getattr(x, "weak_type", False))
+
+
+def binary(opcode: str, x, y) -> Value:
+    return bind(opcode, x, y)
+
+
+def add(x, y): return bind("add", x, y)
+def sub(x, y): return bind("subtract", x, y)
+def mul(x, y): return bind("multiply", x, y)
+def div(x, y): return bind("divide", x, y)
+def neg(x): return bind("negate", x)
+def exp(x): return bind("exponential", x)
+def log(x): return bind("log", x)
+def max(x, y): return bind("maximum", x, y)  # noqa: A001 (lax.max as in JAX)
+def min(x, y): return bind("minimum", x, y)  # noqa: A001
+
+
+def compare(x, y, direction: str) -> Value:
+    return bind("compare", x, y, direction=ComparisonDirection(direction))
+
+
+def select(pred, on_true, on_false) -> Value:
+    """Elementwise `pred ? on_true : on_false` (pred is pred-typed, a scalar or same shape)."""
+    return bind("select", pred, on_true, on_false)
+
+
+def convert(x, dtype) -> Value:
+    dtype = as_dtype(dtype)
+    aval = aval_of(x)
+    if aval.dtype is dtype:
+        return x
+    return bind("convert", x, shape=ArrayShape(dtype, aval.dims))
+
+
+def convert_element_type(x, dtype) -> Value:
+    return convert(x, dtype)
+
+
+def bitcast_convert(x, dtype, shape=None) -> Value:
+    dtype = as_dtype(dtype)
+    return bind("bitcast-convert", x, shape=ArrayShape(dtype, shape or shape_of(x)))
+
+
+def constant(value, dtype) -> Value:
+    """A scalar constant of `dtype` (a concrete value the trace embeds)."""
+    from xla_spmd.frontend.tracing import Array
+    return Array(np.asarray(value, dtype=as_dtype(dtype).numpy))
+
+
+def full(shape, value, dtype) -> Value:
+    return broadcast_in_dim(constant(value, dtype), tuple(shape), ())
+
+
+def zeros_like(x) -> Value:
+    aval = aval_of(x)
+    return full(aval.dims, 0, aval.dtype)
+
+
+def iota(dtype, shape, dimension: int = 0) -> Value:
+    return bind("iota", shape=ArrayShape(as_dtype(dtype), tuple(shape)),
+                iota_dimension=dimension)
+
+
+# ---------------------------------------------------------------------------------------------
+# Shapes
+
+
+def broadcast_in_dim(x, shape, broadcast_dimensions) -> Value:
+    """Place operand dim i at result dim ``broadcast_dimensions[i]`` of `shape`."""
+    aval = aval_of(x)
+    shape, dims = tuple(shape), tuple(broadcast_dimensions)
+    if aval.dims == shape and dims == tuple(range(len(shape))) and isinstance(x, Value):
+        return x
+    return bind("broadcast", x, shape=ArrayShape(aval.dtype, shape), dimensions=dims)
+
+
+def reshape(x, shape) -> Value:
+    aval = aval_of(x)
+    shape = tuple(int(d) for d in shape)
+    if aval.dims == shape and isinstance(x, Value):
+        return x
+    return bind("reshape", x, shape=ArrayShape(aval.dtype, shape))
+
+
+def transpose(x, permutation) -> Value:
+    permutation = tuple(permutation)
+    if permutation == tuple(range(len(permutation))) and isinstance(x, Value):
+        return x
+    return bind("transpose", x, dimensions=permutation)
+
+
+def rev(x, dimensions) -> Value:
+    return bind("reverse", x, dimensions=tuple(dimensions))
+
+
+def slice(x, start_indices, limit_indices, strides=None) -> Value:  # noqa: A001
+    strides = strides or (1,) * len(start_indices)
+    return bind("slice", x, slice=tuple(SliceDim(int(a), int(b), int(s)) for a, b, s
+                                        in zip(start_indices, limit_indices, strides)))
+
+
+def slice_in_dim(x, start: int, limit: int, stride: int = 1, axis: int = 0) -> Value:
+    dims = shape_of(x)
+    starts = [0] * len(dims)
+    limits = list(dims)
+    strides = [1] * len(dims)
+    starts[axis], limits[axis], strides[axis] = start, limit, stride
+    return slice(x, starts, limits, strides)
+
+
+def pad(x, padding_value, padding_config) -> Value:
+    """`padding_config`: one ``(low, high, interior)`` per dim."""
+    return bind("pad", x, padding_value,
+                padding=tuple(PadDim(int(lo), int(hi), int(i)) for lo, hi, i in padding_config))
+
+
+def concatenate(operands: Sequence, dimension: int) -> Value:
+    if len(operands) == 1:
+        return operands[0]
+    return bind("concatenate", *operands, dimensions=(dimension,))
+
+
+def dynamic_slice(x, start_indices: Sequence, slice_sizes: Sequence[int]) -> Value:
+    starts = [convert(i, S32) if isinstance(i, Value) else np.int32(i) for i in start_indices]
+    return bind("dynamic-slice", x, *starts, dynamic_slice_sizes=tuple(slice_sizes))
+
+
+def dynamic_update_slice(x, update, start_indices: Sequence) -> Value:
+    starts = [convert(i, S32) if isinstance(i, Value) else np.int32(i) for i in start_indices]
+    return bind("dynamic-update-slice", x, update, *starts)
+
+
+def dynamic_slice_in_dim(x, start, size: int, axis: int = 0) -> Value:
+    dims = shape_of(x)
+    starts = [0] * len(dims)
+    starts[axis] = start
+    sizes = list(dims)
+    sizes[axis] = size
+    return dynamic_slice(x, starts, sizes)
+
+
+def dynamic_update_slice_in_dim(x, update, start, axis: int = 0) -> Value:
+    starts = [0] * len(shape_of(x))
+    starts[axis] = start
+    return dynamic_update_slice(x, update, starts)
+
+
+def get_tuple_element(t, index: int) -> Value:
+    return bind("get-tuple-element", t, index=index)
+
+
+def make_tuple(*values) -> Value:
+    return bind("tuple", *values)
+
+
+def untuple(t) -> list:
+    aval = aval_of(t)
+    return [get_tuple_element(t, i) for i in range(len(aval.elements))]
+
+
+# ---------------------------------------------------------------------------------------------
+# Reductions and windows
+
+_IDENTITY = {"add": 0, "mul": 1, "and": True, "or": False}
+
+
+def reduction_identity(kind: str, dtype: DType):
+    if kind in _IDENTITY:
+        return _IDENTITY[kind]
+    if dtype.is_float:
+        return -np.inf if kind == "max" else np.inf
+    if dtype.is_pred:
+        return kind == "min"
+    info = np.iinfo(dtype.numpy)
+    return info.min if kind == "max" else info.max
+
+
+def reduce(x, kind: str, dimensions: Sequence[int]) -> Value:
+    """Reduce `x` over `dimensions` with add, mul, max, min, and, or."""
+    dtype = dtype_of(x)
+    init = constant(reduction_identity(kind, dtype), dtype)
+    return bind("reduce", x, init, dimensions=tuple(sorted(dimensions)),
+                to_apply=reducer(kind, dtype))
+
+
+def reduce_sum(x, dimensions): return reduce(x, "add", dimensions)
+def reduce_max(x, dimensions): return reduce(x, "max", dimensions)
+
+
+def reduce_window(x, kind: str, window_dimensions, window_strides=None, padding=None,
+                  base_dilation=None, window_dilation=None) -> Value:
+    """Reduce sliding windows of `x` (max/avg pooling); padding: one (low, high) per dim."""
+    dtype = dtype_of(x)
+    init = constant(reduction_identity(kind, dtype), dtype)
+    window = Window.make(window_dimensions, window_strides, padding, base_dilation,
+                         window_dilation)
+    return bind("reduce-window", x, init, window=window, to_apply=reducer(kind, dtype))
+
+
+def max_pool(x, window_dimensions, window_strides=None, padding=None) -> Value:
+    return reduce_window(x, "max", window_dimensions, window_strides, padding)
+
+
+def avg_pool(x, window_dimensions, window_strides=None, padding=None) -> Value:
+    total = reduce_window(x, "add", window_dimensions, window_strides, padding)
+    count = int(np.prod(window_dimensions))
+    return div(total, full(shape_of(total), count, dtype_of(total)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Contractions
+
+
+def dot_general(lhs, rhs, dimension_numbers, precision=None,
+                preferred_element_type=None) -> Value:
+    """``dimension_numbers = ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))``,
+    as in JAX; the result is batch dims, then lhs free dims, then rhs free dims."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    shape = None
+    if preferred_element_type is not None:
+        lhs_aval, rhs_aval = aval_of(lhs), aval_of(rhs)
+        dims = ([lhs_aval.dims[d] for d in lb]
+                + [n for d, n in enumerate(lhs_aval.dims) if d not in tuple(lb) + tuple(lc)]
+                + [n for d, n in enumerate(rhs_aval.dims) if d not in tuple(rb) + tuple(rc)])
+        shape = ArrayShape(as_dtype(preferred_element_type), tuple(dims))
+    return bind("dot", lhs, rhs, shape=shape, lhs_contracting_dims=tuple(lc),
+                rhs_contracting_dims=tuple(rc), lhs_batch_dims=tuple(lb),
+                rhs_batch_dims=tuple(rb))
+
+
+def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
+                         rhs_dilation=None, dimension_numbers="NCHW", feature_group_count=1,
+                         batch_group_count=1) -> Value:
+    """Convolution as ``jax.lax.conv_general_dilated``. `padding` is "SAME", "VALID" or one
+    (low, high) per spatial dim; `dimension_numbers` is a ConvDimensionNumbers, HLO
+    ``dim_labels`` text (``b01f_01io->b01f``) or a JAX layout triple like
+    ``("NHWC", "HWIO", "NHWC")`` (a single "NCHW" means the JAX default triple)."""
+    dn = conv_dimension_numbers(dimension_numbers)
+    spatial = len(dn.input_spatial)
+    lhs_dims, rhs_dims = shape_of(lhs), shape_of(rhs)
+    window_dims = [rhs_dims[d] for d in dn.kernel_spatial]
+    strides = tuple(window_strides or (1,) * spatial)
+    lhs_dilation = tuple(lhs_dilation or (1,) * spatial)
+    rhs_dilation = tuple(rhs_dilation or (1,) * spatial)
+    if isinstance(padding, str):
+        in_dims = [lhs_dims[d] for d in dn.input_spatial]
+        padding = padtype_to_pads(in_dims, [(w - 1) * r + 1 for w, r in
+                                            zip(window_dims, rhs_dilation)], strides, padding)
+    window = Window.make(window_dims, strides, padding, lhs_dilation, rhs_dilation)
+    return bind("convolution", lhs, rhs, window=window, dim_labels=dn,
+                feature_group_count=feature_group_count, batch_group_count=batch_group_count)
+
+
+def padtype_to_pads(in_shape, window_shape, strides, padding: str):
+    if padding.upper() == "VALID":
+        return [(0, 0)] * len(in_shape)
+    if padding.upper() != "SAME":
+        raise XlaSpmdError(f"padding must be 'SAME', 'VALID' or (low, high) pairs, got "
+                           f"{padding!r}")
+    pads = []
+    for n, w, s in zip(in_shape, window_shape, strides):
+        out = -(-n // s)
+        total = builtins_max(0, (out - 1) * s + w - n)
+        pads.append((total // 2, total - total // 2))
+    return pads
+
+
+def builtins_max(a, b):
+    return a if a > b else b
+
+
+def conv_dimension_numbers(spec) -> ConvDimensionNumbers:
+    if isinstance(spec, ConvDimensionNumbers):
+        return spec
+    if isinstance(spec, str) and "->" in spec:
+        return ConvDimensionNumbers.from_labels(spec)
+    if isinstance(spec, str):
+        spatial = "".join(c for c in spec if c not in "NC")
+        spec = (spec, "OI" + spatial, spec)
+    lhs, rhs, out = spec
+    letters = [c for c in lhs if c not in "NC"]
+
+    def label(text, mapping):
+        return "".join(mapping.get(c, str(letters.index(c)) if c in letters else c)
+                       for c in text)
+    return ConvDimensionNumbers.from_labels(
+        f"{label(lhs, {'N': 'b', 'C': 'f'})}_{label(rhs, {'I': 'i', 'O': 'o'})}->"
+        f"{label(out, {'N': 'b', 'C': 'f'})}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Sorting and top-k
+
+
+def sort(operands, dimension: int = -1, is_stable: bool = True, num_keys: int = 1,
+         descending: bool = False):
+    """Sort `operands` (a value or a sequence) along `dimension` by the first `num_keys`."""
+    from xla_spmd.frontend.tracing import comparator
+    single = isinstance(operands, Value) or not isinstance(operands, (list, tuple))
+    operands = [operands] if single else list(operands)
+    rank = len(shape_of(operands[0]))
+    dimension = dimension % rank if rank else 0
+    dtypes = [dtype_of(o) for o in operands]
+    out = bind("sort", *operands, dimensions=(dimension,), is_stable=is_stable,
+               to_apply=comparator(dtypes, descending, num_keys))
+    return out if single else untuple(out)
+
+
+def top_k(x, k: int):
+    """The `k` largest entries along the last dim and their indices (values descending)."""
+    out = bind("topk", x, k=k, largest=True)
+    return get_tuple_element(out, 0), get_tuple_element(out, 1)
+
+
+def tuple_shape(*avals) -> TupleShape:
+    return TupleShape(tuple(avals))
+
+
+__all__ = [
+    "PRED", "add", "avg_pool", "bitcast_convert", "broadcast_in_dim", "compare", "concatenate",
+    "conv_general_dilated", "convert", "convert_element_type", "div", "dot_general",
+    "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_slice",
+    "dynamic_update_slice_in_dim", "exp", "full", "iota", "log", "max", "max_pool", "min",
+    "mul", "neg", "pad", "reduce", "reduce_window", "reshape", "rev", "select", "slice",
+    "slice_in_dim", "sort", "sub", "top_k", "transpose", "zeros_like",
+]

@@ -1,0 +1,614 @@
+"""`xla_spmd.numpy`: numpy-like functions over traced and concrete arrays.
+
+Broadcasting follows numpy; dtype promotion follows JAX without x64: Python scalars are weakly
+typed (``x * 2.0`` keeps x's f32), the default float is f32 and the default int s32; arrays
+keep their own type (float64 inputs stay f64).
+
+>>> import numpy as np
+>>> import xla_spmd.numpy as xnp
+>>> x = np.arange(6, dtype=np.float32).reshape(2, 3)
+>>> np.asarray(xnp.sum(x * 2.0, axis=1)).tolist()
+[6.0, 24.0]
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+from collections.abc import Sequence
+
+import numpy as np
+
+from xla_spmd.errors import XlaSpmdError
+from xla_spmd.frontend import lax
+from xla_spmd.frontend.lax import as_dtype, dtype_of, shape_of
+from xla_spmd.frontend.tracing import (Array, Tracer, Value, aval_of, bind, is_weak,
+                                       python_scalar_array)
+from xla_spmd.ir import BF16, C64, F32, PRED, S32, Builder, DType, Kind
+from xla_spmd.ir.shapes import ArrayShape
+
+float16, float32, float64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")
+int8, int16, int32, int64 = (np.dtype(t) for t in ("int8", "int16", "int32", "int64"))
+uint8, uint32, uint64 = np.dtype("uint8"), np.dtype("uint32"), np.dtype("uint64")
+bool_, complex64 = np.dtype("bool"), np.dtype("complex64")
+bfloat16 = BF16.numpy
+pi, e, inf, nan = np.pi, np.e, np.inf, np.nan
+ndarray = Value
+
+# ---------------------------------------------------------------------------------------------
+# Conversion and promotion
+
+_KIND_ORDER = {Kind.PRED: 0, Kind.UNSIGNED: 1, Kind.SIGNED: 1, Kind.FLOAT: 2, Kind.COMPLEX: 3}
+_DEFAULT_OF_RANK = {0: PRED, 1: S32, 2: F32, 3: C64}
+
+
+def _promote_pair(a: DType, b: DType) -> DType:
+    if a is b:
+        return a
+    ra, rb = _KIND_ORDER[a.kind], _KIND_ORDER[b.kind]
+    if ra != rb:
+        return a if ra > rb else b
+    if a.is_float and {a.name, b.name} == {"bf16", "f16"}:
+        return F32
+    return DType.from_numpy(np.promote_types(a.numpy, b.numpy))
+
+
+def result_type(*xs) -> DType:
+    """The element type of an elementwise op on `xs` (weak scalars adopt strong types)."""
+    strong = [dtype_of(x) for x in xs if not is_weak(x)]
+    weak = [dtype_of(x) for x in xs if is_weak(x)]
+    weak_rank = builtins.max((_KIND_ORDER[d.kind] for d in weak), default=-1)
+    if not strong:
+        return _DEFAULT_OF_RANK[weak_rank]
+    dtype = functools.reduce(_promote_pair, strong)
+    if weak_rank > _KIND_ORDER[dtype.kind]:
+        dtype = _DEFAULT_OF_RANK[weak_rank]
+    return dtype
+
+
+def asarray(x, dtype=None) -> Value:
+    """A concrete or traced array from `x` (lists, numpy arrays, scalars, values)."""
+    if isinstance(x, Value):
+        return x if dtype is None else astype(x, dtype)
+    if isinstance(x, (list, tuple)) and any(isinstance(v, Value) for v in x):
+        return stack([asarray(v) for v in x]).astype(dtype) if dtype else stack(x)
+    if is_weak(x):
+        value = Array(python_scalar_array(x), weak_type=True)
+        return value if dtype is None else astype(value, dtype)
+    array = np.asarray(x)
+    if dtype is not None:
+        array = array.astype(as_dtype(dtype).numpy)
+    return Array(array)
+
+
+array = asarray
+
+
+def astype(x, dtype) -> Value:
+    x = asarray(x)
+    target = as_dtype(dtype)
+    if target is PRED and not x.aval.dtype.is_pred:
+        return not_equal(x, lax.zeros_like(x))
+    return lax.convert(x, target)
+
+
+def _to(x, dtype: DType) -> Value:
+    if isinstance(x, Value):
+        out = lax.convert(x, dtype)
+        if out is not x:
+            out.weak_type = x.weak_type
+        return out
+    if is_weak(x):
+        return Array(np.asarray(x, dtype.numpy), weak_type=True)
+    return lax.convert(asarray(x), dtype)
+
+
+def broadcast_shapes(*shapes) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise XlaSpmdError(f"shapes {', '.join(map(str, shapes))} do not broadcast") from None
+
+
+def broadcast_to(x, shape) -> Value:
+    x = asarray(x)
+    shape = tuple(shape)
+    dims = x.shape
+    if dims == shape:
+        return x
+    offset = len(shape) - len(dims)
+    if offset < 0 or any(n not in (1, shape[offset + i]) for i, n in enumerate(dims)):
+        raise XlaSpmdError(f"cannot broadcast shape {dims} to {shape}")
+    keep = [i for i, n in enumerate(dims) if n == shape[offset + i]]
+    if len(keep) != len(dims):
+        x = lax.reshape(x, [dims[i] for i in keep])
+    return lax.broadcast_in_dim(x, shape, [offset + i for i in keep])
+
+
+def _promote(*xs, dtype: DType | None = None) -> list[Value]:
+    """Convert `xs` to a common element type and broadcast them to a common shape."""
+    dtype = dtype or result_type(*xs)
+    shape = broadcast_shapes(*(shape_of(x) for x in xs))
+    return [broadcast_to(_to(x, dtype), shape) for x in xs]
+
+
+def _elementwise(opcode: str, *xs, dtype: DType | None = None) -> Value:
+    weak = all(is_weak(x) for x in xs)
+    args = _promote(*xs, dtype=dtype)
+    return bind(opcode, *args, weak_type=weak)
+
+
+def _float_args(*xs):
+    dtype = result_type(*xs)
+    if not (dtype.is_float or dtype.is_complex):
+        dtype = F32
+    return dtype
+
+
+def _binary(opcode: str):
+    def fn(x, y):
+        return _elementwise(opcode, x, y)
+    fn.__name__ = opcode
+    return fn
+
+
+add = _binary("add")
+subtract = _binary("subtract")
+multiply = _binary("multiply")
+maximum = _binary("maximum")
+minimum = _binary("minimum")
+bitwise_and = logical_and = _binary("and")
+bitwise_or = logical_or = _binary("or")
+bitwise_xor = logical_xor = _binary("xor")
+
+
+def true_divide(x, y):
+    return _elementwise("divide", x, y, dtype=_float_args(x, y))
+
+
+divide = true_divide
+
+
+def floor_divide(x, y):
+    dtype = result_type(x, y)
+    if dtype.is_float:
+        return floor(true_divide(x, y))
+    x, y = _promote(x, y)
+    quotient = bind("divide", x, y)
+    rem = bind("remainder", x, y)
+    zero = lax.zeros_like(x)
+    adjust = logical_and(not_equal(rem, zero), not_equal(less(rem, zero), less(y, zero)))
+    return where(adjust, quotient - 1, quotient)
+
+
+def remainder(x, y):
+    x, y = _promote(x, y)
+    rem = bind("remainder", x, y)
+    zero = lax.zeros_like(x)
+    adjust = logical_and(not_equal(rem, zero), not_equal(less(rem, zero), less(y, zero)))
+    return where(adjust, rem + y, rem)
+
+
+mod = remainder
+
+
+def power(x, y):
+    if isinstance(y, int) and not isinstance(y, bool) and 0 <= y <= 4:
+        x = asarray(x)
+        result = ones_like(x) if y == 0 else x
+        for _ in range(y - 1):
+            result = multiply(result, x)
+        return result
+    return _elementwise("power", x, y)
+
+
+def arctan2(y, x):
+    return _elementwise("atan2", y, x, dtype=_float_args(y, x))
+
+
+def _compare(direction: str):
+    def fn(x, y):
+        x, y = _promote(x, y)
+        return lax.compare(x, y, direction)
+    return fn
+
+
+equal, not_equal = _compare("EQ"), _compare("NE")
+less, less_equal = _compare("LT"), _compare("LE")
+greater, greater_equal = _compare("GT"), _compare("GE")
+
+
+def _unary(opcode: str, floating: bool = True):
+    def fn(x):
+        x = asarray(x)
+        if floating and not (x.aval.dtype.is_float or x.aval.dtype.is_complex):
+            x = lax.convert(x, F32)
+        return bind(opcode, x, weak_type=x.weak_type)
+    fn.__name__ = opcode.replace("-", "_")
+    return fn
+
+
+exp = _unary("exponential")
+expm1 = _unary("exponential-minus-one")
+log = _unary("log")
+log1p = _unary("log-plus-one")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+cbrt = _unary("cbrt")
+tanh = _unary("tanh")
+sin = _unary("sine")
+cos = _unary("cosine")
+tan = _unary("tan")
+floor = _unary("floor")
+ceil = _unary("ceil")
+round = _unary("round-nearest-even")  # noqa: A001
+erf = _unary("erf")
+negative = _unary("negate", floating=False)
+sign = _unary("sign", floating=False)
+abs = absolute = _unary("abs", floating=False)  # noqa: A001
+invert = logical_not = _unary("not", floating=False)
+isfinite = _unary("is-finite")
+
+
+def sigmoid(x):
+    return _unary("logistic")(x)
+
+
+def square(x):
+    return multiply(x, x)
+
+
+def reciprocal(x):
+    return true_divide(1.0, x)
+
+
+def log2(x):
+    return log(x) / np.log(2.0)
+
+
+def exp2(x):
+    return exp(multiply(x, np.log(2.0)))
+
+
+def where(condition, x=None, y=None):
+    """`condition ? x : y` elementwise, broadcasting all three."""
+    if x is None or y is None:
+        raise XlaSpmdError("where(condition) without x and y (nonzero) has a data-dependent "
+                           "shape; pass x and y")
+    condition = astype(condition, PRED)
+    x, y = _promote(x, y)
+    shape = broadcast_shapes(condition.shape, x.shape)
+    return lax.select(broadcast_to(condition, shape), broadcast_to(x, shape),
+                      broadcast_to(y, shape))
+
+
+def clip(x, a_min=None, a_max=None):
+    if a_min is not None:
+        x = maximum(x, a_min)
+    if a_max is not None:
+        x = minimum(x, a_max)
+    return x
+
+
+# ---------------------------------------------------------------------------------------------
+# Reductions
+
+
+def _axes(axis, ndim: int) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    out = []
+    for a in axes:
+        if not -ndim <= a < builtins.max(ndim, 1):
+            raise XlaSpmdError(f"axis {a} is out of bounds for an array of rank {ndim}")
+        out.append(a % ndim if ndim else 0)
+    return tuple(sorted(set(out)))
+
+
+def _keep(result, x_shape, axes, keepdims: bool):
+    if not keepdims:
+        return result
+    return lax.reshape(result, [1 if i in axes else n for i, n in enumerate(x_shape)])
+
+
+def _reduction(kind: str, promote_bool: bool):
+    def fn(x, axis=None, keepdims: bool = False, dtype=None):
+        x = asarray(x)
+        if dtype is not None:
+            x = astype(x, dtype)
+        elif promote_bool and x.aval.dtype.is_pred:
+            x = lax.convert(x, S32)
+        axes = _axes(axis, x.ndim)
+        return _keep(lax.reduce(x, kind, axes), x.shape, axes, keepdims)
+    fn.__name__ = kind
+    return fn
+
+
+sum = _reduction("add", True)  # noqa: A001
+prod = _reduction("mul", True)
+max = amax = _reduction("max", False)  # noqa: A001
+min = amin = _reduction("min", False)  # noqa: A001
+
+
+def all(x, axis=None, keepdims=False):  # noqa: A001
+    return _reduction("and", False)(astype(x, PRED), axis, keepdims)
+
+
+def any(x, axis=None, keepdims=False):  # noqa: A001
+    return _reduction("or", False)(astype(x, PRED), axis, keepdims)
+
+
+def mean(x, axis=None, keepdims: bool = False, dtype=None):
+    x = asarray(x)
+    if not (x.aval.dtype.is_float or x.aval.dtype.is_complex):
+        x = lax.convert(x, F32)
+    axes = _axes(axis, x.ndim)
+    count = int(np.prod([x.shape[a] for a in axes]))
+    return true_divide(sum(x, axis, keepdims), float(count))
+
+
+def var(x, axis=None, keepdims: bool = False):
+    centered = x - mean(x, axis, keepdims=True)
+    return mean(centered * centered, axis, keepdims=keepdims)
+
+
+def std(x, axis=None, keepdims: bool = False):
+    return sqrt(var(x, axis, keepdims))
+
+
+_ARG_REDUCERS: dict = {}
+
+
+def _arg_reducer(kind: str, dtype: DType):
+    """(value, index) pairs reducer keeping the max (min) value, the first index on ties."""
+    from xla_spmd.frontend.tracing import fresh_name
+    from xla_spmd.ir import ComparisonDirection
+    key = (kind, dtype.name)
+    if key not in _ARG_REDUCERS:
+        b = Builder("argreduce")
+        scalar = ArrayShape(dtype, ())
+        index = ArrayShape(S32, ())
+        av, ai = b.parameter(scalar, "lhs_value"), b.parameter(index, "lhs_index")
+        bv, bi = b.parameter(scalar, "rhs_value"), b.parameter(index, "rhs_index")
+        direction = ComparisonDirection.GT if kind == "max" else ComparisonDirection.LT
+        better = b.compare(av, bv, direction=direction)
+        equal = b.compare(av, bv, direction=ComparisonDirection.EQ)
+        lower = b.compare(ai, bi, direction=ComparisonDirection.LT)
+        take_a = b.op("or", better, b.op("and", equal, lower))
+        root = b.tuple(b.select(take_a, av, bv), b.select(take_a, ai, bi))
+        _ARG_REDUCERS[key] = b.build(root, fresh_name(f"region_arg{kind}_{dtype.name}"))
+    return _ARG_REDUCERS[key]
+
+
+def _argreduce(kind: str, x, axis, keepdims: bool):
+    x = asarray(x)
+    if axis is None:
+        x, axis = lax.reshape(x, (x.size,)), 0
+    axis = _axes(axis, x.ndim)[0]
+    dtype = x.aval.dtype
+    indices = lax.iota(S32, x.shape, axis)
+    init = lax.constant(lax.reduction_identity(kind, dtype), dtype)
+    out = bind("reduce", x, indices, init, lax.constant(0, S32), dimensions=(axis,),
+               to_apply=_arg_reducer(kind, dtype))
+    return _keep(lax.get_tuple_element(out, 1), x.shape, (axis,), keepdims)
+
+
+def argmax(x, axis=None, keepdims: bool = False):
+    return _argreduce("max", x, axis, keepdims)
+
+
+def argmin(x, axis=None, keepdims: bool = False):
+    return _argreduce("min", x, axis, keepdims)
+
+
+def cumsum(x, axis=None, dtype=None):
+    """Inclusive prefix sums along `axis` (a reduce-window with a full-length window)."""
+    x = asarray(x)
+    if dtype is not None:
+        x = astype(x, dtype)
+    elif x.aval.dtype.is_pred:
+        x = lax.convert(x, S32)
+    if axis is None:
+        x, axis = lax.reshape(x, (x.size,)), 0
+    axis = _axes(axis, x.ndim)[0]
+    n = x.shape[axis]
+    window = [1] * x.ndim
+    window[axis] = n
+    padding = [(0, 0)] * x.ndim
+    padding[axis] = (n - 1, 0)
+    return lax.reduce_window(x, "add", window, None, padding)
+
+
+# ---------------------------------------------------------------------------------------------
+# Contractions
+
+
+def matmul(a, b):
+    """numpy matmul: 1-D operands are promoted to matrices; batch dims broadcast."""
+    a, b = _promote_dtype(a, b)
+    if a.ndim == 0 or b.ndim == 0:
+        raise XlaSpmdError("matmul operands must be at least 1-D (use * for scalars)")
+    squeeze_a, squeeze_b = a.ndim == 1, b.ndim == 1
+    if squeeze_a:
+        a = lax.reshape(a, (1,) + a.shape)
+    if squeeze_b:
+        b = lax.reshape(b, b.shape + (1,))
+    if b.ndim == 2:  # (..., n, k) @ (k, m): one dot with no batch dims
+        out = lax.dot_general(a, b, (((a.ndim - 1,), (0,)), ((), ())))
+    else:
+        batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        a = broadcast_to(a, batch + a.shape[-2:])
+        b = broadcast_to(b, batch + b.shape[-2:])
+        nb = len(batch)
+        out = lax.dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))))
+    if squeeze_a:
+        out = lax.reshape(out, out.shape[:-2] + out.shape[-1:])
+    if squeeze_b:
+        out = lax.reshape(out, out.shape[:-1])
+    return out
+
+
+def _promote_dtype(*xs):
+    dtype = result_type(*xs)
+    return [_to(x, dtype) for x in xs]
+
+
+def dot(a, b):
+    a, b = _promote_dtype(a, b)
+    if a.ndim == 0 or b.ndim == 0:
+        return multiply(a, b)
+    if b.ndim <= 2:
+        return matmul(a, b)
+    return tensordot(a, b, ((a.ndim - 1,), (b.ndim - 2,)))
+
+
+def vdot(a, b):
+    return sum(multiply(ravel(a), ravel(b)))
+
+
+def outer(a, b):
+    return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))
+
+
+def tensordot(a, b, axes=2):
+    a, b = _promote_dtype(a, b)
+    if isinstance(axes, int):
+        axes = (tuple(range(a.ndim - axes, a.ndim)), tuple(range(axes)))
+    la, lb = axes
+    la = (la,) if isinstance(la, int) else tuple(la)
+    lb = (lb,) if isinstance(lb, int) else tuple(lb)
+    return lax.dot_general(a, b, ((tuple(i % a.ndim for i in la),
+                                   tuple(i % b.ndim for i in lb)), ((), ())))
+
+
+def einsum(subscripts: str, *operands):
+    """General einsum by pairwise contraction, left to right (no repeated labels within one
+    operand)."""
+    from xla_spmd.frontend.numpy_shape import einsum_impl
+    return einsum_impl(subscripts, [asarray(o) for o in operands])
+
+
+# ---------------------------------------------------------------------------------------------
+# Creation
+
+
+def _default_dtype(dtype, *values) -> DType:
+    if dtype is not None:
+        return as_dtype(dtype)
+    if builtins.any(isinstance(v, float) for v in values):
+        return F32
+    return S32
+
+
+def zeros(shape, dtype=None):
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    return lax.full(shape, 0, as_dtype(dtype or float32))
+
+
+def ones(shape, dtype=None):
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    return lax.full(shape, 1, as_dtype(dtype or float32))
+
+
+def full(shape, fill_value, dtype=None):
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if isinstance(fill_value, Value):
+        return broadcast_to(fill_value if dtype is None else astype(fill_value, dtype), shape)
+    return lax.full(shape, fill_value, _default_dtype(dtype, fill_value) if dtype is None
+                    and not isinstance(fill_value, (np.ndarray, np.generic))
+                    else as_dtype(dtype or np.asarray(fill_value).dtype))
+
+
+def zeros_like(x, dtype=None):
+    return lax.full(shape_of(x), 0, as_dtype(dtype) if dtype else dtype_of(x))
+
+
+def ones_like(x, dtype=None):
+    return lax.full(shape_of(x), 1, as_dtype(dtype) if dtype else dtype_of(x))
+
+
+def full_like(x, fill_value, dtype=None):
+    return lax.full(shape_of(x), fill_value, as_dtype(dtype) if dtype else dtype_of(x))
+
+
+def arange(start, stop=None, step=1, dtype=None):
+    if stop is None:
+        start, stop = 0, start
+    dtype = _default_dtype(dtype, start, stop, step)
+    n = builtins.max(0, int(np.ceil((stop - start) / step)))
+    out = lax.iota(dtype, (n,), 0)
+    if step != 1:
+        out = out * lax.full((n,), step, dtype)
+    if start != 0:
+        out = out + lax.full((n,), start, dtype)
+    return out
+
+
+def linspace(start, stop, num: int = 50, dtype=None):
+    dtype = as_dtype(dtype or float32)
+    step = (stop - start) / builtins.max(num - 1, 1)
+    return lax.iota(dtype, (num,), 0) * lax.full((num,), step, dtype) + \
+        lax.full((num,), start, dtype)
+
+
+def eye(n: int, m: int | None = None, k: int = 0, dtype=None):
+    m = n if m is None else m
+    rows = lax.iota(S32, (n, m), 0)
+    cols = lax.iota(S32, (n, m), 1)
+    mask = lax.compare(cols - rows, lax.full((n, m), k, S32), "EQ")
+    return astype(mask, dtype or float32)
+
+
+def identity(n: int, dtype=None):
+    return eye(n, dtype=dtype)
+
+
+def tri_mask(n: int, m: int, k: int, lower: bool):
+    rows = lax.iota(S32, (n, m), 0)
+    cols = lax.iota(S32, (n, m), 1)
+    diff = lax.sub(cols, rows)
+    return lax.compare(diff, lax.full((n, m), k, S32), "LE" if lower else "GE")
+
+
+def tril(x, k: int = 0):
+    x = asarray(x)
+    mask = broadcast_to(tri_mask(x.shape[-2], x.shape[-1], k, True), x.shape)
+    return lax.select(mask, x, lax.zeros_like(x))
+
+
+def triu(x, k: int = 0):
+    x = asarray(x)
+    mask = broadcast_to(tri_mask(x.shape[-2], x.shape[-1], k, False), x.shape)
+    return lax.select(mask, x, lax.zeros_like(x))
+
+
+def tri(n: int, m: int | None = None, k: int = 0, dtype=None):
+    return astype(tri_mask(n, n if m is None else m, k, True), dtype or float32)
+
+
+# Shape functions and indexing live in their own modules; re-exported here.
+from xla_spmd.frontend.numpy_shape import (  # noqa: E402
+    argsort,
+    concatenate,
+    expand_dims,
+    flip,
+    moveaxis,
+    pad,
+    ravel,
+    repeat,
+    reshape,
+    sort,
+    split,
+    squeeze,
+    stack,
+    swapaxes,
+    tile,
+    transpose,
+)
+from xla_spmd.frontend.numpy_index import getitem, take, take_along_axis  # noqa: E402
+
+__all__ = [name for name in dir() if not name.startswith("_") and name not in (
+    "annotations", "builtins", "functools", "np", "Sequence", "Builder", "Tracer", "Kind",
+    "ArrayShape", "XlaSpmdError", "BF16", "C64", "F32", "PRED", "S32", "DType")]
+_ = (Tracer, Sequence, aval_of)

@@ -1,0 +1,294 @@
+"""Indexing: basic slices (static slice ops), integer-array indexing (gather), ``x.at[idx]``
+updates (scatter or dynamic-update-slice), `take` and `take_along_axis`.
+
+Advanced indices follow numpy: their broadcast shape replaces them in place when they are
+adjacent, and goes first otherwise.
+
+>>> import numpy as np
+>>> from xla_spmd.frontend import numpy_api as xnp
+>>> x = np.arange(12, dtype=np.float32).reshape(3, 4)
+>>> np.asarray(xnp.asarray(x)[np.array([2, 0]), 1:3]).tolist()
+[[9.0, 10.0], [1.0, 2.0]]
+>>> np.asarray(xnp.asarray(x).at[1, 0].set(-1.0))[1, 0]
+np.float32(-1.0)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from xla_spmd.errors import XlaSpmdError
+from xla_spmd.frontend import lax
+from xla_spmd.frontend.tracing import Value, bind, reducer
+from xla_spmd.ir import S32
+
+
+def _np():
+    from xla_spmd.frontend import numpy_api
+    return numpy_api
+
+
+def _is_array_index(i) -> bool:
+    return isinstance(i, (Value, np.ndarray, list)) and not isinstance(i, bool)
+
+
+def _expand(index, ndim: int) -> list:
+    """The index as a list with the ellipsis expanded (None entries kept)."""
+    index = list(index) if isinstance(index, tuple) else [index]
+    consumed = sum(1 for i in index if not (i is None or i is Ellipsis))
+    ellipses = [k for k, i in enumerate(index) if i is Ellipsis]
+    if len(ellipses) > 1:
+        raise XlaSpmdError("an index can only have one ellipsis ('...')")
+    if ellipses:
+        at = ellipses[0]
+        index[at:at + 1] = [slice(None)] * (ndim - consumed)
+    else:
+        index += [slice(None)] * (ndim - consumed)
+    if consumed > ndim:
+        raise XlaSpmdError(f"too many indices ({consumed}) for an array of rank {ndim}")
+    return index
+
+
+def _basic(x, index: list):
+    """Apply static ints, slices and None; array indices stay as (position, array) pairs."""
+    starts, limits, strides, reverse = [], [], [], []
+    shape, advanced = [], []
+    dim = 0
+    for entry in index:
+        if entry is None:
+            continue
+        n = x.shape[dim]
+        if isinstance(entry, slice):
+            start, stop, step = entry.indices(n)
+            if step < 0:
+                count = len(range(start, stop, step))
+                first = start + (count - 1) * step if count else 0
+                starts.append(first)
+                limits.append(first + (count - 1) * -step + 1 if count else 0)
+                strides.append(-step)
+                reverse.append(dim)
+            else:
+                starts.append(start)
+                limits.append(max(start, stop))
+                strides.append(step)
+        elif isinstance(entry, (int, np.integer)) and not isinstance(entry, bool):
+            i = int(entry)
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for axis {dim} with size {n}")
+            i %= n
+            starts.append(i)
+            limits.append(i + 1)
+            strides.append(1)
+        elif _is_array_index(entry):
+            starts.append(0)
+            limits.append(n)
+            strides.append(1)
+            advanced.append(dim)
+        else:
+            raise XlaSpmdError(f"unsupported index {entry!r} (boolean masks have "
+                               "data-dependent shapes; use xnp.where)")
+        dim += 1
+    if (starts, limits, strides) != ([0] * len(starts), list(x.shape), [1] * len(starts)):
+        x = lax.slice(x, starts, limits, strides)
+    if reverse:
+        x = lax.rev(x, reverse)
+    return x
+
+
+def getitem(x, index):
+    xnp = _np()
+    x = xnp.asarray(x)
+    index = _expand(index, x.ndim)
+    sliced = _basic(x, index)
+    # Positions (in `sliced`) of integer and array entries, and the final shape.
+    dim, arrays, ints, new_axes = 0, [], [], []
+    out_pos = 0
+    for entry in index:
+        if entry is None:
+            new_axes.append(out_pos)
+            out_pos += 1
+            continue
+        if _is_array_index(entry):
+            arrays.append((dim, entry))
+        elif not isinstance(entry, slice):
+            ints.append(dim)
+        else:
+            out_pos += 1
+        dim += 1
+    if arrays:
+        advanced = sorted([(d, a) for d, a in arrays] + [(d, np.int32(0)) for d in ints])
+        out = _gather_advanced(sliced, advanced)
+    else:
+        out = sliced
+        if ints:
+            out = lax.reshape(out, [n for d, n in enumerate(out.shape) if d not in ints])
+    if new_axes and not arrays:
+        shape = list(out.shape)
+        for a in new_axes:
+            shape.insert(a, 1)
+        out = lax.reshape(out, shape)
+    elif new_axes:
+        raise XlaSpmdError("indexing with both None and integer arrays is unsupported")
+    return out
+
+
+def _index_arrays(x, advanced):
+    """Broadcast the advanced indices (negative ones wrapped) into one s32 index array of
+    shape batch + (k,)."""
+    xnp = _np()
+    arrays = []
+    for d, a in advanced:
+        a = xnp.asarray(np.asarray(a) if isinstance(a, list) else a)
+        if a.aval.dtype.is_float or a.aval.dtype.is_pred:
+            raise XlaSpmdError(f"array index must be integers, got {a.aval}")
+        a = lax.convert(a, S32)
+        n = x.shape[d]
+        a = xnp.where(a < 0, a + n, a)
+        arrays.append(a)
+    batch = xnp.broadcast_shapes(*(a.shape for a in arrays))
+    arrays = [xnp.broadcast_to(a, batch) for a in arrays]
+    stacked = lax.concatenate([lax.reshape(a, batch + (1,)) for a in arrays], len(batch))
+    return stacked, batch
+
+
+def _layout(x, dims, batch):
+    """Where the batch dims go in the result (numpy rule) and the offset dims."""
+    adjacent = dims == list(range(dims[0], dims[0] + len(dims)))
+    at = dims[0] if adjacent else 0
+    rest = [d for d in range(x.ndim) if d not in dims]
+    offset_dims = [i if i < at else i + len(batch) for i in range(len(rest))]
+    return offset_dims, rest
+
+
+def _gather_advanced(x, advanced):
+    dims = [d for d, _ in advanced]
+    indices, batch = _index_arrays(x, advanced)
+    offset_dims, rest = _layout(x, dims, batch)
+    slice_sizes = [1 if d in dims else x.shape[d] for d in range(x.ndim)]
+    return bind("gather", x, indices, offset_dims=tuple(offset_dims),
+                collapsed_slice_dims=tuple(dims), start_index_map=tuple(dims),
+                index_vector_dim=len(batch), slice_sizes=tuple(slice_sizes))
+
+
+def take(x, indices, axis: int | None = None):
+    xnp = _np()
+    x = xnp.asarray(x)
+    if axis is None:
+        x, axis = xnp.ravel(x), 0
+    axis %= x.ndim
+    return getitem(x, (slice(None),) * axis + (xnp.asarray(indices),))
+
+
+def take_along_axis(x, indices, axis: int):
+    """``x[..., indices, ...]`` matched elementwise along `axis` (a gather of all dims)."""
+    xnp = _np()
+    x, indices = xnp.asarray(x), xnp.asarray(indices)
+    axis %= x.ndim
+    shape = xnp.broadcast_shapes(
+        tuple(1 if d == axis else n for d, n in enumerate(x.shape)), indices.shape)
+    shape = tuple(indices.shape[d] if d == axis else n for d, n in enumerate(shape))
+    indices = lax.convert(indices, S32)
+    indices = xnp.where(indices < 0, indices + x.shape[axis], indices)
+    indices = xnp.broadcast_to(indices, shape)
+    columns = [indices if d == axis else lax.iota(S32, shape, d) for d in range(x.ndim)]
+    stacked = lax.concatenate([lax.reshape(c, shape + (1,)) for c in columns], len(shape))
+    dims = tuple(range(x.ndim))
+    return bind("gather", x, stacked, offset_dims=(), collapsed_slice_dims=dims,
+                start_index_map=dims, index_vector_dim=len(shape),
+                slice_sizes=(1,) * x.ndim)
+
+
+# ---------------------------------------------------------------------------------------------
+# x.at[index].set / add / max / min / mul
+
+
+class IndexUpdateHelper:
+    """``x.at[index]``: functional updates, as in JAX."""
+
+    def __init__(self, x):
+        self.x = x
+
+    def __getitem__(self, index):
+        return IndexUpdateRef(self.x, index)
+
+
+class IndexUpdateRef:
+    def __init__(self, x, index):
+        self.x, self.index = x, index
+
+    def set(self, values):
+        return _update(self.x, self.index, values, "set")
+
+    def add(self, values):
+        return _update(self.x, self.index, values, "add")
+
+    def multiply(self, values):
+        return _update(self.x, self.index, values, "mul")
+
+    def max(self, values):
+        return _update(self.x, self.index, values, "max")
+
+    def min(self, values):
+        return _update(self.x, self.index, values, "min")
+
+    def get(self):
+        return getitem(self.x, self.index)
+
+
+def _update(x, index, values, kind: str):
+    xnp = _np()
+    x = xnp.asarray(x)
+    index = _expand(index, x.ndim)
+    if any(i is None for i in index):
+        raise XlaSpmdError("x.at[...] with None in the index is unsupported")
+    values = xnp._to(values, x.aval.dtype)
+    if not any(_is_array_index(i) for i in index):
+        return _update_basic(x, index, values, kind)
+    advanced = []
+    for d, entry in enumerate(index):
+        if isinstance(entry, slice):
+            if entry.indices(x.shape[d]) != (0, x.shape[d], 1):
+                raise XlaSpmdError("x.at[...] mixing integer arrays with partial slices is "
+                                   "unsupported; index the full dim with ':'")
+        else:
+            advanced.append((d, entry))
+    dims = [d for d, _ in advanced]
+    indices, batch = _index_arrays(x, advanced)
+    offset_dims, rest = _layout(x, dims, batch)
+    update_shape = [0] * (len(batch) + len(rest))
+    for i, d in zip(offset_dims, rest):
+        update_shape[i] = x.shape[d]
+    batch_positions = [i for i in range(len(update_shape)) if i not in offset_dims]
+    for i, n in zip(batch_positions, batch):
+        update_shape[i] = n
+    updates = xnp.broadcast_to(values, tuple(update_shape))
+    return bind("scatter", x, indices, updates, update_window_dims=tuple(offset_dims),
+                inserted_window_dims=tuple(dims), scatter_dims_to_operand_dims=tuple(dims),
+                index_vector_dim=len(batch), to_apply=reducer(kind, x.aval.dtype))
+
+
+def _update_basic(x, index, values, kind: str):
+    """Static ints and unit-stride slices: read the region, combine, write it back."""
+    starts, sizes, region_shape = [], [], []
+    for d, entry in enumerate(index):
+        n = x.shape[d]
+        if isinstance(entry, slice):
+            start, stop, step = entry.indices(n)
+            if step != 1:
+                raise XlaSpmdError("x.at[...] with strided slices is unsupported")
+            starts.append(start)
+            sizes.append(max(stop - start, 0))
+            region_shape.append(max(stop - start, 0))
+        elif isinstance(entry, Value):  # a traced scalar index
+            starts.append(entry)
+            sizes.append(1)
+        else:
+            starts.append(int(entry) % n)
+            sizes.append(1)
+    xnp = _np()
+    update = lax.reshape(xnp.broadcast_to(values, tuple(region_shape)), sizes)
+    if kind != "set":
+        current = lax.dynamic_slice(x, starts, sizes)
+        update = {"add": xnp.add, "mul": xnp.multiply, "max": xnp.maximum,
+                  "min": xnp.minimum}[kind](current, update)
+    return lax.dynamic_update_slice(x, update, starts)

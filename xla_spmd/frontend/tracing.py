@@ -1,0 +1,521 @@
+"""Traces and traced values: numpy-like functions `bind` IR ops; the current trace decides
+what a bind does.
+
+* Inside `jit`, loop bodies, branches and autodiff, a `Trace` holds a `Builder`: `bind`
+  appends an instruction and returns a `Tracer` wrapping it.
+* Outside any trace (the "eager" trace), `bind` builds a one-op module and evaluates it on
+  the reference backend at once, returning a concrete `Array`.
+
+Invariants: a `Tracer` belongs to one trace; a tracer of an enclosing trace used inside a
+nested one becomes an explicit parameter of the nested computation (a *capture*, since HLO
+computations cannot close over values); concrete values become constants. Python scalars
+are *weakly typed* (as in JAX: ``x * 2.0`` keeps ``x``'s f32).
+
+>>> from xla_spmd.ir import ArrayShape, F32
+>>> trace = Trace("f")
+>>> with trace:
+...     x = trace.new_parameter(ArrayShape(F32, (3,)))
+...     y = bind("negate", x)
+>>> str(y.aval), y.inst.opcode
+('f32[3]', 'negate')
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import fields
+
+import numpy as np
+
+from xla_spmd.errors import XlaSpmdError
+from xla_spmd.ir import (PRED, ArrayShape, Builder, Computation, DType, Instruction, Module,
+                         TupleShape, op_named)
+from xla_spmd.ir.module import make_instruction
+
+_TRACES: list[Trace] = []
+_NAMES = itertools.count(1)
+
+
+def fresh_name(base: str) -> str:
+    """A computation name unique in this process (so modules never repeat one)."""
+    return f"{base}.{next(_NAMES)}"
+
+
+class TracingError(XlaSpmdError):
+    """A traced value used where it cannot be (leaked, or converted to a Python value)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Values
+
+
+class Value:
+    """What numpy-like functions accept and return: a `Tracer` or a concrete `Array`.
+
+    `aval` is the IR shape (element type and dims); `weak_type` marks values born from Python
+    scalars, which adopt the element type of what they meet.
+    """
+
+    __slots__ = ()
+    __array_priority__ = 100
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.dims
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.aval.dtype.numpy
+
+    @property
+    def ndim(self) -> int:
+        return len(self.aval.dims)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.aval.dims))
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    # Operators delegate to the numpy-like API (imported late: it imports this module).
+    def _np(self):
+        from xla_spmd.frontend import numpy_api
+        return numpy_api
+
+    def __add__(self, other): return self._np().add(self, other)
+    def __radd__(self, other): return self._np().add(other, self)
+    def __sub__(self, other): return self._np().subtract(self, other)
+    def __rsub__(self, other): return self._np().subtract(other, self)
+    def __mul__(self, other): return self._np().multiply(self, other)
+    def __rmul__(self, other): return self._np().multiply(other, self)
+    def __truediv__(self, other): return self._np().true_divide(self, other)
+    def __rtruediv__(self, other): return self._np().true_divide(other, self)
+    def __floordiv__(self, other): return self._np().floor_divide(self, other)
+    def __rfloordiv__(self, other): return self._np().floor_divide(other, self)
+    def __mod__(self, other): return self._np().remainder(self, other)
+    def __rmod__(self, other): return self._np().remainder(other, self)
+    def __pow__(self, other): return self._np().power(self, other)
+    def __rpow__(self, other): return self._np().power(other, self)
+    def __matmul__(self, other): return self._np().matmul(self, other)
+    def __rmatmul__(self, other): return self._np().matmul(other, self)
+    def __neg__(self): return self._np().negative(self)
+    def __pos__(self): return self
+    def __abs__(self): return self._np().abs(self)
+    def __invert__(self): return self._np().invert(self)
+    def __and__(self, other): return self._np().bitwise_and(self, other)
+    def __rand__(self, other): return self._np().bitwise_and(other, self)
+    def __or__(self, other): return self._np().bitwise_or(self, other)
+    def __ror__(self, other): return self._np().bitwise_or(other, self)
+    def __xor__(self, other): return self._np().bitwise_xor(self, other)
+    def __rxor__(self, other): return self._np().bitwise_xor(other, self)
+    def __lt__(self, other): return self._np().less(self, other)
+    def __le__(self, other): return self._np().less_equal(self, other)
+    def __gt__(self, other): return self._np().greater(self, other)
+    def __ge__(self, other): return self._np().greater_equal(self, other)
+    def __eq__(self, other): return self._np().equal(self, other)  # noqa: E704
+    def __ne__(self, other): return self._np().not_equal(self, other)
+    __hash__ = object.__hash__
+
+    def __getitem__(self, index): return self._np().getitem(self, index)
+
+    @property
+    def at(self):
+        from xla_spmd.frontend.numpy_index import IndexUpdateHelper
+        return IndexUpdateHelper(self)
+
+    @property
+    def T(self): return self._np().transpose(self)
+
+    def astype(self, dtype): return self._np().astype(self, dtype)
+    def reshape(self, *shape): return self._np().reshape(
+        self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
+    def transpose(self, *axes): return self._np().transpose(self, axes or None)
+    def sum(self, axis=None, keepdims=False): return self._np().sum(self, axis, keepdims=keepdims)
+    def mean(self, axis=None, keepdims=False):
+        return self._np().mean(self, axis, keepdims=keepdims)
+    def max(self, axis=None, keepdims=False): return self._np().max(self, axis, keepdims=keepdims)
+    def min(self, axis=None, keepdims=False): return self._np().min(self, axis, keepdims=keepdims)
+    def argmax(self, axis=None): return self._np().argmax(self, axis)
+    def argmin(self, axis=None): return self._np().argmin(self, axis)
+    def squeeze(self, axis=None): return self._np().squeeze(self, axis)
+    def swapaxes(self, a, b): return self._np().swapaxes(self, a, b)
+    def flatten(self): return self._np().reshape(self, (-1,))
+    ravel = flatten
+
+
+class Tracer(Value):
+    """A value being traced: it wraps the `Instruction` that computes it in `trace`."""
+
+    __slots__ = ("trace", "inst", "weak_type")
+
+    def __init__(self, trace: Trace, inst: Instruction, weak_type: bool = False):
+        self.trace = trace
+        self.inst = inst
+        self.weak_type = weak_type
+
+    @property
+    def aval(self):
+        return self.inst.shape
+
+    def __bool__(self):
+        raise TracingError(f"a traced value ({self.aval}) has no concrete truth value; use "
+                           "xnp.where, lax.cond or lax.while_loop instead of Python control "
+                           "flow on traced values")
+
+    def __array__(self, dtype=None, copy=None):
+        raise TracingError(f"a traced value ({self.aval}) cannot be converted to a numpy "
+                           "array inside a trace; return it from the traced function")
+
+    def __repr__(self) -> str:
+        return f"Tracer<{self.aval}>"
+
+
+class Array(Value):
+    """A concrete value (outside any trace): a numpy array, or a tuple of values for tuple
+    shapes. Converts to numpy with ``np.asarray``."""
+
+    __slots__ = ("value", "weak_type", "_aval")
+
+    def __init__(self, value, weak_type: bool = False):
+        self.value = value
+        self.weak_type = weak_type
+        self._aval = aval_of_concrete(value)
+
+    @property
+    def aval(self):
+        return self._aval
+
+    def __array__(self, dtype=None, copy=None):
+        return self.value if dtype is None else self.value.astype(dtype)
+
+    def __bool__(self):
+        return bool(self.value)
+
+    def __float__(self):
+        return float(self.value)
+
+    def __int__(self):
+        return int(self.value)
+
+    def __index__(self):
+        return int(self.value)
+
+    def item(self):
+        return self.value.item()
+
+    def tolist(self):
+        return self.value.tolist()
+
+    def __repr__(self) -> str:
+        return f"Array({self.value!r})"
+
+
+def aval_of_concrete(value):
+    if isinstance(value, tuple):
+        return TupleShape(tuple(aval_of_concrete(v) for v in value))
+    array = np.asarray(value)
+    return ArrayShape(DType.from_numpy(array.dtype), array.shape)
+
+
+def is_weak(x) -> bool:
+    return isinstance(x, (bool, int, float, complex)) or getattr(x, "weak_type", False)
+
+
+def aval_of(x):
+    """The IR shape of any array-like (Python scalars get their default element type)."""
+    if isinstance(x, Value):
+        return x.aval
+    return aval_of_concrete(python_scalar_array(x) if is_weak(x) else x)
+
+
+def python_scalar_array(x) -> np.ndarray:
+    """A Python scalar as an array of its default type (s32, f32, c64, pred)."""
+    if isinstance(x, bool):
+        return np.asarray(x, np.bool_)
+    if isinstance(x, int):
+        return np.asarray(x, np.int32)
+    if isinstance(x, float):
+        return np.asarray(x, np.float32)
+    if isinstance(x, complex):
+        return np.asarray(x, np.complex64)
+    return np.asarray(x)
+
+
+# ---------------------------------------------------------------------------------------------
+# Traces
+
+
+class Trace:
+    """A tracing context: binds append instructions to its `builder`.
+
+    A trace opened inside another is *nested*: tracers of enclosing traces it meets become
+    extra parameters (`captures`, in order), which its user passes as explicit operands.
+    """
+
+    def __init__(self, name: str, *, manual=None):
+        self.name = name
+        self.builder = Builder(name)
+        self.parent = _TRACES[-1] if _TRACES else None
+        self.captures: list[Value] = []           # outer values, one per capture parameter
+        self._captured: dict[int, Instruction] = {}
+        self.parameters: list[Instruction] = []
+        # The manual (shard_map) region this trace is in: its mesh and manual axes.
+        self.manual = manual if manual is not None else (self.parent.manual if self.parent
+                                                          else None)
+
+    def __enter__(self):
+        _TRACES.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        popped = _TRACES.pop()
+        assert popped is self
+
+    def new_parameter(self, aval, name: str | None = None, sharding=None) -> Tracer:
+        inst = self.builder.parameter(aval, name or f"Arg_{len(self.parameters)}",
+                                      sharding=sharding)
+        self.parameters.append(inst)
+        return Tracer(self, inst)
+
+    def _is_ancestor(self, trace: Trace) -> bool:
+        t = self.parent
+        while t is not None:
+            if t is trace:
+                return True
+            t = t.parent
+        return False
+
+    def to_inst(self, x, dtype: DType | None = None) -> Instruction:
+        """The instruction of `x` in this trace: its own, a capture, or a new constant."""
+        if isinstance(x, Tracer):
+            if x.trace is self:
+                return x.inst
+            if not self._is_ancestor(x.trace):
+                raise TracingError(f"a traced value {x.aval} escaped the trace that made it "
+                                   "(stored outside the function, or used after it returned)")
+            key = id(x.inst)
+            if key not in self._captured:
+                number = len(self.parameters)
+                param = self.builder.parameter(x.aval, f"capture.{number}")
+                self.parameters.append(param)
+                self.captures.append(x)
+                self._captured[key] = param
+            return self._captured[key]
+        value = x.value if isinstance(x, Array) else x
+        if isinstance(value, tuple):
+            return self.builder.tuple(*[self.to_inst(Array(v)) for v in value])
+        array = python_scalar_array(value) if is_weak(value) else np.asarray(value)
+        if dtype is not None:
+            array = array.astype(dtype.numpy)
+        return self.builder.constant(array)
+
+    def bind(self, opcode: str, operands, shape, attrs: dict, extra: dict) -> Tracer:
+        insts = [self.to_inst(o) for o in operands]
+        inst = self.builder.op(opcode, *insts, shape=shape, **attrs)
+        if extra:
+            inst = inst.replace(**extra)
+            self.builder.instructions[-1] = inst
+        return Tracer(self, inst)
+
+
+def current_trace() -> Trace | None:
+    return _TRACES[-1] if _TRACES else None
+
+
+def _eager_bind(opcode: str, operands, shape, attrs: dict, extra: dict) -> Array:
+    from xla_spmd.backends.reference import evaluate
+
+    builder = Builder("eager")
+    args, params = [], []
+    for x in operands:
+        value = x.value if isinstance(x, Array) else (
+            python_scalar_array(x) if is_weak(x) else np.asarray(x))
+        if isinstance(x, Tracer):
+            raise TracingError(f"a traced value {x.aval} escaped its trace")
+        args.append(value)
+        params.append(builder.parameter(aval_of_concrete(value)))
+    inst = builder.op(opcode, *params, shape=shape, **attrs)
+    if extra:
+        inst = inst.replace(**extra)
+        builder.instructions[-1] = inst
+    module = Module.from_entry(f"eager_{opcode}", builder.build(inst))
+    return Array(evaluate(module, args))
+
+
+def bind(opcode: str, *operands, shape=None, weak_type: bool = False,
+         frontend_attributes=(), extras=(), sharding=None, **attrs) -> Value:
+    """Apply IR op `opcode` to `operands` in the current trace (or evaluate it eagerly).
+
+    Operands must already have the types the op requires; attributes are named as in HLO text.
+    """
+    extra = {}
+    if frontend_attributes:
+        extra["frontend_attributes"] = tuple(frontend_attributes)
+    if extras:
+        extra["extras"] = tuple(extras)
+    if sharding is not None:
+        extra["sharding"] = sharding
+    trace = current_trace()
+    if trace is None:
+        out = _eager_bind(opcode, operands, shape, attrs, extra)
+    else:
+        out = trace.bind(opcode, operands, shape, attrs, extra)
+    out.weak_type = weak_type
+    return out
+
+
+def attrs_dict(inst: Instruction) -> dict:
+    """An instruction's attributes as keyword arguments for `bind` / `Builder.op`."""
+    return {spec.name: getattr(inst.attrs, f.name)
+            for spec, f in zip(inst.op.attrs, fields(inst.attrs))}
+
+
+def rebind(inst: Instruction, operands) -> Value:
+    """Bind `inst`'s op again, with its attributes, on new operands."""
+    shape = inst.shape if inst.op.needs_declared_shape else None
+    return bind(inst.opcode, *operands, shape=shape, frontend_attributes=inst.frontend_attributes,
+                extras=inst.extras, sharding=inst.sharding, **attrs_dict(inst))
+
+
+# ---------------------------------------------------------------------------------------------
+# Nested traces: functions to computations
+
+
+def trace_computation(fn, in_avals, name: str, *, manual=None):
+    """Trace `fn(*tracers)` (returning a flat list of values) into a new trace.
+
+    Returns ``(trace, outputs)``: `trace.parameters` are the explicit parameters followed by
+    one per capture (`trace.captures` holds the outer values to pass for them); `outputs`
+    are the instructions of the results.
+    """
+    trace = Trace(name, manual=manual)
+    with trace:
+        args = [trace.new_parameter(aval, f"Arg_{i}") for i, aval in enumerate(in_avals)]
+        outs = fn(*args)
+        out_insts = [trace.to_inst(o) for o in outs]
+    return trace, out_insts
+
+
+def finish(trace: Trace, outputs, *, tuple_root: bool) -> Computation:
+    """The computation of a finished nested trace with its outputs as root."""
+    b = trace.builder
+    if tuple_root or len(outputs) != 1:
+        root = b.tuple(*outputs)
+    else:
+        root = outputs[0]
+    return b.build(root, trace.name)
+
+
+def repack(trace: Trace, outputs, positions, tuple_shapes, extra_outputs=(),
+           name: str | None = None, tuple_root: bool = True) -> Computation:
+    """Rebuild a traced computation so it takes one tuple parameter of `tuple_shapes`:
+    its parameter k reads element `positions[k]`. The root is a tuple of `outputs` followed
+    by the tuple elements at `extra_outputs` (pass-through state of loops)."""
+    b = Builder(name or trace.name)
+    param = b.parameter(TupleShape(tuple(tuple_shapes)), "arg_tuple")
+    elements: dict[int, Instruction] = {}
+
+    def element(i):
+        if i not in elements:
+            elements[i] = b.get_tuple_element(param, index=i)
+        return elements[i]
+
+    mapping = {id(p): element(positions[k]) for k, p in enumerate(trace.parameters)}
+    for inst in trace.builder.instructions:
+        if inst.opcode == "parameter":
+            continue
+        operands = [mapping[id(o)] for o in inst.operands]
+        shape = inst.shape if inst.op.needs_declared_shape else None
+        new = make_instruction(b.fresh_name(inst.opcode), inst.op, operands, inst.attrs, shape,
+                               sharding=inst.sharding,
+                               frontend_attributes=inst.frontend_attributes,
+                               extras=inst.extras)
+        b.instructions.append(new)
+        mapping[id(inst)] = new
+    roots = [mapping[id(o)] for o in outputs] + [element(i) for i in extra_outputs]
+    root = b.tuple(*roots) if tuple_root or len(roots) != 1 else roots[0]
+    return b.build(root)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reducers and comparators: small computations built once per (kind, dtype)
+
+_REDUCERS: dict[tuple, Computation] = {}
+REDUCER_KINDS = {"add": "add", "max": "maximum", "min": "minimum", "mul": "multiply",
+                 "and": "and", "or": "or"}
+
+
+def reducer(kind: str, dtype: DType) -> Computation:
+    """The scalar computation ``(a, b) -> a <kind> b`` (kind: add, max, min, mul, and, or;
+    `set` returns b, for scatter with replacement)."""
+    key = (kind, dtype.name)
+    if key not in _REDUCERS:
+        b = Builder(f"{kind}_{dtype.name}")
+        lhs = b.parameter(ArrayShape(dtype, ()), "lhs")
+        rhs = b.parameter(ArrayShape(dtype, ()), "rhs")
+        root = rhs if kind == "set" else b.op(REDUCER_KINDS[kind], lhs, rhs)
+        _REDUCERS[key] = b.build(root, fresh_name(f"region_{kind}_{dtype.name}"))
+    return _REDUCERS[key]
+
+
+def reducer_kind(computation: Computation) -> str | None:
+    """Which scalar reduction a computation is (None if not a simple one)."""
+    root = computation.root
+    params = computation.parameters
+    if len(params) != 2:
+        return None
+    if root is params[1]:
+        return "set"
+    if root.opcode in ("add", "maximum", "minimum", "multiply", "and", "or") and set(
+            map(id, root.operands)) == {id(p) for p in params}:
+        return {"add": "add", "maximum": "max", "minimum": "min", "multiply": "mul",
+                "and": "and", "or": "or"}[root.opcode]
+    return None
+
+
+def comparator(dtypes, descending: bool = False, num_keys: int = 1) -> Computation:
+    """A sort comparator over operands of `dtypes` comparing the first `num_keys` (lexicographic,
+    total order for floats so NaNs sort last)."""
+    key = ("sort", tuple(d.name for d in dtypes), descending, num_keys)
+    if key not in _REDUCERS:
+        b = Builder("compare")
+        params = []
+        for i, dtype in enumerate(dtypes):
+            params.append(b.parameter(ArrayShape(dtype, ()), f"lhs.{i}"))
+            params.append(b.parameter(ArrayShape(dtype, ()), f"rhs.{i}"))
+        direction = "GT" if descending else "LT"
+        result = None
+        for k in reversed(range(num_keys)):
+            lhs, rhs = params[2 * k], params[2 * k + 1]
+            ctype = "TOTALORDER" if dtypes[k].is_float else None
+            less = _compare(b, lhs, rhs, direction, ctype)
+            if result is None:
+                result = less
+            else:
+                equal = _compare(b, lhs, rhs, "EQ", ctype)
+                result = b.op("or", less, b.op("and", equal, result))
+        _REDUCERS[key] = b.build(result, fresh_name("region_compare"))
+    return _REDUCERS[key]
+
+
+def _compare(b: Builder, lhs, rhs, direction: str, ctype):
+    from xla_spmd.ir import ComparisonDirection, ComparisonType
+    return b.op("compare", lhs, rhs, direction=ComparisonDirection(direction),
+                type=None if ctype is None else ComparisonType(ctype))
+
+
+def is_float(x) -> bool:
+    aval = aval_of(x)
+    return isinstance(aval, ArrayShape) and (aval.dtype.is_float or aval.dtype.is_complex)
+
+
+def check_opcode(name: str) -> None:
+    op_named(name)
+
+
+__all__ = ["Array", "PRED", "Trace", "Tracer", "TracingError", "Value", "aval_of", "bind",
+           "current_trace", "finish", "fresh_name", "rebind", "repack", "reducer",
+           "trace_computation"]

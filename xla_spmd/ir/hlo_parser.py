@@ -1,0 +1,745 @@
+"""The HLO text parser: XLA's ``HloModule`` text → `Module`.
+
+Accepts what ``HloModule::ToString`` prints in its two styles — the long one (``%`` names,
+computation signatures, ``/*index=5*/`` comments) and the short one JAX prints before
+optimization (bare names, no signatures) — plus typed operands (``f32[2]{0} %x``) of older
+dumps. Invariants:
+
+* computations are built callees first whatever their order in the text: bodies are located
+  first, then each is parsed on demand when an instruction names it;
+* instructions are built through `make_instruction`, so shapes are inferred and checked as they
+  are read; a `VerifyError` becomes a `ParseError` at the instruction's line;
+* what the IR does not model is kept verbatim: module attributes (`Module.header`, in order,
+  plus the stack-frame tables under the key ``#stack_frames``), ``metadata``,
+  ``backend_config`` and other unknown attributes (`Instruction.extras`), and the print style
+  of each computation (``("signature", "1")`` in `Computation.extras` for the long style);
+* a rank ≥ 1 layout equal to the default (major-to-minor) is stored as None, so a shape
+  printed with or without its default layout reads back equal.
+
+>>> m = parse_hlo('''HloModule m
+... ENTRY e {
+...   x = f32[2,3]{1,0} parameter(0)
+...   ROOT t = f32[3,2]{1,0} transpose(x), dimensions={1,0}
+... }''')
+>>> m.entry.root.attrs.dimensions
+(1, 0)
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from xla_spmd.errors import ParseError, VerifyError, XlaSpmdError
+from xla_spmd.ir import opdefs, opdefs_compute, opdefs_program  # noqa: F401 (fill OPS)
+from xla_spmd.ir.attributes import (
+    ComparisonDirection,
+    ComparisonType,
+    ConvDimensionNumbers,
+    FftType,
+    PadDim,
+    Precision,
+    ReplicaGroups,
+    RngAlgorithm,
+    RngDistribution,
+    SliceDim,
+    Window,
+)
+from xla_spmd.ir.dtypes import TOKEN, DType
+from xla_spmd.ir.hlo_lexer import Scanner
+from xla_spmd.ir.hlo_printer import SIGNATURE_EXTRA, STACK_FRAMES_KEY
+from xla_spmd.ir.literals import parse_literal
+from xla_spmd.ir.module import Computation, Instruction, Module, make_instruction
+from xla_spmd.ir.ops import OPS, AttrKind, AttrSpec, Op
+from xla_spmd.ir.shapes import ArrayShape, TupleShape
+
+_STACK_SECTIONS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+_OPCODE_RE = re.compile(r"[a-z][a-z0-9\-]*")
+_ATTR_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
+_DTYPE_RE = re.compile(r"[a-z][a-z0-9]*(?=\[)")
+_LABELS_RE = re.compile(r"[0-9a-z?]+_[0-9a-z?]+->[0-9a-z?]+")
+_PADDING_RE = re.compile(r"-?[0-9]+_-?[0-9]+(_-?[0-9]+)?(x-?[0-9]+_-?[0-9]+(_-?[0-9]+)?)*")
+_GENERIC_ATTRS = ("metadata", "backend_config", "statistics", "control-predecessors",
+                  "origin", "result_accuracy", "schedule")
+
+
+@dataclass(frozen=True, slots=True)
+class RawSharding:
+    """A sharding kept as text (used only when `HloSharding` cannot read it)."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def parse_sharding(text: str):
+    """`HloSharding.parse(text)`, or `RawSharding(text)` when that fails."""
+    try:
+        from xla_spmd.ir.hlo_sharding import HloSharding
+        return HloSharding.parse(text)
+    except (ImportError, XlaSpmdError, ValueError):
+        return RawSharding(text)
+
+
+def parse_hlo(text: str, filename: str | None = None) -> Module:
+    """Parse XLA HLO text into a `Module`; raises `ParseError` naming line and column."""
+    return _ModuleParser(text, filename).parse()
+
+
+# ---------------------------------------------------------------------------------------------
+# Records of the first pass
+
+
+@dataclass
+class _ComputationRecord:
+    name: str
+    is_entry: bool
+    has_signature: bool
+    body_start: int
+    body_end: int
+    name_pos: int
+    extras: tuple = ()
+    built: Computation | None = None
+    building: bool = False
+
+
+@dataclass
+class _InstructionRecord:
+    name: str
+    pos: int
+    shape: object
+    op: Op
+    operands: list = field(default_factory=list)  # (name, position)
+    attrs: dict = field(default_factory=dict)
+    sharding: object = None
+    frontend_attributes: tuple = ()
+    extras: list = field(default_factory=list)
+    is_root: bool = False
+    built: Instruction | None = None
+    building: bool = False
+
+
+class _ModuleParser:
+    def __init__(self, text: str, filename: str | None):
+        self.s = Scanner(text, filename)
+        self.records: dict[str, _ComputationRecord] = {}
+        self.order: list[Computation] = []
+
+    # -- module -------------------------------------------------------------------------------
+
+    def parse(self) -> Module:
+        s = self.s
+        if s.peek_word() != "HloModule":
+            raise s.fail("'HloModule' at the start of the module")
+        s.word()
+        name, _ = s.name("the module name")
+        header = []
+        while s.accept(","):
+            key = s.match(_ATTR_NAME_RE, "a module attribute name")
+            s.expect("=", f"after module attribute '{key}'")
+            header.append((key, s.raw_value()))
+        if s.peek_word() in _STACK_SECTIONS:
+            header.append((STACK_FRAMES_KEY, self._stack_frames()))
+        while not s.at_end():
+            self._locate_computation()
+        if not self.records:
+            raise s.fail("a computation")
+        for record in list(self.records.values()):
+            self._build(record.name, s.pos)
+        entries = [r for r in self.records.values() if r.is_entry]
+        if len(entries) > 1:
+            raise s.error(f"two ENTRY computations: {entries[0].name} and {entries[1].name}",
+                          entries[1].name_pos)
+        entry = (entries[0] if entries else list(self.records.values())[-1]).built
+        return Module(name, tuple(self.order), entry, tuple(header))
+
+    def _stack_frames(self) -> str:
+        """The stack-frame tables printed between the header and the computations, verbatim."""
+        s = self.s
+        start = end = s.pos
+        text = s.text
+        while end < len(text):
+            line_end = text.find("\n", end)
+            line_end = len(text) if line_end < 0 else line_end
+            line = text[end:line_end].strip()
+            if line and not (line[0].isdigit() or line in _STACK_SECTIONS):
+                break
+            end = line_end + 1
+        s.pos = min(end, len(text))
+        return text[start:s.pos].rstrip()
+
+    def _locate_computation(self) -> None:
+        s = self.s
+        is_entry = s.peek_word() == "ENTRY"
+        if is_entry:
+            s.word()
+        s.skip()
+        name_pos = s.pos
+        name, _ = s.name("a computation name")
+        if name in self.records:
+            raise s.error(f"computation {name} is defined twice", name_pos)
+        has_signature = s.at("(")
+        if has_signature:
+            s.balanced()
+            s.expect("->", "after the parameter list of a computation")
+            self.shape()
+        if not s.at("{"):
+            raise s.fail(f"'{{' to open the body of computation {name}")
+        body_start = s.pos + 1
+        s.balanced()
+        body_end = s.pos - 1
+        extras = []
+        while s.accept(","):
+            key = s.match(_ATTR_NAME_RE, "a computation attribute name")
+            s.expect("=", f"after computation attribute '{key}'")
+            extras.append((key, s.raw_value()))
+        if has_signature:
+            extras.insert(0, SIGNATURE_EXTRA)
+        self.records[name] = _ComputationRecord(name, is_entry, has_signature, body_start,
+                                                body_end, name_pos, tuple(extras))
+
+    def _build(self, name: str, use_pos: int) -> Computation:
+        record = self.records.get(name)
+        if record is None:
+            close = difflib.get_close_matches(name, list(self.records), n=1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            raise self.s.error(f"unknown computation {name}{hint}", use_pos)
+        if record.built is not None:
+            return record.built
+        if record.building:
+            raise self.s.error(f"computation {name} calls itself (recursion is not allowed)",
+                               use_pos)
+        record.building = True
+        saved = self.s.pos
+        self.s.pos = record.body_start
+        record.built = _ComputationParser(self, record).parse()
+        self.s.pos = saved
+        self.order.append(record.built)
+        return record.built
+
+    # -- shapes -------------------------------------------------------------------------------
+
+    def shape(self):
+        s = self.s
+        if s.accept("("):
+            elements = []
+            if not s.accept(")"):
+                while True:
+                    elements.append(self.shape())
+                    if s.accept(")"):
+                        break
+                    s.expect(",", "or ')' in a tuple shape")
+            return TupleShape(tuple(elements))
+        start = s.pos
+        type_name = s.match(_DTYPE_RE, "a shape")
+        try:
+            dtype = DType.named(type_name)
+        except XlaSpmdError:
+            raise s.error(f"unknown element type '{type_name}'", start) from None
+        s.expect("[")
+        dims = []
+        if not s.accept("]"):
+            while True:
+                if s.at("<=") or s.at("?"):
+                    raise s.error("dynamic dimensions are not supported; give static sizes")
+                dims.append(s.integer("a dimension size"))
+                if s.accept("]"):
+                    break
+                s.expect(",", "or ']' in the dimensions of a shape")
+        layout = None
+        if s.text.startswith("{", s.pos):  # a layout follows the dims without blanks
+            layout = self._layout(len(dims))
+        if dtype is TOKEN:
+            return ArrayShape(TOKEN, ())
+        if dims and layout == tuple(range(len(dims) - 1, -1, -1)):
+            layout = None
+        try:
+            return ArrayShape(dtype, tuple(dims), layout)
+        except VerifyError as error:
+            raise s.error(str(error), start) from None
+
+    def _layout(self, rank: int) -> tuple[int, ...]:
+        s = self.s
+        s.expect("{")
+        minor_to_major = []
+        while not s.at("}") and not s.at(":"):
+            minor_to_major.append(s.integer("a layout dimension"))
+            if not s.accept(","):
+                break
+        if s.at(":"):  # tiling, memory space, ...: not modelled, skipped
+            self._skip_to_brace()
+            return tuple(minor_to_major)
+        s.expect("}", "to close a layout")
+        if rank == 0 and not minor_to_major:
+            return ()
+        return tuple(minor_to_major)
+
+    def _skip_to_brace(self) -> None:
+        s = self.s
+        depth = 0
+        while s.pos < len(s.text):
+            c = s.text[s.pos]
+            s.pos += 1
+            if c in "({[":
+                depth += 1
+            elif c in ")]":
+                depth -= 1
+            elif c == "}":
+                if depth == 0:
+                    return
+                depth -= 1
+        raise s.error("unterminated layout")
+
+
+class _ComputationParser:
+    """Parses one computation body into instruction records, then builds them in order."""
+
+    def __init__(self, module: _ModuleParser, record: _ComputationRecord):
+        self.module = module
+        self.s = module.s
+        self.record = record
+        self.instructions: dict[str, _InstructionRecord] = {}
+        self.built: list[Instruction] = []
+
+    def parse(self) -> Computation:
+        s, record = self.s, self.record
+        while True:
+            s.skip()
+            if s.pos >= record.body_end:
+                break
+            inst = self.instruction()
+            if inst.name in self.instructions:
+                raise s.error(f"instruction name {inst.name} is used twice in {record.name}",
+                              inst.pos)
+            self.instructions[inst.name] = inst
+        if not self.instructions:
+            raise s.error(f"computation {record.name} has no instructions", record.name_pos)
+        for inst in self.instructions.values():
+            self.build(inst)
+        roots = [i for i in self.instructions.values() if i.is_root]
+        if len(roots) > 1:
+            raise s.error(f"computation {record.name} has two ROOT instructions", roots[1].pos)
+        root = (roots[0] if roots else list(self.instructions.values())[-1]).built
+        return Computation(record.name, tuple(self.built), root, record.extras)
+
+    def build(self, inst: _InstructionRecord) -> Instruction:
+        if inst.built is not None:
+            return inst.built
+        if inst.building:
+            raise self.s.error(f"instruction {inst.name} is its own operand (cycle)", inst.pos)
+        inst.building = True
+        operands = []
+        for name, pos in inst.operands:
+            operand = self.instructions.get(name)
+            if operand is None:
+                raise self.s.error(f"unknown instruction %{name} used as operand of "
+                                   f"%{inst.name}", pos)
+            operands.append(self.build(operand))
+        for spec in inst.op.attrs:  # XLA omits the window of a convolution without spatial dims
+            if spec.kind is AttrKind.WINDOW and spec.required and spec.name not in inst.attrs:
+                inst.attrs[spec.name] = Window(())
+        try:
+            attrs = inst.op.make_attrs(**inst.attrs)
+            inst.built = make_instruction(
+                inst.name, inst.op, operands, attrs, inst.shape, sharding=inst.sharding,
+                frontend_attributes=inst.frontend_attributes, extras=tuple(inst.extras))
+        except VerifyError as error:
+            raise self.s.error(str(error), inst.pos) from None
+        self.built.append(inst.built)
+        return inst.built
+
+    # -- one instruction ----------------------------------------------------------------------
+
+    def instruction(self) -> _InstructionRecord:
+        s = self.s
+        is_root = s.peek_word() == "ROOT"
+        if is_root:
+            s.word()
+        s.skip()
+        pos = s.pos
+        name, _ = s.name("an instruction name")
+        s.expect("=", f"after instruction name {name}")
+        shape = self.module.shape()
+        s.skip()
+        opcode_pos = s.pos
+        opcode = s.match(_OPCODE_RE, "an opcode")
+        op = OPS.get(opcode)
+        if op is None:
+            close = difflib.get_close_matches(opcode, list(OPS), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise s.error(f"unknown opcode '{opcode}'{hint}", opcode_pos)
+        inst = _InstructionRecord(name, pos, shape, op, is_root=is_root)
+        self.operands(inst)
+        while s.accept(","):
+            self.attribute(inst)
+        return inst
+
+    def operands(self, inst: _InstructionRecord) -> None:
+        s = self.s
+        if not s.at("("):
+            raise s.fail(f"'(' after opcode '{inst.op.name}'")
+        if inst.op.name == "constant":
+            s.skip()
+            start = s.pos + 1
+            text = s.balanced()[1:-1]
+            try:
+                inst.attrs["literal"] = parse_literal(text, inst.shape)
+            except ParseError as error:
+                raise s.error(f"constant {inst.name}: {error.message}",
+                              start + (error.column or 1) - 1) from None
+            return
+        s.expect("(")
+        if inst.op.name == "parameter":
+            inst.attrs["parameter_number"] = s.integer("a parameter number")
+            s.expect(")", "after the parameter number")
+            return
+        if s.accept(")"):
+            return
+        while True:
+            s.skip()
+            if s.at("(") or _DTYPE_RE.match(s.text, s.pos):
+                self.module.shape()  # older dumps type every operand
+            s.skip()
+            pos = s.pos
+            name, _ = s.name("an operand name")
+            if s.at("("):
+                raise s.error("nested instructions as operands are not supported; name the "
+                              "operand instruction", pos)
+            inst.operands.append((name, pos))
+            if s.accept(")"):
+                return
+            if not s.accept(","):
+                raise s.fail("',' or ')' after operand")
+
+    def attribute(self, inst: _InstructionRecord) -> None:
+        s = self.s
+        s.skip()
+        pos = s.pos
+        name = s.match(_ATTR_NAME_RE, "an attribute name")
+        s.expect("=", f"after attribute name '{name}'")
+        op = inst.op
+        spec = op.attr(name) if name not in ("parameter_number", "literal") else None
+        if spec is not None:
+            if name in inst.attrs:
+                raise s.error(f"attribute '{name}' is given twice", pos)
+            inst.attrs[name] = self.value(spec, op)
+        elif name == "sharding":
+            text = s.balanced() if s.at("{") else s.raw_value()
+            inst.sharding = parse_sharding(text)
+        elif name == "frontend_attributes":
+            inst.frontend_attributes = self.frontend_attributes()
+        elif name in _GENERIC_ATTRS or op.name == "custom-call":
+            inst.extras.append((name, s.raw_value()))
+        else:
+            names = [a.name for a in op.attrs]
+            close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
+            if close:
+                raise s.error(f"'{op.name}' has no attribute '{name}'; did you mean "
+                              f"'{close[0]}'? (it has {', '.join(names)})", pos)
+            inst.extras.append((name, s.raw_value()))
+
+    def frontend_attributes(self) -> tuple[tuple[str, str], ...]:
+        s = self.s
+        s.expect("{", "to open frontend_attributes")
+        pairs = []
+        while not s.accept("}"):
+            key = s.string() if s.at('"') else s.word("a frontend attribute name")
+            s.expect("=", f"after frontend attribute '{key}'")
+            value = s.string() if s.at('"') else s.raw_value()
+            pairs.append((key, value))
+            if not s.accept(","):
+                s.expect("}", "or ',' in frontend_attributes")
+                break
+        return tuple(pairs)
+
+    # -- typed values -------------------------------------------------------------------------
+
+    def value(self, spec: AttrSpec, op: Op):
+        s, kind = self.s, spec.kind
+        s.skip()
+        pos = s.pos
+        try:
+            return self._value(kind, op, spec)
+        except VerifyError as error:
+            raise s.error(f"'{op.name}' attribute '{spec.name}': {error}", pos) from None
+
+    def _value(self, kind: AttrKind, op: Op, spec: AttrSpec):
+        s = self.s
+        if kind is AttrKind.INT:
+            return s.integer()
+        if kind is AttrKind.BOOL:
+            word = s.word("true or false")
+            if word not in ("true", "false"):
+                raise s.error(f"expected true or false for '{spec.name}', found '{word}'",
+                              s.pos - len(word))
+            return word == "true"
+        if kind is AttrKind.STRING:
+            return s.string()
+        if kind is AttrKind.RAW:
+            return s.raw_value()
+        if kind is AttrKind.INT_LIST:
+            return self.int_list()
+        if kind is AttrKind.INT_PAIRS:
+            s.expect("{")
+            pairs = []
+            while not s.accept("}"):
+                pair = self.int_list()
+                if len(pair) != 2:
+                    raise s.error(f"expected a pair {{a,b}} in '{spec.name}', found "
+                                  f"{len(pair)} values")
+                pairs.append(pair)
+                if not s.accept(","):
+                    s.expect("}", f"or ',' in '{spec.name}'")
+                    break
+            return tuple(pairs)
+        if kind is AttrKind.REPLICA_GROUPS:
+            return self.replica_groups()
+        if kind is AttrKind.SLICE:
+            return self.slice_dims()
+        if kind is AttrKind.PADDING:
+            text = s.match(_PADDING_RE, "a padding like 0_1x2_3_1")
+            return tuple(PadDim(*(int(v) for v in re.findall(r"-?[0-9]+", d)))
+                         for d in text.split("x"))
+        if kind is AttrKind.WINDOW:
+            return self.window()
+        if kind is AttrKind.CONV_DIMS:
+            return ConvDimensionNumbers.from_labels(s.match(_LABELS_RE, "dim_labels"))
+        if kind in _ENUMS:
+            return self.enum(_ENUMS[kind], spec.name)
+        if kind is AttrKind.PRECISION_LIST:
+            s.expect("{")
+            values = []
+            while not s.accept("}"):
+                values.append(self.enum(Precision, spec.name))
+                if not s.accept(","):
+                    s.expect("}", f"or ',' in '{spec.name}'")
+                    break
+            return tuple(values)
+        if kind is AttrKind.COMPUTATION:
+            return self.computation()
+        if kind is AttrKind.COMPUTATIONS:
+            s.expect("{")
+            called = []
+            while not s.accept("}"):
+                called.append(self.computation())
+                if not s.accept(","):
+                    s.expect("}", f"or ',' in '{spec.name}'")
+                    break
+            return tuple(called)
+        raise s.error(f"attribute '{spec.name}' of kind {kind.value} cannot be written in HLO "
+                      "text")
+
+    def enum(self, enum_type, name: str):
+        s = self.s
+        pos = s.pos
+        word = s.word(f"a value for '{name}'")
+        for member in enum_type:
+            if member.value == word or member.value.lower() == word.lower():
+                return member
+        raise s.error(f"'{word}' is not a valid '{name}'; expected one of "
+                      f"{', '.join(m.value for m in enum_type)}", pos)
+
+    def int_list(self) -> tuple[int, ...]:
+        s = self.s
+        s.expect("{", "to open a list of integers")
+        values = []
+        while not s.accept("}"):
+            values.append(s.integer())
+            if not s.accept(","):
+                s.expect("}", "or ',' in a list of integers")
+                break
+        return tuple(values)
+
+    def computation(self) -> Computation:
+        s = self.s
+        s.skip()
+        pos = s.pos
+        name, _ = s.name("a computation name")
+        return self.module._build(name, pos)
+
+    def slice_dims(self) -> tuple[SliceDim, ...]:
+        s = self.s
+        s.expect("{", "to open slice ranges")
+        dims = []
+        while not s.accept("}"):
+            s.expect("[", "to open a slice range")
+            values = [s.integer("a slice start")]
+            while s.accept(":"):
+                values.append(s.integer("a slice bound"))
+            s.expect("]", "to close a slice range")
+            if len(values) not in (2, 3):
+                raise s.fail("a slice range [start:limit] or [start:limit:stride]")
+            dims.append(SliceDim(*values))
+            if not s.accept(","):
+                s.expect("}", "or ',' in slice ranges")
+                break
+        return tuple(dims)
+
+    def window(self) -> Window:
+        s = self.s
+        s.expect("{", "to open a window")
+        fields: dict[str, list] = {}
+        while not s.accept("}"):
+            pos = s.pos
+            key = s.word("a window field")
+            s.expect("=", f"after window field '{key}'")
+            text = s.match(re.compile(r"[-0-9_x]+"), f"values of window field '{key}'")
+            parts = text.split("x")
+            if key == "pad":
+                fields[key] = [tuple(int(v) for v in p.split("_")) for p in parts]
+            elif key in ("size", "stride", "lhs_dilate", "rhs_dilate", "rhs_reversal"):
+                fields[key] = [int(p) for p in parts]
+            else:
+                raise s.error(f"unknown window field '{key}'; expected size, stride, pad, "
+                              "lhs_dilate, rhs_dilate or rhs_reversal", pos)
+        if "size" not in fields:
+            raise s.error("a window needs size=...")
+        rank = len(fields["size"])
+        for key, values in fields.items():
+            if len(values) != rank:
+                raise s.error(f"window field '{key}' has {len(values)} dims, size has {rank}")
+        return Window.make(fields["size"], fields.get("stride"), fields.get("pad"),
+                           fields.get("lhs_dilate"), fields.get("rhs_dilate"),
+                           [bool(v) for v in fields["rhs_reversal"]]
+                           if "rhs_reversal" in fields else None)
+
+    def replica_groups(self) -> ReplicaGroups:
+        s = self.s
+        s.skip()
+        if s.at("{"):
+            groups = []
+            s.expect("{")
+            while not s.accept("}"):
+                groups.append(self.int_list())
+                if not s.accept(","):
+                    s.expect("}", "or ',' in replica_groups")
+                    break
+            return ReplicaGroups.listed(groups)
+        if s.at("["):
+            group_dims, reshape_dims, transpose = self.iota_list()
+            if reshape_dims is None:
+                raise s.fail("'<=' in iota replica groups like [2,4]<=[8]")
+            return ReplicaGroups.iota(group_dims, reshape_dims, transpose)
+        if s.peek_word() == "mesh":
+            return self.mesh_groups()
+        raise s.fail("replica groups: {{0,1},...}, [2,4]<=[8] or mesh[...]")
+
+    def iota_list(self):
+        """``[d0,d1]<=[r0,...]T(perm)`` or ``[d0,d1]T(perm)``: (dims, reshape, perm)."""
+        s = self.s
+        dims = self._bracket_ints()
+        reshape = transpose = None
+        if s.accept("<="):
+            reshape = self._bracket_ints()
+        if s.text.startswith("T(", s.pos):
+            s.pos += 1
+            s.expect("(")
+            transpose = []
+            while not s.accept(")"):
+                transpose.append(s.integer())
+                if not s.accept(","):
+                    s.expect(")", "or ',' in a transpose")
+                    break
+            transpose = tuple(transpose)
+        return dims, reshape, transpose
+
+    def _bracket_ints(self) -> tuple[int, ...]:
+        s = self.s
+        s.expect("[")
+        values = []
+        while not s.accept("]"):
+            values.append(s.integer())
+            if not s.accept(","):
+                s.expect("]", "or ',' in a list of sizes")
+                break
+        return tuple(values)
+
+    def mesh_groups(self) -> ReplicaGroups:
+        """``mesh['a'=2,'b'=4][, device_ids=([2,4]T(1,0))] {'a'}``: kept as text, expanded."""
+        s = self.s
+        s.skip()
+        start = s.pos
+        s.word()
+        s.expect("[", "after 'mesh'")
+        names, sizes = [], []
+        while not s.accept("]"):
+            names.append(self._quoted_axis())
+            s.expect("=", "after a mesh axis name")
+            sizes.append(s.integer("a mesh axis size"))
+            if not s.accept(","):
+                s.expect("]", "or ',' in a mesh")
+                break
+        total = int(np.prod(sizes)) if sizes else 1
+        devices = np.arange(total)
+        saved = s.pos
+        if s.accept(",") and s.peek_word() == "device_ids":
+            s.word()
+            s.expect("=")
+            s.expect("(", "to open device_ids")
+            if s.at("["):
+                dims, reshape, transpose = self.iota_list()
+                ids = np.arange(total).reshape(reshape or dims)
+                if transpose is not None:
+                    ids = ids.transpose(transpose)
+                devices = ids.ravel()
+            else:
+                listed = [s.integer()]
+                while s.accept(","):
+                    listed.append(s.integer())
+                devices = np.array(listed)
+            s.expect(")", "to close device_ids")
+        else:
+            s.pos = saved
+        end = s.pos
+        axes = []
+        saved = s.pos
+        s.skip(newlines=False)
+        if s.text.startswith("{", s.pos):
+            s.expect("{")
+            while not s.accept("}"):
+                axis_pos = s.pos
+                axis = self._quoted_axis()
+                if axis not in names:
+                    raise s.error(f"mesh axis '{axis}' is not one of {names}", axis_pos)
+                if s.at(":"):
+                    raise s.error("sub-axes in mesh replica groups are not supported")
+                axes.append(axis)
+                if not s.accept(","):
+                    s.expect("}", "or ',' in mesh axes")
+                    break
+            end = s.pos
+        else:
+            s.pos = saved
+        if devices.size != total:
+            raise s.error(f"device_ids list {devices.size} devices, the mesh has {total}",
+                          start)
+        grid = devices.reshape(sizes) if sizes else devices
+        chosen = [names.index(a) for a in axes] if axes else list(range(len(names)))
+        others = [i for i in range(len(names)) if i not in chosen]
+        size = int(np.prod([sizes[i] for i in chosen])) if chosen else 1
+        groups = grid.transpose(others + chosen).reshape(-1, size) if sizes else grid[None]
+        return ReplicaGroups(explicit=tuple(tuple(int(d) for d in g) for g in groups),
+                             mesh_axes_text=s.text[start:end])
+
+    def _quoted_axis(self) -> str:
+        s = self.s
+        s.skip()
+        if s.accept("'"):
+            end = s.text.find("'", s.pos)
+            if end < 0:
+                raise s.error("unterminated mesh axis name")
+            name = s.text[s.pos:end]
+            s.pos = end + 1
+            return name
+        return s.word("a mesh axis name")
+
+
+_ENUMS = {AttrKind.DIRECTION: ComparisonDirection, AttrKind.COMPARISON_TYPE: ComparisonType,
+          AttrKind.RNG_ALGORITHM: RngAlgorithm, AttrKind.RNG_DISTRIBUTION: RngDistribution,
+          AttrKind.FFT_TYPE: FftType}
+
+__all__ = ["parse_hlo", "parse_sharding", "RawSharding", "STACK_FRAMES_KEY", "SIGNATURE_EXTRA"]

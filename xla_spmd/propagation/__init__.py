@@ -1,0 +1,1 @@
+"""Sharding propagation (placeholder)."""

@@ -1,0 +1,60 @@
+"""The sharding-rule registry: one entry per opcode, filled by the `rules_*` modules.
+
+An entry is ``fn(instruction) -> OpShardingRule | None``. ``None`` means the op has no factor
+rule because the driver handles it another way (parameters and constants are leaves; tuples
+alias their elements; while, conditional and call are data-flow edges; an unknown custom call
+is left alone, as Shardy does). A missing entry is an error naming the op.
+
+>>> from xla_spmd.ir import Builder, ArrayShape, F32
+>>> b = Builder("m")
+>>> x = b.parameter(ArrayShape(F32, (8, 8)))
+>>> y = b.parameter(ArrayShape(F32, (8, 16)))
+>>> print(sharding_rule(b.dot(x, y, lhs_contracting_dims=(1,), rhs_contracting_dims=(0,))))
+#sdy.op_sharding_rule<([i, k], [k, j])->([i, j]) {i=8, j=16, k=8} reduction={k}>
+"""
+
+from __future__ import annotations
+
+from xla_spmd.ir import ArrayShape, Instruction, Registry
+from xla_spmd.propagation.factors import OpShardingRule, RuleBuilder
+
+RULES = Registry("sharding")
+
+
+def sharding_rule(inst: Instruction) -> OpShardingRule | None:
+    """The factor rule of `inst`, or None when the driver handles the op without one."""
+    return RULES.lookup(inst.op.name)(inst)
+
+
+def array_operands(inst: Instruction) -> list[tuple[int, ...]] | None:
+    """Operand dims, or None if some operand is a tuple (such ops get no rule)."""
+    dims = []
+    for operand in inst.operands:
+        if not isinstance(operand.shape, ArrayShape):
+            return None
+        dims.append(operand.shape.dims)
+    return dims
+
+
+def result_dims(inst: Instruction) -> list[tuple[int, ...]]:
+    """Dims of every result leaf (a tuple-shaped op has one result per leaf)."""
+    return [leaf.dims for leaf in inst.shape.leaves()]
+
+
+def builder_for(inst: Instruction) -> RuleBuilder | None:
+    operands = array_operands(inst)
+    if operands is None:
+        return None
+    return RuleBuilder(operands, result_dims(inst))
+
+
+def no_rule(inst: Instruction) -> None:
+    """Ops the driver handles without a factor rule (leaves, tuples, control flow)."""
+    return None
+
+
+from xla_spmd.propagation import (  # noqa: E402,F401  (fill the registry)
+    rules_compute,
+    rules_program,
+    rules_shape,
+)

@@ -1,0 +1,256 @@
+"""Sharding rules of reductions, windowed ops, dot, convolution, gather/scatter, sort, linalg.
+
+Factor order follows Shardy's builders, so printed rules read alike: dot is batch, lhs
+non-contracting, rhs non-contracting, contracting (``([i,j,l],[i,l,k])->([i,j,k])
+reduction={l}``); convolution is batch, output feature, input feature, then spatial.
+"""
+
+from __future__ import annotations
+
+from xla_spmd.propagation.factors import FactorType
+from xla_spmd.propagation.registry import RULES, builder_for
+
+PASS = FactorType.PASS_THROUGH
+PERM = FactorType.PERMUTATION
+NEED = FactorType.NEED_REPLICATION
+REDUCTION = FactorType.REDUCTION
+
+
+@RULES.register("reduce")
+def reduce_rule(inst):
+    b = builder_for(inst)
+    n = len(b.operand_dims) // 2
+    x = b.operand_dims[0]
+    reduced = set(inst.attrs.dimensions)
+    inits = [None] * n
+    out = 0
+    for d, size in enumerate(x):
+        if d in reduced:
+            b.add(size, [d] * n + inits, [None] * n, REDUCTION)
+        else:
+            b.add(size, [d] * n + inits, [out] * n)
+            out += 1
+    return b.build()
+
+
+def _trivial(w) -> bool:
+    return (w.size, w.stride, w.padding_low, w.padding_high, w.lhs_dilation,
+            w.rhs_dilation) == (1, 1, 0, 0, 1, 1)
+
+
+@RULES.register("reduce-window")
+def reduce_window_rule(inst):
+    b = builder_for(inst)
+    n = len(b.operand_dims) // 2
+    x = b.operand_dims[0]
+    for d, size in enumerate(x):
+        window = inst.attrs.window.dims[d]
+        kind = PASS if _trivial(window) else PERM
+        b.add(size, [d] * n + [None] * n, [d] * n, kind)
+    return b.build()
+
+
+@RULES.register("select-and-scatter")
+def select_and_scatter_rule(inst):
+    b = builder_for(inst)
+    x, source = b.operand_dims[0], b.operand_dims[1]
+    for d, size in enumerate(x):
+        if _trivial(inst.attrs.window.dims[d]):
+            b.add(size, [d, d, None], [d])
+        else:
+            b.add(size, [d, None, None], [d], PERM)
+            b.add(source[d], [None, d, None], [None], NEED)
+    return b.build()
+
+
+@RULES.register("dot")
+def dot_rule(inst):
+    b = builder_for(inst)
+    lhs, rhs = b.operand_dims
+    a = inst.attrs
+    out = 0
+    for lb, rb in zip(a.lhs_batch_dims, a.rhs_batch_dims):
+        b.add(lhs[lb], [lb, rb], [out])
+        out += 1
+    for d, size in enumerate(lhs):
+        if d not in a.lhs_batch_dims and d not in a.lhs_contracting_dims:
+            b.add(size, [d, None], [out])
+            out += 1
+    for d, size in enumerate(rhs):
+        if d not in a.rhs_batch_dims and d not in a.rhs_contracting_dims:
+            b.add(size, [None, d], [out])
+            out += 1
+    for lc, rc in zip(a.lhs_contracting_dims, a.rhs_contracting_dims):
+        b.add(lhs[lc], [lc, rc], [None], REDUCTION)
+    return b.build()
+
+
+@RULES.register("convolution")
+def convolution_rule(inst):
+    """Batch lhs<->out; output feature rhs<->out; input feature lhs<->rhs (reduction);
+    a spatial dim is pass-through lhs<->out when the window is trivial, else the output
+    windows are a permutation factor of lhs and out and the kernel window its own factor.
+    Grouped convolutions keep the grouped dims to themselves (conservative)."""
+    b = builder_for(inst)
+    lhs, rhs = b.operand_dims
+    out = inst.shape.dims
+    dn = inst.attrs.dim_labels
+    groups, batch_groups = inst.attrs.feature_group_count, inst.attrs.batch_group_count
+    if batch_groups == 1:
+        b.add(lhs[dn.input_batch], [dn.input_batch, None], [dn.output_batch])
+    else:
+        b.add(lhs[dn.input_batch], [dn.input_batch, None], [None], NEED)
+        b.add(out[dn.output_batch], [None, None], [dn.output_batch])
+    if groups == 1 and batch_groups == 1:
+        b.add(rhs[dn.kernel_output_feature], [None, dn.kernel_output_feature],
+              [dn.output_feature])
+        b.add(lhs[dn.input_feature], [dn.input_feature, dn.kernel_input_feature], [None],
+              REDUCTION)
+    else:
+        b.add(rhs[dn.kernel_output_feature], [None, dn.kernel_output_feature],
+              [dn.output_feature])
+        b.add(lhs[dn.input_feature], [dn.input_feature, None], [None], NEED)
+        b.add(rhs[dn.kernel_input_feature], [None, dn.kernel_input_feature], [None], NEED)
+    for i, w in enumerate(inst.attrs.window.dims):
+        ls, ks, os = dn.input_spatial[i], dn.kernel_spatial[i], dn.output_spatial[i]
+        if _trivial(w) and lhs[ls] == out[os]:
+            b.add(lhs[ls], [ls, None], [os])
+            b.add(rhs[ks], [None, ks], [None], REDUCTION)
+        else:
+            b.add(out[os], [ls, None], [os], PERM)
+            b.add(rhs[ks], [None, ks], [None], REDUCTION)
+    return b.build()
+
+
+@RULES.register("gather")
+def gather_rule(inst):
+    """Batch dims of the indices (and explicit batching dims) pass to the result; whole
+    offset dims pass from the operand; sliced offset dims need replication (blocked);
+    collapsed dims are reduction factors (a masked local gather then an all-reduce)."""
+    b = builder_for(inst)
+    x, indices = b.operand_dims
+    a = inst.attrs
+    offset_out = list(a.offset_dims)
+    batch_out = [d for d in range(len(inst.shape.dims)) if d not in a.offset_dims]
+    index_batch = [d for d in range(len(indices)) if d != a.index_vector_dim]
+    out_of_index = dict(zip(index_batch, batch_out))
+    batching = dict(zip(a.start_indices_batching_dims, a.operand_batching_dims))
+    for di in index_batch:
+        operand_dim = batching.get(di)
+        b.add(indices[di], [operand_dim, di], [out_of_index[di]])
+    offsets = iter(offset_out)
+    for d, size in enumerate(x):
+        if d in a.operand_batching_dims:
+            continue
+        if d in a.collapsed_slice_dims:
+            b.add(size, [d, None], [None], REDUCTION if size > 1 else NEED)
+            continue
+        od = next(offsets)
+        if a.slice_sizes[d] == size:
+            b.add(size, [d, None], [od])
+        else:
+            b.add(size, [d, None], [None], NEED, blocked=True)
+            b.add(a.slice_sizes[d], [None, None], [od])
+    if a.index_vector_dim < len(indices):
+        b.add(indices[a.index_vector_dim], [None, a.index_vector_dim], [None], NEED)
+    return b.build()
+
+
+@RULES.register("scatter")
+def scatter_rule(inst):
+    """Inputs<->results<->update window dims where whole; scatter (batch) dims of the
+    indices<->updates are a reduction for an add combiner (partial updates then all-reduce),
+    else need replication; inserted dims pass through inputs<->results."""
+    b = builder_for(inst)
+    a = inst.attrs
+    n = len(b.operand_dims) // 2
+    x, indices, update = b.operand_dims[0], b.operand_dims[n], b.operand_dims[n + 1]
+    window = iter(a.update_window_dims)
+    update_scatter = [d for d in range(len(update)) if d not in a.update_window_dims]
+    index_batch = [d for d in range(len(indices)) if d != a.index_vector_dim]
+    update_of_index = dict(zip(index_batch, update_scatter))
+    batching = dict(zip(a.scatter_indices_batching_dims, a.input_batching_dims))
+    root = a.to_apply.root.op.name
+    scatter_kind = REDUCTION if root in ("add", "or") else NEED
+    for di in index_batch:
+        xd = batching.get(di)
+        if xd is not None:
+            b.add(indices[di], [xd] * n + [di] + [update_of_index[di]] * n, [xd] * n)
+        else:
+            b.add(indices[di], [None] * n + [di] + [update_of_index[di]] * n, [None] * n,
+                  scatter_kind)
+    for d, size in enumerate(x):
+        if d in a.input_batching_dims:
+            continue
+        if d in a.inserted_window_dims:
+            b.add(size, [d] * n + [None] * (n + 1), [d] * n)
+            continue
+        ud = next(window)
+        if update[ud] == size:
+            b.add(size, [d] * n + [None] + [ud] * n, [d] * n)
+        else:
+            b.add(size, [d] * n + [None] * (n + 1), [d] * n)
+            b.add(update[ud], [None] * (n + 1) + [ud] * n, [None] * n, NEED)
+    if a.index_vector_dim < len(indices):
+        b.add(indices[a.index_vector_dim], [None] * n + [a.index_vector_dim] + [None] * n,
+              [None] * n, NEED)
+    return b.build()
+
+
+@RULES.register("sort")
+def sort_rule(inst):
+    b = builder_for(inst)
+    (dim,) = inst.attrs.dimensions
+    dims = b.operand_dims[0]
+    only = sum(1 for s in dims if s > 1) <= 1
+    b.pointwise(dims, {dim: NEED}, blocked=[dim] if only else [])
+    return b.build()
+
+
+@RULES.register("topk")
+def topk_rule(inst):
+    b = builder_for(inst)
+    x = b.operand_dims[0]
+    for d, size in enumerate(x[:-1]):
+        b.add(size, [d], [d, d])
+    b.add(x[-1], [len(x) - 1], [None, None], NEED)
+    b.add(inst.attrs.k, [None], [len(x) - 1] * 2)
+    return b.build()
+
+
+@RULES.register("fft")
+def fft_rule(inst):
+    b = builder_for(inst)
+    x, out = b.operand_dims[0], inst.shape.dims
+    transformed = len(inst.attrs.fft_length)
+    for d, size in enumerate(x):
+        if d < len(x) - transformed:
+            b.add(size, [d], [d])
+        elif x[d] == out[d]:
+            b.add(size, [d], [d], NEED)
+        else:   # the truncated dim of rfft/irfft
+            b.add(size, [d], [None], NEED, blocked=True)
+            b.add(out[d], [None], [d], NEED, blocked=True)
+    return b.build()
+
+
+@RULES.register("cholesky")
+def cholesky_rule(inst):
+    b = builder_for(inst)
+    dims = b.operand_dims[0]
+    b.pointwise(dims, {d: NEED for d in range(len(dims) - 2, len(dims))})
+    return b.build()
+
+
+@RULES.register("triangular-solve")
+def triangular_solve_rule(inst):
+    b = builder_for(inst)
+    a_dims, b_dims = b.operand_dims
+    rank = len(b_dims)
+    for d in range(rank - 2):
+        b.add(b_dims[d], [d, d], [d])
+    for d in range(rank - 2, rank):
+        b.add(a_dims[d], [d, None], [None], NEED)
+    for d in range(rank - 2, rank):
+        b.add(b_dims[d], [None, d], [d], NEED)
+    return b.build()

@@ -1,0 +1,658 @@
+"""One converter per StableHLO op family: generic `OpNode` → HLO instructions (§18).
+
+A converter gets the scope, the node and its operand instructions, and returns one
+instruction per result (a tuple-shaped instruction is unpacked by `convert_op`).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from xla_spmd.errors import ParseError, ShardingError
+from xla_spmd.ir import (ArrayShape, ComparisonDirection, ComparisonType, ConvDimensionNumbers,
+                         FftType, Literal, PadDim, Precision, ReplicaGroups, RngAlgorithm,
+                         RngDistribution, SliceDim, TupleShape, Window)
+from xla_spmd.ir.hlo_sharding import HloSharding
+from xla_spmd.sharding import TensorSharding, hlo_to_axes, print_sharding_per_value
+from xla_spmd.stablehlo.importer import ModuleImporter, Scope, free_values
+from xla_spmd.stablehlo.syntax import Dense, OpNode, RawAttr, Symbol
+from xla_spmd.stablehlo.types import parse_dense
+
+CONVERTERS: dict = {}
+
+UNARY = ("abs", "negate", "exponential", "exponential_minus_one", "log", "log_plus_one",
+         "sqrt", "rsqrt", "cbrt", "tanh", "logistic", "sine", "cosine", "tan", "floor", "ceil",
+         "round_nearest_even", "round_nearest_afz", "sign", "not", "is_finite", "popcnt",
+         "count_leading_zeros", "real", "imag")
+BINARY = ("add", "subtract", "multiply", "divide", "remainder", "power", "maximum", "minimum",
+          "and", "or", "xor", "shift_left", "shift_right_arithmetic", "shift_right_logical",
+          "atan2", "complex")
+
+
+def converter(*names):
+    def register(fn):
+        for name in names:
+            CONVERTERS[name] = fn
+        return fn
+    return register
+
+
+def convert_op(importer: ModuleImporter, scope: Scope, node: OpNode) -> None:
+    fn = CONVERTERS.get(node.name)
+    if fn is None:
+        raise importer.error(node, f"unknown or unsupported op '{node.name}'")
+    operands = [scope.lookup(v) for v in node.operands]
+    if not node.name.startswith("sdy.") and node.name != "stablehlo.custom_call":
+        shardings = op_sharding(importer, node)
+    else:
+        shardings = None
+    try:
+        results = fn(importer, scope, node, operands)
+    except (ParseError,):
+        raise
+    except (ValueError, KeyError, IndexError, TypeError, ShardingError) as error:
+        raise importer.error(node, f"{type(error).__name__}: {error}") from None
+    if isinstance(results, list):
+        values = results
+    elif len(node.results) > 1 or (isinstance(results.shape, TupleShape)
+                                   and len(node.result_types) != 1):
+        values = scope.unpack(results)
+    else:
+        values = [results]
+    if shardings is not None:
+        target = results if not isinstance(results, list) else values[0]
+        sharding = shardings[0] if len(shardings) == 1 else tuple(shardings)
+        new = target.replace(sharding=sharding)
+        scope.instructions[scope.instructions.index(target)] = new
+        if target is values[0]:
+            values = [new] + values[1:]
+        values = [new if v is target else v for v in values]
+    if len(values) != len(node.results):
+        raise importer.error(node, f"produces {len(values)} values but {len(node.results)} "
+                                   "result names are bound")
+    for name, value in zip(node.results, values):
+        scope.values[name] = value
+        if name.endswith("#0") and len(values) == 1:
+            scope.values[name[:-2]] = value
+    if len(values) == 1 and node.results:
+        scope.values[node.results[0] + "#0"] = values[0]
+
+
+def op_sharding(importer, node: OpNode):
+    value = node.attrs.get("sdy.sharding")
+    if value is None:
+        return None
+    if isinstance(value, TensorSharding):
+        return (value,)
+    return tuple(value)
+
+
+def result_type(node: OpNode, index: int = 0):
+    return node.result_types[index]
+
+
+def single_or_tuple(node: OpNode):
+    types = node.result_types
+    return types[0] if len(types) == 1 else TupleShape(tuple(types))
+
+
+# ---------------------------------------------------------------------------------------------
+# Elementwise
+
+
+@converter(*(f"stablehlo.{n}" for n in UNARY + BINARY))
+def _elementwise(importer, scope, node, operands):
+    return scope.emit(node.name[len("stablehlo."):].replace("_", "-"), operands,
+                      result_type(node))
+
+
+@converter("chlo.erf")
+def _erf(importer, scope, node, operands):
+    return scope.emit("erf", operands, result_type(node))
+
+
+@converter("stablehlo.compare")
+def _compare(importer, scope, node, operands):
+    kind = node.attrs.get("compare_type")
+    return scope.emit("compare", operands, result_type(node),
+                      direction=ComparisonDirection[node.attrs["comparison_direction"]],
+                      type=None if kind is None else ComparisonType[kind])
+
+
+@converter("stablehlo.select", "stablehlo.clamp")
+def _select(importer, scope, node, operands):
+    return scope.emit(node.name[10:], operands, result_type(node))
+
+
+@converter("stablehlo.convert", "stablehlo.bitcast_convert")
+def _convert(importer, scope, node, operands):
+    return scope.emit(node.name[10:].replace("_", "-"), operands, result_type(node))
+
+
+@converter("stablehlo.reduce_precision")
+def _reduce_precision(importer, scope, node, operands):
+    attrs = node.attrs
+    if "format" in attrs:
+        exponent, mantissa = re.fullmatch(r"e(\d+)m(\d+)", attrs["format"]).groups()
+    else:
+        exponent, mantissa = attrs["exponent_bits"], attrs["mantissa_bits"]
+    return scope.emit("reduce-precision", operands, result_type(node),
+                      exponent_bits=int(exponent), mantissa_bits=int(mantissa))
+
+
+@converter("stablehlo.constant", "sdy.constant")
+def _constant(importer, scope, node, operands):
+    value = node.attrs["value"]
+    shape = result_type(node)
+    if not isinstance(value, Dense):
+        raise importer.error(node, "expected a dense<...> value")
+    array = value.value if value.value is not None else parse_dense(value.body, shape)
+    if array.shape != shape.dims:
+        array = np.broadcast_to(array, shape.dims).copy()
+    return scope.emit("constant", (), shape, literal=Literal(np.array(array)))
+
+
+@converter("stablehlo.iota")
+def _iota(importer, scope, node, operands):
+    return scope.emit("iota", (), result_type(node),
+                      iota_dimension=int(node.attrs["iota_dimension"]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Shape ops
+
+
+@converter("stablehlo.broadcast_in_dim")
+def _broadcast_in_dim(importer, scope, node, operands):
+    (x,) = operands
+    out = result_type(node)
+    dims = list(node.attrs["broadcast_dimensions"])
+    # Size-1 operand dims expanded to a larger result dim: drop them first (reshape).
+    keep = [i for i, d in enumerate(dims) if not (x.shape.dims[i] == 1 and out.dims[d] != 1)]
+    if len(keep) != len(dims):
+        x = scope.emit("reshape", (x,), ArrayShape(x.shape.dtype,
+                                                   tuple(x.shape.dims[i] for i in keep)))
+        dims = [dims[i] for i in keep]
+    if dims != sorted(dims):
+        order = sorted(range(len(dims)), key=lambda i: dims[i])
+        x = scope.emit("transpose", (x,), dimensions=tuple(order))
+        dims = sorted(dims)
+    return scope.emit("broadcast", (x,), out, dimensions=tuple(dims))
+
+
+@converter("stablehlo.reshape")
+def _reshape(importer, scope, node, operands):
+    return scope.emit("reshape", operands, result_type(node))
+
+
+@converter("stablehlo.transpose")
+def _transpose(importer, scope, node, operands):
+    return scope.emit("transpose", operands, result_type(node),
+                      dimensions=tuple(node.attrs["permutation"]))
+
+
+@converter("stablehlo.reverse")
+def _reverse(importer, scope, node, operands):
+    return scope.emit("reverse", operands, result_type(node),
+                      dimensions=tuple(node.attrs["dimensions"]))
+
+
+@converter("stablehlo.slice")
+def _slice(importer, scope, node, operands):
+    a = node.attrs
+    strides = a.get("strides") or (1,) * len(a["start_indices"])
+    return scope.emit("slice", operands, result_type(node), slice=tuple(
+        SliceDim(s, l, t) for s, l, t in zip(a["start_indices"], a["limit_indices"], strides)))
+
+
+@converter("stablehlo.dynamic_slice")
+def _dynamic_slice(importer, scope, node, operands):
+    return scope.emit("dynamic-slice", operands, result_type(node),
+                      dynamic_slice_sizes=tuple(node.attrs["slice_sizes"]))
+
+
+@converter("stablehlo.dynamic_update_slice")
+def _dynamic_update_slice(importer, scope, node, operands):
+    return scope.emit("dynamic-update-slice", operands, result_type(node))
+
+
+@converter("stablehlo.concatenate")
+def _concatenate(importer, scope, node, operands):
+    return scope.emit("concatenate", operands, result_type(node),
+                      dimensions=(int(node.attrs["dimension"]),))
+
+
+@converter("stablehlo.pad")
+def _pad(importer, scope, node, operands):
+    a = node.attrs
+    interior = a.get("interior_padding") or (0,) * len(a["edge_padding_low"])
+    return scope.emit("pad", operands, result_type(node), padding=tuple(
+        PadDim(lo, hi, it) for lo, hi, it in zip(a["edge_padding_low"], a["edge_padding_high"],
+                                                 interior)))
+
+
+@converter("stablehlo.get_dimension_size")
+def _get_dimension_size(importer, scope, node, operands):
+    return scope.emit("get-dimension-size", operands, result_type(node),
+                      dimensions=(int(node.attrs["dimension"]),))
+
+
+@converter("stablehlo.tuple")
+def _tuple(importer, scope, node, operands):
+    return [scope.emit("tuple", operands)]
+
+
+@converter("stablehlo.get_tuple_element")
+def _get_tuple_element(importer, scope, node, operands):
+    return scope.emit("get-tuple-element", operands, index=int(node.attrs["index"]))
+
+
+@converter("stablehlo.optimization_barrier")
+def _optimization_barrier(importer, scope, node, operands):
+    packed = scope.emit("tuple", operands)
+    barrier = scope.emit("opt-barrier", (packed,))
+    return scope.unpack(barrier)
+
+
+@converter("stablehlo.after_all", "stablehlo.create_token")
+def _after_all(importer, scope, node, operands):
+    return scope.emit("after-all", operands)
+
+
+@converter("stablehlo.partition_id", "stablehlo.replica_id")
+def _ids(importer, scope, node, operands):
+    return scope.emit(node.name[10:].replace("_", "-"), (), result_type(node))
+
+
+# ---------------------------------------------------------------------------------------------
+# Indexing
+
+
+@converter("stablehlo.gather")
+def _gather(importer, scope, node, operands):
+    dims = node.attrs["dimension_numbers"]
+    return scope.emit(
+        "gather", operands, result_type(node),
+        offset_dims=tuple(dims.get("offset_dims", ())),
+        collapsed_slice_dims=tuple(dims.get("collapsed_slice_dims", ())),
+        start_index_map=tuple(dims.get("start_index_map", ())),
+        operand_batching_dims=tuple(dims.get("operand_batching_dims", ())),
+        start_indices_batching_dims=tuple(dims.get("start_indices_batching_dims", ())),
+        index_vector_dim=int(dims["index_vector_dim"]),
+        slice_sizes=tuple(node.attrs["slice_sizes"]),
+        indices_are_sorted=bool(node.attrs.get("indices_are_sorted", False)))
+
+
+def scalar_region(importer, scope, node, index=0, base="region"):
+    return importer.region(node.regions[index], base, "scalar", outer=scope)
+
+
+@converter("stablehlo.scatter")
+def _scatter(importer, scope, node, operands):
+    dims = node.attrs["scatter_dimension_numbers"]
+    return scope.emit(
+        "scatter", operands, single_or_tuple(node),
+        update_window_dims=tuple(dims.get("update_window_dims", ())),
+        inserted_window_dims=tuple(dims.get("inserted_window_dims", ())),
+        scatter_dims_to_operand_dims=tuple(dims.get("scatter_dims_to_operand_dims", ())),
+        input_batching_dims=tuple(dims.get("input_batching_dims", ())),
+        scatter_indices_batching_dims=tuple(dims.get("scatter_indices_batching_dims", ())),
+        index_vector_dim=int(dims["index_vector_dim"]),
+        indices_are_sorted=bool(node.attrs.get("indices_are_sorted", False)),
+        unique_indices=bool(node.attrs.get("unique_indices", False)),
+        to_apply=scalar_region(importer, scope, node))
+
+
+# ---------------------------------------------------------------------------------------------
+# Reductions and windows
+
+
+def _applies(importer, scope, node, operands):
+    """The computation of ``applies stablehlo.add``: two scalars of the init's type."""
+    from xla_spmd.stablehlo.importer import Scope as _Scope
+    opname = node.attrs["_applies"]
+    init = operands[len(operands) // 2].shape
+    inner = _Scope(importer, importer.computation_name("region"))
+    inner.node = node
+    a, b = inner.parameter(init), inner.parameter(init)
+    name = opname[len("stablehlo."):] if opname.startswith("stablehlo.") else opname
+    root = inner.emit(name.replace("_", "-"), (a, b), init)
+    return inner.build(root)
+
+
+@converter("stablehlo.reduce")
+def _reduce(importer, scope, node, operands):
+    body = (_applies(importer, scope, node, operands) if "_applies" in node.attrs
+            else scalar_region(importer, scope, node))
+    return scope.emit("reduce", operands, single_or_tuple(node),
+                      dimensions=tuple(node.attrs["dimensions"]), to_apply=body)
+
+
+def _padding_pairs(value, rank):
+    if value is None:
+        return ((0, 0),) * rank
+    if isinstance(value, Dense):
+        array = value.value if value.value is not None else None
+        return tuple((int(lo), int(hi)) for lo, hi in np.asarray(array).reshape(rank, 2))
+    return tuple((int(lo), int(hi)) for lo, hi in value)
+
+
+def _window(attrs, rank, sizes=None):
+    return Window.make(
+        sizes or attrs["window_dimensions"], attrs.get("window_strides"),
+        _padding_pairs(attrs.get("padding"), rank),
+        attrs.get("base_dilations") or attrs.get("lhs_dilation"),
+        attrs.get("window_dilations") or attrs.get("rhs_dilation"),
+        attrs.get("window_reversal"))
+
+
+@converter("stablehlo.reduce_window")
+def _reduce_window(importer, scope, node, operands):
+    rank = operands[0].shape.rank
+    return scope.emit("reduce-window", operands, single_or_tuple(node),
+                      window=_window(node.attrs, rank),
+                      to_apply=scalar_region(importer, scope, node))
+
+
+@converter("stablehlo.select_and_scatter")
+def _select_and_scatter(importer, scope, node, operands):
+    rank = operands[0].shape.rank
+    select = scalar_region(importer, scope, node, 0)
+    scatter = scalar_region(importer, scope, node, 1)
+    return scope.emit("select-and-scatter", operands, result_type(node),
+                      window=_window(node.attrs, rank), select=select, scatter=scatter)
+
+
+@converter("stablehlo.sort")
+def _sort(importer, scope, node, operands):
+    rank = operands[0].shape.rank
+    dim = int(node.attrs.get("dimension", -1))
+    return scope.emit("sort", operands, single_or_tuple(node),
+                      dimensions=(dim + rank if dim < 0 else dim,),
+                      is_stable=bool(node.attrs.get("is_stable", False)),
+                      to_apply=scalar_region(importer, scope, node))
+
+
+@converter("chlo.top_k")
+def _top_k(importer, scope, node, operands):
+    return scope.emit("topk", operands, single_or_tuple(node), k=int(node.attrs["k"]),
+                      largest=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Contractions
+
+
+def _precision(node):
+    value = node.attrs.get("precision_config")
+    if not value:
+        return None
+    return tuple(Precision[v.upper()] for v in value)
+
+
+def _algorithm(node):
+    value = node.attrs.get("algorithm")
+    if value is None:
+        return None
+    return value.text if isinstance(value, RawAttr) else str(value)
+
+
+@converter("stablehlo.dot_general")
+def _dot_general(importer, scope, node, operands):
+    dims = node.attrs.get("dot_dimension_numbers", {})
+    return scope.emit("dot", operands, result_type(node),
+                      lhs_batch_dims=tuple(dims.get("lhs_batching_dimensions", ())),
+                      rhs_batch_dims=tuple(dims.get("rhs_batching_dimensions", ())),
+                      lhs_contracting_dims=tuple(dims.get("lhs_contracting_dimensions", ())),
+                      rhs_contracting_dims=tuple(dims.get("rhs_contracting_dimensions", ())),
+                      operand_precision=_precision(node), algorithm=_algorithm(node))
+
+
+@converter("stablehlo.dot")
+def _dot(importer, scope, node, operands):
+    lhs = operands[0].shape
+    return scope.emit("dot", operands, result_type(node), lhs_contracting_dims=(lhs.rank - 1,),
+                      rhs_contracting_dims=(0,), operand_precision=_precision(node))
+
+
+def conv_dimension_numbers(text: str) -> ConvDimensionNumbers:
+    """``[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]`` or the ``raw`` keyword form."""
+    if text.strip().startswith("raw"):
+        fields = {k: v for k, v in re.findall(r"(\w+)\s*=\s*(\[[^\]]*\]|\d+)", text)}
+
+        def ints(key):
+            return tuple(int(x) for x in re.findall(r"\d+", fields[key]))
+        return ConvDimensionNumbers(
+            ints("input_batch_dimension")[0], ints("input_feature_dimension")[0],
+            ints("input_spatial_dimensions"), ints("kernel_input_feature_dimension")[0],
+            ints("kernel_output_feature_dimension")[0], ints("kernel_spatial_dimensions"),
+            ints("output_batch_dimension")[0], ints("output_feature_dimension")[0],
+            ints("output_spatial_dimensions"))
+    parts = re.findall(r"\[([^\]]*)\]", text)
+    lhs, rhs, out = ("".join(p.replace(",", " ").split()) for p in parts)
+    return ConvDimensionNumbers.from_labels(f"{lhs}_{rhs}->{out}")
+
+
+@converter("stablehlo.convolution")
+def _convolution(importer, scope, node, operands):
+    a = node.attrs
+    numbers = a["dimension_numbers"]
+    dim_labels = conv_dimension_numbers(numbers.text if isinstance(numbers, RawAttr)
+                                        else str(numbers))
+    kernel = operands[1].shape
+    sizes = [kernel.dims[d] for d in dim_labels.kernel_spatial]
+    window = _window(a, len(sizes), sizes)
+    return scope.emit("convolution", operands, result_type(node), window=window,
+                      dim_labels=dim_labels,
+                      feature_group_count=int(a.get("feature_group_count", 1)),
+                      batch_group_count=int(a.get("batch_group_count", 1)),
+                      operand_precision=_precision(node))
+
+
+@converter("stablehlo.fft")
+def _fft(importer, scope, node, operands):
+    return scope.emit("fft", operands, result_type(node),
+                      fft_type=FftType[node.attrs["fft_type"]],
+                      fft_length=tuple(node.attrs["fft_length"]))
+
+
+@converter("stablehlo.cholesky")
+def _cholesky(importer, scope, node, operands):
+    return scope.emit("cholesky", operands, result_type(node),
+                      lower=bool(node.attrs.get("lower", False)))
+
+
+@converter("stablehlo.triangular_solve")
+def _triangular_solve(importer, scope, node, operands):
+    a = node.attrs
+    return scope.emit("triangular-solve", operands, result_type(node),
+                      left_side=bool(a.get("left_side", False)), lower=bool(a.get("lower")),
+                      unit_diagonal=bool(a.get("unit_diagonal", False)),
+                      transpose_a=a.get("transpose_a"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Random numbers
+
+
+@converter("stablehlo.rng_bit_generator")
+def _rng_bit_generator(importer, scope, node, operands):
+    name = {"THREE_FRY": "THREE_FRY", "PHILOX": "PHILOX"}.get(node.attrs["rng_algorithm"],
+                                                              "DEFAULT")
+    return scope.emit("rng-bit-generator", operands, single_or_tuple(node),
+                      algorithm=RngAlgorithm[name])
+
+
+@converter("stablehlo.rng")
+def _rng(importer, scope, node, operands):
+    return scope.emit("rng", operands[:2], result_type(node),
+                      distribution=RngDistribution[node.attrs["rng_distribution"]])
+
+
+# ---------------------------------------------------------------------------------------------
+# Collectives
+
+
+def replica_groups(value) -> ReplicaGroups | None:
+    if value is None:
+        return None
+    array = value.value if isinstance(value, Dense) else np.asarray(value)
+    if array is None:
+        return ReplicaGroups.listed(())
+    array = np.asarray(array)
+    if array.size == 0:
+        return ReplicaGroups.listed(())
+    return ReplicaGroups.listed([[int(x) for x in row if x >= 0]
+                                 for row in array.reshape(array.shape[0], -1)])
+
+
+def _channel(node):
+    handle = node.attrs.get("channel_handle")
+    if isinstance(handle, dict) and int(handle.get("handle", 0)) > 0:
+        return int(handle["handle"])
+    return None
+
+
+def _group_attrs(node):
+    return dict(replica_groups=replica_groups(node.attrs.get("replica_groups")),
+                channel_id=_channel(node),
+                use_global_device_ids=bool(node.attrs.get("use_global_device_ids", False)))
+
+
+@converter("stablehlo.all_reduce")
+def _all_reduce(importer, scope, node, operands):
+    return scope.emit("all-reduce", operands, single_or_tuple(node), **_group_attrs(node),
+                      to_apply=scalar_region(importer, scope, node))
+
+
+@converter("stablehlo.all_gather")
+def _all_gather(importer, scope, node, operands):
+    return scope.emit("all-gather", operands, single_or_tuple(node), **_group_attrs(node),
+                      dimensions=(int(node.attrs["all_gather_dim"]),))
+
+
+@converter("stablehlo.reduce_scatter")
+def _reduce_scatter(importer, scope, node, operands):
+    return scope.emit("reduce-scatter", operands, single_or_tuple(node), **_group_attrs(node),
+                      dimensions=(int(node.attrs["scatter_dimension"]),),
+                      to_apply=scalar_region(importer, scope, node))
+
+
+@converter("stablehlo.all_to_all")
+def _all_to_all(importer, scope, node, operands):
+    a = node.attrs
+    groups = _group_attrs(node)
+    groups.pop("use_global_device_ids")
+    split, concat = int(a["split_dimension"]), int(a["concat_dimension"])
+    if len(operands) != 1:
+        return scope.emit("all-to-all", operands, single_or_tuple(node), **groups)
+    (x,) = operands
+    exchanged = scope.emit("all-to-all", (x,), x.shape, dimensions=(split,), **groups)
+    if split == concat:
+        return exchanged
+    # §15.3: the received chunks sit along the split dim in sender order; move them to the
+    # concat dim: reshape split -> [count, size/count], transpose count before concat, merge.
+    count = int(a["split_count"])
+    dims = list(x.shape.dims)
+    expanded = dims[:split] + [count, dims[split] // count] + dims[split + 1:]
+    reshaped = scope.emit("reshape", (exchanged,), ArrayShape(x.shape.dtype, tuple(expanded)))
+    axes = list(range(len(expanded)))
+    count_axis = axes.pop(split)
+    concat_position = concat if concat < split else concat + 1
+    target = axes.index(concat_position)
+    axes.insert(target, count_axis)
+    moved = scope.emit("transpose", (reshaped,), dimensions=tuple(axes))
+    return scope.emit("reshape", (moved,), result_type(node))
+
+
+@converter("stablehlo.collective_permute")
+def _collective_permute(importer, scope, node, operands):
+    pairs = node.attrs["source_target_pairs"]
+    array = pairs.value if isinstance(pairs, Dense) else np.asarray(pairs)
+    return scope.emit("collective-permute", operands, result_type(node),
+                      source_target_pairs=tuple((int(s), int(t))
+                                                for s, t in np.asarray(array).reshape(-1, 2)),
+                      channel_id=_channel(node))
+
+
+@converter("stablehlo.collective_broadcast")
+def _collective_broadcast(importer, scope, node, operands):
+    return scope.emit("collective-broadcast", operands, result_type(node),
+                      replica_groups=replica_groups(node.attrs.get("replica_groups")),
+                      channel_id=_channel(node))
+
+
+# ---------------------------------------------------------------------------------------------
+# Shardings on functions
+
+
+def gspmd_sharding(importer, text: str, shape):
+    """A GSPMD ``mhlo.sharding`` string as (TensorSharding or tuple or None, frontend attrs).
+
+    Shardings with an axis-based form become TensorShardings over an inline mesh; the others
+    (manual, unknown) are kept as the ``mhlo.sharding`` frontend attribute."""
+    try:
+        hlo = HloSharding.parse(text)
+        if hlo.is_tuple:
+            leaves = shape.elements if isinstance(shape, TupleShape) else (shape,)
+            converted = []
+            for element, leaf in zip(hlo.elements, leaves):
+                imported = hlo_to_axes(element, leaf.rank, mesh_name=None)
+                if imported.manual_axes:
+                    raise ShardingError("manual")
+                converted.append(imported.sharding)
+            return tuple(converted), ()
+        rank = shape.rank if isinstance(shape, ArrayShape) else None
+        imported = hlo_to_axes(hlo, rank, mesh_name=None)
+        if imported.manual_axes or imported.fully_manual or imported.explicit_devices:
+            raise ShardingError("manual")
+        return imported.sharding, ()
+    except Exception:  # keep anything without an exact axis-based form verbatim
+        return None, (("mhlo.sharding", text),)
+
+
+def arg_sharding(importer, attrs: dict, shape):
+    sharding = attrs.get("sdy.sharding")
+    frontend = []
+    if sharding is None and "mhlo.sharding" in attrs:
+        sharding, frontend = gspmd_sharding(importer, attrs["mhlo.sharding"], shape)
+        frontend = list(frontend)
+    for key, value in attrs.items():
+        if key == "mhlo.frontend_attributes" and isinstance(value, dict):
+            frontend.extend((k, str(v)) for k, v in value.items())
+    return sharding, tuple(frontend)
+
+
+def finish_results(importer, scope: Scope, node, results):
+    """The root of a function: results, with result shardings as FuncResultSharding calls."""
+    values = []
+    extras = []
+    for i, value in enumerate(results):
+        attrs = node.result_attrs[i] if i < len(node.result_attrs) else {}
+        sharding, frontend = arg_sharding(importer, attrs, value.shape)
+        if sharding is not None or frontend:
+            value = scope.emit("custom-call", (value,), value.shape, sharding=sharding,
+                               frontend=frontend,
+                               custom_call_target="xla.sdy.FuncResultSharding",
+                               custom_call_has_side_effect=True)
+        if "jax.result_info" in attrs:
+            extras.append((f"result_info.{i}", attrs["jax.result_info"]))
+        values.append(value)
+    root = values[0] if len(values) == 1 else scope.emit("tuple", values)
+    return root, extras
+
+
+def sharding_text(shardings) -> str:
+    return print_sharding_per_value(tuple(shardings))
+
+
+def symbol_name(value) -> str:
+    return value.name if isinstance(value, Symbol) else str(value)
+
+
+from xla_spmd.stablehlo import importer_control  # noqa: E402,F401 (register control flow)
+from xla_spmd.stablehlo import importer_sdy  # noqa: E402,F401 (register Shardy ops)
+
+__all__ = ["CONVERTERS", "convert_op", "free_values"]

@@ -1,0 +1,234 @@
+"""MLIR tensor types and ``dense<...>`` literals, read and written.
+
+>>> from xla_spmd.stablehlo.lexer import Scanner
+>>> shape = parse_type(Scanner("tensor<4x8xbf16>"))
+>>> str(shape), print_type(shape)
+('bf16[4,8]', 'tensor<4x8xbf16>')
+>>> import numpy as np
+>>> print_dense(np.array([[1.0, 2.0]], np.float32))
+'dense<[[1.000000e+00, 2.000000e+00]]>'
+>>> parse_dense('[[1.000000e+00, 0x7F800000]]', parse_type(Scanner("tensor<1x2xf32>")))
+array([[ 1., inf]], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from xla_spmd.errors import ParseError
+from xla_spmd.ir import TOKEN_SHAPE, ArrayShape, DType, TupleShape
+from xla_spmd.stablehlo.lexer import Scanner
+
+_BY_MLIR = {}
+for _dtype in DType._by_name.values():
+    _BY_MLIR.setdefault(_dtype.mlir, _dtype)
+_BY_MLIR.update({"i1": DType.named("pred"), "si8": DType.named("s8"),
+                 "si16": DType.named("s16"), "si32": DType.named("s32"),
+                 "si64": DType.named("s64")})
+_DIM = re.compile(r"(\d+|\?)x")
+_ELEMENT = re.compile(r"[A-Za-z][\w]*")
+
+
+def element_type(name: str, scanner: Scanner | None = None) -> DType:
+    try:
+        return _BY_MLIR[name]
+    except KeyError:
+        message = f"unsupported element type {name!r}"
+        raise (scanner.error(message) if scanner else ParseError(message)) from None
+
+
+def parse_type(s: Scanner):
+    """A type at the cursor: ``tensor<...>``, ``tuple<...>`` or ``!stablehlo.token``."""
+    start = s.pos
+    if s.accept("!stablehlo.token") or s.accept("!mhlo.token"):
+        return TOKEN_SHAPE
+    if s.accept("tuple<"):
+        elements = []
+        if not s.accept(">"):
+            while True:
+                elements.append(parse_type(s))
+                if s.accept(">"):
+                    break
+                s.expect(",")
+        return TupleShape(tuple(elements))
+    if not s.accept("tensor<"):
+        raise s.error(f"expected a type (tensor<...>, tuple<...> or !stablehlo.token) but "
+                      f"found {s.found()}")
+    dims = []
+    while True:
+        dim = s.try_match(_DIM)
+        if dim is None:
+            break
+        if dim[0] == "?":
+            raise s.error("dynamic dimensions (?) are not supported", start)
+        dims.append(int(dim[:-1]))
+    if s.accept("complex<"):
+        name = "complex<" + s.match(_ELEMENT, "an element type") + ">"
+        s.expect(">")
+    else:
+        name = s.match(_ELEMENT, "an element type")
+    dtype = element_type(name, s)
+    if s.peek(","):  # an encoding (bounds, quantization): not supported, skip it
+        s.accept(",")
+        if s.peek("<"):
+            s.balanced()
+        else:
+            s.match(re.compile(r"#[\w.]+"), "an encoding")
+            if s.peek("<"):
+                s.balanced()
+    s.expect(">")
+    return ArrayShape(dtype, tuple(dims))
+
+
+def print_type(shape) -> str:
+    if isinstance(shape, TupleShape):
+        return "tuple<" + ", ".join(print_type(e) for e in shape.elements) + ">"
+    if shape.is_token:
+        return "!stablehlo.token"
+    return "tensor<" + "".join(f"{d}x" for d in shape.dims) + shape.dtype.mlir + ">"
+
+
+# ---------------------------------------------------------------------------------------------
+# dense<...>
+
+_ITEM = re.compile(r'\s*(?:"0x[0-9A-Fa-f]*"|0x[0-9A-Fa-f]+|true|false|[-+]?(?:inf|nan|\d+\.?\d*'
+                   r"(?:[eE][-+]?\d+)?)|[\[\](),])")
+
+
+def _bits_view(dtype: DType):
+    return {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[dtype.bits]
+
+
+def _scalar(token: str, dtype: DType):
+    if token in ("true", "false"):
+        return token == "true"
+    if token.startswith("0x") and (dtype.is_float or dtype.is_complex):
+        base = dtype.real_type
+        return np.array(int(token, 16), _bits_view(base)).view(base.numpy)[()]
+    if dtype.is_float or dtype.is_complex:
+        return float(token)
+    return int(token, 0)
+
+
+def parse_dense(body: str, shape: ArrayShape) -> np.ndarray:
+    """The value of ``dense<body>`` for a tensor of `shape` (row-major nesting, splats, hex
+    bit patterns per element, or one quoted hex payload)."""
+    dtype = shape.dtype
+    body = body.strip()
+    if body.startswith('"0x'):
+        return _from_hex_payload(body[3:-1], shape)
+    tokens = [t.strip() for t in _ITEM.findall(body) if t.strip()]
+    if "".join(tokens).replace(" ", "") != re.sub(r"\s+", "", body):
+        raise ParseError(f"cannot read dense literal <{body[:60]}>")
+    values = []
+    depth_shape: list[int] = []
+
+    def read(i: int, depth: int) -> int:
+        if tokens[i] == "[":
+            count = 0
+            i += 1
+            while tokens[i] != "]":
+                i = read(i, depth + 1)
+                count += 1
+                if tokens[i] == ",":
+                    i += 1
+            if len(depth_shape) <= depth:
+                depth_shape.append(count)
+            return i + 1
+        if tokens[i] == "(":
+            real, imag = _scalar(tokens[i + 1], dtype), _scalar(tokens[i + 3], dtype)
+            values.append(complex(real, imag))
+            return i + 5
+        values.append(_scalar(tokens[i], dtype))
+        return i + 1
+
+    read(0, 0)
+    numpy_dtype = dtype.numpy
+    if dtype.is_float:
+        array = np.array([float(v) for v in values], np.float64).astype(numpy_dtype)
+    elif dtype.is_complex:
+        array = np.array(values, np.complex128).astype(numpy_dtype)
+    else:
+        array = np.array(values, dtype=object).astype(numpy_dtype) if values else \
+            np.zeros(0, numpy_dtype)
+    if array.size == 1 and not depth_shape:
+        return np.full(shape.dims, array[0], numpy_dtype)
+    if array.size != shape.num_elements:
+        raise ParseError(f"dense literal has {array.size} elements but {shape} needs "
+                         f"{shape.num_elements}")
+    return array.reshape(shape.dims)
+
+
+def _from_hex_payload(digits: str, shape: ArrayShape) -> np.ndarray:
+    data = bytes.fromhex(digits)
+    dtype = shape.dtype
+    n = shape.num_elements
+    if dtype.is_pred:
+        if len(data) == n or len(data) == 1:
+            flat = np.frombuffer(data, np.uint8) != 0
+        else:
+            flat = np.unpackbits(np.frombuffer(data, np.uint8), bitorder="little")[:n] != 0
+        return np.broadcast_to(flat, (n,)).reshape(shape.dims).copy() if flat.size == 1 \
+            else flat.reshape(shape.dims)
+    itemsize = max(1, dtype.bits // 8)
+    flat = np.frombuffer(data, dtype.numpy.newbyteorder("<") if itemsize > 1 else dtype.numpy)
+    flat = flat.astype(dtype.numpy)
+    if flat.size == 1 and n != 1:
+        return np.full(shape.dims, flat[0], dtype.numpy)
+    if flat.size != n:
+        raise ParseError(f"hex dense payload has {flat.size} elements but {shape} needs {n}")
+    return flat.reshape(shape.dims)
+
+
+def _format_float(value, dtype: DType) -> str:
+    value_f = float(value)
+    if not np.isfinite(value_f):
+        base = dtype.real_type
+        bits = np.array(value, base.numpy).view(_bits_view(base))[()]
+        return f"0x{int(bits):0{base.bits // 4}X}"
+    short = f"{value_f:.6e}"
+    if np.array(float(short), np.float64).astype(dtype.real_type.numpy) == value:
+        return short
+    return repr(value_f)
+
+
+def _format(value, dtype: DType) -> str:
+    if dtype.is_pred:
+        return "true" if value else "false"
+    if dtype.is_complex:
+        return f"({_format_float(value.real, dtype)}, {_format_float(value.imag, dtype)})"
+    if dtype.is_float:
+        return _format_float(value, dtype)
+    return str(int(value))
+
+
+def print_dense(array: np.ndarray) -> str:
+    """``dense<...>`` as MLIR prints it: a splat, nested lists, or a hex payload (> 100
+    elements)."""
+    dtype = DType.from_numpy(array.dtype)
+    if array.size and (array.size == 1 or _all_equal(array)):
+        return f"dense<{_format(array.reshape(-1)[0], dtype)}>"
+    if array.size > 100:
+        if dtype.is_pred:
+            payload = array.astype(np.uint8).tobytes()
+        else:
+            payload = array.astype(array.dtype.newbyteorder("<")).tobytes() \
+                if dtype.itemsize > 1 else array.tobytes()
+        return f'dense<"0x{payload.hex().upper()}">'
+
+    def nest(a) -> str:
+        if a.ndim == 0:
+            return _format(a[()], dtype)
+        return "[" + ", ".join(nest(x) for x in a) + "]"
+    return f"dense<{nest(array)}>"
+
+
+def _all_equal(array: np.ndarray) -> bool:
+    flat = array.reshape(-1)
+    if array.dtype.kind in "fc" or array.dtype.kind == "V":
+        bits = flat.view(np.dtype(f"u{array.dtype.itemsize}")) if array.dtype.kind != "c" \
+            else flat.view(np.uint8).reshape(flat.size, -1)
+        return bool(np.all(bits == bits[0]))
+    return bool(np.all(flat == flat[0]))
