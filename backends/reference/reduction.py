@@ -327,6 +327,36 @@ def _argsort_stable(keys: np.ndarray, axis: int, descending: bool) -> np.ndarray
     return np.flip(n - 1 - order, axis=axis)
 
 
+_PAIRWISE_LIMIT = 1 << 24  # elements of the (slices, n, n) comparison table
+
+
+def _sort_pairwise(ctx: Context, computation: Computation, arrays: list,
+                   axis: int) -> np.ndarray | None:
+    """Stable order from one vectorised call of the comparator on every pair of a slice.
+
+    For a strict weak order, element i lands at ``#{j: cmp(j, i)} + #{j < i: tie(i, j)}``;
+    a comparator that is no strict weak order gives colliding positions (returns None).
+    """
+    moved = [np.moveaxis(a, axis, -1) for a in arrays]
+    n = moved[0].shape[-1]
+    table = moved[0].shape + (n,)
+    args = []
+    for m in moved:
+        args.extend((np.broadcast_to(m[..., :, None], table), np.broadcast_to(m[..., None, :],
+                                                                              table)))
+    with np.errstate(all="ignore"):
+        less = np.broadcast_to(np.asarray(ctx.call(computation, args), dtype=bool), table)
+    before = np.swapaxes(less, -1, -2)  # [i, j]: j goes before i
+    earlier = np.tri(n, n, -1, dtype=bool)  # [i, j]: j < i
+    position = before.sum(axis=-1) + (~less & ~before & earlier).sum(axis=-1)
+    if not np.array_equal(np.sort(position, axis=-1),
+                          np.broadcast_to(np.arange(n), position.shape)):
+        return None
+    order = np.empty_like(position)
+    np.put_along_axis(order, position, np.broadcast_to(np.arange(n), position.shape), axis=-1)
+    return np.moveaxis(order, -1, axis)
+
+
 def _sort_general(ctx: Context, computation: Computation, arrays: list, axis: int) -> np.ndarray:
     moved = [np.moveaxis(a, axis, -1) for a in arrays]
     n = moved[0].shape[-1]
@@ -364,7 +394,11 @@ def sort_rule(inst: Instruction, operands: list, ctx: Context):
         descending, key = simple
         order = _argsort_stable(key(first), axis, descending)
     else:
-        order = _sort_general(ctx, computation, operands, axis)
+        order = None
+        if is_elementwise(computation) and first.size * first.shape[axis] <= _PAIRWISE_LIMIT:
+            order = _sort_pairwise(ctx, computation, operands, axis)
+        if order is None:
+            order = _sort_general(ctx, computation, operands, axis)
     return _pack(inst, [np.take_along_axis(o, order, axis=axis) for o in operands])
 
 

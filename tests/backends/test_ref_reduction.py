@@ -333,3 +333,23 @@ def test_window_taps_cover_every_position():
     np.testing.assert_array_equal(got, want)
     assert list(itertools.chain(got.shape)) == [w.output_size(n) for w, n in
                                                  zip(window.dims, x.shape)]
+
+
+def test_sort_pairwise_and_python_paths_agree():
+    from xla_spmd.backends.reference.evaluator import Context
+    from xla_spmd.backends.reference.reduction import _sort_general, _sort_pairwise
+
+    keys = RNG.integers(0, 4, (3, 11)).astype(np.float32)
+    values = RNG.integers(0, 3, (3, 11)).astype(np.int32)
+    body = lexicographic_comparator()
+    ctx = Context()
+    pairwise = _sort_pairwise(ctx, body, [keys, values], 1)
+    python = _sort_general(ctx, body, [keys, values], 1)
+    np.testing.assert_array_equal(pairwise, python)
+    keys[0, 3] = np.nan  # FLOAT `<` with NaN: incomparability is not transitive
+    assert _sort_pairwise(ctx, body, [keys, values], 1) is None
+    # `<=` is no strict weak order: positions collide and the pairwise path declines.
+    b = Builder("le")
+    x, y = b.parameter(ArrayShape(F32, ()), "x"), b.parameter(ArrayShape(F32, ()), "y")
+    le = b.build(b.compare(x, y, direction=ComparisonDirection.LE))
+    assert _sort_pairwise(ctx, le, [np.array([1, 1, 0], np.float32)], 0) is None

@@ -204,7 +204,7 @@ ENTRY main {
   cps = (f32[4]{0}, f32[4]{0}, u32[], u32[]) collective-permute-start(x), channel_id=9, source_target_pairs={{0,1}}
   cpd = f32[4]{0} collective-permute-done(cps)
   as = ((f32[4]{0}), f32[4]{0}, s32[]) async-start(x), calls=negate_branch
-  ad = f32[4]{0} async-done(as)
+  ad = f32[4]{0} async-done(as), calls=negate_branch
   cs = (f32[4]{0}, f32[4]{0}, u32[]) copy-start(x)
   cd = f32[4]{0} copy-done(cs)
   cc = (f32[4]{0}, s32[]) custom-call(x, i0), custom_call_target="my\"target", custom_call_has_side_effect=true, api_version=API_VERSION_TYPED_FFI, called_computations={add}, sharding={{replicated}, {maximal device=0}}, backend_config="cfg"
@@ -322,6 +322,15 @@ ENTRY e {
 }""")
     assert [i.name for i in module.entry.instructions] == ["x", "n"]
     assert module.entry.root.name == "n"
+
+
+def test_print_instruction_follows_the_computation_style(every_op):
+    main = every_op.entry
+    inst = main.instruction("ar")
+    assert print_instruction(inst, main) == (
+        "ar = f32[4]{0} all-reduce(x), channel_id=1, replica_groups={{0,1},{2,3}}, "
+        "use_global_device_ids=true, to_apply=add")
+    assert print_instruction(inst).startswith("%ar = f32[4]{0} all-reduce(%x), ")
 
 
 def test_builder_module_golden():
@@ -454,6 +463,13 @@ ERRORS = [
     (HEAD + "  ROOT y = f32[2,3]{1,0} negate(x), metadata={op_name=\"a}\n}", 4, 55,
      "unterminated string"),
     ("HloModul m\n", 1, 1, "expected 'HloModule'"),
+    (HEAD + "  x = f32[2,3]{1,0} negate(x)\n}", 4, 3, "instruction name x is used twice"),
+    (HEAD + "  ROOT y f32[2,3]{1,0} negate(x)\n}", 4, 10,
+     "expected '=' after instruction name y, found 'f32'"),
+    ("HloModule m\nc {\n  ROOT x = f32[] call(), to_apply=c\n}", 3, 35,
+     "computation c calls itself"),
+    (HEAD + "  ROOT y = f32[2,3]{1,0} all-reduce(x), replica_group={}, to_apply=c\n}", 4, 41,
+     "'all-reduce' has no attribute 'replica_group'; did you mean 'replica_groups'?"),
     (HEAD + "  ROOT y = f32[2,3]{2,0} negate(x)\n}", 4, 12, "not a permutation"),
 ]
 

@@ -70,7 +70,7 @@ def asarray(x, dtype=None) -> Value:
     """A concrete or traced array from `x` (lists, numpy arrays, scalars, values)."""
     if isinstance(x, Value):
         return x if dtype is None else astype(x, dtype)
-    if isinstance(x, (list, tuple)) and any(isinstance(v, Value) for v in x):
+    if isinstance(x, (list, tuple)) and builtins.any(isinstance(v, Value) for v in x):
         return stack([asarray(v) for v in x]).astype(dtype) if dtype else stack(x)
     if is_weak(x):
         value = Array(python_scalar_array(x), weak_type=True)
@@ -117,7 +117,7 @@ def broadcast_to(x, shape) -> Value:
     if dims == shape:
         return x
     offset = len(shape) - len(dims)
-    if offset < 0 or any(n not in (1, shape[offset + i]) for i, n in enumerate(dims)):
+    if offset < 0 or builtins.any(n not in (1, shape[offset + i]) for i, n in enumerate(dims)):
         raise XlaSpmdError(f"cannot broadcast shape {dims} to {shape}")
     keep = [i for i, n in enumerate(dims) if n == shape[offset + i]]
     if len(keep) != len(dims):
@@ -133,7 +133,7 @@ def _promote(*xs, dtype: DType | None = None) -> list[Value]:
 
 
 def _elementwise(opcode: str, *xs, dtype: DType | None = None) -> Value:
-    weak = all(is_weak(x) for x in xs)
+    weak = builtins.all(is_weak(x) for x in xs)
     args = _promote(*xs, dtype=dtype)
     return bind(opcode, *args, weak_type=weak)
 

@@ -196,7 +196,8 @@ for _base in ("all-reduce", "all-gather", "collective-permute"):
            needs_declared_shape=True)
 define("async-start", Family.ASYNC, _infer_async_done, operands=(0, None),
        attrs=(A("calls", K.COMPUTATION),), needs_declared_shape=True)
-define("async-done", Family.ASYNC, _infer_async_done, operands=1, needs_declared_shape=True)
+define("async-done", Family.ASYNC, _infer_async_done, operands=1, needs_declared_shape=True,
+       attrs=(A("calls", K.COMPUTATION, None),))  # XLA prints the wrapped computation here too
 define("copy-start", Family.ASYNC, _infer_async_done, operands=1, needs_declared_shape=True)
 define("copy-done", Family.ASYNC, _infer_async_done, operands=1, needs_declared_shape=True)
 

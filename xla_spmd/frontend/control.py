@@ -1,0 +1,226 @@
+"""Structured control flow: `while_loop`, `fori_loop`, `scan`, `cond`, `switch`.
+
+Each body or branch is traced into its own computation (a nested trace). Values it closes
+over become explicit operands, since HLO computations cannot capture: a loop appends them to
+its state tuple (passed through unchanged by the body), a branch to its operand tuple.
+`fori_loop` with static bounds (and `scan`) mark the `while` with its trip count
+(``backend_config={"known_trip_count":{"n":"N"}}``, as XLA does), which autodiff needs.
+
+>>> import numpy as np
+>>> float(fori_loop(0, 4, lambda i, x: x * 2.0, np.float32(1.0)))
+16.0
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+
+from xla_spmd.errors import XlaSpmdError
+from xla_spmd.frontend import lax
+from xla_spmd.frontend.pytree import tree_flatten, tree_unflatten
+from xla_spmd.frontend.tracing import (Value, aval_of, bind, fresh_name, repack,
+                                       trace_computation)
+from xla_spmd.ir import S32, TupleShape
+
+
+def _asvalue(x):
+    from xla_spmd.frontend.numpy_api import asarray
+    return asarray(x)
+
+
+def _match(value, aval, what: str):
+    """`value` converted to the loop-state type `aval` (weak scalars adopt it)."""
+    value = _asvalue(value)
+    if value.aval.same_type(aval):
+        return value
+    if isinstance(aval, TupleShape) or value.shape != aval.dims or not value.weak_type:
+        raise XlaSpmdError(f"{what}: expected {aval}, got {value.aval} (loop state and branch "
+                           "results must keep their shapes and types)")
+    return lax.convert(value, aval.dtype)
+
+
+def trip_count_extras(n: int) -> tuple:
+    return (("backend_config", json.dumps({"known_trip_count": {"n": str(n)}},
+                                          separators=(",", ":"))),)
+
+
+def known_trip_count(inst) -> int | None:
+    """The trip count recorded on a `while` instruction, or None."""
+    for key, value in inst.extras:
+        if key == "backend_config":
+            match = re.search(r'"known_trip_count"\s*:\s*\{\s*"n"\s*:\s*"(\d+)"', value)
+            if match:
+                return int(match.group(1))
+    return None
+
+
+def while_flat(cond_fn: Callable, body_fn: Callable, leaves: Sequence,
+               trip_count: int | None = None) -> list:
+    """The `while` of flat state `leaves`: ``cond_fn(*state) -> pred``,
+    ``body_fn(*state) -> list of new state``."""
+    leaves = [_asvalue(x) for x in leaves]
+    avals = [x.aval for x in leaves]
+    n = len(avals)
+
+    def body_checked(*state):
+        outs = list(body_fn(*state))
+        if len(outs) != n:
+            raise XlaSpmdError(f"loop body returned {len(outs)} values, expected {n}")
+        return [_match(o, a, f"loop body result {i}") for i, (o, a) in
+                enumerate(zip(outs, avals))]
+
+    cond_trace, cond_outs = trace_computation(lambda *s: [cond_fn(*s)], avals,
+                                              fresh_name("cond"))
+    body_trace, body_outs = trace_computation(body_checked, avals, fresh_name("body"))
+    cond_caps, body_caps = cond_trace.captures, body_trace.captures
+    shapes = avals + [aval_of(c) for c in cond_caps] + [aval_of(c) for c in body_caps]
+    first_body_cap = n + len(cond_caps)
+    cond = repack(cond_trace, cond_outs, list(range(first_body_cap)), shapes,
+                  tuple_root=False)
+    body = repack(body_trace, body_outs,
+                  list(range(n)) + list(range(first_body_cap, len(shapes))), shapes,
+                  extra_outputs=range(n, len(shapes)))
+    state = lax.make_tuple(*leaves, *cond_caps, *body_caps)
+    extras = trip_count_extras(trip_count) if trip_count is not None else ()
+    out = bind("while", state, condition=cond, body=body, extras=extras)
+    return [lax.get_tuple_element(out, i) for i in range(n)]
+
+
+def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
+    """``while cond_fun(val): val = body_fun(val)`` over a pytree `init_val`."""
+    leaves, tree = tree_flatten(init_val)
+
+    def body(*state):
+        out_leaves, out_tree = tree_flatten(body_fun(tree_unflatten(tree, state)))
+        if out_tree != tree:
+            raise XlaSpmdError(f"while_loop body returned structure {out_tree}, expected "
+                               f"{tree}")
+        return out_leaves
+
+    outs = while_flat(lambda *s: cond_fun(tree_unflatten(tree, s)), body, leaves)
+    return tree_unflatten(tree, outs)
+
+
+def fori_loop(lower, upper, body_fun: Callable, init_val):
+    """``for i in range(lower, upper): val = body_fun(i, val)``; static bounds give a known
+    trip count (differentiable)."""
+    static = isinstance(lower, int) and isinstance(upper, int)
+    leaves, tree = tree_flatten(init_val)
+    counter = lax.convert(_asvalue(lower), S32) if isinstance(lower, Value) else \
+        _asvalue(lax.constant(lower, S32))
+    stop = upper
+
+    def cond(i, *state):
+        from xla_spmd.frontend.numpy_api import less
+        return less(i, stop if not isinstance(stop, int) else lax.constant(stop, S32))
+
+    def body(i, *state):
+        out_leaves, out_tree = tree_flatten(body_fun(i, tree_unflatten(tree, state)))
+        if out_tree != tree:
+            raise XlaSpmdError(f"fori_loop body returned structure {out_tree}, expected "
+                               f"{tree}")
+        return [lax.add(i, lax.constant(1, S32)), *out_leaves]
+
+    outs = while_flat(cond, body, [counter, *leaves],
+                      trip_count=max(upper - lower, 0) if static else None)
+    return tree_unflatten(tree, outs[1:])
+
+
+def index_in_dim(x, i, axis: int = 0):
+    """``x[i]`` along `axis` for a traced index, dropping the dim."""
+    sliced = lax.dynamic_slice_in_dim(x, i, 1, axis)
+    return lax.reshape(sliced, [n for d, n in enumerate(x.shape) if d != axis])
+
+
+def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False):
+    """``carry, y = f(carry, x)`` over the leading axis of `xs`; returns (carry, stacked ys).
+
+    Lowered to a `fori_loop` that slices `xs` and writes `ys` with dynamic slices.
+    """
+    x_leaves, x_tree = tree_flatten(xs)
+    x_leaves = [_asvalue(x) for x in x_leaves]
+    if length is None:
+        if not x_leaves:
+            raise XlaSpmdError("scan needs xs or length")
+        length = x_leaves[0].shape[0]
+    carry_leaves, carry_tree = tree_flatten(init)
+    carry_leaves = [_asvalue(c) for c in carry_leaves]
+
+    def step(carry, i):
+        x = tree_unflatten(x_tree, [index_in_dim(xl, i) for xl in x_leaves])
+        return f(tree_unflatten(carry_tree, carry), x)
+
+    # Trace once to learn the shapes of y (the trace is discarded).
+    y_info = {}
+
+    def probe(i, *carry):
+        new_carry, y = step(list(carry), i)
+        y_leaves, y_info["tree"] = tree_flatten(y)
+        y_info["avals"] = [aval_of(_asvalue(v)) for v in y_leaves]
+        return []
+
+    trace_computation(probe, [aval_of(lax.constant(0, S32))] + [c.aval for c in carry_leaves],
+                      fresh_name("probe"))
+    y_avals, y_tree = y_info["avals"], y_info["tree"]
+    ys0 = [lax.full((length,) + a.dims, 0, a.dtype) for a in y_avals]
+
+    def body(j, state):
+        carry, ys = state
+        i = lax.sub(lax.constant(length - 1, S32), j) if reverse else j
+        new_carry, y = step(carry, i)
+        new_carry_leaves, new_tree = tree_flatten(new_carry)
+        if new_tree != carry_tree:
+            raise XlaSpmdError(f"scan carry changed structure: {carry_tree} -> {new_tree}")
+        y_leaves = tree_flatten(y)[0]
+        ys = [lax.dynamic_update_slice_in_dim(buf, lax.reshape(_asvalue(v), (1,) + a.dims),
+                                              i, 0)
+              for buf, v, a in zip(ys, y_leaves, y_avals)]
+        return [_match(c, a.aval, "scan carry") for c, a in
+                zip(new_carry_leaves, carry_leaves)], ys
+
+    carry, ys = fori_loop(0, length, body, (carry_leaves, ys0))
+    return tree_unflatten(carry_tree, carry), tree_unflatten(y_tree, ys)
+
+
+def switch_flat(index, branch_fns: Sequence[Callable], leaves: Sequence) -> list:
+    """A `conditional` running ``branch_fns[index](*leaves)`` (each returns a flat list)."""
+    leaves = [_asvalue(x) for x in leaves]
+    avals = [x.aval for x in leaves]
+    traced = [trace_computation(lambda *a, fn=fn: list(fn(*a)), avals, fresh_name("branch"))
+              for fn in branch_fns]
+    out_avals = [o.shape for o in traced[0][1]]
+    for j, (_, outs) in enumerate(traced):
+        if [o.shape for o in outs] != out_avals:
+            raise XlaSpmdError(f"branch {j} returns ({', '.join(str(o.shape) for o in outs)}), "
+                               f"branch 0 returns ({', '.join(map(str, out_avals))})")
+    computations, operands = [], []
+    for trace, outs in traced:
+        shapes = avals + [aval_of(c) for c in trace.captures]
+        computations.append(repack(trace, outs, list(range(len(shapes))), shapes))
+        operands.append(lax.make_tuple(*leaves, *trace.captures))
+    index = lax.convert(_asvalue(index), S32)
+    out = bind("conditional", index, *operands, branch_computations=tuple(computations))
+    return [lax.get_tuple_element(out, i) for i in range(len(out_avals))]
+
+
+def switch(index, branches: Sequence[Callable], *operands):
+    """``branches[index](*operands)`` (an index out of range runs the last branch)."""
+    leaves, tree = tree_flatten(operands)
+    out_tree = {}
+
+    def flat(fn):
+        def run(*xs):
+            out_leaves, out_tree["tree"] = tree_flatten(fn(*tree_unflatten(tree, xs)))
+            return out_leaves
+        return run
+
+    outs = switch_flat(index, [flat(b) for b in branches], leaves)
+    return tree_unflatten(out_tree["tree"], outs)
+
+
+def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
+    """``true_fun(*operands) if pred else false_fun(*operands)``, both traced."""
+    from xla_spmd.frontend.numpy_api import astype
+    return switch(astype(pred, S32.numpy), [false_fun, true_fun], *operands)

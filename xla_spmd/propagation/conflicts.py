@@ -1,0 +1,180 @@
+"""Conflict policies: how one op's factor shardings are merged (basic and aggressive).
+
+A policy is a function ``policy(views, factors, sizes, axis_sizes) -> updates``. `views`
+are the op's tensors (operands then results) projected onto factors; an update is
+``(tensor, factor, new_axes, source_tensor)``. Both policies only ever *extend* a tensor's
+factor sharding (its current axes stay a prefix), never touch a closed or overflowing factor
+sharding, an explicitly replicated, unreduced or manual axis, or an axis another factor of
+the same tensor already uses; a non-minor-most factor only takes axes whose product divides
+its size (or the divisible major part of an axis, as a sub-axis).
+
+basic (Shardy's BasicFactorPropagation): per factor, the longest major axes every tensor is
+compatible with (each tensor's axes a prefix), truncated wherever any tensor could not take
+the next axis; all tensors get the same axes.
+
+aggressive (Shardy's AggressiveFactorPropagation): per factor, the axes of its *source*, the
+largest tensor sharded along it; each tensor takes what it can by itself. Factors whose source
+is larger go first and win axes both want. Why larger first: a tensor that keeps its sharding
+moves no bytes, so on a conflict we keep the larger tensor in place and let the smaller
+one be resharded -- the choice that moves fewer bytes.
+
+Worked example, dot ``A[{"a"}, {}] x B[{}, {"a"}] -> C``: basic gives C nothing ("a" is
+used by factor i in A and factor j in B); aggressive gives C ``[{"a"}, {}]`` if A is larger.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from xla_spmd.propagation.projection import AxisSizes, FactorSharding
+
+
+@dataclass(slots=True)
+class TensorView:
+    """One tensor of an op, projected: factor -> sharding, plus what limits it."""
+
+    factors: dict[int, FactorSharding]
+    excluded: tuple = ()          # replicated, unreduced and manual axes
+    can_update: bool = True       # the propagation direction allows changing it
+    is_source: bool = True        # False for split constants: they follow, never lead
+    size: int = 0                 # bytes, for aggressive's source choice
+    updated: set = field(default_factory=set)
+
+
+Update = tuple[int, int, tuple, int]   # (tensor, factor, new axes, source tensor)
+
+
+def _overlaps(axis, axes) -> bool:
+    return any(axis.overlaps(other) for other in axes)
+
+
+def _used_elsewhere(view: TensorView, factor: int) -> list:
+    used = []
+    for f, fs in view.factors.items():
+        if f != factor:
+            used.extend(fs.axes)
+            used.extend(fs.overflow)
+    return used
+
+
+def truncate_for(view: TensorView, factor: int, candidate: tuple, factor_size: int,
+                 axis_sizes: AxisSizes) -> tuple:
+    """The longest prefix of `candidate` this tensor can hold for `factor`."""
+    fs = view.factors[factor]
+    have = len(fs.axes)
+    if len(candidate) <= have:
+        return candidate
+    if fs.is_closed or fs.overflow:
+        return candidate[:have]
+    used = _used_elsewhere(view, factor)
+    result = list(candidate[:have])
+    product = axis_sizes.product(result)
+    for axis in candidate[have:]:
+        if _overlaps(axis, view.excluded) or _overlaps(axis, used):
+            break
+        size = axis_sizes(axis)
+        if not fs.is_minor_most and factor_size % (product * size):
+            left = factor_size // product if factor_size % product == 0 else 1
+            g = math.gcd(left, size)
+            if g > 1:
+                result.append(axis_sizes.split(axis, g)[0])
+            break
+        result.append(axis)
+        product *= size
+    return tuple(result)
+
+
+def compatible_major_axes(axis_lists, axis_sizes: AxisSizes) -> tuple:
+    """The longest axes every list is a prefix of (or shares a prefix with, cut there)."""
+    result: list | None = None
+    cap = None
+    for axes in axis_lists:
+        if result is None:
+            result = list(axes)
+            continue
+        n = min(len(result), len(axes))
+        for i in range(n):
+            if result[i] == axes[i]:
+                continue
+            if axis_sizes.is_prefix(result[i], axes[i]):
+                result = result[:i + 1]
+            elif axis_sizes.is_prefix(axes[i], result[i]):
+                result = result[:i] + [axes[i]]
+            else:
+                result = result[:i]
+            cap = len(result)
+            break
+        else:
+            if len(axes) > len(result) and (cap is None or len(result) < cap):
+                result = list(axes[:cap] if cap is not None else axes)
+    return tuple(result or ())
+
+
+def _is_prefix(have: tuple, candidate: tuple) -> bool:
+    return len(have) < len(candidate) and candidate[:len(have)] == have
+
+
+def basic(views: list[TensorView], factors, sizes, axis_sizes: AxisSizes) -> list[Update]:
+    """Shardy's basic strategy: only conflict-free axes compatible with every tensor."""
+    updates: list[Update] = []
+    for f in factors:
+        members = [t for t, v in enumerate(views) if f in v.factors]
+        if len(members) < 2:
+            continue
+        sources = [t for t in members if views[t].is_source and views[t].factors[f].axes]
+        if not sources:
+            continue
+        candidate = compatible_major_axes(
+            [views[t].factors[f].axes for t in members if views[t].is_source], axis_sizes)
+        for t in members:
+            if views[t].is_source and candidate:
+                candidate = truncate_for(views[t], f, candidate, sizes[f], axis_sizes)
+        if not candidate:
+            continue
+        source = next((t for t in sources if views[t].factors[f].axes[:len(candidate)]
+                       == candidate[:len(views[t].factors[f].axes)]), sources[0])
+        for t in members:
+            view = views[t]
+            if not view.can_update or not _is_prefix(view.factors[f].axes, candidate):
+                continue
+            new = candidate if view.is_source else truncate_for(view, f, candidate, sizes[f],
+                                                                axis_sizes)
+            if len(new) > len(view.factors[f].axes) and not any(
+                    _overlaps(a, _used_elsewhere(view, f)) for a in new):
+                view.factors[f].axes = new
+                updates.append((t, f, new, source))
+    return updates
+
+
+def aggressive(views: list[TensorView], factors, sizes, axis_sizes: AxisSizes) -> list[Update]:
+    """Shardy's aggressive strategy: each factor from its largest source; larger first."""
+    order = []
+    for f in factors:
+        best = None
+        for t, view in enumerate(views):
+            fs = view.factors.get(f)
+            if fs is None or not fs.axes or not view.is_source:
+                continue
+            if best is None or view.size > views[best].size:
+                best = t
+        if best is not None:
+            order.append((-views[best].size, best, f))
+    order.sort()
+    updates: list[Update] = []
+    for _, source, f in order:
+        candidate = views[source].factors[f].axes
+        for t, view in enumerate(views):
+            fs = view.factors.get(f)
+            if fs is None or t == source or not view.can_update:
+                continue
+            if not _is_prefix(fs.axes, candidate):
+                continue
+            new = truncate_for(view, f, candidate, sizes[f], axis_sizes)
+            if len(new) > len(fs.axes):
+                fs.axes = new
+                updates.append((t, f, new, source))
+    return updates
+
+
+POLICIES = {"basic": basic, "aggressive": aggressive}

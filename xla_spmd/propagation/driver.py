@@ -1,0 +1,275 @@
+"""The propagation driver: worklists to a fixed point under user and op priorities.
+
+Invariants: a value's dim sharding only grows (axes are appended to open dims, never removed
+or reordered), so closed user shardings and sharding constraints are never overwritten and
+the loop terminates; a node is revisited only when one of its values changed (worklist), so
+the time is linear in the number of ops times the (small) number of priority rounds.
+
+Strategies, outermost first (Shardy's hierarchy): user priorities (round p propagates dims of
+priority <= p; dims of later priorities are closed and their axes unavailable until their
+round) > op priorities (five cumulative levels: pass-through ops with single-use operands,
+all pass-through ops, every op along pass-through factors with broadcast only backward, every
+op but broadcast forward, everything) > the conflict policy (basic or aggressive). Each level
+and round is a plain object; the policy a plain function.
+
+Worked example: ``y = tanh(x); z = dot(y, w)`` with x ``[{"data"}, {}]`` and w
+``[{}, {"model"}]``: level 1 gives y ``[{"data", ?}, {?}]`` through tanh; the dot (level 3)
+gives z ``[{"data", ?}, {"model", ?}]``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from xla_spmd.errors import ShardingError
+from xla_spmd.ir import OPS, Family
+from xla_spmd.mesh import AxisRef, Mesh
+from xla_spmd.propagation.conflicts import POLICIES, TensorView
+from xla_spmd.propagation.factors import FactorType
+from xla_spmd.propagation.graph import Graph, Node
+from xla_spmd.propagation.projection import AxisSizes, project_dim, unproject_dim
+from xla_spmd.sharding import DimSharding, TensorSharding
+
+# ------------------------------------------------------------------ op-priority levels
+PASS_THROUGH_OPS = frozenset(
+    [n for n, op in OPS.items() if op.family in (Family.UNARY, Family.BINARY)]
+    + ["select", "clamp", "convert", "reshape", "bitcast", "transpose", "copy",
+       "custom-call"])   # custom calls with a rule are pointwise markers and constraints
+FORWARD_PASS_THROUGH_OPS = frozenset({"dynamic-slice", "dynamic-update-slice"})
+BOTH, FORWARD, BACKWARD, NONE = (True, True), (True, False), (False, True), (False, False)
+ALL_TYPES = frozenset({FactorType.PASS_THROUGH, FactorType.REDUCTION, FactorType.PERMUTATION})
+PASS_TYPES = frozenset({FactorType.PASS_THROUGH})
+
+
+def _is_pass_through(node: Node) -> bool:
+    return node.kind == "edge" or node.inst.op.name in PASS_THROUGH_OPS
+
+
+@dataclass(frozen=True)
+class Level:
+    """One op-priority step: which way each node may propagate, along which factor types.
+    A direction is (forward: results may change, backward: operands may change)."""
+
+    name: str
+    direction: object
+    factor_types: frozenset = ALL_TYPES
+
+
+def _pass_through_direction(single_use_only: bool):
+    def direction(node: Node):
+        if single_use_only and not node.single_use:
+            return NONE
+        if _is_pass_through(node):
+            return BOTH
+        if node.inst.op.name in FORWARD_PASS_THROUGH_OPS:
+            return FORWARD
+        return NONE
+    return direction
+
+
+def _broadcast_backward(node: Node):
+    return BACKWARD if node.inst is not None and node.inst.op.name == "broadcast" else BOTH
+
+
+OP_PRIORITY_LEVELS = (
+    Level("pass-through ops, single use", _pass_through_direction(True)),
+    Level("pass-through ops", _pass_through_direction(False)),
+    Level("pass-through factors, broadcast backward", _broadcast_backward, PASS_TYPES),
+    Level("any op except broadcast forward", _broadcast_backward),
+    Level("any op", lambda node: BOTH),
+)
+SINGLE_LEVEL = (Level("any op", lambda node: BOTH),)
+
+
+# ------------------------------------------------------------------ per-value state
+@dataclass(slots=True)
+class ValueState:
+    """A value's sharding while propagating (mutable; turned into TensorSharding at the end)."""
+
+    axes: list            # per dim: tuple of AxisRef
+    closed: list          # per dim: bool
+    priority: list        # per dim: int | None
+    replicated: tuple = ()
+    unreduced: tuple = ()
+    excluded: tuple = ()  # replicated + unreduced + manual + axes held back for later rounds
+    user: bool = False
+    foreign: bool = False  # on another mesh: nodes touching it are skipped
+    mesh_name: str | None = "mesh"
+
+    def is_empty(self) -> bool:
+        return not any(self.axes)
+
+
+@dataclass
+class Origin:
+    """Where an axis of a value came from: the value it flowed from, through which node."""
+
+    source: int
+    node: int | None   # None: through a sharding group
+
+
+@dataclass
+class Propagator:
+    graph: Graph
+    mesh: Mesh
+    policy: object
+    states: list[ValueState]
+    groups: dict[int, list[int]] = field(default_factory=dict)
+    origins: dict[tuple[int, str], Origin] = field(default_factory=dict)
+    visits: int = 0
+
+    def __post_init__(self):
+        self.axis_sizes = AxisSizes(self.mesh)
+        self.sizes = [v.shape.byte_size for v in self.graph.values]
+
+    # ---------------------------------------------------------------- the loop
+    def run_level(self, level: Level) -> None:
+        nodes = self.graph.nodes
+        queue = deque(range(len(nodes)))
+        queued = [True] * len(nodes)
+        while queue:
+            index = queue.popleft()
+            queued[index] = False
+            node = nodes[index]
+            direction = level.direction(node)
+            if direction == NONE:
+                continue
+            changed = self.visit(index, node, direction, level.factor_types)
+            for value in changed:
+                for other in self.graph.value_nodes[value]:
+                    if not queued[other]:
+                        queued[other] = True
+                        queue.append(other)
+
+    def visit(self, index: int, node: Node, direction, factor_types) -> list[int]:
+        """Propagate through one node; return the values that changed."""
+        states = self.states
+        tensors = node.tensors
+        if all(states[v].is_empty() for v in tensors):
+            return []
+        if any(states[v].foreign for v in tensors):
+            return []
+        self.visits += 1
+        rule = node.rule
+        sizes = rule.factor_sizes
+        n_operands = len(node.operands)
+        views = []
+        for position, value in enumerate(tensors):
+            state = states[value]
+            factors = {}
+            for d, factor_list in enumerate(rule.tensors[position]):
+                if factor_list:
+                    project_dim(state.axes[d], factor_list, sizes, state.closed[d],
+                                self.axis_sizes, factors)
+            can_update = direction[1] if position < n_operands else direction[0]
+            views.append(TensorView(factors, state.excluded, can_update,
+                                    not self.graph.values[value].is_sink, self.sizes[value]))
+        eligible = [f for f, kind in enumerate(rule.types)
+                    if kind in factor_types and f not in rule.blocked]
+        updates = self.policy(views, eligible, sizes, self.axis_sizes)
+        changed: list[int] = []
+        done: set[int] = set()
+        for position, factor, _, source in updates:
+            value = tensors[position]
+            for axis in views[position].factors[factor].axes:
+                key = (value, axis.name)
+                if key not in self.origins:
+                    self.origins[key] = Origin(tensors[source], index)
+            if position in done:
+                continue
+            done.add(position)
+            if value in changed:
+                continue
+            mapping = rule.tensors[position]
+            state = states[value]
+            new = [unproject_dim(mapping[d], views[position].factors, sizes, self.axis_sizes)
+                   if mapping[d] else state.axes[d] for d in range(len(mapping))]
+            if self.set_axes(value, new):
+                changed.append(value)
+        if changed and len(set(tensors)) != len(tensors):
+            changed.append(-1)  # placeholder removed below; a repeated value: revisit
+        changed = [v for v in changed if v >= 0]
+        for value in list(changed):
+            changed.extend(self.apply_group(value))
+        return changed
+
+    def set_axes(self, value: int, new_axes: list) -> bool:
+        state = self.states[value]
+        merged = []
+        for d, (old, new) in enumerate(zip(state.axes, new_axes)):
+            if state.closed[d] or len(new) <= len(old) or new[:len(old)] != old:
+                merged.append(old)
+            else:
+                merged.append(new)
+        if merged == state.axes or not _valid(merged, state.excluded):
+            return False
+        state.axes = merged
+        return True
+
+    def apply_group(self, value: int) -> list[int]:
+        """Copy `value`'s sharding to the other members of its sharding group."""
+        members = self.groups.get(value)
+        if not members:
+            return []
+        changed = []
+        source = self.states[value]
+        for member in members:
+            if member == value or len(self.states[member].axes) != len(source.axes):
+                continue
+            if self.set_axes(member, list(source.axes)):
+                for axes in source.axes:
+                    for axis in axes:
+                        self.origins.setdefault((member, axis.name), Origin(value, None))
+                changed.append(member)
+        return changed
+
+
+def _valid(dims, excluded) -> bool:
+    seen: list[AxisRef] = list(excluded)
+    for axes in dims:
+        for axis in axes:
+            if any(axis.overlaps(other) for other in seen):
+                return False
+            seen.append(axis)
+    return True
+
+
+# ------------------------------------------------------------------ states from shardings
+def state_from_sharding(sharding: TensorSharding | None, rank: int, mesh: Mesh,
+                        manual_axes=()) -> ValueState:
+    manual = tuple(AxisRef(a) for a in manual_axes)
+    if sharding is None:
+        return ValueState([()] * rank, [False] * rank, [None] * rank, excluded=manual)
+    if sharding.mesh != mesh:
+        if sharding.mesh.axis_names == mesh.axis_names:
+            pass
+        else:
+            state = ValueState([d.axes for d in sharding.dims],
+                               [True] * rank, [None] * rank, foreign=True)
+            state.user = True
+            return state
+    if sharding.rank != rank:
+        raise ShardingError(f"sharding {sharding} has {sharding.rank} dims for a rank-{rank} "
+                            f"value")
+    return ValueState([d.axes for d in sharding.dims], [d.is_closed for d in sharding.dims],
+                      [d.priority for d in sharding.dims], sharding.replicated,
+                      sharding.unreduced,
+                      tuple(sharding.replicated) + tuple(sharding.unreduced) + manual,
+                      user=True, mesh_name=sharding.mesh_name)
+
+
+def state_to_sharding(state: ValueState, mesh: Mesh) -> TensorSharding:
+    dims = [DimSharding(axes, closed, priority if (axes or not closed) else None)
+            for axes, closed, priority in zip(state.axes, state.closed, state.priority)]
+    return TensorSharding(mesh, dims, state.replicated, state.unreduced, state.mesh_name)
+
+
+def get_policy(name_or_fn):
+    if callable(name_or_fn):
+        return name_or_fn
+    try:
+        return POLICIES[name_or_fn]
+    except KeyError:
+        raise ShardingError(f"unknown conflict policy {name_or_fn!r}; expected one of "
+                            f"{sorted(POLICIES)}") from None

@@ -1,0 +1,203 @@
+"""The propagation graph: array values and the nodes (ops and data-flow edges) between them.
+
+Every array leaf of every instruction is a *value*; tuple and get-tuple-element alias the
+values of their elements, so tuples need no rule. Called computations are instantiated per
+call site (Shardy flattens the call graph the same way): a `call` aliases its operands to the
+callee's parameters and its results to the callee's root; a `while` aliases its result, body
+parameter and condition parameter (Shardy's edge targets) and links them by a data-flow edge
+to its sources, the operand and the body root; a `conditional` aliases each branch parameter
+to its operand and links the branch roots to its result by an edge. Reducer computations
+(reduce, sort, scatter, ...) are scalar and stay unsharded.
+
+A node is an op with a factor rule, or an edge with the identity rule. `value_nodes` lists
+the nodes touching each value, so the driver revisits only the neighbours of a change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xla_spmd.ir import ArrayShape, Computation, Instruction, TupleShape
+from xla_spmd.propagation.factors import OpShardingRule, RuleBuilder
+from xla_spmd.propagation.registry import sharding_rule
+
+CONTROL = frozenset({"call", "fusion", "while", "conditional"})
+ALIAS = frozenset({"tuple", "get-tuple-element", "opt-barrier"})
+SINK_OPS = frozenset({"constant", "iota"})
+FOLLOW_OPS = frozenset({"broadcast", "reshape", "convert", "transpose", "copy", "bitcast"})
+
+
+@dataclass(slots=True)
+class Value:
+    """An array value: where it comes from and its shape."""
+
+    inst: Instruction
+    leaf: int
+    shape: ArrayShape
+    instance: int
+    manual_axes: tuple[str, ...] = ()
+    is_sink: bool = False
+
+
+@dataclass(slots=True)
+class Node:
+    """An op with a rule, or an identity data-flow edge; operands then results."""
+
+    inst: Instruction | None
+    rule: OpShardingRule
+    operands: tuple[int, ...]
+    results: tuple[int, ...]
+    kind: str = "op"            # "op" or "edge"
+    label: str = ""
+    single_use: bool = True
+
+    @property
+    def tensors(self) -> tuple[int, ...]:
+        return self.operands + self.results
+
+
+@dataclass
+class Graph:
+    values: list[Value] = field(default_factory=list)
+    nodes: list[Node] = field(default_factory=list)
+    value_nodes: list[list[int]] = field(default_factory=list)
+    # (instance, instruction) -> value ids of its leaves
+    inst_values: dict[tuple[int, Instruction], tuple[int, ...]] = field(default_factory=dict)
+    instances: list[Computation] = field(default_factory=list)
+    use_counts: list[int] = field(default_factory=list)
+
+    def new_value(self, inst, leaf, shape, instance, manual_axes=()) -> int:
+        self.values.append(Value(inst, leaf, shape, instance, manual_axes))
+        self.value_nodes.append([])
+        self.use_counts.append(0)
+        return len(self.values) - 1
+
+    def add_node(self, node: Node) -> None:
+        index = len(self.nodes)
+        self.nodes.append(node)
+        for v in set(node.tensors):
+            self.value_nodes[v].append(index)
+        for v in node.operands:
+            self.use_counts[v] += 1
+
+
+def identity_rule(shape: ArrayShape, count_in: int, count_out: int) -> OpShardingRule:
+    b = RuleBuilder([shape.dims] * count_in, [shape.dims] * count_out)
+    b.pointwise(shape.dims)
+    return b.build()
+
+
+def _leaf_offsets(shape: TupleShape) -> list[int]:
+    offsets, total = [], 0
+    for element in shape.elements:
+        offsets.append(total)
+        total += len(element.leaves())
+    return offsets
+
+
+def build_graph(entry: Computation, manual_axes_of=None) -> Graph:
+    """The graph of `entry` and every computation it reaches through control flow.
+
+    `manual_axes_of(inst)` gives the manual axes a call's body runs under (shard_map).
+    """
+    graph = Graph()
+    _instantiate(graph, entry, None, (), manual_axes_of)
+    for node in graph.nodes:
+        node.single_use = all(graph.use_counts[v] <= 1 for v in node.operands)
+    return graph
+
+
+def _instantiate(graph: Graph, computation: Computation, params, manual, manual_axes_of) -> int:
+    instance = len(graph.instances)
+    graph.instances.append(computation)
+    values = graph.inst_values
+    for inst in computation.instructions:
+        name = inst.op.name
+        if name == "parameter":
+            if params is not None:
+                values[instance, inst] = params[inst.attrs.parameter_number]
+            else:
+                values[instance, inst] = tuple(
+                    graph.new_value(inst, k, leaf, instance, manual)
+                    for k, leaf in enumerate(inst.shape.leaves()))
+            continue
+        operand_values = [values[instance, o] for o in inst.operands]
+        if name in ALIAS:
+            if name == "get-tuple-element":
+                tuple_shape = inst.operands[0].shape
+                start = _leaf_offsets(tuple_shape)[inst.attrs.index]
+                count = len(inst.shape.leaves())
+                values[instance, inst] = operand_values[0][start:start + count]
+            else:
+                values[instance, inst] = tuple(v for vs in operand_values for v in vs)
+            continue
+        if name in CONTROL:
+            values[instance, inst] = _control(graph, inst, operand_values, instance, manual,
+                                              manual_axes_of)
+            continue
+        results = tuple(graph.new_value(inst, k, leaf, instance, manual)
+                        for k, leaf in enumerate(inst.shape.leaves()))
+        values[instance, inst] = results
+        for k, v in enumerate(results):
+            graph.values[v].is_sink = _is_sink(inst, graph, operand_values)
+        rule = sharding_rule(inst)
+        if rule is None:
+            continue
+        flat = tuple(v for vs in operand_values for v in vs)
+        if len(flat) != len(rule.operands):
+            continue
+        graph.add_node(Node(inst, rule, flat, results, "op", inst.name))
+    return instance
+
+
+def _is_sink(inst, graph, operand_values) -> bool:
+    """Constants and what is computed from them alone follow their users, never lead
+    (Shardy splits them per use so uses do not force one sharding on each other)."""
+    name = inst.op.name
+    if name in SINK_OPS:
+        return True
+    if name == "broadcast" and inst.operands[0].shape.rank == 0:
+        return True
+    return name in FOLLOW_OPS and all(graph.values[v].is_sink for vs in operand_values
+                                      for v in vs)
+
+
+def _control(graph, inst, operand_values, instance, manual, manual_axes_of):
+    name = inst.op.name
+    values = graph.inst_values
+    flat = [v for vs in operand_values for v in vs]
+    if name in ("call", "fusion"):
+        callee = inst.attrs.to_apply if name == "call" else inst.attrs.calls
+        inner_manual = manual
+        if manual_axes_of is not None:
+            inner_manual = tuple(manual) + tuple(manual_axes_of(inst))
+        child = _instantiate(graph, callee, list(operand_values), inner_manual, manual_axes_of)
+        return values[child, callee.root]
+    if name == "while":
+        results = tuple(graph.new_value(inst, k, leaf, instance, manual)
+                        for k, leaf in enumerate(inst.shape.leaves()))
+        # body parameter, condition parameter and result alias (the edge targets)
+        cond = _instantiate(graph, inst.attrs.condition, [results], manual, manual_axes_of)
+        body = _instantiate(graph, inst.attrs.body, [results], manual, manual_axes_of)
+        del cond
+        root = values[body, inst.attrs.body.root]
+        for k, v in enumerate(results):
+            shape = graph.values[v].shape
+            graph.add_node(Node(None, identity_rule(shape, 2, 1), (flat[k], root[k]), (v,),
+                                "edge", f"{inst.name} (while, state {k})"))
+        return results
+    # conditional
+    branches = inst.attrs.branch_computations or (inst.attrs.true_computation,
+                                                  inst.attrs.false_computation)
+    roots = []
+    for b, branch in enumerate(branches):
+        child = _instantiate(graph, branch, [operand_values[b + 1]], manual, manual_axes_of)
+        roots.append(values[child, branch.root])
+    results = tuple(graph.new_value(inst, k, leaf, instance, manual)
+                    for k, leaf in enumerate(inst.shape.leaves()))
+    for k, v in enumerate(results):
+        shape = graph.values[v].shape
+        graph.add_node(Node(None, identity_rule(shape, len(roots), 1),
+                            tuple(r[k] for r in roots), (v,), "edge",
+                            f"{inst.name} (conditional, result {k})"))
+    return results

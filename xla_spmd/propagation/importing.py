@@ -1,0 +1,199 @@
+"""Turn a parsed module's shardings into `TensorSharding`s on its instructions.
+
+HLO printed by current JAX carries Shardy's shardings as frontend attributes: the meshes on
+the module (``xla.sdy.meshes={mesh = #sdy.mesh<["model"=8]>}``), one sharding per
+instruction (``xla.sdy.sharding="#sdy.sharding<@mesh, [{}, {\\"model\\"}]>"``, or a
+``#sdy.sharding_per_value`` on ops), result shardings on ``xla.sdy.FuncResultSharding`` custom
+calls, and shard_map boundaries as ``xla.sdy.GlobalToLocalShape``/``LocalToGlobalShape`` custom
+calls with ``xla.sdy.in_shardings``/``out_shardings``/``manual_axes``. Those are preferred;
+without them GSPMD ``HloSharding``s are converted (gspmd.py), all over one mesh: the finest
+one any of them needs.
+
+After import, an array instruction's sharding is a `TensorSharding`, a tuple-shaped one's a
+tuple of them (one per leaf, None where unknown).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from xla_spmd.errors import ShardingError
+from xla_spmd.ir import Module, map_computations, rewrite
+from xla_spmd.ir.hlo_sharding import HloSharding
+from xla_spmd.mesh import Mesh, parse_mesh
+from xla_spmd.sharding import (
+    TensorSharding,
+    hlo_to_axes,
+    hlo_tuple_to_axes,
+    parse_sharding,
+    parse_sharding_per_value,
+)
+
+_MESH_ENTRY = re.compile(r'(@?[\w.$-]+)\s*=\s*#sdy\.mesh(<.*?>)(?=\s*[,}]|$)')
+MANUAL_BOUNDARY_IN = "xla.sdy.GlobalToLocalShape"
+MANUAL_BOUNDARY_OUT = "xla.sdy.LocalToGlobalShape"
+
+
+@dataclass
+class Imported:
+    """The module with TensorShardings, the meshes, and shard_map manual axes by name."""
+
+    module: Module
+    meshes: dict[str, Mesh] = field(default_factory=dict)
+    manual_axes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def _unescape(text: str) -> str:
+    return text.replace('\\"', '"')
+
+
+def module_meshes(module: Module) -> dict[str, Mesh]:
+    """The meshes in the module's ``xla.sdy.meshes`` frontend attribute (name -> Mesh)."""
+    meshes: dict[str, Mesh] = {}
+    for key, value in module.header:
+        text = _unescape(f"{key}={value}")
+        start = text.find("xla.sdy.meshes")
+        if start < 0:
+            continue
+        for name, body in _MESH_ENTRY.findall(text[start:]):
+            meshes[name.lstrip("@").strip('"')] = parse_mesh(body)
+    return meshes
+
+
+def has_foreign_shardings(module: Module) -> bool:
+    """Whether some instruction still holds an HloSharding or an sdy frontend attribute."""
+    for c in module.computations:
+        for inst in c.instructions:
+            if isinstance(inst.sharding, HloSharding):
+                return True
+            if inst.frontend_attribute("xla.sdy.sharding") is not None:
+                if not isinstance(inst.sharding, (TensorSharding, tuple)):
+                    return True
+    return False
+
+
+def import_shardings(module: Module, mesh: Mesh | None = None) -> Imported:
+    """Convert every sharding of `module` to axis-based form (see the module docstring)."""
+    meshes = module_meshes(module)
+    if mesh is not None and not meshes:
+        meshes = {"mesh": mesh}
+    gspmd_mesh = mesh or (next(iter(meshes.values())) if meshes else _finest_mesh(module))
+    manual: dict[str, tuple[str, ...]] = {}
+
+    def convert(inst, operands):
+        sharding = _sdy_sharding(inst, meshes, manual)
+        if sharding is None and isinstance(inst.sharding, HloSharding):
+            sharding = _from_hlo(inst, gspmd_mesh)
+        if sharding is None and isinstance(inst.sharding, (TensorSharding, tuple)):
+            sharding = inst.sharding
+        if sharding is inst.sharding and operands == inst.operands:
+            return None
+        return inst.replace(operands=operands, sharding=sharding)
+
+    def rebuild(computation, replaced):
+        def fn(inst, operands):
+            inst = _rebind(inst, replaced)
+            return convert(inst, operands) or (
+                inst if operands == inst.operands else inst.replace(operands=operands))
+        return rewrite(computation, fn)
+
+    new = map_computations(module, rebuild)
+    return Imported(new, meshes, manual)
+
+
+def _rebind(inst, replaced):
+    """Point called-computation attributes at the rebuilt callees."""
+    called = inst.called_computations()
+    if not called:
+        return inst
+    values = {}
+    for spec in inst.op.attrs:
+        value = getattr(inst.attrs, spec.name)
+        if spec.kind.value == "computation" and value is not None:
+            values[spec.name] = replaced.get(value.name, value)
+        elif spec.kind.value == "computations" and value is not None:
+            values[spec.name] = tuple(replaced.get(c.name, c) for c in value)
+    if not values:
+        return inst
+    attrs = inst.op.make_attrs(**{**{s.name: getattr(inst.attrs, s.name) for s in inst.op.attrs},
+                                  **values})
+    return inst.replace(attrs=attrs)
+
+
+def _sdy_sharding(inst, meshes, manual):
+    leaves = inst.shape.leaves()
+    target = getattr(inst.attrs, "custom_call_target", None)
+    if target in (MANUAL_BOUNDARY_IN, MANUAL_BOUNDARY_OUT):
+        key = "xla.sdy.in_shardings" if target == MANUAL_BOUNDARY_IN else "xla.sdy.out_shardings"
+        text = inst.frontend_attribute(key)
+        axes_text = inst.frontend_attribute("xla.sdy.manual_axes") or ""
+        axes = tuple(re.findall(r'"([^"]+)"', _unescape(axes_text)))
+        manual[inst.name] = axes
+        if text is None or not meshes:
+            return None
+        shardings = parse_sharding_per_value(_unescape(text), meshes)
+        if target == MANUAL_BOUNDARY_IN:   # results are local: drop the manual axes
+            shardings = tuple(_drop_axes(s, axes) for s in shardings)
+        return _pack(shardings, leaves, inst)
+    text = inst.frontend_attribute("xla.sdy.sharding")
+    if text is None or not meshes:
+        return None
+    text = _unescape(text)
+    if "sharding_per_value" in text:
+        shardings = parse_sharding_per_value(text, meshes)
+    else:
+        shardings = (parse_sharding(text, meshes),)
+    return _pack(shardings, leaves, inst)
+
+
+def _pack(shardings, leaves, inst):
+    if len(shardings) != len(leaves):
+        raise ShardingError(f"{inst.name}: {len(shardings)} shardings for {len(leaves)} "
+                            f"results of shape {inst.shape}")
+    for s, leaf in zip(shardings, leaves):
+        s.check_rank(leaf.dims, inst.name)
+    return shardings[0] if not inst.shape.is_tuple else tuple(shardings)
+
+
+def _drop_axes(sharding: TensorSharding, names) -> TensorSharding:
+    dims = [d.__class__(tuple(a for a in d.axes if a.name not in names), d.is_closed,
+                        d.priority if any(a.name not in names for a in d.axes) or not d.is_closed
+                        else None) for d in sharding.dims]
+    return sharding.replace(dims=dims,
+                            replicated=[a for a in sharding.replicated if a.name not in names])
+
+
+def _from_hlo(inst, mesh):
+    leaves = inst.shape.leaves()
+    hlo = inst.sharding
+    try:
+        if inst.shape.is_tuple:
+            if not hlo.is_tuple:
+                imported = [hlo_to_axes(hlo, leaf.rank, mesh) for leaf in leaves]
+            else:
+                imported = hlo_tuple_to_axes(hlo, [leaf.rank for leaf in leaves], mesh)
+            return tuple(None if i.fully_manual else i.sharding for i in imported)
+        imported = hlo_to_axes(hlo, leaves[0].rank, mesh)
+    except ShardingError:
+        return None
+    return None if imported.fully_manual else imported.sharding
+
+
+def _finest_mesh(module) -> Mesh | None:
+    """The mesh of the GSPMD sharding that needs the most axes (all others fit it, as a
+    rule: XLA's importer uses the common factorization of all of them)."""
+    best = None
+    for c in module.computations:
+        for inst in c.instructions:
+            hlo = inst.sharding
+            if not isinstance(hlo, HloSharding):
+                continue
+            for element in (hlo.elements if hlo.is_tuple else (hlo,)):
+                try:
+                    mesh = hlo_to_axes(element, None).sharding.mesh
+                except ShardingError:
+                    continue
+                if best is None or len(mesh.axis_names) > len(best.axis_names):
+                    best = mesh
+    return best

@@ -1,0 +1,241 @@
+"""An HLO `Module` → StableHLO MLIR text with Shardy attributes, in the form JAX prints.
+
+The exporter undoes what the importer does: tuple operands of while/conditional become
+the op's operand lists again (block arguments and implicit captures), get-tuple-element of a
+multi-result op becomes ``%N#i``, the Shardy custom-calls become Shardy ops again
+(``Sharding`` → ``sdy.sharding_constraint``, the manual-computation triple →
+``sdy.manual_computation``, ``xla.sdy.FuncResultSharding`` at the root → a result
+``sdy.sharding``), and module meshes in the header become ``sdy.mesh`` declarations. So
+``import_stablehlo(export_stablehlo(m)) == m`` for every imported module `m`.
+
+>>> from xla_spmd.stablehlo import import_stablehlo
+>>> text = '''module @m {
+...   func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+...     %0 = stablehlo.negate %x : tensor<4xf32>
+...     return %0 : tensor<4xf32>
+...   }
+... }'''
+>>> m = import_stablehlo(text)
+>>> import_stablehlo(export_stablehlo(m)) == m
+True
+"""
+
+from __future__ import annotations
+
+from xla_spmd.errors import XlaSpmdError
+from xla_spmd.ir import Computation, Instruction, Module, TupleShape
+from xla_spmd.sharding import TensorSharding, print_sharding_per_value
+from xla_spmd.stablehlo.lexer import escape
+from xla_spmd.stablehlo.types import print_type
+
+MESH_KEY = "sdy.mesh @"
+MANUAL_BODY = "xla.sdy.manual_computation_body"
+
+
+class ExportError(XlaSpmdError):
+    """A module construct with no StableHLO spelling."""
+
+
+def export_stablehlo(module: Module) -> str:
+    """StableHLO MLIR text of `module`, with ``sdy`` meshes and shardings."""
+    return ModuleExporter(module).run()
+
+
+def sharding_attr(sharding) -> str:
+    """``#sdy.sharding_per_value<[...]>`` of an instruction's sharding (one or a tuple)."""
+    shardings = sharding if isinstance(sharding, tuple) else (sharding,)
+    return print_sharding_per_value(shardings)
+
+
+class ModuleExporter:
+    def __init__(self, module: Module):
+        self.module = module
+        self.functions: list[Computation] = []
+
+    def run(self) -> str:
+        module = self.module
+        attrs = []
+        header = dict(module.header)
+        if "num_partitions" in header:
+            attrs.append(f"mhlo.num_partitions = {header['num_partitions']} : i32")
+        if "replica_count" in header:
+            attrs.append(f"mhlo.num_replicas = {header['replica_count']} : i32")
+        lines = [f"module @{_symbol(module.name)}"
+                 + (f" attributes {{{', '.join(attrs)}}}" if attrs else "") + " {"]
+        for key, value in module.header:
+            if key.startswith(MESH_KEY):
+                lines.append(f"  sdy.mesh @{key[len(MESH_KEY):]} = {value}")
+        functions = [module.entry] + [c for c in module.computations
+                                      if c is not module.entry and self._is_function(c)]
+        for computation in functions:
+            lines.extend(FunctionExporter(self).function(computation,
+                                                         computation is module.entry))
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+    def _is_function(self, computation: Computation) -> bool:
+        for c in self.module.computations:
+            for inst in c.instructions:
+                if inst.opcode == "call" and inst.attrs.to_apply is computation:
+                    return not (computation.name.startswith(MANUAL_BODY)
+                                or inst.frontend_attribute("xla.sdy.named_computation"))
+                if inst.opcode == "custom-call" and computation in (
+                        inst.attrs.called_computations or ()):
+                    return True
+        return False
+
+
+def _symbol(name: str) -> str:
+    import re
+    return name if re.fullmatch(r"[\w$.\-]+", name) else escape(name)
+
+
+class FunctionExporter:
+    """Prints one function; value names are numbered through the function and its regions."""
+
+    def __init__(self, parent: ModuleExporter):
+        self.parent = parent
+        self.counter = 0
+        self.arg_counter = 0
+        self.names: dict[Instruction, str] = {}
+        self.multi: set[Instruction] = set()
+
+    def new_value(self) -> str:
+        name = f"%{self.counter}"
+        self.counter += 1
+        return name
+
+    def new_arg(self) -> str:
+        name = f"%arg{self.arg_counter}"
+        self.arg_counter += 1
+        return name
+
+    def ref(self, inst: Instruction) -> str:
+        try:
+            return self.names[inst]
+        except KeyError:
+            raise ExportError(f"{inst.name} ({inst.opcode}) is used but has no StableHLO "
+                              "value (a tuple used as a value?)") from None
+
+    # ----- functions -----
+    def function(self, computation: Computation, is_entry: bool) -> list[str]:
+        args = []
+        for param in computation.parameters:
+            name = self.new_arg()
+            self.names[param] = name
+            args.append(f"{name}: {print_type(param.shape)}{_value_attrs(param)}")
+        results = self._root_values(computation)
+        info = dict(computation.extras)
+        result_texts = []
+        skip = set()
+        returned = []
+        for i, value in enumerate(results):
+            attrs = []
+            if f"result_info.{i}" in info:
+                attrs.append(f"jax.result_info = {escape(info[f'result_info.{i}'])}")
+            if value.opcode == "custom-call" and \
+                    value.attrs.custom_call_target == "xla.sdy.FuncResultSharding":
+                skip.add(value)
+                attrs.extend(_sharding_items(value))
+                value = value.operands[0]
+            returned.append(value)
+            text = print_type(value.shape)
+            result_texts.append(text + (" {" + ", ".join(attrs) + "}" if attrs else ""))
+        visibility = "public" if is_entry else "private"
+        name = "main" if is_entry and computation.name.startswith("main") else computation.name
+        signature = (f"  func.func {visibility} @{_symbol(name)}({', '.join(args)}) -> "
+                     f"({', '.join(result_texts)}) {{")
+        lines = [signature]
+        self.body(computation, lines, "    ", skip)
+        lines.append(f"    return {', '.join(self.ref(v) for v in returned)} : "
+                     f"{', '.join(print_type(v.shape) for v in returned)}"
+                     if returned else "    return")
+        lines.append("  }")
+        return lines
+
+    def _root_values(self, computation: Computation) -> list[Instruction]:
+        root = computation.root
+        if root.opcode == "tuple":
+            return list(root.operands)
+        return [root]
+
+    # ----- bodies -----
+    def body(self, computation: Computation, lines: list[str], indent: str, skip=()) -> None:
+        users = computation.users()
+        root = computation.root
+        for inst in computation.instructions:
+            if inst.opcode == "parameter" or inst in skip or inst in self.names:
+                continue
+            if inst.opcode == "tuple" and self._implicit_tuple(inst, users[inst], root):
+                continue
+            from xla_spmd.stablehlo.exporter_ops import emit
+            emit(self, inst, lines, indent, users)
+
+    def _implicit_tuple(self, inst, users, root) -> bool:
+        implicit_users = all(u.opcode in ("while", "conditional", "opt-barrier") for u in users)
+        return implicit_users and (users or inst is root)
+
+    def region(self, computation: Computation, indent: str, arg_names=None,
+               bindings=None) -> list[str]:
+        """The lines of a region's body (ops and return); `arg_names` names the parameters
+        (scalar regions) and `bindings` maps instructions to outer names."""
+        lines: list[str] = []
+        for inst, name in (bindings or {}).items():
+            self.names[inst] = name
+        if arg_names is not None:
+            for param, name in zip(computation.parameters, arg_names):
+                self.names[param] = name
+        self.body(computation, lines, indent)
+        returned = self._root_values(computation)
+        lines.append(f"{indent}stablehlo.return {', '.join(self.ref(v) for v in returned)} : "
+                     f"{', '.join(print_type(v.shape) for v in returned)}")
+        return lines
+
+    def scalar_region(self, computation: Computation, indent: str, terminator=None) -> str:
+        """``({ ^bb0(%a: T, ...): ... })`` body text (without the parentheses)."""
+        names = [self.new_arg() for _ in computation.parameters]
+        args = ", ".join(f"{n}: {print_type(p.shape)}"
+                         for n, p in zip(names, computation.parameters))
+        lines = self.region(computation, indent + "  ", names)
+        if terminator:
+            lines[-1] = lines[-1].replace("stablehlo.return", terminator, 1)
+        head = f"{{\n{indent}^bb0({args}):\n" if names else "{\n"
+        return head + "\n".join(lines) + f"\n{indent}}}"
+
+    def tuple_param_bindings(self, computation: Computation, names) -> dict:
+        """Bind get-tuple-element(param, i) to names[i] (while and branch regions)."""
+        (param,) = computation.parameters
+        bindings = {}
+        for inst in computation.instructions:
+            if inst.opcode == "get-tuple-element" and inst.operands[0] is param:
+                bindings[inst] = names[inst.attrs.index]
+        for inst in computation.instructions:
+            if param in inst.operands and inst.opcode != "get-tuple-element":
+                raise ExportError(f"{computation.name}: the tuple parameter is used as a "
+                                  f"value by {inst.name}; StableHLO regions take its elements")
+        return bindings
+
+
+def _sharding_items(inst: Instruction) -> list[str]:
+    items = []
+    if isinstance(inst.sharding, TensorSharding):
+        items.append(f"sdy.sharding = {inst.sharding}")
+    elif isinstance(inst.sharding, tuple):
+        items.append(f"sdy.sharding = {sharding_attr(inst.sharding)}")
+    gspmd = inst.frontend_attribute("mhlo.sharding")
+    if gspmd is not None:
+        items.append(f"mhlo.sharding = {escape(gspmd)}")
+    others = [(k, v) for k, v in inst.frontend_attributes if k != "mhlo.sharding"]
+    if others and inst.opcode in ("parameter", "custom-call"):
+        items.append("mhlo.frontend_attributes = {" + ", ".join(
+            f"{k} = {escape(v)}" for k, v in others) + "}")
+    return items
+
+
+def _value_attrs(param: Instruction) -> str:
+    items = _sharding_items(param)
+    return " {" + ", ".join(items) + "}" if items else ""
+
+
+def is_tuple(inst: Instruction) -> bool:
+    return isinstance(inst.shape, TupleShape)

@@ -1,0 +1,132 @@
+"""Converters of control flow (while, if, case, call), custom calls and chlo decompositions."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from xla_spmd.ir import ArrayShape, ComparisonDirection, Literal, TupleShape
+from xla_spmd.stablehlo.importer import free_values
+from xla_spmd.stablehlo.importer_ops import (converter, gspmd_sharding, result_type,
+                                             single_or_tuple, symbol_name)
+from xla_spmd.stablehlo.syntax import RawAttr
+
+API_VERSIONS = {1: "API_VERSION_ORIGINAL", 2: "API_VERSION_STATUS_RETURNING",
+                3: "API_VERSION_STATUS_RETURNING_UNIFIED", 4: "API_VERSION_TYPED_FFI"}
+
+
+def _union(*lists):
+    seen, out = set(), []
+    for names in lists:
+        for name in names:
+            if name not in seen:
+                seen.add(name)
+                out.append(name)
+    return out
+
+
+@converter("stablehlo.while")
+def _while(importer, scope, node, operands):
+    cond_block, body_block = node.regions
+    captures = _union(free_values(cond_block), free_values(body_block))
+    state = scope.emit("tuple", list(operands) + [scope.lookup(c) for c in captures])
+    cond = importer.region(cond_block, "cond", "tuple", captures, outer=scope)
+    body = importer.region(body_block, "body", "tuple", captures, outer=scope)
+    loop = scope.emit("while", (state,), state.shape, condition=cond, body=body)
+    return scope.unpack(loop)[:len(operands)]
+
+
+def _branches(importer, scope, node):
+    computations, arguments = [], []
+    for block in node.regions:
+        captures = free_values(block)
+        computations.append(importer.region(block, "branch", "branch", captures, outer=scope))
+        values = [scope.lookup(c) for c in captures]
+        arguments.append(values[0] if len(values) == 1 else scope.emit("tuple", values))
+    return computations, arguments
+
+
+@converter("stablehlo.case", "stablehlo.if")
+def _conditional(importer, scope, node, operands):
+    computations, arguments = _branches(importer, scope, node)
+    shape = single_or_tuple(node) if node.result_types else TupleShape(())
+    if node.name == "stablehlo.if":
+        return scope.emit("conditional", [operands[0], *arguments], shape,
+                          true_computation=computations[0], false_computation=computations[1])
+    return scope.emit("conditional", [operands[0], *arguments], shape,
+                      branch_computations=tuple(computations))
+
+
+@converter("func.call")
+def _call(importer, scope, node, operands):
+    callee = importer.function(symbol_name(node.attrs["callee"]))
+    return scope.emit("call", operands, callee.root.shape, to_apply=callee)
+
+
+@converter("stablehlo.custom_call")
+def _custom_call(importer, scope, node, operands):
+    a = node.attrs
+    shape = single_or_tuple(node) if node.result_types else TupleShape(())
+    sharding, frontend = None, []
+    if "sdy.sharding" in a:
+        value = a["sdy.sharding"]
+        sharding = value[0] if isinstance(value, tuple) and len(value) == 1 else value
+    elif "mhlo.sharding" in a:
+        sharding, frontend = gspmd_sharding(importer, a["mhlo.sharding"], shape)
+        frontend = list(frontend)
+    if isinstance(a.get("mhlo.frontend_attributes"), dict):
+        frontend.extend((k, str(v)) for k, v in a["mhlo.frontend_attributes"].items())
+    extras = []
+    config = a.get("backend_config")
+    if isinstance(config, RawAttr):
+        config = config.text
+    if config not in (None, ""):
+        extras.append(("backend_config", config if isinstance(config, str) else str(config)))
+    version = a.get("api_version")
+    called = a.get("called_computations")
+    return scope.emit(
+        "custom-call", operands, shape, sharding=sharding, frontend=frontend, extras=extras,
+        custom_call_target=a["call_target_name"],
+        custom_call_has_side_effect=bool(a.get("has_side_effect", False)),
+        api_version=None if version in (None, 1) else API_VERSIONS.get(int(version)),
+        called_computations=None if not called else tuple(
+            importer.function(symbol_name(c)) for c in called))
+
+
+# ---------------------------------------------------------------------------------------------
+# chlo.erf_inv: XLA's single-precision polynomial (Giles), computed in f32.
+
+_SMALL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+          -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_LARGE = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+          -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+@converter("chlo.erf_inv")
+def _erf_inv(importer, scope, node, operands):
+    (x,) = operands
+    out = result_type(node)
+    shape = ArrayShape(x.shape.dtype, x.shape.dims)
+    dtype = shape.dtype
+
+    def const(value):
+        scalar = scope.emit("constant", (), ArrayShape(dtype, ()),
+                            literal=Literal(np.array(value, dtype.numpy)))
+        return scope.emit("broadcast", (scalar,), shape, dimensions=())
+
+    def op(name, *args, **attrs):
+        return scope.emit(name, args, **attrs)
+
+    one = const(1.0)
+    w = op("negate", op("log", op("multiply", op("subtract", one, x), op("add", one, x))))
+    small = op("compare", w, const(5.0), direction=ComparisonDirection.LT)
+    w = op("select", small, op("subtract", w, const(2.5)),
+           op("subtract", op("sqrt", w), const(3.0)))
+    p = op("select", small, const(_SMALL[0]), const(_LARGE[0]))
+    for a, b in zip(_SMALL[1:], _LARGE[1:]):
+        p = op("add", op("select", small, const(a), const(b)), op("multiply", p, w))
+    result = op("multiply", p, x)
+    at_one = op("compare", op("abs", x), one, direction=ComparisonDirection.EQ)
+    result = op("select", at_one, op("multiply", x, const(np.inf)), result)
+    if result.shape != out:
+        result = scope.emit("convert", (result,), out)
+    return result
