@@ -10,6 +10,7 @@ status 2; nothing the user gave is loaded with pickle.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -54,7 +55,8 @@ def load_inputs(path: str | None, module) -> list:
             raise XlaSpmdError(f"{path}: cannot read inputs: {error}") from None
     expected = [f"arg{i}" for i in range(len(flat))]
     missing = [k for k in expected if k not in arrays]
-    extra = sorted(set(arrays) - set(expected))
+    # Other arrays (a file may carry expected outputs beside the inputs) are not arguments.
+    extra = sorted(k for k in set(arrays) - set(expected) if re.fullmatch(r"arg\d+", k))
     if missing or extra:
         raise XlaSpmdError(f"{path}: the program takes {len(flat)} arrays "
                            f"({', '.join(expected) or 'none'}); missing {missing or 'none'}, "

@@ -135,8 +135,6 @@ CUSTOM_CALLS = Registry("custom-call target")
 def custom_call_rule(inst: Instruction, operands: list, ctx: Context):
     target = inst.attrs.custom_call_target
     if target not in CUSTOM_CALLS:
-        if target.startswith("xla.sdy.manual_computation_body"):
-            return ctx.call(inst.attrs.called_computations[0], operands)
         raise EvaluationError(f"custom-call {inst.name}: no reference rule for target "
                               f"{target!r}; known targets: {', '.join(sorted(CUSTOM_CALLS))}")
     return CUSTOM_CALLS[target](inst, operands, ctx)
@@ -174,8 +172,10 @@ def manual_boundary_rule(inst: Instruction, operands: list, ctx: Context):
     return tuple(operands) if isinstance(inst.shape, TupleShape) else operands[0]
 
 
-@CUSTOM_CALLS.register("mhlo.topk")
-def mhlo_topk_rule(inst: Instruction, operands: list, ctx: Context):
+@CUSTOM_CALLS.register("mhlo.topk", "TopK")
+def topk_target_rule(inst: Instruction, operands: list, ctx: Context):
+    """JAX's `mhlo.topk` and XLA CPU's `TopK` (its comparator is greater-than): the k largest
+    along the last dim, ties by lower index."""
     values, indices = top_k(operands[0], inst.shape.elements[0].dims[-1])
     return values, indices.astype(inst.shape.elements[1].dtype.numpy)
 

@@ -187,9 +187,6 @@ class Propagator:
                    if mapping[d] else state.axes[d] for d in range(len(mapping))]
             if self.set_axes(value, new):
                 changed.append(value)
-        if changed and len(set(tensors)) != len(tensors):
-            changed.append(-1)  # placeholder removed below; a repeated value: revisit
-        changed = [v for v in changed if v >= 0]
         for value in list(changed):
             changed.extend(self.apply_group(value))
         return changed

@@ -1,0 +1,24 @@
+"""StableHLO MLIR text (as JAX prints it, with Shardy ``sdy`` attributes) in and out of the
+HLO IR, and a runner for files in the StableHLO interpreter's test conventions.
+
+>>> from xla_spmd.stablehlo import import_stablehlo, export_stablehlo
+>>> m = import_stablehlo('''module @m {
+...   sdy.mesh @mesh = <["x"=2]>
+...   func.func public @main(%a: tensor<4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>})
+...       -> tensor<4xf32> {
+...     %0 = stablehlo.abs %a : tensor<4xf32>
+...     return %0 : tensor<4xf32>
+...   }
+... }''')
+>>> print(m.entry.parameters[0].sharding)
+#sdy.sharding<@mesh, [{"x"}]>
+>>> import_stablehlo(export_stablehlo(m)) == m
+True
+"""
+
+from xla_spmd.stablehlo.exporter import ExportError, export_stablehlo
+from xla_spmd.stablehlo.importer import import_stablehlo, module_meshes
+from xla_spmd.stablehlo import exporter_ops as _exporter_ops  # noqa: F401 (fill the printers)
+from xla_spmd.stablehlo import importer_ops as _importer_ops  # noqa: F401 (fill converters)
+
+__all__ = ["ExportError", "export_stablehlo", "import_stablehlo", "module_meshes"]

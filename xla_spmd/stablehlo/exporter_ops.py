@@ -37,18 +37,20 @@ def emit(fx: FunctionExporter, inst: Instruction, lines: list[str], indent: str,
     fn = PRINTERS.get(inst.opcode)
     if fn is None:
         raise ExportError(f"no StableHLO form for '{inst.opcode}' ({inst.name})")
+    reserved = fx.counter  # number results before the values of nested regions
+    base = fx.new_value()
     text = fn(fx, inst, indent)
     if text is None:
+        if fx.counter == reserved + 1:
+            fx.counter = reserved
         return
+    fx.names[inst] = base
     if isinstance(inst.shape, TupleShape) and inst.opcode != "tuple":
         count = len(inst.shape.elements)
-        base = fx.new_value()
-        fx.names[inst] = base
         fx.multi.add(inst)
         lhs = f"{base}:{count} = " if count else ""
     else:
-        lhs = f"{fx.new_value()} = "
-        fx.names[inst] = lhs[:-3]
+        lhs = f"{base} = "
     lines.append(f"{indent}{lhs}{text}")
 
 

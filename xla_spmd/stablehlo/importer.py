@@ -109,6 +109,12 @@ class ModuleImporter:
         self.computation_names = set(self.functions)
         self.region_counter = 0
         self.meshes = tree.meshes
+        self.gspmd_mesh = None
+        if not self.meshes:
+            from xla_spmd.stablehlo.importer_ops import common_gspmd_mesh
+            self.gspmd_mesh = common_gspmd_mesh(tree)
+            if self.gspmd_mesh is not None:
+                self.meshes["mesh"] = self.gspmd_mesh
 
     # ----- names and errors -----
     def fresh(self, base: str) -> str:
@@ -145,7 +151,11 @@ class ModuleImporter:
             elif key == "mhlo.num_replicas":
                 header.append(("replica_count", str(value)))
         header.extend((MESH_KEY + name, print_mesh(mesh)) for name, mesh in self.meshes.items())
-        module = Module.from_entry(tree.name or "module", entry, tuple(header), extra)
+        module = Module.from_entry(tree.name or "module", entry, tuple(header))
+        reachable = {c.name for c in module.computations}
+        unreachable = sorted((c for c in extra if c.name not in reachable), key=lambda c: c.name)
+        if unreachable:  # text order does not matter: sort by name
+            module = Module.from_entry(module.name, entry, module.header, unreachable)
         return module
 
     def function(self, name: str) -> Computation:

@@ -588,6 +588,51 @@ def _collective_broadcast(importer, scope, node, operands):
 # Shardings on functions
 
 
+def _gspmd_texts(tree) -> list[str]:
+    texts = []
+
+    def visit(block):
+        for op in block.ops:
+            if isinstance(op.attrs.get("mhlo.sharding"), str):
+                texts.append(op.attrs["mhlo.sharding"])
+            for region in op.regions:
+                visit(region)
+
+    for function in tree.functions:
+        for _, _, attrs in function.args:
+            texts.append(attrs.get("mhlo.sharding"))
+        texts.extend(attrs.get("mhlo.sharding") for attrs in function.result_attrs)
+        visit(function.body)
+    return [t for t in texts if isinstance(t, str)]
+
+
+def common_gspmd_mesh(tree):
+    """One mesh for every GSPMD sharding of a module without ``sdy.mesh`` (the finest mesh
+    any of its tiled shardings needs), or None."""
+    best = None
+    for text in _gspmd_texts(tree):
+        try:
+            hlo = HloSharding.parse(text)
+            for element in (hlo.elements if hlo.is_tuple else (hlo,)):
+                if element.is_tiled:
+                    mesh = hlo_to_axes(element, None).sharding.mesh
+                    if best is None or len(mesh.axis_names) > len(best.axis_names):
+                        best = mesh
+        except Exception:  # not convertible: it is kept verbatim later
+            continue
+    return best
+
+
+def _to_axes(importer, hlo, rank):
+    mesh = getattr(importer, "gspmd_mesh", None)
+    if mesh is not None:
+        try:
+            return hlo_to_axes(hlo, rank, mesh=mesh, mesh_name="mesh")
+        except Exception:  # fall back to the sharding's own mesh, printed inline
+            pass
+    return hlo_to_axes(hlo, rank, mesh_name=None)
+
+
 def gspmd_sharding(importer, text: str, shape):
     """A GSPMD ``mhlo.sharding`` string as (TensorSharding or tuple or None, frontend attrs).
 
@@ -599,13 +644,13 @@ def gspmd_sharding(importer, text: str, shape):
             leaves = shape.elements if isinstance(shape, TupleShape) else (shape,)
             converted = []
             for element, leaf in zip(hlo.elements, leaves):
-                imported = hlo_to_axes(element, leaf.rank, mesh_name=None)
+                imported = _to_axes(importer, element, leaf.rank)
                 if imported.manual_axes:
                     raise ShardingError("manual")
                 converted.append(imported.sharding)
             return tuple(converted), ()
         rank = shape.rank if isinstance(shape, ArrayShape) else None
-        imported = hlo_to_axes(hlo, rank, mesh_name=None)
+        imported = _to_axes(importer, hlo, rank)
         if imported.manual_axes or imported.fully_manual or imported.explicit_devices:
             raise ShardingError("manual")
         return imported.sharding, ()

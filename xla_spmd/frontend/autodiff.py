@@ -1,0 +1,240 @@
+"""Reverse-mode autodiff, source to source on the traced IR.
+
+`vjp(f, *primals)` traces `f` into a computation (a nested trace), re-emits its
+instructions into the current trace on the actual primals (so every intermediate is a value
+there, available as a residual), and returns a function that walks the computation in
+reverse, calling the rule registered in `VJP` for each instruction's opcode to turn the
+cotangent of its result into cotangents of its operands, which are summed per value.
+
+Cotangents are values shaped like the primal; for tuple-shaped instructions they are Python
+tuples of cotangents; None stands for a zero. Only floating-point values carry cotangents.
+
+>>> import numpy as np
+>>> import xla_spmd.numpy as xnp
+>>> float(grad(lambda x: xnp.sum(xnp.sin(x)))(np.float64(0.0)))
+1.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xla_spmd.errors import XlaSpmdError
+from xla_spmd.frontend import lax
+from xla_spmd.frontend.pytree import tree_flatten, tree_unflatten
+from xla_spmd.frontend.tracing import (Array, aval_of, finish, fresh_name, is_weak,
+                                       python_scalar_array, rebind, trace_computation)
+from xla_spmd.ir import ArrayShape, Computation, Registry, TupleShape
+
+VJP = Registry("VJP")
+"""opcode -> rule(ct, inst, operands, out) -> one cotangent (or None) per operand."""
+
+
+def differentiable(aval) -> bool:
+    if isinstance(aval, TupleShape):
+        return True
+    return aval.dtype.is_float or aval.dtype.is_complex
+
+
+# ---------------------------------------------------------------------------------------------
+# Cotangent structures
+
+
+def add_cotangents(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, tuple):
+        return tuple(add_cotangents(x, y) for x, y in zip(a, b))
+    return lax.add(a, b)
+
+
+def zeros_of(aval):
+    if isinstance(aval, TupleShape):
+        return tuple(zeros_of(e) for e in aval.elements)
+    return lax.full(aval.dims, 0, aval.dtype)
+
+
+def flat_cotangent(ct, aval) -> list:
+    """The leaves of a cotangent for a value of `aval`, zeros materialized."""
+    if isinstance(aval, TupleShape):
+        parts = ct if ct is not None else (None,) * len(aval.elements)
+        return [leaf for c, e in zip(parts, aval.elements) for leaf in flat_cotangent(c, e)]
+    return [lax.full(aval.dims, 0, aval.dtype) if ct is None else ct]
+
+
+def unflat_cotangent(leaves, aval):
+    """Inverse of `flat_cotangent` (consumes from an iterator or list)."""
+    iterator = iter(leaves)
+
+    def build(a):
+        if isinstance(a, TupleShape):
+            return tuple(build(e) for e in a.elements)
+        return next(iterator)
+    return build(aval)
+
+
+def is_zero(ct) -> bool:
+    if ct is None:
+        return True
+    if isinstance(ct, tuple):
+        return all(is_zero(c) for c in ct)
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
+# The two passes over a computation
+
+
+def linearize_computation(computation: Computation, args) -> tuple[object, dict]:
+    """Emit `computation` on `args` in the current trace; returns (root value, environment of
+    every instruction's value)."""
+    env = {id(p): a for p, a in zip(computation.parameters, args)}
+    for inst in computation.instructions:
+        if inst.opcode != "parameter":
+            env[id(inst)] = rebind(inst, [env[id(o)] for o in inst.operands])
+    return env[id(computation.root)], env
+
+
+def apply_computation(computation: Computation, args):
+    """The value of `computation` on `args`, its instructions inlined in the current trace."""
+    return linearize_computation(computation, args)[0]
+
+
+def backward(computation: Computation, env: dict, root_ct) -> list:
+    """Cotangents of the parameters of `computation` given the cotangent of its root."""
+    cts: dict[int, object] = {id(computation.root): root_ct}
+    for inst in reversed(computation.instructions):
+        if inst.opcode == "parameter":
+            continue
+        ct = cts.pop(id(inst), None)
+        if is_zero(ct) or not differentiable(inst.shape):
+            continue
+        rule = VJP.lookup(inst.opcode)
+        operands = [env[id(o)] for o in inst.operands]
+        operand_cts = rule(ct, inst, operands, env[id(inst)])
+        for operand, operand_ct in zip(inst.operands, operand_cts):
+            if operand_ct is None or not differentiable(operand.shape):
+                continue
+            cts[id(operand)] = add_cotangents(cts.get(id(operand)), operand_ct)
+    return [cts.get(id(p)) for p in computation.parameters]
+
+
+def computation_vjp(computation: Computation, args, root_ct) -> list:
+    """Cotangents of `args` for `computation` (forward re-emitted, then the reverse pass)."""
+    _, env = linearize_computation(computation, args)
+    return backward(computation, env, root_ct)
+
+
+# ---------------------------------------------------------------------------------------------
+# User API
+
+
+def _as_value(x):
+    from xla_spmd.frontend.numpy_api import asarray
+    if is_weak(x) and not hasattr(x, "aval"):
+        return Array(python_scalar_array(x), weak_type=True)
+    return asarray(x)
+
+
+def vjp(fn: Callable, *primals, has_aux: bool = False):
+    """``(fn(*primals), vjp_fn)`` (plus `aux` with has_aux), where ``vjp_fn(ct)`` returns a
+    tuple with the cotangent of each primal (pytrees of the primals' structure).
+
+    >>> import numpy as np
+    >>> out, pullback = vjp(lambda x: x * 3.0, np.float32(2.0))
+    >>> float(pullback(np.float32(1.0))[0])
+    3.0
+    """
+    leaves, in_tree = tree_flatten(primals)
+    leaves = [_as_value(x) for x in leaves]
+    structure = {}
+
+    def flat_fn(*tracers):
+        out = fn(*tree_unflatten(in_tree, tracers))
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise XlaSpmdError("a function with has_aux=True must return (output, aux)")
+            out, aux = out
+            aux_leaves, structure["aux"] = tree_flatten(aux)
+        else:
+            aux_leaves = []
+        out_leaves, structure["out"] = tree_flatten(out)
+        structure["num_out"] = len(out_leaves)
+        return [_as_value(o) for o in out_leaves] + [_as_value(a) for a in aux_leaves]
+
+    trace, outputs = trace_computation(flat_fn, [x.aval for x in leaves], fresh_name("vjp"))
+    computation = finish(trace, outputs, tuple_root=True)
+    _, env = linearize_computation(computation, leaves + list(trace.captures))
+    values = [env[id(o)] for o in computation.root.operands]
+    num_out = structure["num_out"]
+    out = tree_unflatten(structure["out"], values[:num_out])
+    out_avals = [v.aval for v in values[:num_out]]
+
+    def vjp_fn(cotangent):
+        ct_leaves, ct_tree = tree_flatten(cotangent)
+        if ct_tree != structure["out"]:
+            raise XlaSpmdError(f"vjp: cotangent structure {ct_tree} differs from the output "
+                               f"structure {structure['out']}")
+        cts = []
+        for ct, aval in zip(ct_leaves, out_avals):
+            ct = _as_value(ct)
+            if ct.shape != aval.dims:
+                raise XlaSpmdError(f"vjp: cotangent {ct.aval} for an output {aval}")
+            cts.append(lax.convert(ct, aval.dtype) if differentiable(aval) else None)
+        root_ct = tuple(cts) + (None,) * (len(values) - num_out)
+        param_cts = backward(computation, env, root_ct)[:len(leaves)]
+        grads = [lax.zeros_like(x) if c is None else c for c, x in zip(param_cts, leaves)]
+        return tuple(tree_unflatten(in_tree, grads))
+
+    if has_aux:
+        return out, vjp_fn, tree_unflatten(structure["aux"], values[num_out:])
+    return out, vjp_fn
+
+
+def value_and_grad(fn: Callable, argnums: int | tuple = 0, has_aux: bool = False):
+    """A function returning ``(fn(*args), gradient)`` of a scalar `fn` with respect to the
+    arguments at `argnums` (``((value, aux), gradient)`` with has_aux), as in JAX."""
+    def wrapped(*args, **kwargs):
+        nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+        for n in nums:
+            if n >= len(args):
+                raise XlaSpmdError(f"argnums {n} is out of range for {len(args)} arguments")
+
+        def partial(*diff_args):
+            full = list(args)
+            for n, a in zip(nums, diff_args):
+                full[n] = a
+            return fn(*full, **kwargs)
+
+        result = vjp(partial, *(args[n] for n in nums), has_aux=has_aux)
+        out, pullback = result[0], result[1]
+        out_aval = aval_of(out)
+        if not (isinstance(out_aval, ArrayShape) and out_aval.rank == 0
+                and out_aval.dtype.is_float):
+            raise XlaSpmdError(f"grad needs a function returning a float scalar, got "
+                               f"{out_aval}")
+        grads = pullback(lax.full((), 1, out_aval.dtype))
+        gradient = grads[0] if isinstance(argnums, int) else grads
+        return ((out, result[2]) if has_aux else out), gradient
+    return wrapped
+
+
+def grad(fn: Callable, argnums: int | tuple = 0, has_aux: bool = False):
+    """The gradient of a scalar `fn` with respect to the arguments at `argnums`.
+
+    >>> import numpy as np
+    >>> float(grad(lambda x, y: x * y, argnums=1)(np.float32(2.0), np.float32(5.0)))
+    2.0
+    """
+    value_and_grad_fn = value_and_grad(fn, argnums, has_aux)
+
+    def wrapped(*args, **kwargs):
+        value, gradient = value_and_grad_fn(*args, **kwargs)
+        return (gradient, value[1]) if has_aux else gradient
+    return wrapped
+
+
+# Fill the registry.
+from xla_spmd.frontend import vjp_rules, vjp_rules_control, vjp_rules_structured  # noqa: E402,F401

@@ -1,0 +1,244 @@
+"""VJP rules of elementwise, shape, tuple and reduction ops.
+
+A rule is ``rule(ct, inst, operands, out) -> [cotangent or None per operand]``. Helpers make
+most ops one line: `unary(opcode, d)` multiplies by a derivative ``d(x, out)``; `binary`
+takes one partial derivative per operand; `self_transpose` applies the op itself to the
+cotangent (linear ops that are their own adjoint).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from xla_spmd.frontend import lax
+from xla_spmd.frontend import numpy_api as xnp
+from xla_spmd.frontend.autodiff import VJP
+from xla_spmd.frontend.tracing import rebind, reducer_kind
+
+
+def unary(opcode: str, derivative):
+    """d(operand) = ct * derivative(x, out)."""
+    VJP.register(opcode)(lambda ct, inst, ops, out: [ct * derivative(ops[0], out)])
+
+
+def binary(opcode: str, d_lhs, d_rhs):
+    """Each partial maps (ct, x, y, out) to that operand's cotangent (or None)."""
+    VJP.register(opcode)(lambda ct, inst, ops, out: [
+        d_lhs(ct, ops[0], ops[1], out), d_rhs(ct, ops[0], ops[1], out)])
+
+
+def zero_rule(*opcodes: str):
+    """Ops with zero derivative (or no differentiable operands)."""
+    for opcode in opcodes:
+        VJP.register(opcode)(lambda ct, inst, ops, out: [None] * len(ops))
+
+
+def self_transpose(*opcodes: str):
+    """Linear ops that are their own adjoint: the cotangent goes through the same op."""
+    for opcode in opcodes:
+        VJP.register(opcode)(lambda ct, inst, ops, out: [rebind(inst, [ct])])
+
+
+# ---------------------------------------------------------------------------------------------
+# Elementwise
+
+unary("exponential", lambda x, y: y)
+unary("exponential-minus-one", lambda x, y: y + 1.0)
+unary("log", lambda x, y: 1.0 / x)
+unary("log-plus-one", lambda x, y: 1.0 / (x + 1.0))
+unary("sqrt", lambda x, y: 0.5 / y)
+unary("rsqrt", lambda x, y: -0.5 * y / x)
+unary("cbrt", lambda x, y: y / (3.0 * x))
+unary("tanh", lambda x, y: 1.0 - y * y)
+unary("logistic", lambda x, y: y * (1.0 - y))
+unary("sine", lambda x, y: xnp.cos(x))
+unary("cosine", lambda x, y: -xnp.sin(x))
+unary("tan", lambda x, y: 1.0 + y * y)
+unary("erf", lambda x, y: (2.0 / math.sqrt(math.pi)) * xnp.exp(-x * x))
+unary("abs", lambda x, y: xnp.sign(x))
+self_transpose("negate", "copy", "reduce-precision")
+zero_rule("sign", "floor", "ceil", "round-nearest-even", "round-nearest-afz", "is-finite",
+          "compare", "iota", "constant", "rng", "rng-bit-generator", "partition-id",
+          "replica-id", "after-all", "not", "and", "or", "xor", "popcnt",
+          "count-leading-zeros", "shift-left", "shift-right-arithmetic",
+          "shift-right-logical", "get-dimension-size")
+
+binary("add", lambda ct, x, y, out: ct, lambda ct, x, y, out: ct)
+binary("subtract", lambda ct, x, y, out: ct, lambda ct, x, y, out: -ct)
+binary("multiply", lambda ct, x, y, out: ct * y, lambda ct, x, y, out: ct * x)
+binary("divide", lambda ct, x, y, out: ct / y, lambda ct, x, y, out: -ct * out / y)
+binary("power", lambda ct, x, y, out: ct * y * xnp.power(x, y - 1.0),
+       lambda ct, x, y, out: ct * out * xnp.log(xnp.where(x > 0, x, 1.0)))
+binary("atan2", lambda ct, x, y, out: ct * y / (x * x + y * y),
+       lambda ct, x, y, out: -ct * x / (x * x + y * y))
+binary("remainder", lambda ct, x, y, out: ct,
+       lambda ct, x, y, out: -ct * xnp.round((x - out) / y))
+
+
+def _chooser(ct, x, y, out):
+    """max/min: the chosen operand gets the cotangent, ties split it evenly (as JAX)."""
+    share = xnp.where(x == out, xnp.where(y == out, 0.5, 1.0), 0.0)
+    return ct * xnp.astype(share, ct.dtype)
+
+
+binary("maximum", _chooser, lambda ct, x, y, out: _chooser(ct, y, x, out))
+binary("minimum", _chooser, lambda ct, x, y, out: _chooser(ct, y, x, out))
+
+
+@VJP.register("select")
+def _select(ct, inst, ops, out):
+    zeros = lax.zeros_like(ct)
+    return [None, lax.select(ops[0], ct, zeros), lax.select(ops[0], zeros, ct)]
+
+
+@VJP.register("clamp")
+def _clamp(ct, inst, ops, out):
+    low, x, high = ops
+    zeros = lax.zeros_like(ct)
+
+    def fit(c, operand):
+        return lax.reduce_sum(c, range(c.ndim)) if operand.ndim != c.ndim else c
+    inside = xnp.logical_and(x >= low, x <= high)
+    return [fit(xnp.where(x < low, ct, zeros), low), xnp.where(inside, ct, zeros),
+            fit(xnp.where(x > high, ct, zeros), high)]
+
+
+@VJP.register("convert")
+def _convert(ct, inst, ops, out):
+    operand = ops[0].aval.dtype
+    return [lax.convert(ct, operand) if operand.is_float else None]
+
+
+# ---------------------------------------------------------------------------------------------
+# Shapes
+
+
+@VJP.register("broadcast")
+def _broadcast(ct, inst, ops, out):
+    dims = inst.attrs.dimensions
+    summed = [d for d in range(ct.ndim) if d not in dims]
+    reduced = lax.reduce_sum(ct, summed) if summed else ct
+    order = sorted(dims)
+    return [lax.transpose(reduced, [order.index(d) for d in dims])]
+
+
+@VJP.register("reshape", "bitcast")
+def _reshape(ct, inst, ops, out):
+    return [lax.reshape(ct, ops[0].shape)]
+
+
+@VJP.register("transpose")
+def _transpose(ct, inst, ops, out):
+    return [lax.transpose(ct, np.argsort(inst.attrs.dimensions).tolist())]
+
+
+@VJP.register("reverse")
+def _reverse(ct, inst, ops, out):
+    return [lax.rev(ct, inst.attrs.dimensions)]
+
+
+@VJP.register("slice")
+def _slice(ct, inst, ops, out):
+    config = []
+    for s, size, n_out in zip(inst.attrs.slice, ops[0].shape, ct.shape):
+        high = size - s.start - n_out - max(n_out - 1, 0) * (s.stride - 1)
+        config.append((s.start, high, s.stride - 1) if n_out else (0, size, 0))
+    zero = lax.constant(0, ct.aval.dtype)
+    if any(n == 0 for n in ct.shape):
+        return [lax.zeros_like(ops[0])]
+    return [lax.pad(ct, zero, config)]
+
+
+@VJP.register("pad")
+def _pad(ct, inst, ops, out):
+    operand = ops[0]
+    widen = [(max(-p.low, 0), max(-p.high, 0), 0) for p in inst.attrs.padding]
+    if any(lo or hi for lo, hi, _ in widen):
+        ct = lax.pad(ct, lax.constant(0, ct.aval.dtype), widen)
+    starts = [max(p.low, 0) for p in inst.attrs.padding]
+    limits = [n - max(p.high, 0) for n, p in zip(ct.shape, inst.attrs.padding)]
+    strides = [p.interior + 1 for p in inst.attrs.padding]
+    operand_ct = lax.slice(ct, starts, limits, strides)
+    value_ct = lax.sub(lax.reduce_sum(out_ct_total(ct), [0]),
+                       lax.reduce_sum(lax.reshape(operand_ct, (operand.size,)), [0]))
+    return [operand_ct, value_ct]
+
+
+def out_ct_total(ct):
+    return lax.reshape(ct, (ct.size,))
+
+
+@VJP.register("concatenate")
+def _concatenate(ct, inst, ops, out):
+    (dim,) = inst.attrs.dimensions
+    cts, start = [], 0
+    for operand in ops:
+        size = operand.shape[dim]
+        cts.append(lax.slice_in_dim(ct, start, start + size, 1, dim))
+        start += size
+    return cts
+
+
+@VJP.register("dynamic-slice")
+def _dynamic_slice(ct, inst, ops, out):
+    operand, indices = ops[0], ops[1:]
+    return [lax.dynamic_update_slice(lax.zeros_like(operand), ct, indices)] + \
+        [None] * len(indices)
+
+
+@VJP.register("dynamic-update-slice")
+def _dynamic_update_slice(ct, inst, ops, out):
+    operand, update, indices = ops[0], ops[1], ops[2:]
+    return ([lax.dynamic_update_slice(ct, lax.zeros_like(update), indices),
+             lax.dynamic_slice(ct, indices, update.shape)] + [None] * len(indices))
+
+
+# ---------------------------------------------------------------------------------------------
+# Tuples
+
+
+@VJP.register("get-tuple-element")
+def _get_tuple_element(ct, inst, ops, out):
+    count = len(ops[0].aval.elements)
+    return [tuple(ct if i == inst.attrs.index else None for i in range(count))]
+
+
+@VJP.register("tuple")
+def _tuple(ct, inst, ops, out):
+    return list(ct)
+
+
+@VJP.register("opt-barrier")
+def _opt_barrier(ct, inst, ops, out):
+    return [ct]
+
+
+# ---------------------------------------------------------------------------------------------
+# Reductions
+
+
+@VJP.register("reduce")
+def _reduce(ct, inst, ops, out):
+    if len(ops) != 2:
+        if isinstance(ct, tuple) and all(c is None for c in ct[1:]) and ct[0] is None:
+            return [None] * len(ops)
+        raise NotImplementedError("VJP of a variadic reduce (argmax-style) value output; "
+                                  "differentiate max/min instead")
+    x = ops[0]
+    dims = inst.attrs.dimensions
+    kept = [d for d in range(x.ndim) if d not in dims]
+    kind = reducer_kind(inst.attrs.to_apply)
+
+    def expand(v):
+        return lax.broadcast_in_dim(v, x.shape, kept)
+    if kind == "add":
+        return [expand(ct), None]
+    if kind in ("max", "min"):
+        location = xnp.astype(x == expand(out), ct.dtype)
+        counts = lax.reduce_sum(location, dims)
+        return [location * expand(ct / counts), None]
+    if kind == "mul":
+        return [expand(ct * out) / x, None]
+    raise NotImplementedError(f"VJP of reduce with reducer {inst.attrs.to_apply.name}")

@@ -1,0 +1,227 @@
+"""`propagate(module, strategy)`: give every value of a module a sharding.
+
+Steps: import shardings (sdy frontend attributes or GSPMD) -> build the value graph ->
+initial states from user shardings, constraints, shard_map boundaries and sharding groups ->
+user-priority rounds, each running the op-priority levels with the conflict policy -> write a
+`TensorSharding` on every instruction (a tuple of them on tuple-shaped ones).
+
+>>> from xla_spmd.ir import Builder, ArrayShape, F32, Module
+>>> from xla_spmd.mesh import make_mesh
+>>> from xla_spmd.sharding import TensorSharding
+>>> mesh = make_mesh({"data": 2, "model": 4})
+>>> b = Builder("main")
+>>> x = b.parameter(ArrayShape(F32, (8, 16)), sharding=TensorSharding(mesh, [["data"], []]))
+>>> w = b.parameter(ArrayShape(F32, (16, 32)), sharding=TensorSharding(mesh, [[], ["model"]]))
+>>> y = b.dot(b.tanh(x), w, lhs_contracting_dims=(1,), rhs_contracting_dims=(0,))
+>>> out = propagate(Module.from_entry("m", b.build(y)))
+>>> print(out.entry.root.sharding)
+#sdy.sharding<@mesh, [{"data", ?}, {"model", ?}]>
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xla_spmd.errors import ShardingError
+from xla_spmd.ir import Instruction, Module, map_computations, rewrite
+from xla_spmd.mesh import AxisRef, Mesh
+from xla_spmd.propagation.driver import (
+    OP_PRIORITY_LEVELS,
+    SINGLE_LEVEL,
+    Propagator,
+    get_policy,
+    state_from_sharding,
+    state_to_sharding,
+)
+from xla_spmd.propagation.graph import build_graph
+from xla_spmd.propagation.importing import (
+    MANUAL_BOUNDARY_IN,
+    has_foreign_shardings,
+    import_shardings,
+)
+from xla_spmd.sharding import TensorSharding
+
+STRATEGIES = {
+    # name: (policy, op-priority levels, user-priority rounds)
+    "basic": ("basic", SINGLE_LEVEL, False),
+    "aggressive": ("aggressive", SINGLE_LEVEL, False),
+    "op-priority": ("aggressive", OP_PRIORITY_LEVELS, False),
+    "user-priority": ("aggressive", OP_PRIORITY_LEVELS, True),
+}
+GROUP_TARGETS = frozenset({"xla.sdy.ShardingGroup", "ShardingGroup"})
+
+
+@dataclass
+class Result:
+    """A propagation run: the output module and what explain() needs."""
+
+    module: Module
+    propagator: Propagator | None
+    initial: dict[int, set[str]]
+    inputs: Module
+
+
+def propagate(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None,
+              policy=None, groups=()) -> Module:
+    """Give every value of `module` a sharding (see the module docstring).
+
+    `strategy` is "basic", "aggressive", "op-priority" or "user-priority" (the default,
+    Shardy's full pipeline). `policy` overrides the conflict policy with a function (see
+    conflicts.py). `groups` lists sharding groups as lists of instruction names (entry).
+    """
+    return run(module, strategy, mesh=mesh, policy=policy, groups=groups).module
+
+
+def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None,
+        policy=None, groups=()) -> Result:
+    strategy = strategy or "user-priority"
+    if strategy not in STRATEGIES:
+        raise ShardingError(f"unknown propagation strategy {strategy!r}; expected one of "
+                            f"{', '.join(STRATEGIES)}")
+    policy_name, levels, user_rounds = STRATEGIES[strategy]
+    manual_axes: dict[str, tuple[str, ...]] = {}
+    if has_foreign_shardings(module) or any(
+            inst.frontend_attribute("xla.sdy.in_shardings") is not None
+            for inst in module.entry.instructions):
+        imported = import_shardings(module, mesh)
+        module, manual_axes = imported.module, imported.manual_axes
+    mesh = mesh or _find_mesh(module)
+    if mesh is None:
+        return Result(module, None, {}, module)
+
+    def manual_axes_of(call: Instruction):
+        axes: list[str] = []
+        for operand in call.operands:
+            source = operand
+            while source.op.name == "get-tuple-element":
+                source = source.operands[0]
+            if source.op.name == "custom-call" and \
+                    source.attrs.custom_call_target == MANUAL_BOUNDARY_IN:
+                axes.extend(a for a in manual_axes.get(source.name, ()) if a not in axes)
+        return axes
+
+    graph = build_graph(module.entry, manual_axes_of)
+    states = [state_from_sharding(None, v.shape.rank, mesh, v.manual_axes)
+              for v in graph.values]
+    initial: dict[int, set[str]] = {}
+    for (_, inst), value_ids in graph.inst_values.items():
+        shardings = inst.sharding if isinstance(inst.sharding, tuple) else (inst.sharding,)
+        if len(shardings) != len(value_ids):
+            continue
+        for value, sharding in zip(value_ids, shardings):
+            if not isinstance(sharding, TensorSharding) or states[value].user:
+                continue
+            states[value] = state_from_sharding(sharding, graph.values[value].shape.rank, mesh,
+                                                graph.values[value].manual_axes)
+            initial[value] = {a.name for d in sharding.dims for a in d.axes}
+    for (_, inst), value_ids in graph.inst_values.items():
+        if getattr(inst.attrs, "custom_call_target", None) == MANUAL_BOUNDARY_IN:
+            extra = tuple(AxisRef(a) for a in manual_axes.get(inst.name, ()))
+            for value in value_ids:
+                states[value].excluded = tuple(states[value].excluded) + extra
+    propagator = Propagator(graph, mesh, get_policy(policy or policy_name), states)
+    _set_groups(propagator, graph, module, groups)
+    for round_priority in _rounds(states, user_rounds):
+        for level in levels:
+            propagator.run_level(level)
+        del round_priority
+    return Result(_write_back(module, graph, states, mesh), propagator, initial, module)
+
+
+def _find_mesh(module: Module) -> Mesh | None:
+    for c in module.computations:
+        for inst in c.instructions:
+            shardings = inst.sharding if isinstance(inst.sharding, tuple) else (inst.sharding,)
+            for s in shardings:
+                if isinstance(s, TensorSharding) and s.mesh.axis_names:
+                    return s.mesh
+    return None
+
+
+def _set_groups(propagator, graph, module, groups) -> None:
+    members: dict[str, list[int]] = {}
+    for (instance, inst), value_ids in graph.inst_values.items():
+        if getattr(inst.attrs, "custom_call_target", None) in GROUP_TARGETS:
+            key = (inst.frontend_attribute("xla.sdy.sharding_group_id")
+                   or inst.frontend_attribute("group_id") or "0")
+            operand_values = graph.inst_values[instance, inst.operands[0]]
+            members.setdefault(f"hlo:{key}", []).extend(operand_values)
+    by_name = {inst.name: graph.inst_values[0, inst] for inst in module.entry.instructions
+               if (0, inst) in graph.inst_values}
+    for number, names in enumerate(groups):
+        for name in names:
+            if name not in by_name:
+                raise ShardingError(f"sharding group {number} names {name!r}, which is not an "
+                                    f"instruction of the entry computation")
+            members.setdefault(f"api:{number}", []).extend(by_name[name])
+    # Groups that share a value are one group (Shardy unifies them transitively).
+    parent = {}
+
+    def find(v):
+        while parent.get(v, v) != v:
+            v = parent[v]
+        return v
+    for values in members.values():
+        for v in values[1:]:
+            parent[find(v)] = find(values[0])
+    classes: dict[int, list[int]] = {}
+    for values in members.values():
+        for v in values:
+            classes.setdefault(find(v), [])
+            if v not in classes[find(v)]:
+                classes[find(v)].append(v)
+    for values in classes.values():
+        for v in values:
+            propagator.groups[v] = values
+        leader = next((v for v in values if not propagator.states[v].is_empty()), None)
+        if leader is not None:
+            propagator.apply_group(leader)
+
+
+def _rounds(states, user_rounds: bool):
+    """User-priority rounds: yields each priority after opening its dims (see driver.py)."""
+    priorities = sorted({p or 0 for s in states if s.user for p in s.priority})
+    if not user_rounds or len(priorities) <= 1:
+        yield 0
+        return
+    held = []   # (state, dim, axes, closed, priority)
+    for state in states:
+        if not state.user:
+            continue
+        for d, p in enumerate(state.priority):
+            if (p or 0) > priorities[0]:
+                held.append((state, d, state.axes[d], state.closed[d], p))
+                state.excluded = tuple(state.excluded) + tuple(state.axes[d])
+                state.axes[d] = ()
+                state.closed[d] = True
+    for priority in priorities:
+        for state, d, axes, closed, p in held:
+            if (p or 0) == priority:
+                state.excluded = tuple(a for a in state.excluded if a not in axes)
+                state.axes[d] = axes
+                state.closed[d] = closed
+        yield priority
+
+
+def _write_back(module: Module, graph, states, mesh) -> Module:
+    first_instance: dict[str, int] = {}
+    for index, computation in enumerate(graph.instances):
+        first_instance.setdefault(computation.name, index)
+
+    def rebuild(computation, replaced):
+        instance = first_instance.get(computation.name)
+
+        def fn(inst, operands):
+            from xla_spmd.propagation.importing import _rebind
+            new = _rebind(inst, replaced)
+            if instance is not None:
+                values = graph.inst_values.get((instance, inst))
+                if values is not None and not inst.shape.is_token:
+                    shardings = tuple(state_to_sharding(states[v], mesh) for v in values)
+                    sharding = shardings if inst.shape.is_tuple else shardings[0]
+                    new = new.replace(sharding=sharding)
+            if operands != inst.operands:
+                new = new.replace(operands=operands)
+            return new
+        return rewrite(computation, fn)
+    return map_computations(module, rebuild)
