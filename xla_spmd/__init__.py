@@ -31,6 +31,20 @@ _EXPORTS = {
     "HloSharding": "xla_spmd.ir.hlo_sharding",
     "evaluate": "xla_spmd.backends.reference",
     "evaluate_spmd": "xla_spmd.backends.reference",
+    "jit": "xla_spmd.frontend.jit",
+    "Lowered": "xla_spmd.frontend.jit",
+    "with_sharding_constraint": "xla_spmd.frontend.jit",
+    "grad": "xla_spmd.frontend.autodiff",
+    "value_and_grad": "xla_spmd.frontend.autodiff",
+    "vjp": "xla_spmd.frontend.autodiff",
+    "shard_map": "xla_spmd.frontend.shard_map",
+    "tree_util": "xla_spmd.frontend.pytree",
+    "tree_map": "xla_spmd.frontend.pytree",
+    "tree_flatten": "xla_spmd.frontend.pytree",
+    "tree_unflatten": "xla_spmd.frontend.pytree",
+    "tree_leaves": "xla_spmd.frontend.pytree",
+    "tree_structure": "xla_spmd.frontend.pytree",
+    "register_pytree_node": "xla_spmd.frontend.pytree",
 }
 
 

@@ -41,6 +41,21 @@ _FAST_UFUNCS = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum,
 _ELEMENTWISE_FAMILIES = (Family.UNARY, Family.BINARY, Family.ELEMENTWISE)
 
 
+def _cached(analysis):
+    """Memoise a computation analysis by identity (computations are immutable); the entry
+    keeps the computation alive so its id is not reused."""
+    results: dict[int, tuple[Computation, object]] = {}
+
+    @functools.wraps(analysis)
+    def cached(computation: Computation):
+        entry = results.get(id(computation))
+        if entry is None or entry[0] is not computation:
+            entry = results[id(computation)] = (computation, analysis(computation))
+        return entry[1]
+    return cached
+
+
+@_cached
 def binary_reducer(computation: Computation) -> str | None:
     """The opcode if `computation` is exactly ``op(p0, p1)`` of a fast commutative op."""
     params = computation.parameters
@@ -56,6 +71,7 @@ def binary_reducer(computation: Computation) -> str | None:
     return root.op.name
 
 
+@_cached
 def is_elementwise(computation: Computation) -> bool:
     """True when calling `computation` on arrays equals calling it on each element."""
     for inst in computation.instructions:

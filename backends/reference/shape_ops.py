@@ -97,7 +97,9 @@ def bitcast_rule(inst, operands, ctx):
     operand_shape, result_shape = inst.operands[0].shape, inst.shape
     # Physical order: major-to-minor = reversed minor-to-major.
     operand_order = _minor_to_major(operand_shape)[::-1]
-    physical = np.transpose(x, operand_order).reshape(-1)
+    physical = np.ascontiguousarray(np.transpose(x, operand_order)).reshape(-1)
+    # A bitcast may also change the element type (same width): reinterpret the bytes.
+    physical = physical.view(result_shape.dtype.numpy)
     result_order = _minor_to_major(result_shape)[::-1]
     physical_dims = [result_shape.dims[d] for d in result_order]
     result = physical.reshape(physical_dims)

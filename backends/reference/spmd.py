@@ -99,6 +99,15 @@ class _Rendezvous:
             self.condition.notify_all()
 
 
+def _caused_by_peer(error: BaseException | None) -> bool:
+    """True if `error` (or an error it wraps) is a device stopping because a peer failed."""
+    while error is not None:
+        if isinstance(error, _PeerFailed):
+            return True
+        error = error.__cause__
+    return False
+
+
 def evaluate_spmd(module: Module, per_device_args: Sequence[Sequence], num_devices: int,
                   num_replicas: int = 1, max_loop_iterations: int = 10_000_000) -> list:
     """Run `module` on `num_devices` devices in lockstep; returns each device's result."""
@@ -143,7 +152,7 @@ def evaluate_spmd(module: Module, per_device_args: Sequence[Sequence], num_devic
     for thread in threads:
         thread.join()
     if errors:
-        errors.sort(key=lambda e: (isinstance(e[2], _PeerFailed), e[0]))
+        errors.sort(key=lambda e: (_caused_by_peer(e[2]), e[0]))
         _, device, error = errors[0]
         raise EvaluationError(f"device {device} (replica {device // num_partitions}, partition "
                               f"{device % num_partitions}) failed: {type(error).__name__}: "

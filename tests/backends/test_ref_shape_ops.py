@@ -243,3 +243,13 @@ def test_shape_ops_keep_dtype(dtype):
     assert run_op("transpose", x, dimensions=(1, 0)).dtype == dtype.numpy
     assert run_op("reshape", x, shape=ArrayShape(dtype, (4,))).dtype == dtype.numpy
     assert DType.from_numpy(run_op("copy", x).dtype) is dtype
+
+
+def test_bitcast_reinterprets_element_type():
+    from xla_spmd.backends.reference import evaluate
+    from xla_spmd.ir import F32, S32, ArrayShape, Builder, Module
+    b = Builder("main")
+    x = b.parameter(ArrayShape(F32, (2,)), "x")
+    module = Module.from_entry("m", b.build(b.bitcast(x, shape=ArrayShape(S32, (2,)))))
+    result = evaluate(module, [np.array([1.0, -2.0], np.float32)])
+    np.testing.assert_array_equal(result, np.array([1.0, -2.0], np.float32).view(np.int32))

@@ -82,7 +82,7 @@ def convert_element_type(x, dtype) -> Value:
 
 def bitcast_convert(x, dtype, shape=None) -> Value:
     dtype = as_dtype(dtype)
-    return bind("bitcast-convert", x, shape=ArrayShape(dtype, shape or shape_of(x)))
+    return bind("bitcast-convert", x, shape=ArrayShape(dtype, shape_of(x) if shape is None else tuple(shape)))
 
 
 def constant(value, dtype) -> Value:

@@ -15,6 +15,7 @@ a leaf.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -139,3 +140,6 @@ def tree_map(fn: Callable, tree, *rest, is_leaf: Callable | None = None):
             raise XlaSpmdError(f"tree_map: structures differ: {treedef} vs {other_def}")
         others.append(other_leaves)
     return tree_unflatten(treedef, [fn(*xs) for xs in zip(leaves, *others)])
+
+
+tree_util = sys.modules[__name__]  # ``xs.tree_util.tree_map`` as in JAX

@@ -24,9 +24,17 @@ def _split_variadic(name, operands):
     return inputs, inits
 
 
-def _reducer_result_types(name, attrs, inits):
-    """Element types of the results: the reducer's result types (they may promote)."""
+def _reducer_result_types(name, attrs, inits, values=None):
+    """Element types of the results: the reducer's result types (they may promote).
+
+    The reducer takes (accumulators..., values...) scalars: the init types, then the types of
+    the elements being combined (`values`, the inputs' element types; default the inits')."""
     computation = attrs.to_apply
+    expected = [ArrayShape(s.dtype, ()) for s in [*inits, *(values or inits)]]
+    params = computation.parameter_shapes
+    if len(params) != len(expected) or not all(p.same_type(e) for p, e in zip(params, expected)):
+        _fail(name, f"reducer {computation.name} takes ({', '.join(map(str, params))}), "
+                    f"expected ({', '.join(map(str, expected))})")
     root = computation.root.shape
     leaves = root.elements if isinstance(root, TupleShape) else (root,)
     if len(leaves) != len(inits):
@@ -39,7 +47,7 @@ def _infer_reduce(operands, attrs, declared):
     inputs, inits = _split_variadic("reduce", operands)
     _check_dims("reduce", attrs.dimensions, inputs[0].rank)
     kept = tuple(n for d, n in enumerate(inputs[0].dims) if d not in attrs.dimensions)
-    dtypes = _reducer_result_types("reduce", attrs, inits)
+    dtypes = _reducer_result_types("reduce", attrs, inits, inputs)
     return tuple_or_single(ArrayShape(t, kept) for t in dtypes)
 
 
@@ -50,7 +58,7 @@ def _infer_reduce_window(operands, attrs, declared):
         _fail("reduce-window", f"window has {window.rank} dims, input {inputs[0]} has "
                                f"{inputs[0].rank}")
     dims = tuple(w.output_size(n) for w, n in zip(window.dims, inputs[0].dims))
-    dtypes = _reducer_result_types("reduce-window", attrs, inits)
+    dtypes = _reducer_result_types("reduce-window", attrs, inits, inputs)
     return tuple_or_single(ArrayShape(t, dims) for t in dtypes)
 
 
@@ -193,7 +201,7 @@ def _infer_scatter(operands, attrs, declared):
         if scatter_dims != expected_scatter:
             _fail("scatter", f"update {update} scatter dims {scatter_dims} must equal the "
                              f"index dims {expected_scatter}")
-    dtypes = _reducer_result_types("scatter", attrs, inputs)
+    dtypes = _reducer_result_types("scatter", attrs, inputs, updates)
     return tuple_or_single(ArrayShape(t, x.dims) for t, x in zip(dtypes, inputs))
 
 

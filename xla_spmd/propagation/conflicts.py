@@ -130,6 +130,13 @@ def basic(views: list[TensorView], factors, sizes, axis_sizes: AxisSizes) -> lis
         for t in members:
             if views[t].is_source and candidate:
                 candidate = truncate_for(views[t], f, candidate, sizes[f], axis_sizes)
+        # Across factors: no axis another factor of *any* tensor of the op already uses.
+        for view in views:
+            used = _used_elsewhere(view, f)
+            for i, axis in enumerate(candidate):
+                if _overlaps(axis, used):
+                    candidate = candidate[:i]
+                    break
         if not candidate:
             continue
         source = next((t for t in sources if views[t].factors[f].axes[:len(candidate)]

@@ -1,0 +1,170 @@
+"""Factor rules per op, printed in Shardy's notation, and the registry's completeness."""
+
+import pytest
+
+from xla_spmd.errors import MissingRuleError
+from xla_spmd.ir import (
+    F32,
+    OPS,
+    PRED,
+    S32,
+    ArrayShape,
+    Builder,
+    ConvDimensionNumbers,
+    PadDim,
+    SliceDim,
+    Window,
+)
+from xla_spmd.propagation import RULES, sharding_rule
+
+
+def shape(*dims, dtype=F32):
+    return ArrayShape(dtype, dims)
+
+
+def rule_text(inst):
+    return str(sharding_rule(inst))
+
+
+def test_every_opcode_has_a_rule_entry():
+    missing = sorted(set(OPS) - set(RULES))
+    assert not missing, f"no sharding rule for {missing}"
+
+
+def test_missing_rule_names_the_op():
+    with pytest.raises(MissingRuleError, match="no sharding rule for 'frobnicate'"):
+        RULES.lookup("frobnicate")
+
+
+def test_dot_matmul():
+    b = Builder("m")
+    x, y = b.parameter(shape(8, 8)), b.parameter(shape(8, 16))
+    dot = b.dot(x, y, lhs_contracting_dims=(1,), rhs_contracting_dims=(0,))
+    assert rule_text(dot) == (
+        "#sdy.op_sharding_rule<([i, k], [k, j])->([i, j]) {i=8, j=16, k=8} reduction={k}>")
+
+
+def test_dot_general_batch():
+    b = Builder("m")
+    x, y = b.parameter(shape(2, 4, 8)), b.parameter(shape(2, 8, 16))
+    dot = b.dot(x, y, lhs_batch_dims=(0,), rhs_batch_dims=(0,), lhs_contracting_dims=(2,),
+                rhs_contracting_dims=(1,))
+    assert rule_text(dot) == ("#sdy.op_sharding_rule<([i, j, l], [i, l, k])->([i, j, k]) "
+                              "{i=2, j=4, k=16, l=8} reduction={l}>")
+
+
+@pytest.mark.parametrize("source,target,expected", [
+    ((8, 4), (2, 16), "([ij, k])->([i, jk]) {i=2, j=4, k=4}"),
+    ((8, 4), (32,), "([i, j])->([ij]) {i=8, j=4}"),
+    ((32,), (8, 4), "([ij])->([i, j]) {i=8, j=4}"),
+    ((6, 4), (4, 6), "([ij, kn])->([il, mn]) {i=2, j=3, k=2, l=2, m=3, n=2}"),
+    ((4, 8), (1, 4, 8, 1), "([i, j])->([k, i, j, l]) {i=4, j=8, k=1, l=1}"),
+])
+def test_reshape(source, target, expected):
+    b = Builder("m")
+    x = b.parameter(shape(*source))
+    assert rule_text(b.reshape(x, shape=shape(*target))) == f"#sdy.op_sharding_rule<{expected}>"
+
+
+def test_elementwise_transpose_broadcast():
+    b = Builder("m")
+    x = b.parameter(shape(4, 8))
+    assert rule_text(b.add(x, x)) == (
+        "#sdy.op_sharding_rule<([i, j], [i, j])->([i, j]) {i=4, j=8}>")
+    assert rule_text(b.transpose(x, dimensions=(1, 0))) == (
+        "#sdy.op_sharding_rule<([i, j])->([j, i]) {i=4, j=8}>")
+    assert rule_text(b.broadcast(x, dimensions=(0, 2), shape=shape(4, 3, 8))) == (
+        "#sdy.op_sharding_rule<([i, k])->([i, j, k]) {i=4, j=3, k=8}>")
+    p = b.parameter(shape(4, 8, dtype=PRED))
+    s = b.parameter(shape(dtype=F32))
+    assert rule_text(b.select(p, x, x)) == (
+        "#sdy.op_sharding_rule<([i, j], [i, j], [i, j])->([i, j]) {i=4, j=8}>")
+    assert rule_text(b.clamp(s, x, s)) == (
+        "#sdy.op_sharding_rule<([], [i, j], [])->([i, j]) {i=4, j=8}>")
+
+
+def test_reduce_and_reduce_window():
+    add = Builder("add")
+    a, c = add.parameter(shape()), add.parameter(shape())
+    adder = add.build(add.add(a, c))
+    b = Builder("m")
+    x = b.parameter(shape(4, 8, 16))
+    zero = b.constant(0.0, F32)
+    assert rule_text(b.reduce(x, zero, dimensions=(1,), to_apply=adder)) == (
+        "#sdy.op_sharding_rule<([i, j, k], [])->([i, k]) {i=4, j=8, k=16} reduction={j}>")
+    window = Window.make((1, 2, 1), (1, 2, 1))
+    assert rule_text(b.reduce_window(x, zero, window=window, to_apply=adder)) == (
+        "#sdy.op_sharding_rule<([i, j, k], [])->([i, j, k]) {i=4, j=8, k=16} "
+        "permutation={j}>")
+
+
+def test_slice_pad_concat_reverse():
+    b = Builder("m")
+    x = b.parameter(shape(4, 8))
+    sliced = b.slice(x, slice=(SliceDim(0, 4), SliceDim(0, 4)))
+    assert rule_text(sliced) == (
+        "#sdy.op_sharding_rule<([i, j])->([i, j]) {i=4, j=8} permutation={j}>")
+    zero = b.constant(0.0, F32)
+    padded = b.pad(x, zero, padding=(PadDim(1, 1), PadDim(0, 0)))
+    assert rule_text(padded) == (
+        "#sdy.op_sharding_rule<([i, j], [])->([i, j]) {i=4, j=8} permutation={i}>")
+    assert rule_text(b.concatenate(x, x, dimensions=(1,))) == (
+        "#sdy.op_sharding_rule<([i, j], [i, j])->([i, j]) {i=4, j=16} need_replication={j}>")
+    assert rule_text(b.concatenate(sliced, sliced, dimensions=(1,))) == (
+        "#sdy.op_sharding_rule<([i, j], [i, j])->([i, j]) {i=4, j=8} permutation={j}>")
+    assert rule_text(b.reverse(x, dimensions=(0,))) == (
+        "#sdy.op_sharding_rule<([i, j])->([i, j]) {i=4, j=8} permutation={i}>")
+
+
+def test_dynamic_slice_and_update():
+    b = Builder("m")
+    x = b.parameter(shape(4, 8))
+    i = b.parameter(shape(dtype=S32))
+    ds = b.dynamic_slice(x, i, i, dynamic_slice_sizes=(4, 2))
+    assert rule_text(ds) == ("#sdy.op_sharding_rule<([i, j], [], [])->([i, j]) {i=4, j=8} "
+                             "need_replication={j} blocked_propagation={j}>")
+    dus = b.dynamic_update_slice(x, ds, i, i)
+    assert rule_text(dus) == ("#sdy.op_sharding_rule<([i, j], [i, k], [], [])->([i, j]) "
+                              "{i=4, j=8, k=2} need_replication={k}>")
+
+
+def test_sort_need_replication():
+    less = Builder("less")
+    a, c = less.parameter(shape()), less.parameter(shape())
+    comparator = less.build(less.compare(a, c, direction="LT"))
+    b = Builder("m")
+    x = b.parameter(shape(4, 8))
+    assert rule_text(b.sort(x, dimensions=(1,), to_apply=comparator)) == (
+        "#sdy.op_sharding_rule<([i, j])->([i, j]) {i=4, j=8} need_replication={j}>")
+
+
+def test_convolution():
+    b = Builder("m")
+    lhs, rhs = b.parameter(shape(8, 32, 32, 3)), b.parameter(shape(3, 3, 3, 16))
+    conv = b.convolution(lhs, rhs, window=Window.make((3, 3), padding=((1, 1), (1, 1))),
+                         dim_labels=ConvDimensionNumbers.from_labels("b01f_01io->b01f"))
+    assert rule_text(conv) == (
+        "#sdy.op_sharding_rule<([i, l, n, k], [m, o, k, j])->([i, l, n, j]) "
+        "{i=8, j=16, k=3, l=32, m=3, n=32, o=3} reduction={k, m, o} permutation={l, n}>")
+
+
+def test_gather_embedding_lookup():
+    b = Builder("m")
+    table, ids = b.parameter(shape(11, 16)), b.parameter(shape(2, 8, 1, dtype=S32))
+    gather = b.gather(table, ids, offset_dims=(2,), collapsed_slice_dims=(0,),
+                      start_index_map=(0,), index_vector_dim=2, slice_sizes=(1, 16))
+    assert rule_text(gather) == (
+        "#sdy.op_sharding_rule<([k, l], [i, j, m])->([i, j, l]) {i=2, j=8, k=11, l=16, m=1} "
+        "reduction={k} need_replication={m}>")
+
+
+def test_collectives_and_custom_calls():
+    b = Builder("m")
+    x = b.parameter(shape(4, 8))
+    gathered = b.all_gather(x, dimensions=(1,), replica_groups=None, shape=shape(4, 32))
+    assert rule_text(gathered) == ("#sdy.op_sharding_rule<([i, j])->([i, k]) {i=4, j=8, k=32} "
+                                   "need_replication={j, k}>")
+    constraint = b.custom_call(x, custom_call_target="Sharding", shape=shape(4, 8))
+    assert rule_text(constraint) == "#sdy.op_sharding_rule<([i, j])->([i, j]) {i=4, j=8}>"
+    opaque = b.custom_call(x, custom_call_target="my_kernel", shape=shape(4, 8))
+    assert sharding_rule(opaque) is None

@@ -1,0 +1,344 @@
+"""`shard_map`: a manual region whose body is per-device code with explicit collectives, and
+the collectives users call inside it (`psum`, `pmean`, `pmax`, `pmin`, `all_gather`,
+`psum_scatter`, `all_to_all`, `ppermute`, `axis_index`).
+
+Represented as XLA exports Shardy's manual computations to HLO: a custom-call
+``xla.sdy.GlobalToLocalShape`` on the inputs, a `call` (``inlineable="false"``) to a
+computation ``xla.sdy.manual_computation_body.N`` over local shapes, and a custom-call
+``xla.sdy.LocalToGlobalShape`` on the outputs, with frontend attributes
+``xla.sdy.in_shardings``, ``xla.sdy.out_shardings`` and ``xla.sdy.manual_axes``. Collectives
+get replica groups of the mesh axes (flattened device ids, ``use_global_device_ids=true``)
+and a channel id.
+
+>>> from xla_spmd.mesh import make_mesh
+>>> from xla_spmd.sharding import P
+>>> import numpy as np
+>>> f = shard_map(lambda x: psum(x, "x"), make_mesh({"x": 1}), P("x"), P())
+>>> np.asarray(f(np.ones(2, np.float32))).tolist()
+[1.0, 1.0]
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from xla_spmd.errors import ShardingError, XlaSpmdError
+from xla_spmd.frontend import lax
+from xla_spmd.frontend.pytree import tree_flatten, tree_map, tree_unflatten
+from xla_spmd.frontend.tracing import (bind, current_trace, finish, fresh_name, reducer,
+                                       trace_computation)
+from xla_spmd.ir import OPS, S32, U32, ArrayShape, Module, ReplicaGroups, TupleShape
+from xla_spmd.ir.module import make_instruction, rewrite
+from xla_spmd.mesh import Mesh
+from xla_spmd.sharding import NamedSharding, PartitionSpec, print_sharding_per_value
+
+G2L, L2G = "xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape"
+_MANUAL_MESHES: dict[str, Mesh] = {}
+
+
+@dataclass
+class Manual:
+    """The manual region a trace is in: its mesh, manual axes and channel ids."""
+
+    mesh: Mesh
+    axes: tuple[str, ...]
+    channels: itertools.count = field(default_factory=lambda: itertools.count(1))
+
+
+def _manual_axes_text(axes) -> str:
+    return "#sdy<manual_axes{" + ", ".join(f'"{a}"' for a in axes) + "}>"
+
+
+def _specs_per_leaf(specs, trees, what: str) -> list:
+    if isinstance(specs, PartitionSpec) or specs is None:
+        specs = [specs] * len(trees)
+    specs = list(specs)
+    if len(specs) != len(trees):
+        raise ShardingError(f"shard_map {what}: {len(specs)} specs for {len(trees)} values")
+    out = []
+    for spec, tree in zip(specs, trees):
+        leaves = tree_flatten(tree)[0]
+        if isinstance(spec, PartitionSpec) or spec is None:
+            out += [spec or PartitionSpec()] * len(leaves)
+        else:
+            spec_leaves = tree_flatten(spec, is_leaf=lambda s: isinstance(s, PartitionSpec))[0]
+            if len(spec_leaves) != len(leaves):
+                raise ShardingError(f"shard_map {what}: spec structure does not match")
+            out += spec_leaves
+    return out
+
+
+def _factors(mesh: Mesh, sharding, dims, what: str) -> list[int]:
+    factors = []
+    for d, n in enumerate(dims):
+        factor = int(np.prod([mesh.axis_size(a) for a in sharding.dim_axes(d)]))
+        if n % factor:
+            raise ShardingError(f"shard_map {what}: dim {d} of size {n} is not divisible by "
+                                f"the {factor} shards of {sharding}")
+        factors.append(factor)
+    return factors
+
+
+def shard_map(fn: Callable, mesh: Mesh, in_specs, out_specs, axis_names=None):
+    """Run `fn` per device on local shards: inputs split by `in_specs`, outputs assembled by
+    `out_specs` (PartitionSpecs, or pytrees of them matching arguments / results)."""
+    axes = tuple(axis_names) if axis_names else mesh.axis_names
+
+    def wrapped(*args):
+        if current_trace() is None:
+            from xla_spmd.frontend.jit import jit
+            return jit(wrapped)(*args)
+        return _shard_map(fn, mesh, axes, in_specs, out_specs, args)
+    return wrapped
+
+
+def _shard_map(fn, mesh, axes, in_specs, out_specs, args):
+    from xla_spmd.frontend.numpy_api import asarray
+    leaves, in_tree = tree_flatten(args)
+    leaves = [asarray(x) for x in leaves]
+    specs = _specs_per_leaf(in_specs, list(args), "in_specs")
+    in_shardings = [NamedSharding(mesh, s).to_tensor_sharding(x.ndim) for s, x in
+                    zip(specs, leaves)]
+    local = []
+    for i, (x, s) in enumerate(zip(leaves, in_shardings)):
+        factors = _factors(mesh, s, x.shape, f"argument {i}")
+        local.append(ArrayShape(x.aval.dtype, tuple(n // f for n, f in zip(x.shape, factors))))
+    out_info = {}
+
+    def body(*tracers):
+        out = fn(*tree_unflatten(in_tree, tracers))
+        out_leaves, out_info["tree"] = tree_flatten(out)
+        out_info["value"] = out
+        return [asarray(o) for o in out_leaves]
+
+    name = fresh_name("xla.sdy.manual_computation_body")
+    trace, outputs = trace_computation(body, local, name, manual=Manual(mesh, axes))
+    if trace.captures:
+        raise XlaSpmdError("a shard_map body closes over traced values; pass them as "
+                           "arguments (with in_specs) instead")
+    computation = finish(trace, outputs, tuple_root=len(outputs) != 1)
+    _MANUAL_MESHES[computation.name] = mesh
+    out_specs_leaves = _specs_per_leaf([out_specs], [out_info["value"]], "out_specs")
+    out_shardings, global_avals = [], []
+    for i, (o, spec) in enumerate(zip(outputs, out_specs_leaves)):
+        sharding = NamedSharding(mesh, spec).to_tensor_sharding(o.shape.rank)
+        factors = [int(np.prod([mesh.axis_size(a) for a in sharding.dim_axes(d)]))
+                   for d in range(o.shape.rank)]
+        out_shardings.append(sharding)
+        global_avals.append(ArrayShape(o.shape.dtype,
+                                       tuple(n * f for n, f in zip(o.shape.dims, factors))))
+    manual = ("xla.sdy.manual_axes", _manual_axes_text(axes))
+    locals_ = boundary(G2L, leaves, local, [("xla.sdy.in_shardings",
+                                             print_sharding_per_value(in_shardings)), manual])
+    result = bind("call", *locals_, to_apply=computation,
+                  frontend_attributes=(("inlineable", "false"),))
+    local_outs = [result] if len(outputs) == 1 else [
+        lax.get_tuple_element(result, i) for i in range(len(outputs))]
+    globals_ = boundary(L2G, local_outs, global_avals,
+                        [manual, ("xla.sdy.out_shardings",
+                                  print_sharding_per_value(out_shardings))])
+    return tree_unflatten(out_info["tree"], globals_)
+
+
+def boundary(target: str, values, avals, attributes) -> list:
+    """A manual-region boundary custom-call on `values`, giving values of `avals`."""
+    shape = avals[0] if len(avals) == 1 else TupleShape(tuple(avals))
+    out = bind("custom-call", *values, shape=shape, custom_call_target=target,
+               custom_call_has_side_effect=True, frontend_attributes=tuple(attributes))
+    if len(avals) == 1:
+        return [out]
+    return [lax.get_tuple_element(out, i) for i in range(len(avals))]
+
+
+def transpose_boundary(ct, inst, ops) -> list:
+    """VJP of a boundary: GlobalToLocal's cotangent goes through a LocalToGlobal with the
+    same shardings, and vice versa."""
+    from xla_spmd.frontend.autodiff import flat_cotangent
+    attrs = dict(inst.frontend_attributes)
+    manual = ("xla.sdy.manual_axes", attrs["xla.sdy.manual_axes"])
+    if inst.attrs.custom_call_target == G2L:
+        target = L2G
+        attributes = [manual, ("xla.sdy.out_shardings", attrs["xla.sdy.in_shardings"])]
+    else:
+        target = G2L
+        attributes = [("xla.sdy.in_shardings", attrs["xla.sdy.out_shardings"]), manual]
+    return boundary(target, flat_cotangent(ct, inst.shape), [o.aval for o in ops], attributes)
+
+
+def strip_manual_boundaries(module: Module) -> Module:
+    """On one device, a manual region over a one-device mesh is plain code: its boundaries
+    are identities. Larger meshes need the partitioner."""
+    targets = {G2L, L2G}
+    entry = module.entry
+    if not any(i.opcode == "custom-call" and i.attrs.custom_call_target in targets
+               for i in entry.instructions):
+        return module
+    for inst in entry.instructions:
+        if inst.opcode == "call" and inst.attrs.to_apply.name in _MANUAL_MESHES:
+            mesh = _MANUAL_MESHES[inst.attrs.to_apply.name]
+            if mesh.size != 1:
+                raise XlaSpmdError(
+                    f"this program has a shard_map over {mesh!r} ({mesh.size} devices); it "
+                    "cannot run on one device before the partitioner and runtime exist. "
+                    "Inspect it with .lower(...).as_text(), or use a one-device mesh")
+
+    def strip(inst, operands):
+        if inst.opcode != "custom-call" or inst.attrs.custom_call_target not in targets:
+            return None
+        if len(operands) == 1:
+            return operands[0]
+        return make_instruction(inst.name, OPS["tuple"], operands)
+    return Module.from_entry(module.name, rewrite(entry, strip), module.header)
+
+
+# ---------------------------------------------------------------------------------------------
+# Collectives
+
+
+def _manual(what: str) -> Manual:
+    trace = current_trace()
+    manual = trace.manual if trace is not None else None
+    if manual is None:
+        raise XlaSpmdError(f"{what} is only meaningful inside shard_map (per-device code)")
+    return manual
+
+
+def _axes(axis_name) -> tuple[str, ...]:
+    return (axis_name,) if isinstance(axis_name, str) else tuple(axis_name)
+
+
+def _groups(manual: Manual, axis_name) -> ReplicaGroups:
+    axes = _axes(axis_name)
+    for a in axes:
+        if a not in manual.axes:
+            raise XlaSpmdError(f"axis {a!r} is not a manual axis of this shard_map "
+                               f"({list(manual.axes)})")
+    return ReplicaGroups.listed(manual.mesh.device_groups(axes).groups)
+
+
+def _group_kwargs(manual: Manual, axis_name, global_ids: bool = True) -> dict:
+    kwargs = {"replica_groups": _groups(manual, axis_name),
+              "channel_id": next(manual.channels)}
+    if global_ids:
+        kwargs["use_global_device_ids"] = True
+    return kwargs
+
+
+def _all_reduce(kind: str, x, axis_name):
+    manual = _manual(f"p{kind}")
+
+    def one(v):
+        from xla_spmd.frontend.numpy_api import asarray
+        v = asarray(v)
+        return bind("all-reduce", v, to_apply=reducer(kind, v.aval.dtype),
+                    **_group_kwargs(manual, axis_name))
+    return tree_map(one, x)
+
+
+def psum(x, axis_name):
+    """Sum over the devices along `axis_name` (a mesh axis or a tuple of them)."""
+    return _all_reduce("add", x, axis_name)
+
+
+def pmax(x, axis_name):
+    return _all_reduce("max", x, axis_name)
+
+
+def pmin(x, axis_name):
+    return _all_reduce("min", x, axis_name)
+
+
+def axis_size(axis_name) -> int:
+    manual = _manual("axis_size")
+    return int(np.prod([manual.mesh.axis_size(a) for a in _axes(axis_name)]))
+
+
+def pmean(x, axis_name):
+    n = axis_size(axis_name)
+    return tree_map(lambda v: v / float(n), psum(x, axis_name))
+
+
+def all_gather(x, axis_name, axis: int = 0, tiled: bool = False):
+    """Concatenate (tiled) or stack the devices' `x` along `axis`."""
+    manual = _manual("all_gather")
+    if not tiled:
+        x = lax.reshape(x, x.shape[:axis] + (1,) + x.shape[axis:])
+    return bind("all-gather", x, dimensions=(axis,), **_group_kwargs(manual, axis_name))
+
+
+def psum_scatter(x, axis_name, scatter_dimension: int = 0, tiled: bool = False):
+    """Sum over devices, each keeping its chunk of `scatter_dimension`."""
+    manual = _manual("psum_scatter")
+    out = bind("reduce-scatter", x, dimensions=(scatter_dimension,),
+               to_apply=reducer("add", x.aval.dtype), **_group_kwargs(manual, axis_name))
+    if not tiled:
+        if out.shape[scatter_dimension] != 1:
+            raise XlaSpmdError("psum_scatter(tiled=False) needs the scatter dim to equal the "
+                               "number of devices")
+        out = lax.reshape(out, [n for d, n in enumerate(out.shape) if d != scatter_dimension])
+    return out
+
+
+def all_to_all(x, axis_name, split_axis: int, concat_axis: int, tiled: bool = False):
+    """Split `split_axis` into one chunk per device, exchange, concatenate the received
+    chunks along `concat_axis` (HLO all-to-all plus reshape/transpose, as XLA lowers it)."""
+    from xla_spmd.frontend.numpy_shape import moveaxis
+    if not tiled:
+        x1 = lax.reshape(x, x.shape + (1,))
+        y = all_to_all(x1, axis_name, split_axis, x.ndim, tiled=True)
+        y = lax.reshape(y, [n for d, n in enumerate(y.shape) if d != split_axis])
+        return moveaxis(y, -1, concat_axis)
+    manual = _manual("all_to_all")
+    n = axis_size(axis_name)
+    kwargs = _group_kwargs(manual, axis_name, global_ids=False)
+    y = bind("all-to-all", x, dimensions=(split_axis,), **kwargs)
+    if split_axis == concat_axis:
+        return y
+    shape = list(y.shape)
+    chunk = shape[split_axis] // n
+    y = lax.reshape(y, shape[:split_axis] + [n, chunk] + shape[split_axis + 1:])
+    order = [d for d in range(y.ndim) if d != split_axis]
+    target = concat_axis if concat_axis < split_axis else concat_axis + 1
+    order.insert(order.index(target), split_axis)
+    y = lax.transpose(y, order)
+    final = list(shape)
+    final[split_axis] = chunk
+    final[concat_axis] *= n
+    return lax.reshape(y, final)
+
+
+def ppermute(x, axis_name, perm):
+    """Send each device's `x` to another along `axis_name`: `perm` lists (source, target)
+    positions on the axis; devices that receive nothing get zeros."""
+    manual = _manual("ppermute")
+    groups = manual.mesh.device_groups(_axes(axis_name)).groups
+    pairs = tuple((g[s], g[t]) for g in groups for s, t in perm)
+    return bind("collective-permute", x, source_target_pairs=pairs,
+                channel_id=next(manual.channels))
+
+
+def axis_index(axis_name):
+    """This device's position along `axis_name` (s32), computed from partition-id."""
+    manual = _manual("axis_index")
+    mesh = manual.mesh
+    pid = bind("partition-id")
+    index = None
+    for a in _axes(axis_name):
+        if mesh.is_iota:
+            position = mesh.axis_names.index(a)
+            stride = int(np.prod(mesh.axis_sizes[position + 1:]))
+            coord = lax.div(pid, lax.constant(stride, U32))
+            coord = bind("remainder", coord, lax.constant(mesh.axis_size(a), U32))
+            coord = lax.convert(coord, S32)
+        else:
+            table = np.array([mesh.axis_coord(d, a) for d in range(mesh.size)], np.int32)
+            coord = lax.reshape(lax.dynamic_slice(table, [pid], [1]), ())
+        if index is None:
+            index = coord
+        else:
+            index = lax.add(lax.mul(index, lax.constant(mesh.axis_size(a), S32)), coord)
+    return index

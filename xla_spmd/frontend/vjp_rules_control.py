@@ -1,0 +1,126 @@
+"""VJP rules of control flow: `while` with a known trip count, `conditional`, `call`.
+
+Loops (fori_loop, scan): the rule emits a forward loop that stacks the loop *state* of every
+iteration (not every intermediate: one checkpoint per iteration), then a reverse loop that,
+for i = n-1 .. 0, re-runs the body on the saved state i and pulls the state cotangent back
+through it. Memory is O(n * state); compute is two forward passes. Loops without a known
+trip count (a plain while_loop) are not differentiable, as in JAX.
+
+Conditionals: a `conditional` on the same index whose branch j is the VJP of branch j.
+Calls (and shard_map bodies): a `call` to the VJP of the callee (forward recomputed inside),
+so a manual region's backward pass is again a manual region.
+"""
+
+from __future__ import annotations
+
+from xla_spmd.errors import XlaSpmdError
+from xla_spmd.frontend import lax
+from xla_spmd.frontend.autodiff import (VJP, backward, differentiable, flat_cotangent,
+                                        linearize_computation, unflat_cotangent)
+from xla_spmd.frontend.control import fori_loop, index_in_dim, known_trip_count, switch_flat
+from xla_spmd.frontend.tracing import bind, finish, fresh_name, trace_computation
+from xla_spmd.ir import TupleShape
+
+
+@VJP.register("while")
+def _while(ct, inst, ops, out):
+    n = known_trip_count(inst)
+    if n is None:
+        raise XlaSpmdError(f"cannot differentiate {inst.name}: a while loop without a known "
+                           "trip count (use fori_loop with static bounds, or scan)")
+    body = inst.attrs.body
+    shapes = inst.shape.elements
+    if any(isinstance(s, TupleShape) for s in shapes):
+        raise NotImplementedError("VJP of a while loop with nested tuple state")
+    state0 = [lax.get_tuple_element(ops[0], i) for i in range(len(shapes))]
+    stacks0 = [lax.full((max(n, 1),) + s.dims, 0, s.dtype) for s in shapes]
+
+    def record(i, carry):
+        state, stacks = carry
+        stacks = [lax.dynamic_update_slice_in_dim(st, lax.reshape(x, (1,) + x.shape), i, 0)
+                  for st, x in zip(stacks, state)]
+        new_state = linearize_computation(body, [lax.make_tuple(*state)])[0]
+        return [lax.get_tuple_element(new_state, k) for k in range(len(shapes))], stacks
+
+    _, stacks = fori_loop(0, n, record, (state0, stacks0))
+    float_positions = [k for k, s in enumerate(shapes) if differentiable(s)]
+    cts = ct if ct is not None else (None,) * len(shapes)
+    ct_leaves = [cts[k] if cts[k] is not None else lax.full(shapes[k].dims, 0, shapes[k].dtype)
+                 for k in float_positions]
+
+    def reverse(j, carry):
+        i = lax.sub(lax.constant(n - 1, "int32"), j)
+        state = [index_in_dim(st, i) for st in stacks]
+        _, env = linearize_computation(body, [lax.make_tuple(*state)])
+        root_ct = [None] * len(shapes)
+        for k, c in zip(float_positions, carry):
+            root_ct[k] = c
+        (state_ct,) = backward(body, env, tuple(root_ct))
+        state_ct = state_ct if state_ct is not None else (None,) * len(shapes)
+        return [state_ct[k] if state_ct[k] is not None else lax.zeros_like(c)
+                for k, c in zip(float_positions, carry)]
+
+    final = fori_loop(0, n, reverse, ct_leaves)
+    result = [None] * len(shapes)
+    for k, c in zip(float_positions, final):
+        result[k] = c
+    return [tuple(result)]
+
+
+@VJP.register("conditional")
+def _conditional(ct, inst, ops, out):
+    a = inst.attrs
+    index, operands = ops[0], list(ops[1:])
+    if a.branch_computations is not None:
+        branches, operand_of = a.branch_computations, list(range(len(operands)))
+    else:  # pred selector: branch 0 is false (its operand is the second), 1 is true
+        branches, operand_of = (a.false_computation, a.true_computation), [1, 0]
+        index = lax.convert(index, "int32")
+    ct_leaves = flat_cotangent(ct, inst.shape)
+    m = len(operands)
+
+    def branch_vjp(j):
+        def fn(*args):
+            primal, cts = args[:m], args[m:]
+            _, env = linearize_computation(branches[j], [primal[operand_of[j]]])
+            (operand_ct,) = backward(branches[j], env, unflat_cotangent(cts, inst.shape))
+            leaves = []
+            for k in range(m):
+                leaves += flat_cotangent(operand_ct if k == operand_of[j] else None,
+                                         operands[k].aval)
+            return leaves
+        return fn
+
+    leaves = switch_flat(index, [branch_vjp(j) for j in range(len(branches))],
+                         operands + ct_leaves)
+    iterator = iter(leaves)
+    return [None] + [unflat_cotangent(iterator, o.aval) for o in operands]
+
+
+@VJP.register("call")
+def _call(ct, inst, ops, out):
+    callee = inst.attrs.to_apply
+    ct_leaves = flat_cotangent(ct, inst.shape)
+    m = len(ops)
+
+    def pullback(*args):
+        primal, cts = args[:m], args[m:]
+        _, env = linearize_computation(callee, list(primal))
+        operand_cts = backward(callee, env, unflat_cotangent(cts, inst.shape))
+        leaves = []
+        for c, o in zip(operand_cts, ops):
+            leaves += flat_cotangent(c, o.aval)
+        return leaves
+
+    name = callee.name.rsplit(".", 1)[0] if callee.name.startswith("xla.sdy.") else "vjp_call"
+    trace, outputs = trace_computation(pullback, [o.aval for o in ops] +
+                                       [c.aval for c in ct_leaves], fresh_name(name),
+                                       manual=None)
+    if trace.captures:
+        raise NotImplementedError("VJP of a call whose pullback captures outer values")
+    computation = finish(trace, outputs, tuple_root=True)
+    result = bind("call", *ops, *ct_leaves, to_apply=computation,
+                  frontend_attributes=inst.frontend_attributes)
+    leaves = [lax.get_tuple_element(result, i) for i in range(len(outputs))]
+    iterator = iter(leaves)
+    return [unflat_cotangent(iterator, o.aval) for o in ops]

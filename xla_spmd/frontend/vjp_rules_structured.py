@@ -1,0 +1,340 @@
+"""VJP rules of contractions, windows, gather/scatter, sort, collectives and custom-calls.
+
+The dot and convolution rules are JAX's transposes of bilinear ops (`_dot_general_transpose_*`,
+`_conv_general_dilated_transpose_*`); gather and scatter-add are each other's transposes;
+max-pooling's transpose is select-and-scatter; all-gather and reduce-scatter transpose into
+each other, all-reduce(sum) and all-to-all are self-adjoint, collective-permute inverts its
+pairs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from xla_spmd.frontend import lax
+from xla_spmd.frontend import numpy_api as xnp
+from xla_spmd.frontend.autodiff import VJP
+from xla_spmd.frontend.tracing import bind, fresh_name, rebind, reducer, reducer_kind
+from xla_spmd.ir import (PRED, S32, ArrayShape, Builder, ComparisonDirection,
+                         ConvDimensionNumbers, TupleShape)
+from xla_spmd.ir.module import make_instruction
+
+# ---------------------------------------------------------------------------------------------
+# dot
+
+
+def _ranges_like(*xs):
+    start = 0
+    for x in xs:
+        yield list(range(start, start + len(x)))
+        start += len(x)
+
+
+def _dot_transpose_lhs(g, x_aval, y, dims, swap_ans=False):
+    (x_contract, y_contract), (x_batch, y_batch) = dims
+    x_ndim, y_ndim = len(x_aval.dims), y.ndim
+    x_kept = [d for d in range(x_ndim) if d not in x_contract and d not in x_batch]
+    y_kept = [d for d in range(y_ndim) if d not in y_contract and d not in y_batch]
+    if swap_ans:
+        ans_batch, ans_y, _ = _ranges_like(x_batch, y_kept, x_kept)
+    else:
+        ans_batch, _, ans_y = _ranges_like(x_batch, x_kept, y_kept)
+    new_dims = ((ans_y, y_kept), (ans_batch, list(y_batch)))
+    x_contract_sorted_by_y = list(np.take(x_contract, np.argsort(y_contract)).astype(int))
+    out_axes = np.argsort(list(x_batch) + x_kept + x_contract_sorted_by_y).tolist()
+    result = lax.dot_general(g, lax.convert(y, g.aval.dtype), new_dims)
+    return lax.convert(lax.transpose(result, out_axes), x_aval.dtype)
+
+
+@VJP.register("dot")
+def _dot(ct, inst, ops, out):
+    a = inst.attrs
+    dims = ((list(a.lhs_contracting_dims), list(a.rhs_contracting_dims)),
+            (list(a.lhs_batch_dims), list(a.rhs_batch_dims)))
+    swapped = ((dims[0][1], dims[0][0]), (dims[1][1], dims[1][0]))
+    lhs, rhs = ops
+    return [_dot_transpose_lhs(ct, lhs.aval, rhs, dims),
+            _dot_transpose_lhs(ct, rhs.aval, lhs, swapped, swap_ans=True)]
+
+
+# ---------------------------------------------------------------------------------------------
+# convolution (feature_group_count = batch_group_count = 1)
+
+
+def _specs(dn: ConvDimensionNumbers):
+    return ((dn.input_batch, dn.input_feature, *dn.input_spatial),
+            (dn.kernel_output_feature, dn.kernel_input_feature, *dn.kernel_spatial),
+            (dn.output_batch, dn.output_feature, *dn.output_spatial))
+
+
+def _from_specs(lhs, rhs, out) -> ConvDimensionNumbers:
+    return ConvDimensionNumbers(lhs[0], lhs[1], tuple(lhs[2:]), rhs[1], rhs[0], tuple(rhs[2:]),
+                                out[0], out[1], tuple(out[2:]))
+
+
+def _swap(spec):
+    return (spec[1], spec[0], *spec[2:])
+
+
+def _dilate(shape, dilation):
+    return [0 if n == 0 else 1 + d * (n - 1) for n, d in zip(shape, dilation)]
+
+
+def conv_vjp_lhs_padding(in_shape, window, strides, out_shape, padding, lhs_dilation,
+                         rhs_dilation):
+    lhs_dilated = _dilate(in_shape, lhs_dilation)
+    rhs_dilated = _dilate(window, rhs_dilation)
+    out_dilated = _dilate(out_shape, strides)
+    before = [r - lo - 1 for r, (lo, _) in zip(rhs_dilated, padding)]
+    after = [ld + r - 1 - od - b for ld, r, od, b in
+             zip(lhs_dilated, rhs_dilated, out_dilated, before)]
+    return list(zip(before, after))
+
+
+def _conv_vjp_rhs_padding(in_shape, window, strides, out_shape, padding, lhs_dilation,
+                          rhs_dilation):
+    lhs_dilated = _dilate(in_shape, lhs_dilation)
+    rhs_dilated = _dilate(window, rhs_dilation)
+    out_dilated = _dilate(out_shape, strides)
+    lows = [lo for lo, _ in padding]
+    highs = [od - ld + r - lo - 1 for od, ld, r, lo in
+             zip(out_dilated, lhs_dilated, rhs_dilated, lows)]
+    return list(zip(lows, highs))
+
+
+@VJP.register("convolution")
+def _convolution(ct, inst, ops, out):
+    a = inst.attrs
+    if a.feature_group_count != 1 or a.batch_group_count != 1:
+        raise NotImplementedError("VJP of grouped convolutions")
+    lhs, rhs = ops
+    lhs_spec, rhs_spec, out_spec = _specs(a.dim_labels)
+    w = a.window.dims
+    strides = [d.stride for d in w]
+    padding = [(d.padding_low, d.padding_high) for d in w]
+    lhs_dilation = [d.lhs_dilation for d in w]
+    rhs_dilation = [d.rhs_dilation for d in w]
+    in_spatial = [lhs.shape[d] for d in lhs_spec[2:]]
+    window = [rhs.shape[d] for d in rhs_spec[2:]]
+    out_spatial = [ct.shape[d] for d in out_spec[2:]]
+    lhs_pads = conv_vjp_lhs_padding(in_spatial, window, strides, out_spatial, padding,
+                                    lhs_dilation, rhs_dilation)
+    lhs_ct = lax.conv_general_dilated(
+        ct, lax.rev(rhs, rhs_spec[2:]), lhs_dilation, lhs_pads, strides, rhs_dilation,
+        _from_specs(out_spec, _swap(rhs_spec), lhs_spec))
+    rhs_pads = _conv_vjp_rhs_padding(in_spatial, window, strides, out_spatial, padding,
+                                     lhs_dilation, rhs_dilation)
+    rhs_ct = lax.conv_general_dilated(
+        lhs, ct, rhs_dilation, rhs_pads, lhs_dilation, strides,
+        _from_specs(_swap(lhs_spec), _swap(out_spec), _swap(rhs_spec)))
+    return [lhs_ct, rhs_ct]
+
+
+# ---------------------------------------------------------------------------------------------
+# windows
+
+
+@VJP.register("reduce-window")
+def _reduce_window(ct, inst, ops, out):
+    if len(ops) != 2:
+        raise NotImplementedError("VJP of a variadic reduce-window")
+    x = ops[0]
+    w = inst.attrs.window.dims
+    if any(d.lhs_dilation != 1 for d in w):
+        raise NotImplementedError("VJP of reduce-window with base dilation")
+    kind = reducer_kind(inst.attrs.to_apply)
+    sizes = [d.size for d in w]
+    strides = [d.stride for d in w]
+    padding = [(d.padding_low, d.padding_high) for d in w]
+    if kind == "add":
+        pads = conv_vjp_lhs_padding(x.shape, sizes, strides, ct.shape, padding,
+                                    [1] * x.ndim, [d.rhs_dilation for d in w])
+        padded = lax.pad(ct, lax.constant(0, ct.aval.dtype),
+                         [(lo, hi, s - 1) for (lo, hi), s in zip(pads, strides)])
+        return [lax.reduce_window(padded, "add", sizes, None, None, None,
+                                  [d.rhs_dilation for d in w]), None]
+    if kind in ("max", "min"):
+        if any(d.rhs_dilation != 1 for d in w):
+            raise NotImplementedError("VJP of max/min reduce-window with window dilation")
+        select = _select_computation(x.aval.dtype, "GE" if kind == "max" else "LE")
+        result = bind("select-and-scatter", x, ct, lax.constant(0, ct.aval.dtype),
+                      window=inst.attrs.window, select=select,
+                      scatter=reducer("add", ct.aval.dtype))
+        return [result, None]
+    raise NotImplementedError(f"VJP of reduce-window with {inst.attrs.to_apply.name}")
+
+
+_SELECTS: dict = {}
+
+
+def _select_computation(dtype, direction: str):
+    key = (dtype.name, direction)
+    if key not in _SELECTS:
+        b = Builder("select")
+        lhs = b.parameter(ArrayShape(dtype, ()), "lhs")
+        rhs = b.parameter(ArrayShape(dtype, ()), "rhs")
+        root = b.compare(lhs, rhs, direction=ComparisonDirection(direction))
+        _SELECTS[key] = b.build(root, fresh_name(f"region_select_{direction.lower()}"))
+    return _SELECTS[key]
+
+
+# ---------------------------------------------------------------------------------------------
+# gather / scatter
+
+
+@VJP.register("gather")
+def _gather(ct, inst, ops, out):
+    a = inst.attrs
+    operand, indices = ops
+    result = bind("scatter", lax.zeros_like(operand), indices, ct,
+                  update_window_dims=a.offset_dims, inserted_window_dims=a.collapsed_slice_dims,
+                  scatter_dims_to_operand_dims=a.start_index_map,
+                  input_batching_dims=a.operand_batching_dims,
+                  scatter_indices_batching_dims=a.start_indices_batching_dims,
+                  index_vector_dim=a.index_vector_dim,
+                  indices_are_sorted=a.indices_are_sorted,
+                  to_apply=reducer("add", ct.aval.dtype))
+    return [result, None]
+
+
+def _gather_updates(ct, inst, indices, updates):
+    a = inst.attrs
+    collapsed = set(a.inserted_window_dims) | set(a.input_batching_dims)
+    window_sizes = iter(updates.shape[d] for d in a.update_window_dims)
+    slice_sizes = tuple(1 if d in collapsed else next(window_sizes) for d in range(ct.ndim))
+    return bind("gather", ct, indices, offset_dims=a.update_window_dims,
+                collapsed_slice_dims=a.inserted_window_dims,
+                start_index_map=a.scatter_dims_to_operand_dims,
+                operand_batching_dims=a.input_batching_dims,
+                start_indices_batching_dims=a.scatter_indices_batching_dims,
+                index_vector_dim=a.index_vector_dim, slice_sizes=slice_sizes)
+
+
+@VJP.register("scatter")
+def _scatter(ct, inst, ops, out):
+    if len(ops) != 3:
+        raise NotImplementedError("VJP of a variadic scatter")
+    operand, indices, updates = ops
+    kind = reducer_kind(inst.attrs.to_apply)
+    if kind == "add":
+        return [ct, None, _gather_updates(ct, inst, indices, updates)]
+    if kind == "set":
+        attrs = {spec.name: getattr(inst.attrs, spec.name) for spec in inst.op.attrs}
+        attrs["to_apply"] = reducer("set", ct.aval.dtype)
+        operand_ct = bind("scatter", ct, indices, lax.zeros_like(updates), **attrs)
+        return [operand_ct, None, _gather_updates(ct, inst, indices, updates)]
+    raise NotImplementedError(f"VJP of scatter with combiner {inst.attrs.to_apply.name}")
+
+
+# ---------------------------------------------------------------------------------------------
+# sort and top-k
+
+
+def _comparator_with_iota(computation):
+    """The sort comparator with one more (ignored) s32 operand pair appended."""
+    b = Builder(computation.name)
+    mapping = {}
+    for p in computation.parameters:
+        mapping[id(p)] = b.parameter(p.shape, p.name)
+    b.parameter(ArrayShape(S32, ()), "lhs.iota")
+    b.parameter(ArrayShape(S32, ()), "rhs.iota")
+    for inst in computation.instructions:
+        if inst.opcode == "parameter":
+            continue
+        shape = inst.shape if inst.op.needs_declared_shape else None
+        new = make_instruction(b.fresh_name(inst.opcode), inst.op,
+                               [mapping[id(o)] for o in inst.operands], inst.attrs, shape)
+        b.instructions.append(new)
+        mapping[id(inst)] = new
+    return b.build(mapping[id(computation.root)], fresh_name("region_compare_iota"))
+
+
+@VJP.register("sort")
+def _sort(ct, inst, ops, out):
+    (dim,) = inst.attrs.dimensions
+    cts = ct if isinstance(ct, tuple) else (ct,)
+    iota = lax.iota(S32, ops[0].shape, dim)
+    sorted_all = bind("sort", *ops, iota, dimensions=(dim,), is_stable=inst.attrs.is_stable,
+                      to_apply=_comparator_with_iota(inst.attrs.to_apply))
+    permutation = lax.get_tuple_element(sorted_all, len(ops))
+    inverse = xnp.argsort(permutation, axis=dim)
+    result = [None if c is None else xnp.take_along_axis(c, inverse, dim) for c in cts]
+    return result
+
+
+@VJP.register("topk")
+def _topk(ct, inst, ops, out):
+    values_ct = ct[0]
+    if values_ct is None:
+        return [None]
+    x = ops[0]
+    indices = lax.get_tuple_element(out, 1)
+    n = x.shape[-1]
+    one_hot = xnp.astype(xnp.expand_dims(indices, -1) == lax.iota(S32, indices.shape + (n,),
+                                                                   indices.ndim),
+                         values_ct.dtype)
+    return [xnp.sum(one_hot * xnp.expand_dims(values_ct, -1), axis=-2)]
+
+
+# ---------------------------------------------------------------------------------------------
+# collectives
+
+
+def _group_attrs(inst) -> dict:
+    a = inst.attrs
+    return {"replica_groups": a.replica_groups, "channel_id": a.channel_id,
+            "use_global_device_ids": a.use_global_device_ids}
+
+
+@VJP.register("all-reduce")
+def _all_reduce(ct, inst, ops, out):
+    if len(ops) != 1:
+        raise NotImplementedError("VJP of a variadic all-reduce")
+    kind = reducer_kind(inst.attrs.to_apply)
+    summed = bind("all-reduce", ct, to_apply=reducer("add", ct.aval.dtype), **_group_attrs(inst))
+    if kind == "add":
+        return [summed]
+    if kind in ("max", "min"):
+        return [summed * xnp.astype(ops[0] == out, ct.dtype)]
+    raise NotImplementedError(f"VJP of all-reduce with {inst.attrs.to_apply.name}")
+
+
+@VJP.register("all-gather")
+def _all_gather(ct, inst, ops, out):
+    return [bind("reduce-scatter", ct, dimensions=inst.attrs.dimensions,
+                 to_apply=reducer("add", ct.aval.dtype), **_group_attrs(inst))]
+
+
+@VJP.register("reduce-scatter")
+def _reduce_scatter(ct, inst, ops, out):
+    if reducer_kind(inst.attrs.to_apply) != "add":
+        raise NotImplementedError("VJP of a non-sum reduce-scatter")
+    return [bind("all-gather", ct, dimensions=inst.attrs.dimensions, **_group_attrs(inst))]
+
+
+self_adjoint = VJP.register("all-to-all")(lambda ct, inst, ops, out: [rebind(inst, [ct])])
+
+
+@VJP.register("collective-permute")
+def _collective_permute(ct, inst, ops, out):
+    pairs = tuple((t, s) for s, t in inst.attrs.source_target_pairs)
+    return [bind("collective-permute", ct, source_target_pairs=pairs,
+                 channel_id=inst.attrs.channel_id)]
+
+
+# ---------------------------------------------------------------------------------------------
+# custom-calls: sharding constraints and manual-region boundaries
+
+
+@VJP.register("custom-call")
+def _custom_call(ct, inst, ops, out):
+    target = inst.attrs.custom_call_target
+    if target in ("Sharding", "xla.sdy.FuncResultSharding", "xla.sdy.PropagationBarrier"):
+        return [rebind(inst, [ct])]
+    if target in ("xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape"):
+        from xla_spmd.frontend.shard_map import transpose_boundary
+        return transpose_boundary(ct, inst, ops)
+    raise NotImplementedError(f"VJP of custom-call {target!r}")
+
+
+_ = (PRED, TupleShape)

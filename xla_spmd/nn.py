@@ -1,0 +1,13 @@
+"""``xla_spmd.nn``: activations, normalizations and losses (see `xla_spmd.frontend.nn`).
+
+>>> import numpy as np
+>>> import xla_spmd.nn as nn
+>>> round(float(nn.logsumexp(np.zeros(4, np.float32))), 4)
+1.3863
+"""
+
+from xla_spmd.frontend.nn import *  # noqa: F401,F403
+from xla_spmd.frontend.nn import (gelu, layer_norm, log_softmax, logsumexp, one_hot,  # noqa: F401
+                                  relu, rms_norm, sigmoid, silu, softmax,
+                                  softmax_cross_entropy,
+                                  softmax_cross_entropy_with_integer_labels)

@@ -1,0 +1,11 @@
+"""``xla_spmd.random``: explicit keys, threefry `rng-bit-generator` (see
+`xla_spmd.frontend.random`).
+
+>>> import xla_spmd.random as xr
+>>> xr.normal(xr.key(0), (2, 3)).shape
+(2, 3)
+"""
+
+from xla_spmd.frontend.random import (PRNGKey, bernoulli, categorical, fold_in, key,  # noqa: F401
+                                      normal, permutation, randint, random_bits, split,
+                                      uniform)

@@ -1,0 +1,277 @@
+"""Run files written in the StableHLO interpreter's test conventions on the reference backend.
+
+A file holds cases separated by ``// -----`` lines; each case is a module or bare functions.
+Every function without arguments is a test: its body computes values and checks them with
+``check.expect_eq_const``, ``check.expect_almost_eq_const``, ``check.expect_eq``,
+``check.expect_almost_eq``, ``check.expect_close`` (``check.expect_serialized_eq`` is skipped).
+``"interpreter.run_parallel"(...) {programs = [[@f, @g], ...]}`` runs the named functions as
+one device each (rows are replicas, columns partitions) with collectives between them; its
+operands are every program's arguments and its results every program's results, in order.
+
+How: checks and run_parallel are imported as custom-calls (targets ``check.*`` and
+``interpreter.run_parallel``) whose reference rules record the check outcomes and run the
+programs with `evaluate_spmd`; then each test function is evaluated as a module entry.
+
+>>> report = run_text('''func.func @t() {
+...   %0 = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+...   %1 = stablehlo.add %0, %0 : tensor<2xf32>
+...   check.expect_almost_eq_const %1, dense<[2.0, 4.0]> : tensor<2xf32>
+...   func.return
+... }''')
+>>> report.ok, str(report).splitlines()[0]
+(True, 'PASS case 1 @t (1 checks)')
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from xla_spmd.backends.reference import evaluate, evaluate_spmd
+from xla_spmd.backends.reference.control import CUSTOM_CALLS
+from xla_spmd.errors import XlaSpmdError
+from xla_spmd.ir import Literal, Module, TupleShape
+from xla_spmd.stablehlo.importer import ModuleImporter
+from xla_spmd.stablehlo.importer_ops import converter
+from xla_spmd.stablehlo.syntax import Dense, Symbol, parse_text
+from xla_spmd.stablehlo.types import parse_dense
+
+CHECKS = ("expect_eq_const", "expect_almost_eq_const", "expect_eq", "expect_almost_eq",
+          "expect_close", "expect_serialized_eq")
+ALMOST_EQ_TOLERANCE = 1e-4  # the StableHLO interpreter's tolerance for expect_almost_eq
+
+
+@dataclass
+class CaseResult:
+    """One test function of one case: PASS, FAIL (a check failed), ERROR or SKIP."""
+
+    case: int
+    line: int
+    function: str
+    status: str
+    checks: int = 0
+    messages: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        head = f"{self.status} case {self.case} @{self.function} ({self.checks} checks)"
+        return "\n".join([head] + [f"    {m}" for m in self.messages])
+
+
+@dataclass
+class InterpreterReport:
+    """The outcome of every test function in a file."""
+
+    path: str
+    results: list[CaseResult]
+
+    @property
+    def ok(self) -> bool:
+        return all(r.status in ("PASS", "SKIP") for r in self.results)
+
+    @property
+    def failed(self) -> list[CaseResult]:
+        return [r for r in self.results if r.status not in ("PASS", "SKIP")]
+
+    def __str__(self) -> str:
+        lines = [str(r) for r in self.results]
+        passed = sum(r.status == "PASS" for r in self.results)
+        lines.append(f"{self.path}: {passed} passed, {len(self.failed)} failed, "
+                     f"{sum(r.status == 'SKIP' for r in self.results)} skipped")
+        return "\n".join(lines)
+
+
+def run_interpreter_file(path: str) -> InterpreterReport:
+    """Run every case of an interpreter-convention ``.mlir`` file; see the module docstring."""
+    with open(path, encoding="utf-8") as file:
+        return run_text(file.read(), path)
+
+
+_SPLIT = re.compile(r"^//\s*-----\s*$", re.MULTILINE)
+
+
+def run_text(text: str, path: str = "<text>") -> InterpreterReport:
+    results = []
+    start_line = 1
+    for index, chunk in enumerate(_SPLIT.split(text), start=1):
+        if chunk.strip() and "func.func" in chunk:
+            results.extend(_run_case(chunk, path, index, start_line))
+        start_line += chunk.count("\n") + 1
+    return InterpreterReport(path, results)
+
+
+# ---------------------------------------------------------------------------------------------
+# One case
+
+_STATE = threading.local()
+
+
+def _run_case(chunk: str, path: str, index: int, start_line: int) -> list[CaseResult]:
+    source = "\n" * (start_line - 1) + chunk  # keep file line numbers in errors
+    try:
+        tree = parse_text(source, path)
+    except XlaSpmdError as error:
+        return [CaseResult(index, start_line, "?", "ERROR", messages=[str(error)])]
+    tests = [f for f in tree.functions if not f.args] or tree.functions[:1]
+    results = []
+    for function in tests:
+        line = source.count("\n", 0, function.pos) + 1
+        result = CaseResult(index, line, function.name, "PASS")
+        _STATE.records = []
+        _STATE.programs = {}
+        _STATE.tree = tree
+        _STATE.path = path
+        try:
+            module = _import(tree, path, function.name)
+            evaluate(module, [])
+        except XlaSpmdError as error:
+            result.status = "ERROR"
+            result.messages.append(str(error))
+        for ok, message in _STATE.records:
+            result.checks += ok is not None
+            if ok is False:
+                result.status = "FAIL" if result.status == "PASS" else result.status
+                result.messages.append(message)
+            elif ok is None:
+                result.messages.append(message)
+        if result.status == "PASS" and result.checks == 0 and any(
+                ok is None for ok, _ in _STATE.records):
+            result.status = "SKIP"
+        results.append(result)
+    return results
+
+
+def _import(tree, path: str, entry: str) -> Module:
+    importer = ModuleImporter(tree, path)
+    computation = importer.function(entry)
+    return Module.from_entry(tree.name or "case", computation, ())
+
+
+# ---------------------------------------------------------------------------------------------
+# Import: checks and run_parallel as custom calls
+
+
+def _check_converter(importer, scope, node, operands):
+    kind = node.name[len("check."):]
+    positional = node.attrs.get("_positional", [])
+    args = list(operands)
+    config = ""
+    dense = next((p for p in positional if isinstance(p, Dense)), None)
+    if kind.endswith("_const") and dense is None:
+        raise importer.error(node, "expected a dense<...> expected value")
+    if dense is not None:
+        shape = node.result_types[-1]
+        value = parse_dense(dense.body, shape)
+        args.append(scope.emit("constant", (), shape, literal=Literal(value)))
+    if "max_ulp_difference" in node.attrs:
+        config = str(node.attrs["max_ulp_difference"])
+    if kind == "expect_serialized_eq":
+        config = str(node.attrs.get("probe_id", ""))
+    scope.emit("custom-call", args, TupleShape(()), frontend=(("check.config", config),),
+               custom_call_target=f"check.{kind}", custom_call_has_side_effect=True)
+    return []
+
+
+for _kind in CHECKS:
+    converter(f"check.{_kind}")(_check_converter)
+
+
+@converter("interpreter.run_parallel")
+def _run_parallel_converter(importer, scope, node, operands):
+    programs = node.attrs.get("programs")
+    rows = [[p.name if isinstance(p, Symbol) else str(p) for p in row] for row in programs]
+    text = ";".join(",".join(row) for row in rows)
+    types = node.result_types
+    return scope.emit("custom-call", operands, TupleShape(tuple(types)),
+                      frontend=(("programs", text),),
+                      custom_call_target="interpreter.run_parallel",
+                      custom_call_has_side_effect=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Evaluation rules
+
+
+def _record(ok, message):
+    records = getattr(_STATE, "records", None)
+    if records is not None:
+        records.append((ok, message))
+
+
+def _show(array) -> str:
+    return np.array2string(np.asarray(array), threshold=64, separator=", ").replace("\n", " ")
+
+
+def _ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    bits = {2: np.int16, 4: np.int32, 8: np.int64}[a.dtype.itemsize]
+    ia, ib = a.view(bits).astype(np.int64), b.view(bits).astype(np.int64)
+    top = np.int64(1) << (8 * a.dtype.itemsize - 1)
+    ia = np.where(ia < 0, top - ia, ia + top)
+    ib = np.where(ib < 0, top - ib, ib + top)
+    return np.abs(ia - ib)
+
+
+def _compare(kind: str, actual: np.ndarray, expected: np.ndarray, config: str) -> bool:
+    if actual.shape != expected.shape:
+        return False
+    if kind in ("expect_eq_const", "expect_eq") or actual.dtype.kind not in "fcV":
+        if actual.dtype.kind in "fcV":
+            return bool(np.array_equal(actual.astype(np.float64) if actual.dtype.kind == "V"
+                                       else actual, expected.astype(actual.dtype)
+                                       if actual.dtype.kind != "V" else
+                                       expected.astype(np.float64), equal_nan=True))
+        return bool(np.array_equal(actual, expected))
+    if kind == "expect_close":
+        limit = int(config or 3)
+        a = np.asarray(actual)
+        b = np.asarray(expected, a.dtype)
+        if a.dtype.kind == "c":
+            return _compare("expect_close", a.real, b.real, config) and \
+                _compare("expect_close", a.imag, b.imag, config)
+        nan = np.isnan(a.astype(np.float64)) & np.isnan(b.astype(np.float64))
+        return bool(np.all(nan | (_ulp_distance(a, b) <= limit)))
+    a = np.asarray(actual).astype(np.complex128 if actual.dtype.kind == "c" else np.float64)
+    b = np.asarray(expected).astype(a.dtype)
+    return bool(np.allclose(a, b, rtol=ALMOST_EQ_TOLERANCE, atol=ALMOST_EQ_TOLERANCE,
+                            equal_nan=True))
+
+
+def _check_rule(inst, operands, ctx):
+    kind = inst.attrs.custom_call_target[len("check."):]
+    config = inst.frontend_attribute("check.config") or ""
+    if kind == "expect_serialized_eq":
+        _record(None, f"skipped check.expect_serialized_eq (probe {config!r})")
+        return ()
+    actual, expected = (np.asarray(v) for v in operands[:2])
+    ok = _compare(kind, actual, expected, config)
+    message = "" if ok else (f"check.{kind} failed on {inst.operands[0].name}: got "
+                             f"{_show(actual)}, expected {_show(expected)}")
+    _record(ok, message)
+    return ()
+
+
+def _run_parallel_rule(inst, operands, ctx):
+    rows = [row.split(",") for row in inst.frontend_attribute("programs").split(";")]
+    names = [name for row in rows for name in row]
+    if len(set(names)) != 1:
+        raise XlaSpmdError("interpreter.run_parallel with different programs per device is "
+                           f"not supported (got {sorted(set(names))}); use one program")
+    tree, path = _STATE.tree, _STATE.path
+    module = _import(tree, path, names[0])
+    params = len(module.entry.parameters)
+    per_device = [list(operands[i * params:(i + 1) * params]) for i in range(len(names))]
+    outputs = evaluate_spmd(module, per_device, len(names), num_replicas=len(rows))
+    flat = []
+    for value in outputs:
+        flat.extend(value if isinstance(value, tuple) and isinstance(
+            module.entry.root.shape, TupleShape) else (value,))
+    return tuple(flat)
+
+
+for _kind in CHECKS:
+    if f"check.{_kind}" not in CUSTOM_CALLS:
+        CUSTOM_CALLS.register(f"check.{_kind}")(_check_rule)
+if "interpreter.run_parallel" not in CUSTOM_CALLS:
+    CUSTOM_CALLS.register("interpreter.run_parallel")(_run_parallel_rule)
