@@ -2,6 +2,7 @@
 
     xla-spmd run PROGRAM.hlo --inputs ARGS.npz [--output OUT.npz]
     xla-spmd convert IN.hlo OUT.hlo
+    xla-spmd interpret CASES.mlir
 
 Errors in the input (a parse error, a wrong argument) print one clear message and exit with
 status 2; nothing the user gave is loaded with pickle.
@@ -26,8 +27,12 @@ def load_module(path: str):
     file = Path(path)
     if not file.is_file():
         raise XlaSpmdError(f"{path}: no such file")
+    if file.suffix == ".mlir":
+        from xla_spmd.stablehlo import import_stablehlo
+        return import_stablehlo(file.read_text(), filename=str(file))
     if file.suffix not in (".hlo", ".txt"):
-        raise XlaSpmdError(f"{path}: unknown program format {file.suffix!r}; expected .hlo")
+        raise XlaSpmdError(f"{path}: unknown program format {file.suffix!r}; expected .hlo "
+                           "or .mlir")
     return parse_hlo(file.read_text(), filename=str(file))
 
 
@@ -35,8 +40,13 @@ def write_module(module, path: str) -> None:
     from xla_spmd.ir.hlo_printer import print_module
 
     file = Path(path)
+    if file.suffix == ".mlir":
+        from xla_spmd.stablehlo import export_stablehlo
+        file.write_text(export_stablehlo(module))
+        return
     if file.suffix not in (".hlo", ".txt"):
-        raise XlaSpmdError(f"{path}: unknown output format {file.suffix!r}; expected .hlo")
+        raise XlaSpmdError(f"{path}: unknown output format {file.suffix!r}; expected .hlo "
+                           "or .mlir")
     file.write_text(print_module(module))
 
 
@@ -107,12 +117,22 @@ def cmd_convert(args) -> int:
     return 0
 
 
+def cmd_interpret(args) -> int:
+    from xla_spmd.stablehlo.interpreter import run_interpreter_file
+
+    if not Path(args.file).is_file():
+        raise XlaSpmdError(f"{args.file}: no such file")
+    report = run_interpreter_file(args.file)
+    print(report)
+    return 0 if report.ok else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="xla-spmd", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="evaluate a program on the reference backend")
-    run.add_argument("program", help="program file (.hlo)")
+    run.add_argument("program", help="program file (.hlo or .mlir)")
     run.add_argument("--inputs", help="npz file with arrays arg0, arg1, ...")
     run.add_argument("--output", help="npz file to write out0, out1, ... to")
     run.set_defaults(handler=cmd_run)
@@ -121,6 +141,11 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("input")
     convert.add_argument("output")
     convert.set_defaults(handler=cmd_convert)
+
+    interpret = commands.add_parser(
+        "interpret", help="run a StableHLO interpreter test file (cases split by // -----)")
+    interpret.add_argument("file", help="StableHLO file with check.* ops (.mlir)")
+    interpret.set_defaults(handler=cmd_interpret)
     return parser
 
 

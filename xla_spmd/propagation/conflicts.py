@@ -154,8 +154,17 @@ def basic(views: list[TensorView], factors, sizes, axis_sizes: AxisSizes) -> lis
     return updates
 
 
-def aggressive(views: list[TensorView], factors, sizes, axis_sizes: AxisSizes) -> list[Update]:
-    """Shardy's aggressive strategy: each factor from its largest source; larger first."""
+def aggressive(views: list[TensorView], factors, sizes, axis_sizes: AxisSizes,
+               defer_conflicts: bool = False) -> list[Update]:
+    """Shardy's aggressive strategy: each factor from its largest source; larger first.
+
+    With `defer_conflicts`, a tensor that two factors both want an axis for gets neither
+    yet (the driver retries at the last op-priority level). Our choice, not Shardy's: by then
+    the tensor has usually been sharded by its other neighbours, which is the sharding that
+    moves fewer bytes overall -- GSPMD's dot "lookahead" does the same. Example: FSDP
+    ``dx = dy[{"data"}, {}] . W[{"data"}, {}]^T`` keeps dx batch-sharded like the rest of the
+    backward pass instead of following the (larger) weight.
+    """
     order = []
     for f in factors:
         best = None
@@ -168,12 +177,13 @@ def aggressive(views: list[TensorView], factors, sizes, axis_sizes: AxisSizes) -
         if best is not None:
             order.append((-views[best].size, best, f))
     order.sort()
+    contested = _contested(views, order) if defer_conflicts else set()
     updates: list[Update] = []
     for _, source, f in order:
         candidate = views[source].factors[f].axes
         for t, view in enumerate(views):
             fs = view.factors.get(f)
-            if fs is None or t == source or not view.can_update:
+            if fs is None or t == source or not view.can_update or (t, f) in contested:
                 continue
             if not _is_prefix(fs.axes, candidate):
                 continue
@@ -182,6 +192,25 @@ def aggressive(views: list[TensorView], factors, sizes, axis_sizes: AxisSizes) -
                 fs.axes = new
                 updates.append((t, f, new, source))
     return updates
+
+
+def _contested(views, order) -> set[tuple[int, int]]:
+    """(tensor, factor) pairs where two factors would give one tensor overlapping axes."""
+    contested = set()
+    for t, view in enumerate(views):
+        if not view.can_update:
+            continue
+        wanted = []
+        for _, source, f in order:
+            fs = view.factors.get(f)
+            candidate = views[source].factors[f].axes
+            if fs is not None and t != source and _is_prefix(fs.axes, candidate):
+                wanted.append((f, candidate[len(fs.axes):]))
+        for i, (f, axes) in enumerate(wanted):
+            for g, other in wanted[i + 1:]:
+                if any(_overlaps(a, other) for a in axes):
+                    contested.update({(t, f), (t, g)})
+    return contested
 
 
 POLICIES = {"basic": basic, "aggressive": aggressive}

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from xla_spmd.errors import ShardingError
 from xla_spmd.ir import OPS, Family
 from xla_spmd.mesh import AxisRef, Mesh
-from xla_spmd.propagation.conflicts import POLICIES, TensorView
+from xla_spmd.propagation.conflicts import POLICIES, TensorView, aggressive
 from xla_spmd.propagation.factors import FactorType
 from xla_spmd.propagation.graph import Graph, Node
 from xla_spmd.propagation.projection import AxisSizes, project_dim, unproject_dim
@@ -54,6 +54,7 @@ class Level:
     name: str
     direction: object
     factor_types: frozenset = ALL_TYPES
+    defer_conflicts: bool = False
 
 
 def _pass_through_direction(single_use_only: bool):
@@ -75,8 +76,8 @@ def _broadcast_backward(node: Node):
 OP_PRIORITY_LEVELS = (
     Level("pass-through ops, single use", _pass_through_direction(True)),
     Level("pass-through ops", _pass_through_direction(False)),
-    Level("pass-through factors, broadcast backward", _broadcast_backward, PASS_TYPES),
-    Level("any op except broadcast forward", _broadcast_backward),
+    Level("pass-through factors, broadcast backward", _broadcast_backward, PASS_TYPES, True),
+    Level("any op except broadcast forward", _broadcast_backward, ALL_TYPES, True),
     Level("any op", lambda node: BOTH),
 )
 SINGLE_LEVEL = (Level("any op", lambda node: BOTH),)
@@ -135,14 +136,14 @@ class Propagator:
             direction = level.direction(node)
             if direction == NONE:
                 continue
-            changed = self.visit(index, node, direction, level.factor_types)
+            changed = self.visit(index, node, direction, level)
             for value in changed:
                 for other in self.graph.value_nodes[value]:
                     if not queued[other]:
                         queued[other] = True
                         queue.append(other)
 
-    def visit(self, index: int, node: Node, direction, factor_types) -> list[int]:
+    def visit(self, index: int, node: Node, direction, level: Level) -> list[int]:
         """Propagate through one node; return the values that changed."""
         states = self.states
         tensors = node.tensors
@@ -166,8 +167,11 @@ class Propagator:
             views.append(TensorView(factors, state.excluded, can_update,
                                     not self.graph.values[value].is_sink, self.sizes[value]))
         eligible = [f for f, kind in enumerate(rule.types)
-                    if kind in factor_types and f not in rule.blocked]
-        updates = self.policy(views, eligible, sizes, self.axis_sizes)
+                    if kind in level.factor_types and f not in rule.blocked]
+        if level.defer_conflicts and self.policy is aggressive:
+            updates = aggressive(views, eligible, sizes, self.axis_sizes, defer_conflicts=True)
+        else:
+            updates = self.policy(views, eligible, sizes, self.axis_sizes)
         changed: list[int] = []
         done: set[int] = set()
         for position, factor, _, source in updates:
