@@ -27,6 +27,14 @@ LAYERS = {
                            {"xla_spmd.errors", "xla_spmd.ir", "xla_spmd.mesh",
                             "xla_spmd.sharding", "xla_spmd.propagation", "xla_spmd.passes"}),
     "xla_spmd/passes": ("xla_spmd.passes", {"xla_spmd.errors", "xla_spmd.ir"}),
+    # The StableHLO importer needs the sharding layer for sdy attributes, so it is a layer of
+    # its own above ir; its test-file interpreter runs programs on the reference backend.
+    "xla_spmd/stablehlo": ("xla_spmd.stablehlo",
+                           {"xla_spmd.errors", "xla_spmd.ir", "xla_spmd.mesh",
+                            "xla_spmd.sharding", "xla_spmd.backends.reference"}),
+    "xla_spmd/frontend": ("xla_spmd.frontend",
+                          {"xla_spmd.errors", "xla_spmd.ir", "xla_spmd.mesh",
+                           "xla_spmd.sharding", "xla_spmd.backends.reference"}),
 }
 
 

@@ -71,7 +71,7 @@ def fsdp(module):
 def two_d(module):
     """FSDP over "data" on the dim Megatron leaves free, Megatron over "model"."""
     out = megatron(module)
-    for name, p in params(module).items():
+    for name, _p in params(module).items():
         short = name.removeprefix("p__").split("__")[0]
         if short in COLUMN:
             out[name] = sharding_of(name, 2, ["data"], ["model"])

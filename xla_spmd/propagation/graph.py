@@ -138,7 +138,7 @@ def _instantiate(graph: Graph, computation: Computation, params, manual, manual_
         results = tuple(graph.new_value(inst, k, leaf, instance, manual)
                         for k, leaf in enumerate(inst.shape.leaves()))
         values[instance, inst] = results
-        for k, v in enumerate(results):
+        for _k, v in enumerate(results):
             graph.values[v].is_sink = _is_sink(inst, graph, operand_values)
         rule = sharding_rule(inst)
         if rule is None:

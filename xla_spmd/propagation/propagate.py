@@ -140,7 +140,7 @@ def _find_mesh(module: Module) -> Mesh | None:
 
 def _set_groups(propagator, graph, module, groups) -> None:
     members: dict[str, list[int]] = {}
-    for (instance, inst), value_ids in graph.inst_values.items():
+    for (instance, inst), _value_ids in graph.inst_values.items():
         if getattr(inst.attrs, "custom_call_target", None) in GROUP_TARGETS:
             key = (inst.frontend_attribute("xla.sdy.sharding_group_id")
                    or inst.frontend_attribute("group_id") or "0")

@@ -80,7 +80,7 @@ def chain(result: Result, value: int, axis: str) -> str:
 def annotate(result: Result) -> dict[str, str]:
     """Instruction name -> one explanation line per axis (for ``propagate --explain``)."""
     notes = {}
-    for (instance, inst), ids in result.propagator.graph.inst_values.items():
+    for (_instance, inst), ids in result.propagator.graph.inst_values.items():
         if inst.name in notes:
             continue
         parts = []

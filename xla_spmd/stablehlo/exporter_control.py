@@ -124,6 +124,10 @@ def _manual_computation(fx, inst, indent):
 def _custom_call(fx, inst, indent):
     a = inst.attrs
     target = a.custom_call_target
+    if target == "xla.sdy.GlobalToLocalShape":
+        return None
+    if target == "xla.sdy.LocalToGlobalShape":
+        return _manual_computation(fx, inst, indent)
     operand = fx.ref(inst.operands[0]) if len(inst.operands) == 1 else None
     if target == "Sharding" and isinstance(inst.sharding, TensorSharding) and operand:
         collective = inst.frontend_attribute("xla.sdy.collective")
@@ -134,10 +138,6 @@ def _custom_call(fx, inst, indent):
         if len(inst.frontend_attributes) == 0:
             return (f"sdy.sharding_constraint {operand} <{inst.sharding.body_text()}> : "
                     f"{print_type(inst.shape)}")
-    if target in ("xla.sdy.GlobalToLocalShape",):
-        return None
-    if target == "xla.sdy.LocalToGlobalShape":
-        return _manual_computation(fx, inst, indent)
     if target == "xla.sdy.ShardingGroup" and operand:
         group = inst.frontend_attribute("xla.sdy.sharding_group_id") or "0"
         fx.names[inst] = ""

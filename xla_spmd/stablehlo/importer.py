@@ -144,19 +144,23 @@ class ModuleImporter:
             (f for f in tree.functions if f.visibility == "public"), tree.functions[0])
         entry = self.function(entry_node.name)
         extra = [self.function(f.name) for f in tree.functions if f.name != entry_node.name]
-        header = []
-        for key, value in tree.attrs.items():
-            if key == "mhlo.num_partitions":
-                header.append(("num_partitions", str(value)))
-            elif key == "mhlo.num_replicas":
-                header.append(("replica_count", str(value)))
-        header.extend((MESH_KEY + name, print_mesh(mesh)) for name, mesh in self.meshes.items())
-        module = Module.from_entry(tree.name or "module", entry, tuple(header))
+        module = Module.from_entry(tree.name or "module", entry, self.header())
         reachable = {c.name for c in module.computations}
         unreachable = sorted((c for c in extra if c.name not in reachable), key=lambda c: c.name)
         if unreachable:  # text order does not matter: sort by name
             module = Module.from_entry(module.name, entry, module.header, unreachable)
         return module
+
+    def header(self) -> tuple[tuple[str, str], ...]:
+        """Module attributes as HLO header pairs, then the meshes."""
+        header = []
+        for key, value in self.tree.attrs.items():
+            if key == "mhlo.num_partitions":
+                header.append(("num_partitions", str(value)))
+            elif key == "mhlo.num_replicas":
+                header.append(("replica_count", str(value)))
+        header.extend((MESH_KEY + name, print_mesh(mesh)) for name, mesh in self.meshes.items())
+        return tuple(header)
 
     def function(self, name: str) -> Computation:
         if name in self.converted:

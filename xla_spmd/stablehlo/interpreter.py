@@ -146,7 +146,7 @@ def _run_case(chunk: str, path: str, index: int, start_line: int) -> list[CaseRe
 def _import(tree, path: str, entry: str) -> Module:
     importer = ModuleImporter(tree, path)
     computation = importer.function(entry)
-    return Module.from_entry(tree.name or "case", computation, ())
+    return Module.from_entry(tree.name or "case", computation, importer.header())
 
 
 # ---------------------------------------------------------------------------------------------
