@@ -126,6 +126,40 @@ class Communicator(Protocol):
     def barrier_start(self, group: Sequence[int]) -> Handle: ...
 
 
+class BlockingCollectives:
+    """The blocking collectives, each its nonblocking twin followed by `wait()`; every
+    communicator inherits them and implements only the `*_start` methods."""
+
+    def all_reduce(self, x, group: Sequence[int], op: ReduceOp = "sum"):
+        """Reduce ``x`` over ``group`` with ``op``."""
+        return self.all_reduce_start(x, group, op).wait()
+
+    def all_gather(self, x, group: Sequence[int], axis: int = 0):
+        """Concatenate every member's ``x`` along ``axis`` in group order."""
+        return self.all_gather_start(x, group, axis).wait()
+
+    def reduce_scatter(self, x, group: Sequence[int], axis: int = 0, op: ReduceOp = "sum"):
+        """Reduce, split along ``axis`` into ``len(group)`` chunks; member k gets chunk k."""
+        return self.reduce_scatter_start(x, group, axis, op).wait()
+
+    def all_to_all(self, x, group: Sequence[int], split_axis: int = 0, concat_axis: int = 0):
+        """Send chunk j of ``x`` (split along ``split_axis``) to member j; concatenate what
+        arrives along ``concat_axis`` in sender order."""
+        return self.all_to_all_start(x, group, split_axis, concat_axis).wait()
+
+    def collective_permute(self, x, pairs: Sequence[tuple[int, int]]):
+        """Send ``x`` along ``(source, target)`` pairs; a device no pair targets gets zeros."""
+        return self.collective_permute_start(x, pairs).wait()
+
+    def broadcast(self, x, group: Sequence[int], root: int):
+        """Every member gets device ``root``'s ``x``."""
+        return self.broadcast_start(x, group, root).wait()
+
+    def barrier(self, group: Sequence[int]) -> None:
+        """Wait until every member of ``group`` has arrived."""
+        self.barrier_start(group).wait()
+
+
 class CompletedHandle:
     """A handle whose result is already known (used where no communication is needed)."""
 

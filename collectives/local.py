@@ -38,6 +38,7 @@ from xla_spmd.errors import CommunicationError
 
 from .base import (
     TIMEOUT_ENV,
+    BlockingCollectives,
     CompletedHandle,
     Group,
     ReduceOp,
@@ -250,7 +251,7 @@ def _same(value: Any) -> Any:
     return value
 
 
-class LocalCommunicator:
+class LocalCommunicator(BlockingCollectives):
     """One device's view of a ``LocalWorld``; implements ``Communicator``."""
 
     def __init__(self, world: LocalWorld, device_id: int):
@@ -368,41 +369,6 @@ class LocalCommunicator:
     def barrier_start(self, group: Sequence[int]) -> _LocalHandle:
         return self._start("barrier", group, (), None,
                            lambda inputs: [None] * len(inputs), _same)
-
-    # -- blocking collectives ---------------------------------------------------------------
-
-    def all_reduce(self, x: np.ndarray, group: Sequence[int], op: ReduceOp = "sum"
-                   ) -> np.ndarray:
-        """Reduce ``x`` over ``group`` with ``op`` (left fold in group order)."""
-        return self.all_reduce_start(x, group, op).wait()
-
-    def all_gather(self, x: np.ndarray, group: Sequence[int], axis: int = 0) -> np.ndarray:
-        """Concatenate every member's ``x`` along ``axis`` in group order."""
-        return self.all_gather_start(x, group, axis).wait()
-
-    def reduce_scatter(self, x: np.ndarray, group: Sequence[int], axis: int = 0,
-                       op: ReduceOp = "sum") -> np.ndarray:
-        """Reduce, split along ``axis`` into ``len(group)`` chunks; member k gets chunk k."""
-        return self.reduce_scatter_start(x, group, axis, op).wait()
-
-    def all_to_all(self, x: np.ndarray, group: Sequence[int], split_axis: int = 0,
-                   concat_axis: int = 0) -> np.ndarray:
-        """Send chunk j of ``x`` (split along ``split_axis``) to member j; concatenate what
-        arrives along ``concat_axis`` in sender order."""
-        return self.all_to_all_start(x, group, split_axis, concat_axis).wait()
-
-    def collective_permute(self, x: np.ndarray, pairs: Sequence[tuple[int, int]]
-                           ) -> np.ndarray:
-        """Send ``x`` along ``(source, target)`` pairs; a device no pair targets gets zeros."""
-        return self.collective_permute_start(x, pairs).wait()
-
-    def broadcast(self, x: np.ndarray, group: Sequence[int], root: int) -> np.ndarray:
-        """Every member gets device ``root``'s ``x``."""
-        return self.broadcast_start(x, group, root).wait()
-
-    def barrier(self, group: Sequence[int]) -> None:
-        """Wait until every member of ``group`` has arrived."""
-        self.barrier_start(group).wait()
 
 
 def _check_same_shapes(kind: str, group: Sequence[int], inputs: list[np.ndarray]) -> None:

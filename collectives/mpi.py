@@ -51,6 +51,7 @@ from xla_spmd.errors import CommunicationError
 
 from .base import (
     TIMEOUT_ENV,
+    BlockingCollectives,
     CompletedHandle,
     Group,
     ReduceOp,
@@ -125,7 +126,7 @@ class _MpiHandle:
         return self._value
 
 
-class MpiCommunicator:
+class MpiCommunicator(BlockingCollectives):
     """A ``Communicator`` with one device per MPI rank.
 
     ``comm``: the MPI communicator of all devices (default ``MPI.COMM_WORLD``; it is
@@ -365,41 +366,6 @@ class MpiCommunicator:
         group, comm = self._lookup("barrier", group)
         what = self._what("barrier", group)
         return self._handle([comm.Ibarrier()], lambda: None, what)
-
-    # -- blocking collectives ---------------------------------------------------------------
-
-    def all_reduce(self, x: np.ndarray, group: Sequence[int], op: ReduceOp = "sum"
-                   ) -> np.ndarray:
-        """Reduce ``x`` over ``group`` with ``op``."""
-        return self.all_reduce_start(x, group, op).wait()
-
-    def all_gather(self, x: np.ndarray, group: Sequence[int], axis: int = 0) -> np.ndarray:
-        """Concatenate every member's ``x`` along ``axis`` in group order."""
-        return self.all_gather_start(x, group, axis).wait()
-
-    def reduce_scatter(self, x: np.ndarray, group: Sequence[int], axis: int = 0,
-                       op: ReduceOp = "sum") -> np.ndarray:
-        """Reduce, split along ``axis`` into ``len(group)`` chunks; member k gets chunk k."""
-        return self.reduce_scatter_start(x, group, axis, op).wait()
-
-    def all_to_all(self, x: np.ndarray, group: Sequence[int], split_axis: int = 0,
-                   concat_axis: int = 0) -> np.ndarray:
-        """Send chunk j of ``x`` (split along ``split_axis``) to member j; concatenate what
-        arrives along ``concat_axis`` in sender order."""
-        return self.all_to_all_start(x, group, split_axis, concat_axis).wait()
-
-    def collective_permute(self, x: np.ndarray, pairs: Sequence[tuple[int, int]]
-                           ) -> np.ndarray:
-        """Send ``x`` along ``(source, target)`` pairs; a device no pair targets gets zeros."""
-        return self.collective_permute_start(x, pairs).wait()
-
-    def broadcast(self, x: np.ndarray, group: Sequence[int], root: int) -> np.ndarray:
-        """Every member gets device ``root``'s ``x``."""
-        return self.broadcast_start(x, group, root).wait()
-
-    def barrier(self, group: Sequence[int]) -> None:
-        """Wait until every member of ``group`` has arrived."""
-        self.barrier_start(group).wait()
 
 
 _installed = False

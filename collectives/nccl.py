@@ -33,6 +33,7 @@ from xla_spmd.errors import CommunicationError
 from .base import (
     NAMED_REDUCERS,
     TIMEOUT_ENV,
+    BlockingCollectives,
     CompletedHandle,
     Group,
     ReduceOp,
@@ -100,7 +101,7 @@ class _NcclHandle:
         return self._value
 
 
-class NcclCommunicator:
+class NcclCommunicator(BlockingCollectives):
     """A ``Communicator`` over one GPU per MPI rank, through NCCL.
 
     ``mpi``: an ``MpiCommunicator`` for ranks and unique-id exchange (default: a new one on
@@ -333,28 +334,3 @@ class NcclCommunicator:
         comm.allReduce(token.data.ptr, token.data.ptr, 1, self._types[np.dtype(np.int32)],
                        self._nccl.NCCL_SUM, self._stream())
         return self._handle(comm, lambda: None, what, token)
-
-    # -- blocking collectives ---------------------------------------------------------------
-
-    def all_reduce(self, x: Any, group: Sequence[int], op: ReduceOp = "sum") -> Any:
-        return self.all_reduce_start(x, group, op).wait()
-
-    def all_gather(self, x: Any, group: Sequence[int], axis: int = 0) -> Any:
-        return self.all_gather_start(x, group, axis).wait()
-
-    def reduce_scatter(self, x: Any, group: Sequence[int], axis: int = 0,
-                       op: ReduceOp = "sum") -> Any:
-        return self.reduce_scatter_start(x, group, axis, op).wait()
-
-    def all_to_all(self, x: Any, group: Sequence[int], split_axis: int = 0,
-                   concat_axis: int = 0) -> Any:
-        return self.all_to_all_start(x, group, split_axis, concat_axis).wait()
-
-    def collective_permute(self, x: Any, pairs: Sequence[tuple[int, int]]) -> Any:
-        return self.collective_permute_start(x, pairs).wait()
-
-    def broadcast(self, x: Any, group: Sequence[int], root: int) -> Any:
-        return self.broadcast_start(x, group, root).wait()
-
-    def barrier(self, group: Sequence[int]) -> None:
-        self.barrier_start(group).wait()
