@@ -15,6 +15,8 @@ import importlib
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    "propagate": "xla_spmd.propagation",
+    "explain": "xla_spmd.propagation",
     "parse_hlo": "xla_spmd.ir.hlo_parser",
     "print_module": "xla_spmd.ir.hlo_printer",
     "verify": "xla_spmd.ir.verifier",
@@ -29,6 +31,14 @@ _EXPORTS = {
     "P": "xla_spmd.sharding",
     "visualize_sharding": "xla_spmd.sharding",
     "HloSharding": "xla_spmd.ir.hlo_sharding",
+    "devices": "xla_spmd.runtime",
+    "local_devices": "xla_spmd.runtime",
+    "device_count": "xla_spmd.runtime",
+    "process_index": "xla_spmd.runtime",
+    "process_count": "xla_spmd.runtime",
+    "set_num_devices": "xla_spmd.runtime",
+    "device_put": "xla_spmd.runtime",
+    "ShardedArray": "xla_spmd.runtime",
     "evaluate": "xla_spmd.backends.reference",
     "evaluate_spmd": "xla_spmd.backends.reference",
     "jit": "xla_spmd.frontend.jit",

@@ -127,6 +127,81 @@ def cmd_interpret(args) -> int:
     return 0 if report.ok else 1
 
 
+def _load_program(path: str):
+    """A module from HLO text (.hlo, .txt) or StableHLO text (.mlir)."""
+    if Path(path).suffix == ".mlir":
+        from xla_spmd.stablehlo import import_stablehlo
+
+        if not Path(path).is_file():
+            raise XlaSpmdError(f"{path}: no such file")
+        return import_stablehlo(Path(path).read_text())
+    return load_module(path)
+
+
+def _stablehlo_with_meshes(module, meshes) -> str:
+    """StableHLO text of `module`, declaring the meshes its shardings use."""
+    from xla_spmd.ir import Module
+    from xla_spmd.stablehlo import export_stablehlo
+    from xla_spmd.stablehlo.importer import meshes_header, module_meshes
+
+    declared = module_meshes(module)
+    if any(name not in declared for name in meshes):
+        header = tuple((k, v) for k, v in module.header if k != "frontend_attributes")
+        module = Module(module.name, module.computations, module.entry,
+                        header + (meshes_header({**meshes, **declared}),))
+    return export_stablehlo(module)
+
+
+def _used_meshes(module) -> dict:
+    from xla_spmd.sharding import TensorSharding
+
+    meshes = {}
+    for c in module.computations:
+        for inst in c.instructions:
+            values = inst.sharding if isinstance(inst.sharding, tuple) else (inst.sharding,)
+            for s in values:
+                if isinstance(s, TensorSharding) and s.mesh_name:
+                    meshes.setdefault(s.mesh_name, s.mesh)
+    return meshes
+
+
+def cmd_propagate(args) -> int:
+    from xla_spmd.propagation.propagate import run
+    from xla_spmd.propagation.provenance import annotate
+
+    result = run(_load_program(args.input), args.strategy)
+    print(_stablehlo_with_meshes(result.module, _used_meshes(result.module)), end="")
+    if args.explain and result.propagator is not None:
+        print("// Where each propagated axis came from (instruction: dim axis: chain):")
+        for name, note in annotate(result).items():
+            print(f"// {name}: {note}")
+    return 0
+
+
+def cmd_rules(args) -> int:
+    import re
+
+    from xla_spmd.ir import map_computations, rewrite
+    from xla_spmd.propagation import sharding_rule
+
+    module = _load_program(args.input)
+
+    def attach(computation, replaced):
+        def fn(inst, operands):
+            rule = sharding_rule(inst)
+            target = getattr(inst.attrs, "custom_call_target", "")
+            if rule is None or target == "Sharding" or target.startswith("xla.sdy."):
+                return None     # sdy's own ops print as themselves, without a rule
+            return inst.replace(operands=operands, frontend_attributes=(
+                ("sdy.sharding_rule", str(rule)),))
+        return rewrite(computation, fn)
+    text = _stablehlo_with_meshes(map_computations(module, attach), _used_meshes(module))
+    pattern = re.compile(r'mhlo\.frontend_attributes = \{sdy\.sharding_rule = "(.*?)"\}')
+    print(pattern.sub(lambda m: "sdy.sharding_rule = " + m.group(1).replace('\\"', '"'),
+                      text), end="")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="xla-spmd", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -146,6 +221,19 @@ def build_parser() -> argparse.ArgumentParser:
         "interpret", help="run a StableHLO interpreter test file (cases split by // -----)")
     interpret.add_argument("file", help="StableHLO file with check.* ops (.mlir)")
     interpret.set_defaults(handler=cmd_interpret)
+    propagate = commands.add_parser(
+        "propagate", help="infer every value's sharding; print StableHLO with sdy shardings")
+    propagate.add_argument("input", help="program file (.hlo or .mlir)")
+    propagate.add_argument("--strategy", default=None,
+                           choices=["basic", "aggressive", "op-priority", "user-priority"],
+                           help="default: Shardy's full pipeline (user-priority)")
+    propagate.add_argument("--explain", action="store_true",
+                           help="say where each propagated axis came from")
+    propagate.set_defaults(handler=cmd_propagate)
+
+    rules = commands.add_parser("rules", help="print each op's factor sharding rule")
+    rules.add_argument("input", help="program file (.hlo or .mlir)")
+    rules.set_defaults(handler=cmd_rules)
     return parser
 
 

@@ -9,8 +9,22 @@ collectives (as ``jax.lax``).
 
 from xla_spmd.frontend.control import cond, fori_loop, scan, switch, while_loop  # noqa: F401
 from xla_spmd.frontend.lax import *  # noqa: F401,F403
-from xla_spmd.frontend.lax import (dynamic_slice, dynamic_update_slice,  # noqa: F401
-                                   reduce_window, select, top_k)
-from xla_spmd.frontend.shard_map import (all_gather, all_to_all, axis_index,  # noqa: F401
-                                         axis_size, pmax, pmean, pmin, ppermute, psum,
-                                         psum_scatter)
+from xla_spmd.frontend.lax import (  # noqa: F401
+    dynamic_slice,
+    dynamic_update_slice,
+    reduce_window,
+    select,
+    top_k,
+)
+from xla_spmd.frontend.shard_map import (  # noqa: F401
+    all_gather,
+    all_to_all,
+    axis_index,
+    axis_size,
+    pmax,
+    pmean,
+    pmin,
+    ppermute,
+    psum,
+    psum_scatter,
+)

@@ -7,7 +7,17 @@
 """
 
 from xla_spmd.frontend.nn import *  # noqa: F401,F403
-from xla_spmd.frontend.nn import (gelu, layer_norm, log_softmax, logsumexp, one_hot,  # noqa: F401
-                                  relu, rms_norm, sigmoid, silu, softmax,
-                                  softmax_cross_entropy,
-                                  softmax_cross_entropy_with_integer_labels)
+from xla_spmd.frontend.nn import (  # noqa: F401
+    gelu,
+    layer_norm,
+    log_softmax,
+    logsumexp,
+    one_hot,
+    relu,
+    rms_norm,
+    sigmoid,
+    silu,
+    softmax,
+    softmax_cross_entropy,
+    softmax_cross_entropy_with_integer_labels,
+)

@@ -6,6 +6,16 @@
 (2, 3)
 """
 
-from xla_spmd.frontend.random import (PRNGKey, bernoulli, categorical, fold_in, key,  # noqa: F401
-                                      normal, permutation, randint, random_bits, split,
-                                      uniform)
+from xla_spmd.frontend.random import (  # noqa: F401
+    PRNGKey,
+    bernoulli,
+    categorical,
+    fold_in,
+    key,
+    normal,
+    permutation,
+    randint,
+    random_bits,
+    split,
+    uniform,
+)

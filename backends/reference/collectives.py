@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from xla_spmd.backends.reference.evaluator import EVALUATE, Context, zeros_of
-from xla_spmd.backends.reference.reduction import fold
+from xla_spmd.backends.reference.reduction import _ufunc_apply, binary_reducer, fold
 from xla_spmd.errors import CommunicationError, EvaluationError
 from xla_spmd.ir import Instruction, TupleShape
 
@@ -97,8 +97,27 @@ def _pack(results: list):
     return results[0] if len(results) == 1 else tuple(results)
 
 
+# Reducers a communicator computes natively with XLA's semantics; others go as callables.
+_NATIVE_OPS = {"add": "sum", "multiply": "prod", "and": "and", "or": "or"}
+
+
+def _communicator_op(inst: Instruction, ctx: Context):
+    """The reduction to hand a communicator: a native name, or a binary callable with the
+    reducer's exact semantics (applied in group order by the communicator)."""
+    computation = inst.attrs.to_apply
+    fast = binary_reducer(computation)
+    if fast in _NATIVE_OPS:
+        return _NATIVE_OPS[fast]
+    if fast is not None:
+        return lambda a, b: _ufunc_apply(fast, a, b).astype(a.dtype, copy=False)
+    return lambda a, b: fold(ctx, computation, [a], [b], [a.dtype])[0]
+
+
 def all_reduce(inst: Instruction, operands: list, ctx: Context):
     group = _required_group(inst, ctx, "all-reduce")
+    if ctx.communicator is not None:
+        op = _communicator_op(inst, ctx)
+        return _pack([ctx.communicator.all_reduce(x, group, op) for x in operands])
     values = exchange(inst, ctx, tuple(operands), group)
     return _pack([_reduce_values(inst, ctx, [values[d][i] for d in group])
                   for i in range(len(operands))])
@@ -106,16 +125,21 @@ def all_reduce(inst: Instruction, operands: list, ctx: Context):
 
 def all_gather(inst: Instruction, operands: list, ctx: Context):
     group = _required_group(inst, ctx, "all-gather")
-    values = exchange(inst, ctx, tuple(operands), group)
     (dim,) = inst.attrs.dimensions
+    if ctx.communicator is not None:
+        return _pack([ctx.communicator.all_gather(x, group, dim) for x in operands])
+    values = exchange(inst, ctx, tuple(operands), group)
     return _pack([np.concatenate([values[d][i] for d in group], axis=dim)
                   for i in range(len(operands))])
 
 
 def reduce_scatter(inst: Instruction, operands: list, ctx: Context):
     group = _required_group(inst, ctx, "reduce-scatter")
-    values = exchange(inst, ctx, tuple(operands), group)
     (dim,) = inst.attrs.dimensions
+    if ctx.communicator is not None:
+        op = _communicator_op(inst, ctx)
+        return _pack([ctx.communicator.reduce_scatter(x, group, dim, op) for x in operands])
+    values = exchange(inst, ctx, tuple(operands), group)
     rank = group.index(ctx.device_id)
     results = []
     for i in range(len(operands)):
@@ -126,16 +150,23 @@ def reduce_scatter(inst: Instruction, operands: list, ctx: Context):
 
 def all_to_all(inst: Instruction, operands: list, ctx: Context):
     group = _required_group(inst, ctx, "all-to-all")
-    values = exchange(inst, ctx, tuple(operands), group)
     rank = group.index(ctx.device_id)
+    if not inst.attrs.dimensions and len(operands) != len(group):
+        raise EvaluationError(f"{inst.name}: tuple all-to-all has {len(operands)} operands "
+                              f"for a group of {len(group)}")
+    if ctx.communicator is not None:
+        if inst.attrs.dimensions:
+            (dim,) = inst.attrs.dimensions
+            return _pack([ctx.communicator.all_to_all(x, group, dim, dim) for x in operands])
+        # Tuple form: operand j goes to rank j, i.e. an all-to-all of the stacked operands.
+        stacked = np.stack(operands)
+        return tuple(ctx.communicator.all_to_all(stacked, group, 0, 0))
+    values = exchange(inst, ctx, tuple(operands), group)
     if inst.attrs.dimensions:
         (dim,) = inst.attrs.dimensions
         return _pack([np.concatenate([np.split(values[d][i], len(group), axis=dim)[rank]
                                       for d in group], axis=dim)
                       for i in range(len(operands))])
-    if len(operands) != len(group):  # tuple form: operand j goes to rank j
-        raise EvaluationError(f"{inst.name}: tuple all-to-all has {len(operands)} operands "
-                              f"for a group of {len(group)}")
     return tuple(values[d][rank] for d in group)
 
 
@@ -146,6 +177,9 @@ def collective_permute(inst: Instruction, operands: list, ctx: Context):
         me, to_device = ctx.partition_id, lambda i: ctx.replica_id * partitions + i
     else:  # ids are replica ids within our partition
         me, to_device = ctx.replica_id, lambda i: i * partitions + ctx.partition_id
+    if ctx.communicator is not None:
+        pairs = [(to_device(s), to_device(t)) for s, t in inst.attrs.source_target_pairs]
+        return ctx.communicator.collective_permute(operand, pairs)
     sources = [s for s, t in inst.attrs.source_target_pairs if t == me]
     needed = [to_device(s) for s in sources]
     values = exchange(inst, ctx, operand, needed)
@@ -157,6 +191,10 @@ def collective_permute(inst: Instruction, operands: list, ctx: Context):
 def collective_broadcast(inst: Instruction, operands: list, ctx: Context):
     (operand,) = operands
     group = my_group(inst, ctx, "collective-broadcast")
+    if ctx.communicator is not None:
+        if group is None:
+            return np.zeros_like(operand)
+        return ctx.communicator.broadcast(operand, group, group[0])
     values = exchange(inst, ctx, operand, group[:1] if group else [])
     if group is None:
         return np.zeros_like(operand)

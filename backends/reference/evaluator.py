@@ -49,6 +49,10 @@ class Context:
     # exchange(inst, value) -> list of every device's value for this collective, indexed by
     # flattened device id (replica_id * num_partitions + partition_id).
     exchange: Callable[[Instruction, object], list] | None = None
+    # A communicator (the protocol of xla_spmd.collectives: all_reduce(x, group, op), ...)
+    # over flattened device ids. When set, collectives run through it instead of `exchange`:
+    # this is how the runtime executes programs on in-process devices and on MPI ranks.
+    communicator: object | None = None
     max_loop_iterations: int = 10_000_000
 
     @property

@@ -236,3 +236,38 @@ def test_sub_axis_refs_are_valid():
     r = b.reshape(x, shape=shape(2, 4, 3), name="r")
     out = propagate(Module.from_entry("m", b.build(r)))
     assert out.entry.root.sharding.dims[0].axes == (AxisRef("y", (1, 2)),)
+
+
+def test_conditional_branches_and_result():
+    branches = []
+    for k, op in enumerate(("negate", "exponential")):
+        c = Builder(f"branch{k}")
+        p = c.parameter(shape(8, 16), f"branch{k}_p")
+        branches.append(c.build(c.op(op, p, name=f"branch{k}_out")))
+    b = Builder("m")
+    index = b.parameter(shape(dtype=S32), "index")
+    x = b.parameter(shape(8, 16), "x", sharding=S(["x"], []))
+    y = b.parameter(shape(8, 16), "y")
+    cond = b.conditional(index, x, y, branch_computations=tuple(branches), name="cond")
+    got = run(b, b.tanh(cond, name="after"))
+    assert got["branch0_out"] == text('{"x", ?}, {?}')
+    assert got["cond"] == text('{"x", ?}, {?}')
+    assert got["after"] == text('{"x", ?}, {?}')
+    assert got["branch1_out"] == text('{"x", ?}, {?}')    # back from the result
+    assert got["y"] == text('{"x", ?}, {?}')
+
+
+def test_unknown_custom_call_blocks_propagation():
+    b = Builder("m")
+    x = b.parameter(shape(8, 16), "x", sharding=S(["x"], []))
+    k = b.custom_call(x, custom_call_target="my_kernel", shape=shape(8, 16), name="k")
+    got = run(b, b.negate(k, name="n"))
+    assert got["k"] == text("{?}, {?}")
+    assert got["n"] == text("{?}, {?}")
+
+
+def test_mesh_name_is_kept_for_new_shardings():
+    b = Builder("m")
+    x = b.parameter(shape(8, 16), "x",
+                    sharding=TensorSharding(MESH, [["x"], []], mesh_name="grid"))
+    assert run(b, b.negate(x, name="n"))["n"] == '#sdy.sharding<@grid, [{"x", ?}, {?}]>'

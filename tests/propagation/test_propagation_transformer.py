@@ -168,3 +168,18 @@ def test_jax_sharded_programs(name):
     for inst in out.entry.instructions:
         if not inst.shape.is_tuple:
             assert isinstance(inst.sharding, TensorSharding), inst.name
+
+
+def test_data_parallel_only_batch_sharded():
+    module = load("transformer_step")
+    shardings = {name: sharding_of(name, p.shape.rank,
+                                   ["data"] if name.startswith(("tokens", "targets")) else [])
+                 for name, p in params(module).items()}
+    out = propagate(annotate(module, shardings))
+    check_gradients_like_weights(out)         # replicated weights, replicated gradients
+    batched = [i for i in out.entry.instructions if not i.shape.is_tuple
+               and i.shape.rank >= 2 and i.shape.dims[:2] == (2, 8)]
+    assert len(batched) > 100
+    for inst in batched:
+        assert axes(inst.sharding)[0] == ("data",), inst.name
+        assert not any(axes(inst.sharding)[1:]), inst.name

@@ -10,7 +10,8 @@ import pytest
 
 from xla_spmd.backends.reference import evaluate
 from xla_spmd.ir import verify
-from xla_spmd.stablehlo import export_stablehlo, import_stablehlo
+from xla_spmd.mesh import print_mesh
+from xla_spmd.stablehlo import export_stablehlo, import_stablehlo, module_meshes
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "jax"
 CASES = {c["name"]: c for c in json.loads((DATA / "MANIFEST.json").read_text())["cases"]}
@@ -95,8 +96,10 @@ def test_sharded_case_keeps_every_sharding(name):
                      and value.attrs.custom_call_target == "xla.sdy.FuncResultSharding")
         got.append(str(value.sharding) if is_marker else None)
     assert got == result_shardings
-    assert ("sdy.mesh @mesh", text.split("sdy.mesh @mesh = ")[1].split(" {")[0]) in \
-        module.header
+    mesh_text = text.split("sdy.mesh @mesh = ")[1].split(" {")[0]
+    assert module.header_value("frontend_attributes") == \
+        f"{{xla.sdy.meshes={{mesh = #sdy.mesh{mesh_text}}}}}"
+    assert print_mesh(module_meshes(module)["mesh"]) == mesh_text
     constraints = text.count("sdy.sharding_constraint")
     marked = [i for c in module.computations for i in c.instructions
               if i.opcode == "custom-call" and i.attrs.custom_call_target == "Sharding"]

@@ -22,8 +22,16 @@ from collections.abc import Callable
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax
 from xla_spmd.frontend.pytree import tree_flatten, tree_unflatten
-from xla_spmd.frontend.tracing import (Array, aval_of, finish, fresh_name, is_weak,
-                                       python_scalar_array, rebind, trace_computation)
+from xla_spmd.frontend.tracing import (
+    Array,
+    aval_of,
+    finish,
+    fresh_name,
+    is_weak,
+    python_scalar_array,
+    rebind,
+    trace_computation,
+)
 from xla_spmd.ir import ArrayShape, Computation, Registry, TupleShape
 
 VJP = Registry("VJP")

@@ -20,8 +20,7 @@ from collections.abc import Callable, Sequence
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax
 from xla_spmd.frontend.pytree import tree_flatten, tree_unflatten
-from xla_spmd.frontend.tracing import (Value, aval_of, bind, fresh_name, repack,
-                                       trace_computation)
+from xla_spmd.frontend.tracing import Value, aval_of, bind, fresh_name, repack, trace_computation
 from xla_spmd.ir import S32, TupleShape
 
 

@@ -20,8 +20,7 @@ import numpy as np
 
 from xla_spmd.errors import ShardingError, XlaSpmdError
 from xla_spmd.frontend.pytree import tree_flatten, tree_unflatten
-from xla_spmd.frontend.tracing import (Array, Trace, Value, aval_of, bind, current_trace,
-                                       is_weak)
+from xla_spmd.frontend.tracing import Array, Trace, Value, aval_of, bind, current_trace, is_weak
 from xla_spmd.ir import Module
 from xla_spmd.sharding import NamedSharding, PartitionSpec, TensorSharding
 
@@ -175,7 +174,7 @@ class Jitted:
         b = trace.builder
         shardings = [None] * len(outputs)
         if self.out_shardings is not None:
-            shardings = _shardings_per_leaf(self.out_shardings, [out], "out_shardings")
+            shardings = _shardings_per_leaf([self.out_shardings], [out], "out_shardings")
         tensor_shardings = [to_tensor_sharding(s, o.shape.rank, f"result {i}")
                             for i, (s, o) in enumerate(zip(shardings, outputs))]
         if len(outputs) != 1:
@@ -225,7 +224,7 @@ def with_sharding_constraint(x, sharding):
     """Constrain the sharding of `x` (a pytree) at this point of the program, recorded as
     XLA does: a ``custom-call`` with target "Sharding" carrying the sharding."""
     leaves, tree = tree_flatten(x)
-    shardings = _shardings_per_leaf(sharding, [x], "with_sharding_constraint")
+    shardings = _shardings_per_leaf([sharding], [x], "with_sharding_constraint")
     if current_trace() is None:
         return x
     outs = []

@@ -16,8 +16,18 @@ import numpy as np
 
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend.tracing import Value, aval_of, bind, reducer
-from xla_spmd.ir import (PRED, S32, ArrayShape, ComparisonDirection,
-                         ConvDimensionNumbers, DType, PadDim, SliceDim, TupleShape, Window)
+from xla_spmd.ir import (
+    PRED,
+    S32,
+    ArrayShape,
+    ComparisonDirection,
+    ConvDimensionNumbers,
+    DType,
+    PadDim,
+    SliceDim,
+    TupleShape,
+    Window,
+)
 from xla_spmd.ir.attributes import Precision  # noqa: F401 (precision values users pass)
 
 
@@ -82,7 +92,8 @@ def convert_element_type(x, dtype) -> Value:
 
 def bitcast_convert(x, dtype, shape=None) -> Value:
     dtype = as_dtype(dtype)
-    return bind("bitcast-convert", x, shape=ArrayShape(dtype, shape_of(x) if shape is None else tuple(shape)))
+    dims = shape_of(x) if shape is None else tuple(shape)
+    return bind("bitcast-convert", x, shape=ArrayShape(dtype, dims))
 
 
 def constant(value, dtype) -> Value:

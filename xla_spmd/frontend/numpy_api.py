@@ -15,15 +15,19 @@ from __future__ import annotations
 
 import builtins
 import functools
-from collections.abc import Sequence
 
 import numpy as np
 
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax
 from xla_spmd.frontend.lax import as_dtype, dtype_of, shape_of
-from xla_spmd.frontend.tracing import (Array, Tracer, Value, aval_of, bind, is_weak,
-                                       python_scalar_array)
+from xla_spmd.frontend.tracing import (
+    Array,
+    Value,
+    bind,
+    is_weak,
+    python_scalar_array,
+)
 from xla_spmd.ir import BF16, C64, F32, PRED, S32, Builder, DType, Kind
 from xla_spmd.ir.shapes import ArrayShape
 
@@ -588,7 +592,8 @@ def tri(n: int, m: int | None = None, k: int = 0, dtype=None):
 
 
 # Shape functions and indexing live in their own modules; re-exported here.
-from xla_spmd.frontend.numpy_shape import (  # noqa: E402
+from xla_spmd.frontend.numpy_index import getitem, take, take_along_axis  # noqa: E402,F401
+from xla_spmd.frontend.numpy_shape import (  # noqa: E402,F401
     argsort,
     concatenate,
     expand_dims,
@@ -606,9 +611,7 @@ from xla_spmd.frontend.numpy_shape import (  # noqa: E402
     tile,
     transpose,
 )
-from xla_spmd.frontend.numpy_index import getitem, take, take_along_axis  # noqa: E402
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in (
     "annotations", "builtins", "functools", "np", "Sequence", "Builder", "Tracer", "Kind",
     "ArrayShape", "XlaSpmdError", "BF16", "C64", "F32", "PRED", "S32", "DType")]
-_ = (Tracer, Sequence, aval_of)

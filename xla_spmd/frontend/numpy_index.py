@@ -52,7 +52,6 @@ def _expand(index, ndim: int) -> list:
 def _basic(x, index: list):
     """Apply static ints, slices and None; array indices stay as (position, array) pairs."""
     starts, limits, strides, reverse = [], [], [], []
-    shape, advanced = [], []
     dim = 0
     for entry in index:
         if entry is None:
@@ -83,7 +82,7 @@ def _basic(x, index: list):
             starts.append(0)
             limits.append(n)
             strides.append(1)
-            advanced.append(dim)
+            pass  # gathered after the static slicing
         else:
             raise XlaSpmdError(f"unsupported index {entry!r} (boolean masks have "
                                "data-dependent shapes; use xnp.where)")

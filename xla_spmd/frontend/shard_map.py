@@ -29,8 +29,14 @@ import numpy as np
 from xla_spmd.errors import ShardingError, XlaSpmdError
 from xla_spmd.frontend import lax
 from xla_spmd.frontend.pytree import tree_flatten, tree_map, tree_unflatten
-from xla_spmd.frontend.tracing import (bind, current_trace, finish, fresh_name, reducer,
-                                       trace_computation)
+from xla_spmd.frontend.tracing import (
+    bind,
+    current_trace,
+    finish,
+    fresh_name,
+    reducer,
+    trace_computation,
+)
 from xla_spmd.ir import OPS, S32, U32, ArrayShape, Module, ReplicaGroups, TupleShape
 from xla_spmd.ir.module import make_instruction, rewrite
 from xla_spmd.mesh import Mesh
@@ -124,7 +130,7 @@ def _shard_map(fn, mesh, axes, in_specs, out_specs, args):
     _MANUAL_MESHES[computation.name] = mesh
     out_specs_leaves = _specs_per_leaf([out_specs], [out_info["value"]], "out_specs")
     out_shardings, global_avals = [], []
-    for i, (o, spec) in enumerate(zip(outputs, out_specs_leaves)):
+    for o, spec in zip(outputs, out_specs_leaves):
         sharding = NamedSharding(mesh, spec).to_tensor_sharding(o.shape.rank)
         factors = [int(np.prod([mesh.axis_size(a) for a in sharding.dim_axes(d)]))
                    for d in range(o.shape.rank)]

@@ -28,8 +28,17 @@ from dataclasses import fields
 import numpy as np
 
 from xla_spmd.errors import XlaSpmdError
-from xla_spmd.ir import (PRED, ArrayShape, Builder, Computation, DType, Instruction, Module,
-                         TupleShape, op_named)
+from xla_spmd.ir import (
+    PRED,
+    ArrayShape,
+    Builder,
+    Computation,
+    DType,
+    Instruction,
+    Module,
+    TupleShape,
+    op_named,
+)
 from xla_spmd.ir.module import make_instruction
 
 _TRACES: list[Trace] = []
@@ -221,7 +230,7 @@ def aval_of_concrete(value):
 
 
 def is_weak(x) -> bool:
-    return isinstance(x, (bool, int, float, complex)) or getattr(x, "weak_type", False)
+    return type(x) in (bool, int, float, complex) or getattr(x, "weak_type", False)
 
 
 def aval_of(x):

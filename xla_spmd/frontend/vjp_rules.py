@@ -190,7 +190,7 @@ def _dynamic_slice(ct, inst, ops, out):
 
 @VJP.register("dynamic-update-slice")
 def _dynamic_update_slice(ct, inst, ops, out):
-    operand, update, indices = ops[0], ops[1], ops[2:]
+    update, indices = ops[1], ops[2:]
     return ([lax.dynamic_update_slice(ct, lax.zeros_like(update), indices),
              lax.dynamic_slice(ct, indices, update.shape)] + [None] * len(indices))
 

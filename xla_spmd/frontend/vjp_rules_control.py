@@ -15,8 +15,14 @@ from __future__ import annotations
 
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax
-from xla_spmd.frontend.autodiff import (VJP, backward, differentiable, flat_cotangent,
-                                        linearize_computation, unflat_cotangent)
+from xla_spmd.frontend.autodiff import (
+    VJP,
+    backward,
+    differentiable,
+    flat_cotangent,
+    linearize_computation,
+    unflat_cotangent,
+)
 from xla_spmd.frontend.control import fori_loop, index_in_dim, known_trip_count, switch_flat
 from xla_spmd.frontend.tracing import bind, finish, fresh_name, trace_computation
 from xla_spmd.ir import TupleShape

@@ -15,8 +15,15 @@ from xla_spmd.frontend import lax
 from xla_spmd.frontend import numpy_api as xnp
 from xla_spmd.frontend.autodiff import VJP
 from xla_spmd.frontend.tracing import bind, fresh_name, rebind, reducer, reducer_kind
-from xla_spmd.ir import (PRED, S32, ArrayShape, Builder, ComparisonDirection,
-                         ConvDimensionNumbers, TupleShape)
+from xla_spmd.ir import (
+    PRED,
+    S32,
+    ArrayShape,
+    Builder,
+    ComparisonDirection,
+    ConvDimensionNumbers,
+    TupleShape,
+)
 from xla_spmd.ir.module import make_instruction
 
 # ---------------------------------------------------------------------------------------------

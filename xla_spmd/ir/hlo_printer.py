@@ -179,11 +179,15 @@ def _attributes(inst: Instruction, percent: str) -> list[str]:
         text = _value_text(spec.kind, value, percent)
         if text is not None:
             out.append(f"{name}={text}")
+    frontend = list(inst.frontend_attributes)
     if inst.sharding is not None:
-        out.append(f"sharding={inst.sharding}")
-    if inst.frontend_attributes:
+        gspmd, sdy = sharding_texts(inst.sharding)
+        out.append(f"sharding={gspmd}")
+        if sdy is not None:  # XLA prints an axis-based sharding beside its GSPMD form
+            frontend = [(k, v) for k, v in frontend if k != SDY_SHARDING] + [(SDY_SHARDING, sdy)]
+    if frontend:
         out.append("frontend_attributes={" + ",".join(
-            f"{k}={_frontend_value(v)}" for k, v in inst.frontend_attributes) + "}")
+            f"{k}={_frontend_value(v)}" for k, v in frontend) + "}")
     out.extend(f"{name}={text}" for name, text in inst.extras)
     return out
 
@@ -230,11 +234,56 @@ def print_computation(computation: Computation, is_entry: bool = False) -> str:
     return "\n".join(lines)
 
 
+SDY_SHARDING = "xla.sdy.sharding"
+SDY_MESHES = "xla.sdy.meshes"
+
+
+def _is_axis_based(sharding) -> bool:
+    """Axis-based shardings (xla_spmd.sharding.TensorSharding, which this layer may not
+    import) offer their GSPMD form and their Shardy body text."""
+    return hasattr(sharding, "to_hlo_sharding") and hasattr(sharding, "body_text")
+
+
+def sharding_texts(sharding) -> tuple[str, str | None]:
+    """The `sharding=` text, and for axis-based shardings (or tuples of them) the
+    `xla.sdy.sharding` per-value text XLA prints beside it."""
+    elements = sharding if isinstance(sharding, tuple) else (sharding,)
+    if not elements or not all(_is_axis_based(e) for e in elements):
+        return str(sharding), None
+    gspmd = [str(e.to_hlo_sharding()) for e in elements]
+    if isinstance(sharding, tuple):
+        text = "{" + ", ".join((f"/*index={i}*/" if i and i % 5 == 0 else "") + g
+                               for i, g in enumerate(gspmd)) + "}"
+    else:
+        text = gspmd[0]
+    sdy = "#sdy.sharding_per_value<[" + ", ".join(f"<{e.body_text()}>" for e in elements)
+    return text, sdy + "]>"
+
+
+def _mesh_header(module: Module) -> list[tuple[str, str]]:
+    """The `xla.sdy.meshes` module attribute for the meshes of axis-based shardings, when
+    the header does not declare them already."""
+    if any(k == "frontend_attributes" and SDY_MESHES in v for k, v in module.header):
+        return []
+    meshes: dict[str, object] = {}
+    for computation in module.computations:
+        for inst in computation.instructions:
+            sharding = inst.sharding
+            for e in sharding if isinstance(sharding, tuple) else (sharding,):
+                if _is_axis_based(e) and e.mesh_name:
+                    meshes.setdefault(e.mesh_name, e.mesh)
+    if not meshes:
+        return []
+    body = ", ".join(f"{name} = #sdy.mesh{mesh}" for name, mesh in meshes.items())
+    return [("frontend_attributes", f"{{{SDY_MESHES}={{{body}}}}}")]
+
+
 def print_module(module: Module) -> str:
     """The module as HLO text (header, stack-frame tables if any, computations callees
     first), ending with a newline."""
     header = "HloModule " + module.name + "".join(
-        f", {k}={v}" for k, v in module.header if k != STACK_FRAMES_KEY)
+        f", {k}={v}" for k, v in [*module.header, *_mesh_header(module)]
+        if k != STACK_FRAMES_KEY)
     parts = [header + "\n\n"]
     stack_frames = module.header_value(STACK_FRAMES_KEY)
     if stack_frames:

@@ -95,7 +95,7 @@ class ValueState:
     unreduced: tuple = ()
     excluded: tuple = ()  # replicated + unreduced + manual + axes held back for later rounds
     user: bool = False
-    foreign: bool = False  # on another mesh: nodes touching it are skipped
+    foreign: object = None  # its sharding, if on another mesh: nodes touching it are skipped
     mesh_name: str | None = "mesh"
 
     def is_empty(self) -> bool:
@@ -238,21 +238,20 @@ def _valid(dims, excluded) -> bool:
 
 # ------------------------------------------------------------------ states from shardings
 def state_from_sharding(sharding: TensorSharding | None, rank: int, mesh: Mesh,
-                        manual_axes=()) -> ValueState:
+                        manual_axes=(), mesh_name: str | None = "mesh") -> ValueState:
+    """The propagation state of a value with `sharding` (None: no sharding, all open)."""
     manual = tuple(AxisRef(a) for a in manual_axes)
     if sharding is None:
-        return ValueState([()] * rank, [False] * rank, [None] * rank, excluded=manual)
-    if sharding.mesh != mesh:
-        if sharding.mesh.axis_names == mesh.axis_names:
-            pass
-        else:
-            state = ValueState([d.axes for d in sharding.dims],
-                               [True] * rank, [None] * rank, foreign=True)
-            state.user = True
-            return state
+        return ValueState([()] * rank, [False] * rank, [None] * rank, excluded=manual,
+                          mesh_name=mesh_name)
     if sharding.rank != rank:
         raise ShardingError(f"sharding {sharding} has {sharding.rank} dims for a rank-{rank} "
                             f"value")
+    if sharding.mesh.axis_names != mesh.axis_names or sharding.mesh.axis_sizes != \
+            mesh.axis_sizes:
+        # another mesh (a maximal one, say): kept as is; ops touching it are skipped
+        return ValueState([d.axes for d in sharding.dims], [True] * rank, [None] * rank,
+                          user=True, foreign=sharding)
     return ValueState([d.axes for d in sharding.dims], [d.is_closed for d in sharding.dims],
                       [d.priority for d in sharding.dims], sharding.replicated,
                       sharding.unreduced,
@@ -261,6 +260,8 @@ def state_from_sharding(sharding: TensorSharding | None, rank: int, mesh: Mesh,
 
 
 def state_to_sharding(state: ValueState, mesh: Mesh) -> TensorSharding:
+    if state.foreign:
+        return state.foreign
     dims = [DimSharding(axes, closed, priority if (axes or not closed) else None)
             for axes, closed, priority in zip(state.axes, state.closed, state.priority)]
     return TensorSharding(mesh, dims, state.replicated, state.unreduced, state.mesh_name)

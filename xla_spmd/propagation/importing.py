@@ -52,6 +52,9 @@ def module_meshes(module: Module) -> dict[str, Mesh]:
     """The meshes in the module's ``xla.sdy.meshes`` frontend attribute (name -> Mesh)."""
     meshes: dict[str, Mesh] = {}
     for key, value in module.header:
+        if key.startswith("sdy.mesh @"):      # imported from StableHLO
+            meshes[key[len("sdy.mesh @"):].strip('"')] = parse_mesh(value)
+            continue
         text = _unescape(f"{key}={value}")
         start = text.find("xla.sdy.meshes")
         if start < 0:

@@ -85,7 +85,8 @@ def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None
             for inst in module.entry.instructions):
         imported = import_shardings(module, mesh)
         module, manual_axes = imported.module, imported.manual_axes
-    mesh = mesh or _find_mesh(module)
+    found, mesh_name = _find_mesh(module)
+    mesh = mesh or found
     if mesh is None:
         return Result(module, None, {}, module)
 
@@ -101,7 +102,7 @@ def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None
         return axes
 
     graph = build_graph(module.entry, manual_axes_of)
-    states = [state_from_sharding(None, v.shape.rank, mesh, v.manual_axes)
+    states = [state_from_sharding(None, v.shape.rank, mesh, v.manual_axes, mesh_name)
               for v in graph.values]
     initial: dict[int, set[str]] = {}
     for (_, inst), value_ids in graph.inst_values.items():
@@ -128,14 +129,15 @@ def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None
     return Result(_write_back(module, graph, states, mesh), propagator, initial, module)
 
 
-def _find_mesh(module: Module) -> Mesh | None:
+def _find_mesh(module: Module) -> tuple[Mesh | None, str | None]:
+    """The mesh (and its name) of the first sharding with mesh axes."""
     for c in module.computations:
         for inst in c.instructions:
             shardings = inst.sharding if isinstance(inst.sharding, tuple) else (inst.sharding,)
             for s in shardings:
                 if isinstance(s, TensorSharding) and s.mesh.axis_names:
-                    return s.mesh
-    return None
+                    return s.mesh, s.mesh_name
+    return None, "mesh"
 
 
 def _set_groups(propagator, graph, module, groups) -> None:
@@ -219,7 +221,10 @@ def _write_back(module: Module, graph, states, mesh) -> Module:
                 if values is not None and not inst.shape.is_token:
                     shardings = tuple(state_to_sharding(states[v], mesh) for v in values)
                     sharding = shardings if inst.shape.is_tuple else shardings[0]
-                    new = new.replace(sharding=sharding)
+                    # the imported sdy text is now stale: the instruction holds the result
+                    attributes = tuple((k, v) for k, v in new.frontend_attributes
+                                       if k != "xla.sdy.sharding")
+                    new = new.replace(sharding=sharding, frontend_attributes=attributes)
             if operands != inst.operands:
                 new = new.replace(operands=operands)
             return new

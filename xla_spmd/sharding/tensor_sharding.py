@@ -233,6 +233,11 @@ class TensorSharding:
         from .sdy_text import print_sharding
         return print_sharding(self)
 
+    def to_hlo_sharding(self):
+        """The GSPMD form, as HLO text's ``sharding={...}`` holds it."""
+        from .gspmd import axes_to_hlo
+        return axes_to_hlo(self)
+
     def body_text(self) -> str:
         """``@mesh, [{...}, ...], replicated={...}`` (the part inside ``<...>``)."""
         from .sdy_text import print_sharding_body

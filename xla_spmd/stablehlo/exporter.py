@@ -28,7 +28,6 @@ from xla_spmd.sharding import TensorSharding, print_sharding_per_value
 from xla_spmd.stablehlo.lexer import escape
 from xla_spmd.stablehlo.types import print_type
 
-MESH_KEY = "sdy.mesh @"
 MANUAL_BODY = "xla.sdy.manual_computation_body"
 
 
@@ -62,9 +61,10 @@ class ModuleExporter:
             attrs.append(f"mhlo.num_replicas = {header['replica_count']} : i32")
         lines = [f"module @{_symbol(module.name)}"
                  + (f" attributes {{{', '.join(attrs)}}}" if attrs else "") + " {"]
-        for key, value in module.header:
-            if key.startswith(MESH_KEY):
-                lines.append(f"  sdy.mesh @{key[len(MESH_KEY):]} = {value}")
+        from xla_spmd.mesh import print_mesh
+        from xla_spmd.stablehlo.importer import module_meshes
+        for name, mesh in module_meshes(module).items():
+            lines.append(f"  sdy.mesh @{name} = {print_mesh(mesh)}")
         functions = [module.entry] + [c for c in module.computations
                                       if c is not module.entry and self._is_function(c)]
         for computation in functions:

@@ -6,7 +6,7 @@ import re
 
 from xla_spmd.sharding import TensorSharding
 from xla_spmd.stablehlo.exporter import MANUAL_BODY, ExportError, sharding_attr
-from xla_spmd.stablehlo.exporter_ops import (API_NUMBERS, attr_dict, fn_type, printer, refs)
+from xla_spmd.stablehlo.exporter_ops import API_NUMBERS, attr_dict, fn_type, printer, refs
 from xla_spmd.stablehlo.lexer import escape
 from xla_spmd.stablehlo.types import print_type
 
@@ -140,8 +140,8 @@ def _custom_call(fx, inst, indent):
                     f"{print_type(inst.shape)}")
     if target == "xla.sdy.ShardingGroup" and operand:
         group = inst.frontend_attribute("xla.sdy.sharding_group_id") or "0"
-        fx.names[inst] = ""
-        return f"sdy.sharding_group {operand} group_id={group} : {print_type(inst.operands[0].shape)}"
+        return (f"sdy.sharding_group {operand} group_id={group} : "
+                f"{print_type(inst.operands[0].shape)}")
     if target == "xla.sdy.PropagationBarrier" and operand and inst.sharding is None:
         direction = inst.frontend_attribute("xla.sdy.allowed_direction") or "NONE"
         return (f"sdy.propagation_barrier {operand} allowed_direction={direction} : "

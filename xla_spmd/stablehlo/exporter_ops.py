@@ -8,8 +8,14 @@ import numpy as np
 
 from xla_spmd.ir import Instruction, TupleShape
 from xla_spmd.sharding import TensorSharding
-from xla_spmd.stablehlo.exporter import (MANUAL_BODY, ExportError, FunctionExporter,
-                                         _sharding_items, is_tuple, sharding_attr)
+from xla_spmd.stablehlo.exporter import (
+    MANUAL_BODY,
+    ExportError,
+    FunctionExporter,
+    _sharding_items,
+    is_tuple,
+    sharding_attr,
+)
 from xla_spmd.stablehlo.lexer import escape
 from xla_spmd.stablehlo.types import print_dense, print_type
 

@@ -13,7 +13,8 @@ Invariants of the result, whatever the input:
   ``xla.sdy.LocalToGlobalShape`` with ``xla.sdy.in_shardings``/``out_shardings``/
   ``manual_axes`` frontend attributes, result shardings → ``xla.sdy.FuncResultSharding``.
   Instruction shardings are `TensorSharding` values (a tuple of them for tuple results).
-* Module meshes are kept in `Module.header` as ``("sdy.mesh @name", "<[...]>")`` pairs;
+* Module meshes are kept in `Module.header` as XLA keeps them in HLO:
+  ``("frontend_attributes", '{xla.sdy.meshes={mesh = #sdy.mesh<["x"=2]>}}')``;
   ``mhlo.num_partitions``/``mhlo.num_replicas`` become ``num_partitions``/``replica_count``.
 * Names are deterministic: ``<opcode>.<n>`` with one counter per module, in the order ops are
   read, so importing the exporter's text of an imported module gives an equal module.
@@ -37,7 +38,7 @@ from xla_spmd.ir.ops import op_named
 from xla_spmd.mesh import Mesh, print_mesh
 from xla_spmd.stablehlo.syntax import Block, FuncNode, ModuleNode, OpNode, parse_text
 
-MESH_KEY = "sdy.mesh @"
+MESHES_KEY = "xla.sdy.meshes"
 
 
 def import_stablehlo(text: str, filename: str | None = None) -> Module:
@@ -47,10 +48,32 @@ def import_stablehlo(text: str, filename: str | None = None) -> Module:
 
 
 def module_meshes(module: Module) -> dict[str, Mesh]:
-    """The named meshes an imported module declares (``sdy.mesh @name = <...>``)."""
+    """The named meshes of a module: XLA's ``frontend_attributes={xla.sdy.meshes={name =
+    #sdy.mesh<[...]>, ...}}`` header entry (what the importer writes, and what XLA's HLO
+    dumps of Shardy programs carry)."""
     from xla_spmd.mesh import parse_mesh
-    return {key[len(MESH_KEY):]: parse_mesh(value) for key, value in module.header
-            if key.startswith(MESH_KEY)}
+    from xla_spmd.stablehlo.lexer import Scanner
+
+    text = module.header_value("frontend_attributes") or ""
+    start = text.find(MESHES_KEY + "={")
+    meshes: dict[str, Mesh] = {}
+    if start < 0:
+        return meshes
+    s = Scanner(text)
+    s.pos = start + len(MESHES_KEY) + 2
+    while not s.accept("}"):
+        name = s.string() if s.peek('"') else s.bare_id()
+        s.expect("=")
+        s.expect("#sdy.mesh")
+        meshes[name] = parse_mesh(s.balanced("<", ">"))
+        s.accept(",")
+    return meshes
+
+
+def meshes_header(meshes: dict[str, Mesh]) -> tuple[str, str]:
+    """The ``frontend_attributes`` header pair that declares `meshes`."""
+    body = ", ".join(f"{name} = #sdy.mesh{print_mesh(mesh)}" for name, mesh in meshes.items())
+    return ("frontend_attributes", f"{{{MESHES_KEY}={{{body}}}}}")
 
 
 class Scope:
@@ -159,7 +182,8 @@ class ModuleImporter:
                 header.append(("num_partitions", str(value)))
             elif key == "mhlo.num_replicas":
                 header.append(("replica_count", str(value)))
-        header.extend((MESH_KEY + name, print_mesh(mesh)) for name, mesh in self.meshes.items())
+        if self.meshes:
+            header.append(meshes_header(self.meshes))
         return tuple(header)
 
     def function(self, name: str) -> Computation:
@@ -191,6 +215,7 @@ class ModuleImporter:
 
     def block_ops(self, scope: Scope, block: Block) -> list[Instruction]:
         """Convert a block's ops; returns the values its terminator returns."""
+        from xla_spmd.stablehlo import importer_control, importer_sdy  # noqa: F401 (rules)
         from xla_spmd.stablehlo.importer_ops import convert_op
 
         for node in block.ops:

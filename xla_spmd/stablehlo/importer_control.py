@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from xla_spmd.ir import ArrayShape, ComparisonDirection, Literal, TupleShape
+from xla_spmd.ir import ArrayShape, ComparisonDirection, Literal, ReplicaGroups, TupleShape
 from xla_spmd.stablehlo.importer import free_values
-from xla_spmd.stablehlo.importer_ops import (converter, gspmd_sharding, result_type,
-                                             single_or_tuple, symbol_name)
+from xla_spmd.stablehlo.importer_ops import (
+    Dense,
+    converter,
+    gspmd_sharding,
+    result_type,
+    scalar_region,
+    single_or_tuple,
+    symbol_name,
+)
 from xla_spmd.stablehlo.syntax import RawAttr
 
 API_VERSIONS = {1: "API_VERSION_ORIGINAL", 2: "API_VERSION_STATUS_RETURNING",
@@ -130,3 +137,96 @@ def _erf_inv(importer, scope, node, operands):
     if result.shape != out:
         result = scope.emit("convert", (result,), out)
     return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Collectives
+
+
+def replica_groups(value) -> ReplicaGroups | None:
+    if value is None:
+        return None
+    array = value.value if isinstance(value, Dense) else np.asarray(value)
+    if array is None:
+        return ReplicaGroups.listed(())
+    array = np.asarray(array)
+    if array.size == 0:
+        return ReplicaGroups.listed(())
+    return ReplicaGroups.listed([[int(x) for x in row if x >= 0]
+                                 for row in array.reshape(array.shape[0], -1)])
+
+
+def _channel(node):
+    handle = node.attrs.get("channel_handle")
+    if isinstance(handle, dict) and int(handle.get("handle", 0)) > 0:
+        return int(handle["handle"])
+    return None
+
+
+def _group_attrs(node):
+    return dict(replica_groups=replica_groups(node.attrs.get("replica_groups")),
+                channel_id=_channel(node),
+                use_global_device_ids=bool(node.attrs.get("use_global_device_ids", False)))
+
+
+@converter("stablehlo.all_reduce")
+def _all_reduce(importer, scope, node, operands):
+    return scope.emit("all-reduce", operands, single_or_tuple(node), **_group_attrs(node),
+                      to_apply=scalar_region(importer, scope, node))
+
+
+@converter("stablehlo.all_gather")
+def _all_gather(importer, scope, node, operands):
+    return scope.emit("all-gather", operands, single_or_tuple(node), **_group_attrs(node),
+                      dimensions=(int(node.attrs["all_gather_dim"]),))
+
+
+@converter("stablehlo.reduce_scatter")
+def _reduce_scatter(importer, scope, node, operands):
+    return scope.emit("reduce-scatter", operands, single_or_tuple(node), **_group_attrs(node),
+                      dimensions=(int(node.attrs["scatter_dimension"]),),
+                      to_apply=scalar_region(importer, scope, node))
+
+
+@converter("stablehlo.all_to_all")
+def _all_to_all(importer, scope, node, operands):
+    a = node.attrs
+    groups = _group_attrs(node)
+    groups.pop("use_global_device_ids")
+    split, concat = int(a["split_dimension"]), int(a["concat_dimension"])
+    if len(operands) != 1:
+        return scope.emit("all-to-all", operands, single_or_tuple(node), **groups)
+    (x,) = operands
+    exchanged = scope.emit("all-to-all", (x,), x.shape, dimensions=(split,), **groups)
+    if split == concat:
+        return exchanged
+    # §15.3: the received chunks sit along the split dim in sender order; move them to the
+    # concat dim: reshape split -> [count, size/count], transpose count before concat, merge.
+    count = int(a["split_count"])
+    dims = list(x.shape.dims)
+    expanded = dims[:split] + [count, dims[split] // count] + dims[split + 1:]
+    reshaped = scope.emit("reshape", (exchanged,), ArrayShape(x.shape.dtype, tuple(expanded)))
+    axes = list(range(len(expanded)))
+    count_axis = axes.pop(split)
+    concat_position = concat if concat < split else concat + 1
+    target = axes.index(concat_position)
+    axes.insert(target, count_axis)
+    moved = scope.emit("transpose", (reshaped,), dimensions=tuple(axes))
+    return scope.emit("reshape", (moved,), result_type(node))
+
+
+@converter("stablehlo.collective_permute")
+def _collective_permute(importer, scope, node, operands):
+    pairs = node.attrs["source_target_pairs"]
+    array = pairs.value if isinstance(pairs, Dense) else np.asarray(pairs)
+    return scope.emit("collective-permute", operands, result_type(node),
+                      source_target_pairs=tuple((int(s), int(t))
+                                                for s, t in np.asarray(array).reshape(-1, 2)),
+                      channel_id=_channel(node))
+
+
+@converter("stablehlo.collective_broadcast")
+def _collective_broadcast(importer, scope, node, operands):
+    return scope.emit("collective-broadcast", operands, result_type(node),
+                      replica_groups=replica_groups(node.attrs.get("replica_groups")),
+                      channel_id=_channel(node))

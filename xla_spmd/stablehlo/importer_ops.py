@@ -11,9 +11,21 @@ import re
 import numpy as np
 
 from xla_spmd.errors import ParseError, ShardingError
-from xla_spmd.ir import (ArrayShape, ComparisonDirection, ComparisonType, ConvDimensionNumbers,
-                         FftType, Literal, PadDim, Precision, ReplicaGroups, RngAlgorithm,
-                         RngDistribution, SliceDim, TupleShape, Window)
+from xla_spmd.ir import (
+    ArrayShape,
+    ComparisonDirection,
+    ComparisonType,
+    ConvDimensionNumbers,
+    FftType,
+    Literal,
+    PadDim,
+    Precision,
+    RngAlgorithm,
+    RngDistribution,
+    SliceDim,
+    TupleShape,
+    Window,
+)
 from xla_spmd.ir.hlo_sharding import HloSharding
 from xla_spmd.sharding import TensorSharding, hlo_to_axes, print_sharding_per_value
 from xla_spmd.stablehlo.importer import ModuleImporter, Scope, free_values
@@ -50,7 +62,7 @@ def convert_op(importer: ModuleImporter, scope: Scope, node: OpNode) -> None:
         shardings = None
     try:
         results = fn(importer, scope, node, operands)
-    except (ParseError,):
+    except ParseError:
         raise
     except (ValueError, KeyError, IndexError, TypeError, ShardingError) as error:
         raise importer.error(node, f"{type(error).__name__}: {error}") from None
@@ -492,99 +504,6 @@ def _rng(importer, scope, node, operands):
 
 
 # ---------------------------------------------------------------------------------------------
-# Collectives
-
-
-def replica_groups(value) -> ReplicaGroups | None:
-    if value is None:
-        return None
-    array = value.value if isinstance(value, Dense) else np.asarray(value)
-    if array is None:
-        return ReplicaGroups.listed(())
-    array = np.asarray(array)
-    if array.size == 0:
-        return ReplicaGroups.listed(())
-    return ReplicaGroups.listed([[int(x) for x in row if x >= 0]
-                                 for row in array.reshape(array.shape[0], -1)])
-
-
-def _channel(node):
-    handle = node.attrs.get("channel_handle")
-    if isinstance(handle, dict) and int(handle.get("handle", 0)) > 0:
-        return int(handle["handle"])
-    return None
-
-
-def _group_attrs(node):
-    return dict(replica_groups=replica_groups(node.attrs.get("replica_groups")),
-                channel_id=_channel(node),
-                use_global_device_ids=bool(node.attrs.get("use_global_device_ids", False)))
-
-
-@converter("stablehlo.all_reduce")
-def _all_reduce(importer, scope, node, operands):
-    return scope.emit("all-reduce", operands, single_or_tuple(node), **_group_attrs(node),
-                      to_apply=scalar_region(importer, scope, node))
-
-
-@converter("stablehlo.all_gather")
-def _all_gather(importer, scope, node, operands):
-    return scope.emit("all-gather", operands, single_or_tuple(node), **_group_attrs(node),
-                      dimensions=(int(node.attrs["all_gather_dim"]),))
-
-
-@converter("stablehlo.reduce_scatter")
-def _reduce_scatter(importer, scope, node, operands):
-    return scope.emit("reduce-scatter", operands, single_or_tuple(node), **_group_attrs(node),
-                      dimensions=(int(node.attrs["scatter_dimension"]),),
-                      to_apply=scalar_region(importer, scope, node))
-
-
-@converter("stablehlo.all_to_all")
-def _all_to_all(importer, scope, node, operands):
-    a = node.attrs
-    groups = _group_attrs(node)
-    groups.pop("use_global_device_ids")
-    split, concat = int(a["split_dimension"]), int(a["concat_dimension"])
-    if len(operands) != 1:
-        return scope.emit("all-to-all", operands, single_or_tuple(node), **groups)
-    (x,) = operands
-    exchanged = scope.emit("all-to-all", (x,), x.shape, dimensions=(split,), **groups)
-    if split == concat:
-        return exchanged
-    # §15.3: the received chunks sit along the split dim in sender order; move them to the
-    # concat dim: reshape split -> [count, size/count], transpose count before concat, merge.
-    count = int(a["split_count"])
-    dims = list(x.shape.dims)
-    expanded = dims[:split] + [count, dims[split] // count] + dims[split + 1:]
-    reshaped = scope.emit("reshape", (exchanged,), ArrayShape(x.shape.dtype, tuple(expanded)))
-    axes = list(range(len(expanded)))
-    count_axis = axes.pop(split)
-    concat_position = concat if concat < split else concat + 1
-    target = axes.index(concat_position)
-    axes.insert(target, count_axis)
-    moved = scope.emit("transpose", (reshaped,), dimensions=tuple(axes))
-    return scope.emit("reshape", (moved,), result_type(node))
-
-
-@converter("stablehlo.collective_permute")
-def _collective_permute(importer, scope, node, operands):
-    pairs = node.attrs["source_target_pairs"]
-    array = pairs.value if isinstance(pairs, Dense) else np.asarray(pairs)
-    return scope.emit("collective-permute", operands, result_type(node),
-                      source_target_pairs=tuple((int(s), int(t))
-                                                for s, t in np.asarray(array).reshape(-1, 2)),
-                      channel_id=_channel(node))
-
-
-@converter("stablehlo.collective_broadcast")
-def _collective_broadcast(importer, scope, node, operands):
-    return scope.emit("collective-broadcast", operands, result_type(node),
-                      replica_groups=replica_groups(node.attrs.get("replica_groups")),
-                      channel_id=_channel(node))
-
-
-# ---------------------------------------------------------------------------------------------
 # Shardings on functions
 
 
@@ -682,8 +601,6 @@ def finish_results(importer, scope: Scope, node, results):
                                frontend=frontend,
                                custom_call_target="xla.sdy.FuncResultSharding",
                                custom_call_has_side_effect=True)
-        if "jax.result_info" in attrs:
-            extras.append((f"result_info.{i}", attrs["jax.result_info"]))
         values.append(value)
     root = values[0] if len(values) == 1 else scope.emit("tuple", values)
     return root, extras
@@ -696,8 +613,5 @@ def sharding_text(shardings) -> str:
 def symbol_name(value) -> str:
     return value.name if isinstance(value, Symbol) else str(value)
 
-
-from xla_spmd.stablehlo import importer_control  # noqa: E402,F401 (register control flow)
-from xla_spmd.stablehlo import importer_sdy  # noqa: E402,F401 (register Shardy ops)
 
 __all__ = ["CONVERTERS", "convert_op", "free_values"]

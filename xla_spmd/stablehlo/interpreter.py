@@ -98,7 +98,7 @@ def run_text(text: str, path: str = "<text>") -> InterpreterReport:
     for index, chunk in enumerate(_SPLIT.split(text), start=1):
         if chunk.strip() and "func.func" in chunk:
             results.extend(_run_case(chunk, path, index, start_line))
-        start_line += chunk.count("\n") + 1
+        start_line += chunk.count("\n")
     return InterpreterReport(path, results)
 
 

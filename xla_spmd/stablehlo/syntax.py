@@ -211,6 +211,7 @@ class Parser:
                 if not s.accept(","):
                     break
             s.expect("=")
+        s.skip()
         op_pos = s.pos
         if s.peek('"'):
             name = s.string()

@@ -1,0 +1,111 @@
+"""jit: tracing once per signature, static arguments, shardings on parameters and results,
+with_sharding_constraint, and printing."""
+
+import numpy as np
+import pytest
+
+import xla_spmd as xs
+import xla_spmd.numpy as xnp
+from xla_spmd.errors import ShardingError
+from xla_spmd.ir import verify
+from xla_spmd.mesh import make_mesh
+from xla_spmd.sharding import NamedSharding, P
+
+MESH = make_mesh({"x": 2, "y": 4})
+
+
+def test_traces_once_per_signature():
+    calls = []
+
+    @xs.jit
+    def f(x, y):
+        calls.append(1)
+        return x * y + 1.0
+
+    a = np.ones((2, 3), np.float32)
+    np.testing.assert_allclose(np.asarray(f(a, a)), 2.0)
+    f(a * 2, a)
+    assert len(calls) == 1
+    f(np.ones((3, 3), np.float32), np.ones((3, 3), np.float32))
+    f(a.astype(np.float64), a.astype(np.float64))
+    assert len(calls) == 3
+
+
+def test_static_argnums_and_decorator_with_arguments():
+    @xs.jit(static_argnums=(1,))
+    def power(x, n):
+        out = x
+        for _ in range(n - 1):
+            out = out * x
+        return out
+
+    x = np.array([2.0, 3.0], np.float32)
+    np.testing.assert_allclose(np.asarray(power(x, 3)), [8.0, 27.0])
+    np.testing.assert_allclose(np.asarray(power(x, 2)), [4.0, 9.0])
+    assert len(power._cache) == 2
+
+
+def test_pytree_inputs_and_outputs():
+    f = xs.jit(lambda d: {"sum": d["a"] + d["b"][0], "none": None, "pair": (d["a"], 1.0)})
+    out = f({"a": np.float32(1.0), "b": [np.float32(2.0)]})
+    assert float(out["sum"]) == 3.0 and out["none"] is None and float(out["pair"][1]) == 1.0
+
+
+def test_shardings_attached_to_parameters_and_results():
+    f = xs.jit(lambda x, w: xnp.tanh(x @ w),
+               in_shardings=(NamedSharding(MESH, P("x", None)), NamedSharding(MESH, P(None, "y"))),
+               out_shardings=NamedSharding(MESH, P("x", "y")))
+    lowered = f.lower(np.zeros((8, 4), np.float32), np.zeros((4, 8), np.float32))
+    verify(lowered.module)
+    p0, p1 = lowered.module.entry.parameters
+    assert str(p0.sharding) == str(NamedSharding(MESH, P("x", None)).to_tensor_sharding(2))
+    assert str(p1.sharding) == str(NamedSharding(MESH, P(None, "y")).to_tensor_sharding(2))
+    assert lowered.module.entry.root.sharding is not None
+    text = lowered.as_text()
+    assert "parameter(0)" in text and "tanh" in text and '"x"' in text
+
+
+def test_identity_output_sharding_uses_a_copy():
+    s = NamedSharding(MESH, P("x"))
+    lowered = xs.jit(lambda x: x, out_shardings=s).lower(np.zeros(4, np.float32))
+    assert lowered.module.entry.root.opcode == "copy"
+
+
+def test_with_sharding_constraint_is_a_sharding_custom_call():
+    s = NamedSharding(MESH, P("y", None))
+    f = xs.jit(lambda x: xs.with_sharding_constraint(x * 2.0, s) + 1.0)
+    lowered = f.lower(np.zeros((8, 2), np.float32))
+    calls = [i for i in lowered.module.entry.instructions if i.opcode == "custom-call"]
+    assert calls[0].attrs.custom_call_target == "Sharding"
+    assert str(calls[0].sharding) == str(s.to_tensor_sharding(2))
+    np.testing.assert_allclose(np.asarray(f(np.ones((8, 2), np.float32))), 3.0)
+
+
+def test_bad_shardings_are_clear():
+    f = xs.jit(lambda x: x, in_shardings=(P("x"),))
+    with pytest.raises(ShardingError, match="mesh"):
+        f.lower(np.zeros(4, np.float32))
+    g = xs.jit(lambda x: x, in_shardings=(NamedSharding(MESH, P("x", "y")),))
+    with pytest.raises(ShardingError):
+        g.lower(np.zeros(4, np.float32))
+
+
+def test_python_scalars_are_weak():
+    f = xs.jit(lambda x, s: x * s)
+    assert f(np.ones(2, np.float16), 2.0).dtype == np.float16
+    assert f.lower(np.ones(2, np.float16), 2.0).module.entry.parameters[1].shape.dtype.name \
+        == "f32"
+
+
+def test_nested_jit_and_grad_of_jit():
+    inner = xs.jit(lambda x: xnp.sin(x))
+    g = xs.grad(lambda x: xnp.sum(inner(x) * 2.0))
+    x = np.array([0.0, 1.0])
+    np.testing.assert_allclose(np.asarray(g(x)), 2 * np.cos(x))
+
+
+def test_leaked_tracer_is_an_error():
+    leaked = []
+    xs.jit(lambda x: leaked.append(x) or x)(np.float32(1.0))
+    with pytest.raises(Exception, match="escaped"):
+        xs.jit(lambda y: y + leaked[0])(np.float32(1.0))

@@ -1,0 +1,208 @@
+"""The driver: user priorities, op priorities, constraints, groups, manual computations,
+JAX's HLO annotations, provenance, and linear time."""
+
+from pathlib import Path
+
+import pytest
+
+from xla_spmd.ir import F32, ArrayShape, Builder, Module
+from xla_spmd.mesh import make_mesh
+from xla_spmd.propagation import explain, propagate
+from xla_spmd.propagation.propagate import run
+from xla_spmd.sharding import DimSharding, TensorSharding
+
+MESH = make_mesh({"x": 2, "y": 4})
+DATA = Path(__file__).resolve().parent.parent / "data" / "jax"
+
+
+def shape(*dims):
+    return ArrayShape(F32, dims)
+
+
+def S(*dims, priorities=None, open_dims=()):
+    priorities = priorities or [None] * len(dims)
+    return TensorSharding(MESH, [DimSharding(tuple(d), i not in open_dims, p)
+                                 for i, (d, p) in enumerate(zip(dims, priorities))])
+
+
+def shardings(module):
+    return {i.name: str(i.sharding) for c in module.computations for i in c.instructions}
+
+
+def text(body):
+    return f"#sdy.sharding<@mesh, [{body}]>"
+
+
+def test_user_priority_p0_before_p1():
+    """x wants dim 0 on "x" at p1, y wants it on "y" at p0: p0 propagates first and wins."""
+    b = Builder("m")
+    x = b.parameter(shape(8, 8), "x", sharding=S(["x"], [], priorities=[1, None],
+                                                 open_dims=(1,)))
+    y = b.parameter(shape(8, 8), "y", sharding=S(["y"], [], priorities=[0, None],
+                                                 open_dims=(1,)))
+    out = b.add(b.negate(x, name="nx"), b.negate(y, name="ny"), name="sum")
+    got = shardings(propagate(Module.from_entry("m", b.build(out))))
+    assert got["sum"] == text('{"y", ?}, {?}')
+    assert got["nx"] == text('{"y", ?}, {?}')
+    assert got["x"] == text('{"x"}p1, {?}')            # a user sharding is never overwritten
+
+
+def test_priority_ignored_without_user_priority_strategy():
+    b = Builder("m")
+    x = b.parameter(shape(8, 8), "x", sharding=S(["x"], [], priorities=[1, None],
+                                                 open_dims=(1,)))
+    y = b.parameter(shape(8, 8), "y", sharding=S(["y"], [], priorities=[0, None],
+                                                 open_dims=(1,)))
+    out = b.add(b.negate(x, name="nx"), b.negate(y, name="ny"), name="sum")
+    got = shardings(propagate(Module.from_entry("m", b.build(out)), "op-priority"))
+    assert got["nx"] == text('{"x", ?}, {?}')
+
+
+def test_op_priority_elementwise_before_dot():
+    """The elementwise chain from x settles h before the dot is considered: the dot's result
+    follows its elementwise user, not the larger weight."""
+    b = Builder("m")
+    x = b.parameter(shape(4, 16), "x", sharding=S(["x"], []))
+    w = b.parameter(shape(16, 64), "w", sharding=S([], ["x"]))
+    h = b.dot(x, w, lhs_contracting_dims=(1,), rhs_contracting_dims=(0,), name="h")
+    z = b.parameter(shape(4, 64), "z", sharding=S(["x"], []))
+    out = b.add(h, z, name="out")
+    got = shardings(propagate(Module.from_entry("m", b.build(out))))
+    assert got["h"] == text('{"x", ?}, {?}')
+    aggressive = shardings(propagate(Module.from_entry("m", b.build(out)), "aggressive"))
+    assert aggressive["h"] == text('{?}, {"x", ?}')
+
+
+def test_sharding_constraint_flows_both_ways_and_is_kept():
+    b = Builder("m")
+    x = b.parameter(shape(8, 16), "x")
+    a = b.tanh(x, name="a")
+    c = b.custom_call(a, custom_call_target="Sharding", shape=shape(8, 16), name="c",
+                      sharding=S(["x"], ["y"]))
+    out = b.exponential(c, name="out")
+    got = shardings(propagate(Module.from_entry("m", b.build(out))))
+    assert got["c"] == text('{"x"}, {"y"}')
+    assert got["a"] == text('{"x", ?}, {"y", ?}')
+    assert got["x"] == text('{"x", ?}, {"y", ?}')
+    assert got["out"] == text('{"x", ?}, {"y", ?}')
+
+
+def test_constraint_is_never_overwritten():
+    b = Builder("m")
+    x = b.parameter(shape(8, 16), "x", sharding=S(["x"], ["y"]))
+    c = b.custom_call(x, custom_call_target="Sharding", shape=shape(8, 16), name="c",
+                      sharding=S([], []))
+    got = shardings(propagate(Module.from_entry("m", b.build(b.negate(c, name="n")))))
+    assert got["c"] == text("{}, {}")
+    assert got["n"] == text("{?}, {?}")
+
+
+def test_sharding_group_shares_one_sharding():
+    b = Builder("m")
+    x = b.parameter(shape(8, 16), "x", sharding=S(["x"], []))
+    y = b.parameter(shape(8, 16), "y")
+    a = b.negate(x, name="a")
+    c = b.exponential(y, name="c")
+    out = b.tuple(a, c)
+    module = Module.from_entry("m", b.build(out))
+    got = shardings(propagate(module, groups=[["a", "c"]]))
+    assert got["c"] == text('{"x", ?}, {?}')
+    assert got["y"] == text('{"x", ?}, {?}')       # and back through exponential
+    plain = shardings(propagate(module))
+    assert plain["c"] == text("{?}, {?}")
+
+
+def test_sharding_group_from_hlo_custom_call():
+    b = Builder("m")
+    x = b.parameter(shape(8, 16), "x", sharding=S([], ["y"]))
+    y = b.parameter(shape(8, 16), "y")
+    gx = b.custom_call(x, custom_call_target="xla.sdy.ShardingGroup", shape=shape(8, 16))
+    gy = b.custom_call(y, custom_call_target="xla.sdy.ShardingGroup", shape=shape(8, 16))
+    out = b.tuple(b.negate(y, name="ny"), gx, gy)
+    got = shardings(propagate(Module.from_entry("m", b.build(out))))
+    assert got["y"] == text('{?}, {"y", ?}')
+    assert got["ny"] == text('{?}, {"y", ?}')
+
+
+def load(name):
+    parser = pytest.importorskip("xla_spmd.ir.hlo_parser")
+    return parser.parse_hlo((DATA / name / f"{name}.hlo").read_text())
+
+
+def test_jax_sdy_attributes_are_imported():
+    out = propagate(load("sharded_mlp_megatron_2x4"))
+    got = shardings(out)
+    assert got["x.1"] == text('{"data"}, {}')
+    assert got["dot_general.5"] == text('{"data", ?}, {"model", ?}')
+    assert got["sub.16"] == text('{}, {"model"}')     # FuncResultSharding kept
+
+
+def test_gspmd_only_module_is_imported():
+    out = propagate(load("sharded_mlp_megatron_2x4_gspmd"))
+    root = out.entry.root
+    assert all(isinstance(s, TensorSharding) for s in root.sharding)
+
+
+def test_wsc_constraints():
+    got = shardings(propagate(load("sharded_wsc")))
+    assert got["sharding_constraint.3"] == text('{"x"}, {"y"}')
+    assert got["tanh.1"] == text('{"x", ?}, {"y", ?}')
+    assert got["sharding_constraint.5"] == text('{}, {"x", "y"}')
+
+
+def test_manual_axes_do_not_cross_into_shard_map_body():
+    out = propagate(load("sharded_shard_map"))
+    body = next(c for c in out.computations if c.name.startswith("xla.sdy.manual"))
+    for inst in body.instructions:
+        for sharding in (inst.sharding if isinstance(inst.sharding, tuple)
+                         else (inst.sharding,)):
+            if sharding is not None:
+                assert not sharding.sharded_axes, inst.name
+
+
+def test_manual_computation_free_axis_propagates_in_body():
+    """shard_map over "x" only: the free axis "y" still propagates inside the body."""
+    body = Builder("xla.sdy.manual_computation_body.1")
+    p = body.parameter(shape(4, 16), "body_p")
+    body_c = body.build(body.tanh(p, name="body_tanh"))
+    b = Builder("m")
+    x = b.parameter(shape(8, 16), "x", sharding=S(["x"], ["y"]))
+    local = b.custom_call(x, custom_call_target="xla.sdy.GlobalToLocalShape",
+                          shape=shape(4, 16), name="local")
+    local = b.instructions[-1] = local.replace(frontend_attributes=(
+        ("xla.sdy.in_shardings", '#sdy.sharding_per_value<[<@mesh, [{"x"}, {"y", ?}]>]>'),
+        ("xla.sdy.manual_axes", '#sdy<manual_axes{"x"}>')))
+    called = b.call(local, to_apply=body_c, name="called")
+    module = Module.from_entry("m", b.build(called), header=(
+        ("frontend_attributes", '{xla.sdy.meshes={mesh = #sdy.mesh<["x"=2, "y"=4]>}}'),))
+    got = shardings(propagate(module))
+    assert got["local"] == text('{}, {"y", ?}')
+    assert got["body_tanh"] == text('{?}, {"y", ?}')
+
+
+def test_explain_names_origin_and_chain():
+    b = Builder("m")
+    x = b.parameter(shape(8, 16), "x", sharding=S(["x"], []))
+    w = b.parameter(shape(16, 32), "w", sharding=S([], ["y"]))
+    h = b.dot(b.tanh(x, name="t"), w, lhs_contracting_dims=(1,), rhs_contracting_dims=(0,),
+              name="h")
+    module = Module.from_entry("m", b.build(b.negate(h, name="n")))
+    report = explain(module, "n")
+    assert 'dim 0 "x": from x (user sharding) -> t (tanh) -> h (dot) -> n (negate)' in report
+    assert 'dim 1 "y": from w (user sharding) -> h (dot) -> n (negate)' in report
+
+
+def chain_module(layers):
+    b = Builder("m")
+    x = b.parameter(shape(8, 16), "x", sharding=S(["x"], []))
+    w = b.parameter(shape(16, 16), "w", sharding=S([], ["y"]))
+    h = x
+    for _ in range(layers):
+        h = b.tanh(b.dot(h, w, lhs_contracting_dims=(1,), rhs_contracting_dims=(0,)))
+    return Module.from_entry("m", b.build(h))
+
+
+def test_work_grows_linearly_with_ops():
+    small, large = run(chain_module(20)), run(chain_module(160))
+    ratio = large.propagator.visits / small.propagator.visits
+    assert 6 < ratio < 10

@@ -1,0 +1,183 @@
+"""A tiny pass manager and the rewriting helpers every pass shares.
+
+A pass is a named function ``Module -> Module``. Passes never mutate: they build new
+computations. A pass that changes nothing returns the very same `Module` object, so a fixed
+point is detected by identity (`module is previous`), never by comparing whole programs.
+
+Invariants: `transform_module` rebuilds computations callees first and re-points every
+called computation at its rebuilt version, so a pass only writes the per-computation rewrite;
+`rewrite_computation` returns its input unchanged (same object) when nothing changed.
+
+>>> from xla_spmd.ir import parse_hlo
+>>> m = parse_hlo('''HloModule m
+... ENTRY %e (x: f32[2]) -> f32[2] {
+...   %x = f32[2] parameter(0)
+...   ROOT %c = f32[2] copy(%x)
+... }''')
+>>> from xla_spmd.passes import simplify_pass, dce_pass
+>>> out = run_passes(m, [simplify_pass, dce_pass], verify_each=True)
+>>> [i.opcode for i in out.entry.instructions]
+['parameter']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from xla_spmd.errors import XlaSpmdError
+from xla_spmd.ir import (
+    AttrKind,
+    Computation,
+    Instruction,
+    Module,
+    rewrite,
+    topological_order,
+    verify,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Pass:
+    """A named module transformation; call it like the function it wraps."""
+
+    name: str
+    fn: Callable[[Module], Module]
+
+    def __call__(self, module: Module) -> Module:
+        return self.fn(module)
+
+
+class PassError(XlaSpmdError):
+    """A pass failed or produced an invalid module; names the pass."""
+
+
+def run_passes(module: Module, passes: Iterable[Pass], verify_each: bool = False) -> Module:
+    """Run `passes` in order; with `verify_each`, verify the module after every pass."""
+    for p in passes:
+        try:
+            result = p(module)
+        except XlaSpmdError as error:
+            raise PassError(f"pass {p.name} failed on module {module.name}: {error}") from error
+        if verify_each and result is not module:
+            try:
+                verify(result)
+            except XlaSpmdError as error:
+                raise PassError(f"pass {p.name} produced an invalid module: {error}") from error
+        module = result
+    return module
+
+
+def fixed_point(name: str, passes: Sequence[Pass], max_iterations: int = 8,
+                verify_each: bool = False) -> Pass:
+    """A pass running `passes` in order until a round changes nothing (or the cap is hit)."""
+
+    def run(module: Module) -> Module:
+        for _ in range(max_iterations):
+            result = run_passes(module, passes, verify_each)
+            if result is module:
+                break
+            module = result
+        return module
+    return Pass(name, run)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rewriting helpers
+
+
+def rebind_called(inst: Instruction, replaced: dict[str, Computation]) -> Instruction:
+    """`inst` with every called computation replaced by its rebuilt version (if any)."""
+    changes = {}
+    for spec in inst.op.attrs:
+        value = getattr(inst.attrs, spec.name)
+        if value is None:
+            continue
+        if spec.kind is AttrKind.COMPUTATION:
+            new = replaced.get(value.name, value)
+            if new is not value:
+                changes[spec.name] = new
+        elif spec.kind is AttrKind.COMPUTATIONS:
+            new = tuple(replaced.get(c.name, c) for c in value)
+            if any(a is not b for a, b in zip(new, value)):
+                changes[spec.name] = new
+    if not changes:
+        return inst
+    values = {spec.name: getattr(inst.attrs, spec.name) for spec in inst.op.attrs}
+    values.update(changes)
+    return inst.replace(attrs=type(inst.attrs)(**values))
+
+
+def transform_module(module: Module, fn: Callable[[Computation], Computation]) -> Module:
+    """Apply `fn` to every computation, callees first, keeping calls pointed at the rebuilt
+    callees. Returns `module` itself when no computation changed."""
+    replaced: dict[str, Computation] = {}
+    changed = False
+    for computation in module.computations:
+        current = computation
+        if any(replaced.get(c.name, c) is not c for c in computation.called_computations()):
+            current = rewrite(computation, lambda inst, ops: rebind_called(
+                inst.replace(operands=ops) if ops != inst.operands else inst, replaced))
+        current = fn(current)
+        changed = changed or current is not computation
+        replaced[computation.name] = current
+    if not changed:
+        return module
+    return Module(module.name, tuple(replaced[c.name] for c in module.computations),
+                  replaced[module.entry.name], module.header)
+
+
+def computation_pass(name: str, fn: Callable[[Computation], Computation]) -> Pass:
+    """A pass applying a per-computation rewrite to every computation of the module."""
+    return Pass(name, lambda module: transform_module(module, fn))
+
+
+def unchanged_or(old: Computation, new: Computation) -> Computation:
+    """`old` when `new` holds exactly the same instructions in the same order."""
+    if (new.root is old.root and len(new.instructions) == len(old.instructions)
+            and all(a is b for a, b in zip(new.instructions, old.instructions))):
+        return old
+    return new
+
+
+def rewrite_computation(computation: Computation, fn) -> Computation:
+    """`ir.rewrite`, returning `computation` itself when nothing changed."""
+    return unchanged_or(computation, rewrite(computation, fn))
+
+
+def rebuild(computation: Computation, root: Instruction,
+            keep: Iterable[Instruction] = ()) -> Computation:
+    """A computation of everything `root` (and `keep`) reaches, parameters always kept."""
+    params = [i for i in computation.instructions if i.opcode == "parameter"]
+    order = topological_order(root, [*params, *keep])
+    return unchanged_or(computation, Computation(computation.name, order, root,
+                                                 computation.extras))
+
+
+class NameGen:
+    """Fresh instruction names that do not clash with `taken`."""
+
+    def __init__(self, taken: Iterable[str]):
+        self.taken = set(taken)
+        self.counters: dict[str, int] = {}
+
+    def __call__(self, base: str) -> str:
+        if base not in self.taken:
+            self.taken.add(base)
+            return base
+        n = self.counters.get(base, 0)
+        while True:
+            n += 1
+            candidate = f"{base}.{n}"
+            if candidate not in self.taken:
+                self.counters[base] = n
+                self.taken.add(candidate)
+                return candidate
+
+
+def shardings_agree(inst: Instruction, replacement: Instruction) -> bool:
+    """Whether forwarding `replacement` for `inst` loses no sharding annotation."""
+    if inst.sharding is None:
+        return True
+    return (replacement.sharding is not None
+            and str(replacement.sharding) == str(inst.sharding))
