@@ -286,6 +286,8 @@ def _split_digits(mesh: Mesh, refs: list[AxisRef]) -> tuple[list[tuple[str, int]
             if ref.name == name:
                 cuts |= {ref.pre_size, ref.next_pre_size(size)}
         bounds = sorted(cuts)
+        if size == 1:  # a size-1 axis is one digit of size 1 (no cut makes an interval)
+            bounds = [1, 1]
         for low, high in zip(bounds, bounds[1:], strict=False):
             for ref in refs:
                 if ref.name == name and ref.pre_size == low:

@@ -21,6 +21,7 @@ import time
 
 import numpy as np
 from mpi4py import MPI
+
 from xla_spmd.collectives.mpi import MpiCommunicator
 
 

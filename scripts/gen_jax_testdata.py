@@ -44,14 +44,13 @@ import json
 import shutil
 import sys
 import traceback
-from functools import partial
-
-import numpy as np
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT_DIR = os.path.join(ROOT, "tests", "data", "jax")
@@ -476,7 +475,8 @@ def _():
     return dict(fn=f, args=(x, w, wg))
 
 
-@case("maxpool_grad", "gradient of max-pool (select-and-scatter) and of avg-pool (pad+reduce_window)")
+@case("maxpool_grad",
+      "gradient of max-pool (select-and-scatter) and of avg-pool (pad+reduce_window)")
 def _():
     x = randn(53, 2, 8, 8, 3)
 
@@ -1090,7 +1090,8 @@ with `sharding={{manual}}`.
   shapes, `topk(x), k=3, largest=true`, `opt-barrier`, `constant(-inf)` /
   `constant(nan)` / `constant(true)` / `constant({{4}})`.
 * `.optimized.hlo`: `%`-prefixed names, `ENTRY %main.6_spmd (param.2: f32[8], ...) -> (...) {{`,
-  module attributes `is_scheduled=true`, `allow_spmd_sharding_propagation_to_parameters={{false,...}}`,
+  module attributes `is_scheduled=true`,
+  `allow_spmd_sharding_propagation_to_parameters={{false,...}}`,
   `num_partitions=8`; sections `FileNames`, `FunctionNames`, `FileLocations`,
   `StackFrames` before the computations; `metadata={{op_name="..." stack_frame_id=7}}`;
   JSON `backend_config={{...}}`; `fusion(...), kind=kLoop|kCustom, calls=%...`;
@@ -1156,9 +1157,11 @@ def main():
     with open(manifest_path, "w") as fh:
         json.dump(manifest, fh, indent=1)
         fh.write("\n")
-    case_lines = "\n".join(
-        f"* `{e['name']}`{' (sharded, %d devices)' % e['num_devices'] if e['sharded'] else ''}"
-        f" -- {e['description']}" for e in entries)
+    def case_line(entry):
+        sharded = f" (sharded, {entry['num_devices']} devices)" if entry["sharded"] else ""
+        return f"* `{entry['name']}`{sharded} -- {entry['description']}"
+
+    case_lines = "\n".join(case_line(e) for e in entries)
     with open(os.path.join(OUT_DIR, "README.md"), "w") as fh:
         fh.write(README.format(jax=jax.__version__, jaxlib=jaxlib_version, cases=case_lines))
 

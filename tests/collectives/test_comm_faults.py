@@ -6,8 +6,8 @@ import time
 
 import numpy as np
 import pytest
-from xla_spmd.collectives import LocalWorld
 
+from xla_spmd.collectives import LocalWorld
 from xla_spmd.errors import CommunicationError
 
 

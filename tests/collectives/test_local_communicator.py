@@ -8,9 +8,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 from collective_cases import build_cases, mismatch
+
 from xla_spmd.collectives import Communicator, LocalWorld, fold
 from xla_spmd.collectives.base import collective_timeout, split_stacked
-
 from xla_spmd.errors import CommunicationError
 
 CASES = build_cases(8)

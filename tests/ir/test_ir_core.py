@@ -6,8 +6,22 @@ import pytest
 
 from xla_spmd.backends.reference import EVALUATE, evaluate
 from xla_spmd.errors import MissingRuleError, VerifyError
-from xla_spmd.ir import (F32, OPS, PRED, S32, ArrayShape, Builder, Computation, Instruction,
-                         Module, TupleShape, make_instruction, op_named, rewrite, verify)
+from xla_spmd.ir import (
+    F32,
+    OPS,
+    PRED,
+    S32,
+    ArrayShape,
+    Builder,
+    Computation,
+    Instruction,
+    Module,
+    TupleShape,
+    make_instruction,
+    op_named,
+    rewrite,
+    verify,
+)
 from xla_spmd.ir.hlo_parser import parse_hlo
 
 
@@ -84,7 +98,8 @@ def test_verifier_checks_parameter_numbers_and_called_signatures():
         verify(Module.from_entry("m", b.build(x)))
     b = Builder("main")
     x = b.parameter(ArrayShape(S32, (2,)), "x")
-    with pytest.raises(VerifyError, match=r"reducer add takes \(f32\[\], f32\[\]\), expected \(s32"):
+    expected = r"reducer add takes \(f32\[\], f32\[\]\), expected \(s32"
+    with pytest.raises(VerifyError, match=expected):
         b.reduce(x, b.constant(np.int32(0)), dimensions=(0,), to_apply=scalar_add())
 
 

@@ -198,3 +198,9 @@ def test_mesh_decl_and_errors():
         parse_mesh('<["x"=2]')
     with pytest.raises(ParseError, match="repeat device"):
         parse_mesh('<["x"=2], device_ids=[1, 1]>')
+
+
+def test_device_groups_with_a_size_one_axis():
+    mesh = make_mesh({"x": 2, "y": 1, "z": 4})
+    assert mesh.device_groups(["y"]).groups == tuple((d,) for d in range(8))
+    assert mesh.device_groups(["x", "y"]).groups == tuple((z, z + 4) for z in range(4))

@@ -7,7 +7,7 @@ import pytest
 
 from xla_spmd.ir import F32, ArrayShape, Builder, Module
 from xla_spmd.mesh import make_mesh
-from xla_spmd.propagation import explain, propagate
+from xla_spmd.propagation import explain, explanation, propagate
 from xla_spmd.propagation.propagate import run
 from xla_spmd.sharding import DimSharding, TensorSharding
 
@@ -187,7 +187,7 @@ def test_explain_names_origin_and_chain():
     h = b.dot(b.tanh(x, name="t"), w, lhs_contracting_dims=(1,), rhs_contracting_dims=(0,),
               name="h")
     module = Module.from_entry("m", b.build(b.negate(h, name="n")))
-    report = explain(module, "n")
+    report = explanation(module, "n")
     assert 'dim 0 "x": from x (user sharding) -> t (tanh) -> h (dot) -> n (negate)' in report
     assert 'dim 1 "y": from w (user sharding) -> h (dot) -> n (negate)' in report
 
@@ -206,3 +206,10 @@ def test_work_grows_linearly_with_ops():
     small, large = run(chain_module(20)), run(chain_module(160))
     ratio = large.propagator.visits / small.propagator.visits
     assert 6 < ratio < 10
+
+
+def test_explain_prints(capsys):
+    b = Builder("m")
+    x = b.parameter(shape(8, 16), "x", sharding=S(["x"], []))
+    explain(Module.from_entry("m", b.build(b.negate(x, name="n"))), "n")
+    assert 'dim 0 "x": from x (user sharding) -> n (negate)' in capsys.readouterr().out

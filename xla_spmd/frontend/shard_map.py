@@ -223,17 +223,7 @@ def _groups(manual: Manual, axis_name) -> ReplicaGroups:
         if a not in manual.axes:
             raise XlaSpmdError(f"axis {a!r} is not a manual axis of this shard_map "
                                f"({list(manual.axes)})")
-    return ReplicaGroups.listed(device_groups(manual.mesh, axes))
-
-
-def device_groups(mesh: Mesh, axes) -> list[list[int]]:
-    """Devices differing only along `axes` (ordered by them, major first), one group per
-    coordinate of the other axes (full axes only, size-1 axes included)."""
-    positions = [mesh.axis_index(a) for a in axes]
-    rest = [i for i in range(len(mesh.axis_names)) if i not in positions]
-    devices = mesh.devices.transpose(rest + positions)
-    size = int(np.prod([mesh.axis_sizes[i] for i in positions]))
-    return devices.reshape(-1, size).tolist()
+    return ReplicaGroups.from_device_groups(manual.mesh.device_groups(axes))
 
 
 def _group_kwargs(manual: Manual, axis_name, global_ids: bool = True) -> dict:
@@ -331,7 +321,7 @@ def ppermute(x, axis_name, perm):
     """Send each device's `x` to another along `axis_name`: `perm` lists (source, target)
     positions on the axis; devices that receive nothing get zeros."""
     manual = _manual("ppermute")
-    groups = device_groups(manual.mesh, _axes(axis_name))
+    groups = manual.mesh.device_groups(_axes(axis_name)).groups
     pairs = tuple((g[s], g[t]) for g in groups for s, t in perm)
     return bind("collective-permute", x, source_target_pairs=pairs,
                 channel_id=next(manual.channels))

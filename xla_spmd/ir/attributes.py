@@ -249,6 +249,17 @@ class ReplicaGroups:
         return ReplicaGroups(group_dims=group_dims, reshape_dims=reshape_dims,
                              transpose=transpose)
 
+    @staticmethod
+    def from_device_groups(device_groups) -> ReplicaGroups:
+        """From a mesh's `DeviceGroups` (xla_spmd.mesh): the iota form when one exists, as
+        XLA prints SPMD programs, else the explicit list."""
+        form = device_groups.iota()
+        if form is None:
+            return ReplicaGroups.listed(device_groups.groups)
+        identity = tuple(range(len(form.reshape_dims)))
+        transpose = None if tuple(form.transpose_perm) == identity else form.transpose_perm
+        return ReplicaGroups.iota(form.dims, form.reshape_dims, transpose)
+
     @property
     def is_iota(self) -> bool:
         return self.group_dims is not None

@@ -12,12 +12,14 @@ sharding constraint), printing the chain of ops the axis flowed through.
 >>> b = Builder("main")
 >>> x = b.parameter(ArrayShape(F32, (8, 4)), "x", sharding=TensorSharding(mesh, [["data"], []]))
 >>> y = b.exponential(b.negate(x, name="n"), name="e")
->>> print(explain(Module.from_entry("m", b.build(y)), "e"))
+>>> explain(Module.from_entry("m", b.build(y)), "e")
 e = f32[8,4] #sdy.sharding<@mesh, [{"data", ?}, {?}]>
   dim 0 "data": from x (user sharding) -> n (negate) -> e (exponential)
 """
 
 from __future__ import annotations
+
+import sys
 
 from xla_spmd.errors import ShardingError
 from xla_spmd.ir import Instruction, Module
@@ -25,8 +27,14 @@ from xla_spmd.propagation.propagate import Result, run
 
 
 def explain(module: Module, value: Instruction | str, strategy: str | None = None,
-            **options) -> str:
-    """Where each axis of `value`'s sharding came from (re-runs propagation)."""
+            *, file=None, **options) -> None:
+    """Print where each axis of `value`'s sharding came from (re-runs propagation)."""
+    print(explanation(module, value, strategy, **options), file=file or sys.stdout)
+
+
+def explanation(module: Module, value: Instruction | str, strategy: str | None = None,
+                **options) -> str:
+    """The text `explain` prints."""
     result = run(module, strategy, **options)
     name = value if isinstance(value, str) else value.name
     return explain_value(result, name)

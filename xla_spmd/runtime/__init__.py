@@ -2,8 +2,16 @@
 MPI ranks. It ties the backends and the collectives together.
 """
 
-from xla_spmd.runtime.devices import (Device, device_count, devices, local_devices,
-                                      process_count, process_index, set_num_devices, topology)
+from xla_spmd.runtime.devices import (
+                                      Device,
+                                      device_count,
+                                      devices,
+                                      local_devices,
+                                      process_count,
+                                      process_index,
+                                      set_num_devices,
+                                      topology,
+)
 from xla_spmd.runtime.executable import SpmdExecutable
 from xla_spmd.runtime.sharded_array import Shard, ShardedArray, device_put
 

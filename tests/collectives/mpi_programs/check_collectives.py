@@ -13,6 +13,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from collective_cases import build_cases, mismatch  # noqa: E402
+
 from xla_spmd.collectives.mpi import MpiCommunicator, install_abort_on_error  # noqa: E402
 
 

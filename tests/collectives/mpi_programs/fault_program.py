@@ -12,6 +12,7 @@ import sys
 import time
 
 import numpy as np
+
 from xla_spmd.collectives.mpi import MpiCommunicator, install_abort_on_error
 
 
