@@ -90,7 +90,7 @@ def _bytes(array: np.ndarray) -> list:
 
 
 def _contiguous(x: Any) -> np.ndarray:
-    array = np.ascontiguousarray(x)
+    array = np.asarray(x, order="C")  # ascontiguousarray would make 0-d arrays 1-d
     if not array.dtype.isnative:
         array = array.astype(array.dtype.newbyteorder("="))
     return array

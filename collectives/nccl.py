@@ -183,7 +183,7 @@ class NcclCommunicator(BlockingCollectives):
         return self._cupy.cuda.get_current_stream().ptr
 
     def _array(self, x: Any) -> Any:
-        return self._cupy.ascontiguousarray(self._cupy.asarray(x))
+        return self._cupy.asarray(x, order="C")  # keeps 0-d arrays 0-d
 
     def _raw(self, array: Any) -> tuple[int, int]:
         """Pointer and byte count, for moving any dtype as NCCL_UINT8."""

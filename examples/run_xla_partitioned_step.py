@@ -1,6 +1,7 @@
-"""Train with the SPMD program XLA partitioned, on 8 in-process devices.
+"""Train with the SPMD program XLA partitioned, on 8 devices: in-process or MPI ranks.
 
     python examples/run_xla_partitioned_step.py [--case sharded_transformer_2x4] [--steps 5]
+    mpirun -n 8 python examples/run_xla_partitioned_step.py
 
 `tests/data/jax/<case>/` holds a training step that JAX lowered for a device mesh: the global
 program (`<case>.hlo`, with the user's shardings), the per-device program XLA's SPMD
@@ -8,9 +9,12 @@ partitioner made of it (`<case>.optimized.hlo`, local shapes, all-reduces), and 
 JAX's outputs (`<case>.npz`). This example
 
 1. parses both programs;
-2. shards the global inputs by the partitioned program's parameter shardings;
-3. runs the 8 devices in lockstep (`evaluate_spmd`), exchanging data at every collective;
-4. assembles the global outputs from the result shardings of the global program;
+2. places the global inputs on the devices by the partitioned program's parameter shardings
+   (`xs.device_put`: each process keeps only its devices' shards);
+3. runs the program on every device (`SpmdExecutable`): threads exchanging through shared
+   memory, or one MPI rank per device exchanging through MPI;
+4. assembles the global outputs from the result shardings of the global program (a
+   collective under MPI);
 5. feeds the updated weights back for the next step, and checks each step against the
    unpartitioned program evaluated on one device (and the first step against JAX).
 
@@ -29,7 +33,8 @@ from rich.console import Console
 from rich.table import Table
 
 import xla_spmd as xs
-from xla_spmd.backends.reference import evaluate, evaluate_spmd, leaves
+from xla_spmd.backends.reference import evaluate, leaves
+from xla_spmd.runtime import ShardedArray, SpmdExecutable, topology
 from xla_spmd.sharding import hlo_to_axes
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "jax"
@@ -57,23 +62,6 @@ def axis_shardings(hlo_shardings, shapes, mesh):
     return [hlo_to_axes(h, rank=len(s), mesh=mesh).sharding for h, s in zip(hlo_shardings, shapes)]
 
 
-def shard(arrays, shardings, num_devices):
-    return [[a[s.shard_slices(a.shape, d)] for a, s in zip(arrays, shardings)]
-            for d in range(num_devices)]
-
-
-def assemble(per_device, shardings, shapes, dtypes):
-    outputs = []
-    for i, (sharding, shape, dtype) in enumerate(zip(shardings, shapes, dtypes)):
-        full = np.zeros(shape, dtype)
-        for device, values in enumerate(per_device):
-            slices = sharding.shard_slices(shape, device)
-            valid = tuple(slice(0, sl.stop - sl.start) for sl in slices)
-            full[slices] = np.asarray(values[i])[valid]
-        outputs.append(full)
-    return outputs
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--case", default="sharded_transformer_2x4")
@@ -83,28 +71,42 @@ def main() -> None:
 
     case, global_program, spmd_program, inputs, expected, mesh = load_case(args.case)
     num_devices = mesh.size
+    if num_devices != xs.device_count():
+        xs.set_num_devices(num_devices)
     num_params = len(case["outputs"]) - 1
     param_shardings = axis_shardings([p.sharding for p in spmd_program.entry.parameters],
                                      [i.shape for i in inputs], mesh)
     out_shapes = [tuple(o["shape"]) for o in case["outputs"]]
     out_shardings = axis_shardings(global_program.entry.root.sharding.elements, out_shapes, mesh)
 
-    console.print(f"[bold]{case['description']}[/]")
-    console.print(f"mesh {mesh!r}; {len(spmd_program.entry.instructions)} instructions per "
-                  f"device; {num_devices} in-process devices")
+    top = topology()
+
+    def say(message) -> None:  # under MPI every rank computes the same; rank 0 speaks
+        if top.process_index == 0:
+            console.print(message)
+
+    where = "in-process devices" if top.kind == "local" else "MPI ranks"
+    say(f"[bold]{case['description']}[/]")
+    say(f"mesh {mesh!r}; {len(spmd_program.entry.instructions)} instructions per device; "
+        f"{num_devices} {where}")
     table = Table("step", "loss", "max |partitioned - unpartitioned|", "seconds")
+    executable = SpmdExecutable(spmd_program)
     for step in range(args.steps):
         start = time.perf_counter()
-        per_device = evaluate_spmd(spmd_program, shard(inputs, param_shardings, num_devices),
-                                   num_devices)
-        outputs = assemble([leaves(r) for r in per_device], out_shardings, out_shapes,
-                           [e.dtype for e in expected])
+        placed = xs.device_put(inputs, param_shardings)
+        results = executable.execute({d.id: [a.shard_data(d.id, padded=True) for a in placed]
+                                      for d in xs.local_devices()})
+        per_device = {d: leaves(r) for d, r in results.items()}
+        outputs = [ShardedArray.from_padded_shards(
+                       shape, e.dtype, sharding, {d: r[i] for d, r in per_device.items()}
+                   ).gather() for i, (shape, sharding, e)
+                   in enumerate(zip(out_shapes, out_shardings, expected))]
         seconds = time.perf_counter() - start
         reference = [np.asarray(r) for r in leaves(evaluate(global_program, inputs))]
         error = max(float(np.max(np.abs(a - b))) for a, b in zip(outputs, reference))
         if step == 0:
             jax_error = max(float(np.max(np.abs(a - b))) for a, b in zip(outputs, expected))
-            console.print(f"step 0 against JAX's own outputs: max difference {jax_error:.2e}")
+            say(f"step 0 against JAX's own outputs: max difference {jax_error:.2e}")
             if jax_error > 1e-4:
                 raise SystemExit("the partitioned step does not reproduce JAX's outputs")
         if error > 1e-4:
@@ -112,7 +114,7 @@ def main() -> None:
                              f"by {error}")
         table.add_row(str(step), f"{float(outputs[0]):.6f}", f"{error:.2e}", f"{seconds:.2f}")
         inputs = outputs[1:num_params + 1] + inputs[num_params:]
-    console.print(table)
+    say(table)
 
 
 if __name__ == "__main__":

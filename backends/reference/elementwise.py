@@ -362,7 +362,7 @@ def convert_rule(inst, operands, ctx):
 
 @EVALUATE.register("bitcast-convert")
 def bitcast_convert_rule(inst, operands, ctx):
-    x = np.ascontiguousarray(operands[0])
+    x = np.asarray(operands[0], order="C")
     target = inst.shape.dtype.numpy
     source_bits, target_bits = inst.operands[0].shape.dtype.bits, inst.shape.dtype.bits
     if source_bits == target_bits:

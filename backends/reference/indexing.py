@@ -139,7 +139,7 @@ def gather_rule(inst, operands, ctx):
     offset_axes = iter(range(len(batch_shape), len(batch_shape) + len(kept)))
     permutation = [next(offset_axes) if r in attrs.offset_dims else next(batch_axes)
                    for r in range(len(inst.shape.dims))]
-    return np.ascontiguousarray(np.transpose(gathered, permutation))
+    return np.asarray(np.transpose(gathered, permutation), order="C")
 
 
 # ---------------------------------------------------------------------------------------------

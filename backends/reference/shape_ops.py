@@ -47,7 +47,7 @@ def iota_rule(inst, operands, ctx):
     dimension = inst.attrs.iota_dimension
     along = np.arange(dims[dimension], dtype=np.int64)
     along = along.reshape([-1 if d == dimension else 1 for d in range(len(dims))])
-    return np.ascontiguousarray(np.broadcast_to(to_storage(along, inst.shape.dtype), dims))
+    return np.asarray(np.broadcast_to(to_storage(along, inst.shape.dtype), dims), order="C")
 
 
 @EVALUATE.register("partition-id")
@@ -79,7 +79,7 @@ def broadcast_rule(inst, operands, ctx):
     placed = [1] * len(inst.shape.dims)
     for i in order:
         placed[dims[i]] = inst.shape.dims[dims[i]]
-    return np.ascontiguousarray(np.broadcast_to(x.reshape(placed), inst.shape.dims))
+    return np.asarray(np.broadcast_to(x.reshape(placed), inst.shape.dims), order="C")
 
 
 @EVALUATE.register("reshape")
@@ -97,7 +97,7 @@ def bitcast_rule(inst, operands, ctx):
     operand_shape, result_shape = inst.operands[0].shape, inst.shape
     # Physical order: major-to-minor = reversed minor-to-major.
     operand_order = _minor_to_major(operand_shape)[::-1]
-    physical = np.ascontiguousarray(np.transpose(x, operand_order)).reshape(-1)
+    physical = np.asarray(np.transpose(x, operand_order), order="C").reshape(-1)
     # A bitcast may also change the element type (same width): reinterpret the bytes.
     physical = physical.view(result_shape.dtype.numpy)
     result_order = _minor_to_major(result_shape)[::-1]

@@ -72,6 +72,7 @@ class Step:
     dst_dim: int = -1
     bytes: float = 0.0
     pairs: tuple[tuple[int, int], ...] = ()
+    target: tuple = ()  # collective-permute: the dims axes after it
 
     def __str__(self) -> str:
         cost = f" ({self.bytes:g} B)" if self.bytes else ""
@@ -335,4 +336,4 @@ def _permute_plan(mesh, global_dims, itemsize, src_dims, src_unreduced, dst_dims
     local = math.prod(shard_dims(mesh, tuple(src_dims), global_dims)) * itemsize
     moved = any(s != t for s, t in pairs)
     return Plan((Step("collective-permute", (), bytes=float(local) if moved else 0.0,
-                      pairs=tuple(sorted(pairs))),))
+                      pairs=tuple(sorted(pairs)), target=tuple(dst_dims)),))

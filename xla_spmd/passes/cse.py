@@ -27,8 +27,12 @@ linear in the number of instructions.
 from __future__ import annotations
 
 from xla_spmd.ir import AttrKind, Computation, Family, Instruction, Module
-from xla_spmd.passes.dce import has_side_effect
-from xla_spmd.passes.pass_manager import Pass, rewrite_computation, transform_module
+from xla_spmd.passes.pass_manager import (
+    Pass,
+    has_side_effect,
+    rewrite_computation,
+    transform_module,
+)
 
 COMMUTATIVE = frozenset(("add", "multiply", "maximum", "minimum", "and", "or", "xor"))
 NEVER_MERGED = frozenset(("parameter", "rng", "after-all"))

@@ -21,15 +21,8 @@ Example: in ``%a = add(%x, %x); %n = negate(%x); ROOT %r = copy(%n)`` the `add` 
 
 from __future__ import annotations
 
-from xla_spmd.ir import Computation, Instruction, Module
-from xla_spmd.passes.pass_manager import Pass, rebuild, transform_module
-
-
-def has_side_effect(inst: Instruction) -> bool:
-    """Whether `inst` must run even when its result is unused."""
-    if inst.opcode == "custom-call":
-        return bool(inst.attrs.custom_call_has_side_effect)
-    return inst.opcode in ("rng",)
+from xla_spmd.ir import Computation, Module
+from xla_spmd.passes.pass_manager import Pass, has_side_effect, rebuild, transform_module
 
 
 def dce_computation(computation: Computation) -> Computation:

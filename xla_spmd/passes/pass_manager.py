@@ -31,7 +31,6 @@ from xla_spmd.ir import (
     Computation,
     Instruction,
     Module,
-    rewrite,
     topological_order,
     verify,
 )
@@ -116,7 +115,7 @@ def transform_module(module: Module, fn: Callable[[Computation], Computation]) -
     for computation in module.computations:
         current = computation
         if any(replaced.get(c.name, c) is not c for c in computation.called_computations()):
-            current = rewrite(computation, lambda inst, ops: rebind_called(
+            current = rewrite_computation(computation, lambda inst, ops: rebind_called(
                 inst.replace(operands=ops) if ops != inst.operands else inst, replaced))
         current = fn(current)
         changed = changed or current is not computation
@@ -140,16 +139,34 @@ def unchanged_or(old: Computation, new: Computation) -> Computation:
     return new
 
 
+def has_side_effect(inst: Instruction) -> bool:
+    """Whether `inst` must run even when its result is unused."""
+    if inst.opcode == "custom-call":
+        return bool(inst.attrs.custom_call_has_side_effect)
+    return inst.opcode == "rng"
+
+
 def rewrite_computation(computation: Computation, fn) -> Computation:
-    """`ir.rewrite`, returning `computation` itself when nothing changed."""
-    return unchanged_or(computation, rewrite(computation, fn))
+    """`ir.rewrite` that also keeps unused instructions with side effects, and returns
+    `computation` itself when nothing changed."""
+    mapping: dict[Instruction, Instruction] = {}
+    for inst in computation.instructions:
+        operands = tuple(mapping[o] for o in inst.operands)
+        new = fn(inst, operands)
+        if new is None:
+            new = inst if operands == inst.operands else inst.replace(operands=operands)
+        mapping[inst] = new
+    keep = [mapping[i] for i in computation.instructions
+            if i.opcode == "parameter" or has_side_effect(i)]
+    return rebuild(computation, mapping[computation.root], keep)
 
 
 def rebuild(computation: Computation, root: Instruction,
             keep: Iterable[Instruction] = ()) -> Computation:
     """A computation of everything `root` (and `keep`) reaches, parameters always kept."""
     params = [i for i in computation.instructions if i.opcode == "parameter"]
-    order = topological_order(root, [*params, *keep])
+    order = topological_order(root, [*params, *keep]) if keep else topological_order(
+        root, params)
     return unchanged_or(computation, Computation(computation.name, order, root,
                                                  computation.extras))
 

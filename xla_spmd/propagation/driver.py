@@ -172,25 +172,24 @@ class Propagator:
             updates = aggressive(views, eligible, sizes, self.axis_sizes, defer_conflicts=True)
         else:
             updates = self.policy(views, eligible, sizes, self.axis_sizes)
-        changed: list[int] = []
-        done: set[int] = set()
+        sources: dict[int, list[tuple[int, int]]] = {}   # position -> (factor, source)
         for position, factor, _, source in updates:
+            sources.setdefault(position, []).append((factor, source))
+        changed: list[int] = []
+        for position, factor_sources in sources.items():
             value = tensors[position]
-            for axis in views[position].factors[factor].axes:
-                key = (value, axis.name)
-                if key not in self.origins:
-                    self.origins[key] = Origin(tensors[source], index)
-            if position in done:
-                continue
-            done.add(position)
             if value in changed:
                 continue
             mapping = rule.tensors[position]
             state = states[value]
             new = [unproject_dim(mapping[d], views[position].factors, sizes, self.axis_sizes)
                    if mapping[d] else state.axes[d] for d in range(len(mapping))]
-            if self.set_axes(value, new):
-                changed.append(value)
+            if not self.set_axes(value, new):
+                continue
+            changed.append(value)
+            for factor, source in factor_sources:
+                for axis in views[position].factors[factor].axes:
+                    self.origins.setdefault((value, axis.name), Origin(tensors[source], index))
         for value in list(changed):
             changed.extend(self.apply_group(value))
         return changed

@@ -20,6 +20,7 @@ user-priority rounds, each running the op-priority levels with the conflict poli
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass
 
 from xla_spmd.errors import ShardingError
@@ -74,6 +75,20 @@ def propagate(module: Module, strategy: str | None = None, *, mesh: Mesh | None 
 
 def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None,
         policy=None, groups=()) -> Result:
+    """Propagate and keep what explain() needs (see `propagate`)."""
+    # Propagation allocates many small, acyclic objects that all stay alive until the end;
+    # the cyclic collector would rescan them again and again (superlinear time on 10k-op
+    # programs), and has nothing to free. Paused here, restored after.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(module, strategy, mesh, policy, groups)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _run(module, strategy, mesh, policy, groups) -> Result:
     strategy = strategy or "user-priority"
     if strategy not in STRATEGIES:
         raise ShardingError(f"unknown propagation strategy {strategy!r}; expected one of "

@@ -57,6 +57,18 @@ class ShardedArray:
         self._shards = shards
         self._global: np.ndarray | None = None
 
+    @classmethod
+    def from_padded_shards(cls, shape, dtype, sharding: TensorSharding,
+                           shards: dict[int, np.ndarray]) -> ShardedArray:
+        """From what a partitioned program returns: shards padded to the ceiling shard
+        shape, of which only each device's valid extent is kept."""
+        trimmed = {}
+        for device, data in shards.items():
+            slices = sharding.shard_slices(tuple(shape), device)
+            data = np.asarray(data)
+            trimmed[device] = data[tuple(slice(0, s.stop - s.start) for s in slices)]
+        return cls(shape, dtype, sharding, trimmed)
+
     @property
     def ndim(self) -> int:
         return len(self.shape)
@@ -130,8 +142,8 @@ def _put_one(value, sharding, what: str) -> ShardedArray:
     if tensor_sharding.mesh.size != topology().num_devices:
         raise ShardingError(f"{what}: the sharding's mesh has {tensor_sharding.mesh.size} "
                             f"devices, the job has {topology().num_devices}")
-    shards = {d.id: np.ascontiguousarray(array[tensor_sharding.shard_slices(array.shape, d.id)])
-              for d in local_devices()}
+    shards = {d.id: np.asarray(array[tensor_sharding.shard_slices(array.shape, d.id)],
+                               order="C") for d in local_devices()}
     return ShardedArray(array.shape, array.dtype, tensor_sharding, shards)
 
 

@@ -1,0 +1,115 @@
+"""The runtime on in-process devices: devices, device_put/gather, and running XLA's
+partitioned programs through the communicators."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import xla_spmd as xs
+from xla_spmd.backends.reference import leaves
+from xla_spmd.errors import ShardingError, XlaSpmdError
+from xla_spmd.runtime import ShardedArray, SpmdExecutable, topology
+from xla_spmd.sharding import hlo_to_axes
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "jax"
+
+
+@pytest.fixture(autouse=True)
+def eight_devices():
+    xs.set_num_devices(8)
+    yield
+    xs.set_num_devices(8)
+
+
+def test_devices_default_and_set():
+    assert [d.id for d in xs.devices()] == list(range(8))
+    assert topology().kind == "local" and xs.process_count() == 1
+    xs.set_num_devices(2)
+    assert xs.device_count() == 2 and [d.id for d in xs.local_devices()] == [0, 1]
+    with pytest.raises(XlaSpmdError, match="positive"):
+        xs.set_num_devices(0)
+
+
+@pytest.mark.parametrize("spec, shape", [
+    (("data", "model"), (4, 8)), (("model", None), (7, 3)), ((None, ("data", "model")), (2, 13)),
+    ((), ()), (("data",), (5,)),
+])
+def test_device_put_and_gather_round_trip(spec, shape):
+    mesh = xs.make_mesh({"data": 2, "model": 4})
+    value = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    placed = xs.device_put(value, xs.NamedSharding(mesh, xs.P(*spec)))
+    assert isinstance(placed, ShardedArray) and placed.shape == shape
+    np.testing.assert_array_equal(np.asarray(placed), value)
+    for shard in placed.addressable_shards:
+        np.testing.assert_array_equal(shard.data, value[shard.index])
+    # Uneven shards pad to the ceiling shard shape for a partitioned program.
+    ceiling = tuple(placed.sharding.shard_shape(shape))
+    assert all(placed.shard_data(d, padded=True).shape == ceiling for d in range(8))
+
+
+def test_device_put_pytree_and_errors():
+    mesh = xs.make_mesh({"data": 8})
+    tree = {"w": np.ones((8, 2)), "b": [np.zeros(8)]}
+    placed = xs.device_put(tree, xs.NamedSharding(mesh, xs.P("data")))
+    assert placed["w"].addressable_shards[3].data.shape == (1, 2)
+    with pytest.raises(ShardingError, match="2 arrays but 1 shardings"):
+        xs.device_put([np.ones(2), np.ones(2)], [xs.NamedSharding(mesh, xs.P())])
+    with pytest.raises(ShardingError, match="has 2 entries"):
+        xs.device_put(np.ones(8), xs.NamedSharding(mesh, xs.P("data", None)))
+
+
+def test_mesh_size_must_match_the_job():
+    mesh = xs.make_mesh({"data": 4})
+    with pytest.raises(ShardingError, match="mesh has 4 devices, the job has 8"):
+        xs.device_put(np.ones(4), xs.NamedSharding(mesh, xs.P("data")))
+
+
+@pytest.mark.parametrize("case", ["sharded_mlp_megatron_2x4", "sharded_mlp_fsdp8",
+                                  "sharded_transformer_dp8"])
+def test_xla_partitioned_program_runs_through_communicators(case):
+    meta = next(c for c in json.loads((DATA / "MANIFEST.json").read_text())["cases"]
+                if c["name"] == case)
+    mesh = xs.make_mesh(dict(zip(meta["mesh"]["axis_names"], meta["mesh"]["shape"])))
+    global_program = xs.parse_hlo((DATA / case / f"{case}.hlo").read_text())
+    spmd_program = xs.parse_hlo((DATA / case / f"{case}.optimized.hlo").read_text())
+    with np.load(DATA / case / f"{case}.npz") as data:
+        inputs = [data[i["name"]] for i in meta["inputs"]]
+        expected = [data[o["name"]] for o in meta["outputs"]]
+    in_shardings = [hlo_to_axes(p.sharding, rank=x.ndim, mesh=mesh).sharding
+                    for p, x in zip(spmd_program.entry.parameters, inputs)]
+    out_shardings = [hlo_to_axes(h, rank=e.ndim, mesh=mesh).sharding
+                     for h, e in zip(global_program.entry.root.sharding.elements, expected)]
+    placed = xs.device_put(inputs, in_shardings)
+    results = SpmdExecutable(spmd_program).execute(
+        {d: [a.shard_data(d, padded=True) for a in placed] for d in range(8)})
+    for i, (want, sharding) in enumerate(zip(expected, out_shardings)):
+        got = ShardedArray.from_padded_shards(
+            want.shape, want.dtype, sharding, {d: leaves(r)[i] for d, r in results.items()})
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-6)
+
+
+def test_executable_checks_the_device_count():
+    module = xs.parse_hlo("HloModule m, num_partitions=4\nENTRY e {\n"
+                          "  ROOT x = f32[2] parameter(0)\n}\n")
+    with pytest.raises(XlaSpmdError, match="partitioned for 4 devices"):
+        SpmdExecutable(module)
+
+
+def test_a_failing_device_stops_every_device():
+    module = xs.parse_hlo("""HloModule m, num_partitions=8
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %e (x: f32[2]) -> f32[2] {
+  %x = f32[2] parameter(0)
+  ROOT %r = f32[2] all-reduce(%x), channel_id=1, replica_groups=[1,8]<=[8],
+      use_global_device_ids=true, to_apply=%add
+}""")
+    args = {d: [np.ones(2, np.float32)] for d in range(8)}
+    args[3] = [np.ones(3, np.float32)]  # device 3 gets a wrong argument and fails
+    with pytest.raises(XlaSpmdError, match="device 3"):
+        SpmdExecutable(module).execute(args)

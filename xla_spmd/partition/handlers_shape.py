@@ -1,0 +1,248 @@
+"""Shape and data-movement ops: broadcast, transpose, reshape, slice, pad, concatenate,
+reverse, dynamic-slice, dynamic-update-slice, iota, constant.
+
+Each computes the operand sharding that makes the op local (dims it moves data along are
+replicated, GSPMD's ``HandleElementwiseWithDimsToReplicate``), runs the op on local shapes and
+reshards the result to the wanted sharding (a local slice when it only adds axes).
+"""
+
+from __future__ import annotations
+
+from xla_spmd.ir import S32, ArrayShape
+from xla_spmd.mesh import AxisRef
+from xla_spmd.partition.partitioner import PValue
+from xla_spmd.partition.registry import HANDLERS
+
+
+def _clear(sharding, dims):
+    """`sharding` without axes on `dims` and without unreduced axes."""
+    return sharding.replace(dims=[[] if d in dims else list(s.axes)
+                                  for d, s in enumerate(sharding.dims)], unreduced=())
+
+
+def _dims_axes(sharding):
+    return [tuple(d.axes) for d in sharding.dims]
+
+
+@HANDLERS.register("broadcast")
+def broadcast(low, inst, operands):
+    (operand,) = operands
+    target = low.target(inst)
+    compute = target.replace(unreduced=())
+    axes = _dims_axes(compute)
+    x = low.reshard(operand, low.sharding([axes[d] for d in inst.attrs.dimensions]))
+    return low.reshard(low.emit(inst, [x], compute), target)
+
+
+@HANDLERS.register("transpose")
+def transpose(low, inst, operands):
+    (operand,) = operands
+    target = low.target(inst)
+    perm = inst.attrs.dimensions
+    axes = _dims_axes(target)
+    wanted = [()] * len(perm)
+    for k, p in enumerate(perm):
+        wanted[p] = axes[k]
+    x = low.reshard(operand, low.sharding(wanted, target.unreduced))
+    return low.emit(inst, [x], target)
+
+
+def _local_op(low, inst, operands, cleared_dims, extra_operands=()):
+    """Operands resharded to the target minus `cleared_dims`; the op is local."""
+    target = low.target(inst)
+    compute = _clear(target, cleared_dims)
+    args = [low.reshard(o, compute) for o in operands]
+    args += [low.replicate(o) for o in extra_operands]
+    return low.reshard(low.emit(inst, args, compute), target)
+
+
+@HANDLERS.register("reverse")
+def reverse(low, inst, operands):
+    return _local_op(low, inst, operands, set(inst.attrs.dimensions))
+
+
+@HANDLERS.register("slice")
+def slice_(low, inst, operands):
+    (operand,) = operands
+    dims = {d for d, s in enumerate(inst.attrs.slice)
+            if (s.start, s.limit, s.stride) != (0, operand.global_shape.dims[d], 1)}
+    return _local_op(low, inst, operands, dims)
+
+
+@HANDLERS.register("pad")
+def pad(low, inst, operands):
+    operand, value = operands
+    dims = {d for d, p in enumerate(inst.attrs.padding) if (p.low, p.high, p.interior) != (0, 0, 0)}
+    return _local_op(low, inst, [operand], dims, [value])
+
+
+@HANDLERS.register("concatenate")
+def concatenate(low, inst, operands):
+    return _local_op(low, inst, operands, set(inst.attrs.dimensions))
+
+
+@HANDLERS.register("dynamic-slice")
+def dynamic_slice(low, inst, operands):
+    operand, *indices = operands
+    if len(indices) == 1 and operand.global_shape.rank != 1:
+        return _local_op(low, inst, [operand], set(range(operand.global_shape.rank)), indices)
+    dims = {d for d, n in enumerate(inst.attrs.dynamic_slice_sizes)
+            if n != operand.global_shape.dims[d]}
+    return _local_op(low, inst, [operand], dims, indices)
+
+
+@HANDLERS.register("dynamic-update-slice")
+def dynamic_update_slice(low, inst, operands):
+    operand, update, *indices = operands
+    dims = {d for d, n in enumerate(update.global_shape.dims) if n != operand.global_shape.dims[d]}
+    target = low.target(inst)
+    compute = _clear(target, dims)
+    x = low.reshard(operand, compute)
+    u = low.reshard(update, compute)
+    idx = [low.replicate(i) for i in indices]
+    return low.reshard(low.emit(inst, [x, u, *idx], compute), target)
+
+
+@HANDLERS.register("iota")
+def iota(low, inst, operands):
+    target = low.target(inst).replace(unreduced=())
+    value = low.emit(inst, [], target)
+    dim = inst.attrs.iota_dimension
+    axes = target.dims[dim].axes if inst.shape.rank else ()
+    if not axes:
+        return low.reshard(value, low.target(inst))
+    em = low.em
+    local = value.inst.shape
+    offset = em.axes_value(axes, local.dims[dim])
+    if local.dtype is not S32:
+        offset = em.op("convert", offset, shape=ArrayShape(local.dtype, ()))
+    shifted = em.op("add", value.inst, em.broadcast_scalar(offset, local.dims),
+                    sharding=target)
+    return low.reshard(PValue(shifted, target, inst.shape), low.target(inst))
+
+
+@HANDLERS.register("constant")
+def constant(low, inst, operands):
+    replicated = low.replicated(inst.shape.rank)
+    value = low.emit(inst, [], replicated)
+    return low.reshard(value, low.target(inst))
+
+
+# ---------------------------------------------------------------------------------------------
+# reshape
+
+
+def reshape_groups(in_dims, out_dims) -> list[tuple[list[int], list[int]]]:
+    """Groups of consecutive input and output dims with equal products, in order."""
+    groups, i, j = [], 0, 0
+    while i < len(in_dims) or j < len(out_dims):
+        gi, go, pi, pj = [], [], 1, 1
+        if i < len(in_dims):
+            gi.append(i)
+            pi *= in_dims[i]
+            i += 1
+        if j < len(out_dims):
+            go.append(j)
+            pj *= out_dims[j]
+            j += 1
+        while pi != pj:
+            if (pi < pj and i < len(in_dims)) or j >= len(out_dims):
+                if i >= len(in_dims):
+                    return [(list(range(len(in_dims))), list(range(len(out_dims))))]
+                gi.append(i)
+                pi *= in_dims[i]
+                i += 1
+            else:
+                go.append(j)
+                pj *= out_dims[j]
+                j += 1
+        groups.append((gi, go))
+    return groups
+
+
+def _pieces(mesh, axes):
+    """Axes as (name, pre_size, size, full_size) digits."""
+    result = []
+    for axis in axes:
+        full = mesh.shape[axis.name]
+        result.append((axis.name, axis.pre_size, mesh.axis_size(axis), full))
+    return result
+
+
+def _ref(name, pre, size, full):
+    if pre == 1 and size == full:
+        return AxisRef(name)
+    return AxisRef(name, (pre, size))
+
+
+def distribute(mesh, axes, sizes):
+    """Assign `axes` (major to minor) to dims of `sizes` so the shards are contiguous blocks:
+    each dim but the last sharded one fully split. None when that is impossible."""
+    result = [[] for _ in sizes]
+    k, used = 0, [1] * len(sizes)
+    for name, pre, size, full in _pieces(mesh, axes):
+        while size > 1:
+            if k >= len(sizes):
+                return None
+            if sizes[k] % used[k]:
+                return None
+            capacity = sizes[k] // used[k]
+            if capacity == 1:
+                k += 1
+                continue
+            if capacity % size == 0:
+                result[k].append((name, pre, size, full))
+                used[k] *= size
+                size = 1
+            elif size % capacity == 0:
+                result[k].append((name, pre, capacity, full))
+                used[k] *= capacity
+                pre, size = pre * capacity, size // capacity
+                k += 1
+            else:
+                return None
+    return [tuple(_merge(pieces)) for pieces in result]
+
+
+def _merge(pieces):
+    merged = []
+    for name, pre, size, full in pieces:
+        if merged and merged[-1][0] == name and merged[-1][1] * merged[-1][2] == pre:
+            last = merged.pop()
+            merged.append((name, last[1], last[2] * size, full))
+        else:
+            merged.append((name, pre, size, full))
+    return [_ref(*p) for p in merged]
+
+
+def _canonical(mesh, axes):
+    return tuple(_merge(_pieces(mesh, axes)))
+
+
+@HANDLERS.register("reshape")
+def reshape(low, inst, operands):
+    (operand,) = operands
+    target = low.target(inst)
+    mesh = low.mesh
+    in_dims, out_dims = operand.global_shape.dims, inst.shape.dims
+    out_axes = _dims_axes(target)
+    operand_axes = [()] * len(in_dims)
+    achieved = list(out_axes)
+    for gi, go in reshape_groups(in_dims, out_dims):
+        axes = tuple(a for o in go for a in out_axes[o])
+        ok = False
+        if axes:
+            on_in = distribute(mesh, axes, [in_dims[i] for i in gi])
+            on_out = distribute(mesh, axes, [out_dims[o] for o in go])
+            ok = (on_in is not None and on_out is not None and all(
+                on_out[n] == _canonical(mesh, out_axes[o]) for n, o in enumerate(go)))
+            if ok:
+                for n, i in enumerate(gi):
+                    operand_axes[i] = on_in[n]
+        if not ok:
+            for o in go:
+                achieved[o] = ()
+    x = low.reshard(operand, low.sharding(operand_axes))
+    compute = low.sharding(achieved)
+    value = low.emit(inst, [x], compute)
+    return low.reshard(value, target)

@@ -1,0 +1,332 @@
+"""The SPMD partitioner driver: a module whose values all have shardings -> one SPMD module.
+
+Steps, each testable alone:
+
+1. every instruction's handler (``handlers_*.py``, one registry keyed by opcode) decides the
+   shardings its operands must have for a local computation ("insert explicit reshards");
+2. each operand whose sharding differs is resharded: `reshard.plan_reshard` picks the
+   steps, `emit.lower_plan` lowers them to collectives and local slices;
+3. the handler emits the op on local (per-device) shapes; the result keeps its sharding.
+
+Invariants of the output: every value has its local (ceiling-padded) shape, device-dependent
+values come only from ``partition-id``, the header says ``num_partitions=N``, each partitioned
+instruction keeps the sharding of the value it computes (for inspection), and the module passes
+`xla_spmd.ir.verify`.
+
+>>> from xla_spmd.ir import Builder, ArrayShape, F32, Module
+>>> from xla_spmd.mesh import make_mesh
+>>> from xla_spmd.sharding import TensorSharding
+>>> mesh = make_mesh({"x": 4})
+>>> b = Builder("main")
+>>> x = b.parameter(ArrayShape(F32, (8, 4)), sharding=TensorSharding(mesh, [["x"], []]))
+>>> y = b.negate(x, sharding=TensorSharding(mesh, [[], []]))
+>>> m = partition(Module.from_entry("m", b.build(y)))
+>>> [i.opcode for i in m.entry.instructions], str(m.entry.root.shape)
+(['parameter', 'negate', 'all-gather'], 'f32[8,4]')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xla_spmd.errors import PartitionError, XlaSpmdError
+from xla_spmd.ir import (
+    ArrayShape,
+    Computation,
+    Instruction,
+    Module,
+    TupleShape,
+    print_instruction,
+    topological_order,
+    verify,
+)
+from xla_spmd.mesh import Mesh, make_mesh
+from xla_spmd.partition.emit import Emitter, ModuleState, local_dims, lower_plan
+from xla_spmd.partition.reshard import plan_reshard
+from xla_spmd.sharding import TensorSharding
+
+
+@dataclass(frozen=True, slots=True)
+class PValue:
+    """A partitioned array value: its local instruction, its sharding and its global shape."""
+
+    inst: Instruction
+    sharding: TensorSharding
+    global_shape: ArrayShape
+
+
+@dataclass(frozen=True, slots=True)
+class PTuple:
+    """A partitioned tuple value: its elements (PValue or PTuple), kept exploded."""
+
+    items: tuple
+
+
+def leaves(value) -> list[PValue]:
+    if isinstance(value, PTuple):
+        return [leaf for item in value.items for leaf in leaves(item)]
+    return [value]
+
+
+def shape_leaves(shape) -> list:
+    if isinstance(shape, TupleShape):
+        return [leaf for element in shape.elements for leaf in shape_leaves(element)]
+    return [shape]
+
+
+def unflatten(shape, flat: list):
+    """Rebuild a PTuple shaped like `shape` from leaf values (consumed from the front)."""
+    if isinstance(shape, TupleShape):
+        return PTuple(tuple(unflatten(element, flat) for element in shape.elements))
+    return flat.pop(0)
+
+
+class Lowering:
+    """Partitions instructions of one computation into an `Emitter`."""
+
+    def __init__(self, state: ModuleState, partitioner: Partitioner):
+        self.state = state
+        self.partitioner = partitioner
+        self.mesh: Mesh = state.mesh
+        self.em = Emitter(state)
+
+    # -- shardings -------------------------------------------------------------------------
+    def sharding(self, dims_axes, unreduced=()) -> TensorSharding:
+        return TensorSharding(self.mesh, [list(a) for a in dims_axes], unreduced=list(unreduced))
+
+    def replicated(self, rank: int) -> TensorSharding:
+        return TensorSharding(self.mesh, [[] for _ in range(rank)])
+
+    def normalize(self, sharding, rank: int) -> TensorSharding:
+        """Closed dims and unreduced axes only; None means replicated."""
+        if not isinstance(sharding, TensorSharding):
+            return self.replicated(rank)
+        if sharding.mesh.shape != self.mesh.shape:
+            raise PartitionError(f"sharding {sharding} is over mesh {sharding.mesh!r}, but the "
+                                 f"module is partitioned over {self.mesh!r}")
+        if sharding.rank != rank:
+            raise PartitionError(f"sharding {sharding} has rank {sharding.rank}, the value has "
+                                 f"rank {rank}")
+        return TensorSharding(self.mesh, [list(d.axes) for d in sharding.dims],
+                              unreduced=list(sharding.unreduced))
+
+    def targets(self, inst: Instruction) -> list[TensorSharding]:
+        """The wanted sharding of each array leaf of `inst`'s result."""
+        shapes = shape_leaves(inst.shape)
+        given = inst.sharding if isinstance(inst.sharding, tuple) else (inst.sharding,)
+        if len(given) != len(shapes):
+            given = (None,) * len(shapes)
+        return [self.normalize(s, getattr(shape, "rank", 0)) for s, shape in zip(given, shapes)]
+
+    def target(self, inst: Instruction) -> TensorSharding:
+        return self.targets(inst)[0]
+
+    # -- values ----------------------------------------------------------------------------
+    def local_shape(self, global_shape: ArrayShape, sharding: TensorSharding) -> ArrayShape:
+        return ArrayShape(global_shape.dtype, local_dims(sharding, global_shape.dims))
+
+    def reshard(self, value: PValue, target: TensorSharding) -> PValue:
+        if _same(value.sharding, target):
+            return value
+        if value.global_shape.is_token:
+            return value
+        plan = plan_reshard(value.sharding, target, value.global_shape.dims,
+                            value.global_shape.dtype.itemsize)
+        inst = lower_plan(self.em, value.inst, value.sharding, plan, value.global_shape.dims)
+        return PValue(inst, target, value.global_shape)
+
+    def replicate(self, value: PValue) -> PValue:
+        return self.reshard(value, self.replicated(value.global_shape.rank))
+
+    def emit(self, original: Instruction, operands, sharding: TensorSharding,
+             global_shape=None, attrs=None) -> PValue:
+        """`original`'s op on local operands; the result is `sharding` of `global_shape`."""
+        global_shape = global_shape or original.shape
+        local = self.local_shape(global_shape, sharding)
+        inst = self.em.clone(original, [o.inst if isinstance(o, PValue) else o
+                                        for o in operands], local, sharding, attrs)
+        return PValue(inst, sharding, global_shape)
+
+    def explode(self, inst: Instruction, shardings, global_shape) -> PTuple | PValue:
+        """GTEs of a local tuple instruction, as a PTuple of PValues."""
+        if not isinstance(global_shape, TupleShape):
+            return PValue(inst, shardings[0], global_shape)
+        flat = list(shardings)
+
+        def build(local_inst, shape):
+            items = []
+            for index, element in enumerate(shape.elements):
+                gte = self.em.op("get-tuple-element", local_inst, index=index)
+                if isinstance(element, TupleShape):
+                    items.append(build(gte, element))
+                else:
+                    items.append(PValue(gte, flat.pop(0), element))
+            return PTuple(tuple(items))
+        return build(inst, global_shape)
+
+    def pack(self, value) -> Instruction:
+        """A local instruction for a PValue or (a tuple instruction of) a PTuple."""
+        if isinstance(value, PValue):
+            return value.inst
+        return self.em.op("tuple", *[self.pack(item) for item in value.items])
+
+    # -- computations ----------------------------------------------------------------------
+    def lower_body(self, computation: Computation, env: dict) -> object:
+        """Partition `computation`'s instructions (parameters pre-bound in `env`)."""
+        from xla_spmd.partition.registry import handler_for
+        for inst in computation.instructions:
+            if inst in env:
+                continue
+            operands = [env[o] for o in inst.operands]
+            try:
+                env[inst] = handler_for(inst)(self, inst, operands)
+            except XlaSpmdError as error:
+                if getattr(error, "_spmd_context", False):
+                    raise
+                wrapped = PartitionError(f"partitioning {computation.name}: {error}\n  at: "
+                                         f"{print_instruction(inst)}")
+                wrapped._spmd_context = True
+                raise wrapped from error
+        return env[computation.root]
+
+    def parameter(self, number: int, global_shape, shardings, name: str):
+        """A parameter with the local shape of `global_shape` under `shardings` (leaves)."""
+        local = self.local_tuple_shape(global_shape, list(shardings))
+        inst = self.em.op("parameter", shape=local, name=name, parameter_number=number,
+                          sharding=shardings[0] if len(shardings) == 1 and
+                          not isinstance(global_shape, TupleShape) else None)
+        return self.explode(inst, shardings, global_shape)
+
+    def local_tuple_shape(self, global_shape, shardings: list):
+        if isinstance(global_shape, TupleShape):
+            return TupleShape(tuple(self.local_tuple_shape(e, shardings)
+                                    for e in global_shape.elements))
+        sharding = shardings.pop(0) if isinstance(shardings, list) else shardings
+        if global_shape.is_token:
+            return global_shape
+        return self.local_shape(global_shape, sharding)
+
+    def finish(self, root_value, name: str, params) -> Computation:
+        root = self.pack(root_value)
+        order = topological_order(root, params)
+        return Computation(name, order, root)
+
+    def partition_callee(self, computation: Computation, arg_values: list, result_targets,
+                         name: str | None = None) -> tuple[Computation, object]:
+        """Partition a called computation whose parameters have the given values' shardings;
+        its root is resharded to `result_targets` (leaves). Returns it and its result PTuple
+        or PValue template (global shapes and shardings)."""
+        sub = Lowering(self.state, self.partitioner)
+        env = {}
+        for param, value in zip(computation.parameters, arg_values):
+            env[param] = sub.parameter(param.attrs.parameter_number, param.shape,
+                                       [v.sharding for v in leaves(value)],
+                                       self.state.fresh_name(param.name))
+        root = sub.lower_body(computation, env)
+        flat = [sub.reshard(v, t) for v, t in zip(leaves(root), result_targets)]
+        result = unflatten(computation.root.shape, list(flat)) if isinstance(
+            computation.root.shape, TupleShape) else flat[0]
+        params = [p for p in sub.em.instructions if p.opcode == "parameter"]
+        return sub.finish(result, self.state.fresh_name(name or computation.name), params), \
+            result
+
+
+def _param_of(value):
+    first = leaves(value)[0].inst
+    while first.opcode == "get-tuple-element":
+        first = first.operands[0]
+    return first
+
+
+def _same(a: TensorSharding, b: TensorSharding) -> bool:
+    return (tuple(d.axes for d in a.dims) == tuple(d.axes for d in b.dims)
+            and tuple(a.unreduced) == tuple(b.unreduced))
+
+
+class Partitioner:
+    """Holds the module-wide state of one `partition` call."""
+
+    def __init__(self, module: Module, mesh: Mesh):
+        names = {i.name for c in module.computations for i in c.instructions}
+        names |= {c.name for c in module.computations}
+        channels = [getattr(i.attrs, "channel_id", None) or 0
+                    for c in module.computations for i in c.instructions]
+        self.module = module
+        self.state = ModuleState(mesh, names, max(channels, default=0) + 1)
+
+    def run(self) -> Module:
+        entry = self.module.entry
+        low = Lowering(self.state, self)
+        env = {}
+        params = []
+        for param in entry.parameters:
+            targets = low.targets(param)
+            value = low.parameter(param.attrs.parameter_number, param.shape, targets,
+                                  param.name)
+            params.append(_param_of(value) if isinstance(value, PTuple) else value.inst)
+            env[param] = value
+        root = low.lower_body(entry, env)
+        flat = [low.reshard(v, t) for v, t in zip(leaves(root), low.targets(entry.root))]
+        root = unflatten(entry.root.shape, flat) if isinstance(entry.root.shape, TupleShape) \
+            else flat[0]
+        computation = low.finish(root, entry.name, params)
+        header = tuple((k, v) for k, v in self.module.header
+                       if k not in ("num_partitions", "entry_computation_layout"))
+        header = header + (("num_partitions", str(self.state.mesh.size)),)
+        return Module.from_entry(self.module.name, computation, header)
+
+
+def find_mesh(module: Module) -> Mesh | None:
+    """The mesh of the module's shardings (the first TensorSharding found)."""
+    for computation in module.computations:
+        for inst in computation.instructions:
+            shardings = inst.sharding if isinstance(inst.sharding, tuple) else (inst.sharding,)
+            for sharding in shardings:
+                if isinstance(sharding, TensorSharding):
+                    return sharding.mesh
+    return None
+
+
+def ensure_shardings(module: Module) -> Module:
+    """Import foreign (GSPMD / sdy text) shardings and propagate, when propagation exists and
+    the module is not already fully annotated with TensorShardings."""
+    if all(isinstance(i.sharding, (TensorSharding, tuple)) for i in module.entry.instructions):
+        return module
+    try:
+        from xla_spmd.propagation import propagate
+    except ImportError:  # propagation not available: missing shardings mean replicated
+        return module
+    return propagate(module)
+
+
+def partition(module: Module, mesh: Mesh | None = None, *, propagate: bool = True,
+              optimize: bool = True, check: bool = True) -> Module:
+    """Partition `module` (every value sharded, or propagated first) into one SPMD module.
+
+    `mesh` defaults to the mesh of the module's shardings. With `optimize`, the generic
+    passes (dce, cse, simplify, collective rewrites) run afterwards when they exist.
+    """
+    if propagate:
+        module = ensure_shardings(module)
+    mesh = mesh or find_mesh(module) or make_mesh({"x": 1})
+    result = Partitioner(module, mesh).run()
+    if optimize:
+        result = _optimize(result)
+    if check:
+        verify(result)
+    return result
+
+
+def _optimize(module: Module) -> Module:
+    try:
+        from xla_spmd import passes
+    except ImportError:
+        return module
+    for name in ("dce", "cse"):
+        fn = getattr(passes, name, None)
+        if callable(fn):
+            try:
+                module = fn(module)
+            except XlaSpmdError:  # an optional cleanup must never break partitioning
+                pass
+    return module

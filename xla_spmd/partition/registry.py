@@ -1,0 +1,38 @@
+"""The partition handler registry: one handler per opcode, many sharing a family handler.
+
+A handler is ``handler(lowering, inst, operands) -> PValue | PTuple``: it reshards its operands
+(PValue/PTuple, local values with shardings) as its op needs and emits the op on local shapes.
+Opcodes without their own handler get their family's (`FAMILY_DEFAULTS`); an op of a family
+with no default fails naming the opcode.
+"""
+
+from __future__ import annotations
+
+from xla_spmd.ir import OPS, Family, Registry
+
+HANDLERS = Registry("partition handler")
+FAMILY_DEFAULTS: dict[Family, object] = {}
+
+
+def handler_for(inst):
+    handler = HANDLERS.get(inst.opcode)
+    if handler is not None:
+        return handler
+    default = FAMILY_DEFAULTS.get(OPS[inst.opcode].family)
+    if default is not None:
+        return default
+    return HANDLERS.lookup(inst.opcode)
+
+
+def _load() -> None:
+    from xla_spmd.partition import (  # noqa: F401 (fill the registry)
+        handlers_contraction,
+        handlers_control,
+        handlers_elementwise,
+        handlers_indexing,
+        handlers_reduction,
+        handlers_shape,
+    )
+
+
+_load()
