@@ -113,7 +113,13 @@ def cmd_run(args) -> int:
 
 
 def cmd_convert(args) -> int:
-    write_module(load_module(args.input), args.output)
+    module = load_module(args.input)
+    if Path(args.input).suffix != ".mlir" and Path(args.output).suffix == ".mlir":
+        # StableHLO carries axis-based shardings: read them from the HLO's xla.sdy
+        # attributes, or convert its GSPMD shardings.
+        from xla_spmd.propagation import import_shardings
+        module = import_shardings(module).module
+    write_module(module, args.output)
     return 0
 
 

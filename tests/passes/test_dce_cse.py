@@ -41,7 +41,8 @@ ENTRY %e (x: f32[4], y: f32[4]) -> f32[4] {
     "side_effect_kept": ("""HloModule m
 ENTRY %e (x: f32[4]) -> f32[4] {
   %x = f32[4] parameter(0)
-  %c = f32[4] custom-call(%x), custom_call_target="LayoutConstraint", custom_call_has_side_effect=true
+  %c = f32[4] custom-call(%x), custom_call_target="LayoutConstraint",
+      custom_call_has_side_effect=true
   ROOT %n = f32[4] negate(%x)
 }""", None),
     "dead_computation": (f"""HloModule m
@@ -109,8 +110,10 @@ ENTRY %e (x: f32[4], y: f32[4]) -> f32[4] {
 ENTRY %e (x: f32[4], y: f32[4]) -> f32[4] {
   %x = f32[4] parameter(0)
   %y = f32[4] parameter(1)
-  %a = f32[4] custom-call(%x), custom_call_target="LayoutConstraint", custom_call_has_side_effect=true
-  %b = f32[4] custom-call(%x), custom_call_target="LayoutConstraint", custom_call_has_side_effect=true
+  %a = f32[4] custom-call(%x), custom_call_target="LayoutConstraint",
+      custom_call_has_side_effect=true
+  %b = f32[4] custom-call(%x), custom_call_target="LayoutConstraint",
+      custom_call_has_side_effect=true
   %s = f32[4] add(%x, %y)
   ROOT %r = f32[4] add(%s, %s)
 }""", None),
@@ -118,14 +121,17 @@ ENTRY %e (x: f32[4], y: f32[4]) -> f32[4] {
 {ADD}
 ENTRY %e (x: f32[4]) -> f32[4] {{
   %x = f32[4] parameter(0)
-  %a = f32[4] all-reduce(%x), channel_id=1, replica_groups={{{{0,1}}}}, use_global_device_ids=true, to_apply=%add
-  %b = f32[4] all-reduce(%x), channel_id=2, replica_groups={{{{0,1}}}}, use_global_device_ids=true, to_apply=%add
+  %a = f32[4] all-reduce(%x), channel_id=1, replica_groups={{{{0,1}}}},
+      use_global_device_ids=true, to_apply=%add
+  %b = f32[4] all-reduce(%x), channel_id=2, replica_groups={{{{0,1}}}},
+      use_global_device_ids=true, to_apply=%add
   ROOT %r = f32[4] add(%a, %b)
 }}""", f"""HloModule m, num_partitions=2
 {ADD}
 ENTRY %e (x: f32[4]) -> f32[4] {{
   %x = f32[4] parameter(0)
-  %a = f32[4] all-reduce(%x), channel_id=1, replica_groups={{{{0,1}}}}, use_global_device_ids=true, to_apply=%add
+  %a = f32[4] all-reduce(%x), channel_id=1, replica_groups={{{{0,1}}}},
+      use_global_device_ids=true, to_apply=%add
   ROOT %r = f32[4] add(%a, %a)
 }}"""),
     "inside_called_computation": ("""HloModule m

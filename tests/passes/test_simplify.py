@@ -109,7 +109,8 @@ CASES = {
   ROOT %r = (f32[2], s32[]) tuple(%a, %b)""", "(f32[2], s32[])"),
         module("t: (f32[2], s32[])", """  ROOT %t = (f32[2], s32[]) parameter(0)""",
                "(f32[2], s32[])")),
-    "tuple_of_gtes_swapped_kept": (module("t: (f32[2], f32[2])", """  %t = (f32[2], f32[2]) parameter(0)
+    "tuple_of_gtes_swapped_kept": (module(
+        "t: (f32[2], f32[2])", """  %t = (f32[2], f32[2]) parameter(0)
   %a = f32[2] get-tuple-element(%t), index=1
   %b = f32[2] get-tuple-element(%t), index=0
   ROOT %r = (f32[2], f32[2]) tuple(%a, %b)""", "(f32[2], f32[2])"), None),

@@ -1,0 +1,15 @@
+"""The SPMD partitioner: a module whose values all have shardings -> one SPMD module.
+
+`partition(module)` rewrites every value to its per-device shape, inserting collectives with
+replica groups where shardings disagree (see partitioner.py for the steps); `specialize(module,
+device)` folds partition-id for one device; `plan_reshard` is the resharding planner alone;
+`collective_table(module)` lists a module's collectives with the bytes each device moves.
+"""
+
+from xla_spmd.partition.partitioner import PTuple, PValue, partition
+from xla_spmd.partition.report import collective_bytes, collective_table, format_table
+from xla_spmd.partition.reshard import Plan, Step, plan_reshard
+from xla_spmd.partition.specialize import specialize
+
+__all__ = ["PTuple", "PValue", "Plan", "Step", "collective_bytes", "collective_table",
+           "format_table", "partition", "plan_reshard", "specialize"]

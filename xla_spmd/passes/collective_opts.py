@@ -65,7 +65,6 @@ from xla_spmd.passes.pass_manager import (
     rewrite_computation,
     shardings_agree,
     transform_module,
-    unchanged_or,
 )
 
 COMBINE_THRESHOLD_BYTES = 32 * 1024 * 1024
@@ -345,8 +344,7 @@ def _combine_computation(computation: Computation, kinds, threshold: int) -> Com
     keep = [mapping[id(i)] for i in instructions
             if i.opcode == "parameter" or has_side_effect(i)]
     order = topological_order(root, keep)
-    return unchanged_or(computation, Computation(computation.name, order, root,
-                                                 computation.extras))
+    return Computation(computation.name, order, root, computation.extras)
 
 
 def combine_collectives(module: Module, kinds=COMBINABLE,

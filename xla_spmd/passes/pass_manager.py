@@ -131,14 +131,6 @@ def computation_pass(name: str, fn: Callable[[Computation], Computation]) -> Pas
     return Pass(name, lambda module: transform_module(module, fn))
 
 
-def unchanged_or(old: Computation, new: Computation) -> Computation:
-    """`old` when `new` holds exactly the same instructions in the same order."""
-    if (new.root is old.root and len(new.instructions) == len(old.instructions)
-            and all(a is b for a, b in zip(new.instructions, old.instructions))):
-        return old
-    return new
-
-
 def has_side_effect(inst: Instruction) -> bool:
     """Whether `inst` must run even when its result is unused."""
     if inst.opcode == "custom-call":
@@ -150,12 +142,16 @@ def rewrite_computation(computation: Computation, fn) -> Computation:
     """`ir.rewrite` that also keeps unused instructions with side effects, and returns
     `computation` itself when nothing changed."""
     mapping: dict[Instruction, Instruction] = {}
+    changed = False
     for inst in computation.instructions:
         operands = tuple(mapping[o] for o in inst.operands)
         new = fn(inst, operands)
         if new is None:
             new = inst if operands == inst.operands else inst.replace(operands=operands)
         mapping[inst] = new
+        changed = changed or new is not inst
+    if not changed:
+        return computation  # dead code stays: removing it is dce's job
     keep = [mapping[i] for i in computation.instructions
             if i.opcode == "parameter" or has_side_effect(i)]
     return rebuild(computation, mapping[computation.root], keep)
@@ -163,12 +159,15 @@ def rewrite_computation(computation: Computation, fn) -> Computation:
 
 def rebuild(computation: Computation, root: Instruction,
             keep: Iterable[Instruction] = ()) -> Computation:
-    """A computation of everything `root` (and `keep`) reaches, parameters always kept."""
+    """A computation of everything `root` (and `keep`) reaches, parameters always kept;
+    `computation` itself when that is all of its instructions with the same root."""
     params = [i for i in computation.instructions if i.opcode == "parameter"]
-    order = topological_order(root, [*params, *keep]) if keep else topological_order(
-        root, params)
-    return unchanged_or(computation, Computation(computation.name, order, root,
-                                                 computation.extras))
+    order = topological_order(root, [*params, *keep])
+    if root is computation.root and len(order) == len(computation.instructions):
+        old = {id(i) for i in computation.instructions}
+        if all(id(i) in old for i in order):
+            return computation
+    return Computation(computation.name, order, root, computation.extras)
 
 
 class NameGen:

@@ -44,6 +44,9 @@ class Imported:
     manual_axes: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
+SDY_SHARDING = "xla.sdy.sharding"
+
+
 def _unescape(text: str) -> str:
     return text.replace('\\"', '"')
 
@@ -70,7 +73,7 @@ def has_foreign_shardings(module: Module) -> bool:
         for inst in c.instructions:
             if isinstance(inst.sharding, HloSharding):
                 return True
-            if inst.frontend_attribute("xla.sdy.sharding") is not None:
+            if inst.frontend_attribute(SDY_SHARDING) is not None:
                 if not isinstance(inst.sharding, (TensorSharding, tuple)):
                     return True
     return False
@@ -90,9 +93,15 @@ def import_shardings(module: Module, mesh: Mesh | None = None) -> Imported:
             sharding = _from_hlo(inst, gspmd_mesh)
         if sharding is None and isinstance(inst.sharding, (TensorSharding, tuple)):
             sharding = inst.sharding
-        if sharding is inst.sharding and operands == inst.operands:
+        # The axis-based sharding now lives on the instruction; the printers write the
+        # xla.sdy attribute back from it.
+        frontend = tuple((k, v) for k, v in inst.frontend_attributes if k != SDY_SHARDING)
+        if sharding is None:
+            frontend = inst.frontend_attributes
+        if (sharding is inst.sharding and operands == inst.operands
+                and frontend == inst.frontend_attributes):
             return None
-        return inst.replace(operands=operands, sharding=sharding)
+        return inst.replace(operands=operands, sharding=sharding, frontend_attributes=frontend)
 
     def rebuild(computation, replaced):
         def fn(inst, operands):
@@ -139,7 +148,7 @@ def _sdy_sharding(inst, meshes, manual):
         if target == MANUAL_BOUNDARY_IN:   # results are local: drop the manual axes
             shardings = tuple(_drop_axes(s, axes) for s in shardings)
         return _pack(shardings, leaves, inst)
-    text = inst.frontend_attribute("xla.sdy.sharding")
+    text = inst.frontend_attribute(SDY_SHARDING)
     if text is None or not meshes:
         return None
     text = _unescape(text)

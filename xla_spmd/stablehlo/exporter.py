@@ -168,6 +168,12 @@ class FunctionExporter:
                 continue
             if inst.opcode == "tuple" and self._implicit_tuple(inst, users[inst], root):
                 continue
+            if inst.opcode == "custom-call" and \
+                    inst.attrs.custom_call_target == "xla.sdy.FuncResultSharding":
+                # Not a function result here (XLA's HLO may route it through a reshape or a
+                # call): on the global view it is its operand.
+                self.names[inst] = self.ref(inst.operands[0])
+                continue
             from xla_spmd.stablehlo.exporter_ops import emit
             emit(self, inst, lines, indent, users)
 

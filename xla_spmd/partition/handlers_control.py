@@ -1,0 +1,224 @@
+"""Tuples, control flow, custom calls and manual (shard_map) computations.
+
+* tuple / get-tuple-element / opt-barrier move partitioned values around unchanged;
+* call is inlined (its body partitioned in place), except shard_map bodies;
+* while: the loop state is resharded to the while's sharding, and body and condition are
+  partitioned with that sharding on their parameter, the body's result resharded to it again,
+  so the loop-carried sharding is stable; conditional: the selector is replicated, each branch
+  is partitioned with its operand's sharding and returns the conditional's sharding;
+* sharding markers (``Sharding``, ``xla.sdy.FuncResultSharding``, ...) reshard to their own
+  sharding; other custom calls run replicated (generic handler);
+* manual computations (``xla.sdy.GlobalToLocalShape`` -> call of
+  ``xla.sdy.manual_computation_body*`` -> ``xla.sdy.LocalToGlobalShape``, or GSPMD's
+  ``SPMDFullToShardShape`` / ``SPMDShardToFullShape``): operands are resharded to the
+  in-shardings (free axes replicated), the body runs as written on the local shards, and its
+  results, sharded as the out-shardings say, are resharded to what the program wants.
+"""
+
+from __future__ import annotations
+
+from xla_spmd.errors import PartitionError
+from xla_spmd.ir import TupleShape, rewrite
+from xla_spmd.partition.handlers_elementwise import generic
+from xla_spmd.partition.partitioner import PTuple, PValue, leaves, unflatten
+from xla_spmd.partition.registry import HANDLERS
+
+IDENTITY_TARGETS = frozenset({
+    "Sharding", "xla.sdy.FuncResultSharding", "xla.sdy.PropagationBarrier",
+    "xla.sdy.ShardingGroup", "ShardingGroup", "LayoutConstraint", "annotate_device_placement",
+    "mhlo.sharding", "xla.sdy.ShardingConstraint"})
+MANUAL_IN = ("xla.sdy.GlobalToLocalShape",)
+MANUAL_OUT = ("xla.sdy.LocalToGlobalShape",)
+MANUAL_BODY_PREFIX = "xla.sdy.manual_computation_body"
+
+
+@HANDLERS.register("tuple")
+def tuple_(low, inst, operands):
+    return PTuple(tuple(operands))
+
+
+@HANDLERS.register("get-tuple-element")
+def get_tuple_element(low, inst, operands):
+    (value,) = operands
+    if not isinstance(value, PTuple):
+        raise PartitionError(f"get-tuple-element {inst.name} of a non-tuple value")
+    return value.items[inst.attrs.index]
+
+
+@HANDLERS.register("opt-barrier")
+def opt_barrier(low, inst, operands):
+    (value,) = operands
+    if isinstance(value, PValue):
+        return value
+    packed = low.pack(value)
+    barrier = low.em.op("opt-barrier", packed)
+    return low.explode(barrier, [v.sharding for v in leaves(value)], inst.shape)
+
+
+@HANDLERS.register("call")
+def call(low, inst, operands):
+    callee = inst.attrs.to_apply
+    if callee.name.startswith(MANUAL_BODY_PREFIX) or _is_manual(operands):
+        return manual_call(low, inst, operands)
+    env = {p: v for p, v in zip(callee.parameters, operands)}
+    root = low.lower_body(callee, env)
+    targets = low.targets(inst)
+    flat = [low.reshard(v, t) for v, t in zip(leaves(root), targets)]
+    return unflatten(inst.shape, flat) if isinstance(inst.shape, TupleShape) else flat[0]
+
+
+@HANDLERS.register("while")
+def while_(low, inst, operands):
+    (state,) = operands
+    targets = low.targets(inst)
+    flat = [low.reshard(v, t) for v, t in zip(leaves(state), targets)]
+    state = unflatten(inst.shape, list(flat)) if isinstance(inst.shape, TupleShape) \
+        else flat[0]
+    body, _ = low.partition_callee(inst.attrs.body, [state], targets)
+    condition, _ = low.partition_callee(inst.attrs.condition, [state],
+                                        [low.replicated(0)])
+    loop = low.em.op("while", low.pack(state), condition=condition, body=body)
+    return low.explode(loop, targets, inst.shape)
+
+
+@HANDLERS.register("conditional")
+def conditional(low, inst, operands):
+    selector, *branch_operands = operands
+    selector = low.replicate(selector)
+    targets = low.targets(inst)
+    attrs = inst.attrs
+    branches = attrs.branch_computations or (attrs.true_computation, attrs.false_computation)
+    new_branches = [low.partition_callee(branch, [value], targets)[0]
+                    for branch, value in zip(branches, branch_operands)]
+    args = [selector.inst] + [low.pack(v) for v in branch_operands]
+    if attrs.branch_computations:
+        result = low.em.op("conditional", *args, branch_computations=tuple(new_branches))
+    else:
+        result = low.em.op("conditional", *args, true_computation=new_branches[0],
+                           false_computation=new_branches[1])
+    return low.explode(result, targets, inst.shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# custom calls and manual computations
+
+
+@HANDLERS.register("custom-call")
+def custom_call(low, inst, operands):
+    target_name = inst.attrs.custom_call_target
+    if target_name in IDENTITY_TARGETS and len(operands) == 1:
+        targets = low.targets(inst)
+        flat = [low.reshard(v, t) for v, t in zip(leaves(operands[0]), targets)]
+        return unflatten(inst.shape, flat) if isinstance(inst.shape, TupleShape) else flat[0]
+    if target_name in MANUAL_IN:
+        return manual_in(low, inst, operands)
+    if target_name in MANUAL_OUT:
+        return manual_out(low, inst, operands)
+    if target_name == "SPMDFullToShardShape":
+        return full_to_shard(low, inst, operands)
+    if target_name == "SPMDShardToFullShape":
+        return shard_to_full(low, inst, operands)
+    return generic(low, inst, operands)
+
+
+def _per_value(low, inst, key: str):
+    from xla_spmd.sharding import parse_sharding_per_value
+    text = inst.frontend_attribute(key)
+    if text is None:
+        raise PartitionError(f"{inst.name}: manual computation boundary without {key}")
+    meshes = low.partitioner.meshes
+    return parse_sharding_per_value(text.replace('\\"', '"'), meshes)
+
+
+def _manual_axes(low, inst) -> set[str]:
+    text = inst.frontend_attribute("xla.sdy.manual_axes") or ""
+    return {part.strip().strip('\\"').strip('"') for part in
+            text.split("{", 1)[-1].rstrip("}>").split(",") if part.strip()}
+
+
+def _restrict(low, sharding, manual: set[str]):
+    return low.sharding([[a for a in d.axes if a.name in manual] for d in sharding.dims])
+
+
+def _is_manual(operands) -> bool:
+    return any(getattr(v, "manual", False) for v in leaves(PTuple(tuple(operands))))
+
+
+def manual_in(low, inst, operands):
+    in_shardings = _per_value(low, inst, "xla.sdy.in_shardings")
+    manual = _manual_axes(low, inst)
+    results = []
+    for value, sharding in zip(operands, in_shardings):
+        wanted = _restrict(low, low.normalize(sharding, value.global_shape.rank), manual)
+        local = low.reshard(value, wanted)
+        results.append(_ManualLeaf(local.inst, low.replicated(local.inst.shape.rank),
+                                   local.inst.shape))
+    if isinstance(inst.shape, TupleShape):
+        return PTuple(tuple(results))
+    return results[0]
+
+
+def manual_call(low, inst, operands):
+    body = _strip_shardings(low, inst.attrs.to_apply)
+    args = [low.pack(v) for v in operands]
+    result = low.em.clone(inst, args, inst.shape, attrs=_with_body(inst.attrs, body))
+    shapes = inst.shape.elements if isinstance(inst.shape, TupleShape) else (inst.shape,)
+    if not isinstance(inst.shape, TupleShape):
+        return _ManualLeaf(result, low.replicated(inst.shape.rank), inst.shape)
+    items = []
+    for index, shape in enumerate(shapes):
+        gte = low.em.op("get-tuple-element", result, index=index)
+        items.append(_ManualLeaf(gte, low.replicated(shape.rank), shape))
+    return PTuple(tuple(items))
+
+
+def manual_out(low, inst, operands):
+    out_shardings = _per_value(low, inst, "xla.sdy.out_shardings")
+    manual = _manual_axes(low, inst)
+    targets = low.targets(inst)
+    shapes = inst.shape.elements if isinstance(inst.shape, TupleShape) else (inst.shape,)
+    results = []
+    for value, sharding, shape, target in zip(operands, out_shardings, shapes, targets):
+        have = _restrict(low, low.normalize(sharding, shape.rank), manual)
+        results.append(low.reshard(PValue(value.inst, have, shape), target))
+    if isinstance(inst.shape, TupleShape):
+        return PTuple(tuple(results))
+    return results[0]
+
+
+def full_to_shard(low, inst, operands):
+    (value,) = operands
+    local = value
+    if tuple(local.inst.shape.dims) != tuple(inst.shape.dims):
+        raise PartitionError(f"{inst.name}: the operand's shards {local.inst.shape} do not "
+                             f"match the manual shape {inst.shape}")
+    return _ManualLeaf(local.inst, low.replicated(inst.shape.rank), inst.shape)
+
+
+def shard_to_full(low, inst, operands):
+    (value,) = operands
+    target = low.target(inst)
+    local_shape = low.local_shape(inst.shape, target)
+    if local_shape.dims != value.inst.shape.dims:
+        raise PartitionError(f"{inst.name}: manual shards {value.inst.shape} do not match "
+                             f"the sharding {target} of {inst.shape}")
+    return PValue(value.inst, target, inst.shape)
+
+
+class _ManualLeaf(PValue):
+    __slots__ = ()
+    manual = True
+
+
+def _with_body(attrs, body):
+    import dataclasses
+    return dataclasses.replace(attrs, to_apply=body)
+
+
+def _strip_shardings(low, computation):
+    """The manual body as written, without shardings (they describe the global program)."""
+    cache = low.partitioner.stripped
+    if computation.name not in cache:
+        cache[computation.name] = rewrite(
+            computation, lambda i, ops: i.replace(operands=ops, sharding=None))
+    return cache[computation.name]

@@ -1,0 +1,124 @@
+"""reduce, reduce-window, select-and-scatter and sort.
+
+reduce: kept dims take the result's axes; reduced dims keep the axes the operand already has
+there (when free), so the op reduces locally (padding masked with the init value, the
+reducer's identity) and one all-reduce with the op's own reducer combines the partial results
+over the axes of the reduced dims. Variadic reduces (argmax) need their reduced dims
+replicated, since an all-reduce combines each operand alone.
+
+Windowed ops and sort keep their windowed / sorted dims replicated and the others local.
+"""
+
+from __future__ import annotations
+
+from xla_spmd.ir import TupleShape
+from xla_spmd.partition.partitioner import PValue, unflatten
+from xla_spmd.partition.registry import HANDLERS
+from xla_spmd.partition.uneven import mask_padding
+
+
+@HANDLERS.register("reduce")
+def reduce(low, inst, operands):
+    half = len(operands) // 2
+    inputs, inits = operands[:half], operands[half:]
+    targets = low.targets(inst)
+    target = targets[0]
+    reduced = tuple(inst.attrs.dimensions)
+    rank = inputs[0].global_shape.rank
+    kept = [d for d in range(rank) if d not in reduced]
+    out_axes = [tuple(d.axes) for d in target.dims]
+    used = {a for axes in out_axes for a in axes}
+    operand_axes = [()] * rank
+    for k, d in enumerate(kept):
+        operand_axes[d] = out_axes[k]
+    partial = []
+    if half == 1:
+        current = inputs[0].sharding
+        for d in reduced:
+            axes = []
+            for axis in current.dims[d].axes:
+                if any(axis.overlaps(u) for u in used) or any(axis.overlaps(p)
+                                                              for p in partial):
+                    break
+                axes.append(axis)
+            operand_axes[d] = tuple(axes)
+            partial.extend(axes)
+    wanted = low.sharding(operand_axes)
+    args = []
+    for x, init in zip(inputs, inits):
+        x = low.reshard(x, wanted)
+        init = low.replicate(init)
+        args.append(mask_padding(low, x, reduced, init.inst))
+    args += [low.replicate(i) for i in inits]
+    local_sharding = low.sharding(out_axes)
+    shardings = [local_sharding] * half
+    if isinstance(inst.shape, TupleShape):
+        local_shape = TupleShape(tuple(low.local_shape(s, local_sharding)
+                                       for s in inst.shape.elements))
+        local = low.em.clone(inst, [a.inst for a in args], local_shape)
+        value = low.explode(local, shardings, inst.shape)
+        flat = [low.reshard(v, t) for v, t in zip(value.items, targets)]
+        return unflatten(inst.shape, flat)
+    value = low.emit(inst, args, local_sharding)
+    if partial:
+        kept_unreduced = [a for a in partial if a in target.unreduced]
+        resolve = [a for a in partial if a not in target.unreduced]
+        inst_reduced = value.inst
+        if resolve:
+            inst_reduced = low.em.all_reduce(value.inst, resolve, inst.attrs.to_apply,
+                                             sharding=local_sharding)
+        value = PValue(inst_reduced, low.sharding(out_axes, kept_unreduced), inst.shape)
+    return low.reshard(value, target)
+
+
+def _windowed(low, inst, operands, window, count):
+    """First `count` operands sharded like the result minus windowed dims; rest replicated."""
+    targets = low.targets(inst)
+    target = targets[0]
+    moving = {d for d, w in enumerate(window.dims)
+              if (w.size, w.stride, w.padding_low, w.padding_high, w.lhs_dilation,
+                  w.rhs_dilation) != (1, 1, 0, 0, 1, 1)}
+    compute = target.replace(dims=[[] if d in moving else list(s.axes)
+                                   for d, s in enumerate(target.dims)], unreduced=())
+    args = [low.reshard(o, compute) for o in operands[:count]]
+    args += [low.replicate(o) for o in operands[count:]]
+    if isinstance(inst.shape, TupleShape):
+        local_shape = TupleShape(tuple(low.local_shape(s, compute) for s in inst.shape.elements))
+        local = low.em.clone(inst, [a.inst for a in args], local_shape)
+        value = low.explode(local, [compute] * len(inst.shape.elements), inst.shape)
+        return unflatten(inst.shape, [low.reshard(v, t) for v, t in zip(value.items, targets)])
+    return low.reshard(low.emit(inst, args, compute), target)
+
+
+@HANDLERS.register("reduce-window")
+def reduce_window(low, inst, operands):
+    return _windowed(low, inst, operands, inst.attrs.window, len(operands) // 2)
+
+
+@HANDLERS.register("select-and-scatter")
+def select_and_scatter(low, inst, operands):
+    operand, source, init = operands
+    target = low.target(inst)
+    window = inst.attrs.window
+    moving = {d for d, w in enumerate(window.dims)
+              if (w.size, w.stride, w.padding_low, w.padding_high) != (1, 1, 0, 0)}
+    compute = target.replace(dims=[[] if d in moving else list(s.axes)
+                                   for d, s in enumerate(target.dims)], unreduced=())
+    args = [low.reshard(operand, compute), low.reshard(source, compute), low.replicate(init)]
+    return low.reshard(low.emit(inst, args, compute), target)
+
+
+@HANDLERS.register("sort")
+def sort(low, inst, operands):
+    targets = low.targets(inst)
+    target = targets[0]
+    (dim,) = inst.attrs.dimensions
+    compute = target.replace(dims=[[] if d == dim else list(s.axes)
+                                   for d, s in enumerate(target.dims)], unreduced=())
+    args = [low.reshard(o, compute) for o in operands]
+    if isinstance(inst.shape, TupleShape):
+        local_shape = TupleShape(tuple(low.local_shape(s, compute) for s in inst.shape.elements))
+        local = low.em.clone(inst, [a.inst for a in args], local_shape)
+        value = low.explode(local, [compute] * len(inst.shape.elements), inst.shape)
+        return unflatten(inst.shape, [low.reshard(v, t) for v, t in zip(value.items, targets)])
+    return low.reshard(low.emit(inst, args, compute), target)
