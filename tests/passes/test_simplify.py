@@ -41,6 +41,13 @@ CASES = {
   %b = s32[2,3] broadcast(%z), dimensions={{}}
   ROOT %r = s32[2,3] multiply(%i, %b)""", "s32[2,3]"), module(I, f"""{PI}
   ROOT %r = s32[2,3] constant({{ {{ 0, 0, 0 }}, {{ 0, 0, 0 }} }})""", "s32[2,3]")),
+    "multiply_zero_int_large": (module("i: s32[8,8]", """  %i = s32[8,8] parameter(0)
+  %z = s32[] constant(0)
+  %b = s32[8,8] broadcast(%z), dimensions={}
+  ROOT %r = s32[8,8] multiply(%b, %i)""", "s32[8,8]"), module("i: s32[8,8]", """
+  %i = s32[8,8] parameter(0)
+  %r.zero = s32[] constant(0)
+  ROOT %r = s32[8,8] broadcast(%r.zero), dimensions={}""", "s32[8,8]")),
     "multiply_zero_float_kept": (module("x: f32[8,8]", """  %x = f32[8,8] parameter(0)
   %z = f32[] constant(0)
   %b = f32[8,8] broadcast(%z), dimensions={}

@@ -18,6 +18,7 @@ from xla_spmd.ir import (
     S32,
     ArrayShape,
     Builder,
+    ComparisonDirection,
     Computation,
     Instruction,
     Literal,
@@ -288,7 +289,7 @@ def _lower_step(em: Emitter, x: Instruction, step: Step, cur, unreduced, global_
         keep = em.device_value([int(axes_coordinate(mesh, d, axes) == 0)
                                 for d in range(mesh.size)])
         one = em.scalar(1, S32)
-        flag = em.op("compare", keep, one, direction="EQ")
+        flag = em.op("compare", keep, one, direction=ComparisonDirection.EQ)
         mask = em.broadcast_scalar(flag, x.shape.dims)
         zeros = em.broadcast_scalar(em.scalar(0, x.shape.dtype), x.shape.dims)
         unreduced = list(unreduced) + list(axes)

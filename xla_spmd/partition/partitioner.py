@@ -234,6 +234,7 @@ class Lowering:
 def rebind_called(inst: Instruction, replaced: dict) -> Instruction:
     """`inst` calling the rebuilt versions (by name) of the computations it calls."""
     import dataclasses
+
     from xla_spmd.ir import AttrKind
     changes = {}
     for spec in inst.op.attrs:

@@ -10,7 +10,7 @@ its mask is ``[6, 7] < 7 = [true, false]``.
 
 from __future__ import annotations
 
-from xla_spmd.ir import PRED, S32, ArrayShape, Instruction
+from xla_spmd.ir import PRED, S32, ArrayShape, ComparisonDirection, Instruction
 from xla_spmd.partition.reshard import axes_size
 
 
@@ -41,7 +41,7 @@ def valid_mask(low, value, dims) -> Instruction | None:
         offset = em.axes_value(axes, local[dim])
         position = em.op("add", iota, em.broadcast_scalar(offset, local))
         limit = em.broadcast_scalar(em.scalar(value.global_shape.dims[dim], S32), local)
-        inside = em.op("compare", position, limit, direction="LT")
+        inside = em.op("compare", position, limit, direction=ComparisonDirection.LT)
         mask = inside if mask is None else em.op("and", mask, inside)
     assert mask.shape.dtype is PRED
     return mask

@@ -7,7 +7,7 @@ pass only knows the module header (``num_partitions=``, ``replica_count=``); `De
 records which counts the header states, and every helper answers None ("unknown") rather than
 guess a count the header does not give.
 
-`partition_values` is the heart of the slice matchers: it evaluates a small integer
+`PartitionValues` is the heart of the slice matchers: it evaluates a small integer
 expression for every partition at once (a numpy row per partition), so "offset = rank of the
 partition in its group × chunk" is checked by comparing two tables, whatever way the
 partitioner spelled the offset. Supported expression ops (scalars or tiny integer arrays):
@@ -18,7 +18,7 @@ Anything else (a parameter, `replica-id`, a data-dependent value) makes it answe
 
 Example: with 4 partitions, ``%t = s32[4] constant({0, 2, 4, 6})``,
 ``%d = s32[1] dynamic-slice(%t, partition-id()), dynamic_slice_sizes={1}`` and
-``%o = s32[] reshape(%d)`` give ``partition_values(%o) == [0, 2, 4, 6]``.
+``%o = s32[] reshape(%d)`` give ``PartitionValues(4)(%o) == [0, 2, 4, 6]``.
 """
 
 from __future__ import annotations
@@ -121,19 +121,19 @@ class PartitionValues:
 
     def __init__(self, num_partitions: int):
         self.num_partitions = num_partitions
-        self.memo: dict[int, np.ndarray | None] = {}
+        self.memo: dict[int, tuple] = {}
 
     def __call__(self, inst: Instruction, depth: int = 0) -> np.ndarray | None:
         """An int64 array of shape ``(num_partitions, *inst.shape.dims)``, or None."""
         key = id(inst)
         if key in self.memo:
-            return self.memo[key]
+            return self.memo[key][1]
         value = None
         if depth <= MAX_EXPRESSION_DEPTH and _is_small_integer(inst):
             value = self._evaluate(inst, depth)
             if value is not None:
                 value = _wrap(value, inst)
-        self.memo[key] = value
+        self.memo[key] = (inst, value)  # holding `inst` keeps its id unique
         return value
 
     def _evaluate(self, inst: Instruction, depth: int) -> np.ndarray | None:

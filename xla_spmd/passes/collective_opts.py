@@ -9,7 +9,7 @@ Passes:
   of the whole dimensions do not matter: they clamp to 0) → ``reduce-scatter(x),
   dimensions={d}`` with the all-reduce's groups and reducer. The offset is checked by
   evaluating it as a function of `partition-id` for every partition (see
-  `collective_groups.partition_values`), so the table form GSPMD emits
+  `collective_groups.PartitionValues`), so the table form GSPMD emits
   (``reshape(dynamic-slice(constant table, partition-id))``), the arithmetic form
   (``multiply(convert(partition-id), chunk)``, with divide/remainder for sub-groups) and any
   mix of them are recognised alike. Groups with flattened ids

@@ -126,11 +126,6 @@ def transform_module(module: Module, fn: Callable[[Computation], Computation]) -
                   replaced[module.entry.name], module.header)
 
 
-def computation_pass(name: str, fn: Callable[[Computation], Computation]) -> Pass:
-    """A pass applying a per-computation rewrite to every computation of the module."""
-    return Pass(name, lambda module: transform_module(module, fn))
-
-
 def has_side_effect(inst: Instruction) -> bool:
     """Whether `inst` must run even when its result is unused."""
     if inst.opcode == "custom-call":

@@ -62,7 +62,7 @@ class _Context:
     def __init__(self, computation: Computation):
         self.computation = computation
         self._names: NameGen | None = None
-        self._splats: dict[int, object] = {}
+        self._splats: dict[int, tuple] = {}
 
     def fresh(self, base: str) -> str:
         if self._names is None:
@@ -71,10 +71,10 @@ class _Context:
 
     def splat(self, inst: Instruction):
         """The one value every element of `inst` has (constant or broadcast constant)."""
-        key = id(inst)
-        if key not in self._splats:
-            self._splats[key] = _splat(inst)
-        return self._splats[key]
+        entry = self._splats.get(id(inst))
+        if entry is None:  # the instruction is kept in the entry so its id stays unique
+            entry = self._splats[id(inst)] = (inst, _splat(inst))
+        return entry[1]
 
 
 _NONE = object()

@@ -1,0 +1,97 @@
+"""What the training examples share: command line, mesh, sharding strategies, the loop.
+
+A strategy maps each parameter to a PartitionSpec over the mesh axes "data" and "model":
+
+    dp    parameters replicated, the batch split over every device
+    tp    Megatron: column-parallel then row-parallel weights on "model", batch on "data"
+    fsdp  every parameter's first dim and the batch split over every device
+    2d    Megatron on "model" and FSDP on "data" together, batch on "data"
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+import xla_spmd as xs
+
+STRATEGIES = ("dp", "tp", "fsdp", "2d")
+
+
+def parse_args(description: str, steps: int = 20) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--mesh", default="data=2,model=4",
+                        help="mesh axes and sizes, e.g. data=2,model=4 or data=1")
+    parser.add_argument("--strategy", choices=STRATEGIES, default="tp")
+    parser.add_argument("--steps", type=int, default=steps)
+    parser.add_argument("--log-every", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    return parser.parse_args()
+
+
+def make_mesh(text: str) -> xs.Mesh:
+    axes = {}
+    for item in text.split(","):
+        name, _, size = item.partition("=")
+        if not size.isdigit():
+            raise SystemExit(f"--mesh {text!r}: expected name=size pairs like data=2,model=4")
+        axes[name.strip()] = int(size)
+    for name in ("data", "model"):
+        axes.setdefault(name, 1)
+    mesh = xs.make_mesh(axes)
+    if xs.device_count() != mesh.size:
+        xs.set_num_devices(mesh.size)  # in-process devices; under mpirun, use -n mesh.size
+    return mesh
+
+
+def spec_for(strategy: str, role: str, rank: int) -> xs.PartitionSpec:
+    """The PartitionSpec of a parameter by its role: "column" (d_in, d_out) weights whose
+    output dim is split by Megatron, "row" weights whose input dim is, or "vector"."""
+    every = ("data", "model")
+    if strategy == "dp" or (strategy != "fsdp" and role == "vector"):
+        return xs.P()
+    if strategy == "fsdp":
+        return xs.P(every, *([None] * (rank - 1)))
+    fsdp = "data" if strategy == "2d" else None
+    if role == "column":
+        return xs.P(fsdp, "model")
+    if role == "row":
+        return xs.P("model", fsdp)
+    return xs.P()
+
+
+def batch_spec(strategy: str, rank: int) -> xs.PartitionSpec:
+    split = ("data", "model") if strategy in ("dp", "fsdp") else "data"
+    return xs.P(split, *([None] * (rank - 1)))
+
+
+def shardings(mesh, strategy: str, roles: dict, params: dict) -> dict:
+    return {name: xs.NamedSharding(mesh, spec_for(strategy, roles[name], params[name].ndim))
+            for name in params}
+
+
+def train(step, params, batches, *, args, items_per_step: int, unit: str, title: str
+          ) -> list[float]:
+    """Run the loop; print the loss every few steps (rank 0 only) and return the losses."""
+    speaker = xs.process_index() == 0
+    console = Console(quiet=not speaker)
+    console.print(f"[bold]{title}[/]: mesh {args.mesh}, strategy {args.strategy}, "
+                  f"{xs.device_count()} devices ({xs.process_count()} processes)")
+    losses = []
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
+               TimeElapsedColumn())
+    with Progress(*columns, console=console, disable=not speaker) as progress:
+        task = progress.add_task("training", total=args.steps, info="")
+        start = time.perf_counter()
+        for i in range(args.steps):
+            params, loss = step(params, *batches(i))
+            losses.append(float(np.asarray(loss)))
+            rate = items_per_step * (i + 1) / (time.perf_counter() - start)
+            progress.update(task, advance=1, info=f"loss {losses[-1]:.4f}  {rate:,.0f} {unit}/s")
+            if (i + 1) % args.log_every == 0 or i == 0:
+                progress.console.print(f"step {i + 1:4d}  loss {losses[-1]:.6f}")
+    return losses
