@@ -213,3 +213,26 @@ def test_fixed_point_runs_to_convergence():
 def test_dce_is_identity_on_clean_module():
     module = parse_hlo(DCE_CASES["all_live"][0])
     assert dce(module) is module
+
+
+SHARDED = """HloModule m, num_partitions=2
+ENTRY %e (x: f32[4]) -> f32[4] {
+  %x = f32[4] parameter(0), sharding={devices=[2]<=[2]}
+  %a = f32[4] negate(%x), sharding={devices=[2]<=[2]}
+  %b = f32[4] negate(%x), sharding={replicated}
+  %c = f32[4] copy(%b), sharding={devices=[2]<=[2]}
+  ROOT %r = f32[4] add(%a, %c), sharding={devices=[2]<=[2]}
+}"""
+
+
+def test_shardings_respected_before_partitioning_and_ignored_after():
+    from pass_helpers import assert_same_results
+
+    from xla_spmd.passes import optimize_spmd
+    module = parse_hlo(SHARDED)
+    kept = run_passes(module, [simplify_pass, cse_pass, dce_pass], verify_each=True)
+    assert [i.opcode for i in kept.entry.instructions].count("negate") == 2
+    assert "copy" in [i.opcode for i in kept.entry.instructions]
+    optimized = optimize_spmd(module, verify_each=True)
+    assert [i.opcode for i in optimized.entry.instructions] == ["parameter", "negate", "add"]
+    assert_same_results(module, optimized, num_devices=2)

@@ -9,6 +9,8 @@ pairs.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from xla_spmd.frontend import lax
@@ -23,6 +25,7 @@ from xla_spmd.ir import (
     ComparisonDirection,
     ConvDimensionNumbers,
     TupleShape,
+    Window,
 )
 from xla_spmd.ir.module import make_instruction
 
@@ -65,7 +68,7 @@ def _dot(ct, inst, ops, out):
 
 
 # ---------------------------------------------------------------------------------------------
-# convolution (feature_group_count = batch_group_count = 1)
+# convolution
 
 
 def _specs(dn: ConvDimensionNumbers):
@@ -109,12 +112,30 @@ def _conv_vjp_rhs_padding(in_shape, window, strides, out_shape, padding, lhs_dil
     return list(zip(lows, highs))
 
 
+def _reshape_axis_out_of(axis: int, size: int, x):
+    """Split dim `axis` of `x` into (size, rest), `size` major."""
+    shape = list(x.shape)
+    shape[axis:axis + 1] = [size, shape[axis] // size]
+    return lax.reshape(x, shape)
+
+
+def _reshape_axis_into(source: int, target: int, x):
+    """Merge dim `source` into dim `target` (numbered after `source` is removed), major."""
+    permutation = [d for d in range(x.ndim) if d != source]
+    permutation.insert(target, source)
+    shape = [n for d, n in enumerate(x.shape) if d != source]
+    shape[target] *= x.shape[source]
+    return lax.reshape(lax.transpose(x, permutation), shape)
+
+
 @VJP.register("convolution")
 def _convolution(ct, inst, ops, out):
+    """JAX's `_conv_general_dilated_transpose_lhs/rhs`, grouped convolutions included: the
+    transpose of a feature-grouped conv is feature-grouped in the lhs and batch-grouped in the
+    rhs, and the other way round."""
     a = inst.attrs
-    if a.feature_group_count != 1 or a.batch_group_count != 1:
-        raise NotImplementedError("VJP of grouped convolutions")
     lhs, rhs = ops
+    features, batches = a.feature_group_count, a.batch_group_count
     lhs_spec, rhs_spec, out_spec = _specs(a.dim_labels)
     w = a.window.dims
     strides = [d.stride for d in w]
@@ -124,16 +145,24 @@ def _convolution(ct, inst, ops, out):
     in_spatial = [lhs.shape[d] for d in lhs_spec[2:]]
     window = [rhs.shape[d] for d in rhs_spec[2:]]
     out_spatial = [ct.shape[d] for d in out_spec[2:]]
+    kernel, groups = rhs, max(features, batches)
+    if groups > 1:  # move the group axis from the kernel's output into its input features
+        kernel = _reshape_axis_out_of(rhs_spec[0], groups, kernel)
+        kernel = _reshape_axis_into(rhs_spec[0], rhs_spec[1], kernel)
     lhs_pads = conv_vjp_lhs_padding(in_spatial, window, strides, out_spatial, padding,
                                     lhs_dilation, rhs_dilation)
     lhs_ct = lax.conv_general_dilated(
-        ct, lax.rev(rhs, rhs_spec[2:]), lhs_dilation, lhs_pads, strides, rhs_dilation,
-        _from_specs(out_spec, _swap(rhs_spec), lhs_spec))
+        ct, lax.rev(kernel, rhs_spec[2:]), lhs_dilation, lhs_pads, strides, rhs_dilation,
+        _from_specs(out_spec, _swap(rhs_spec), lhs_spec), feature_group_count=groups)
+    if batches > 1:
+        lhs_ct = _reshape_axis_out_of(lhs_spec[1], batches, lhs_ct)
+        lhs_ct = _reshape_axis_into(lhs_spec[1], lhs_spec[0], lhs_ct)
     rhs_pads = _conv_vjp_rhs_padding(in_spatial, window, strides, out_spatial, padding,
                                      lhs_dilation, rhs_dilation)
     rhs_ct = lax.conv_general_dilated(
         lhs, ct, rhs_dilation, rhs_pads, lhs_dilation, strides,
-        _from_specs(_swap(lhs_spec), _swap(out_spec), _swap(rhs_spec)))
+        _from_specs(_swap(lhs_spec), _swap(out_spec), _swap(rhs_spec)),
+        feature_group_count=batches, batch_group_count=features)
     return [lhs_ct, rhs_ct]
 
 
@@ -147,28 +176,68 @@ def _reduce_window(ct, inst, ops, out):
         raise NotImplementedError("VJP of a variadic reduce-window")
     x = ops[0]
     w = inst.attrs.window.dims
-    if any(d.lhs_dilation != 1 for d in w):
-        raise NotImplementedError("VJP of reduce-window with base dilation")
     kind = reducer_kind(inst.attrs.to_apply)
     sizes = [d.size for d in w]
     strides = [d.stride for d in w]
     padding = [(d.padding_low, d.padding_high) for d in w]
-    if kind == "add":
+    base_dilation = [d.lhs_dilation for d in w]
+    window_dilation = [d.rhs_dilation for d in w]
+    if kind == "add":  # JAX's _reduce_window_sum_transpose_rule
         pads = conv_vjp_lhs_padding(x.shape, sizes, strides, ct.shape, padding,
-                                    [1] * x.ndim, [d.rhs_dilation for d in w])
+                                    base_dilation, window_dilation)
         padded = lax.pad(ct, lax.constant(0, ct.aval.dtype),
                          [(lo, hi, s - 1) for (lo, hi), s in zip(pads, strides)])
-        return [lax.reduce_window(padded, "add", sizes, None, None, None,
-                                  [d.rhs_dilation for d in w]), None]
+        return [lax.reduce_window(padded, "add", sizes, base_dilation, None, None,
+                                  window_dilation), None]
     if kind in ("max", "min"):
-        if any(d.rhs_dilation != 1 for d in w):
-            raise NotImplementedError("VJP of max/min reduce-window with window dilation")
-        select = _select_computation(x.aval.dtype, "GE" if kind == "max" else "LE")
-        result = bind("select-and-scatter", x, ct, lax.constant(0, ct.aval.dtype),
-                      window=inst.attrs.window, select=select,
-                      scatter=reducer("add", ct.aval.dtype))
-        return [result, None]
+        if any(d != 1 for d in window_dilation):
+            return [_chooser_window_unrolled(ct, x, out, inst, kind), None]
+        return [_chooser_window(ct, x, inst, kind, base_dilation), None]
     raise NotImplementedError(f"VJP of reduce-window with {inst.attrs.to_apply.name}")
+
+
+def _chooser_window(ct, x, inst, kind: str, base_dilation):
+    """Max/min pooling's transpose is select-and-scatter (the first winner of each window
+    gets the cotangent); base dilation pads the holes with the identity first and strides
+    them out after (JAX's `_select_and_gather_add_transpose`)."""
+    dilated = any(d != 1 for d in base_dilation)
+    operand = x
+    if dilated:
+        identity = lax.constant(lax.reduction_identity(kind, x.aval.dtype), x.aval.dtype)
+        operand = lax.pad(x, identity, [(0, 0, d - 1) for d in base_dilation])
+    window = Window(tuple(replace(d, lhs_dilation=1) for d in inst.attrs.window.dims))
+    select = _select_computation(x.aval.dtype, "GE" if kind == "max" else "LE")
+    result = bind("select-and-scatter", operand, ct, lax.constant(0, ct.aval.dtype),
+                  window=window, select=select, scatter=reducer("add", ct.aval.dtype))
+    if dilated:
+        result = lax.slice(result, [0] * x.ndim, result.shape, base_dilation)
+    return result
+
+
+def _chooser_window_unrolled(ct, x, out, inst, kind: str):
+    """Max/min pooling with window dilation (which select-and-scatter cannot express, and JAX
+    does not differentiate): one strided slice of the padded operand per window position; the
+    first position holding the result wins, as in select-and-scatter."""
+    w = inst.attrs.window.dims
+    identity = lax.constant(lax.reduction_identity(kind, x.aval.dtype), x.aval.dtype)
+    padded = lax.pad(x, identity, [(d.padding_low, d.padding_high, d.lhs_dilation - 1)
+                                   for d in w])
+    zero = lax.constant(0, ct.aval.dtype)
+    taken = lax.full(ct.shape, False, PRED)
+    padded_ct = None
+    for offsets in np.ndindex(*[d.size for d in w]):
+        starts = [k * d.rhs_dilation for k, d in zip(offsets, w)]
+        limits = [s + (n - 1) * d.stride + 1 for s, n, d in zip(starts, ct.shape, w)]
+        candidate = lax.slice(padded, starts, limits, [d.stride for d in w])
+        wins = xnp.logical_and(candidate == out, xnp.logical_not(taken))
+        taken = xnp.logical_or(taken, wins)
+        config = [(s, n - lim, d.stride - 1) for s, lim, n, d in
+                  zip(starts, limits, padded.shape, w)]
+        term = lax.pad(lax.select(wins, ct, lax.zeros_like(ct)), zero, config)
+        padded_ct = term if padded_ct is None else lax.add(padded_ct, term)
+    return lax.slice(padded_ct, [d.padding_low for d in w],
+                     [n - d.padding_high for n, d in zip(padded.shape, w)],
+                     [d.lhs_dilation for d in w])
 
 
 _SELECTS: dict = {}

@@ -51,6 +51,11 @@ def gather(low, inst, operands):
     return low.reshard(value, target)
 
 
+def _is_add(computation) -> bool:
+    root = computation.root
+    return root.opcode == "add" and all(o.opcode == "parameter" for o in root.operands)
+
+
 @HANDLERS.register("scatter")
 def scatter(low, inst, operands):
     n = len(operands) // 2
@@ -67,15 +72,42 @@ def scatter(low, inst, operands):
     update_rank = updates[0].global_shape.rank
     operand_axes = [()] * rank
     update_axes = [()] * update_rank
+    used = []
     for update_dim, op_dim in zip(a.update_window_dims, window):
         whole = updates[0].global_shape.dims[update_dim] == inputs[0].global_shape.dims[op_dim]
         axes = tuple(target.dims[op_dim].axes)
         if whole and op_dim not in a.scatter_dims_to_operand_dims and axes:
             operand_axes[op_dim] = axes
             update_axes[update_dim] = axes
-    compute = low.sharding(operand_axes)
+            used.extend(axes)
+    # Index dims: explicit batching dims shard the operand alike; other index dims may stay
+    # sharded when the combiner adds (each device scatters its updates into a partial sum).
+    index_rank = indices.global_shape.rank
+    index_dims = [d for d in range(index_rank) if d != a.index_vector_dim]
+    scatter_update_dims = [d for d in range(update_rank) if d not in a.update_window_dims]
+    batching = dict(zip(a.scatter_indices_batching_dims, a.input_batching_dims))
+    index_axes = [()] * index_rank
+    partial = []
+    adds = n == 1 and _is_add(a.to_apply)
+    for index_dim, update_dim in zip(index_dims, scatter_update_dims):
+        axes = []
+        for axis in indices.sharding.dims[index_dim].axes:
+            if any(axis.overlaps(u) for u in used):
+                break
+            axes.append(axis)
+        axes = tuple(axes)
+        if index_dim in batching:
+            operand_axes[batching[index_dim]] = axes
+        elif not adds:
+            axes = ()
+        else:
+            partial.extend(axes)
+        index_axes[index_dim] = axes
+        update_axes[update_dim] = axes
+        used.extend(axes)
+    compute = low.sharding(operand_axes, partial)
     xs = [low.reshard(x, compute) for x in inputs]
-    idx = low.replicate(indices)
+    idx = low.reshard(indices, low.sharding(index_axes))
     us = [low.reshard(u, low.sharding(update_axes)) for u in updates]
     args = xs + [idx] + us
     if n == 1:

@@ -12,6 +12,7 @@ from xla_spmd.ir import S32, ArrayShape
 from xla_spmd.mesh import AxisRef
 from xla_spmd.partition.partitioner import PValue
 from xla_spmd.partition.registry import HANDLERS
+from xla_spmd.partition.reshard import plan_reshard
 
 
 def _clear(sharding, dims):
@@ -25,13 +26,26 @@ def _dims_axes(sharding):
 
 
 @HANDLERS.register("broadcast")
-def broadcast(low, inst, operands):
+def broadcast(low, inst, operands, target=None):
     (operand,) = operands
-    target = low.target(inst)
+    target = target or low.target(inst)
     compute = target.replace(unreduced=())
     axes = _dims_axes(compute)
-    x = low.reshard(operand, low.sharding([axes[d] for d in inst.attrs.dimensions]))
-    return low.reshard(low.emit(inst, [x], compute), target)
+    x = low.reshard(operand, _broadcast_operand(low, inst, compute))
+    value = low.emit(inst, [x], compute)
+
+    def cost(new_target):
+        wanted = _broadcast_operand(low, inst, new_target)
+        return plan_reshard(operand.sharding, wanted, operand.global_shape.dims,
+                            operand.global_shape.dtype.itemsize).bytes
+    low.recompute[value.inst] = (lambda t: broadcast(low, inst, operands, t), cost)
+    del axes
+    return low.reshard(value, target)
+
+
+def _broadcast_operand(low, inst, sharding):
+    axes = _dims_axes(sharding)
+    return low.sharding([axes[d] for d in inst.attrs.dimensions])
 
 
 @HANDLERS.register("transpose")
@@ -104,13 +118,15 @@ def dynamic_update_slice(low, inst, operands):
 
 
 @HANDLERS.register("iota")
-def iota(low, inst, operands):
-    target = low.target(inst).replace(unreduced=())
+def iota(low, inst, operands, wanted=None):
+    wanted = wanted or low.target(inst)
+    target = wanted.replace(unreduced=())
     value = low.emit(inst, [], target)
+    low.recompute[value.inst] = (lambda t: iota(low, inst, operands, t), lambda t: 0.0)
     dim = inst.attrs.iota_dimension
     axes = target.dims[dim].axes if inst.shape.rank else ()
     if not axes:
-        return low.reshard(value, low.target(inst))
+        return low.reshard(value, wanted)
     em = low.em
     local = value.inst.shape
     offset = em.axes_value(axes, local.dims[dim])
@@ -118,13 +134,17 @@ def iota(low, inst, operands):
         offset = em.op("convert", offset, shape=ArrayShape(local.dtype, ()))
     shifted = em.op("add", value.inst, em.broadcast_scalar(offset, local.dims),
                     sharding=target)
-    return low.reshard(PValue(shifted, target, inst.shape), low.target(inst))
+    result = PValue(shifted, target, inst.shape)
+    low.recompute[shifted] = low.recompute[value.inst]
+    return low.reshard(result, wanted)
 
 
 @HANDLERS.register("constant")
 def constant(low, inst, operands):
     replicated = low.replicated(inst.shape.rank)
     value = low.emit(inst, [], replicated)
+    low.recompute[value.inst] = (lambda t: low.reshard(value, t.replace(unreduced=())),
+                                 lambda t: 0.0)
     return low.reshard(value, low.target(inst))
 
 

@@ -89,6 +89,9 @@ class Lowering:
         self.partitioner = partitioner
         self.mesh: Mesh = state.mesh
         self.em = Emitter(state)
+        # Local values that are cheaper to compute again in another sharding than to move
+        # (constants, iotas, broadcasts): local instruction -> (recompute(target), its cost).
+        self.recompute: dict[Instruction, object] = {}
 
     # -- shardings -------------------------------------------------------------------------
     def sharding(self, dims_axes, unreduced=()) -> TensorSharding:
@@ -132,6 +135,9 @@ class Lowering:
             return value
         plan = plan_reshard(value.sharding, target, value.global_shape.dims,
                             value.global_shape.dtype.itemsize)
+        recompute = self.recompute.get(value.inst)
+        if recompute is not None and plan.bytes > 0 and recompute[1](target) < plan.bytes:
+            return recompute[0](target)
         inst = lower_plan(self.em, value.inst, value.sharding, plan, value.global_shape.dims)
         return PValue(inst, target, value.global_shape)
 
@@ -342,15 +348,9 @@ def partition(module: Module, mesh: Mesh | None = None, *, propagate: bool = Tru
 
 
 def _optimize(module: Module) -> Module:
+    """The generic SPMD cleanup passes (dce, cse, simplify, collective rewrites), if present."""
     try:
-        from xla_spmd import passes
+        from xla_spmd.passes import optimize_spmd
     except ImportError:
         return module
-    for name in ("dce", "cse"):
-        fn = getattr(passes, name, None)
-        if callable(fn):
-            try:
-                module = fn(module)
-            except XlaSpmdError:  # an optional cleanup must never break partitioning
-                pass
-    return module
+    return optimize_spmd(module)

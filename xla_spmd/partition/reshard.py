@@ -125,9 +125,36 @@ def _plan(mesh, global_dims, itemsize, src_dims, src_unreduced, dst_dims, dst_un
                       dst_unreduced).run()
     permute = _permute_plan(mesh, global_dims, itemsize, src_dims, src_unreduced, dst_dims,
                             dst_unreduced)
-    if permute is not None and permute.bytes < greedy.bytes:
-        return permute
-    return greedy
+    best = greedy
+    if permute is not None and permute.bytes < best.bytes:
+        best = permute
+    sliced = _slice_then_permute(mesh, global_dims, itemsize, src_dims, src_unreduced,
+                                 dst_dims, dst_unreduced)
+    if sliced is not None and sliced.bytes < best.bytes:
+        best = sliced
+    return best
+
+
+def _slice_then_permute(mesh, global_dims, itemsize, src_dims, src_unreduced, dst_dims,
+                        dst_unreduced) -> Plan | None:
+    """Append the wanted axes no dim holds yet (free), then permute tiles into place."""
+    if src_unreduced or dst_unreduced:
+        return None
+    used = {a for axes in src_dims for a in axes}
+    steps, middle = [], []
+    for dim, (cur, dst) in enumerate(zip(src_dims, dst_dims)):
+        extra = tuple(a for a in dst if a not in used and a not in cur)
+        if extra and not compatible(global_dims[dim], axes_size(mesh, cur), axes_size(mesh, extra)):
+            return None
+        if extra:
+            steps.append(Step("slice", extra, dim))
+        middle.append(tuple(cur) + extra)
+    if not steps:
+        return None
+    permute = _permute_plan(mesh, global_dims, itemsize, tuple(middle), (), dst_dims, ())
+    if permute is None:
+        return None
+    return Plan(tuple(steps) + permute.steps)
 
 
 class _Planner:

@@ -6,7 +6,10 @@ object when it changes nothing. Passes import only `xla_spmd.ir` and `xla_spmd.e
 
 `optimize_spmd` is the sequence the partitioner runs on its output: simplify, cse, dce,
 all-reduce + dynamic-slice → reduce-scatter, own-shard all-gather removal, no-op collective
-removal, combining, dce — repeated to a fixed point (at most `max_iterations` rounds).
+removal, combining, dce — repeated to a fixed point (at most `max_iterations` rounds). On
+an SPMD module shardings are informational, so it runs the passes with
+``respect_shardings=False``; run the passes one by one (default ``respect_shardings=True``)
+on a module before partitioning.
 
 >>> from xla_spmd.ir import parse_hlo
 >>> m = parse_hlo('''HloModule m, num_partitions=2
@@ -50,9 +53,18 @@ from xla_spmd.passes.pass_manager import (
 )
 from xla_spmd.passes.simplify import ROWS, simplify, simplify_pass
 
-SPMD_PASSES = (simplify_pass, cse_pass, dce_pass, create_reduce_scatter_pass,
-               remove_own_shard_gather_pass, remove_noop_collectives_pass,
-               combine_collectives_pass, dce_pass)
+# After partitioning shardings are informational (for inspection), so these passes may
+# forward, merge and combine values whatever shardings they carry.
+SPMD_PASSES = (
+    Pass("simplify", lambda m: simplify(m, respect_shardings=False)),
+    Pass("cse", lambda m: cse(m, respect_shardings=False)),
+    dce_pass,
+    create_reduce_scatter_pass,
+    Pass("remove-own-shard-gather", lambda m: remove_own_shard_gather(m, respect_shardings=False)),
+    Pass("remove-noop-collectives", lambda m: remove_noop_collectives(m, respect_shardings=False)),
+    Pass("combine-collectives", lambda m: combine_collectives(m, respect_shardings=False)),
+    dce_pass,
+)
 
 
 def optimize_spmd(module: Module, max_iterations: int = 4, verify_each: bool = False) -> Module:

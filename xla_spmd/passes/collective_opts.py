@@ -149,7 +149,8 @@ def create_reduce_scatter(module: Module) -> Module:
     return transform_module(module, lambda c: _reduce_scatter_computation(c, devices))
 
 
-def _own_shard_computation(computation: Computation, devices: Devices) -> Computation:
+def _own_shard_computation(computation: Computation, devices: Devices,
+                           respect_shardings: bool) -> Computation:
     matcher = _SliceMatcher(devices)
 
     def visit(inst, operands):
@@ -167,15 +168,18 @@ def _own_shard_computation(computation: Computation, devices: Devices) -> Comput
         if not matcher.own_chunk(gather, inst, dim, shard.shape.dims[dim]):
             return None
         replacement = operands[0].operands[0]
-        return replacement if shardings_agree(inst, replacement) else None
+        if respect_shardings and not shardings_agree(inst, replacement):
+            return None
+        return replacement
 
     return rewrite_computation(computation, visit)
 
 
-def remove_own_shard_gather(module: Module) -> Module:
+def remove_own_shard_gather(module: Module, respect_shardings: bool = True) -> Module:
     """dynamic-slice taking a device's own shard out of an all-gather → the shard."""
     devices = Devices.of(module)
-    return transform_module(module, lambda c: _own_shard_computation(c, devices))
+    return transform_module(module, lambda c: _own_shard_computation(c, devices,
+                                                                     respect_shardings))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -190,11 +194,15 @@ def _identity_permute(inst: Instruction, devices: Devices) -> bool:
     return sorted(s for s, _ in pairs) == list(range(count))
 
 
-def _noop_computation(computation: Computation, devices: Devices) -> Computation:
+def _noop_computation(computation: Computation, devices: Devices,
+                      respect_shardings: bool) -> Computation:
+    def agree(inst, replacement):
+        return not respect_shardings or shardings_agree(inst, replacement)
+
     def visit(inst, operands):
         opcode = inst.opcode
         if opcode == "collective-permute":
-            if _identity_permute(inst, devices) and shardings_agree(inst, operands[0]):
+            if _identity_permute(inst, devices) and agree(inst, operands[0]):
                 return operands[0]
             return None
         if opcode not in ("all-reduce", "all-gather", "reduce-scatter", "all-to-all"):
@@ -202,17 +210,18 @@ def _noop_computation(computation: Computation, devices: Devices) -> Computation
         if group_size(inst, devices) != 1:
             return None
         if len(operands) == 1:
-            return operands[0] if shardings_agree(inst, operands[0]) else None
+            return operands[0] if agree(inst, operands[0]) else None
         return make_instruction(inst.name, op_named("tuple"), operands,
                                 sharding=inst.sharding)
 
     return rewrite_computation(computation, visit)
 
 
-def remove_noop_collectives(module: Module) -> Module:
+def remove_noop_collectives(module: Module, respect_shardings: bool = True) -> Module:
     """Drop collectives over one-device groups and identity collective-permutes."""
     devices = Devices.of(module)
-    return transform_module(module, lambda c: _noop_computation(c, devices))
+    return transform_module(module, lambda c: _noop_computation(c, devices,
+                                                                respect_shardings))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -241,7 +250,8 @@ def _computation_key(computation: Computation, memo: dict[int, tuple]) -> tuple:
     return key
 
 
-def _combine_key(inst: Instruction, memo: dict[int, tuple]) -> tuple | None:
+def _combine_key(inst: Instruction, memo: dict[int, tuple],
+                 respect_shardings: bool) -> tuple | None:
     if inst.opcode not in COMBINABLE or len(inst.operands) != 1 or inst.shape.is_tuple:
         return None
     attrs = inst.attrs
@@ -251,7 +261,7 @@ def _combine_key(inst: Instruction, memo: dict[int, tuple]) -> tuple | None:
     dimensions = getattr(attrs, "dimensions", None)
     return (inst.opcode, groups, has_channel(inst), bool(attrs.use_global_device_ids),
             bool(attrs.constrain_layout), reducer, dimensions, inst.shape.dtype,
-            str(inst.sharding) if inst.sharding is not None else None)
+            str(inst.sharding) if respect_shardings and inst.sharding is not None else None)
 
 
 def _collective_depths(computation: Computation) -> dict[int, int]:
@@ -266,14 +276,15 @@ def _collective_depths(computation: Computation) -> dict[int, int]:
     return depth
 
 
-def _buckets(computation: Computation, kinds, threshold: int) -> list[list[Instruction]]:
+def _buckets(computation: Computation, kinds, threshold: int,
+             respect_shardings: bool) -> list[list[Instruction]]:
     depth = _collective_depths(computation)
     memo: dict[int, tuple] = {}
     by_key: dict[tuple, list[Instruction]] = {}
     for inst in computation.instructions:
         if inst.opcode not in kinds or inst is computation.root:
             continue
-        key = _combine_key(inst, memo)
+        key = _combine_key(inst, memo, respect_shardings)
         if key is not None:
             by_key.setdefault((key, depth[id(inst)]), []).append(inst)
     buckets = []
@@ -291,8 +302,9 @@ def _buckets(computation: Computation, kinds, threshold: int) -> list[list[Instr
     return [b for b in buckets if len(b) > 1]
 
 
-def _combine_computation(computation: Computation, kinds, threshold: int) -> Computation:
-    buckets = _buckets(computation, kinds, threshold)
+def _combine_computation(computation: Computation, kinds, threshold: int,
+                         respect_shardings: bool) -> Computation:
+    buckets = _buckets(computation, kinds, threshold, respect_shardings)
     if not buckets:
         return computation
     instructions = computation.instructions
@@ -348,10 +360,13 @@ def _combine_computation(computation: Computation, kinds, threshold: int) -> Com
 
 
 def combine_collectives(module: Module, kinds=COMBINABLE,
-                        threshold_bytes: int = COMBINE_THRESHOLD_BYTES) -> Module:
-    """Combine independent collectives of one kind, groups and reducer into variadic ones."""
+                        threshold_bytes: int = COMBINE_THRESHOLD_BYTES,
+                        respect_shardings: bool = True) -> Module:
+    """Combine independent collectives of one kind, groups and reducer into variadic ones
+    (only ones with equal shardings unless `respect_shardings` is off)."""
     kinds = tuple(kinds)
-    return transform_module(module, lambda c: _combine_computation(c, kinds, threshold_bytes))
+    return transform_module(module, lambda c: _combine_computation(
+        c, kinds, threshold_bytes, respect_shardings))
 
 
 create_reduce_scatter_pass = Pass("create-reduce-scatter", create_reduce_scatter)

@@ -73,7 +73,8 @@ class _Purity:
         return all(self.computation(c) for c in inst.called_computations())
 
 
-def cse_computation(computation: Computation, purity: _Purity | None = None) -> Computation:
+def cse_computation(computation: Computation, purity: _Purity | None = None,
+                    respect_shardings: bool = True) -> Computation:
     purity = purity or _Purity()
     seen: dict[tuple, Instruction] = {}
 
@@ -83,9 +84,10 @@ def cse_computation(computation: Computation, purity: _Purity | None = None) -> 
         ids = tuple(id(o) for o in operands)
         if inst.opcode in COMMUTATIVE:
             ids = tuple(sorted(ids))
-        sharding = str(inst.sharding) if inst.sharding is not None else None
-        key = (inst.op, ids, inst.shape, _attr_key(inst), sharding,
-               inst.frontend_attributes)
+        sharding = (str(inst.sharding) if respect_shardings and inst.sharding is not None
+                    else None)
+        frontend = inst.frontend_attributes if respect_shardings else ()  # may hold shardings
+        key = (inst.op, ids, inst.shape, _attr_key(inst), sharding, frontend)
         try:
             hash(key)
         except TypeError:  # an attribute value that cannot be hashed: leave it alone
@@ -100,10 +102,11 @@ def cse_computation(computation: Computation, purity: _Purity | None = None) -> 
     return rewrite_computation(computation, visit)
 
 
-def cse(module: Module) -> Module:
-    """Merge equal instructions in every computation of `module`."""
+def cse(module: Module, respect_shardings: bool = True) -> Module:
+    """Merge equal instructions in every computation of `module` (instructions with different
+    shardings too when `respect_shardings` is off, as after partitioning)."""
     purity = _Purity()
-    return transform_module(module, lambda c: cse_computation(c, purity))
+    return transform_module(module, lambda c: cse_computation(c, purity, respect_shardings))
 
 
 cse_pass = Pass("cse", cse)

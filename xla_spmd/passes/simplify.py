@@ -8,7 +8,8 @@ The driver applies the rows of an instruction's opcode until none matches (at mo
 
 Invariants: a row never changes a value (up to the sign of a floating zero in ``x + 0``, as
 XLA's algebraic simplifier); forwarding an operand in place of an instruction that carries a
-sharding only happens when the operand has the same sharding; new instructions keep the
+sharding only happens when the operand has the same sharding (unless `respect_shardings`
+is off, as after partitioning); new instructions keep the
 replaced instruction's name (or get a fresh one), so names stay unique. Constant folding is
 done here on the literals with numpy, for small integer arrays only (the offsets and tables
 the partitioner emits); nothing imports the reference evaluator.
@@ -59,8 +60,9 @@ FOLD_LIMIT = 1024        # integer constant folding up to this many elements
 class _Context:
     """Per-computation state of the rows: fresh names and memoized splat values."""
 
-    def __init__(self, computation: Computation):
+    def __init__(self, computation: Computation, respect_shardings: bool = True):
         self.computation = computation
+        self.respect_shardings = respect_shardings
         self._names: NameGen | None = None
         self._splats: dict[int, tuple] = {}
 
@@ -68,6 +70,14 @@ class _Context:
         if self._names is None:
             self._names = NameGen(i.name for i in self.computation.instructions)
         return self._names(base)
+
+    def forward(self, inst: Instruction, replacement: Instruction) -> Instruction | None:
+        """`replacement` in place of `inst` when their types (and shardings) agree."""
+        if not replacement.shape.same_type(inst.shape):
+            return None
+        if self.respect_shardings and not shardings_agree(inst, replacement):
+            return None
+        return replacement
 
     def splat(self, inst: Instruction):
         """The one value every element of `inst` has (constant or broadcast constant)."""
@@ -99,13 +109,6 @@ def _is(ctx: _Context, inst: Instruction, value) -> bool:
     return found is not _NONE and bool(found == value)
 
 
-def _forward(inst: Instruction, replacement: Instruction) -> Instruction | None:
-    """`replacement` in place of `inst` when their types and shardings agree."""
-    if not replacement.shape.same_type(inst.shape) or not shardings_agree(inst, replacement):
-        return None
-    return replacement
-
-
 def _constant(name: str, array: np.ndarray, like: Instruction) -> Instruction:
     shape = like.shape
     return make_instruction(name, op_named("constant"), (),
@@ -132,23 +135,23 @@ def _small_integer(*insts: Instruction) -> bool:
 def add_zero(inst, ctx):
     lhs, rhs = inst.operands
     if _is(ctx, rhs, 0):
-        return _forward(inst, lhs)
+        return ctx.forward(inst, lhs)
     if _is(ctx, lhs, 0):
-        return _forward(inst, rhs)
+        return ctx.forward(inst, rhs)
     return None
 
 
 def subtract_zero(inst, ctx):
     lhs, rhs = inst.operands
-    return _forward(inst, lhs) if _is(ctx, rhs, 0) else None
+    return ctx.forward(inst, lhs) if _is(ctx, rhs, 0) else None
 
 
 def multiply_one(inst, ctx):
     lhs, rhs = inst.operands
     if _is(ctx, rhs, 1):
-        return _forward(inst, lhs)
+        return ctx.forward(inst, lhs)
     if _is(ctx, lhs, 1):
-        return _forward(inst, rhs)
+        return ctx.forward(inst, rhs)
     return None
 
 
@@ -175,7 +178,7 @@ def _zeros_like(inst, ctx):
 
 def negate_negate(inst, ctx):
     (x,) = inst.operands
-    return _forward(inst, x.operands[0]) if x.opcode == "negate" else None
+    return ctx.forward(inst, x.operands[0]) if x.opcode == "negate" else None
 
 
 def reshape_reshape(inst, ctx):
@@ -187,7 +190,7 @@ def reshape_reshape(inst, ctx):
 
 def reshape_same(inst, ctx):
     (x,) = inst.operands
-    return _forward(inst, x)
+    return ctx.forward(inst, x)
 
 
 def transpose_transpose(inst, ctx):
@@ -202,7 +205,7 @@ def transpose_transpose(inst, ctx):
 def transpose_identity(inst, ctx):
     if tuple(inst.attrs.dimensions) != tuple(range(len(inst.attrs.dimensions))):
         return None
-    return _forward(inst, inst.operands[0])
+    return ctx.forward(inst, inst.operands[0])
 
 
 def broadcast_constant(inst, ctx):
@@ -217,13 +220,13 @@ def slice_full(inst, ctx):
     (x,) = inst.operands
     if all(s.start == 0 and s.limit == n and s.stride == 1
            for s, n in zip(inst.attrs.slice, x.shape.dims)):
-        return _forward(inst, x)
+        return ctx.forward(inst, x)
     return None
 
 
 def convert_same(inst, ctx):
     (x,) = inst.operands
-    return _forward(inst, x) if x.shape.dtype is inst.shape.dtype else None
+    return ctx.forward(inst, x) if x.shape.dtype is inst.shape.dtype else None
 
 
 def select_constant(inst, ctx):
@@ -231,26 +234,26 @@ def select_constant(inst, ctx):
     value = ctx.splat(predicate)
     if value is _NONE:
         return None
-    return _forward(inst, on_true if bool(value) else on_false)
+    return ctx.forward(inst, on_true if bool(value) else on_false)
 
 
 def concatenate_one(inst, ctx):
-    return _forward(inst, inst.operands[0]) if len(inst.operands) == 1 else None
+    return ctx.forward(inst, inst.operands[0]) if len(inst.operands) == 1 else None
 
 
 def pad_nothing(inst, ctx):
     if all(p.low == 0 and p.high == 0 and p.interior == 0 for p in inst.attrs.padding):
-        return _forward(inst, inst.operands[0])
+        return ctx.forward(inst, inst.operands[0])
     return None
 
 
 def copy_forward(inst, ctx):
-    return _forward(inst, inst.operands[0])
+    return ctx.forward(inst, inst.operands[0])
 
 
 def tuple_element_of_tuple(inst, ctx):
     (t,) = inst.operands
-    return _forward(inst, t.operands[inst.attrs.index]) if t.opcode == "tuple" else None
+    return ctx.forward(inst, t.operands[inst.attrs.index]) if t.opcode == "tuple" else None
 
 
 def tuple_of_elements(inst, ctx):
@@ -262,13 +265,13 @@ def tuple_of_elements(inst, ctx):
             or any(o.operands[0] is not source or o.attrs.index != i
                    for i, o in enumerate(operands))):
         return None
-    return _forward(inst, source)
+    return ctx.forward(inst, source)
 
 
 def dynamic_slice_full(inst, ctx):
     x = inst.operands[0]
     if tuple(inst.attrs.dynamic_slice_sizes) == tuple(x.shape.dims):
-        return _forward(inst, x)  # start indices are clamped to 0: the whole operand
+        return ctx.forward(inst, x)  # start indices are clamped to 0: the whole operand
     return None
 
 
@@ -402,8 +405,9 @@ def _row_table(rows) -> dict[str, tuple[Callable, ...]]:
 ROW_TABLE = _row_table(ROWS)
 
 
-def simplify_computation(computation: Computation) -> Computation:
-    ctx = _Context(computation)
+def simplify_computation(computation: Computation,
+                         respect_shardings: bool = True) -> Computation:
+    ctx = _Context(computation, respect_shardings)
 
     def visit(inst: Instruction, operands: tuple[Instruction, ...]) -> Instruction | None:
         current = inst if operands == inst.operands else inst.replace(operands=operands)
@@ -423,9 +427,13 @@ def simplify_computation(computation: Computation) -> Computation:
     return rewrite_computation(computation, visit)
 
 
-def simplify(module: Module) -> Module:
-    """Apply the rows of `ROWS` to every instruction of every computation."""
-    return transform_module(module, simplify_computation)
+def simplify(module: Module, respect_shardings: bool = True) -> Module:
+    """Apply the rows of `ROWS` to every instruction of every computation.
+
+    With `respect_shardings` (before partitioning, where shardings are annotations), a
+    value is only forwarded in place of an instruction with the same sharding; after
+    partitioning shardings are informational and `optimize_spmd` turns this off."""
+    return transform_module(module, lambda c: simplify_computation(c, respect_shardings))
 
 
 simplify_pass = Pass("simplify", simplify)
