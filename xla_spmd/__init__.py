@@ -39,6 +39,8 @@ _EXPORTS = {
     "set_num_devices": "xla_spmd.runtime",
     "device_put": "xla_spmd.runtime",
     "ShardedArray": "xla_spmd.runtime",
+    "partition": "xla_spmd.partition",
+    "specialize": "xla_spmd.partition",
     "evaluate": "xla_spmd.backends.reference",
     "evaluate_spmd": "xla_spmd.backends.reference",
     "jit": "xla_spmd.frontend.jit",

@@ -164,3 +164,16 @@ def test_tuple_shapes():
     t = TupleShape((ArrayShape(F32, (2,)), ArrayShape(PRED, ())))
     assert str(t) == "(f32[2], pred[])" and t.byte_size == 9
     assert t.leaves() == (ArrayShape(F32, (2,)), ArrayShape(PRED, ()))
+
+
+def test_rewrite_keeps_side_effects_and_returns_unchanged_computations():
+    b = Builder("main")
+    x = b.parameter(ArrayShape(F32, (2,)), "x")
+    b.op("custom-call", x, custom_call_target="log", custom_call_has_side_effect=True,
+         shape=ArrayShape(F32, (2,)))
+    root = b.negate(x)
+    computation = Computation("main", tuple(b.instructions), root)
+    assert rewrite(computation, lambda inst, ops: None) is computation
+    rewritten = rewrite(computation, lambda inst, ops: (
+        make_instruction(inst.name, op_named("abs"), ops) if inst.opcode == "negate" else None))
+    assert [i.opcode for i in rewritten.instructions] == ["parameter", "custom-call", "abs"]

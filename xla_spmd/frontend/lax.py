@@ -116,6 +116,34 @@ def iota(dtype, shape, dimension: int = 0) -> Value:
                 iota_dimension=dimension)
 
 
+STOP_GRADIENT = "xla_spmd.stop_gradient"
+"""Frontend attribute marking a `copy` as a stop_gradient boundary: autodiff gives it a zero
+derivative; every other consumer sees a plain copy (XLA removes it)."""
+
+
+def stop_gradient(x):
+    """`x` (a pytree), with a zero derivative: the identity in the forward pass, a constant to
+    autodiff, as ``jax.lax.stop_gradient``. Inside a trace it is a ``copy`` carrying the
+    frontend attribute ``xla_spmd.stop_gradient`` (so the mark survives nested traces, loop
+    bodies and re-tracing, with no new op); outside any trace it returns `x`.
+
+    >>> import numpy as np
+    >>> import xla_spmd as xs
+    >>> float(xs.grad(lambda x: x * stop_gradient(x))(np.float32(3.0)))
+    3.0
+    """
+    from xla_spmd.frontend.pytree import tree_map
+    from xla_spmd.frontend.tracing import current_trace
+
+    def one(v):
+        aval = aval_of(v)
+        if current_trace() is None or not (aval.dtype.is_float or aval.dtype.is_complex):
+            return v
+        return bind("copy", v, frontend_attributes=((STOP_GRADIENT, "true"),),
+                    weak_type=getattr(v, "weak_type", False))
+    return tree_map(one, x)
+
+
 # ---------------------------------------------------------------------------------------------
 # Shapes
 
@@ -377,5 +405,5 @@ __all__ = [
     "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_slice",
     "dynamic_update_slice_in_dim", "exp", "full", "iota", "log", "max", "max_pool", "min",
     "mul", "neg", "pad", "reduce", "reduce_window", "reshape", "rev", "select", "slice",
-    "slice_in_dim", "sort", "sub", "top_k", "transpose", "zeros_like",
+    "slice_in_dim", "sort", "stop_gradient", "sub", "top_k", "transpose", "zeros_like",
 ]

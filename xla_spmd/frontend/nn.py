@@ -40,20 +40,21 @@ def gelu(x, approximate: bool = True):
 
 def logsumexp(x, axis=-1, keepdims: bool = False):
     x = xnp.asarray(x)
-    shift = xnp.max(x, axis, keepdims=True)
+    # As JAX: the shift cancels, so it is a constant to autodiff (no max-tie bookkeeping).
+    shift = lax.stop_gradient(xnp.max(x, axis, keepdims=True))
     out = xnp.log(xnp.sum(xnp.exp(x - shift), axis, keepdims=True)) + shift
     return out if keepdims else xnp.squeeze(out, axis)
 
 
 def softmax(x, axis=-1):
     x = xnp.asarray(x)
-    unnormalized = xnp.exp(x - xnp.max(x, axis, keepdims=True))
+    unnormalized = xnp.exp(x - lax.stop_gradient(xnp.max(x, axis, keepdims=True)))
     return unnormalized / xnp.sum(unnormalized, axis, keepdims=True)
 
 
 def log_softmax(x, axis=-1):
     x = xnp.asarray(x)
-    shifted = x - xnp.max(x, axis, keepdims=True)
+    shifted = x - lax.stop_gradient(xnp.max(x, axis, keepdims=True))
     return shifted - xnp.log(xnp.sum(xnp.exp(shifted), axis, keepdims=True))
 
 

@@ -235,14 +235,22 @@ def _group_kwargs(manual: Manual, axis_name, global_ids: bool = True) -> dict:
 
 
 def _all_reduce(kind: str, x, axis_name):
+    """One all-reduce per leaf of `x`, or a single variadic (tuple) all-reduce when the leaves
+    share an element type (as JAX binds one psum for a pytree)."""
+    from xla_spmd.frontend.numpy_api import asarray
     manual = _manual(f"p{kind}")
+    leaves, tree = tree_flatten(x)
+    leaves = [asarray(v) for v in leaves]
+    dtypes = {v.aval.dtype for v in leaves}
+    if len(leaves) > 1 and len(dtypes) == 1:
+        out = bind("all-reduce", *leaves, to_apply=reducer(kind, leaves[0].aval.dtype),
+                   **_group_kwargs(manual, axis_name))
+        return tree_unflatten(tree, [lax.get_tuple_element(out, k) for k in range(len(leaves))])
 
     def one(v):
-        from xla_spmd.frontend.numpy_api import asarray
-        v = asarray(v)
         return bind("all-reduce", v, to_apply=reducer(kind, v.aval.dtype),
                     **_group_kwargs(manual, axis_name))
-    return tree_map(one, x)
+    return tree_unflatten(tree, [one(v) for v in leaves])
 
 
 def psum(x, axis_name):

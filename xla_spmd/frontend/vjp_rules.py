@@ -15,7 +15,9 @@ import numpy as np
 from xla_spmd.frontend import lax
 from xla_spmd.frontend import numpy_api as xnp
 from xla_spmd.frontend.autodiff import VJP
-from xla_spmd.frontend.tracing import rebind, reducer_kind
+from xla_spmd.frontend.tracing import bind, fresh_name, rebind, reducer_kind
+from xla_spmd.ir import S32, ArrayShape, Builder, ComparisonDirection
+from xla_spmd.ir.module import make_instruction
 
 
 def unary(opcode: str, derivative):
@@ -58,7 +60,15 @@ unary("cosine", lambda x, y: -xnp.sin(x))
 unary("tan", lambda x, y: 1.0 + y * y)
 unary("erf", lambda x, y: (2.0 / math.sqrt(math.pi)) * xnp.exp(-x * x))
 unary("abs", lambda x, y: xnp.sign(x))
-self_transpose("negate", "copy", "reduce-precision")
+self_transpose("negate", "reduce-precision")
+
+
+@VJP.register("copy")
+def _copy(ct, inst, ops, out):
+    if inst.frontend_attribute(lax.STOP_GRADIENT) is not None:
+        return [None]
+    return [rebind(inst, [ct])]
+
 zero_rule("sign", "floor", "ceil", "round-nearest-even", "round-nearest-afz", "is-finite",
           "compare", "iota", "constant", "rng", "rng-bit-generator", "partition-id",
           "replica-id", "after-all", "not", "and", "or", "xor", "popcnt",
@@ -221,24 +231,115 @@ def _opt_barrier(ct, inst, ops, out):
 
 @VJP.register("reduce")
 def _reduce(ct, inst, ops, out):
-    if len(ops) != 2:
-        if isinstance(ct, tuple) and all(c is None for c in ct[1:]) and ct[0] is None:
-            return [None] * len(ops)
-        raise NotImplementedError("VJP of a variadic reduce (argmax-style) value output; "
-                                  "differentiate max/min instead")
-    x = ops[0]
+    n = len(ops) // 2
     dims = inst.attrs.dimensions
+    if n == 1:
+        return [_reduce_one(ct, ops[0], dims, reducer_kind(inst.attrs.to_apply), out,
+                            inst.attrs.to_apply.name), None]
+    cts = ct if ct is not None else (None,) * n
+    outs = [lax.get_tuple_element(out, k) for k in range(n)]
+    kinds = _componentwise_kinds(inst.attrs.to_apply, n)
+    if kinds is not None:  # independent reductions that happen to share one instruction
+        return [None if c is None else _reduce_one(c, x, dims, kind, y, kind)
+                for c, x, kind, y in zip(cts, ops[:n], kinds, outs)] + [None] * n
+    if not _is_selection(inst.attrs.to_apply, n):
+        raise NotImplementedError(f"VJP of a variadic reduce with {inst.attrs.to_apply.name}: "
+                                  "only component-wise and selecting (argmax-style) reducers")
+    return _reduce_selection(cts, inst, ops[:n], ops[n:]) + [None] * n
+
+
+def _reduce_one(ct, x, dims, kind, out, name):
     kept = [d for d in range(x.ndim) if d not in dims]
-    kind = reducer_kind(inst.attrs.to_apply)
 
     def expand(v):
         return lax.broadcast_in_dim(v, x.shape, kept)
     if kind == "add":
-        return [expand(ct), None]
+        return expand(ct)
     if kind in ("max", "min"):
         location = xnp.astype(x == expand(out), ct.dtype)
         counts = lax.reduce_sum(location, dims)
-        return [location * expand(ct / counts), None]
+        return location * expand(ct / counts)
     if kind == "mul":
-        return [expand(ct * out) / x, None]
-    raise NotImplementedError(f"VJP of reduce with reducer {inst.attrs.to_apply.name}")
+        return expand(ct * out) / x
+    raise NotImplementedError(f"VJP of reduce with reducer {name}")
+
+
+def _componentwise_kinds(computation, n: int):
+    """Per output, the simple reducer it is, when output k reads only lhs_k and rhs_k."""
+    params, root = computation.parameters, computation.root
+    if root.opcode != "tuple":
+        return None
+    kinds = []
+    for k, element in enumerate(root.operands):
+        if element.opcode not in REDUCER_OPS or {id(o) for o in element.operands} != {
+                id(params[k]), id(params[n + k])}:
+            return None
+        kinds.append(REDUCER_OPS[element.opcode])
+    return kinds
+
+
+REDUCER_OPS = {"add": "add", "maximum": "max", "minimum": "min", "multiply": "mul"}
+
+
+def _is_selection(computation, n: int) -> bool:
+    """Whether every output k of the reducer is lhs_k or rhs_k (picked by `select`s)."""
+    params, root = computation.parameters, computation.root
+    if root.opcode != "tuple":
+        return False
+    for k, element in enumerate(root.operands):
+        choices = {id(params[k]), id(params[n + k])}
+        if id(element) in choices:
+            continue
+        if element.opcode != "select" or not {id(o) for o in element.operands[1:]} <= choices:
+            return False
+    return True
+
+
+def _reduce_selection(cts, inst, xs, inits):
+    """An argmax-style reduce picks one element per output: reduce once more with a position
+    operand carried along (it follows the element whose values the reducer kept), then route
+    each value output's cotangent to the winning position."""
+    dims = inst.attrs.dimensions
+    x = xs[0]
+    kept = [d for d in range(x.ndim) if d not in dims]
+    position, stride = None, 1
+    for d in reversed(dims):
+        term = lax.mul(lax.iota(S32, x.shape, d), lax.full(x.shape, stride, S32))
+        position = term if position is None else lax.add(position, term)
+        stride *= x.shape[d]
+    result = bind("reduce", *xs, position, *inits, lax.constant(-1, S32), dimensions=dims,
+                  to_apply=_selection_with_position(inst.attrs.to_apply, len(xs)))
+    winner = lax.broadcast_in_dim(lax.get_tuple_element(result, len(xs)), x.shape, kept)
+    hit = position == winner
+    return [None if c is None or not c.aval.dtype.is_float else
+            lax.select(hit, lax.broadcast_in_dim(c, x.shape, kept), lax.zeros_like(operand))
+            for c, operand in zip(cts, xs)]
+
+
+def _selection_with_position(computation, n: int):
+    """The reducer with an s32 position pair added (after the lhs and the rhs operands): the
+    result's position is the lhs one when every output equals the lhs operand."""
+    b = Builder(computation.name)
+    params = computation.parameters
+    mapping = {}
+    for p in params[:n]:
+        mapping[id(p)] = b.parameter(p.shape, p.name)
+    lhs_position = b.parameter(ArrayShape(S32, ()), "lhs.position")
+    for p in params[n:]:
+        mapping[id(p)] = b.parameter(p.shape, p.name)
+    rhs_position = b.parameter(ArrayShape(S32, ()), "rhs.position")
+    for inst in computation.instructions:
+        if inst.opcode == "parameter":
+            continue
+        shape = inst.shape if inst.op.needs_declared_shape else None
+        new = make_instruction(b.fresh_name(inst.opcode), inst.op,
+                               [mapping[id(o)] for o in inst.operands], inst.attrs, shape)
+        b.instructions.append(new)
+        mapping[id(inst)] = new
+    outputs = [mapping[id(o)] for o in computation.root.operands]
+    is_lhs = None
+    for k, output in enumerate(outputs):
+        equal = b.compare(output, mapping[id(params[k])], direction=ComparisonDirection.EQ)
+        is_lhs = equal if is_lhs is None else b.op("and", is_lhs, equal)
+    root = b.tuple(*outputs, b.select(is_lhs, lhs_position, rhs_position))
+    return b.build(root, fresh_name("region_select_position"))

@@ -28,6 +28,35 @@ from xla_spmd.frontend.tracing import bind, finish, fresh_name, trace_computatio
 from xla_spmd.ir import TupleShape
 
 
+def _value_leaves(value, aval) -> list:
+    """The array leaves of a (nested) tuple value."""
+    if not isinstance(aval, TupleShape):
+        return [value]
+    return [leaf for k, element in enumerate(aval.elements)
+            for leaf in _value_leaves(lax.get_tuple_element(value, k), element)]
+
+
+def _pack(leaves, aval):
+    """Inverse of `_value_leaves` (consumes an iterator)."""
+    if not isinstance(aval, TupleShape):
+        return next(leaves)
+    return lax.make_tuple(*[_pack(leaves, element) for element in aval.elements])
+
+
+def _ct_leaves(ct, aval) -> list:
+    """The leaves of a cotangent structure, None (zero) kept."""
+    if not isinstance(aval, TupleShape):
+        return [ct]
+    parts = ct if ct is not None else (None,) * len(aval.elements)
+    return [leaf for c, e in zip(parts, aval.elements) for leaf in _ct_leaves(c, e)]
+
+
+def _leaf_avals(aval) -> list:
+    if not isinstance(aval, TupleShape):
+        return [aval]
+    return [leaf for element in aval.elements for leaf in _leaf_avals(element)]
+
+
 @VJP.register("while")
 def _while(ct, inst, ops, out):
     n = known_trip_count(inst)
@@ -35,34 +64,32 @@ def _while(ct, inst, ops, out):
         raise XlaSpmdError(f"cannot differentiate {inst.name}: a while loop without a known "
                            "trip count (use fori_loop with static bounds, or scan)")
     body = inst.attrs.body
-    shapes = inst.shape.elements
-    if any(isinstance(s, TupleShape) for s in shapes):
-        raise NotImplementedError("VJP of a while loop with nested tuple state")
-    state0 = [lax.get_tuple_element(ops[0], i) for i in range(len(shapes))]
+    shapes = _leaf_avals(inst.shape)  # nested tuple state is flattened to its leaves
+    state0 = _value_leaves(ops[0], inst.shape)
     stacks0 = [lax.full((max(n, 1),) + s.dims, 0, s.dtype) for s in shapes]
 
     def record(i, carry):
         state, stacks = carry
         stacks = [lax.dynamic_update_slice_in_dim(st, lax.reshape(x, (1,) + x.shape), i, 0)
                   for st, x in zip(stacks, state)]
-        new_state = linearize_computation(body, [lax.make_tuple(*state)])[0]
-        return [lax.get_tuple_element(new_state, k) for k in range(len(shapes))], stacks
+        new_state = linearize_computation(body, [_pack(iter(state), inst.shape)])[0]
+        return _value_leaves(new_state, inst.shape), stacks
 
     _, stacks = fori_loop(0, n, record, (state0, stacks0))
     float_positions = [k for k, s in enumerate(shapes) if differentiable(s)]
-    cts = ct if ct is not None else (None,) * len(shapes)
+    cts = _ct_leaves(ct, inst.shape)
     ct_leaves = [cts[k] if cts[k] is not None else lax.full(shapes[k].dims, 0, shapes[k].dtype)
                  for k in float_positions]
 
     def reverse(j, carry):
         i = lax.sub(lax.constant(n - 1, "int32"), j)
         state = [index_in_dim(st, i) for st in stacks]
-        _, env = linearize_computation(body, [lax.make_tuple(*state)])
+        _, env = linearize_computation(body, [_pack(iter(state), inst.shape)])
         root_ct = [None] * len(shapes)
         for k, c in zip(float_positions, carry):
             root_ct[k] = c
-        (state_ct,) = backward(body, env, tuple(root_ct))
-        state_ct = state_ct if state_ct is not None else (None,) * len(shapes)
+        (state_ct,) = backward(body, env, unflat_cotangent(root_ct, inst.shape))
+        state_ct = _ct_leaves(state_ct, inst.shape)
         return [state_ct[k] if state_ct[k] is not None else lax.zeros_like(c)
                 for k, c in zip(float_positions, carry)]
 
@@ -70,7 +97,7 @@ def _while(ct, inst, ops, out):
     result = [None] * len(shapes)
     for k, c in zip(float_positions, final):
         result[k] = c
-    return [tuple(result)]
+    return [unflat_cotangent(result, inst.shape)]
 
 
 @VJP.register("conditional")

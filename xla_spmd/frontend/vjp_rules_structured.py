@@ -299,7 +299,27 @@ def _scatter(ct, inst, ops, out):
         attrs["to_apply"] = reducer("set", ct.aval.dtype)
         operand_ct = bind("scatter", ct, indices, lax.zeros_like(updates), **attrs)
         return [operand_ct, None, _gather_updates(ct, inst, indices, updates)]
+    if kind in ("max", "min"):
+        return _scatter_extremal(ct, inst, operand, indices, updates, out)
+    if kind == "mul":
+        # Linear in the operand (times the product of its updates); the updates' cotangent
+        # divides that product back out, as the reduce-product rule does.
+        operand_ct = rebind(inst, [ct, indices, updates])
+        return [operand_ct, None, _gather_updates(ct * out, inst, indices, updates) / updates]
     raise NotImplementedError(f"VJP of scatter with combiner {inst.attrs.to_apply.name}")
+
+
+def _scatter_extremal(ct, inst, operand, indices, updates, out):
+    """JAX's `_scatter_extremal_jvp`, transposed: the cotangent of each result element goes
+    to the operand element and the updates that equal it, split evenly among them."""
+    dtype = ct.aval.dtype
+    won = xnp.astype(updates == _gather_updates(out, inst, indices, updates), dtype)
+    kept = xnp.astype(operand == out, dtype)
+    attrs = {spec.name: getattr(inst.attrs, spec.name) for spec in inst.op.attrs}
+    attrs["to_apply"] = reducer("add", dtype)
+    winners = bind("scatter", kept, indices, won, **attrs)
+    share = ct / xnp.maximum(winners, 1.0)
+    return [share * kept, None, _gather_updates(share, inst, indices, updates) * won]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -364,15 +384,23 @@ def _group_attrs(inst) -> dict:
 
 @VJP.register("all-reduce")
 def _all_reduce(ct, inst, ops, out):
-    if len(ops) != 1:
-        raise NotImplementedError("VJP of a variadic all-reduce")
+    """Sum-reduce the cotangent over the group (max/min: masked to the winners); a variadic
+    all-reduce is one all-reduce per operand on the way back."""
     kind = reducer_kind(inst.attrs.to_apply)
-    summed = bind("all-reduce", ct, to_apply=reducer("add", ct.aval.dtype), **_group_attrs(inst))
-    if kind == "add":
-        return [summed]
-    if kind in ("max", "min"):
-        return [summed * xnp.astype(ops[0] == out, ct.dtype)]
-    raise NotImplementedError(f"VJP of all-reduce with {inst.attrs.to_apply.name}")
+    if kind not in ("add", "max", "min"):
+        raise NotImplementedError(f"VJP of all-reduce with {inst.attrs.to_apply.name}")
+    variadic = isinstance(inst.shape, TupleShape)
+    cts = ct if variadic else (ct,)
+    outs = [lax.get_tuple_element(out, k) for k in range(len(ops))] if variadic else [out]
+    result = []
+    for c, x, y in zip(cts, ops, outs):
+        if c is None:
+            result.append(None)
+            continue
+        summed = bind("all-reduce", c, to_apply=reducer("add", c.aval.dtype),
+                      **_group_attrs(inst))
+        result.append(summed if kind == "add" else summed * xnp.astype(x == y, c.dtype))
+    return result
 
 
 @VJP.register("all-gather")

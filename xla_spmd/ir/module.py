@@ -245,22 +245,36 @@ def make_instruction(name: str, op: Op, operands: Iterable[Instruction], attrs=N
 RewriteFn = Callable[[Instruction, tuple[Instruction, ...]], Instruction | None]
 
 
+def has_side_effect(inst: Instruction) -> bool:
+    """Whether `inst` must run even when nothing uses its result."""
+    if inst.op.name == "custom-call":
+        return bool(inst.attrs.custom_call_has_side_effect)
+    return inst.op.name == "rng"
+
+
 def rewrite(computation: Computation, fn: RewriteFn, name: str | None = None) -> Computation:
     """Build a new computation: `fn(old, new_operands)` returns the replacement, or None to
     keep the instruction (re-created with the new operands when they changed).
 
-    Instructions the new root no longer reaches are dropped, parameters excepted.
+    Returns `computation` itself when nothing changed. Otherwise instructions the new root no
+    longer reaches are dropped, except parameters and instructions with side effects.
     """
     mapping: dict[Instruction, Instruction] = {}
+    changed = False
     for inst in computation.instructions:
         operands = tuple(mapping[o] for o in inst.operands)
         new = fn(inst, operands)
         if new is None:
             new = inst if operands == inst.operands else inst.replace(operands=operands)
         mapping[inst] = new
+        changed = changed or new is not inst
+    if not changed and (name is None or name == computation.name):
+        return computation
     root = mapping[computation.root]
-    return Computation(name or computation.name, topological_order(
-        root, [mapping[p] for p in computation.parameters]), root, computation.extras)
+    keep = [mapping[i] for i in computation.instructions
+            if i.op.name == "parameter" or has_side_effect(i)]
+    return Computation(name or computation.name, topological_order(root, keep), root,
+                       computation.extras)
 
 
 def topological_order(root: Instruction, keep: Iterable[Instruction] = ()) -> tuple:

@@ -8,7 +8,9 @@ reshards the result to the wanted sharding (a local slice when it only adds axes
 
 from __future__ import annotations
 
-from xla_spmd.ir import S32, ArrayShape
+import dataclasses
+
+from xla_spmd.ir import S32, ArrayShape, SliceDim
 from xla_spmd.mesh import AxisRef
 from xla_spmd.partition.partitioner import PValue
 from xla_spmd.partition.registry import HANDLERS
@@ -30,7 +32,6 @@ def broadcast(low, inst, operands, target=None):
     (operand,) = operands
     target = target or low.target(inst)
     compute = target.replace(unreduced=())
-    axes = _dims_axes(compute)
     x = low.reshard(operand, _broadcast_operand(low, inst, compute))
     value = low.emit(inst, [x], compute)
 
@@ -39,7 +40,6 @@ def broadcast(low, inst, operands, target=None):
         return plan_reshard(operand.sharding, wanted, operand.global_shape.dims,
                             operand.global_shape.dtype.itemsize).bytes
     low.recompute[value.inst] = (lambda t: broadcast(low, inst, operands, t), cost)
-    del axes
     return low.reshard(value, target)
 
 
@@ -61,13 +61,15 @@ def transpose(low, inst, operands):
     return low.emit(inst, [x], target)
 
 
-def _local_op(low, inst, operands, cleared_dims, extra_operands=()):
-    """Operands resharded to the target minus `cleared_dims`; the op is local."""
+def _local_op(low, inst, operands, cleared_dims, extra_operands=(), local_attrs=None):
+    """Operands resharded to the target minus `cleared_dims`; the op is local.
+    `local_attrs(local operand dims)` gives the attributes for local shapes, if they differ."""
     target = low.target(inst)
     compute = _clear(target, cleared_dims)
     args = [low.reshard(o, compute) for o in operands]
     args += [low.replicate(o) for o in extra_operands]
-    return low.reshard(low.emit(inst, args, compute), target)
+    attrs = None if local_attrs is None else local_attrs(args[0].inst.shape.dims)
+    return low.reshard(low.emit(inst, args, compute, attrs=attrs), target)
 
 
 @HANDLERS.register("reverse")
@@ -80,7 +82,11 @@ def slice_(low, inst, operands):
     (operand,) = operands
     dims = {d for d, s in enumerate(inst.attrs.slice)
             if (s.start, s.limit, s.stride) != (0, operand.global_shape.dims[d], 1)}
-    return _local_op(low, inst, operands, dims)
+
+    def local_attrs(local):
+        return dataclasses.replace(inst.attrs, slice=tuple(
+            s if d in dims else SliceDim(0, local[d], 1) for d, s in enumerate(inst.attrs.slice)))
+    return _local_op(low, inst, operands, dims, local_attrs=local_attrs)
 
 
 @HANDLERS.register("pad")
@@ -102,7 +108,11 @@ def dynamic_slice(low, inst, operands):
         return _local_op(low, inst, [operand], set(range(operand.global_shape.rank)), indices)
     dims = {d for d, n in enumerate(inst.attrs.dynamic_slice_sizes)
             if n != operand.global_shape.dims[d]}
-    return _local_op(low, inst, [operand], dims, indices)
+
+    def local_attrs(local):
+        return dataclasses.replace(inst.attrs, dynamic_slice_sizes=tuple(
+            n if d in dims else local[d] for d, n in enumerate(inst.attrs.dynamic_slice_sizes)))
+    return _local_op(low, inst, [operand], dims, indices, local_attrs)
 
 
 @HANDLERS.register("dynamic-update-slice")

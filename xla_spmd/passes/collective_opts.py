@@ -49,6 +49,7 @@ from xla_spmd.ir import (
     op_named,
     topological_order,
 )
+from xla_spmd.ir.module import has_side_effect, rewrite
 from xla_spmd.passes.collective_groups import (
     Devices,
     PartitionValues,
@@ -61,8 +62,6 @@ from xla_spmd.passes.collective_groups import (
 from xla_spmd.passes.pass_manager import (
     NameGen,
     Pass,
-    has_side_effect,
-    rewrite_computation,
     shardings_agree,
     transform_module,
 )
@@ -140,7 +139,7 @@ def _reduce_scatter_computation(computation: Computation, devices: Devices) -> C
         return make_instruction(inst.name, op, (operands[0].operands[0],), attrs, inst.shape,
                                 sharding=inst.sharding)
 
-    return rewrite_computation(computation, visit)
+    return rewrite(computation, visit)
 
 
 def create_reduce_scatter(module: Module) -> Module:
@@ -172,7 +171,7 @@ def _own_shard_computation(computation: Computation, devices: Devices,
             return None
         return replacement
 
-    return rewrite_computation(computation, visit)
+    return rewrite(computation, visit)
 
 
 def remove_own_shard_gather(module: Module, respect_shardings: bool = True) -> Module:
@@ -214,7 +213,7 @@ def _noop_computation(computation: Computation, devices: Devices,
         return make_instruction(inst.name, op_named("tuple"), operands,
                                 sharding=inst.sharding)
 
-    return rewrite_computation(computation, visit)
+    return rewrite(computation, visit)
 
 
 def remove_noop_collectives(module: Module, respect_shardings: bool = True) -> Module:

@@ -27,10 +27,9 @@ linear in the number of instructions.
 from __future__ import annotations
 
 from xla_spmd.ir import AttrKind, Computation, Family, Instruction, Module
+from xla_spmd.ir.module import has_side_effect, rewrite
 from xla_spmd.passes.pass_manager import (
     Pass,
-    has_side_effect,
-    rewrite_computation,
     transform_module,
 )
 
@@ -99,7 +98,7 @@ def cse_computation(computation: Computation, purity: _Purity | None = None,
         seen[key] = new
         return new
 
-    return rewrite_computation(computation, visit)
+    return rewrite(computation, visit)
 
 
 def cse(module: Module, respect_shardings: bool = True) -> Module:

@@ -22,7 +22,8 @@ Example: in ``%a = add(%x, %x); %n = negate(%x); ROOT %r = copy(%n)`` the `add` 
 from __future__ import annotations
 
 from xla_spmd.ir import Computation, Module
-from xla_spmd.passes.pass_manager import Pass, has_side_effect, rebuild, transform_module
+from xla_spmd.ir.module import has_side_effect
+from xla_spmd.passes.pass_manager import Pass, rebuild, transform_module
 
 
 def dce_computation(computation: Computation) -> Computation:

@@ -6,7 +6,7 @@ point is detected by identity (`module is previous`), never by comparing whole p
 
 Invariants: `transform_module` rebuilds computations callees first and re-points every
 called computation at its rebuilt version, so a pass only writes the per-computation rewrite;
-`rewrite_computation` returns its input unchanged (same object) when nothing changed.
+`ir.rewrite` returns its input unchanged (same object) when nothing changed.
 
 >>> from xla_spmd.ir import parse_hlo
 >>> m = parse_hlo('''HloModule m
@@ -31,6 +31,7 @@ from xla_spmd.ir import (
     Computation,
     Instruction,
     Module,
+    rewrite,
     topological_order,
     verify,
 )
@@ -115,7 +116,7 @@ def transform_module(module: Module, fn: Callable[[Computation], Computation]) -
     for computation in module.computations:
         current = computation
         if any(replaced.get(c.name, c) is not c for c in computation.called_computations()):
-            current = rewrite_computation(computation, lambda inst, ops: rebind_called(
+            current = rewrite(computation, lambda inst, ops: rebind_called(
                 inst.replace(operands=ops) if ops != inst.operands else inst, replaced))
         current = fn(current)
         changed = changed or current is not computation
@@ -124,32 +125,6 @@ def transform_module(module: Module, fn: Callable[[Computation], Computation]) -
         return module
     return Module(module.name, tuple(replaced[c.name] for c in module.computations),
                   replaced[module.entry.name], module.header)
-
-
-def has_side_effect(inst: Instruction) -> bool:
-    """Whether `inst` must run even when its result is unused."""
-    if inst.opcode == "custom-call":
-        return bool(inst.attrs.custom_call_has_side_effect)
-    return inst.opcode == "rng"
-
-
-def rewrite_computation(computation: Computation, fn) -> Computation:
-    """`ir.rewrite` that also keeps unused instructions with side effects, and returns
-    `computation` itself when nothing changed."""
-    mapping: dict[Instruction, Instruction] = {}
-    changed = False
-    for inst in computation.instructions:
-        operands = tuple(mapping[o] for o in inst.operands)
-        new = fn(inst, operands)
-        if new is None:
-            new = inst if operands == inst.operands else inst.replace(operands=operands)
-        mapping[inst] = new
-        changed = changed or new is not inst
-    if not changed:
-        return computation  # dead code stays: removing it is dce's job
-    keep = [mapping[i] for i in computation.instructions
-            if i.opcode == "parameter" or has_side_effect(i)]
-    return rebuild(computation, mapping[computation.root], keep)
 
 
 def rebuild(computation: Computation, root: Instruction,

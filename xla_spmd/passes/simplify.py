@@ -44,10 +44,10 @@ from xla_spmd.ir import (
     make_instruction,
     op_named,
 )
+from xla_spmd.ir.module import rewrite
 from xla_spmd.passes.pass_manager import (
     NameGen,
     Pass,
-    rewrite_computation,
     shardings_agree,
     transform_module,
 )
@@ -424,7 +424,7 @@ def simplify_computation(computation: Computation,
                 break
         return current
 
-    return rewrite_computation(computation, visit)
+    return rewrite(computation, visit)
 
 
 def simplify(module: Module, respect_shardings: bool = True) -> Module:
