@@ -32,9 +32,12 @@ LAYERS = {
     "xla_spmd/stablehlo": ("xla_spmd.stablehlo",
                            {"xla_spmd.errors", "xla_spmd.ir", "xla_spmd.mesh",
                             "xla_spmd.sharding", "xla_spmd.backends.reference"}),
+    # The frontend prints lowered programs as StableHLO (Lowered.as_text) and runs them
+    # (jit); neither layer imports the frontend.
     "xla_spmd/frontend": ("xla_spmd.frontend",
                           {"xla_spmd.errors", "xla_spmd.ir", "xla_spmd.mesh",
-                           "xla_spmd.sharding", "xla_spmd.backends.reference"}),
+                           "xla_spmd.sharding", "xla_spmd.backends.reference",
+                           "xla_spmd.stablehlo"}),
 }
 
 

@@ -1,6 +1,7 @@
 """The `xla-spmd` command.
 
-    xla-spmd run PROGRAM.hlo --inputs ARGS.npz [--output OUT.npz]
+    xla-spmd run PROGRAM.hlo --inputs ARGS.npz [--output OUT.npz] [--devices N]
+    xla-spmd partition PROGRAM.hlo [--json] [--format hlo|mlir] [--device K]
     xla-spmd convert IN.hlo OUT.hlo
     xla-spmd interpret CASES.mlir
 
@@ -102,13 +103,79 @@ def cmd_run(args) -> int:
 
     module = load_module(args.program)
     inputs = load_inputs(args.inputs, module)
-    result = evaluate(module, inputs)
-    outputs = leaves(result)
+    if getattr(args, "devices", None):
+        outputs = _run_spmd(module, inputs, args.devices)
+    else:
+        outputs = leaves(evaluate(module, inputs))
     for i, out in enumerate(outputs):
         print(_summary(f"out{i}", out))
     if args.output:
         np.savez(args.output, **{f"out{i}": _to_npz_array(o) for i, o in enumerate(outputs)})
         print(f"wrote {len(outputs)} outputs to {args.output}")
+    return 0
+
+
+def _run_spmd(module, inputs, devices: int) -> list:
+    """Propagate, partition, run on `devices` in-process devices; the global outputs."""
+    from xla_spmd.backends.reference import evaluate_spmd, leaves
+    from xla_spmd.mesh import make_mesh
+    from xla_spmd.partition import partition
+    from xla_spmd.partition.partitioner import ensure_shardings, find_mesh, shape_leaves
+    from xla_spmd.partition.shards import assemble, shard_array, signature
+
+    module = ensure_shardings(module)
+    mesh = find_mesh(module) or make_mesh({"x": devices})
+    if mesh.size != devices:
+        raise XlaSpmdError(f"the program's shardings use a mesh of {mesh.size} devices "
+                           f"({mesh!r}); run it with --devices {mesh.size}")
+    spmd = partition(module, mesh, propagate=False)
+    params, results = signature(module, mesh)
+    flat_inputs = [leaf for value in inputs for leaf in leaves(value)]
+    flat_params = [s for shardings in params for s in shardings]
+    per_device = []
+    for device in range(devices):
+        cut = [shard_array(a, s, device) for a, s in zip(flat_inputs, flat_params)]
+        it = iter(cut)
+        per_device.append([_rebuild(p.shape, it) for p in module.entry.parameters])
+    outputs = [leaves(r) for r in evaluate_spmd(spmd, per_device, devices)]
+    shapes = shape_leaves(module.entry.root.shape)
+    return [assemble([o[i] for o in outputs], results[i], shapes[i].dims)
+            for i in range(len(shapes))]
+
+
+def _rebuild(shape, values):
+    from xla_spmd.ir import TupleShape
+    if isinstance(shape, TupleShape):
+        return tuple(_rebuild(e, values) for e in shape.elements)
+    return next(values)
+
+
+def cmd_partition(args) -> int:
+    from xla_spmd.ir.hlo_printer import print_module
+    from xla_spmd.partition import partition, specialize
+    from xla_spmd.partition.report import (
+        collective_table,
+        format_table,
+        strip_shardings,
+        table_json,
+    )
+
+    spmd = partition(_load_program(args.input))
+    if args.device is not None:
+        if not 0 <= args.device < spmd.num_partitions:
+            raise XlaSpmdError(f"--device {args.device}: the program runs on "
+                               f"{spmd.num_partitions} devices (0..{spmd.num_partitions - 1})")
+        spmd = specialize(spmd, args.device)
+    rows = collective_table(spmd)
+    if args.json:
+        print(table_json(rows))
+        return 0
+    if args.format == "mlir":
+        from xla_spmd.stablehlo import export_stablehlo
+        print(export_stablehlo(spmd), end="")
+    else:
+        print(print_module(strip_shardings(spmd)))
+    print("\n".join("// " + line for line in format_table(rows).splitlines()))
     return 0
 
 
@@ -216,6 +283,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("program", help="program file (.hlo or .mlir)")
     run.add_argument("--inputs", help="npz file with arrays arg0, arg1, ...")
     run.add_argument("--output", help="npz file to write out0, out1, ... to")
+    run.add_argument("--devices", type=int, default=None,
+                     help="propagate, partition and run on N in-process devices")
     run.set_defaults(handler=cmd_run)
 
     convert = commands.add_parser("convert", help="parse a program and print it back")
@@ -236,6 +305,16 @@ def build_parser() -> argparse.ArgumentParser:
     propagate.add_argument("--explain", action="store_true",
                            help="say where each propagated axis came from")
     propagate.set_defaults(handler=cmd_propagate)
+
+    part = commands.add_parser(
+        "partition", help="partition a sharded program into one SPMD program")
+    part.add_argument("input", help="program file (.hlo or .mlir)")
+    part.add_argument("--json", action="store_true", help="print the collectives as JSON")
+    part.add_argument("--format", choices=("hlo", "mlir"), default="hlo",
+                      help="print the SPMD program as HLO text (default) or StableHLO")
+    part.add_argument("--device", type=int, default=None,
+                      help="print device K's program, partition-id folded")
+    part.set_defaults(handler=cmd_partition)
 
     rules = commands.add_parser("rules", help="print each op's factor sharding rule")
     rules.add_argument("input", help="program file (.hlo or .mlir)")

@@ -109,3 +109,46 @@ def test_leaked_tracer_is_an_error():
     xs.jit(lambda x: leaked.append(x) or x)(np.float32(1.0))
     with pytest.raises(Exception, match="escaped"):
         xs.jit(lambda y: y + leaked[0])(np.float32(1.0))
+
+
+def test_donate_argnums_writes_input_output_alias():
+    from xla_spmd.ir.hlo_parser import parse_hlo
+    from xla_spmd.ir.hlo_printer import print_module
+    f = xs.jit(lambda p, x, s: ({"w": p["w"] - x.sum() * s}, x * 2.0, x.sum()),
+               static_argnums=2, donate_argnums=(0, 1))
+    lowered = f.lower({"w": np.ones((2, 2))}, np.ones(3), 0.1)
+    text = lowered.as_text()
+    assert text.splitlines()[0] == ("HloModule jit_lambda, input_output_alias={ "
+                                    "{0}: (0, {}, may-alias), {1}: (1, {}, may-alias) }")
+    assert print_module(parse_hlo(text)) == text
+    single = xs.jit(lambda x: x + 1.0, donate_argnums=0).lower(np.ones(2))
+    assert "input_output_alias={ {}: (0, {}, may-alias) }" in single.as_text()
+    with pytest.warns(UserWarning, match="not aliased"):
+        xs.jit(lambda x: x.sum(), donate_argnums=0).lower(np.ones(3))
+    with pytest.raises(Exception, match="donate_argnums"):
+        xs.jit(lambda x, s: x * s, static_argnums=1, donate_argnums=1).lower(np.ones(2), 2.0)
+    out = f({"w": np.ones((2, 2))}, np.ones(3), 0.5)
+    np.testing.assert_allclose(np.asarray(out[0]["w"]), np.full((2, 2), -0.5))
+
+
+def test_lowered_inspection_helpers():
+    from xla_spmd.stablehlo import import_stablehlo
+    x_spec, w_spec = NamedSharding(MESH, P("x", None)), NamedSharding(MESH, P(None, "y"))
+    f = xs.jit(lambda x, w: {"out": xnp.tanh(x @ w), "norm": xnp.sum(x)},
+               in_shardings=(x_spec, w_spec),
+               out_shardings={"out": NamedSharding(MESH, P("x", "y")), "norm": None})
+    lowered = f.lower(np.zeros((8, 4), np.float32), np.zeros((4, 8), np.float32))
+    (in_x, in_w), kwargs = lowered.in_shardings
+    assert kwargs == {} and str(in_x) == str(x_spec.to_tensor_sharding(2))
+    assert str(in_w) == str(w_spec.to_tensor_sharding(2))
+    out = lowered.out_shardings
+    assert set(out) == {"out", "norm"}
+    assert str(out["out"]) == str(NamedSharding(MESH, P("x", "y")).to_tensor_sharding(2))
+    text = lowered.as_text(dialect="stablehlo")
+    assert 'sdy.mesh @mesh = <["x"=2, "y"=4]>' in text
+    assert 'sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>' in text
+    assert import_stablehlo(text).entry.parameters[0].sharding is not None
+    with pytest.raises(Exception, match="dialect"):
+        lowered.as_text(dialect="mlir")
+    plain = xs.jit(lambda x: x * 2.0).lower(np.ones(3, np.float32))
+    assert plain.in_shardings == ((None,), {}) and plain.out_shardings is None

@@ -107,7 +107,96 @@ CASES = [
      (r(3),)),
     ("wsc", lambda a: xs.with_sharding_constraint(
         a * 2.0, NamedSharding(make_mesh({"x": 1}), P("x"))), (r(4),)),
+    ("conv_feature_groups", lambda x, w: lax.conv_general_dilated(
+        x, w, (1, 1), "SAME", feature_group_count=2), (r(2, 4, 5, 5), r(6, 2, 3, 3))),
+    ("conv_feature_groups_nhwc", lambda x, w: lax.conv_general_dilated(
+        x, w, (2, 1), [(1, 0), (0, 1)], rhs_dilation=(1, 2), feature_group_count=3,
+        dimension_numbers=("NHWC", "HWIO", "NHWC")), (r(1, 6, 5, 3), r(2, 2, 1, 6))),
+    ("conv_batch_groups", lambda x, w: lax.conv_general_dilated(
+        x, w, (1, 1), "VALID", batch_group_count=2), (r(4, 3, 5, 5), r(4, 3, 2, 2))),
+    ("conv_batch_groups_nhwc", lambda x, w: lax.conv_general_dilated(
+        x, w, (2, 1), [(1, 1), (0, 0)], lhs_dilation=(1, 2), batch_group_count=3,
+        dimension_numbers=("NHWC", "HWIO", "NHWC")), (r(6, 5, 4, 2), r(2, 2, 2, 3))),
+    ("argmax_value", lambda x: _max_with_index(x, 1, "max")[0], (r(3, 5),)),
+    ("argmin_value_two_dims", lambda x: _max_with_index(x, (1, 2), "min")[0] * 2.0,
+     (r(2, 3, 4),)),
+    ("variadic_reduce_componentwise", lambda x, y: _sum_and_max(x, y), (r(4, 3), r(4, 3))),
+    ("scatter_max", lambda a, b: a.at[np.array([1, 1, 3])].max(b), (r(4, 2), r(3, 2))),
+    ("scatter_min", lambda a, b: a.at[np.array([2, 0, 2])].min(b), (r(4, 2), r(3, 2))),
+    ("scatter_mul", lambda a, b: a.at[np.array([1, 1, 3])].multiply(b), (r(4, 2), r(3, 2))),
+    ("sum_pool_base_dilation", lambda x: lax.reduce_window(
+        x, "add", (2, 3), (1, 2), [(1, 0), (0, 2)], base_dilation=(2, 1)), (r(4, 5),)),
+    ("sum_pool_all_dilations", lambda x: lax.reduce_window(
+        x, "add", (2, 2), (2, 1), [(1, 0), (0, 2)], base_dilation=(2, 3),
+        window_dilation=(1, 2)), (r(4, 5),)),
+    ("max_pool_base_dilation", lambda x: lax.reduce_window(
+        x, "max", (2, 3), (1, 2), [(1, 0), (0, 2)], base_dilation=(2, 1)), (r(4, 5),)),
+    ("max_pool_window_dilation", lambda x: lax.reduce_window(
+        x, "max", (2, 2), (1, 2), [(1, 0), (0, 2)], window_dilation=(2, 2)), (r(5, 6),)),
+    ("min_pool_all_dilations", lambda x: lax.reduce_window(
+        x, "min", (2, 2), (2, 1), [(0, 1), (1, 1)], base_dilation=(1, 2),
+        window_dilation=(2, 1)), (r(5, 6),)),
+    ("variadic_all_reduce", lambda a, b: xs.shard_map(
+        _tuple_collectives, make_mesh({"x": 1}), (P("x"), P("x")), P("x"))(a, b),
+     (r(4), r(4))),
+    ("nested_tuple_loop_state", lambda a, b: _nested_loop(a, b), (r(3), r(3))),
 ]
+
+
+def _max_with_index(x, dims, kind):
+    """An argmax-style variadic reduce returning (extreme value, its index)."""
+    from xla_spmd.frontend import lax as flax
+    from xla_spmd.frontend.numpy_api import _arg_reducer
+    from xla_spmd.frontend.tracing import bind
+    from xla_spmd.ir import F64, S32
+    dims = (dims,) if isinstance(dims, int) else dims
+    init = -np.inf if kind == "max" else np.inf
+    out = bind("reduce", x, flax.iota(S32, x.shape, dims[-1]), flax.constant(init, F64),
+               flax.constant(0, S32), dimensions=dims, to_apply=_arg_reducer(kind, F64))
+    return flax.get_tuple_element(out, 0), flax.get_tuple_element(out, 1)
+
+
+def _sum_and_max(x, y):
+    """A variadic reduce whose outputs are independent reductions (sum of x, max of y)."""
+    from xla_spmd.frontend import lax as flax
+    from xla_spmd.frontend.tracing import bind
+    from xla_spmd.ir import F64, ArrayShape, Builder
+    b = Builder("sum_and_max")
+    scalar = ArrayShape(F64, ())
+    a0, a1, b0, b1 = (b.parameter(scalar, n) for n in ("a0", "a1", "b0", "b1"))
+    reducer = b.build(b.tuple(b.op("add", a0, b0), b.op("maximum", a1, b1)), "sum_and_max")
+    out = bind("reduce", x, y, flax.constant(0.0, F64), flax.constant(-np.inf, F64),
+               dimensions=(0,), to_apply=reducer)
+    return flax.get_tuple_element(out, 0) * flax.get_tuple_element(out, 1)
+
+
+def _tuple_collectives(a, b):
+    s, t = lax.psum((a * b, xnp.sin(a)), "x")  # one variadic all-reduce each
+    m, n = lax.pmax((a, b * 2.0), "x")
+    return s * t + m * n
+
+
+def _nested_loop(a, b):
+    """A known-trip-count while whose state is the nested tuple (x, (y, i))."""
+    from xla_spmd.frontend import lax as flax
+    from xla_spmd.frontend.control import trip_count_extras
+    from xla_spmd.frontend.tracing import bind, finish, fresh_name, trace_computation
+    from xla_spmd.ir import S32, ArrayShape, TupleShape
+    state = TupleShape((a.aval, TupleShape((b.aval, ArrayShape(S32, ())))))
+
+    def body(s):
+        x, inner = flax.get_tuple_element(s, 0), flax.get_tuple_element(s, 1)
+        y, i = flax.get_tuple_element(inner, 0), flax.get_tuple_element(inner, 1)
+        return [flax.make_tuple(xnp.sin(x) * y, flax.make_tuple(y + x, i + 1))]
+
+    def cond(s):
+        return [flax.get_tuple_element(flax.get_tuple_element(s, 1), 1) < 3]
+    body_c, cond_c = (finish(*trace_computation(fn, [state], fresh_name(name)),
+                             tuple_root=False) for fn, name in ((body, "body"), (cond, "cond")))
+    init = flax.make_tuple(a, flax.make_tuple(b, np.int32(0)))
+    out = bind("while", init, body=body_c, condition=cond_c, extras=trip_count_extras(3))
+    inner = flax.get_tuple_element(out, 1)
+    return flax.get_tuple_element(out, 0) + flax.get_tuple_element(inner, 0)
 
 
 @pytest.mark.parametrize("name,fn,args", CASES, ids=[c[0] for c in CASES])
@@ -191,3 +280,66 @@ def test_every_differentiable_opcode_has_a_rule():
               "custom-call", "get-tuple-element", "tuple", "convert", "maximum", "topk"]
     missing = [op for op in needed if op not in VJP]
     assert not missing
+
+
+def test_scatter_max_splits_ties_as_jax():
+    """Two updates win location 0 (half each); the operand and an update tie at 1."""
+    ga, gu = xs.grad(lambda a, u: xnp.sum(a.at[np.array([0, 0, 1])].max(u)
+                                          * np.array([2.0, 4.0])), argnums=(0, 1))(
+        np.array([1.0, 5.0]), np.array([3.0, 3.0, 5.0]))
+    np.testing.assert_array_equal(np.asarray(ga), [0.0, 2.0])
+    np.testing.assert_array_equal(np.asarray(gu), [1.0, 1.0, 2.0])
+
+
+def test_argmax_value_gradient_goes_to_the_first_maximum():
+    g = xs.grad(lambda x: xnp.sum(_max_with_index(x, 1, "max")[0]))(
+        np.array([[1.0, 3.0, 3.0, 2.0]]))
+    np.testing.assert_array_equal(np.asarray(g), [[0.0, 1.0, 0.0, 0.0]])
+
+
+@pytest.mark.parametrize("kind", ["max", "min"])
+def test_window_dilated_pool_picks_the_winner_select_and_scatter_picks(monkeypatch, kind):
+    """On ties, the unrolled rule (used for window dilation) agrees with select-and-scatter."""
+    from xla_spmd.frontend import lax as flax
+    from xla_spmd.frontend import vjp_rules_structured as rules
+    x = np.round(r(5, 6))
+
+    def f(x):
+        pooled = lax.reduce_window(x, kind, (2, 3), (1, 2), [(1, 0), (0, 1)])
+        return xnp.sum(pooled * np.arange(15.0).reshape(5, 3))
+    expected = np.asarray(xs.grad(f)(x))
+
+    def unrolled(ct, x, inst, kind, base_dilation):
+        init = flax.constant(flax.reduction_identity(kind, x.aval.dtype), x.aval.dtype)
+        return rules._chooser_window_unrolled(ct, x, rules.rebind(inst, [x, init]), inst, kind)
+    monkeypatch.setattr(rules, "_chooser_window", unrolled)
+    np.testing.assert_array_equal(np.asarray(xs.grad(f)(x)), expected)
+
+
+def test_psum_of_a_pytree_is_one_variadic_all_reduce():
+    text = xs.jit(lambda a, b: xs.shard_map(_tuple_collectives, make_mesh({"x": 1}),
+                                            (P("x"), P("x")), P("x"))(a, b)).lower(
+        np.ones(4), np.ones(4)).as_text()
+    assert text.count(" all-reduce(") == 2
+
+
+def test_stop_gradient_is_a_marked_copy_with_zero_derivative():
+    f = lambda x: xnp.sum(x * lax.stop_gradient(x))  # noqa: E731
+    np.testing.assert_allclose(np.asarray(xs.grad(f)(np.array([1.0, 3.0]))), [1.0, 3.0])
+    text = xs.jit(xs.grad(f)).lower(np.ones(2)).as_text()
+    assert 'frontend_attributes={xla_spmd.stop_gradient="true"}' in text
+    # Through a loop body (the mark survives re-tracing): d/dc of c * sg(c), twice.
+    loop = lambda x: lax.fori_loop(0, 2, lambda i, c: c * lax.stop_gradient(c), x)  # noqa: E731
+    assert float(xs.jit(xs.grad(loop))(2.0)) == 8.0
+    # Eager use and integer values pass through unchanged.
+    assert lax.stop_gradient(3) == 3
+    tree = lax.stop_gradient({"a": np.float32(1.0), "b": [np.int32(2)]})
+    assert float(tree["a"]) == 1.0 and int(tree["b"][0]) == 2
+
+
+def test_softmax_gradient_ignores_the_shift():
+    """nn.softmax/log_softmax/logsumexp shift by a stop_gradient max, as JAX does."""
+    z = np.array([[1.0, 1.0, 0.5]])  # a tied max
+    g = np.asarray(xs.grad(lambda z: nn.logsumexp(z)[0])(z))
+    e = np.exp(z - z.max())
+    np.testing.assert_allclose(g, e / e.sum(), rtol=1e-12)

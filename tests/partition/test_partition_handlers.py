@@ -235,3 +235,26 @@ def test_conditional_and_call():
     for flag in (True, False):
         check(module, [np.random.default_rng(1).standard_normal((8, 4)).astype(np.float32),
                        np.array(flag)])
+
+
+@pytest.mark.parametrize("axes", [["y"], ["x", "y"]])
+def test_convolution_spatial_halo_exchange(axes):
+    b = Builder("main")
+    x = b.parameter(f32(2, 16, 3), sharding=S([], axes, []))
+    k = b.parameter(f32(3, 3, 4), sharding=S([], [], []))
+    dn = ConvDimensionNumbers.from_labels("b0f_0io->b0f")
+    conv = b.convolution(x, k, window=Window.make((3,), padding=((1, 1),)), dim_labels=dn,
+                         shape=f32(2, 16, 4), sharding=S([], axes, []))
+    spmd = run(b, conv)
+    assert {r["kind"] for r in collective_table(spmd)} == {"collective-permute"}
+
+
+def test_reduce_window_spatial_halo_exchange():
+    b = Builder("main")
+    x = b.parameter(f32(16, 3), sharding=S(["y"], ["x"]))
+    init = b.constant(np.float32(-np.inf))
+    rw = b.reduce_window(x, init, window=Window.make((3, 1), padding=((2, 0), (0, 0))),
+                         to_apply=adder(op="maximum"), shape=f32(16, 3),
+                         sharding=S(["y"], ["x"]))
+    spmd = run(b, rw)
+    assert {r["kind"] for r in collective_table(spmd)} == {"collective-permute"}

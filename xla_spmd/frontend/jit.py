@@ -14,7 +14,9 @@ device with the reference backend.
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -22,6 +24,7 @@ from xla_spmd.errors import ShardingError, XlaSpmdError
 from xla_spmd.frontend.pytree import tree_flatten, tree_unflatten
 from xla_spmd.frontend.tracing import Array, Trace, Value, aval_of, bind, current_trace, is_weak
 from xla_spmd.ir import Module
+from xla_spmd.mesh import print_mesh
 from xla_spmd.sharding import NamedSharding, PartitionSpec, TensorSharding
 
 _SHARDING_TYPES = (NamedSharding, TensorSharding, PartitionSpec)
@@ -82,7 +85,13 @@ def _canonical(leaf):
 
 
 class Lowered:
-    """A traced program: `module` (global shapes, user shardings attached), printable."""
+    """A traced program: `module` (global shapes, user shardings attached), printable.
+
+    >>> import numpy as np
+    >>> lowered = jit(lambda x: x * 2.0).lower(np.ones(3, np.float32))
+    >>> lowered.in_shardings, lowered.out_shardings
+    (((None,), {}), None)
+    """
 
     def __init__(self, module: Module, in_tree, out_tree, donate_argnums=()):
         self.module = module
@@ -90,20 +99,58 @@ class Lowered:
         self.out_tree = out_tree
         self.donate_argnums = tuple(donate_argnums)
 
-    def as_text(self) -> str:
-        from xla_spmd.ir.hlo_printer import print_module
-        return print_module(self.module)
+    def as_text(self, dialect: str = "hlo") -> str:
+        """The program as HLO text, or (``dialect="stablehlo"``) as StableHLO MLIR with Shardy
+        attributes, as ``jax.jit(f).lower(...).as_text()`` prints it."""
+        if dialect == "hlo":
+            from xla_spmd.ir.hlo_printer import print_module
+            return print_module(self.module)
+        if dialect == "stablehlo":
+            # xla_spmd.stablehlo is a sibling layer of the frontend (it never imports it):
+            # imported lazily, only here, so `import xla_spmd.frontend` stays light.
+            from xla_spmd.stablehlo import export_stablehlo
+            return export_stablehlo(_with_mesh_declarations(self.module))
+        raise XlaSpmdError(f"as_text: unknown dialect {dialect!r}; expected 'hlo' or "
+                           "'stablehlo'")
 
     def __str__(self) -> str:
         return self.as_text()
 
     @property
-    def in_shardings(self) -> tuple:
-        return tuple(p.sharding for p in self.module.entry.parameters)
+    def in_shardings(self):
+        """The parameters' shardings (TensorSharding or None) in the structure of the
+        arguments, as JAX's ``(args, kwargs)`` pair."""
+        leaves = [p.sharding for p in self.module.entry.parameters]
+        return tuple(tree_unflatten(self.in_tree, leaves)), {}
 
     @property
     def out_shardings(self):
-        return self.module.entry.root.sharding
+        """The results' shardings (TensorSharding or None) in the structure of the output."""
+        root = self.module.entry.root
+        if self.out_tree.num_leaves == 1 and root.opcode != "tuple":
+            leaves = [root.sharding]
+        elif isinstance(root.sharding, tuple):
+            leaves = list(root.sharding)
+        else:
+            leaves = [None] * self.out_tree.num_leaves
+        return tree_unflatten(self.out_tree, leaves)
+
+
+def _with_mesh_declarations(module: Module) -> Module:
+    """`module` with XLA's ``xla.sdy.meshes`` header entry declaring the meshes its shardings
+    name (what becomes StableHLO's ``sdy.mesh`` ops; the HLO printer adds it by itself)."""
+    meshes = {}
+    for computation in module.computations:
+        for inst in computation.instructions:
+            shardings = inst.sharding if isinstance(inst.sharding, tuple) else (inst.sharding,)
+            for sharding in shardings:
+                if isinstance(sharding, TensorSharding) and sharding.mesh_name:
+                    meshes.setdefault(sharding.mesh_name, sharding.mesh)
+    if not meshes or module.header_value("frontend_attributes"):
+        return module
+    body = ", ".join(f"{name} = #sdy.mesh{print_mesh(mesh)}" for name, mesh in meshes.items())
+    header = (("frontend_attributes", f"{{xla.sdy.meshes={{{body}}}}}"),)
+    return replace(module, header=module.header + header)
 
 
 class Jitted:
@@ -167,8 +214,28 @@ class Jitted:
             out_leaves, out_tree = tree_flatten(out)
             outputs = [trace.to_inst(o) for o in out_leaves]
             root = self._root(trace, outputs, out)
-        module = Module.from_entry(f"jit_{name}", trace.builder.build(root, "main"))
+        header = _alias_header(self._donated_leaves(static, dynamic),
+                               [p.shape for p in trace.parameters],
+                               [o.shape for o in outputs], root.opcode == "tuple")
+        module = Module.from_entry(f"jit_{name}", trace.builder.build(root, "main"), header)
         return Lowered(module, in_tree, out_tree, self.donate_argnums)
+
+    def _donated_leaves(self, static, dynamic) -> list[int]:
+        """The parameter numbers of the leaves of the donated positional arguments."""
+        count = len(static) + len(dynamic)
+        for n in self.donate_argnums:
+            if not -count <= n < count or n % count in static:
+                raise XlaSpmdError(f"donate_argnums {n} does not name a non-static argument "
+                                   f"(there are {count} arguments, static {sorted(static)})")
+        donated = {n % count for n in self.donate_argnums}
+        numbers, start = [], 0
+        dynamic_positions = [i for i in range(count) if i not in static]
+        for position, arg in zip(dynamic_positions, dynamic):
+            size = len(tree_flatten(arg)[0])
+            if position in donated:
+                numbers += range(start, start + size)
+            start += size
+        return numbers
 
     def _root(self, trace: Trace, outputs, out):
         b = trace.builder
@@ -206,6 +273,28 @@ class Jitted:
         outs = list(result) if module.entry.root.opcode == "tuple" and \
             lowered.out_tree.num_leaves != 1 else [result]
         return tree_unflatten(lowered.out_tree, [Array(o) for o in outs])
+
+
+def _alias_header(donated: list[int], parameter_shapes, output_shapes,
+                  tuple_root: bool) -> tuple:
+    """XLA's ``input_output_alias`` module attribute: each donated parameter paired with the
+    first unclaimed result of the same shape and element type (donations that match no
+    result are dropped, as JAX does with a warning)."""
+    entries, claimed = [], set()
+    for number in donated:
+        for k, shape in enumerate(output_shapes):
+            if k not in claimed and shape == parameter_shapes[number]:
+                claimed.add(k)
+                index = f"{{{k}}}" if tuple_root else "{}"
+                entries.append(f"{index}: ({number}, {{}}, may-alias)")
+                break
+        else:
+            warnings.warn(f"donated parameter {number} ({parameter_shapes[number]}) matches "
+                          "no result of the same shape and type; it is not aliased",
+                          stacklevel=4)
+    if not entries:
+        return ()
+    return (("input_output_alias", "{ " + ", ".join(entries) + " }"),)
 
 
 def jit(fn: Callable | None = None, *, in_shardings=None, out_shardings=None,

@@ -1,10 +1,12 @@
 """VJP rules of contractions, windows, gather/scatter, sort, collectives and custom-calls.
 
 The dot and convolution rules are JAX's transposes of bilinear ops (`_dot_general_transpose_*`,
-`_conv_general_dilated_transpose_*`); gather and scatter-add are each other's transposes;
-max-pooling's transpose is select-and-scatter; all-gather and reduce-scatter transpose into
-each other, all-reduce(sum) and all-to-all are self-adjoint, collective-permute inverts its
-pairs.
+`_conv_general_dilated_transpose_*`, grouped convolutions included); gather and scatter-add
+are each other's transposes; scatter-max/min route the cotangent to the winners, ties split
+evenly (JAX's `_scatter_extremal_jvp`); max-pooling's transpose is select-and-scatter (one
+strided slice per window position when the window is dilated, which JAX does not support);
+all-gather and reduce-scatter transpose into each other, all-reduce(sum) and all-to-all are
+self-adjoint, collective-permute inverts its pairs.
 """
 
 from __future__ import annotations
@@ -439,6 +441,3 @@ def _custom_call(ct, inst, ops, out):
         from xla_spmd.frontend.shard_map import transpose_boundary
         return transpose_boundary(ct, inst, ops)
     raise NotImplementedError(f"VJP of custom-call {target!r}")
-
-
-_ = (PRED, TupleShape)

@@ -14,10 +14,12 @@ Example (Megatron row-parallel): x ``[{"data"}, {"model"}]`` . w ``[{"model"}, {
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
 
+from xla_spmd.partition.halo import can_exchange, exchange, halo_sizes, unpadded
 from xla_spmd.partition.partitioner import PValue
 from xla_spmd.partition.registry import HANDLERS
 from xla_spmd.partition.reshard import axes_size, plan_reshard
@@ -33,7 +35,9 @@ class Factor:
     rhs: int | None = None
     out: int | None = None
     contracting: bool = False
-    replicated: bool = False  # spatial dims of a convolution
+    replicated: bool = False  # spatial dims of a convolution without a halo exchange
+    halo: tuple[int, int] | None = None  # spatial dims sharded with a halo exchange
+    window_index: int = -1
 
 
 def dot_factors(inst, lhs_rank: int, rhs_rank: int) -> list[Factor]:
@@ -70,8 +74,10 @@ def conv_factors(inst) -> list[Factor] | None:
                out=dn.output_feature),
         Factor(lhs.shape.dims[dn.input_feature], dn.input_feature, dn.kernel_input_feature,
                contracting=True)]
-    for i, o, k in zip(dn.input_spatial, dn.output_spatial, dn.kernel_spatial):
-        factors.append(Factor(inst.shape.dims[o], i, k, o, replicated=True))
+    for n, (i, o) in enumerate(zip(dn.input_spatial, dn.output_spatial)):
+        halo = halo_sizes(a.window.dims[n])
+        factors.append(Factor(inst.shape.dims[o], lhs=i, out=o, replicated=halo is None,
+                              halo=halo, window_index=n))
     return factors
 
 
@@ -109,7 +115,9 @@ def choose(low, factors, lhs: PValue, rhs: PValue, out_shape, target):
     best, best_key = None, None
     mesh = low.mesh
     for assignment in itertools.product(*options):
-        if not _valid(assignment):
+        if not _valid(assignment) or not all(
+                f.halo is None or can_exchange(mesh, axes, f.size, f.halo)
+                for f, axes in zip(factors, assignment)):
             continue
         lhs_axes = [()] * lhs.global_shape.rank
         rhs_axes = [()] * rhs.global_shape.rank
@@ -149,7 +157,15 @@ def contraction(low, inst, operands, factors):
     y = low.reshard(rhs, rhs_sharding)
     x = zero_padding(low, x, [f.lhs for f in factors if f.contracting])
     y = zero_padding(low, y, [f.rhs for f in factors if f.contracting])
-    result = low.emit(inst, [x, y], out_sharding)
+    attrs = None
+    halo = [f for f in factors if f.halo is not None and x.sharding.dims[f.lhs].axes]
+    if halo:
+        zero = low.em.scalar(0, x.global_shape.dtype)
+        for f in halo:
+            x = PValue(exchange(low, x, f.lhs, f.halo, zero), x.sharding, x.global_shape)
+        attrs = dataclasses.replace(inst.attrs, window=unpadded(
+            inst.attrs.window, {f.window_index for f in halo}))
+    result = low.emit(inst, [x, y], out_sharding, attrs=attrs)
     return low.reshard(result, target)
 
 

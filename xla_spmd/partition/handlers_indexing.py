@@ -14,6 +14,7 @@ import dataclasses
 
 from xla_spmd.partition.partitioner import PTuple, PValue
 from xla_spmd.partition.registry import HANDLERS
+from xla_spmd.partition.uneven import zero_padding
 
 
 @HANDLERS.register("gather")
@@ -109,6 +110,8 @@ def scatter(low, inst, operands):
     xs = [low.reshard(x, compute) for x in inputs]
     idx = low.reshard(indices, low.sharding(index_axes))
     us = [low.reshard(u, low.sharding(update_axes)) for u in updates]
+    if partial:  # padded updates would add garbage into the partial sums
+        us = [zero_padding(low, u, scatter_update_dims) for u in us]
     args = xs + [idx] + us
     if n == 1:
         return low.reshard(low.emit(inst, args, compute), target)

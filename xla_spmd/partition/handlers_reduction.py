@@ -11,7 +11,10 @@ Windowed ops and sort keep their windowed / sorted dims replicated and the other
 
 from __future__ import annotations
 
+import dataclasses
+
 from xla_spmd.ir import TupleShape
+from xla_spmd.partition.halo import can_exchange, exchange, halo_sizes, unpadded
 from xla_spmd.partition.partitioner import PValue, unflatten
 from xla_spmd.partition.registry import HANDLERS
 from xla_spmd.partition.uneven import mask_padding
@@ -78,10 +81,25 @@ def _windowed(low, inst, operands, window, count):
     moving = {d for d, w in enumerate(window.dims)
               if (w.size, w.stride, w.padding_low, w.padding_high, w.lhs_dilation,
                   w.rhs_dilation) != (1, 1, 0, 0, 1, 1)}
-    compute = target.replace(dims=[[] if d in moving else list(s.axes)
+    halo = {}
+    if count == 1:
+        for d in moving:
+            sizes = halo_sizes(window.dims[d])
+            axes = target.dims[d].axes
+            if sizes and axes and can_exchange(low.mesh, axes, inst.shape.dims[d], sizes):
+                halo[d] = sizes
+    compute = target.replace(dims=[[] if d in moving and d not in halo else list(s.axes)
                                    for d, s in enumerate(target.dims)], unreduced=())
     args = [low.reshard(o, compute) for o in operands[:count]]
     args += [low.replicate(o) for o in operands[count:]]
+    attrs = None
+    if halo:
+        x = args[0]
+        for d, sizes in halo.items():
+            x = PValue(exchange(low, x, d, sizes, args[1].inst), x.sharding, x.global_shape)
+        args[0] = x
+        attrs = dataclasses.replace(inst.attrs, window=unpadded(window, set(halo)))
+        return low.reshard(low.emit(inst, args, compute, attrs=attrs), target)
     if isinstance(inst.shape, TupleShape):
         local_shape = TupleShape(tuple(low.local_shape(s, compute) for s in inst.shape.elements))
         local = low.em.clone(inst, [a.inst for a in args], local_shape)

@@ -104,3 +104,16 @@ def format_table(rows: list[dict]) -> str:
 
 def table_json(rows: list[dict]) -> str:
     return json.dumps({"collectives": rows, "totals": totals(rows)}, indent=2)
+
+
+def strip_shardings(module: Module) -> Module:
+    """`module` without shardings: a partitioned program as XLA prints it (the shardings
+    on partitioned instructions are for inspection, not for XLA)."""
+    from xla_spmd.ir import map_computations, rewrite
+
+    def strip(computation, replaced):
+        from xla_spmd.partition.partitioner import rebind_called
+        return rewrite(computation, lambda i, ops: rebind_called(i, replaced).replace(
+            operands=ops, sharding=None, frontend_attributes=tuple(
+                (k, v) for k, v in i.frontend_attributes if not k.startswith("xla.sdy."))))
+    return map_computations(module, strip)

@@ -1,0 +1,65 @@
+"""Moving global arrays in and out of a partitioned program (numpy only).
+
+`signature(module)` gives the sharding of each entry parameter leaf and each result leaf of a
+(propagated) module; `shard_array` cuts a global array into the padded local shard a device
+receives; `assemble` rebuilds a global array from every device's local result, checking that
+devices holding the same element agree.
+
+>>> import numpy as np
+>>> from xla_spmd.mesh import make_mesh
+>>> from xla_spmd.sharding import TensorSharding
+>>> s = TensorSharding(make_mesh({"x": 4}), [["x"]])
+>>> shard_array(np.arange(7), s, 3).tolist()
+[6, 0]
+>>> assemble([shard_array(np.arange(7), s, d) for d in range(4)], s, (7,)).tolist()
+[0, 1, 2, 3, 4, 5, 6]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from xla_spmd.errors import PartitionError
+from xla_spmd.sharding import TensorSharding
+
+
+def signature(module, mesh=None) -> tuple[list[list[TensorSharding]], list[TensorSharding]]:
+    """(per parameter, its leaves' shardings; the result leaves' shardings)."""
+    from xla_spmd.mesh import make_mesh
+    from xla_spmd.partition.partitioner import Lowering, Partitioner, find_mesh
+    mesh = mesh or find_mesh(module) or make_mesh({"x": 1})
+    low = Lowering(Partitioner(module, mesh).state, None)
+    return ([low.targets(p) for p in module.entry.parameters], low.targets(module.entry.root))
+
+
+def shard_array(array, sharding: TensorSharding, device: int) -> np.ndarray:
+    """Device `device`'s shard of a global array, zero-padded to the ceiling shard shape."""
+    array = np.asarray(array)
+    if array.ndim == 0:
+        return array
+    local = array[sharding.shard_slices(array.shape, device)]
+    shape = sharding.shard_shape(array.shape)
+    return np.pad(local, [(0, s - n) for s, n in zip(shape, local.shape)])
+
+
+def assemble(locals_, sharding: TensorSharding, shape, dtype=None, *, rtol=1e-5,
+             atol=1e-5) -> np.ndarray:
+    """The global array from every device's local shard (padding dropped)."""
+    shape = tuple(shape)
+    first = np.asarray(locals_[0])
+    out = np.zeros(shape, dtype=dtype or first.dtype)
+    seen = np.zeros(shape, dtype=bool)
+    for device, local in enumerate(locals_):
+        local = np.asarray(local)
+        region = sharding.shard_slices(shape, device)
+        valid = local if not shape else local[tuple(slice(0, s.stop - s.start) for s in region)]
+        done = seen[region]
+        if done.any() and not np.allclose(out[region][done], np.asarray(valid)[done],
+                                          rtol=rtol, atol=atol, equal_nan=True):
+            raise PartitionError(f"device {device} disagrees with another device holding the "
+                                 f"same elements of a result sharded {sharding}")
+        out[region] = valid
+        seen[region] = True
+    if not seen.all():
+        raise PartitionError(f"no device holds some elements of a result sharded {sharding}")
+    return out
