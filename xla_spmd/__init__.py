@@ -43,7 +43,7 @@ _EXPORTS = {
     "specialize": "xla_spmd.partition",
     "evaluate": "xla_spmd.backends.reference",
     "evaluate_spmd": "xla_spmd.backends.reference",
-    "jit": "xla_spmd.frontend.jit",
+    "jit": "xla_spmd.runtime",  # the runtime installs how sharded functions run
     "Lowered": "xla_spmd.frontend.jit",
     "with_sharding_constraint": "xla_spmd.frontend.jit",
     "grad": "xla_spmd.frontend.autodiff",

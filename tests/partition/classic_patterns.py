@@ -66,7 +66,8 @@ def two_d_mlp(data=2, model=4, batch=16, d=16, hidden=32):
     x = b.parameter(ArrayShape(F32, (batch, d)), sharding=_s(mesh, ["data"], []))
     w1 = b.parameter(ArrayShape(F32, (d, hidden)), sharding=_s(mesh, [], ["model"]))
     w2 = b.parameter(ArrayShape(F32, (hidden, d)), sharding=_s(mesh, ["model"], []))
-    h = b.tanh(_dot(b, x, w1, _s(mesh, ["data"], ["model"])), sharding=_s(mesh, ["data"], ["model"]))
+    hidden_sharding = _s(mesh, ["data"], ["model"])
+    h = b.tanh(_dot(b, x, w1, hidden_sharding), sharding=hidden_sharding)
     y = _dot(b, h, w2, _s(mesh, ["data"], []))
     return Module.from_entry("mlp_2d", b.build(y)), \
         2 * (model - 1) / model * (batch // data) * d * F

@@ -258,3 +258,17 @@ def test_reduce_window_spatial_halo_exchange():
                          sharding=S(["y"], ["x"]))
     spmd = run(b, rw)
     assert {r["kind"] for r in collective_table(spmd)} == {"collective-permute"}
+
+
+@pytest.mark.parametrize("rows", [32, 30])
+def test_gather_from_row_sharded_table_masks_and_all_reduces(rows):
+    b = Builder("main")
+    table = b.parameter(f32(rows, 4), sharding=S(["y"], []))
+    ids = b.parameter(ArrayShape(S32, (3, 1)), sharding=S([], []))
+    g = b.gather(table, ids, offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,),
+                 index_vector_dim=1, slice_sizes=(1, 4), shape=f32(3, 4), sharding=S([], []))
+    module = Module.from_entry("m", b.build(g))
+    rng = np.random.default_rng(0)
+    idx = np.array([[0], [rows - 1], [rows + 5]], dtype=np.int32)  # out of range clamps
+    spmd = check(module, [rng.standard_normal((rows, 4)).astype(np.float32), idx])
+    assert [r["kind"] for r in collective_table(spmd)] == ["all-reduce"]

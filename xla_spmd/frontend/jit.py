@@ -75,8 +75,9 @@ def _shardings_per_leaf(shardings, trees: Sequence, what: str) -> list:
 
 
 def _canonical(leaf):
-    """A concrete argument as an array (Python scalars weakly typed)."""
-    if isinstance(leaf, Value):
+    """A concrete argument as an array (Python scalars weakly typed). Distributed arrays of
+    the runtime (they have `addressable_shards`) stay as they are, shards in place."""
+    if isinstance(leaf, Value) or hasattr(leaf, "addressable_shards"):
         return leaf
     if is_weak(leaf):
         from xla_spmd.frontend.tracing import python_scalar_array
@@ -267,6 +268,10 @@ class Jitted:
             return self.fn(*args)
         lowered = self.lower(*args)
         _, _, _, leaves, _ = self._key(args)
+        if _executor is not None:
+            outs = _executor(lowered, leaves)
+            if outs is not None:
+                return tree_unflatten(lowered.out_tree, outs)
         from xla_spmd.backends.reference import evaluate
         module = _single_device_module(lowered.module)
         result = evaluate(module, [leaf.value for leaf in leaves])
@@ -295,6 +300,16 @@ def _alias_header(donated: list[int], parameter_shapes, output_shapes,
     if not entries:
         return ()
     return (("input_output_alias", "{ " + ", ".join(entries) + " }"),)
+
+
+# How sharded functions run on the devices: installed by the runtime (the layer above),
+# `executor(lowered, leaves) -> result leaves`, or None to evaluate on one device.
+_executor: Callable | None = None
+
+
+def set_executor(executor: Callable | None) -> None:
+    global _executor
+    _executor = executor
 
 
 def jit(fn: Callable | None = None, *, in_shardings=None, out_shardings=None,

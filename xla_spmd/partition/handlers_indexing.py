@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 
+from xla_spmd.ir import S32, ArrayShape, ComparisonDirection, SliceDim
 from xla_spmd.partition.partitioner import PTuple, PValue
 from xla_spmd.partition.registry import HANDLERS
+from xla_spmd.partition.reshard import axes_size
 from xla_spmd.partition.uneven import zero_padding
 
 
@@ -42,14 +44,105 @@ def gather(low, inst, operands):
         if whole and op_dim not in a.start_index_map and out_axes[out_dim]:
             operand_axes[op_dim] = out_axes[out_dim]
             achieved[out_dim] = out_axes[out_dim]
+    partial = _index_sharded_dims(low, inst, operand, operand_axes, index_axes, achieved)
+    for op_dim, axes in partial.items():
+        operand_axes[op_dim] = axes
     x = low.reshard(operand, low.sharding(operand_axes))
     i = low.reshard(indices, low.sharding(index_axes))
+    if partial:
+        return _masked_gather(low, inst, x, i, partial, achieved, batch_out, target)
     for op_dim in range(operand.global_shape.rank):
         if operand_axes[op_dim] and op_dim not in a.operand_batching_dims:
             slice_sizes[op_dim] = x.inst.shape.dims[op_dim]
     attrs = dataclasses.replace(a, slice_sizes=tuple(slice_sizes))
     value = low.emit(inst, [x, i], low.sharding(achieved), attrs=attrs)
     return low.reshard(value, target)
+
+
+def _index_sharded_dims(low, inst, operand, operand_axes, index_axes, achieved) -> dict:
+    """Indexed operand dims to keep sharded (the operand's own axes there): each device
+    gathers what it holds, masks the rest to zero, and an all-reduce sums the pieces. Chosen
+    when that all-reduce moves fewer bytes than all-gathering the operand."""
+    a = inst.attrs
+    if not operand.global_shape.dtype.is_float and not operand.global_shape.dtype.is_integer:
+        return {}
+    used = [x for axes in (*operand_axes, *index_axes, *achieved) for x in axes]
+    chosen = {}
+    for op_dim in a.start_index_map:
+        if a.slice_sizes[op_dim] != 1 or op_dim not in a.collapsed_slice_dims:
+            continue
+        axes = []
+        for axis in operand.sharding.dims[op_dim].axes:
+            if any(axis.overlaps(u) for u in used):
+                break
+            axes.append(axis)
+        if axes:
+            chosen[op_dim] = tuple(axes)
+            used.extend(axes)
+    if not chosen:
+        return {}
+    n = axes_size(low.mesh, [x for axes in chosen.values() for x in axes])
+    out_bytes = inst.shape.byte_size / max(1, axes_size(low.mesh, [x for y in achieved
+                                                                    for x in y]))
+    operand_bytes = operand.global_shape.byte_size / max(1, axes_size(
+        low.mesh, [x for y in operand_axes for x in y]))
+    if 2 * (n - 1) / n * out_bytes >= (n - 1) / n * operand_bytes:
+        return {}
+    return chosen
+
+
+def _masked_gather(low, inst, x, i, partial, achieved, batch_out, target):
+    em = low.em
+    a = inst.attrs
+    idx = i.inst
+    index_shape = idx.shape
+    vector_dim = a.index_vector_dim
+    implicit = vector_dim == index_shape.rank
+    mask = None
+    for op_dim, axes in partial.items():
+        k = a.start_index_map.index(op_dim)
+        local = x.inst.shape.dims[op_dim]
+        offset = em.op("convert", em.axes_value(axes, local),
+                       shape=ArrayShape(index_shape.dtype, ()))
+        limit = em.scalar(x.global_shape.dims[op_dim] - 1, index_shape.dtype)
+        zero = em.scalar(0, index_shape.dtype)
+        if implicit:
+            component = idx
+        else:
+            component = em.op("slice", idx, slice=tuple(
+                SliceDim(k, k + 1) if d == vector_dim else SliceDim(0, n)
+                for d, n in enumerate(index_shape.dims)))
+            component = em.reshape(component, [n for d, n in enumerate(index_shape.dims)
+                                               if d != vector_dim])
+        dims = component.shape.dims
+        clamped = em.op("clamp", zero, component, limit)
+        shifted = em.op("subtract", clamped, em.broadcast_scalar(offset, dims))
+        inside = em.op("and", em.op("compare", shifted, em.broadcast_scalar(zero, dims),
+                                    direction=ComparisonDirection.GE),
+                       em.op("compare", shifted, em.broadcast_scalar(
+                           em.scalar(local, index_shape.dtype), dims),
+                             direction=ComparisonDirection.LT))
+        mask = inside if mask is None else em.op("and", mask, inside)
+        if implicit:
+            idx = shifted
+        else:
+            is_k = em.op("compare", em.op("iota", shape=ArrayShape(S32, index_shape.dims),
+                                          iota_dimension=vector_dim),
+                         em.broadcast_scalar(em.scalar(k, S32), index_shape.dims),
+                         direction=ComparisonDirection.EQ)
+            offsets = em.op("select", is_k, em.broadcast_scalar(offset, index_shape.dims),
+                            em.broadcast_scalar(zero, index_shape.dims))
+            idx = em.op("subtract", em.op("clamp", em.broadcast_scalar(zero, index_shape.dims),
+                                          idx, em.broadcast_scalar(limit, index_shape.dims)),
+                        offsets)
+    out_sharding = low.sharding(achieved, [x for axes in partial.values() for x in axes])
+    value = low.emit(inst, [x.inst, idx], out_sharding)
+    local_dims = value.inst.shape.dims
+    wide = em.op("broadcast", mask, shape=ArrayShape(mask.shape.dtype, local_dims),
+                 dimensions=tuple(batch_out))
+    zeros = em.broadcast_scalar(em.scalar(0, inst.shape.dtype), local_dims)
+    masked = em.op("select", wide, value.inst, zeros, sharding=out_sharding)
+    return low.reshard(PValue(masked, out_sharding, inst.shape), target)
 
 
 def _is_add(computation) -> bool:

@@ -22,7 +22,7 @@ instruction keeps the sharding of the value it computes (for inspection), and th
 >>> y = b.negate(x, sharding=TensorSharding(mesh, [[], []]))
 >>> m = partition(Module.from_entry("m", b.build(y)))
 >>> [i.opcode for i in m.entry.instructions], str(m.entry.root.shape)
-(['parameter', 'negate', 'all-gather'], 'f32[8,4]')
+(['parameter', 'all-gather', 'negate'], 'f32[8,4]')
 """
 
 from __future__ import annotations

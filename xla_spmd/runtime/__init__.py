@@ -2,6 +2,7 @@
 MPI ranks. It ties the backends and the collectives together.
 """
 
+from xla_spmd.frontend.jit import jit, set_executor
 from xla_spmd.runtime.devices import (
                                       Device,
                                       device_count,
@@ -13,8 +14,12 @@ from xla_spmd.runtime.devices import (
                                       topology,
 )
 from xla_spmd.runtime.executable import SpmdExecutable
+from xla_spmd.runtime.jit_runtime import CompiledStep, execute_lowered
 from xla_spmd.runtime.sharded_array import Shard, ShardedArray, device_put
 
-__all__ = ["Device", "Shard", "ShardedArray", "SpmdExecutable", "device_count", "device_put",
-           "devices", "local_devices", "process_count", "process_index", "set_num_devices",
-           "topology"]
+# Jitted functions with shardings run on the devices from now on.
+set_executor(execute_lowered)
+
+__all__ = ["CompiledStep", "Device", "Shard", "ShardedArray", "SpmdExecutable", "device_count",
+           "device_put", "devices", "jit", "local_devices", "process_count", "process_index",
+           "set_num_devices", "topology"]

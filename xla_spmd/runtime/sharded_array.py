@@ -69,6 +69,18 @@ class ShardedArray:
             trimmed[device] = data[tuple(slice(0, s.stop - s.start) for s in slices)]
         return cls(shape, dtype, sharding, trimmed)
 
+    # What xs.jit reads of an argument: its IR type (and its sharding), without gathering.
+    weak_type = False
+
+    @property
+    def aval(self):
+        from xla_spmd.ir import ArrayShape, DType
+        return ArrayShape(DType.from_numpy(self.dtype), self.shape)
+
+    @property
+    def value(self) -> np.ndarray:
+        return self.gather()
+
     @property
     def ndim(self) -> int:
         return len(self.shape)
