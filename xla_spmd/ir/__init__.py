@@ -57,6 +57,7 @@ from xla_spmd.ir.module import (
                                     Module,
                                     make_instruction,
                                     map_computations,
+                                    rebind_called,
                                     rewrite,
                                     topological_order,
 )
@@ -72,7 +73,8 @@ __all__ = [
     "PadDim", "Precision", "ReplicaGroups", "RngAlgorithm", "RngDistribution", "SliceDim",
     "Window", "WindowDim",
     "OPS", "AttrKind", "AttrSpec", "Family", "Op", "Registry", "op_named",
-    "Instruction", "Computation", "Module", "make_instruction", "map_computations", "rewrite",
+    "Instruction", "Computation", "Module", "make_instruction", "map_computations",
+    "rebind_called", "rewrite",
     "topological_order", "Builder", "verify", "verify_computation",
     "parse_hlo", "print_module", "print_instruction",
 ]

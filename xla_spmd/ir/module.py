@@ -19,6 +19,7 @@ structurally with `==`, which is what ``parse(print(m)) == m`` relies on.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 
@@ -294,6 +295,27 @@ def topological_order(root: Instruction, keep: Iterable[Instruction] = ()) -> tu
             stack.append((inst, True))
             stack.extend((o, False) for o in reversed(inst.operands) if id(o) not in seen)
     return tuple(order)
+
+
+def rebind_called(inst: Instruction, replaced: dict[str, Computation]) -> Instruction:
+    """`inst` calling the rebuilt versions of its called computations (`replaced` maps old
+    computation names to new computations); `inst` itself when none of them changed."""
+    changes = {}
+    for spec in inst.op.attrs:
+        value = getattr(inst.attrs, spec.name)
+        if value is None:
+            continue
+        if spec.kind is AttrKind.COMPUTATION:
+            new = replaced.get(value.name, value)
+            if new is not value:
+                changes[spec.name] = new
+        elif spec.kind is AttrKind.COMPUTATIONS:
+            new = tuple(replaced.get(c.name, c) for c in value)
+            if any(a is not b for a, b in zip(new, value)):
+                changes[spec.name] = new
+    if not changes:
+        return inst
+    return inst.replace(attrs=dataclasses.replace(inst.attrs, **changes))
 
 
 def map_computations(module: Module, fn: Callable[[Computation, dict], Computation]) -> Module:

@@ -237,23 +237,6 @@ class Lowering:
             result
 
 
-def rebind_called(inst: Instruction, replaced: dict) -> Instruction:
-    """`inst` calling the rebuilt versions (by name) of the computations it calls."""
-    import dataclasses
-
-    from xla_spmd.ir import AttrKind
-    changes = {}
-    for spec in inst.op.attrs:
-        value = getattr(inst.attrs, spec.name)
-        if spec.kind is AttrKind.COMPUTATION and value is not None and value.name in replaced:
-            changes[spec.name] = replaced[value.name]
-        elif spec.kind is AttrKind.COMPUTATIONS and value:
-            changes[spec.name] = tuple(replaced.get(c.name, c) for c in value)
-    if not changes:
-        return inst
-    return inst.replace(attrs=dataclasses.replace(inst.attrs, **changes))
-
-
 def _param_of(value):
     first = leaves(value)[0].inst
     while first.opcode == "get-tuple-element":

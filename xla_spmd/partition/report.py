@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 
-from xla_spmd.ir import Module, TupleShape
+from xla_spmd.ir import Module, TupleShape, rebind_called
 
 KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
          "collective-broadcast")
@@ -112,7 +112,6 @@ def strip_shardings(module: Module) -> Module:
     from xla_spmd.ir import map_computations, rewrite
 
     def strip(computation, replaced):
-        from xla_spmd.partition.partitioner import rebind_called
         return rewrite(computation, lambda i, ops: rebind_called(i, replaced).replace(
             operands=ops, sharding=None, frontend_attributes=tuple(
                 (k, v) for k, v in i.frontend_attributes if not k.startswith("xla.sdy."))))

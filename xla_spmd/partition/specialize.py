@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from xla_spmd.ir import Literal, Module, map_computations, rewrite
+from xla_spmd.ir import Literal, Module, map_computations, rebind_called, rewrite
 
 
 def specialize(module: Module, device: int) -> Module:
@@ -31,7 +31,6 @@ def specialize(module: Module, device: int) -> Module:
         return None
 
     def per_computation(computation, replaced):
-        from xla_spmd.partition.partitioner import rebind_called
         return rewrite(computation, lambda i, ops: fold(rebind_called(i, replaced), ops)
                        or _rebound(rebind_called(i, replaced), ops))
     header = tuple((k, v) for k, v in module.header if k != "num_partitions")

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import (
-    AttrKind,
     Computation,
     Instruction,
     Module,
+    rebind_called,
     rewrite,
     topological_order,
     verify,
@@ -84,28 +84,6 @@ def fixed_point(name: str, passes: Sequence[Pass], max_iterations: int = 8,
 
 # ---------------------------------------------------------------------------------------------
 # Rewriting helpers
-
-
-def rebind_called(inst: Instruction, replaced: dict[str, Computation]) -> Instruction:
-    """`inst` with every called computation replaced by its rebuilt version (if any)."""
-    changes = {}
-    for spec in inst.op.attrs:
-        value = getattr(inst.attrs, spec.name)
-        if value is None:
-            continue
-        if spec.kind is AttrKind.COMPUTATION:
-            new = replaced.get(value.name, value)
-            if new is not value:
-                changes[spec.name] = new
-        elif spec.kind is AttrKind.COMPUTATIONS:
-            new = tuple(replaced.get(c.name, c) for c in value)
-            if any(a is not b for a, b in zip(new, value)):
-                changes[spec.name] = new
-    if not changes:
-        return inst
-    values = {spec.name: getattr(inst.attrs, spec.name) for spec in inst.op.attrs}
-    values.update(changes)
-    return inst.replace(attrs=type(inst.attrs)(**values))
 
 
 def transform_module(module: Module, fn: Callable[[Computation], Computation]) -> Module:

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from xla_spmd.errors import ShardingError
-from xla_spmd.ir import Module, map_computations, rewrite
+from xla_spmd.ir import Module, map_computations, rebind_called, rewrite
 from xla_spmd.ir.hlo_sharding import HloSharding
 from xla_spmd.mesh import Mesh, parse_mesh
 from xla_spmd.sharding import (
@@ -105,32 +105,13 @@ def import_shardings(module: Module, mesh: Mesh | None = None) -> Imported:
 
     def rebuild(computation, replaced):
         def fn(inst, operands):
-            inst = _rebind(inst, replaced)
+            inst = rebind_called(inst, replaced)
             return convert(inst, operands) or (
                 inst if operands == inst.operands else inst.replace(operands=operands))
         return rewrite(computation, fn)
 
     new = map_computations(module, rebuild)
     return Imported(new, meshes, manual)
-
-
-def _rebind(inst, replaced):
-    """Point called-computation attributes at the rebuilt callees."""
-    called = inst.called_computations()
-    if not called:
-        return inst
-    values = {}
-    for spec in inst.op.attrs:
-        value = getattr(inst.attrs, spec.name)
-        if spec.kind.value == "computation" and value is not None:
-            values[spec.name] = replaced.get(value.name, value)
-        elif spec.kind.value == "computations" and value is not None:
-            values[spec.name] = tuple(replaced.get(c.name, c) for c in value)
-    if not values:
-        return inst
-    attrs = inst.op.make_attrs(**{**{s.name: getattr(inst.attrs, s.name) for s in inst.op.attrs},
-                                  **values})
-    return inst.replace(attrs=attrs)
 
 
 def _sdy_sharding(inst, meshes, manual):

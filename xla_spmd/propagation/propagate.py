@@ -24,7 +24,7 @@ import gc
 from dataclasses import dataclass
 
 from xla_spmd.errors import ShardingError
-from xla_spmd.ir import Instruction, Module, map_computations, rewrite
+from xla_spmd.ir import Instruction, Module, map_computations, rebind_called, rewrite
 from xla_spmd.mesh import AxisRef, Mesh
 from xla_spmd.propagation.driver import (
     OP_PRIORITY_LEVELS,
@@ -229,8 +229,7 @@ def _write_back(module: Module, graph, states, mesh) -> Module:
         instance = first_instance.get(computation.name)
 
         def fn(inst, operands):
-            from xla_spmd.propagation.importing import _rebind
-            new = _rebind(inst, replaced)
+            new = rebind_called(inst, replaced)
             if instance is not None:
                 values = graph.inst_values.get((instance, inst))
                 if values is not None and not inst.shape.is_token:

@@ -115,6 +115,18 @@ class ShardedArray:
         array = self.gather()
         return array if dtype is None else array.astype(dtype)
 
+    def __float__(self) -> float:
+        return float(self.gather())
+
+    def __int__(self) -> int:
+        return int(self.gather())
+
+    def __bool__(self) -> bool:
+        return bool(self.gather())
+
+    def item(self):
+        return self.gather().item()
+
     def __repr__(self) -> str:
         return (f"ShardedArray({self.dtype}{list(self.shape)}, {self.sharding}, "
                 f"{len(self._shards)} local shards)")
