@@ -3,9 +3,10 @@
     python scripts/check_printed_hlo_with_xla.py           # needs jax (jaxlib) installed
 
 Parses each module with xla-spmd, prints it, and hands the text to XLA's
-`hlo_module_from_text`: every XLA-produced module under tests/data/jax, and the module in
-tests/ir/test_hlo_text.py that uses every opcode xla-spmd defines. JAX is used here only; the
-library never imports it.
+`hlo_module_from_text`: every XLA-produced module under tests/data/jax, the module in
+tests/ir/test_hlo_text.py that uses every opcode xla-spmd defines, and the SPMD programs
+xla-spmd's partitioner makes of the sharded JAX programs. JAX is used here only; the library
+never imports it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from xla_spmd.ir import parse_hlo, print_module  # noqa: E402
+from xla_spmd.partition import partition  # noqa: E402
+from xla_spmd.partition.report import strip_shardings  # noqa: E402
 
 
 def every_op_module() -> str:
@@ -34,9 +37,14 @@ def main() -> int:
     sources = {path.relative_to(ROOT): path.read_text()
                for path in sorted((ROOT / "tests/data/jax").glob("*/*.hlo"))}
     sources["tests/ir/test_hlo_text.py:EVERY_OP"] = every_op_module()
+    printed_sources = {name: print_module(parse_hlo(text, str(name)))
+                       for name, text in sources.items()}
+    for path in sorted((ROOT / "tests/data/jax").glob("sharded_*/*[!d].hlo")):
+        partitioned = partition(parse_hlo(path.read_text(), str(path)))
+        printed_sources[f"partition({path.relative_to(ROOT)})"] = print_module(
+            strip_shardings(partitioned))
     failures = 0
-    for name, text in sources.items():
-        printed = print_module(parse_hlo(text, str(name)))
+    for name, printed in printed_sources.items():
         try:
             xla_client.hlo.hlo_module_from_text(printed)
             status = "ok"
@@ -44,7 +52,7 @@ def main() -> int:
             failures += 1
             status = f"REJECTED: {str(error).splitlines()[0][:200]}"
         print(f"{status:8} {name}")
-    print(f"{len(sources) - failures} accepted, {failures} rejected by XLA's parser")
+    print(f"{len(printed_sources) - failures} accepted, {failures} rejected by XLA's parser")
     return 1 if failures else 0
 
 

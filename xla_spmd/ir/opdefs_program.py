@@ -174,8 +174,10 @@ define("all-gather", Family.COLLECTIVE, _infer_resized("all-gather", True), oper
        attrs=GROUP_ATTRS + (A("dimensions", K.INT_LIST),))
 define("reduce-scatter", Family.COLLECTIVE, _infer_resized("reduce-scatter", False),
        operands=(1, None), attrs=GROUP_ATTRS + (A("dimensions", K.INT_LIST),) + REDUCER)
+# XLA's all-to-all has no use_global_device_ids: with a channel its ids are partition ids.
 define("all-to-all", Family.COLLECTIVE, _infer_all_to_all, operands=(1, None),
-       attrs=GROUP_ATTRS + (A("dimensions", K.INT_LIST, None),))
+       attrs=(A("replica_groups", K.REPLICA_GROUPS, None), A("channel_id", K.INT, None),
+              A("constrain_layout", K.BOOL, False), A("dimensions", K.INT_LIST, None)))
 define("collective-permute", Family.COLLECTIVE, _infer_permute, operands=1,
        attrs=(A("source_target_pairs", K.INT_PAIRS), A("channel_id", K.INT, None)))
 define("collective-broadcast", Family.COLLECTIVE, _infer_permute, operands=1,

@@ -171,9 +171,14 @@ class Emitter:
                                   for d in range(self.mesh.size)])
 
     # -- collectives -----------------------------------------------------------------------
-    def group_attrs(self, axes) -> dict:
-        return dict(replica_groups=replica_groups(self.mesh, axes),
-                    channel_id=self.state.channel(), use_global_device_ids=True)
+    def group_attrs(self, axes, global_ids: bool = True) -> dict:
+        """Groups of device ids over `axes`; all-to-all takes no `use_global_device_ids` (with
+        a channel its ids are partition ids, the same here: one replica)."""
+        attrs = dict(replica_groups=replica_groups(self.mesh, axes),
+                     channel_id=self.state.channel())
+        if global_ids:
+            attrs["use_global_device_ids"] = True
+        return attrs
 
     def all_reduce(self, x: Instruction, axes, reducer: Computation | None = None,
                    sharding=None) -> Instruction:
@@ -315,7 +320,8 @@ def _lower_all_to_all(em: Emitter, x, step, cur, unreduced, global_dims, mesh):
     x = em.transpose(x, [j] + [k for k in range(rank + 1) if k != j])
     cur[i] = cur[i][:-1]
     cur[j] = cur[j] + (axis,)
-    x = em.op("all-to-all", x, dimensions=(0,), sharding=None, **em.group_attrs([axis]))
+    x = em.op("all-to-all", x, dimensions=(0,), sharding=None,
+              **em.group_attrs([axis], global_ids=False))
     x = em.transpose(x, list(range(1, 1 + i)) + [0] + list(range(1 + i, rank + 1)))
     merged = [d for d in dims]
     merged[j] = new_j
