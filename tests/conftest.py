@@ -7,7 +7,7 @@ import pytest
 def default_device_count():
     """Every test starts with the default 8 in-process devices, whatever the one before
     it set (xs.set_num_devices, `xla-spmd run --devices`)."""
-    from xla_spmd.runtime import devices
+    from xla_spmd.runtime.devices import DEFAULT_NUM_DEVICES, set_num_devices
 
-    devices.set_num_devices(devices.DEFAULT_NUM_DEVICES)
+    set_num_devices(DEFAULT_NUM_DEVICES)
     yield
