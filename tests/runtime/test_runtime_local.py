@@ -106,3 +106,11 @@ ENTRY %e (x: f32[2]) -> f32[2] {
     args[3] = [np.ones(3, np.float32)]  # device 3 gets a wrong argument and fails
     with pytest.raises(XlaSpmdError, match="device 3"):
         SpmdExecutable(module).execute(args)
+
+
+def test_visualize_a_sharded_array():
+    mesh = xs.make_mesh({"data": 2, "model": 4})
+    placed = xs.device_put(np.zeros((4, 8)), xs.NamedSharding(mesh, xs.P("data", "model")))
+    picture = xs.visualize_sharding(placed, use_color=False)
+    assert picture == xs.visualize_sharding(placed.sharding, (4, 8), use_color=False)
+    assert all(str(d) in picture for d in range(8))

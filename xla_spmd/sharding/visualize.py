@@ -46,13 +46,20 @@ def tile_devices(sharding: TensorSharding, shape: Sequence[int]
     return {region: tuple(sorted(devices)) for region, devices in tiles.items()}
 
 
-def visualize_sharding(sharding: TensorSharding | NamedSharding, shape: Sequence[int], *,
+def visualize_sharding(sharding, shape: Sequence[int] | None = None, *,
                        use_color: bool = True, console: Console | None = None,
                        cell_width: int = 10) -> str:
     """Render the tiles of a 1-D or 2-D array; print to ``console`` if given, return the text.
 
+    `sharding` is a TensorSharding or NamedSharding with the array's `shape`, or a sharded
+    array (anything with ``.sharding`` and ``.shape``, such as the runtime's ShardedArray).
     Without colour the result is plain box-drawing text (stable for tests and logs).
     """
+    if shape is None:
+        if not (hasattr(sharding, "sharding") and hasattr(sharding, "shape")):
+            raise ShardingError("visualize_sharding: give the array's shape with a sharding, "
+                                "or pass a sharded array")
+        sharding, shape = sharding.sharding, sharding.shape
     shape = tuple(int(d) for d in shape)
     if isinstance(sharding, NamedSharding):
         sharding = sharding.to_tensor_sharding(len(shape))
