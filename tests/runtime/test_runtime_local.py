@@ -114,3 +114,32 @@ def test_visualize_a_sharded_array():
     picture = xs.visualize_sharding(placed, use_color=False)
     assert picture == xs.visualize_sharding(placed.sharding, (4, 8), use_color=False)
     assert all(str(d) in picture for d in range(8))
+
+
+def test_donated_arguments_give_their_buffers_to_the_results():
+    mesh = xs.make_mesh({"x": 8})
+    sharding = xs.NamedSharding(mesh, xs.P("x"))
+    double = xs.jit(lambda a, b: (a * 2, b + 1), in_shardings=sharding,
+                    out_shardings=sharding, donate_argnums=0)
+    a = xs.device_put(np.arange(16.0), sharding)
+    b = xs.device_put(np.ones(16), sharding)
+    buffers = [shard.data for shard in a.addressable_shards]
+    doubled, incremented = double(a, b)
+    np.testing.assert_array_equal(np.asarray(doubled), np.arange(16.0) * 2)
+    np.testing.assert_array_equal(np.asarray(incremented), np.full(16, 2.0))
+    assert all(np.shares_memory(old, new.data)
+               for old, new in zip(buffers, doubled.addressable_shards))
+    assert a.is_deleted() and not b.is_deleted()
+    with pytest.raises(XlaSpmdError, match="donated to jit_lambda"):
+        np.asarray(a)
+
+
+def test_arguments_sharded_differently_are_resharded():
+    mesh = xs.make_mesh({"data": 2, "model": 4})
+    f = xs.jit(lambda a: a + 1, in_shardings=xs.NamedSharding(mesh, xs.P("data", "model")))
+    a = xs.device_put(np.arange(32.0).reshape(4, 8), xs.NamedSharding(mesh, xs.P("model")))
+    result = f(a)
+    # The result follows the parameter's sharding (propagation leaves its dims open).
+    assert [d.axes for d in result.sharding.dims] == [d.axes for d in xs.NamedSharding(
+        mesh, xs.P("data", "model")).to_tensor_sharding(2).dims]
+    np.testing.assert_array_equal(np.asarray(result), np.arange(32.0).reshape(4, 8) + 1)

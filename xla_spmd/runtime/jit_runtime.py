@@ -19,6 +19,8 @@ array([24., 32.])
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from xla_spmd.backends.reference import leaves as value_leaves
@@ -67,6 +69,7 @@ class CompiledStep:
         self.result_shardings = _result_shardings(self.module)
         root = self.module.entry.root.shape
         self.result_shapes = list(root.elements) if isinstance(root, TupleShape) else [root]
+        self.aliases = donated_aliases(self.module)
 
     def _place(self, leaf, sharding: TensorSharding, number: int) -> ShardedArray:
         """The argument as a ShardedArray with the parameter's sharding; an argument sharded
@@ -86,10 +89,37 @@ class CompiledStep:
         results = self.executable.execute(
             {d: [a.shard_data(d, padded=True) for a in placed] for d in devices})
         per_device = {d: value_leaves(r) for d, r in results.items()}
-        return [ShardedArray.from_padded_shards(shape.dims, shape.dtype.numpy, sharding,
-                                                {d: r[i] for d, r in per_device.items()})
-                for i, (shape, sharding) in enumerate(zip(self.result_shapes,
-                                                          self.result_shardings))]
+        outputs = [ShardedArray.from_padded_shards(shape.dims, shape.dtype.numpy, sharding,
+                                                   {d: r[i] for d, r in per_device.items()})
+                   for i, (shape, sharding) in enumerate(zip(self.result_shapes,
+                                                             self.result_shardings))]
+        for number, output in self.aliases.items():
+            _hand_over(placed[number], outputs[output], leaves[number], self.module.name)
+        return outputs
+
+
+_ALIAS = re.compile(r"\{(\d*)\}\s*:\s*\((\d+),\s*\{\}")
+
+
+def donated_aliases(module: Module) -> dict[int, int]:
+    """Donated parameter number -> the result it aliases, from XLA's `input_output_alias`
+    module attribute (``{ {1}: (0, {}, may-alias) }``: result 1 reuses parameter 0)."""
+    text = module.header_value("input_output_alias") or ""
+    return {int(number): int(output or 0) for output, number in _ALIAS.findall(text)}
+
+
+def _hand_over(donated: ShardedArray, result: ShardedArray, argument, program: str) -> None:
+    """Give the donated argument's buffers to the result it aliases: the result's values
+    are written into them, and the argument the caller passed is deleted."""
+    if donated.sharding != result.sharding or donated.dtype != result.dtype:
+        return  # nothing to reuse: the layouts differ
+    for device, buffer in donated._shards.items():
+        values = result._shards[device]
+        if buffer.shape == values.shape and buffer.flags.writeable and buffer.base is None:
+            np.copyto(buffer, values)
+            result._shards[device] = buffer
+    if isinstance(argument, ShardedArray):
+        argument.delete(by=program)
 
 
 def execute_lowered(lowered, leaves: list) -> list | None:

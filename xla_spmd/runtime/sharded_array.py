@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from xla_spmd.errors import ShardingError
+from xla_spmd.errors import ShardingError, XlaSpmdError
 from xla_spmd.runtime.devices import Device, local_devices, topology
 from xla_spmd.sharding import NamedSharding, TensorSharding
 
@@ -54,8 +54,25 @@ class ShardedArray:
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.sharding = sharding
-        self._shards = shards
+        self._shard_data = shards
         self._global: np.ndarray | None = None
+        self._deleted_by: str | None = None
+
+    @property
+    def _shards(self) -> dict[int, np.ndarray]:
+        if self._deleted_by is not None:
+            raise XlaSpmdError(f"this array was donated to {self._deleted_by} and deleted; "
+                               "use the result of that call instead")
+        return self._shard_data
+
+    def delete(self, by: str = "a jitted function") -> None:
+        """Release the shards (a donated argument's buffers now belong to a result)."""
+        self._deleted_by = by
+        self._shard_data = {}
+        self._global = None
+
+    def is_deleted(self) -> bool:
+        return self._deleted_by is not None
 
     @classmethod
     def from_padded_shards(cls, shape, dtype, sharding: TensorSharding,
@@ -108,7 +125,7 @@ class ShardedArray:
     def gather(self) -> np.ndarray:
         """The global array. Under MPI this is a collective: every rank must call it."""
         if self._global is None:
-            self._global = _assemble(self)
+            self._global = _assemble(self)  # (raises if the array was donated)
         return self._global
 
     def __array__(self, dtype=None, copy=None):
@@ -128,8 +145,8 @@ class ShardedArray:
         return self.gather().item()
 
     def __repr__(self) -> str:
-        return (f"ShardedArray({self.dtype}{list(self.shape)}, {self.sharding}, "
-                f"{len(self._shards)} local shards)")
+        held = "deleted" if self.is_deleted() else f"{len(self._shard_data)} local shards"
+        return f"ShardedArray({self.dtype}{list(self.shape)}, {self.sharding}, {held})"
 
 
 def _assemble(array: ShardedArray) -> np.ndarray:
@@ -166,7 +183,8 @@ def _put_one(value, sharding, what: str) -> ShardedArray:
     if tensor_sharding.mesh.size != topology().num_devices:
         raise ShardingError(f"{what}: the sharding's mesh has {tensor_sharding.mesh.size} "
                             f"devices, the job has {topology().num_devices}")
-    shards = {d.id: np.asarray(array[tensor_sharding.shard_slices(array.shape, d.id)],
+    # Each device owns a copy of its shard, as a device buffer would be.
+    shards = {d.id: np.array(array[tensor_sharding.shard_slices(array.shape, d.id)],
                                order="C") for d in local_devices()}
     return ShardedArray(array.shape, array.dtype, tensor_sharding, shards)
 
