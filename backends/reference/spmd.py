@@ -1,7 +1,9 @@
-"""The lockstep multi-device evaluator: one program, N devices, one Python thread each.
+"""The lockstep multi-device evaluator: one program (or one per device), N devices, one
+Python thread each.
 
 Device d is replica ``d // num_partitions``, partition ``d % num_partitions``. Each thread
-evaluates the entry computation with its own `Context`; at its k-th collective every device
+evaluates its program (`evaluate_spmd`: the entry computation everywhere; `evaluate_mpmd`: a
+computation per device) with its own `Context`; at its k-th collective every device
 calls the shared `_Rendezvous`, which hands back all N values once all have arrived. A device
 that raises marks the rendezvous failed, so the others stop with a `CommunicationError` instead
 of waiting forever; so do devices reaching different collectives (divergent control flow) or a
@@ -30,7 +32,7 @@ import numpy as np  # noqa: F401 (the doctest uses it)
 
 from xla_spmd.backends.reference.evaluator import Context, coerce_argument, evaluate_computation
 from xla_spmd.errors import CommunicationError, EvaluationError
-from xla_spmd.ir import Instruction, Module
+from xla_spmd.ir import Computation, Instruction, Module
 
 
 class _PeerFailed(CommunicationError):
@@ -40,8 +42,11 @@ class _PeerFailed(CommunicationError):
 class _Rendezvous:
     """N-party exchange: each call blocks until all N devices made their k-th call."""
 
-    def __init__(self, size: int):
+    def __init__(self, size: int, same_program: bool = True):
         self.size = size
+        # One program: devices must meet at the same instruction. Several programs: at the
+        # same kind of collective (instruction names differ between programs).
+        self.key = (lambda inst: inst.name) if same_program else (lambda inst: inst.opcode)
         self.condition = threading.Condition()
         self.generation = 0
         self.arrived = 0
@@ -55,7 +60,7 @@ class _Rendezvous:
         with self.condition:
             self._check(device, inst)
             generation = self.generation
-            self.slots[device], self.names[device] = value, inst.name
+            self.slots[device], self.names[device] = value, self.key(inst)
             self.arrived += 1
             if self.arrived == self.size:
                 self.result = (self.slots, self.names)
@@ -116,16 +121,47 @@ def evaluate_spmd(module: Module, per_device_args: Sequence[Sequence], num_devic
     if len(per_device_args) != num_devices:
         raise EvaluationError(f"expected arguments for {num_devices} devices, got "
                               f"{len(per_device_args)}")
-    num_partitions = num_devices // num_replicas
-    params = module.entry.parameters
+    return evaluate_mpmd([module.entry] * num_devices, per_device_args, num_replicas,
+                         num_devices // num_replicas, max_loop_iterations)
+
+
+def evaluate_mpmd(computations: Sequence[Computation], per_device_args: Sequence[Sequence],
+                  num_replicas: int, num_partitions: int,
+                  max_loop_iterations: int = 10_000_000) -> list:
+    """Run ``computations[d]`` on device d (flattened id ``replica * num_partitions +
+    partition``) in lockstep; returns each device's result.
+
+    Devices may run different programs (StableHLO's ``interpreter.run_parallel`` with a grid
+    of programs); their k-th collectives still meet at one rendezvous, so every device must
+    reach the same sequence of collective kinds. With one program for all, the collectives
+    must also be the same instructions.
+
+    >>> from xla_spmd.ir import Builder, ArrayShape, F32
+    >>> f = Builder("f")
+    >>> x = f.parameter(ArrayShape(F32, ()), "x")
+    >>> f = f.build(f.negate(x))
+    >>> g = Builder("g")
+    >>> g = g.build(g.parameter(ArrayShape(F32, ()), "y"))
+    >>> evaluate_mpmd([f, g], [[np.float32(1)], [np.float32(2)]], 1, 2)
+    [array(-1., dtype=float32), array(2., dtype=float32)]
+    """
+    num_devices = num_replicas * num_partitions
+    if num_devices < 1 or len(computations) != num_devices:
+        raise EvaluationError(f"expected one program per device for {num_replicas} replicas "
+                              f"x {num_partitions} partitions, got {len(computations)}")
+    if len(per_device_args) != num_devices:
+        raise EvaluationError(f"expected arguments for {num_devices} devices, got "
+                              f"{len(per_device_args)}")
     arguments = []
-    for device, args in enumerate(per_device_args):
+    for device, (computation, args) in enumerate(zip(computations, per_device_args)):
+        params = computation.parameters
         if len(args) != len(params):
-            raise EvaluationError(f"device {device}: module {module.name} takes {len(params)} "
+            raise EvaluationError(f"device {device}: {computation.name} takes {len(params)} "
                                   f"arguments, got {len(args)}")
         arguments.append([coerce_argument(a, p.shape, f"device {device} argument {i} ({p.name})")
                           for i, (a, p) in enumerate(zip(args, params))])
-    rendezvous = _Rendezvous(num_devices)
+    same_program = all(c is computations[0] for c in computations)
+    rendezvous = _Rendezvous(num_devices, same_program)
     results: list = [None] * num_devices
     errors: list[tuple[int, int, BaseException]] = []
     order = itertools.count()
@@ -137,7 +173,7 @@ def evaluate_spmd(module: Module, per_device_args: Sequence[Sequence], num_devic
                       exchange=lambda inst, value: rendezvous.exchange(device, inst, value),
                       max_loop_iterations=max_loop_iterations)
         try:
-            results[device] = evaluate_computation(module.entry, arguments[device], ctx)
+            results[device] = evaluate_computation(computations[device], arguments[device], ctx)
         except BaseException as error:  # noqa: BLE001 - reported to the caller below
             with lock:
                 errors.append((next(order), device, error))
@@ -160,4 +196,4 @@ def evaluate_spmd(module: Module, per_device_args: Sequence[Sequence], num_devic
     return results
 
 
-__all__ = ["evaluate_spmd"]
+__all__ = ["evaluate_mpmd", "evaluate_spmd"]

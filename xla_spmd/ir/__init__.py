@@ -27,7 +27,7 @@ from xla_spmd.ir.attributes import (
                                     Window,
                                     WindowDim,
 )
-from xla_spmd.ir.builder import Builder
+from xla_spmd.ir.builder import Builder, NameGenerator
 from xla_spmd.ir.dtypes import (
                                     ALL_DTYPES,
                                     BF16,
@@ -75,6 +75,6 @@ __all__ = [
     "OPS", "AttrKind", "AttrSpec", "Family", "Op", "Registry", "op_named",
     "Instruction", "Computation", "Module", "make_instruction", "map_computations",
     "rebind_called", "rewrite",
-    "topological_order", "Builder", "verify", "verify_computation",
+    "topological_order", "Builder", "NameGenerator", "verify", "verify_computation",
     "parse_hlo", "print_module", "print_instruction",
 ]

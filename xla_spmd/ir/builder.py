@@ -22,6 +22,33 @@ from xla_spmd.ir.ops import op_named
 from xla_spmd.ir.shapes import ArrayShape, Shape
 
 
+class NameGenerator:
+    """Fresh instruction names that clash with none `taken`: `base` itself when free, else
+    `base.1`, `base.2`, ... (passes use it to add instructions to existing computations).
+
+    >>> names = NameGenerator(["add", "add.1"])
+    >>> names("add"), names("add"), names("mul")
+    ('add.2', 'add.3', 'mul')
+    """
+
+    def __init__(self, taken=()):
+        self.taken = set(taken)
+        self.counters: dict[str, int] = {}
+
+    def __call__(self, base: str) -> str:
+        if base not in self.taken:
+            self.taken.add(base)
+            return base
+        n = self.counters.get(base, 0)
+        while True:
+            n += 1
+            candidate = f"{base}.{n}"
+            if candidate not in self.taken:
+                self.counters[base] = n
+                self.taken.add(candidate)
+                return candidate
+
+
 class Builder:
     """Builds one computation; instruction names are `opcode.N`, unique within the builder."""
 

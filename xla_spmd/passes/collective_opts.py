@@ -49,6 +49,7 @@ from xla_spmd.ir import (
     op_named,
     topological_order,
 )
+from xla_spmd.ir.builder import NameGenerator
 from xla_spmd.ir.module import has_side_effect, rewrite
 from xla_spmd.passes.collective_groups import (
     Devices,
@@ -60,7 +61,6 @@ from xla_spmd.passes.collective_groups import (
     partitions_to_evaluate,
 )
 from xla_spmd.passes.pass_manager import (
-    NameGen,
     Pass,
     shardings_agree,
     transform_module,
@@ -327,7 +327,7 @@ def _combine_computation(computation: Computation, kinds, threshold: int,
                 indegree[node] += 1
     ready = [(first_position[n], n) for n, d in indegree.items() if d == 0]
     heapq.heapify(ready)
-    names = NameGen(i.name for i in instructions)
+    names = NameGenerator(i.name for i in instructions)
     mapping: dict[int, Instruction] = {}
     gte = op_named("get-tuple-element")
     while ready:

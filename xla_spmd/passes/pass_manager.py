@@ -118,27 +118,6 @@ def rebuild(computation: Computation, root: Instruction,
     return Computation(computation.name, order, root, computation.extras)
 
 
-class NameGen:
-    """Fresh instruction names that do not clash with `taken`."""
-
-    def __init__(self, taken: Iterable[str]):
-        self.taken = set(taken)
-        self.counters: dict[str, int] = {}
-
-    def __call__(self, base: str) -> str:
-        if base not in self.taken:
-            self.taken.add(base)
-            return base
-        n = self.counters.get(base, 0)
-        while True:
-            n += 1
-            candidate = f"{base}.{n}"
-            if candidate not in self.taken:
-                self.counters[base] = n
-                self.taken.add(candidate)
-                return candidate
-
-
 def shardings_agree(inst: Instruction, replacement: Instruction) -> bool:
     """Whether forwarding `replacement` for `inst` loses no sharding annotation."""
     if inst.sharding is None:

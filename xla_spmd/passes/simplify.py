@@ -44,9 +44,9 @@ from xla_spmd.ir import (
     make_instruction,
     op_named,
 )
+from xla_spmd.ir.builder import NameGenerator
 from xla_spmd.ir.module import rewrite
 from xla_spmd.passes.pass_manager import (
-    NameGen,
     Pass,
     shardings_agree,
     transform_module,
@@ -63,12 +63,12 @@ class _Context:
     def __init__(self, computation: Computation, respect_shardings: bool = True):
         self.computation = computation
         self.respect_shardings = respect_shardings
-        self._names: NameGen | None = None
+        self._names: NameGenerator | None = None
         self._splats: dict[int, tuple] = {}
 
     def fresh(self, base: str) -> str:
         if self._names is None:
-            self._names = NameGen(i.name for i in self.computation.instructions)
+            self._names = NameGenerator(i.name for i in self.computation.instructions)
         return self._names(base)
 
     def forward(self, inst: Instruction, replacement: Instruction) -> Instruction | None:
