@@ -17,7 +17,6 @@ from xla_spmd.frontend import numpy_api as xnp
 from xla_spmd.frontend.autodiff import VJP
 from xla_spmd.frontend.tracing import bind, fresh_name, rebind, reducer_kind
 from xla_spmd.ir import S32, ArrayShape, Builder, ComparisonDirection
-from xla_spmd.ir.module import make_instruction
 
 
 def unary(opcode: str, derivative):
@@ -321,25 +320,14 @@ def _selection_with_position(computation, n: int):
     result's position is the lhs one when every output equals the lhs operand."""
     b = Builder(computation.name)
     params = computation.parameters
-    mapping = {}
-    for p in params[:n]:
-        mapping[id(p)] = b.parameter(p.shape, p.name)
+    lhs = [b.parameter(p.shape, p.name) for p in params[:n]]
     lhs_position = b.parameter(ArrayShape(S32, ()), "lhs.position")
-    for p in params[n:]:
-        mapping[id(p)] = b.parameter(p.shape, p.name)
+    rhs = [b.parameter(p.shape, p.name) for p in params[n:]]
     rhs_position = b.parameter(ArrayShape(S32, ()), "rhs.position")
-    for inst in computation.instructions:
-        if inst.opcode == "parameter":
-            continue
-        shape = inst.shape if inst.op.needs_declared_shape else None
-        new = make_instruction(b.fresh_name(inst.opcode), inst.op,
-                               [mapping[id(o)] for o in inst.operands], inst.attrs, shape)
-        b.instructions.append(new)
-        mapping[id(inst)] = new
-    outputs = [mapping[id(o)] for o in computation.root.operands]
+    outputs = list(b.inline(computation, lhs + rhs).operands)
     is_lhs = None
     for k, output in enumerate(outputs):
-        equal = b.compare(output, mapping[id(params[k])], direction=ComparisonDirection.EQ)
+        equal = b.compare(output, lhs[k], direction=ComparisonDirection.EQ)
         is_lhs = equal if is_lhs is None else b.op("and", is_lhs, equal)
     root = b.tuple(*outputs, b.select(is_lhs, lhs_position, rhs_position))
     return b.build(root, fresh_name("region_select_position"))

@@ -29,7 +29,6 @@ from xla_spmd.ir import (
     TupleShape,
     Window,
 )
-from xla_spmd.ir.module import make_instruction
 
 # ---------------------------------------------------------------------------------------------
 # dot
@@ -331,20 +330,10 @@ def _scatter_extremal(ct, inst, operand, indices, updates, out):
 def _comparator_with_iota(computation):
     """The sort comparator with one more (ignored) s32 operand pair appended."""
     b = Builder(computation.name)
-    mapping = {}
-    for p in computation.parameters:
-        mapping[id(p)] = b.parameter(p.shape, p.name)
+    arguments = [b.parameter(p.shape, p.name) for p in computation.parameters]
     b.parameter(ArrayShape(S32, ()), "lhs.iota")
     b.parameter(ArrayShape(S32, ()), "rhs.iota")
-    for inst in computation.instructions:
-        if inst.opcode == "parameter":
-            continue
-        shape = inst.shape if inst.op.needs_declared_shape else None
-        new = make_instruction(b.fresh_name(inst.opcode), inst.op,
-                               [mapping[id(o)] for o in inst.operands], inst.attrs, shape)
-        b.instructions.append(new)
-        mapping[id(inst)] = new
-    return b.build(mapping[id(computation.root)], fresh_name("region_compare_iota"))
+    return b.build(b.inline(computation, arguments), fresh_name("region_compare_iota"))
 
 
 @VJP.register("sort")

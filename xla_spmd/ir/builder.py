@@ -105,6 +105,22 @@ class Builder:
         return self.op("constant", shape=ArrayShape(dtype, array.shape), name=name,
                        literal=Literal(np.array(array)))
 
+    def inline(self, computation: Computation, arguments) -> Instruction:
+        """Copy `computation`'s instructions into this builder with its parameters bound to
+        `arguments`; returns the copy of its root."""
+        mapping = {id(p): a for p, a in zip(computation.parameters, arguments, strict=True)}
+        for inst in computation.instructions:
+            if id(inst) in mapping:
+                continue
+            shape = inst.shape if inst.op.needs_declared_shape else None
+            new = make_instruction(self.fresh_name(inst.op.name), inst.op,
+                                   [mapping[id(o)] for o in inst.operands], inst.attrs, shape,
+                                   sharding=inst.sharding)
+            self._names.add(new.name)
+            self.instructions.append(new)
+            mapping[id(inst)] = new
+        return mapping[id(computation.root)]
+
     def build(self, root: Instruction, name: str | None = None) -> Computation:
         """The computation of everything `root` uses, plus every parameter."""
         params = [i for i in self.instructions if i.op.name == "parameter"]

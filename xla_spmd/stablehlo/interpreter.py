@@ -3,14 +3,18 @@
 A file holds cases separated by ``// -----`` lines; each case is a module or bare functions.
 Every function without arguments is a test: its body computes values and checks them with
 ``check.expect_eq_const``, ``check.expect_almost_eq_const``, ``check.expect_eq``,
-``check.expect_almost_eq``, ``check.expect_close`` (``check.expect_serialized_eq`` is skipped).
-``"interpreter.run_parallel"(...) {programs = [[@f, @g], ...]}`` runs the named functions as
-one device each (rows are replicas, columns partitions) with collectives between them; its
-operands are every program's arguments and its results every program's results, in order.
+``check.expect_almost_eq``, ``check.expect_close`` and ``check.expect_serialized_eq``, which
+compares a value with what ``interpreter.probe %x, probe_id = "p"`` recorded earlier in the
+same run (iteration ``iter``, default 0; StableHLO reads these from probe files, which we do
+not: a probe never recorded in this run makes the check SKIP with that reason).
+``"interpreter.run_parallel"(...) {programs = [[@f, @g], [@h, @k]]}`` runs ``programs[r][p]``
+as replica r, partition p (the programs may differ) with collectives between them
+(`evaluate_mpmd`); its operands are every program's arguments and its results every program's
+results, concatenated in row-major (replica, partition) order. ``infeed`` is not supported.
 
 How: checks and run_parallel are imported as custom-calls (targets ``check.*`` and
 ``interpreter.run_parallel``) whose reference rules record the check outcomes and run the
-programs with `evaluate_spmd`; then each test function is evaluated as a module entry.
+programs with `evaluate_mpmd`; then each test function is evaluated as a module entry.
 
 >>> report = run_text('''func.func @t() {
 ...   %0 = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
@@ -30,7 +34,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from xla_spmd.backends.reference import evaluate, evaluate_spmd
+from xla_spmd.backends.reference import evaluate
+from xla_spmd.backends.reference.spmd import evaluate_mpmd
 from xla_spmd.backends.reference.control import CUSTOM_CALLS
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import Literal, Module, TupleShape
@@ -105,10 +110,22 @@ def run_text(text: str, path: str = "<text>") -> InterpreterReport:
 # ---------------------------------------------------------------------------------------------
 # One case
 
-_STATE = threading.local()
+class _CaseState:
+    """What the check and probe rules record while one test function runs. Shared by the
+    device threads of ``interpreter.run_parallel``, hence the lock."""
+
+    def __init__(self, tree, path: str):
+        self.tree, self.path = tree, path
+        self.records: list[tuple[bool | None, str]] = []
+        self.probes: dict[str, list[np.ndarray]] = {}
+        self.lock = threading.Lock()
+
+
+_STATE: _CaseState | None = None
 
 
 def _run_case(chunk: str, path: str, index: int, start_line: int) -> list[CaseResult]:
+    global _STATE
     source = "\n" * (start_line - 1) + chunk  # keep file line numbers in errors
     try:
         tree = parse_text(source, path)
@@ -119,17 +136,16 @@ def _run_case(chunk: str, path: str, index: int, start_line: int) -> list[CaseRe
     for function in tests:
         line = source.count("\n", 0, function.pos) + 1
         result = CaseResult(index, line, function.name, "PASS")
-        _STATE.records = []
-        _STATE.programs = {}
-        _STATE.tree = tree
-        _STATE.path = path
+        _STATE = state = _CaseState(tree, path)
         try:
             module = _import(tree, path, function.name)
             evaluate(module, [])
         except XlaSpmdError as error:
             result.status = "ERROR"
             result.messages.append(str(error))
-        for ok, message in _STATE.records:
+        finally:
+            _STATE = None
+        for ok, message in state.records:
             result.checks += ok is not None
             if ok is False:
                 result.status = "FAIL" if result.status == "PASS" else result.status
@@ -137,7 +153,7 @@ def _run_case(chunk: str, path: str, index: int, start_line: int) -> list[CaseRe
             elif ok is None:
                 result.messages.append(message)
         if result.status == "PASS" and result.checks == 0 and any(
-                ok is None for ok, _ in _STATE.records):
+                ok is None for ok, _ in state.records):
             result.status = "SKIP"
         results.append(result)
     return results
@@ -168,7 +184,7 @@ def _check_converter(importer, scope, node, operands):
     if "max_ulp_difference" in node.attrs:
         config = str(node.attrs["max_ulp_difference"])
     if kind == "expect_serialized_eq":
-        config = str(node.attrs.get("probe_id", ""))
+        config = f"{node.attrs.get('probe_id', '')}#{int(node.attrs.get('iter', 0))}"
     scope.emit("custom-call", args, TupleShape(()), frontend=(("check.config", config),),
                custom_call_target=f"check.{kind}", custom_call_has_side_effect=True)
     return []
@@ -181,13 +197,29 @@ for _kind in CHECKS:
 @converter("interpreter.run_parallel")
 def _run_parallel_converter(importer, scope, node, operands):
     programs = node.attrs.get("programs")
+    if not programs or not all(isinstance(row, (list, tuple)) for row in programs):
+        raise importer.error(node, "expected programs = [[@f, ...], ...] (rows are replicas, "
+                                   "columns partitions)")
+    if "infeed" in node.attrs:
+        raise importer.error(node, "interpreter.run_parallel with infeed is not supported")
     rows = [[p.name if isinstance(p, Symbol) else str(p) for p in row] for row in programs]
+    if len({len(row) for row in rows}) != 1:
+        raise importer.error(node, f"programs must be a rectangular grid, got rows of sizes "
+                                   f"{[len(row) for row in rows]}")
     text = ";".join(",".join(row) for row in rows)
-    types = node.result_types
-    return scope.emit("custom-call", operands, TupleShape(tuple(types)),
+    inst = scope.emit("custom-call", operands, TupleShape(tuple(node.result_types)),
                       frontend=(("programs", text),),
                       custom_call_target="interpreter.run_parallel",
                       custom_call_has_side_effect=True)
+    return scope.unpack(inst)
+
+
+@converter("interpreter.probe")
+def _probe_converter(importer, scope, node, operands):
+    (operand,) = operands
+    return scope.emit("custom-call", operands, operand.shape,
+                      frontend=(("probe_id", str(node.attrs.get("probe_id", ""))),),
+                      custom_call_target="interpreter.probe", custom_call_has_side_effect=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -195,9 +227,10 @@ def _run_parallel_converter(importer, scope, node, operands):
 
 
 def _record(ok, message):
-    records = getattr(_STATE, "records", None)
-    if records is not None:
-        records.append((ok, message))
+    state = _STATE
+    if state is not None:
+        with state.lock:
+            state.records.append((ok, message))
 
 
 def _show(array) -> str:
@@ -242,9 +275,20 @@ def _check_rule(inst, operands, ctx):
     kind = inst.attrs.custom_call_target[len("check."):]
     config = inst.frontend_attribute("check.config") or ""
     if kind == "expect_serialized_eq":
-        _record(None, f"skipped check.expect_serialized_eq (probe {config!r})")
-        return ()
-    actual, expected = (np.asarray(v) for v in operands[:2])
+        # StableHLO compares `expected` with what interpreter.probe serialized under probe_id
+        # at iteration `iter`; the probes of this run are kept in memory instead of files.
+        probe_id, iteration = config.rsplit("#", 1)
+        state = _STATE
+        values = state.probes.get(probe_id, []) if state is not None else []
+        if int(iteration) >= len(values):
+            _record(None, f"skipped check.expect_serialized_eq: probe {probe_id!r} iteration "
+                          f"{iteration} was not recorded by an interpreter.probe in this run "
+                          "(serialized probe files from other runs are not read)")
+            return ()
+        expected, actual = np.asarray(operands[0]), values[int(iteration)]
+        kind = "expect_eq"
+    else:
+        actual, expected = (np.asarray(v) for v in operands[:2])
     ok = _compare(kind, actual, expected, config)
     message = "" if ok else (f"check.{kind} failed on {inst.operands[0].name}: got "
                              f"{_show(actual)}, expected {_show(expected)}")
@@ -252,22 +296,45 @@ def _check_rule(inst, operands, ctx):
     return ()
 
 
+def _probe_rule(inst, operands, ctx):
+    state = _STATE
+    if state is not None:
+        with state.lock:
+            state.probes.setdefault(inst.frontend_attribute("probe_id") or "", []).append(
+                np.array(operands[0], copy=True))
+    return operands[0]
+
+
 def _run_parallel_rule(inst, operands, ctx):
+    """Device (r, p) runs ``programs[r][p]``; operands and results are every device's
+    arguments and results, concatenated in row-major (replica, partition) order."""
     rows = [row.split(",") for row in inst.frontend_attribute("programs").split(";")]
     names = [name for row in rows for name in row]
-    if len(set(names)) != 1:
-        raise XlaSpmdError("interpreter.run_parallel with different programs per device is "
-                           f"not supported (got {sorted(set(names))}); use one program")
-    tree, path = _STATE.tree, _STATE.path
-    module = _import(tree, path, names[0])
-    params = len(module.entry.parameters)
-    per_device = [list(operands[i * params:(i + 1) * params]) for i in range(len(names))]
-    outputs = evaluate_spmd(module, per_device, len(names), num_replicas=len(rows))
+    state = _STATE
+    if state is None:
+        raise XlaSpmdError("interpreter.run_parallel runs only under the interpreter "
+                           "(run_interpreter_file)")
+    entries = {name: _import(state.tree, state.path, name).entry for name in set(names)}
+    computations = [entries[name] for name in names]
+    per_device, start = [], 0
+    for computation in computations:
+        count = len(computation.parameters)
+        per_device.append(list(operands[start:start + count]))
+        start += count
+    if start != len(operands):
+        raise XlaSpmdError(f"interpreter.run_parallel: the programs {names} take {start} "
+                           f"arguments in all, got {len(operands)}")
+    outputs = evaluate_mpmd(computations, per_device, len(rows), len(rows[0]),
+                            ctx.max_loop_iterations)
     flat = []
-    for value in outputs:
-        flat.extend(value if isinstance(value, tuple) and isinstance(
-            module.entry.root.shape, TupleShape) else (value,))
+    for name, value in zip(names, outputs):
+        results = len(_function_node(state.tree, name).result_types)
+        flat.extend(value if results != 1 else (value,))
     return tuple(flat)
+
+
+def _function_node(tree, name: str):
+    return next(f for f in tree.functions if f.name == name)
 
 
 for _kind in CHECKS:
@@ -275,3 +342,5 @@ for _kind in CHECKS:
         CUSTOM_CALLS.register(f"check.{_kind}")(_check_rule)
 if "interpreter.run_parallel" not in CUSTOM_CALLS:
     CUSTOM_CALLS.register("interpreter.run_parallel")(_run_parallel_rule)
+if "interpreter.probe" not in CUSTOM_CALLS:
+    CUSTOM_CALLS.register("interpreter.probe")(_probe_rule)
