@@ -17,7 +17,13 @@ import numpy as np
 
 from xla_spmd.ir.attributes import Literal
 from xla_spmd.ir.dtypes import DType
-from xla_spmd.ir.module import Computation, Instruction, make_instruction, topological_order
+from xla_spmd.ir.module import (
+    Computation,
+    Instruction,
+    has_side_effect,
+    make_instruction,
+    topological_order,
+)
 from xla_spmd.ir.ops import op_named
 from xla_spmd.ir.shapes import ArrayShape, Shape
 
@@ -115,14 +121,18 @@ class Builder:
             shape = inst.shape if inst.op.needs_declared_shape else None
             new = make_instruction(self.fresh_name(inst.op.name), inst.op,
                                    [mapping[id(o)] for o in inst.operands], inst.attrs, shape,
-                                   sharding=inst.sharding)
+                                   sharding=inst.sharding,
+                                   frontend_attributes=inst.frontend_attributes,
+                                   extras=inst.extras)
             self._names.add(new.name)
             self.instructions.append(new)
             mapping[id(inst)] = new
         return mapping[id(computation.root)]
 
     def build(self, root: Instruction, name: str | None = None) -> Computation:
-        """The computation of everything `root` uses, plus every parameter."""
-        params = [i for i in self.instructions if i.op.name == "parameter"]
-        order = topological_order(root, params)
+        """The computation of everything `root` uses, plus every parameter and every
+        instruction with side effects."""
+        keep = [i for i in self.instructions
+                if i.op.name == "parameter" or has_side_effect(i)]
+        order = topological_order(root, keep)
         return Computation(name or self.name, order, root)

@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from xla_spmd.backends.reference import evaluate
-from xla_spmd.backends.reference.spmd import evaluate_mpmd
 from xla_spmd.backends.reference.control import CUSTOM_CALLS
+from xla_spmd.backends.reference.spmd import evaluate_mpmd
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import Literal, Module, TupleShape
 from xla_spmd.stablehlo.importer import ModuleImporter
@@ -131,7 +131,12 @@ def _run_case(chunk: str, path: str, index: int, start_line: int) -> list[CaseRe
         tree = parse_text(source, path)
     except XlaSpmdError as error:
         return [CaseResult(index, start_line, "?", "ERROR", messages=[str(error)])]
-    tests = [f for f in tree.functions if not f.args] or tree.functions[:1]
+    programs = {p.name for f in tree.functions for op in f.body.ops
+                if op.name == "interpreter.run_parallel"
+                for row in op.attrs.get("programs") or () for p in row
+                if isinstance(p, Symbol)}
+    tests = [f for f in tree.functions if not f.args and f.name not in programs] \
+        or tree.functions[:1]
     results = []
     for function in tests:
         line = source.count("\n", 0, function.pos) + 1
