@@ -25,6 +25,7 @@ from __future__ import annotations
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import Computation, Instruction, Module, TupleShape
 from xla_spmd.sharding import TensorSharding, print_sharding_per_value
+from xla_spmd.stablehlo.importer import RESULT_INFO
 from xla_spmd.stablehlo.lexer import escape
 from xla_spmd.stablehlo.types import print_type
 
@@ -99,6 +100,8 @@ class FunctionExporter:
         self.arg_counter = 0
         self.names: dict[Instruction, str] = {}
         self.multi: set[Instruction] = set()
+        # tuple-shaped instructions printed as several ops: the value of each element
+        self.elements: dict[Instruction, list[str]] = {}
 
     def new_value(self) -> str:
         name = f"%{self.counter}"
@@ -125,14 +128,15 @@ class FunctionExporter:
             self.names[param] = name
             args.append(f"{name}: {print_type(param.shape)}{_value_attrs(param)}")
         results = self._root_values(computation)
-        info = dict(computation.extras)
+        info = {k[len(RESULT_INFO) + 1:]: v for k, v in computation.root.frontend_attributes
+                if k.startswith(RESULT_INFO + ".")}
         result_texts = []
         skip = set()
         returned = []
         for i, value in enumerate(results):
             attrs = []
-            if f"result_info.{i}" in info:
-                attrs.append(f"jax.result_info = {escape(info[f'result_info.{i}'])}")
+            if str(i) in info:
+                attrs.append(f"jax.result_info = {escape(info[str(i)])}")
             if value.opcode == "custom-call" and \
                     value.attrs.custom_call_target == "xla.sdy.FuncResultSharding":
                 skip.add(value)
@@ -231,11 +235,17 @@ def _sharding_items(inst: Instruction) -> list[str]:
     gspmd = inst.frontend_attribute("mhlo.sharding")
     if gspmd is not None:
         items.append(f"mhlo.sharding = {escape(gspmd)}")
-    others = [(k, v) for k, v in inst.frontend_attributes if k != "mhlo.sharding"]
+    others = [(k, v) for k, v in exported_frontend(inst) if k != "mhlo.sharding"]
     if others and inst.opcode in ("parameter", "custom-call"):
         items.append("mhlo.frontend_attributes = {" + ", ".join(
             f"{k} = {escape(v)}" for k, v in others) + "}")
     return items
+
+
+def exported_frontend(inst: Instruction) -> list[tuple[str, str]]:
+    """The frontend attributes printed as ``mhlo.frontend_attributes``: all but the
+    ``jax.result_info.<i>`` of a function root, which print as result attributes."""
+    return [(k, v) for k, v in inst.frontend_attributes if not k.startswith(RESULT_INFO + ".")]
 
 
 def _value_attrs(param: Instruction) -> str:

@@ -78,8 +78,27 @@ def _call(fx, inst, indent):
         return (f'sdy.named_computation<{escape(named)}>({refs(fx, inst.operands)})'
                 f"{shardings} ({args}) {{\n" + "\n".join(lines) + f"\n{indent}}} : "
                 f"{fn_type(inst)}")
+    if inst.attrs.is_composite:
+        return _composite(fx, inst, callee)
     return (f"func.call @{callee.name}({refs(fx, inst.operands)})"
             f"{attr_dict(inst)} : {fn_type(inst)}")
+
+
+def _composite(fx, inst, callee) -> str:
+    """A composite call (§14) as ``stablehlo.composite``; its frontend attributes become the
+    composite's name, attributes and version again."""
+    composite_keys = ("composite.name", "composite.attributes", "composite.version")
+    name = inst.frontend_attribute("composite.name")
+    if name is None:
+        raise ExportError(f"{inst.name}: a composite call needs a composite.name frontend "
+                          "attribute")
+    items = [f"composite_attributes = {inst.frontend_attribute('composite.attributes') or '{}'}",
+             f"decomposition = @{callee.name}",
+             f"version = {int(inst.frontend_attribute('composite.version') or 0)} : i32"]
+    others = inst.replace(frontend_attributes=tuple(
+        (k, v) for k, v in inst.frontend_attributes if k not in composite_keys))
+    return (f"stablehlo.composite {escape(name)} {refs(fx, inst.operands)}"
+            f"{attr_dict(others, items)} : {fn_type(inst)}")
 
 
 def _per_value_list(text: str) -> str:

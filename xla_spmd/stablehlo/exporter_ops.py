@@ -6,13 +6,14 @@ import re
 
 import numpy as np
 
-from xla_spmd.ir import Instruction, TupleShape
+from xla_spmd.ir import ArrayShape, Instruction, TupleShape
 from xla_spmd.sharding import TensorSharding
 from xla_spmd.stablehlo.exporter import (
     MANUAL_BODY,
     ExportError,
     FunctionExporter,
     _sharding_items,
+    exported_frontend,
     is_tuple,
     sharding_attr,
 )
@@ -46,6 +47,9 @@ def emit(fx: FunctionExporter, inst: Instruction, lines: list[str], indent: str,
     reserved = fx.counter  # number results before the values of nested regions
     base = fx.new_value()
     text = fn(fx, inst, indent)
+    if isinstance(text, list):  # whole statements; the printer named the results itself
+        lines.extend(text)
+        return
     if text is None:
         if fx.counter == reserved + 1:
             fx.counter = reserved
@@ -77,7 +81,7 @@ def attr_dict(inst: Instruction, items=(), with_sharding=True) -> str:
     items = list(items)
     if with_sharding and inst.sharding is not None:
         items.append(f"sdy.sharding = {sharding_attr(inst.sharding)}")
-    frontend = [(k, v) for k, v in inst.frontend_attributes if k != "mhlo.sharding"]
+    frontend = [(k, v) for k, v in exported_frontend(inst) if k != "mhlo.sharding"]
     if with_sharding and frontend:
         items.append("mhlo.frontend_attributes = {" + ", ".join(
             f"{k} = {escape(v)}" for k, v in frontend) + "}")
@@ -214,6 +218,9 @@ def _tuple(fx, inst, indent):
 @printer("get-tuple-element")
 def _get_tuple_element(fx, inst, indent):
     (source,) = inst.operands
+    if source in fx.elements:
+        fx.names[inst] = fx.elements[source][inst.attrs.index]
+        return None
     if source in fx.multi:
         fx.names[inst] = f"{fx.names[source]}#{inst.attrs.index}"
         return None
@@ -476,7 +483,7 @@ def _all_gather(fx, inst, indent):
 def _all_to_all(fx, inst, indent):
     a = inst.attrs
     if a.dimensions is None:
-        raise ExportError(f"{inst.name}: the tuple form of all-to-all has no StableHLO form")
+        return _tuple_all_to_all(fx, inst, indent)
     dim = a.dimensions[0]
     count = len(a.replica_groups.groups[0]) if a.replica_groups and \
         a.replica_groups.groups else 1
@@ -485,6 +492,45 @@ def _all_to_all(fx, inst, indent):
                                       f"split_dimension = {dim} : i64"]
     return (f'"stablehlo.all_to_all"({refs(fx, inst.operands)}) <{{{", ".join(props)}}}>'
             f"{attr_dict(inst)} : {fn_type(inst)}")
+
+
+def _tuple_all_to_all(fx, inst, indent) -> list[str]:
+    """HLO's tuple all-to-all (operand j goes to rank j, result j comes from rank j) has no
+    StableHLO form (a variadic ``stablehlo.all_to_all`` splits each operand); it is the array
+    all-to-all of the operands stacked on a new major dim: reshape each to ``[1, ...]``,
+    concatenate, all_to_all on dim 0, then slice row j and reshape it back for result j."""
+    shapes = {o.shape for o in inst.operands}
+    if len(shapes) != 1:
+        raise ExportError(f"{inst.name}: a tuple all-to-all needs operands of one shape to "
+                          f"have a StableHLO form, got {sorted(map(str, shapes))}")
+    (shape,) = shapes
+    count = len(inst.operands)
+    row = print_type(ArrayShape(shape.dtype, (1,) + tuple(shape.dims)))
+    stacked = print_type(ArrayShape(shape.dtype, (count,) + tuple(shape.dims)))
+    element = print_type(shape)
+    statements, rows = [], []
+    for operand in inst.operands:
+        rows.append(fx.new_value())
+        statements.append(f"{rows[-1]} = stablehlo.reshape {fx.ref(operand)} : ({element}) -> "
+                          f"{row}")
+    concatenated, exchanged = fx.new_value(), fx.new_value()
+    statements.append(f"{concatenated} = stablehlo.concatenate {', '.join(rows)}, dim = 0 : "
+                      f"({', '.join([row] * count)}) -> {stacked}")
+    props = _group_props(inst.attrs, False) + [
+        "concat_dimension = 0 : i64", f"split_count = {count} : i64",
+        "split_dimension = 0 : i64"]
+    statements.append(f'{exchanged} = "stablehlo.all_to_all"({concatenated}) '
+                      f'<{{{", ".join(props)}}}> : ({stacked}) -> {stacked}')
+    names = []
+    for j in range(count):
+        bounds = ", ".join([f"{j}:{j + 1}"] + [f"0:{d}" for d in shape.dims])
+        sliced, result = fx.new_value(), fx.new_value()
+        statements.append(f"{sliced} = stablehlo.slice {exchanged} [{bounds}] : ({stacked}) -> "
+                          f"{row}")
+        statements.append(f"{result} = stablehlo.reshape {sliced} : ({row}) -> {element}")
+        names.append(result)
+    fx.elements[inst] = names
+    return [indent + statement for statement in statements]
 
 
 @printer("collective-permute")

@@ -16,6 +16,9 @@ Invariants of the result, whatever the input:
 * Module meshes are kept in `Module.header` as XLA keeps them in HLO:
   ``("frontend_attributes", '{xla.sdy.meshes={mesh = #sdy.mesh<["x"=2]>}}')``;
   ``mhlo.num_partitions``/``mhlo.num_replicas`` become ``num_partitions``/``replica_count``.
+* ``stablehlo.composite`` → ``call(...), is_composite=true`` of the decomposition with frontend
+  attributes ``composite.name``/``composite.attributes``/``composite.version`` (§14); result
+  ``jax.result_info = "x"`` → frontend attribute ``jax.result_info.<i>="x"`` on the root.
 * Names are deterministic: ``<opcode>.<n>`` with one counter per module, in the order ops are
   read, so importing the exporter's text of an imported module gives an equal module.
 
@@ -39,6 +42,9 @@ from xla_spmd.mesh import Mesh, print_mesh
 from xla_spmd.stablehlo.syntax import Block, FuncNode, ModuleNode, OpNode, parse_text
 
 MESHES_KEY = "xla.sdy.meshes"
+# A function result's ``jax.result_info`` is kept as frontend attribute
+# ``jax.result_info.<result index>`` of the function's root, which HLO text carries.
+RESULT_INFO = "jax.result_info"
 
 
 def import_stablehlo(text: str, filename: str | None = None) -> Module:

@@ -69,6 +69,23 @@ def _call(importer, scope, node, operands):
     return scope.emit("call", operands, callee.root.shape, to_apply=callee)
 
 
+@converter("stablehlo.composite")
+def _composite(importer, scope, node, operands):
+    """§14: a composite means "call the decomposition"; XLA's HLO marks the call
+    ``is_composite=true`` and keeps name, attributes and version as frontend attributes."""
+    a = node.attrs
+    callee = importer.function(symbol_name(a["decomposition"]))
+    attributes = a.get("composite_attributes", "{}")
+    if isinstance(attributes, RawAttr):
+        attributes = attributes.text
+    elif isinstance(attributes, dict) and not attributes:
+        attributes = "{}"
+    frontend = (("composite.attributes", str(attributes)), ("composite.name", str(a["name"])),
+                ("composite.version", str(int(a.get("version", 0)))))
+    return scope.emit("call", operands, callee.root.shape, frontend=frontend, to_apply=callee,
+                      is_composite=True)
+
+
 @converter("stablehlo.custom_call")
 def _custom_call(importer, scope, node, operands):
     a = node.attrs
@@ -194,15 +211,22 @@ def _all_to_all(importer, scope, node, operands):
     groups = _group_attrs(node)
     groups.pop("use_global_device_ids")
     split, concat = int(a["split_dimension"]), int(a["concat_dimension"])
+    count = int(a["split_count"])
     if len(operands) != 1:
-        return scope.emit("all-to-all", operands, single_or_tuple(node), **groups)
-    (x,) = operands
+        # A variadic all_to_all splits every operand alike (not HLO's tuple form, where
+        # operand j goes to rank j): one array all-to-all per operand.
+        return [_array_all_to_all(scope, x, split, concat, count, groups, out)
+                for x, out in zip(operands, node.result_types)]
+    return _array_all_to_all(scope, operands[0], split, concat, count, groups,
+                             result_type(node))
+
+
+def _array_all_to_all(scope, x, split, concat, count, groups, out):
     exchanged = scope.emit("all-to-all", (x,), x.shape, dimensions=(split,), **groups)
     if split == concat:
         return exchanged
     # §15.3: the received chunks sit along the split dim in sender order; move them to the
     # concat dim: reshape split -> [count, size/count], transpose count before concat, merge.
-    count = int(a["split_count"])
     dims = list(x.shape.dims)
     expanded = dims[:split] + [count, dims[split] // count] + dims[split + 1:]
     reshaped = scope.emit("reshape", (exchanged,), ArrayShape(x.shape.dtype, tuple(expanded)))
@@ -212,7 +236,7 @@ def _all_to_all(importer, scope, node, operands):
     target = axes.index(concat_position)
     axes.insert(target, count_axis)
     moved = scope.emit("transpose", (reshaped,), dimensions=tuple(axes))
-    return scope.emit("reshape", (moved,), result_type(node))
+    return scope.emit("reshape", (moved,), out)
 
 
 @converter("stablehlo.collective_permute")

@@ -28,7 +28,7 @@ from xla_spmd.ir import (
 )
 from xla_spmd.ir.hlo_sharding import HloSharding
 from xla_spmd.sharding import TensorSharding, hlo_to_axes, print_sharding_per_value
-from xla_spmd.stablehlo.importer import ModuleImporter, Scope, free_values
+from xla_spmd.stablehlo.importer import RESULT_INFO, ModuleImporter, Scope, free_values
 from xla_spmd.stablehlo.syntax import Dense, OpNode, RawAttr, Symbol
 from xla_spmd.stablehlo.types import parse_dense
 
@@ -140,7 +140,17 @@ def _select(importer, scope, node, operands):
 
 @converter("stablehlo.convert", "stablehlo.bitcast_convert")
 def _convert(importer, scope, node, operands):
-    return scope.emit(node.name[10:].replace("_", "-"), operands, result_type(node))
+    out = result_type(node)
+    (x,) = operands
+    if node.name == "stablehlo.convert" and x.shape.dtype.is_complex \
+            and not out.dtype.is_complex:
+        # §8: complex -> real drops the imaginary part; HLO convert cannot, so XLA inserts
+        # `real` before the convert (none needed when the real part already has that type).
+        x = scope.emit("real", (x,), ArrayShape(x.shape.dtype.real_type, x.shape.dims))
+        if x.shape.dtype == out.dtype:
+            return x
+        return scope.emit("convert", (x,), out)
+    return scope.emit(node.name[10:].replace("_", "-"), operands, out)
 
 
 @converter("stablehlo.reduce_precision")
@@ -603,7 +613,28 @@ def finish_results(importer, scope: Scope, node, results):
                                custom_call_has_side_effect=True)
         values.append(value)
     root = values[0] if len(values) == 1 else scope.emit("tuple", values)
+    infos = tuple((f"{RESULT_INFO}.{i}", str(attrs["jax.result_info"]))
+                  for i, attrs in enumerate(node.result_attrs[:len(results)])
+                  if "jax.result_info" in attrs)
+    if infos:
+        root = _add_frontend(scope, root, infos)
     return root, extras
+
+
+def _add_frontend(scope: Scope, inst, pairs):
+    """`inst` with frontend attributes `pairs` added, replacing it in `scope` and in the
+    operands of every instruction that uses it (directly or through replaced users)."""
+    new = inst.replace(frontend_attributes=tuple(inst.frontend_attributes) + tuple(pairs))
+    mapping = {id(inst): new}
+    for index, current in enumerate(scope.instructions):
+        if current is inst:
+            scope.instructions[index] = new
+        elif any(id(o) in mapping for o in current.operands):
+            replaced = current.replace(operands=tuple(mapping.get(id(o), o)
+                                                      for o in current.operands))
+            mapping[id(current)] = replaced
+            scope.instructions[index] = replaced
+    return new
 
 
 def sharding_text(shardings) -> str:

@@ -303,6 +303,14 @@ def _call(p, node: OpNode) -> None:
     _signature(p, node)
 
 
+def _composite(p, node: OpNode) -> None:
+    """``stablehlo.composite "ns.name" %a, %b {composite_attributes = {...}, decomposition =
+    @f, version = 1 : i32} : (...) -> ...``."""
+    node.attrs["name"] = p.s.string()
+    _items(p, node)
+    _signature(p, node)
+
+
 def _chlo_call_like(p, node: OpNode) -> None:
     if p.s.peek("("):
         _operand_list(p, node)
@@ -408,7 +416,7 @@ SPECIAL = {
     "func.return": _return, "stablehlo.return": _return, "sdy.return": _return,
     "stablehlo.reduce": _reduce, "stablehlo.while": _while,
     "stablehlo.convolution": _convolution, "stablehlo.custom_call": _custom_call,
-    "func.call": _call, "chlo.top_k": _chlo_call_like,
+    "func.call": _call, "chlo.top_k": _chlo_call_like, "stablehlo.composite": _composite,
     "sdy.manual_computation": _manual_computation,
     "sdy.named_computation": _named_computation,
     **{f"sdy.{name}": _sdy_collective for name in (

@@ -287,7 +287,11 @@ class Parser:
         while True:
             key = s.string() if s.peek('"') else s.bare_id()
             if s.accept("="):
-                attrs[key] = self.attr_value()
+                if key == "composite_attributes" and s.peek("{"):
+                    # Kept as text: HLO carries it verbatim in composite.attributes (§14).
+                    attrs[key] = RawAttr(s.balanced("{", "}"))
+                else:
+                    attrs[key] = self.attr_value()
             else:
                 attrs[key] = True
             if s.accept("}"):

@@ -53,3 +53,24 @@ func.func @main() {
   check.expect_eq_const %r#1, dense<[[3, 4, 7, 8]]> : tensor<1x4xi64>
   func.return
 }
+
+// -----
+
+// A variadic all_to_all splits, scatters and concatenates every operand alike.
+func.func @two_all_to_all(%x : tensor<2x2xi64>, %y : tensor<2xi64>) -> (tensor<1x4xi64>, tensor<2xi64>) {
+  %0:2 = "stablehlo.all_to_all"(%x, %y) {split_dimension = 0 : i64, concat_dimension = 0 : i64, split_count = 2 : i64, replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>, channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>} : (tensor<2x2xi64>, tensor<2xi64>) -> (tensor<2x2xi64>, tensor<2xi64>)
+  %1 = stablehlo.reshape %0#0 : (tensor<2x2xi64>) -> tensor<1x4xi64>
+  return %1, %0#1 : tensor<1x4xi64>, tensor<2xi64>
+}
+func.func @main() {
+  %a = stablehlo.constant dense<[[1, 2], [3, 4]]> : tensor<2x2xi64>
+  %b = stablehlo.constant dense<[[5, 6], [7, 8]]> : tensor<2x2xi64>
+  %c = stablehlo.constant dense<[10, 20]> : tensor<2xi64>
+  %d = stablehlo.constant dense<[30, 40]> : tensor<2xi64>
+  %r:4 = "interpreter.run_parallel"(%a, %c, %b, %d) {programs = [[@two_all_to_all, @two_all_to_all]]} : (tensor<2x2xi64>, tensor<2xi64>, tensor<2x2xi64>, tensor<2xi64>) -> (tensor<1x4xi64>, tensor<2xi64>, tensor<1x4xi64>, tensor<2xi64>)
+  check.expect_eq_const %r#0, dense<[[1, 2, 5, 6]]> : tensor<1x4xi64>
+  check.expect_eq_const %r#1, dense<[10, 30]> : tensor<2xi64>
+  check.expect_eq_const %r#2, dense<[[3, 4, 7, 8]]> : tensor<1x4xi64>
+  check.expect_eq_const %r#3, dense<[20, 40]> : tensor<2xi64>
+  func.return
+}
