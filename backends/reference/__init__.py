@@ -22,7 +22,7 @@ from xla_spmd.backends.reference.evaluator import (
     evaluate_computation,
     leaves,
 )
-from xla_spmd.backends.reference.spmd import evaluate_spmd
+from xla_spmd.backends.reference.spmd import evaluate_mpmd, evaluate_spmd
 
 __all__ = ["EVALUATE", "TOKEN_VALUE", "Context", "evaluate", "evaluate_computation",
-           "evaluate_spmd", "leaves"]
+           "evaluate_mpmd", "evaluate_spmd", "leaves"]
