@@ -12,7 +12,8 @@ from xla_spmd.partition import plan_reshard
 from xla_spmd.sharding import TensorSharding
 
 MESHES = [{"a": 8}, {"a": 2, "b": 4}, {"a": 4, "b": 2}, {"a": 2, "b": 2, "c": 2}]
-KINDS = ["unary", "binary", "transpose", "reduce", "dot", "reshape", "slice", "concat"]
+KINDS = ["unary", "binary", "transpose", "reduce", "dot", "reshape", "slice", "concat",
+         "reverse", "pad", "window", "dus"]
 
 
 def draw_sharding(data, mesh, rank, allow_unreduced=False):
@@ -62,6 +63,30 @@ def build_program(data, mesh):
         elif kind == "slice" and d0 > 1:
             from xla_spmd.ir import SliceDim
             cur = b.slice(cur, slice=(SliceDim(1, d0), SliceDim(0, d1)), sharding=rs(2))
+        elif kind == "reverse":
+            cur = b.reverse(cur, dimensions=(data.draw(st.integers(0, 1)),), sharding=rs(2))
+        elif kind == "pad":
+            from xla_spmd.ir import PadDim
+            low, high = data.draw(st.integers(-1, 3)), data.draw(st.integers(0, 3))
+            interior = data.draw(st.integers(0, 1))
+            if d0 + low + high + (d0 - 1) * interior > 0:
+                cur = b.pad(cur, b.constant(np.float32(0.5)),
+                            padding=(PadDim(low, high, interior), PadDim(0, 0)), sharding=rs(2))
+        elif kind == "window":
+            from xla_spmd.ir import Window
+            size, stride = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 3))
+            low, high = data.draw(st.integers(0, 2)), data.draw(st.integers(0, 2))
+            window = Window.make((size, 1), (stride, 1), ((low, high), (0, 0)),
+                                 (data.draw(st.integers(1, 2)), 1),
+                                 (data.draw(st.integers(1, 2)), 1))
+            if window.dims[0].output_size(d0) > 0:
+                cur = b.reduce_window(cur, b.constant(np.float32(0)), window=window,
+                                      to_apply=adder(), sharding=rs(2))
+        elif kind == "dus" and d0 > 1:
+            update = b.parameter(ArrayShape(F32, (d0 - 1, d1)), sharding=rs(2))
+            start = b.constant(np.int32(data.draw(st.integers(-1, 2))))
+            cur = b.dynamic_update_slice(cur, update, start, b.constant(np.int32(0)),
+                                         sharding=rs(2))
         elif kind == "concat":
             cur = b.concatenate(cur, cur, dimensions=(data.draw(st.integers(0, 1)),),
                                 sharding=rs(2))

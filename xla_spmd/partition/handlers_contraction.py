@@ -1,12 +1,14 @@
 """dot and convolution: factor-based choice of the cheapest local contraction.
 
 A contraction's dims form factors: batch (lhs, rhs, out), lhs-free (lhs, out), rhs-free
-(rhs, out), contracting (lhs, rhs) and, for convolutions, spatial (kept replicated). Each
-factor takes the axes it has on one of the tensors where it appears (or none); for every such
-assignment with no axis used twice the cost is the bytes of resharding lhs, rhs, and the local
-result (partial over the contracting factors' axes) to the wanted output sharding: all-reduce,
-or reduce-scatter when the output is sharded on those axes. The cheapest wins, ties broken by
-local flops (GSPMD's choice between resharding lhs, rhs or the output).
+(rhs, out), contracting (lhs, rhs) and, for convolutions, spatial (lhs, out: sharded with a halo
+exchange of the lhs, halo.py, its bytes counted) and groups (feature or batch groups, kept
+whole on each device). Each factor takes the axes it has on one of the tensors where it
+appears (or none); for every such assignment with no axis used twice the cost is the bytes of
+resharding lhs, rhs, and the local result (partial over the contracting factors' axes) to the
+wanted output sharding: all-reduce, or reduce-scatter when the output is sharded on those
+axes. The cheapest wins, ties broken by local flops (GSPMD's choice between resharding lhs,
+rhs or the output).
 
 Example (Megatron row-parallel): x ``[{"data"}, {"model"}]`` . w ``[{"model"}, {}]`` ->
 ``[{"data"}, {}]``: m=data, k=model, n=none costs only the all-reduce over "model".
@@ -19,7 +21,7 @@ import itertools
 import math
 from dataclasses import dataclass
 
-from xla_spmd.partition.halo import can_exchange, exchange, halo_sizes, unpadded
+from xla_spmd.partition.halo import exchange, halo_bytes, local_window, plan_window
 from xla_spmd.partition.partitioner import PValue
 from xla_spmd.partition.registry import HANDLERS
 from xla_spmd.partition.reshard import axes_size, plan_reshard
@@ -35,9 +37,17 @@ class Factor:
     rhs: int | None = None
     out: int | None = None
     contracting: bool = False
-    replicated: bool = False  # spatial dims of a convolution without a halo exchange
-    halo: tuple[int, int] | None = None  # spatial dims sharded with a halo exchange
+    replicated: bool = False  # dims that must stay whole
+    window: object = None  # a convolution's spatial dim: its WindowDim (halo exchange)
     window_index: int = -1
+    in_size: int = 0  # a spatial dim: the lhs size
+    groups: int = 0  # feature / batch groups: shards must divide them
+    group_attr: str = ""  # the attribute counting them
+
+
+def _lhs_plan(factor: Factor, mesh, axes):
+    return plan_window(factor.lhs, factor.window, factor.in_size, factor.size,
+                       axes_size(mesh, axes))
 
 
 def dot_factors(inst, lhs_rank: int, rhs_rank: int) -> list[Factor]:
@@ -62,22 +72,41 @@ def dot_factors(inst, lhs_rank: int, rhs_rank: int) -> list[Factor]:
     return factors
 
 
-def conv_factors(inst) -> list[Factor] | None:
+def conv_factors(inst) -> list[Factor]:
+    """Factors of a convolution. Feature groups: lhs features and output features split into
+    G groups, so sharding both by a number of shards dividing G keeps whole groups local
+    (local feature_group_count G/n); the kernel's input feature dim stays whole. Batch groups
+    (filter gradients): the lhs batch splits into B groups tied to output feature groups."""
     a = inst.attrs
-    if a.feature_group_count != 1 or a.batch_group_count != 1:
-        return None
     dn = a.dim_labels
     lhs, rhs = inst.operands
-    factors = [
-        Factor(inst.shape.dims[dn.output_batch], lhs=dn.input_batch, out=dn.output_batch),
-        Factor(inst.shape.dims[dn.output_feature], rhs=dn.kernel_output_feature,
-               out=dn.output_feature),
-        Factor(lhs.shape.dims[dn.input_feature], dn.input_feature, dn.kernel_input_feature,
-               contracting=True)]
+    out = inst.shape.dims
+    if a.feature_group_count > 1:
+        factors = [
+            Factor(out[dn.output_batch], lhs=dn.input_batch, out=dn.output_batch),
+            Factor(out[dn.output_feature], lhs=dn.input_feature, rhs=dn.kernel_output_feature,
+                   out=dn.output_feature, groups=a.feature_group_count,
+                   group_attr="feature_group_count"),
+            Factor(rhs.shape.dims[dn.kernel_input_feature], rhs=dn.kernel_input_feature,
+                   replicated=True)]
+    elif a.batch_group_count > 1:
+        factors = [
+            Factor(out[dn.output_batch], out=dn.output_batch, replicated=True),
+            Factor(out[dn.output_feature], lhs=dn.input_batch, rhs=dn.kernel_output_feature,
+                   out=dn.output_feature, groups=a.batch_group_count,
+                   group_attr="batch_group_count"),
+            Factor(lhs.shape.dims[dn.input_feature], dn.input_feature,
+                   dn.kernel_input_feature, contracting=True)]
+    else:
+        factors = [
+            Factor(out[dn.output_batch], lhs=dn.input_batch, out=dn.output_batch),
+            Factor(out[dn.output_feature], rhs=dn.kernel_output_feature,
+                   out=dn.output_feature),
+            Factor(lhs.shape.dims[dn.input_feature], dn.input_feature,
+                   dn.kernel_input_feature, contracting=True)]
     for n, (i, o) in enumerate(zip(dn.input_spatial, dn.output_spatial)):
-        halo = halo_sizes(a.window.dims[n])
-        factors.append(Factor(inst.shape.dims[o], lhs=i, out=o, replicated=halo is None,
-                              halo=halo, window_index=n))
+        factors.append(Factor(out[o], lhs=i, out=o, window=a.window.dims[n], window_index=n,
+                              in_size=lhs.shape.dims[i]))
     return factors
 
 
@@ -116,8 +145,13 @@ def choose(low, factors, lhs: PValue, rhs: PValue, out_shape, target):
     mesh = low.mesh
     for assignment in itertools.product(*options):
         if not _valid(assignment) or not all(
-                f.halo is None or can_exchange(mesh, axes, f.size, f.halo)
+                not axes or not f.groups or f.groups % axes_size(mesh, axes) == 0
                 for f, axes in zip(factors, assignment)):
+            continue
+        plans = [_lhs_plan(f, mesh, axes) if f.window is not None and axes else None
+                 for f, axes in zip(factors, assignment)]
+        if any(p is None and f.window is not None and axes
+               for p, f, axes in zip(plans, factors, assignment)):
             continue
         lhs_axes = [()] * lhs.global_shape.rank
         rhs_axes = [()] * rhs.global_shape.rank
@@ -139,7 +173,9 @@ def choose(low, factors, lhs: PValue, rhs: PValue, out_shape, target):
                 + plan_reshard(rhs.sharding, shardings[1], rhs.global_shape.dims,
                                rhs.global_shape.dtype.itemsize).bytes
                 + plan_reshard(shardings[2], target, out_shape.dims,
-                               out_shape.dtype.itemsize).bytes)
+                               out_shape.dtype.itemsize).bytes
+                + sum(halo_bytes(low, lhs.global_shape, shardings[0], p)
+                      for p in plans if p is not None))
         flops = math.prod(-(-f.size // axes_size(mesh, axes))
                           for f, axes in zip(factors, assignment))
         key = (cost, flops)
@@ -157,14 +193,22 @@ def contraction(low, inst, operands, factors):
     y = low.reshard(rhs, rhs_sharding)
     x = zero_padding(low, x, [f.lhs for f in factors if f.contracting])
     y = zero_padding(low, y, [f.rhs for f in factors if f.contracting])
-    attrs = None
-    halo = [f for f in factors if f.halo is not None and x.sharding.dims[f.lhs].axes]
-    if halo:
+    attrs = inst.attrs
+    plans = {}
+    for f in factors:
+        axes = x.sharding.dims[f.lhs].axes if f.lhs is not None else ()
+        if f.window is not None and axes:
+            plans[f.window_index] = _lhs_plan(f, low.mesh, axes)
+        if f.groups and axes:
+            attrs = dataclasses.replace(attrs, **{
+                f.group_attr: f.groups // axes_size(low.mesh, axes)})
+    if plans:
         zero = low.em.scalar(0, x.global_shape.dtype)
-        for f in halo:
-            x = PValue(exchange(low, x, f.lhs, f.halo, zero), x.sharding, x.global_shape)
-        attrs = dataclasses.replace(inst.attrs, window=unpadded(
-            inst.attrs.window, {f.window_index for f in halo}))
+        local = x.inst
+        for plan in plans.values():
+            local = exchange(low, local, x.sharding, plan, zero)
+        x = PValue(local, x.sharding, x.global_shape)
+        attrs = dataclasses.replace(attrs, window=local_window(inst.attrs.window, plans))
     result = low.emit(inst, [x, y], out_sharding, attrs=attrs)
     return low.reshard(result, target)
 
@@ -178,8 +222,4 @@ def dot(low, inst, operands):
 
 @HANDLERS.register("convolution")
 def convolution(low, inst, operands):
-    factors = conv_factors(inst)
-    if factors is None:
-        from xla_spmd.partition.handlers_elementwise import generic
-        return generic(low, inst, operands)
-    return contraction(low, inst, operands, factors)
+    return contraction(low, inst, operands, conv_factors(inst))

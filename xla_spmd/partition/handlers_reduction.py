@@ -6,7 +6,8 @@ reducer's identity) and one all-reduce with the op's own reducer combines the pa
 over the axes of the reduced dims. Variadic reduces (argmax) need their reduced dims
 replicated, since an all-reduce combines each operand alone.
 
-Windowed ops and sort keep their windowed / sorted dims replicated and the others local.
+Windowed ops keep a sharded windowed dim sharded with a halo exchange (halo.py) when that moves
+fewer bytes than gathering it; sort keeps its sorted dim replicated and the others local.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from __future__ import annotations
 import dataclasses
 
 from xla_spmd.ir import TupleShape
-from xla_spmd.partition.halo import can_exchange, exchange, halo_sizes, unpadded
+from xla_spmd.partition.halo import cheaper_than_gather, exchange, local_window, plan_window
 from xla_spmd.partition.partitioner import PValue, unflatten
 from xla_spmd.partition.registry import HANDLERS
+from xla_spmd.partition.reshard import axes_size
 from xla_spmd.partition.uneven import mask_padding
 
 
@@ -74,38 +76,55 @@ def reduce(low, inst, operands):
     return low.reshard(value, target)
 
 
+def _moving(window) -> set[int]:
+    return {d for d, w in enumerate(window.dims)
+            if (w.size, w.stride, w.padding_low, w.padding_high, w.lhs_dilation,
+                w.rhs_dilation) != (1, 1, 0, 0, 1, 1)}
+
+
+def _halo_plans(low, values, compute, window, out_dims, rounds=1) -> dict:
+    """Window dims sharded in `compute` that keep their axes with a halo exchange (cheaper
+    than gathering them), with their plans."""
+    plans = {}
+    for d in sorted(_moving(window)):
+        axes = compute.dims[d].axes
+        if not axes:
+            continue
+        plan = plan_window(d, window.dims[d], values[0].global_shape.dims[d], out_dims[d],
+                           axes_size(low.mesh, axes))
+        if plan is not None and cheaper_than_gather(low, values, compute, plan, rounds):
+            plans[d] = plan
+    return plans
+
+
 def _windowed(low, inst, operands, window, count):
-    """First `count` operands sharded like the result minus windowed dims; rest replicated."""
+    """First `count` operands sharded like the result; windowed dims keep their axes with a
+    halo exchange (padding filled with the init value) or are gathered; rest replicated."""
     targets = low.targets(inst)
     target = targets[0]
-    moving = {d for d, w in enumerate(window.dims)
-              if (w.size, w.stride, w.padding_low, w.padding_high, w.lhs_dilation,
-                  w.rhs_dilation) != (1, 1, 0, 0, 1, 1)}
-    halo = {}
-    if count == 1:
-        for d in moving:
-            sizes = halo_sizes(window.dims[d])
-            axes = target.dims[d].axes
-            if sizes and axes and can_exchange(low.mesh, axes, inst.shape.dims[d], sizes):
-                halo[d] = sizes
-    compute = target.replace(dims=[[] if d in moving and d not in halo else list(s.axes)
-                                   for d, s in enumerate(target.dims)], unreduced=())
+    wanted = target.replace(unreduced=())
+    first = inst.shape.elements[0] if isinstance(inst.shape, TupleShape) else inst.shape
+    out_dims = first.dims
+    plans = _halo_plans(low, operands[:count], wanted, window, out_dims)
+    compute = wanted.replace(dims=[[] if d in _moving(window) and d not in plans
+                                   else list(s.axes) for d, s in enumerate(wanted.dims)])
     args = [low.reshard(o, compute) for o in operands[:count]]
-    args += [low.replicate(o) for o in operands[count:]]
+    inits = [low.replicate(o) for o in operands[count:]]
     attrs = None
-    if halo:
-        x = args[0]
-        for d, sizes in halo.items():
-            x = PValue(exchange(low, x, d, sizes, args[1].inst), x.sharding, x.global_shape)
-        args[0] = x
-        attrs = dataclasses.replace(inst.attrs, window=unpadded(window, set(halo)))
-        return low.reshard(low.emit(inst, args, compute, attrs=attrs), target)
+    if plans:
+        for k, (x, init) in enumerate(zip(args, inits)):
+            inst_x = x.inst
+            for plan in plans.values():
+                inst_x = exchange(low, inst_x, compute, plan, init.inst)
+            args[k] = PValue(inst_x, compute, x.global_shape)
+        attrs = dataclasses.replace(inst.attrs, window=local_window(window, plans))
+    args += inits
     if isinstance(inst.shape, TupleShape):
         local_shape = TupleShape(tuple(low.local_shape(s, compute) for s in inst.shape.elements))
-        local = low.em.clone(inst, [a.inst for a in args], local_shape)
+        local = low.em.clone(inst, [a.inst for a in args], local_shape, attrs=attrs)
         value = low.explode(local, [compute] * len(inst.shape.elements), inst.shape)
         return unflatten(inst.shape, [low.reshard(v, t) for v, t in zip(value.items, targets)])
-    return low.reshard(low.emit(inst, args, compute), target)
+    return low.reshard(low.emit(inst, args, compute, attrs=attrs), target)
 
 
 @HANDLERS.register("reduce-window")
@@ -115,11 +134,14 @@ def reduce_window(low, inst, operands):
 
 @HANDLERS.register("select-and-scatter")
 def select_and_scatter(low, inst, operands):
+    from xla_spmd.partition.handlers_windowed import select_and_scatter_halo
     operand, source, init = operands
     target = low.target(inst)
     window = inst.attrs.window
-    moving = {d for d, w in enumerate(window.dims)
-              if (w.size, w.stride, w.padding_low, w.padding_high) != (1, 1, 0, 0)}
+    result = select_and_scatter_halo(low, inst, operands, _halo_plans)
+    if result is not None:
+        return result
+    moving = _moving(window)
     compute = target.replace(dims=[[] if d in moving else list(s.axes)
                                    for d, s in enumerate(target.dims)], unreduced=())
     args = [low.reshard(operand, compute), low.reshard(source, compute), low.replicate(init)]

@@ -1,5 +1,5 @@
-"""Shape and data-movement ops: broadcast, transpose, reshape, slice, pad, concatenate,
-reverse, dynamic-slice, dynamic-update-slice, iota, constant.
+"""Shape ops: broadcast, transpose, reshape, dynamic-slice, iota, constant (slice, pad,
+concatenate, reverse and dynamic-update-slice: handlers_windowed.py).
 
 Each computes the operand sharding that makes the op local (dims it moves data along are
 replicated, GSPMD's ``HandleElementwiseWithDimsToReplicate``), runs the op on local shapes and
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from xla_spmd.ir import S32, ArrayShape, SliceDim
+from xla_spmd.ir import S32, ArrayShape
 from xla_spmd.mesh import AxisRef
 from xla_spmd.partition.partitioner import PValue
 from xla_spmd.partition.registry import HANDLERS
@@ -72,35 +72,6 @@ def _local_op(low, inst, operands, cleared_dims, extra_operands=(), local_attrs=
     return low.reshard(low.emit(inst, args, compute, attrs=attrs), target)
 
 
-@HANDLERS.register("reverse")
-def reverse(low, inst, operands):
-    return _local_op(low, inst, operands, set(inst.attrs.dimensions))
-
-
-@HANDLERS.register("slice")
-def slice_(low, inst, operands):
-    (operand,) = operands
-    dims = {d for d, s in enumerate(inst.attrs.slice)
-            if (s.start, s.limit, s.stride) != (0, operand.global_shape.dims[d], 1)}
-
-    def local_attrs(local):
-        return dataclasses.replace(inst.attrs, slice=tuple(
-            s if d in dims else SliceDim(0, local[d], 1) for d, s in enumerate(inst.attrs.slice)))
-    return _local_op(low, inst, operands, dims, local_attrs=local_attrs)
-
-
-@HANDLERS.register("pad")
-def pad(low, inst, operands):
-    operand, value = operands
-    dims = {d for d, p in enumerate(inst.attrs.padding) if (p.low, p.high, p.interior) != (0, 0, 0)}
-    return _local_op(low, inst, [operand], dims, [value])
-
-
-@HANDLERS.register("concatenate")
-def concatenate(low, inst, operands):
-    return _local_op(low, inst, operands, set(inst.attrs.dimensions))
-
-
 @HANDLERS.register("dynamic-slice")
 def dynamic_slice(low, inst, operands):
     operand, *indices = operands
@@ -113,18 +84,6 @@ def dynamic_slice(low, inst, operands):
         return dataclasses.replace(inst.attrs, dynamic_slice_sizes=tuple(
             n if d in dims else local[d] for d, n in enumerate(inst.attrs.dynamic_slice_sizes)))
     return _local_op(low, inst, [operand], dims, indices, local_attrs)
-
-
-@HANDLERS.register("dynamic-update-slice")
-def dynamic_update_slice(low, inst, operands):
-    operand, update, *indices = operands
-    dims = {d for d, n in enumerate(update.global_shape.dims) if n != operand.global_shape.dims[d]}
-    target = low.target(inst)
-    compute = _clear(target, dims)
-    x = low.reshard(operand, compute)
-    u = low.reshard(update, compute)
-    idx = [low.replicate(i) for i in indices]
-    return low.reshard(low.emit(inst, [x, u, *idx], compute), target)
 
 
 @HANDLERS.register("iota")

@@ -32,6 +32,7 @@ def _load() -> None:
         handlers_indexing,
         handlers_reduction,
         handlers_shape,
+        handlers_windowed,
     )
 
 

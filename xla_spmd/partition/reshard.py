@@ -58,6 +58,11 @@ def compatible(size: int, prefix: int, suffix: int) -> bool:
     return prefix == 1 or -(-size // (prefix * suffix)) * suffix == -(-size // prefix)
 
 
+def _overlaps_any(axis: AxisRef, used) -> bool:
+    """Whether `axis` shares devices with one of `used` (a sub-axis overlaps its axis)."""
+    return any(axis.overlaps(other) for other in used)
+
+
 def _fmt(axes) -> str:
     return ",".join(str(a) for a in axes)
 
@@ -143,7 +148,7 @@ def _slice_then_permute(mesh, global_dims, itemsize, src_dims, src_unreduced, ds
     used = {a for axes in src_dims for a in axes}
     steps, middle = [], []
     for dim, (cur, dst) in enumerate(zip(src_dims, dst_dims)):
-        extra = tuple(a for a in dst if a not in used and a not in cur)
+        extra = tuple(a for a in dst if not _overlaps_any(a, used) and a not in cur)
         if extra and not compatible(global_dims[dim], axes_size(mesh, cur), axes_size(mesh, extra)):
             return None
         if extra:
@@ -255,7 +260,7 @@ class _Planner:
                 continue
             extra = []
             for axis in self.dst[dim][len(self.cur[dim]):]:
-                if axis in used:
+                if _overlaps_any(axis, used):
                     break
                 extra.append(axis)
             if not extra:
@@ -266,7 +271,7 @@ class _Planner:
                 used = self.used()
                 extra = []
                 for axis in self.dst[dim]:
-                    if axis in used:
+                    if _overlaps_any(axis, used):
                         break
                     extra.append(axis)
             extra = tuple(extra)

@@ -1,0 +1,308 @@
+"""Data movement along sharded dims without gathering them: slice, pad, concatenate, reverse,
+dynamic-update-slice, and select-and-scatter's halo scheme.
+
+slice and pad are windowed ops with a window of one element (slice: stride and negative low
+padding; pad: edge padding and interior padding as base dilation), so each keeps a sharded
+dim sharded with a halo exchange (halo.py) when that moves fewer bytes than gathering it.
+concatenate pads every operand to the result's extent that way and selects by position.
+reverse mirrors shards with one collective-permute, reverses locally, and shifts by the
+uneven padding with a halo. dynamic-update-slice keeps the operand sharded: each device
+slices the (replicated along updated dims) update at its own offset and selects where the
+update covers its shard. select-and-scatter exchanges operand halos, scatters locally into
+the extended window input and sends the halo contributions back to their owners (a reverse
+halo exchange), GSPMD's scheme.
+
+Example: slice [1:8] of f32[8] on x=4 keeps x: device i needs elements 2i+1, 2i+2, one from
+its right neighbour (8 bytes moved instead of a 24-byte all-gather).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from xla_spmd.ir import S32, ArrayShape, ComparisonDirection, PadDim, SliceDim, WindowDim
+from xla_spmd.partition.halo import (
+    cheaper_than_gather,
+    exchange,
+    halo_bytes,
+    index_pairs,
+    local_window,
+    plan_from_starts,
+    plan_window,
+)
+from xla_spmd.partition.partitioner import PValue
+from xla_spmd.partition.registry import HANDLERS
+from xla_spmd.partition.reshard import axes_size
+from xla_spmd.partition.uneven import mask_padding
+
+
+def _with_dims(sharding, keep, cleared):
+    """`sharding` (unreduced dropped) with `cleared` dims not in `keep` replicated."""
+    return sharding.replace(dims=[[] if d in cleared and d not in keep else list(s.axes)
+                                  for d, s in enumerate(sharding.dims)], unreduced=())
+
+
+def _unit_window_plans(low, operand, wanted, windows: dict, out_dims) -> dict:
+    """dim -> HaloPlan for the one-element windows `windows` (dim -> WindowDim) worth it."""
+    plans = {}
+    for d, w in windows.items():
+        axes = wanted.dims[d].axes
+        if not axes:
+            continue
+        plan = plan_window(d, w, operand.global_shape.dims[d], out_dims[d],
+                           axes_size(low.mesh, axes))
+        if plan is not None and cheaper_than_gather(low, [operand], wanted, plan):
+            plans[d] = plan
+    return plans
+
+
+@HANDLERS.register("slice")
+def slice_(low, inst, operands):
+    (operand,) = operands
+    target = low.target(inst)
+    dims = operand.global_shape.dims
+    moved = {d: s for d, s in enumerate(inst.attrs.slice) if (s.start, s.limit, s.stride)
+             != (0, dims[d], 1)}
+    windows = {d: WindowDim(1, s.stride, -s.start, 0) for d, s in moved.items()}
+    plans = _unit_window_plans(low, operand, target.replace(unreduced=()), windows,
+                               inst.shape.dims)
+    compute = _with_dims(target, plans, moved)
+    x = low.reshard(operand, compute)
+    local = x.inst
+    for plan in plans.values():
+        local = exchange(low, local, compute, plan)
+    attrs = dataclasses.replace(inst.attrs, slice=tuple(
+        SliceDim(0, plans[d].length, s.stride) if d in plans
+        else s if d in moved else SliceDim(0, local.shape.dims[d], 1)
+        for d, s in enumerate(inst.attrs.slice)))
+    return low.reshard(low.emit(inst, [local], compute, attrs=attrs), target)
+
+
+@HANDLERS.register("pad")
+def pad(low, inst, operands):
+    operand, value = operands
+    target = low.target(inst)
+    moved = {d: p for d, p in enumerate(inst.attrs.padding)
+             if (p.low, p.high, p.interior) != (0, 0, 0)}
+    windows = {d: WindowDim(1, 1, p.low, p.high, lhs_dilation=p.interior + 1)
+               for d, p in moved.items()}
+    plans = _unit_window_plans(low, operand, target.replace(unreduced=()), windows,
+                               inst.shape.dims)
+    compute = _with_dims(target, plans, moved)
+    x = low.reshard(operand, compute)
+    fill = low.replicate(value)
+    local = x.inst
+    for plan in plans.values():
+        local = exchange(low, local, compute, plan, fill.inst)
+    attrs = dataclasses.replace(inst.attrs, padding=tuple(
+        PadDim(plans[d].window.padding_low, plans[d].window.padding_high, p.interior)
+        if d in plans else p for d, p in enumerate(inst.attrs.padding)))
+    return low.reshard(low.emit(inst, [local, fill], compute, attrs=attrs), target)
+
+
+@HANDLERS.register("concatenate")
+def concatenate(low, inst, operands):
+    (dim,) = inst.attrs.dimensions
+    target = low.target(inst)
+    wanted = target.replace(unreduced=())
+    axes = wanted.dims[dim].axes
+    plans, offsets, offset = [], [], 0
+    for operand in operands:
+        size = operand.global_shape.dims[dim]
+        offsets.append(offset)
+        if axes:
+            w = WindowDim(1, 1, offset, inst.shape.dims[dim] - offset - size)
+            plans.append(plan_window(dim, w, size, inst.shape.dims[dim],
+                                     axes_size(low.mesh, axes)))
+        offset += size
+    if (not axes or any(p is None for p in plans)
+            or not cheaper_than_gather(low, operands, wanted, plans)):
+        compute = _with_dims(target, (), {dim})
+        args = [low.reshard(o, compute) for o in operands]
+        return low.reshard(low.emit(inst, args, compute), target)
+    em = low.em
+    pieces = [exchange(low, low.reshard(o, wanted).inst, wanted, p)
+              for o, p in zip(operands, plans)]
+    local = pieces[0].shape.dims
+    chunk = local[dim]
+    position = em.op("add", em.op("iota", shape=ArrayShape(S32, local), iota_dimension=dim),
+                     em.broadcast_scalar(em.axes_value(axes, chunk), local))
+    result = pieces[0]
+    for piece, start in zip(pieces[1:], offsets[1:]):
+        inside = em.op("compare", position, em.broadcast_scalar(em.scalar(start, S32), local),
+                       direction=ComparisonDirection.GE)
+        result = em.op("select", inside, piece, result)
+    return low.reshard(PValue(result, wanted, inst.shape), target)
+
+
+@HANDLERS.register("reverse")
+def reverse(low, inst, operands):
+    (operand,) = operands
+    target = low.target(inst)
+    wanted = target.replace(unreduced=())
+    dims = set(inst.attrs.dimensions)
+    mirrored = {}
+    for d in sorted(dims):
+        axes = wanted.dims[d].axes
+        if not axes:
+            continue
+        n = axes_size(low.mesh, axes)
+        size = operand.global_shape.dims[d]
+        c = -(-size // n)
+        shift = plan_from_starts(d, n * c, n, [i * c + n * c - size for i in range(n)], c)
+        mirror = dataclasses.replace(shift, left=0, right=c)  # the mirror moves a whole shard
+        if cheaper_than_gather(low, [operand], wanted, shift,
+                               extra=halo_bytes(low, operand.global_shape, wanted, mirror)):
+            mirrored[d] = shift
+    compute = _with_dims(target, mirrored, dims)
+    x = low.reshard(operand, compute)
+    local = x.inst
+    for d in mirrored:
+        n = axes_size(low.mesh, compute.dims[d].axes)
+        local = low.em.op("collective-permute", local, channel_id=low.em.state.channel(),
+                          source_target_pairs=index_pairs(low.mesh, compute, d,
+                                                          lambda j, n=n: n - 1 - j))
+    value = low.emit(inst, [local], compute)
+    local = value.inst
+    for plan in mirrored.values():
+        if plan.starts[0]:  # uneven: the mirrored shards sit `starts[0]` too far left
+            local = exchange(low, local, compute, plan)
+    return low.reshard(PValue(local, compute, inst.shape), target)
+
+
+@HANDLERS.register("dynamic-update-slice")
+def dynamic_update_slice(low, inst, operands):
+    operand, update, *indices = operands
+    target = low.target(inst)
+    dims = operand.global_shape.dims
+    updated = {d for d, n in enumerate(update.global_shape.dims) if n != dims[d]}
+    compute = target.replace(unreduced=())
+    if len(indices) != len(dims) or not any(compute.dims[d].axes for d in updated):
+        compute = _with_dims(target, (), updated)
+        args = [low.reshard(operand, compute), low.reshard(update, compute)]
+        args += [low.replicate(i) for i in indices]
+        return low.reshard(low.emit(inst, args, compute), target)
+    em = low.em
+    x = low.reshard(operand, compute)
+    u = low.reshard(update, _with_dims(compute, (), updated)).inst
+    local = x.inst.shape.dims
+    starts, mask = {}, None
+    for d in sorted(updated):
+        size, c = update.global_shape.dims[d], local[d]
+        index = em.op("convert", low.replicate(indices[d]).inst, shape=ArrayShape(S32, ()))
+        begin = em.op("clamp", em.scalar(0, S32), index, em.scalar(dims[d] - size, S32))
+        offset = em.axes_value(compute.dims[d].axes, c)
+        # the update padded by c on both sides, sliced where this shard begins
+        u = em.op("pad", u, em.scalar(0, u.shape.dtype), padding=tuple(
+            PadDim(c, c) if k == d else PadDim(0, 0) for k in range(u.shape.rank)))
+        starts[d] = em.op("subtract", em.op("add", offset, em.scalar(c, S32)), begin)
+        position = em.op("add", em.op("iota", shape=ArrayShape(S32, local), iota_dimension=d),
+                         em.broadcast_scalar(offset, local))
+        inside = em.op("and", em.op("compare", position, em.broadcast_scalar(begin, local),
+                                    direction=ComparisonDirection.GE),
+                       em.op("compare", position, em.broadcast_scalar(
+                           em.op("add", begin, em.scalar(size, S32)), local),
+                             direction=ComparisonDirection.LT))
+        mask = inside if mask is None else em.op("and", mask, inside)
+    placed = em.dynamic_slice(u, starts, local)
+    result = em.op("select", mask, placed, x.inst, sharding=compute)
+    return low.reshard(PValue(result, compute, inst.shape), target)
+
+
+# ---------------------------------------------------------------------------------------------
+# select-and-scatter
+
+
+def _select_padding(select, dtype):
+    """A value that `select` (``compare(a, b)`` GE/GT or LE/LT) never prefers to a real one."""
+    root = select.root
+    if root.opcode != "compare" or [getattr(o.attrs, "parameter_number", None)
+                                    for o in root.operands] != [0, 1]:
+        return None
+    if not (dtype.is_float or dtype.is_integer):
+        return None
+    low = -np.inf if dtype.is_float else np.iinfo(dtype.numpy).min
+    high = np.inf if dtype.is_float else np.iinfo(dtype.numpy).max
+    return {ComparisonDirection.GE: low, ComparisonDirection.GT: low,
+            ComparisonDirection.LE: high, ComparisonDirection.LT: high}.get(
+        root.attrs.direction)
+
+
+def _is_add(computation) -> bool:
+    root = computation.root
+    return root.opcode == "add" and all(o.opcode == "parameter" for o in root.operands)
+
+
+def select_and_scatter_halo(low, inst, operands, halo_plans):
+    """select-and-scatter with sharded windowed dims kept sharded, or None (not supported:
+    select not a GE/GT/LE/LT compare, scatter not add, or gathering is cheaper)."""
+    operand, source, init = operands
+    dtype = operand.global_shape.dtype
+    padding = _select_padding(inst.attrs.select, dtype)
+    if padding is None or not _is_add(inst.attrs.scatter):
+        return None
+    target = low.target(inst)
+    wanted = target.replace(unreduced=())
+    window = inst.attrs.window
+    plans = halo_plans(low, [operand], wanted, window, source.global_shape.dims, rounds=2)
+    if not plans:
+        return None
+    moving = {d for d, w in enumerate(window.dims)
+              if (w.size, w.stride, w.padding_low, w.padding_high) != (1, 1, 0, 0)}
+    compute = _with_dims(target, plans, moving)
+    em = low.em
+    zero = em.scalar(0, dtype)
+    x = low.reshard(operand, compute).inst
+    src = mask_padding(low, low.reshard(source, compute), list(plans), zero)
+    for plan in plans.values():
+        x = exchange(low, x, compute, plan, em.scalar(padding, dtype))
+    attrs = dataclasses.replace(inst.attrs, window=local_window(window, plans))
+    y = em.clone(inst, [x, src.inst, zero], x.shape, attrs=attrs)
+    for plan in reversed(list(plans.values())):
+        y = _return_halo(low, y, compute, plan)
+    init_local = em.broadcast_scalar(low.replicate(init).inst, y.shape.dims)
+    result = em.op("add", init_local, y, sharding=compute)
+    return low.reshard(PValue(result, compute, inst.shape), target)
+
+
+def _return_halo(low, y, sharding, plan):
+    """The reverse of `exchange`: `y` holds contributions to each device's window input; each
+    owner receives and adds those that landed on its elements."""
+    em = low.em
+    dim, c = plan.dim, plan.shard
+    first = [i * c - plan.left for i in range(len(plan.starts))]
+    extra_low = max(0, max(f - s for f, s in zip(first, plan.starts)))
+    frame_size = plan.left + c + plan.right
+    extra_high = max(0, max(s + plan.length - f - frame_size
+                            for f, s in zip(first, plan.starts)))
+    dims = list(y.shape.dims)
+    dims[dim] = extra_low + frame_size + extra_high
+    frame = em.broadcast_scalar(em.scalar(0, y.shape.dtype), dims)
+    offsets = [s - f + extra_low for s, f in zip(plan.starts, first)]
+    zero = em.scalar(0, S32)
+    index = [zero] * y.shape.rank
+    index[dim] = em.device_value([offsets[sharding.shard_index(d)[dim]]
+                                  for d in range(low.mesh.size)])
+    frame = em.op("dynamic-update-slice", frame, y, *index)
+
+    def cut(start, limit):
+        return em.op("slice", frame, slice=tuple(
+            SliceDim(extra_low + start, extra_low + limit) if d == dim else SliceDim(0, n)
+            for d, n in enumerate(frame.shape.dims)))
+    total = cut(plan.left, plan.left + c)
+    for k in range(-plan.left // c, -(-plan.right // c) + 1):
+        lo, hi = max(0, plan.left + k * c), min(frame_size, plan.left + (k + 1) * c)
+        if k == 0 or lo >= hi:
+            continue
+        moved = em.op("collective-permute", cut(lo, hi), channel_id=em.state.channel(),
+                      source_target_pairs=index_pairs(low.mesh, sharding, dim,
+                                                      lambda j, k=k: j + k))
+        at = lo - plan.left - k * c
+        moved = em.op("pad", moved, em.scalar(0, y.shape.dtype), padding=tuple(
+            PadDim(at, c - at - (hi - lo)) if d == dim else PadDim(0, 0)
+            for d in range(y.shape.rank)))
+        total = em.op("add", total, moved)
+    return total
+
