@@ -24,7 +24,10 @@ Alltoall for reduce-scatter) and fold locally; ml_dtypes floats are folded in fl
 
 **Failures.** Every wait polls the nonblocking requests against a deadline
 (``timeout`` or ``$XLA_SPMD_COLLECTIVE_TIMEOUT``, default 300 s) and raises
-``CommunicationError`` naming the collective, its group and its call number. MPI cannot
+``CommunicationError`` naming the collective, its group, its call number and the members
+that did not arrive: each rank publishes the collective it last entered in an MPI shared
+memory window (an "arrival beacon", a plain store), which a timed-out rank on the same node
+reads without the others' help (ranks on other nodes are reported as unknown). MPI cannot
 cancel a collective, so after a timeout the communicator is unusable: let the error
 propagate and abort. ``install_abort_on_error()`` makes an uncaught exception on any rank
 print once and ``MPI_Abort`` the job, so no rank hangs.
@@ -104,6 +107,53 @@ _FLOAT_OPS = {"sum": "SUM", "prod": "PROD"}
 _NATIVE_FLOATS = {np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128)}
 
 
+_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute",
+          "broadcast", "barrier")
+
+
+def _beacon_of(kind: str, group: Group, sequence: int) -> tuple[int, int, int]:
+    """What a rank publishes on entering a collective: kind, a fingerprint of the group
+    (the same on every rank: no Python hash randomisation), call number."""
+    fingerprint = 0
+    for member in group:
+        fingerprint = (fingerprint * 1_000_003 + member + 1) % (1 << 61)
+    return _KINDS.index(kind), fingerprint, sequence
+
+
+class _Beacons:
+    """Each rank's last entered collective, in node-shared memory: written with a plain
+    store (no MPI call on the hot path), read by any rank of the same node at any time."""
+
+    def __init__(self, MPI: Any, comm: Any):
+        self._node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+        self._window = MPI.Win.Allocate_shared(3 * 8, 8, comm=self._node)
+        world = comm.Get_group()
+        node = self._node.Get_group()
+        ranks = list(range(comm.Get_size()))
+        self._node_rank = dict(zip(ranks, MPI.Group.Translate_ranks(world, ranks, node)))
+        self._undefined = MPI.UNDEFINED
+        world.Free()
+        node.Free()
+        self._mine = self._segment(self._node.Get_rank())
+
+    def _segment(self, node_rank: int) -> np.ndarray:
+        buffer, _ = self._window.Shared_query(node_rank)
+        return np.frombuffer(buffer, dtype=np.int64, count=3)
+
+    def publish(self, beacon: tuple[int, int, int]) -> None:
+        self._mine[:] = beacon
+
+    def read(self, rank: int) -> tuple[int, int, int] | None:
+        node_rank = self._node_rank.get(rank, self._undefined)
+        if node_rank == self._undefined:
+            return None
+        return tuple(int(v) for v in self._segment(node_rank))
+
+    def free(self) -> None:
+        self._window.Free()
+        self._node.Free()
+
+
 class _MpiHandle:
     __slots__ = ("_owner", "_requests", "_finish", "_what", "_keep", "_done", "_value")
 
@@ -146,6 +196,7 @@ class MpiCommunicator(BlockingCollectives):
         self.deterministic = deterministic
         self._group_comms: dict[Group, Any] = {}
         self._sequence: dict[Group, int] = {}
+        self._beacons = _Beacons(self._MPI, self._comm)
 
     @property
     def rank(self) -> int:
@@ -211,6 +262,7 @@ class MpiCommunicator(BlockingCollectives):
             if comm is not self._comm:
                 comm.Free()
         self._group_comms.clear()
+        self._beacons.free()
         self._comm.Free()
 
     # -- waiting --------------------------------------------------------------------------
@@ -218,7 +270,24 @@ class MpiCommunicator(BlockingCollectives):
     def _what(self, kind: str, group: Group) -> tuple[str, Group, int]:
         sequence = self._sequence.get(group, 0)
         self._sequence[group] = sequence + 1
+        self._beacons.publish(_beacon_of(kind, group, sequence))
         return kind, group, sequence
+
+    def _missing(self, what: tuple[str, Group, int]) -> str:
+        """Which members of the collective `what` have not entered it, by their beacons."""
+        kind, group, sequence = what
+        expected = _beacon_of(kind, group, sequence)
+        missing, unknown = [], []
+        for member in group:
+            seen = self._beacons.read(member)
+            if seen is None:
+                unknown.append(member)
+            elif seen != expected:
+                missing.append(member)
+        text = f"ranks {missing} did not arrive" if missing else "every rank arrived"
+        if unknown:
+            text += f" (ranks {unknown} are on other nodes: unknown)"
+        return text
 
     def _poll(self, requests: list, what: tuple[str, Group, int]) -> None:
         test_all = self._MPI.Request.Testall
@@ -237,10 +306,10 @@ class MpiCommunicator(BlockingCollectives):
                 kind, group, sequence = what
                 raise CommunicationError(
                     f"{describe(kind, group)} (call #{sequence} on that group) timed out "
-                    f"after {timeout:g} s on rank {self._rank}: not every "
-                    "member arrived (MPI cannot tell which). Check that every member makes "
-                    f"the same collective calls in the same order, or raise {TIMEOUT_ENV}. "
-                    "The communicator is unusable after this error.")
+                    f"after {timeout:g} s on rank {self._rank}: {self._missing(what)}. "
+                    "Check that every member makes the same collective calls in the same "
+                    f"order, or raise {TIMEOUT_ENV}. The communicator is unusable after "
+                    "this error.")
             waited = now - start
             if waited > _IDLE_SECONDS:
                 time.sleep(0.001)

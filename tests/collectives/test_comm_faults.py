@@ -75,7 +75,7 @@ def test_mpi_rank_failure_aborts_every_rank(mpirun):
 
 @pytest.mark.mpi
 @pytest.mark.slow
-def test_mpi_timeout_names_collective_and_group(mpirun):
+def test_mpi_timeout_names_collective_group_and_missing_ranks(mpirun):
     start = time.monotonic()
     completed = mpirun("fault_program.py", "timeout", ranks=4, timeout=30)
     assert time.monotonic() - start < 20  # rank 3 sleeps 30 s; the abort must cut it short
@@ -83,3 +83,4 @@ def test_mpi_timeout_names_collective_and_group(mpirun):
     assert "CommunicationError" in completed.stdout
     assert "all_reduce over replica group (0, 1, 2, 3) (call #0 on that group) timed out " \
            "after 1 s" in completed.stdout, completed.stdout
+    assert "ranks [3] did not arrive" in completed.stdout, completed.stdout
