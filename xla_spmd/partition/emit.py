@@ -22,6 +22,7 @@ from xla_spmd.ir import (
     Computation,
     Instruction,
     Literal,
+    NameGenerator,
     PadDim,
     ReplicaGroups,
     SliceDim,
@@ -38,24 +39,12 @@ class ModuleState:
 
     def __init__(self, mesh: Mesh, taken_names=(), first_channel: int = 1):
         self.mesh = mesh
-        self.taken = set(taken_names)
-        self.counters: dict[str, int] = {}
+        self._names = NameGenerator(taken_names)
         self.next_channel = first_channel
         self.reducers: dict[tuple[str, str], Computation] = {}
 
     def fresh_name(self, base: str) -> str:
-        base = base or "spmd"
-        if base not in self.taken:
-            self.taken.add(base)
-            return base
-        count = self.counters.get(base, 0)
-        while True:
-            count += 1
-            candidate = f"{base}.{count}"
-            if candidate not in self.taken:
-                self.counters[base] = count
-                self.taken.add(candidate)
-                return candidate
+        return self._names(base or "spmd")
 
     def channel(self) -> int:
         value = self.next_channel
