@@ -146,7 +146,7 @@ CASES = [
 def _max_with_index(x, dims, kind):
     """An argmax-style variadic reduce returning (extreme value, its index)."""
     from xla_spmd.frontend import lax as flax
-    from xla_spmd.frontend.numpy_api import _arg_reducer
+    from xla_spmd.frontend.numpy_reductions import _arg_reducer
     from xla_spmd.frontend.tracing import bind
     from xla_spmd.ir import F64, S32
     dims = (dims,) if isinstance(dims, int) else dims

@@ -28,8 +28,7 @@ from xla_spmd.frontend.tracing import (
     is_weak,
     python_scalar_array,
 )
-from xla_spmd.ir import BF16, C64, F32, PRED, S32, Builder, DType, Kind
-from xla_spmd.ir.shapes import ArrayShape
+from xla_spmd.ir import BF16, C64, F32, PRED, S32, DType, Kind
 
 float16, float32, float64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")
 int8, int16, int32, int64 = (np.dtype(t) for t in ("int8", "int16", "int32", "int64"))
@@ -295,136 +294,6 @@ def clip(x, a_min=None, a_max=None):
 
 
 # ---------------------------------------------------------------------------------------------
-# Reductions
-
-
-def _axes(axis, ndim: int) -> tuple[int, ...]:
-    if axis is None:
-        return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    out = []
-    for a in axes:
-        if not -ndim <= a < builtins.max(ndim, 1):
-            raise XlaSpmdError(f"axis {a} is out of bounds for an array of rank {ndim}")
-        out.append(a % ndim if ndim else 0)
-    return tuple(sorted(set(out)))
-
-
-def _keep(result, x_shape, axes, keepdims: bool):
-    if not keepdims:
-        return result
-    return lax.reshape(result, [1 if i in axes else n for i, n in enumerate(x_shape)])
-
-
-def _reduction(kind: str, promote_bool: bool):
-    def fn(x, axis=None, keepdims: bool = False, dtype=None):
-        x = asarray(x)
-        if dtype is not None:
-            x = astype(x, dtype)
-        elif promote_bool and x.aval.dtype.is_pred:
-            x = lax.convert(x, S32)
-        axes = _axes(axis, x.ndim)
-        return _keep(lax.reduce(x, kind, axes), x.shape, axes, keepdims)
-    fn.__name__ = kind
-    return fn
-
-
-sum = _reduction("add", True)  # noqa: A001
-prod = _reduction("mul", True)
-max = amax = _reduction("max", False)  # noqa: A001
-min = amin = _reduction("min", False)  # noqa: A001
-
-
-def all(x, axis=None, keepdims=False):  # noqa: A001
-    return _reduction("and", False)(astype(x, PRED), axis, keepdims)
-
-
-def any(x, axis=None, keepdims=False):  # noqa: A001
-    return _reduction("or", False)(astype(x, PRED), axis, keepdims)
-
-
-def mean(x, axis=None, keepdims: bool = False, dtype=None):
-    x = asarray(x)
-    if not (x.aval.dtype.is_float or x.aval.dtype.is_complex):
-        x = lax.convert(x, F32)
-    axes = _axes(axis, x.ndim)
-    count = int(np.prod([x.shape[a] for a in axes]))
-    return true_divide(sum(x, axis, keepdims), float(count))
-
-
-def var(x, axis=None, keepdims: bool = False):
-    centered = x - mean(x, axis, keepdims=True)
-    return mean(centered * centered, axis, keepdims=keepdims)
-
-
-def std(x, axis=None, keepdims: bool = False):
-    return sqrt(var(x, axis, keepdims))
-
-
-_ARG_REDUCERS: dict = {}
-
-
-def _arg_reducer(kind: str, dtype: DType):
-    """(value, index) pairs reducer keeping the max (min) value, the first index on ties."""
-    from xla_spmd.frontend.tracing import fresh_name
-    from xla_spmd.ir import ComparisonDirection
-    key = (kind, dtype.name)
-    if key not in _ARG_REDUCERS:
-        b = Builder("argreduce")
-        scalar = ArrayShape(dtype, ())
-        index = ArrayShape(S32, ())
-        av, ai = b.parameter(scalar, "lhs_value"), b.parameter(index, "lhs_index")
-        bv, bi = b.parameter(scalar, "rhs_value"), b.parameter(index, "rhs_index")
-        direction = ComparisonDirection.GT if kind == "max" else ComparisonDirection.LT
-        better = b.compare(av, bv, direction=direction)
-        equal = b.compare(av, bv, direction=ComparisonDirection.EQ)
-        lower = b.compare(ai, bi, direction=ComparisonDirection.LT)
-        take_a = b.op("or", better, b.op("and", equal, lower))
-        root = b.tuple(b.select(take_a, av, bv), b.select(take_a, ai, bi))
-        _ARG_REDUCERS[key] = b.build(root, fresh_name(f"region_arg{kind}_{dtype.name}"))
-    return _ARG_REDUCERS[key]
-
-
-def _argreduce(kind: str, x, axis, keepdims: bool):
-    x = asarray(x)
-    if axis is None:
-        x, axis = lax.reshape(x, (x.size,)), 0
-    axis = _axes(axis, x.ndim)[0]
-    dtype = x.aval.dtype
-    indices = lax.iota(S32, x.shape, axis)
-    init = lax.constant(lax.reduction_identity(kind, dtype), dtype)
-    out = bind("reduce", x, indices, init, lax.constant(0, S32), dimensions=(axis,),
-               to_apply=_arg_reducer(kind, dtype))
-    return _keep(lax.get_tuple_element(out, 1), x.shape, (axis,), keepdims)
-
-
-def argmax(x, axis=None, keepdims: bool = False):
-    return _argreduce("max", x, axis, keepdims)
-
-
-def argmin(x, axis=None, keepdims: bool = False):
-    return _argreduce("min", x, axis, keepdims)
-
-
-def cumsum(x, axis=None, dtype=None):
-    """Inclusive prefix sums along `axis` (a reduce-window with a full-length window)."""
-    x = asarray(x)
-    if dtype is not None:
-        x = astype(x, dtype)
-    elif x.aval.dtype.is_pred:
-        x = lax.convert(x, S32)
-    if axis is None:
-        x, axis = lax.reshape(x, (x.size,)), 0
-    axis = _axes(axis, x.ndim)[0]
-    n = x.shape[axis]
-    window = [1] * x.ndim
-    window[axis] = n
-    padding = [(0, 0)] * x.ndim
-    padding[axis] = (n - 1, 0)
-    return lax.reduce_window(x, "add", window, None, padding)
-
-
-# ---------------------------------------------------------------------------------------------
 # Contractions
 
 
@@ -591,8 +460,24 @@ def tri(n: int, m: int | None = None, k: int = 0, dtype=None):
     return astype(tri_mask(n, n if m is None else m, k, True), dtype or float32)
 
 
-# Shape functions and indexing live in their own modules; re-exported here.
+# Reductions, shape functions and indexing live in their own modules; re-exported here.
 from xla_spmd.frontend.numpy_index import getitem, take, take_along_axis  # noqa: E402,F401
+from xla_spmd.frontend.numpy_reductions import (  # noqa: E402,F401
+    all,
+    amax,
+    amin,
+    any,
+    argmax,
+    argmin,
+    cumsum,
+    max,
+    mean,
+    min,
+    prod,
+    std,
+    sum,
+    var,
+)
 from xla_spmd.frontend.numpy_shape import (  # noqa: E402,F401
     argsort,
     concatenate,
@@ -613,5 +498,5 @@ from xla_spmd.frontend.numpy_shape import (  # noqa: E402,F401
 )
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in (
-    "annotations", "builtins", "functools", "np", "Sequence", "Builder", "Tracer", "Kind",
-    "ArrayShape", "XlaSpmdError", "BF16", "C64", "F32", "PRED", "S32", "DType")]
+    "annotations", "builtins", "functools", "np", "Kind", "XlaSpmdError", "BF16", "C64", "F32",
+    "PRED", "S32", "DType")]

@@ -168,6 +168,17 @@ class Scanner:
         text = self.match(NAME_RE, expected)
         return (text[1:], True) if text.startswith("%") else (text, False)
 
+    def marked_name(self, keyword: str, expected: str) -> tuple[bool, str, int]:
+        """A name after an optional `keyword` (``ENTRY``, ``ROOT``): (had the keyword, name
+        without '%', position of the name)."""
+        marked = self.peek_word() == keyword
+        if marked:
+            self.word()
+        self.skip()
+        pos = self.pos
+        name, _ = self.name(expected)
+        return marked, name, pos
+
     def word(self, expected: str = "a word") -> str:
         return self.match(WORD_RE, expected)
 

@@ -159,12 +159,7 @@ class _ModuleParser:
 
     def _locate_computation(self) -> None:
         s = self.s
-        is_entry = s.peek_word() == "ENTRY"
-        if is_entry:
-            s.word()
-        s.skip()
-        name_pos = s.pos
-        name, _ = s.name("a computation name")
+        is_entry, name, name_pos = s.marked_name("ENTRY", "a computation name")
         if name in self.records:
             raise s.error(f"computation {name} is defined twice", name_pos)
         has_signature = s.at("(")
@@ -341,12 +336,7 @@ class _ComputationParser(AttributeValueParser):
 
     def instruction(self) -> _InstructionRecord:
         s = self.s
-        is_root = s.peek_word() == "ROOT"
-        if is_root:
-            s.word()
-        s.skip()
-        pos = s.pos
-        name, _ = s.name("an instruction name")
+        is_root, name, pos = s.marked_name("ROOT", "an instruction name")
         s.expect("=", f"after instruction name {name}")
         shape = self.module.shape()
         s.skip()

@@ -163,15 +163,10 @@ def _ids(fx, inst, indent):
     return f"stablehlo.{inst.opcode.replace('-', '_')}{attr_dict(inst)} : {print_type(inst.shape)}"
 
 
-@printer("broadcast")
-def _broadcast(fx, inst, indent):
-    return (f"stablehlo.broadcast_in_dim {fx.ref(inst.operands[0])}, dims = "
-            f"{ints(inst.attrs.dimensions)}{attr_dict(inst)} : {fn_type(inst)}")
-
-
-@printer("transpose", "reverse")
+@printer("broadcast", "transpose", "reverse")
 def _dims_op(fx, inst, indent):
-    return (f"stablehlo.{inst.opcode} {fx.ref(inst.operands[0])}, dims = "
+    name = "broadcast_in_dim" if inst.opcode == "broadcast" else inst.opcode
+    return (f"stablehlo.{name} {fx.ref(inst.operands[0])}, dims = "
             f"{ints(inst.attrs.dimensions)}{attr_dict(inst)} : {fn_type(inst)}")
 
 

@@ -140,7 +140,7 @@ class ModuleImporter:
         self.meshes = tree.meshes
         self.gspmd_mesh = None
         if not self.meshes:
-            from xla_spmd.stablehlo.importer_ops import common_gspmd_mesh
+            from xla_spmd.stablehlo.importer_shardings import common_gspmd_mesh
             self.gspmd_mesh = common_gspmd_mesh(tree)
             if self.gspmd_mesh is not None:
                 self.meshes["mesh"] = self.gspmd_mesh
@@ -202,7 +202,7 @@ class ModuleImporter:
                              file=self.filename)
         self.in_progress.add(name)
         node: FuncNode = self.functions[name]
-        from xla_spmd.stablehlo.importer_ops import arg_sharding, finish_results
+        from xla_spmd.stablehlo.importer_shardings import arg_sharding, finish_results
 
         scope = Scope(self, name)
         for arg_name, shape, attrs in node.args:

@@ -9,12 +9,12 @@ from xla_spmd.stablehlo.importer import free_values
 from xla_spmd.stablehlo.importer_ops import (
     Dense,
     converter,
-    gspmd_sharding,
     result_type,
     scalar_region,
     single_or_tuple,
     symbol_name,
 )
+from xla_spmd.stablehlo.importer_shardings import gspmd_sharding
 from xla_spmd.stablehlo.syntax import RawAttr
 
 API_VERSIONS = {1: "API_VERSION_ORIGINAL", 2: "API_VERSION_STATUS_RETURNING",

@@ -287,20 +287,20 @@ def _convolution(p, node: OpNode) -> None:
     _signature(p, node)
 
 
-def _custom_call(p, node: OpNode) -> None:
-    node.attrs["call_target_name"] = p.s.symbol()
+def _operands_attrs_signature(p, node: OpNode) -> None:
+    """``(%a, %b) {attrs} : (...) -> ...``, the attribute dictionary optional."""
     _operand_list(p, node)
     if p.s.peek("{"):
         node.attrs.update(p.attr_dict())
     _signature(p, node)
 
 
-def _call(p, node: OpNode) -> None:
-    node.attrs["callee"] = p.s.symbol()
-    _operand_list(p, node)
-    if p.s.peek("{"):
-        node.attrs.update(p.attr_dict())
-    _signature(p, node)
+def _symbol_call(key: str):
+    """The reader of ``op @symbol(%a, %b) {attrs} : ...``, the symbol stored as `key`."""
+    def read(p, node: OpNode) -> None:
+        node.attrs[key] = p.s.symbol()
+        _operands_attrs_signature(p, node)
+    return read
 
 
 def _composite(p, node: OpNode) -> None:
@@ -313,10 +313,7 @@ def _composite(p, node: OpNode) -> None:
 
 def _chlo_call_like(p, node: OpNode) -> None:
     if p.s.peek("("):
-        _operand_list(p, node)
-        if p.s.peek("{"):
-            node.attrs.update(p.attr_dict())
-        _signature(p, node)
+        _operands_attrs_signature(p, node)
     else:
         _items(p, node)
         _signature(p, node)
@@ -336,21 +333,13 @@ def _sharding_list(p) -> list:
 
 
 def _region_with_args(p):
-    s = p.s
-    s.expect("(")
-    args = []
-    if not s.accept(")"):
-        while True:
-            name = s.value_id()
-            s.expect(":")
-            args.append((name, parse_type(s)))
-            if s.accept(")"):
-                break
-            s.expect(",")
-    return p.region(args)
+    p.s.expect("(")
+    return p.region(p.typed_values())
 
 
-def _manual_computation(p, node: OpNode) -> None:
+def _computation(p, node: OpNode, manual: bool) -> None:
+    """Operands, ``in_shardings``/``out_shardings`` (and ``manual_axes`` when `manual`), the
+    body region and the signature of a manual or named computation."""
     s = p.s
     _operand_list(p, node)
     while True:
@@ -360,7 +349,7 @@ def _manual_computation(p, node: OpNode) -> None:
         elif s.accept_word("out_shardings"):
             s.expect("=")
             node.attrs["out_shardings"] = _sharding_list(p)
-        elif s.accept_word("manual_axes"):
+        elif manual and s.accept_word("manual_axes"):
             s.expect("=")
             node.attrs["manual_axes"] = tuple(
                 re.findall(r'"([^"]*)"', s.balanced("{", "}")))
@@ -370,23 +359,16 @@ def _manual_computation(p, node: OpNode) -> None:
     _signature(p, node)
 
 
+def _manual_computation(p, node: OpNode) -> None:
+    _computation(p, node, manual=True)
+
+
 def _named_computation(p, node: OpNode) -> None:
     s = p.s
     s.expect("<")
     node.attrs["name"] = s.string()
     s.expect(">")
-    _operand_list(p, node)
-    while True:
-        if s.accept_word("in_shardings"):
-            s.expect("=")
-            node.attrs["in_shardings"] = _sharding_list(p)
-        elif s.accept_word("out_shardings"):
-            s.expect("=")
-            node.attrs["out_shardings"] = _sharding_list(p)
-        else:
-            break
-    node.regions.append(_region_with_args(p))
-    _signature(p, node)
+    _computation(p, node, manual=False)
 
 
 def _sdy_collective(p, node: OpNode) -> None:
@@ -415,8 +397,10 @@ def _sdy_collective(p, node: OpNode) -> None:
 SPECIAL = {
     "func.return": _return, "stablehlo.return": _return, "sdy.return": _return,
     "stablehlo.reduce": _reduce, "stablehlo.while": _while,
-    "stablehlo.convolution": _convolution, "stablehlo.custom_call": _custom_call,
-    "func.call": _call, "chlo.top_k": _chlo_call_like, "stablehlo.composite": _composite,
+    "stablehlo.convolution": _convolution,
+    "stablehlo.custom_call": _symbol_call("call_target_name"),
+    "func.call": _symbol_call("callee"), "chlo.top_k": _chlo_call_like,
+    "stablehlo.composite": _composite,
     "sdy.manual_computation": _manual_computation,
     "sdy.named_computation": _named_computation,
     **{f"sdy.{name}": _sdy_collective for name in (

@@ -170,6 +170,20 @@ class Parser:
         return FuncNode(name, visibility, args, result_types, result_attrs, body, pos)
 
     # ----- regions and ops -----
+    def typed_values(self) -> list:
+        """``%a: type, %b: type)`` after the opening parenthesis, as (name, type) pairs."""
+        s = self.s
+        values = []
+        if not s.accept(")"):
+            while True:
+                name = s.value_id()
+                s.expect(":")
+                values.append((name, parse_type(s)))
+                if s.accept(")"):
+                    break
+                s.expect(",")
+        return values
+
     def region(self, args=None) -> Block:
         """``{ [^bb0(args):] ops }``."""
         s = self.s
@@ -178,14 +192,7 @@ class Parser:
         if s.accept("^"):
             s.bare_id()
             if s.accept("("):
-                if not s.accept(")"):
-                    while True:
-                        name = s.value_id()
-                        s.expect(":")
-                        block_args.append((name, parse_type(s)))
-                        if s.accept(")"):
-                            break
-                        s.expect(",")
+                block_args.extend(self.typed_values())
             s.expect(":")
         ops = []
         while not s.accept("}"):
