@@ -24,6 +24,7 @@ from xla_spmd.ir.hlo_sharding import HloSharding
 from xla_spmd.mesh import Mesh, parse_mesh
 from xla_spmd.sharding import (
     TensorSharding,
+    finest_mesh,
     hlo_to_axes,
     hlo_tuple_to_axes,
     parse_sharding,
@@ -174,19 +175,6 @@ def _from_hlo(inst, mesh):
 
 
 def _finest_mesh(module) -> Mesh | None:
-    """The mesh of the GSPMD sharding that needs the most axes (all others fit it, as a
-    rule: XLA's importer uses the common factorization of all of them)."""
-    best = None
-    for c in module.computations:
-        for inst in c.instructions:
-            hlo = inst.sharding
-            if not isinstance(hlo, HloSharding):
-                continue
-            for element in (hlo.elements if hlo.is_tuple else (hlo,)):
-                try:
-                    mesh = hlo_to_axes(element, None).sharding.mesh
-                except ShardingError:
-                    continue
-                if best is None or len(mesh.axis_names) > len(best.axis_names):
-                    best = mesh
-    return best
+    """The mesh for the module's GSPMD shardings (see `sharding.gspmd.finest_mesh`)."""
+    return finest_mesh(inst.sharding for c in module.computations for inst in c.instructions
+                       if isinstance(inst.sharding, HloSharding))

@@ -9,7 +9,7 @@
 
 from xla_spmd.mesh import AxisRef, Mesh, make_mesh
 
-from .gspmd import ImportedSharding, axes_to_hlo, hlo_to_axes, hlo_tuple_to_axes
+from .gspmd import ImportedSharding, axes_to_hlo, finest_mesh, hlo_to_axes, hlo_tuple_to_axes
 from .partition_spec import UNCONSTRAINED, NamedSharding, P, PartitionSpec
 from .sdy_text import (
     parse_sharding,
@@ -22,7 +22,7 @@ from .visualize import tile_devices, visualize_sharding
 
 __all__ = [
     "UNCONSTRAINED", "AxisRef", "DimSharding", "ImportedSharding", "Mesh", "NamedSharding", "P",
-    "PartitionSpec", "TensorSharding", "axes_to_hlo", "hlo_to_axes", "hlo_tuple_to_axes",
-    "make_mesh", "parse_sharding", "parse_sharding_per_value", "print_sharding",
+    "PartitionSpec", "TensorSharding", "axes_to_hlo", "finest_mesh", "hlo_to_axes",
+    "hlo_tuple_to_axes", "make_mesh", "parse_sharding", "parse_sharding_per_value", "print_sharding",
     "print_sharding_per_value", "tile_devices", "visualize_sharding",
 ]

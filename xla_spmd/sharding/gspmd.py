@@ -330,3 +330,26 @@ def _merge(refs: Sequence[AxisRef], mesh: Mesh) -> tuple[AxisRef, ...]:
             ref = AxisRef(ref.name) if size == full else AxisRef(ref.name, (last.pre_size, size))
         merged.append(ref)
     return tuple(merged)
+
+
+def finest_mesh(hlo_shardings) -> Mesh | None:
+    """One mesh for a program's GSPMD shardings: the one the sharding needing the most axes
+    implies (the others fit it as a rule; XLA's importer uses their common factorization).
+    Shardings with no axis-based form are skipped; None when no tiled sharding is given.
+
+    >>> finest_mesh([HloSharding.parse("{devices=[2,4]<=[8]}"), HloSharding.replicate()])
+    Mesh('_axis_0': 2, '_axis_1': 4)
+    """
+    best = None
+    for hlo in hlo_shardings:
+        for element in (hlo.elements if hlo.is_tuple else (hlo,)):
+            if not element.is_tiled:
+                continue
+            try:
+                mesh = hlo_to_axes(element, None).sharding.mesh
+            except ShardingError:
+                continue
+            if best is None or len(mesh.axis_names) > len(best.axis_names):
+                best = mesh
+    return best
+

@@ -4,10 +4,10 @@ kept verbatim as a frontend attribute), result shardings as ``FuncResultSharding
 
 from __future__ import annotations
 
-from xla_spmd.errors import ShardingError
+from xla_spmd.errors import ParseError, ShardingError
 from xla_spmd.ir import ArrayShape, TupleShape
 from xla_spmd.ir.hlo_sharding import HloSharding
-from xla_spmd.sharding import hlo_to_axes
+from xla_spmd.sharding import finest_mesh, hlo_to_axes
 from xla_spmd.stablehlo.importer import RESULT_INFO, Scope
 
 
@@ -30,20 +30,14 @@ def _gspmd_texts(tree) -> list[str]:
 
 
 def common_gspmd_mesh(tree):
-    """One mesh for every GSPMD sharding of a module without ``sdy.mesh`` (the finest mesh
-    any of its tiled shardings needs), or None."""
-    best = None
+    """One mesh for every GSPMD sharding of a module without ``sdy.mesh``, or None."""
+    parsed = []
     for text in _gspmd_texts(tree):
         try:
-            hlo = HloSharding.parse(text)
-            for element in (hlo.elements if hlo.is_tuple else (hlo,)):
-                if element.is_tiled:
-                    mesh = hlo_to_axes(element, None).sharding.mesh
-                    if best is None or len(mesh.axis_names) > len(best.axis_names):
-                        best = mesh
-        except Exception:  # not convertible: it is kept verbatim later
+            parsed.append(HloSharding.parse(text))
+        except ParseError:  # not a sharding we read: it is kept verbatim later
             continue
-    return best
+    return finest_mesh(parsed)
 
 
 def _to_axes(importer, hlo, rank):
