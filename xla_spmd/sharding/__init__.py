@@ -23,6 +23,6 @@ from .visualize import tile_devices, visualize_sharding
 __all__ = [
     "UNCONSTRAINED", "AxisRef", "DimSharding", "ImportedSharding", "Mesh", "NamedSharding", "P",
     "PartitionSpec", "TensorSharding", "axes_to_hlo", "finest_mesh", "hlo_to_axes",
-    "hlo_tuple_to_axes", "make_mesh", "parse_sharding", "parse_sharding_per_value", "print_sharding",
-    "print_sharding_per_value", "tile_devices", "visualize_sharding",
+    "hlo_tuple_to_axes", "make_mesh", "parse_sharding", "parse_sharding_per_value",
+    "print_sharding", "print_sharding_per_value", "tile_devices", "visualize_sharding",
 ]
