@@ -60,7 +60,13 @@ _EXPORTS = {
 }
 
 
+# Submodules reachable as attributes (xs.distributed.initialize(), xs.numpy, ...).
+_SUBMODULES = {"distributed", "errors", "lax", "nn", "numpy", "random"}
+
+
 def __getattr__(name: str):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"xla_spmd.{name}")
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'xla_spmd' has no attribute {name!r}")
@@ -70,4 +76,4 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(list(globals()) + list(_EXPORTS))
+    return sorted(list(globals()) + list(_EXPORTS) + list(_SUBMODULES))
