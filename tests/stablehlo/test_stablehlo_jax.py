@@ -96,9 +96,14 @@ def test_sharded_case_keeps_every_sharding(name):
                      and value.attrs.custom_call_target == "xla.sdy.FuncResultSharding")
         got.append(str(value.sharding) if is_marker else None)
     assert got == result_shardings
-    mesh_text = text.split("sdy.mesh @mesh = ")[1].split(" {")[0]
-    assert module.header_value("frontend_attributes") == \
-        f"{{xla.sdy.meshes={{mesh = #sdy.mesh{mesh_text}}}}}"
+    mesh_line = text.split("sdy.mesh @mesh = ")[1].split("\n")[0]
+    mesh_text, brace, mesh_attrs = mesh_line.partition(" {")
+    mesh_attrs = brace.strip() + mesh_attrs
+    expected = f"xla.sdy.meshes={{mesh = #sdy.mesh{mesh_text}}}"
+    if mesh_attrs:  # kept verbatim next to the mesh, and written back by the exporter
+        expected += f",xla.sdy.mesh_attributes={{mesh = {mesh_attrs}}}"
+        assert f"sdy.mesh @mesh = {mesh_line}\n" in export_stablehlo(module)
+    assert module.header_value("frontend_attributes") == f"{{{expected}}}"
     assert print_mesh(module_meshes(module)["mesh"]) == mesh_text
     constraints = text.count("sdy.sharding_constraint")
     marked = [i for c in module.computations for i in c.instructions

@@ -63,9 +63,11 @@ class ModuleExporter:
         lines = [f"module @{_symbol(module.name)}"
                  + (f" attributes {{{', '.join(attrs)}}}" if attrs else "") + " {"]
         from xla_spmd.mesh import print_mesh
-        from xla_spmd.stablehlo.importer import module_meshes
+        from xla_spmd.stablehlo.importer import module_mesh_attributes, module_meshes
+        mesh_attrs = module_mesh_attributes(module)
         for name, mesh in module_meshes(module).items():
-            lines.append(f"  sdy.mesh @{name} = {print_mesh(mesh)}")
+            kept = f" {mesh_attrs[name]}" if name in mesh_attrs else ""
+            lines.append(f"  sdy.mesh @{name} = {print_mesh(mesh)}{kept}")
         functions = [module.entry] + [c for c in module.computations
                                       if c is not module.entry and self._is_function(c)]
         for computation in functions:

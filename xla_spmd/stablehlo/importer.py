@@ -42,13 +42,19 @@ from xla_spmd.mesh import Mesh, print_mesh
 from xla_spmd.stablehlo.syntax import Block, FuncNode, ModuleNode, OpNode, parse_text
 
 MESHES_KEY = "xla.sdy.meshes"
+# Attributes written after a mesh declaration (``sdy.mesh @m = <...> {stablehlo.mesh = ...}``)
+# are kept verbatim in the same header entry, next to the meshes:
+# ``xla.sdy.mesh_attributes={m = {stablehlo.mesh = ...}}``.
+MESH_ATTRS_KEY = "xla.sdy.mesh_attributes"
 # A function result's ``jax.result_info`` is kept as frontend attribute
 # ``jax.result_info.<result index>`` of the function's root, which HLO text carries.
 RESULT_INFO = "jax.result_info"
 
 
 def import_stablehlo(text: str, filename: str | None = None) -> Module:
-    """Import StableHLO MLIR text (as ``jax.jit(f).lower(...).as_text()`` prints it)."""
+    """Import StableHLO MLIR text (as ``jax.jit(f).lower(...).as_text()`` prints it).
+
+    Malformed input raises `ParseError` naming file:line:column and what was expected."""
     tree = parse_text(text, filename)
     return ModuleImporter(tree, filename).run()
 
@@ -76,10 +82,37 @@ def module_meshes(module: Module) -> dict[str, Mesh]:
     return meshes
 
 
-def meshes_header(meshes: dict[str, Mesh]) -> tuple[str, str]:
-    """The ``frontend_attributes`` header pair that declares `meshes`."""
+def module_mesh_attributes(module: Module) -> dict[str, str]:
+    """The verbatim attribute dictionaries (``{stablehlo.mesh = ...}``) that followed mesh
+    declarations in the imported text, by mesh name (see `MESH_ATTRS_KEY`)."""
+    from xla_spmd.stablehlo.lexer import Scanner
+
+    text = module.header_value("frontend_attributes") or ""
+    start = text.find(MESH_ATTRS_KEY + "={")
+    attrs: dict[str, str] = {}
+    if start < 0:
+        return attrs
+    s = Scanner(text)
+    s.pos = start + len(MESH_ATTRS_KEY) + 2
+    while not s.accept("}"):
+        name = s.string() if s.peek('"') else s.bare_id()
+        s.expect("=")
+        attrs[name] = s.balanced("{", "}")
+        s.accept(",")
+    return attrs
+
+
+def meshes_header(meshes: dict[str, Mesh],
+                  mesh_attrs: dict[str, str] | None = None) -> tuple[str, str]:
+    """The ``frontend_attributes`` header pair that declares `meshes` (and keeps the
+    attributes written after them, when there are any)."""
     body = ", ".join(f"{name} = #sdy.mesh{print_mesh(mesh)}" for name, mesh in meshes.items())
-    return ("frontend_attributes", f"{{{MESHES_KEY}={{{body}}}}}")
+    text = f"{MESHES_KEY}={{{body}}}"
+    kept = {name: value for name, value in (mesh_attrs or {}).items() if name in meshes}
+    if kept:
+        text += f",{MESH_ATTRS_KEY}={{" + ", ".join(
+            f"{name} = {value}" for name, value in kept.items()) + "}"
+    return ("frontend_attributes", f"{{{text}}}")
 
 
 class Scope:
@@ -90,6 +123,8 @@ class Scope:
         self.name = name
         self.instructions: list[Instruction] = []
         self.values: dict[str, Instruction] = {}
+        # Line where each SSA name of this computation was defined, to report redefinitions.
+        self.defined_at: dict[str, int] = {}
         self.num_parameters = 0
         self.node: OpNode | None = None
 
@@ -117,6 +152,16 @@ class Scope:
         return [self.emit("get-tuple-element", (inst,), index=i)
                 for i in range(len(inst.shape.elements))]
 
+    def define(self, name: str, value: Instruction, line: int = 0) -> None:
+        """Bind SSA `name`; a name bound twice in one function is an error (SSA form)."""
+        if name in self.values:
+            where = self.defined_at.get(name)
+            first = f" (first defined on line {where})" if where else ""
+            raise self.importer.error(self.node, f"value {name} is defined twice{first}; "
+                                                 "every SSA value needs its own name")
+        self.values[name] = value
+        self.defined_at[name] = line
+
     def lookup(self, name: str) -> Instruction:
         try:
             return self.values[name]
@@ -137,6 +182,8 @@ class ModuleImporter:
         self.in_progress: set[str] = set()
         self.computation_names = set(self.functions)
         self.region_counter = 0
+        self.scanner = tree.scanner
+        self.current_node: OpNode | None = None
         self.meshes = tree.meshes
         self.gspmd_mesh = None
         if not self.meshes:
@@ -158,17 +205,35 @@ class ModuleImporter:
                 self.computation_names.add(name)
                 return name
 
-    def error(self, node: OpNode | None, message: str) -> ParseError:
-        if node is None:
+    def error(self, node: OpNode | FuncNode | None, message: str,
+              pos: int | None = None) -> ParseError:
+        """A `ParseError` at `node` (or at text offset `pos`), with the source line and a
+        caret under the column."""
+        if isinstance(node, OpNode):
+            message = f"'{node.name}': {message}"
+        if pos is None or pos < 0:
+            pos = node.pos if node is not None else None
+            if isinstance(node, FuncNode) and self.scanner is not None:
+                text = self.scanner.text  # FuncNode.pos is just after 'func.func'
+                while pos < len(text) and text[pos] in " \t":
+                    pos += 1
+        if pos is None:
             return ParseError(message, file=self.filename)
-        return ParseError(f"'{node.name}': {message}", file=self.filename, line=node.line,
-                          column=node.column)
+        if self.scanner is None:
+            line, column = (node.line, node.column) if isinstance(node, OpNode) else (None, None)
+            return ParseError(message, file=self.filename, line=line or None,
+                              column=column or None)
+        error = self.scanner.error(message, pos)
+        return ParseError(message, file=self.filename, line=error.line, column=error.column,
+                          source_line=error.source_line)
 
     # ----- module -----
     def run(self) -> Module:
         tree = self.tree
         if not tree.functions:
-            raise ParseError("the module has no func.func", file=self.filename)
+            raise self.error(None, "the module has no func.func; expected at least one "
+                                   "function", pos=len(self.scanner.text) if self.scanner
+                             else None)
         entry_node = self.functions.get("main") or next(
             (f for f in tree.functions if f.visibility == "public"), tree.functions[0])
         entry = self.function(entry_node.name)
@@ -189,35 +254,58 @@ class ModuleImporter:
             elif key == "mhlo.num_replicas":
                 header.append(("replica_count", str(value)))
         if self.meshes:
-            header.append(meshes_header(self.meshes))
+            header.append(meshes_header(self.meshes, self.tree.mesh_attrs))
         return tuple(header)
 
     def function(self, name: str) -> Computation:
         if name in self.converted:
             return self.converted[name]
+        caller = self.current_node
         if name not in self.functions:
-            raise ParseError(f"call of unknown function @{name}", file=self.filename)
+            known = ", ".join(f"@{f}" for f in self.functions)
+            raise self.error(caller, f"call of unknown function @{name}; the module defines "
+                                     f"{known}")
         if name in self.in_progress:
-            raise ParseError(f"function @{name} calls itself; recursion is not supported",
-                             file=self.filename)
+            raise self.error(caller, f"function @{name} calls itself; recursion is not "
+                                     "supported")
         self.in_progress.add(name)
         node: FuncNode = self.functions[name]
         from xla_spmd.stablehlo.importer_shardings import arg_sharding, finish_results
 
         scope = Scope(self, name)
+        line = self.scanner.line_col(node.pos)[0] if self.scanner else 0
         for arg_name, shape, attrs in node.args:
+            if arg_name in scope.values:
+                raise self.error(node, f"@{name} has two arguments named {arg_name}")
             param = scope.parameter(shape)
             sharding, frontend = arg_sharding(self, attrs, shape)
             if sharding is not None or frontend:
                 param = param.replace(sharding=sharding, frontend_attributes=frontend)
                 scope.instructions[-1] = param
-            scope.values[arg_name] = param
+            scope.define(arg_name, param, line)
         results = self.block_ops(scope, node.body)
+        self.check_results(scope.node, node, results)
         root, extras = finish_results(self, scope, node, results)
         computation = scope.build(root, extras)
         self.converted[name] = computation
         self.in_progress.discard(name)
+        self.current_node = caller
         return computation
+
+    def check_results(self, return_node: OpNode | None, func: FuncNode,
+                      results: list[Instruction]) -> None:
+        """The returned values must match the function's declared result types."""
+        from xla_spmd.stablehlo.types import print_type
+
+        declared = func.result_types
+        if len(results) != len(declared):
+            raise self.error(return_node, f"returns {len(results)} values but @{func.name} "
+                                          f"declares {len(declared)} results")
+        for index, (value, expected) in enumerate(zip(results, declared)):
+            if not _same_type(value.shape, expected):
+                raise self.error(return_node, f"result {index} of @{func.name} has type "
+                                              f"{print_type(value.shape)} but the function "
+                                              f"declares {print_type(expected)}")
 
     def block_ops(self, scope: Scope, block: Block) -> list[Instruction]:
         """Convert a block's ops; returns the values its terminator returns."""
@@ -226,6 +314,7 @@ class ModuleImporter:
 
         for node in block.ops:
             scope.node = node
+            self.current_node = node
             if node.name in ("func.return", "stablehlo.return", "sdy.return"):
                 return [scope.lookup(v) for v in node.operands]
             convert_op(self, scope, node)
@@ -267,6 +356,18 @@ class ModuleImporter:
             results = results + capture_values
         root = results[0] if len(results) == 1 else scope.emit("tuple", results)
         return scope.build(root)
+
+
+def _same_type(found, declared) -> bool:
+    """Whether a value's shape is the declared type (layouts aside)."""
+    if isinstance(found, TupleShape) or isinstance(declared, TupleShape):
+        if not (isinstance(found, TupleShape) and isinstance(declared, TupleShape)):
+            return False
+        return len(found.elements) == len(declared.elements) and all(
+            _same_type(f, d) for f, d in zip(found.elements, declared.elements))
+    if found.is_token or declared.is_token:
+        return found.is_token and declared.is_token
+    return found.dtype == declared.dtype and tuple(found.dims) == tuple(declared.dims)
 
 
 def free_values(block: Block) -> list[str]:

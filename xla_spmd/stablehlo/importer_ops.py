@@ -29,7 +29,7 @@ from xla_spmd.ir import (
 from xla_spmd.sharding import TensorSharding, print_sharding_per_value
 from xla_spmd.stablehlo.importer import ModuleImporter, Scope, free_values
 from xla_spmd.stablehlo.syntax import Dense, OpNode, RawAttr, Symbol
-from xla_spmd.stablehlo.types import parse_dense
+from xla_spmd.stablehlo.types import DenseLiteralError, parse_dense
 
 CONVERTERS: dict = {}
 
@@ -53,7 +53,7 @@ def converter(*names):
 def convert_op(importer: ModuleImporter, scope: Scope, node: OpNode) -> None:
     fn = CONVERTERS.get(node.name)
     if fn is None:
-        raise importer.error(node, f"unknown or unsupported op '{node.name}'")
+        raise importer.error(node, unknown_op_message(node.name))
     operands = [scope.lookup(v) for v in node.operands]
     if not node.name.startswith("sdy.") and node.name != "stablehlo.custom_call":
         shardings = op_sharding(importer, node)
@@ -61,10 +61,20 @@ def convert_op(importer: ModuleImporter, scope: Scope, node: OpNode) -> None:
         shardings = None
     try:
         results = fn(importer, scope, node, operands)
-    except ParseError:
-        raise
-    except (ValueError, KeyError, IndexError, TypeError, ShardingError) as error:
-        raise importer.error(node, f"{type(error).__name__}: {error}") from None
+    except DenseLiteralError as error:
+        literals = [v for v in [*node.attrs.values(), *node.attrs.get("_positional", ())]
+                    if isinstance(v, Dense) and v.pos >= 0 and v.value is None]
+        pos = literals[0].pos + error.offset if len(literals) == 1 else None
+        raise importer.error(node, error.message, pos) from None
+    except ParseError as error:
+        if error.line is not None:
+            raise
+        raise importer.error(node, error.message) from None
+    except ShardingError as error:
+        raise importer.error(node, str(error)) from None
+    except (ValueError, KeyError, IndexError, TypeError, ArithmeticError,
+            AttributeError) as error:
+        raise importer.error(node, malformed_message(node, error)) from None
     if isinstance(results, list):
         values = results
     elif len(node.results) > 1 or (isinstance(results.shape, TupleShape)
@@ -84,11 +94,42 @@ def convert_op(importer: ModuleImporter, scope: Scope, node: OpNode) -> None:
         raise importer.error(node, f"produces {len(values)} values but {len(node.results)} "
                                    "result names are bound")
     for name, value in zip(node.results, values):
-        scope.values[name] = value
+        scope.define(name, value, node.line)
         if name.endswith("#0") and len(values) == 1:
-            scope.values[name[:-2]] = value
-    if len(values) == 1 and node.results:
-        scope.values[node.results[0] + "#0"] = values[0]
+            scope.define(name[:-2], value, node.line)
+    if len(values) == 1 and node.results and not node.results[0].endswith("#0"):
+        scope.define(node.results[0] + "#0", values[0], node.line)
+
+
+def unknown_op_message(name: str) -> str:
+    """"unknown check op 'check.x'; expected one of ..." for small dialects; for large ones
+    (stablehlo) the closest names only."""
+    import difflib
+
+    dialect = name.split(".")[0]
+    known = sorted(n for n in CONVERTERS if n.split(".")[0] == dialect)
+    if known and len(known) <= 12:
+        return f"unknown {dialect} op '{name}'; expected one of {', '.join(known)}"
+    close = difflib.get_close_matches(name, list(CONVERTERS), n=3)
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    return f"unknown or unsupported op '{name}'{hint}"
+
+
+def malformed_message(node: OpNode, error: Exception) -> str:
+    """What to tell the user when a converter met input it could not read: the op's
+    attributes and result types as found, never a Python exception name."""
+    if isinstance(error, KeyError):
+        key = error.args[0] if error.args else "?"
+        detail = (f"missing attribute '{key}'" if isinstance(key, str) and key not in node.attrs
+                  and re.fullmatch(r"[a-z_][\w.]*", key) else f"unknown value {key!r}")
+    elif isinstance(error, IndexError):
+        detail = "too few operands, results, regions or attribute entries"
+    else:
+        detail = str(error) or "malformed op"
+    attrs = ", ".join(sorted(node.attrs)) or "none"
+    return (f"cannot read this op: {detail} (operands {len(node.operands)}, results "
+            f"{len(node.result_types)}, attributes: {attrs}); expected the form StableHLO "
+            "gives this op")
 
 
 def op_sharding(importer, node: OpNode):
@@ -101,7 +142,19 @@ def op_sharding(importer, node: OpNode):
 
 
 def result_type(node: OpNode, index: int = 0):
+    if index >= len(node.result_types):
+        raise ParseError(f"expected at least {index + 1} result type(s) after ':' but found "
+                         f"{len(node.result_types)}")
     return node.result_types[index]
+
+
+def enum_value(enum, value, what: str):
+    """``enum[value]``, or a `ParseError` listing the valid words."""
+    try:
+        return enum[value]
+    except (KeyError, TypeError):
+        raise ParseError(f"unknown {what} {value!r}; expected one of "
+                         f"{', '.join(enum.__members__)}") from None
 
 
 def single_or_tuple(node: OpNode):
@@ -127,9 +180,14 @@ def _erf(importer, scope, node, operands):
 @converter("stablehlo.compare")
 def _compare(importer, scope, node, operands):
     kind = node.attrs.get("compare_type")
-    return scope.emit("compare", operands, result_type(node),
-                      direction=ComparisonDirection[node.attrs["comparison_direction"]],
-                      type=None if kind is None else ComparisonType[kind])
+    if "comparison_direction" not in node.attrs:
+        raise ParseError("missing comparison direction; expected one of "
+                         f"{', '.join(ComparisonDirection.__members__)}")
+    direction = enum_value(ComparisonDirection, node.attrs["comparison_direction"],
+                           "comparison direction")
+    return scope.emit("compare", operands, result_type(node), direction=direction,
+                      type=None if kind is None else enum_value(ComparisonType, kind,
+                                                                "comparison type"))
 
 
 @converter("stablehlo.select", "stablehlo.clamp")
@@ -410,7 +468,7 @@ def _precision(node):
     value = node.attrs.get("precision_config")
     if not value:
         return None
-    return tuple(Precision[v.upper()] for v in value)
+    return tuple(enum_value(Precision, str(v).upper(), "precision") for v in value)
 
 
 def _algorithm(node):
@@ -475,7 +533,7 @@ def _convolution(importer, scope, node, operands):
 @converter("stablehlo.fft")
 def _fft(importer, scope, node, operands):
     return scope.emit("fft", operands, result_type(node),
-                      fft_type=FftType[node.attrs["fft_type"]],
+                      fft_type=enum_value(FftType, node.attrs["fft_type"], "fft type"),
                       fft_length=tuple(node.attrs["fft_length"]))
 
 
@@ -509,7 +567,8 @@ def _rng_bit_generator(importer, scope, node, operands):
 @converter("stablehlo.rng")
 def _rng(importer, scope, node, operands):
     return scope.emit("rng", operands[:2], result_type(node),
-                      distribution=RngDistribution[node.attrs["rng_distribution"]])
+                      distribution=enum_value(RngDistribution, node.attrs["rng_distribution"],
+                                              "rng distribution"))
 
 
 def sharding_text(shardings) -> str:

@@ -61,7 +61,8 @@ class CaseResult:
     messages: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
-        head = f"{self.status} case {self.case} @{self.function} ({self.checks} checks)"
+        name = f" @{self.function}" if self.function else ""
+        head = f"{self.status} case {self.case}{name} ({self.checks} checks)"
         return "\n".join([head] + [f"    {m}" for m in self.messages])
 
 
@@ -95,6 +96,8 @@ def run_interpreter_file(path: str) -> InterpreterReport:
 
 
 _SPLIT = re.compile(r"^//\s*-----\s*$", re.MULTILINE)
+_FIRST_FUNCTION = re.compile(r'func\.func\s+(?:(?:public|private|nested)\s+)?'
+                             r'@([\w$.\-]+|"[^"]*")')
 
 
 def run_text(text: str, path: str = "<text>") -> InterpreterReport:
@@ -130,7 +133,13 @@ def _run_case(chunk: str, path: str, index: int, start_line: int) -> list[CaseRe
     try:
         tree = parse_text(source, path)
     except XlaSpmdError as error:
-        return [CaseResult(index, start_line, "?", "ERROR", messages=[str(error)])]
+        # Name the case by its first function, found without parsing (the text is broken).
+        first = _FIRST_FUNCTION.search(source)
+        name, line = "", start_line
+        if first is not None:
+            name = first.group(1).strip('"')
+            line = source.count("\n", 0, first.start()) + 1
+        return [CaseResult(index, line, name, "ERROR", messages=[str(error)])]
     programs = {p.name for f in tree.functions for op in f.body.ops
                 if op.name == "interpreter.run_parallel"
                 for row in op.attrs.get("programs") or () for p in row

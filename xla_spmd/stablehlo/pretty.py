@@ -86,9 +86,13 @@ def _items(p, node: OpNode) -> None:
                 node.attrs["index"] = _int_list(s.balanced("[", "]"))[0]
         elif c == "[" and node.name == "stablehlo.slice":
             starts, limits, strides = [], [], []
+            slice_pos = s.pos
             for part in s.balanced("[", "]")[1:-1].split(","):
                 if not part.strip():
                     continue
+                if not re.fullmatch(r"\s*-?\d+\s*(:\s*-?\d+\s*){1,2}", part):
+                    raise s.error(f"expected start:limit or start:limit:stride in the slice "
+                                  f"but found '{part.strip()}'", slice_pos)
                 fields = [int(f) for f in part.split(":")]
                 starts.append(fields[0])
                 limits.append(fields[1])
@@ -110,11 +114,17 @@ def _items(p, node: OpNode) -> None:
             if word is None:
                 raise s.error(f"unexpected {s.found()} in '{node.name}'")
             if word == "dense" and s.peek("<"):
-                positional.append(Dense(s.balanced("<", ">")[1:-1]))
+                s.skip()
+                body_pos = s.pos + 1
+                positional.append(Dense(s.balanced("<", ">")[1:-1], pos=body_pos))
             elif s.accept("="):
                 key = names.get(word, word)
+                value_pos = s.pos
                 value = _keyword_value(p)
                 if word in ("contracting_dims", "batching_dims"):
+                    if not (isinstance(value, tuple) and len(value) == 2
+                            and all(isinstance(v, tuple) for v in value)):
+                        raise s.error(f"expected {word} = [lhs dims] x [rhs dims]", value_pos)
                     dims = node.attrs.setdefault("dot_dimension_numbers", {})
                     prefix = "contracting" if word == "contracting_dims" else "batching"
                     dims[f"lhs_{prefix}_dimensions"], dims[f"rhs_{prefix}_dimensions"] = value

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from xla_spmd.errors import ParseError
 from xla_spmd.mesh import Mesh, parse_mesh
 from xla_spmd.sharding import parse_sharding, parse_sharding_per_value
 from xla_spmd.stablehlo.lexer import Scanner, strip_locations
@@ -37,6 +38,8 @@ class Dense:
     body: str
     shape: object = None
     value: object = None
+    # Where `body` starts in the text (-1 when unknown), so errors can point into it.
+    pos: int = field(default=-1, compare=False)
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,11 @@ class ModuleNode:
     attrs: dict
     meshes: dict[str, Mesh] = field(default_factory=dict)
     functions: list[FuncNode] = field(default_factory=list)
+    # Attributes after a mesh (``sdy.mesh @m = <...> {stablehlo.mesh = ...}``), verbatim
+    # from '{' to '}', by mesh name: kept so an exported module still carries them.
+    mesh_attrs: dict[str, str] = field(default_factory=dict)
+    # The scanner of the (location-stripped) text, so later stages can quote source lines.
+    scanner: Scanner | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -99,7 +107,7 @@ class Parser:
 
     def module(self) -> ModuleNode:
         s = self.s
-        node = ModuleNode(None, {}, self.meshes)
+        node = ModuleNode(None, {}, self.meshes, scanner=s)
         wrapped = s.accept_word("module")
         if wrapped:
             if s.peek("@"):
@@ -121,7 +129,10 @@ class Parser:
                 except Exception as error:
                     raise s.error(f"invalid mesh @{name}: {error}", start) from None
                 if s.peek("{"):
+                    s.skip()
+                    attrs_start = s.pos
                     self.attr_dict()
+                    node.mesh_attrs[name] = s.text[attrs_start:s.pos]
             elif s.accept_word("func.func"):
                 node.functions.append(self.function())
             else:
@@ -220,14 +231,23 @@ class Parser:
             s.expect("=")
         s.skip()
         op_pos = s.pos
-        if s.peek('"'):
-            name = s.string()
-            node = OpNode(name, results, [], {}, [], [], op_pos)
-            self.generic_body(node)
-        else:
-            name = s.bare_id()
-            node = OpNode(name, results, [], {}, [], [], op_pos)
-            parse_pretty(self, node)
+        generic = s.peek('"')
+        name = s.string() if generic else s.bare_id()
+        node = OpNode(name, results, [], {}, [], [], op_pos)
+        try:
+            if generic:
+                self.generic_body(node)
+            else:
+                parse_pretty(self, node)
+        except ParseError:
+            raise
+        except (ValueError, KeyError, IndexError, TypeError, ArithmeticError,
+                AttributeError) as error:
+            # A form the op readers did not foresee: say where, never the Python exception.
+            detail = str(error) if not isinstance(error, (KeyError, IndexError)) else \
+                "missing items"
+            raise s.error(f"cannot read '{name}' ({detail}); expected the form StableHLO "
+                          "prints for this op", op_pos) from None
         node.line, node.column = s.line_col(op_pos)
         del pos
         return node
@@ -326,19 +346,25 @@ class Parser:
         if c == "@":
             return Symbol(s.symbol())
         if s.accept_word("dense"):
+            s.skip()
+            body_pos = s.pos + 1
             body = s.balanced("<", ">")[1:-1]
             if s.accept(":"):
                 shape = parse_type(s)
-                from xla_spmd.stablehlo.types import parse_dense
+                from xla_spmd.stablehlo.types import DenseLiteralError, parse_dense
                 try:
-                    return Dense(body, shape, parse_dense(body, shape))
-                except Exception as error:
-                    raise s.error(f"invalid dense literal: {error}", start) from None
-            return Dense(body)
+                    return Dense(body, shape, parse_dense(body, shape), body_pos)
+                except DenseLiteralError as error:
+                    raise s.error(error.message, body_pos + error.offset) from None
+            return Dense(body, pos=body_pos)
         if s.accept_word("array"):
             text = s.balanced("<", ">")[1:-1]
             _, _, items = text.partition(":")
             items = [i.strip() for i in items.split(",") if i.strip()]
+            for item in items:
+                if item not in ("true", "false") and not re.fullmatch(r"[-+]?\d+", item):
+                    raise s.error(f"expected integers or booleans in array<...> but found "
+                                  f"'{item}'", start)
             return tuple(i == "true" if i in ("true", "false") else int(i) for i in items)
         if s.accept_word("true"):
             return True

@@ -101,50 +101,137 @@ def _bits_view(dtype: DType):
     return {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[dtype.bits]
 
 
-def _scalar(token: str, dtype: DType):
+class DenseLiteralError(ParseError):
+    """A malformed ``dense<...>`` body; `offset` is where in the body the fault lies, so the
+    caller can point at the exact line and column."""
+
+    def __init__(self, message: str, offset: int = 0):
+        super().__init__(message)
+        self.offset = offset
+
+
+def _int_range(dtype: DType) -> tuple[int, int]:
+    if dtype.is_signed:
+        return -(1 << (dtype.bits - 1)), (1 << (dtype.bits - 1)) - 1
+    return 0, (1 << dtype.bits) - 1
+
+
+def _scalar(token: str, offset: int, dtype: DType):
+    """The value of one element token, checked against `dtype`."""
+    if token in ("[", "]", "(", ")", ","):
+        raise DenseLiteralError(f"expected a number but found '{token}'", offset)
     if token in ("true", "false"):
         return token == "true"
+    if token.startswith('"'):
+        raise DenseLiteralError("a quoted hex payload must be the whole dense literal",
+                                offset)
     if token.startswith("0x") and (dtype.is_float or dtype.is_complex):
         base = dtype.real_type
-        return np.array(int(token, 16), _bits_view(base)).view(base.numpy)[()]
+        bits = int(token, 16)
+        if bits >= 1 << base.bits:
+            raise DenseLiteralError(f"bit pattern {token} does not fit {base.mlir}", offset)
+        return np.array(bits, _bits_view(base)).view(base.numpy)[()]
     if dtype.is_float or dtype.is_complex:
-        return float(token)
-    return int(token, 0)
+        return float(int(token, 16)) if token.startswith("0x") else float(token)
+    try:
+        value = int(token, 0)
+    except ValueError:
+        raise DenseLiteralError(f"expected an integer of type {dtype.mlir} but found "
+                                f"'{token}'", offset) from None
+    if dtype.is_pred:
+        if value not in (0, 1):
+            raise DenseLiteralError(f"value {value} does not fit i1 (expected true, false, "
+                                    "0 or 1)", offset)
+        return bool(value)
+    low, high = _int_range(dtype)
+    if not low <= value <= high:
+        raise DenseLiteralError(f"value {value} does not fit {dtype.mlir} (range {low} to "
+                                f"{high})", offset)
+    return value
 
 
 def parse_dense(body: str, shape: ArrayShape) -> np.ndarray:
     """The value of ``dense<body>`` for a tensor of `shape` (row-major nesting, splats, hex
-    bit patterns per element, or one quoted hex payload)."""
+    bit patterns per element, or one quoted hex payload).
+
+    Errors are `DenseLiteralError` with the offset in `body` of the fault."""
+    if not isinstance(shape, ArrayShape) or shape.is_token:
+        raise DenseLiteralError(f"a dense literal needs a tensor type, not {shape}")
     dtype = shape.dtype
-    body = body.strip()
-    if body.startswith('"0x'):
-        return _from_hex_payload(body[3:-1], shape)
-    tokens = [t.strip() for t in _ITEM.findall(body) if t.strip()]
-    if "".join(tokens).replace(" ", "") != re.sub(r"\s+", "", body):
-        raise ParseError(f"cannot read dense literal <{body[:60]}>")
+    lead = len(body) - len(body.lstrip())
+    stripped = body.strip()
+    if stripped.startswith('"0x'):
+        if not stripped.endswith('"'):
+            raise DenseLiteralError("unterminated hex payload; expected a closing '\"'", lead)
+        return _from_hex_payload(stripped[3:-1], shape, lead)
+    tokens: list[tuple[str, int]] = []
+    pos = 0
+    while pos < len(body):
+        match = _ITEM.match(body, pos)
+        if match is None or not match.group().strip():
+            rest = body[pos:].lstrip()
+            if not rest:
+                break
+            offset = len(body) - len(rest)
+            raise DenseLiteralError(f"expected a number, true, false, '[' or ']' but found "
+                                    f"'{rest[:20]}'", offset)
+        text = match.group()
+        tokens.append((text.strip(), match.end() - len(text.lstrip())))
+        pos = match.end()
     values = []
-    depth_shape: list[int] = []
+    depth_counts: dict[int, int] = {}  # list length at each nesting depth
+    end_offset = len(body.rstrip())
+
+    def token(i: int, expected: str) -> tuple[str, int]:
+        if i >= len(tokens):
+            raise DenseLiteralError(f"dense literal ends early; expected {expected}",
+                                    end_offset)
+        return tokens[i]
 
     def read(i: int, depth: int) -> int:
-        if tokens[i] == "[":
+        text, offset = token(i, "a value or '['")
+        if text == "[":
             count = 0
+            list_offset = offset
             i += 1
-            while tokens[i] != "]":
+            while token(i, "']'")[0] != "]":
                 i = read(i, depth + 1)
                 count += 1
-                if tokens[i] == ",":
+                text, offset = token(i, "',' or ']'")
+                if text == ",":
                     i += 1
-            if len(depth_shape) <= depth:
-                depth_shape.append(count)
+                elif text != "]":
+                    raise DenseLiteralError(f"expected ',' or ']' but found '{text}'", offset)
+            if depth not in depth_counts:
+                depth_counts[depth] = count
+            elif depth_counts[depth] != count:
+                raise DenseLiteralError(f"ragged dense literal: a list of {count} elements "
+                                        f"where the others have {depth_counts[depth]}",
+                                        list_offset)
             return i + 1
-        if tokens[i] == "(":
-            real, imag = _scalar(tokens[i + 1], dtype), _scalar(tokens[i + 3], dtype)
+        if text == "(":
+            if not dtype.is_complex:
+                raise DenseLiteralError(f"a complex value '(re, im)' in a literal of type "
+                                        f"{dtype.mlir}", offset)
+            real = _scalar(*token(i + 1, "a real part"), dtype)
+            comma, comma_offset = token(i + 2, "','")
+            imag = _scalar(*token(i + 3, "an imaginary part"), dtype)
+            close, close_offset = token(i + 4, "')'")
+            if comma != "," or close != ")":
+                raise DenseLiteralError("expected a complex value '(re, im)'", offset)
             values.append(complex(real, imag))
             return i + 5
-        values.append(_scalar(tokens[i], dtype))
+        values.append(_scalar(text, offset, dtype))
         return i + 1
 
-    read(0, 0)
+    if not tokens:
+        raise DenseLiteralError("empty dense literal; expected a value or '['", lead)
+    last = read(0, 0)
+    depth_shape = [depth_counts[d] for d in sorted(depth_counts)]
+    if last < len(tokens):
+        text, offset = tokens[last]
+        raise DenseLiteralError(f"unexpected '{text}' after the end of the dense literal",
+                                offset)
     numpy_dtype = dtype.numpy
     if dtype.is_float:
         array = np.array([float(v) for v in values], np.float64).astype(numpy_dtype)
@@ -156,13 +243,22 @@ def parse_dense(body: str, shape: ArrayShape) -> np.ndarray:
     if array.size == 1 and not depth_shape:
         return np.full(shape.dims, array[0], numpy_dtype)
     if array.size != shape.num_elements:
-        raise ParseError(f"dense literal has {array.size} elements but {shape} needs "
-                         f"{shape.num_elements}")
+        raise DenseLiteralError(f"dense literal has {array.size} elements but "
+                                f"{print_type(shape)} needs {shape.num_elements}", lead)
+    if array.size and tuple(depth_shape) != tuple(shape.dims):
+        found = "x".join(map(str, depth_shape))
+        raise DenseLiteralError(f"dense literal has shape [{found}] but {print_type(shape)} "
+                                f"needs "
+                                f"[{'x'.join(map(str, shape.dims))}]", lead)
     return array.reshape(shape.dims)
 
 
-def _from_hex_payload(digits: str, shape: ArrayShape) -> np.ndarray:
-    data = bytes.fromhex(digits)
+def _from_hex_payload(digits: str, shape: ArrayShape, offset: int = 0) -> np.ndarray:
+    try:
+        data = bytes.fromhex(digits)
+    except ValueError:
+        raise DenseLiteralError("a hex payload needs an even number of hex digits (0-9, A-F)",
+                                offset) from None
     dtype = shape.dtype
     n = shape.num_elements
     if dtype.is_pred:
@@ -173,12 +269,16 @@ def _from_hex_payload(digits: str, shape: ArrayShape) -> np.ndarray:
         return np.broadcast_to(flat, (n,)).reshape(shape.dims).copy() if flat.size == 1 \
             else flat.reshape(shape.dims)
     itemsize = max(1, dtype.bits // 8)
+    if len(data) % itemsize:
+        raise DenseLiteralError(f"hex dense payload has {len(data)} bytes, not a multiple of "
+                                f"{itemsize} (one {dtype.mlir})", offset)
     flat = np.frombuffer(data, dtype.numpy.newbyteorder("<") if itemsize > 1 else dtype.numpy)
     flat = flat.astype(dtype.numpy)
     if flat.size == 1 and n != 1:
         return np.full(shape.dims, flat[0], dtype.numpy)
     if flat.size != n:
-        raise ParseError(f"hex dense payload has {flat.size} elements but {shape} needs {n}")
+        raise DenseLiteralError(f"hex dense payload has {flat.size} elements but "
+                                f"{print_type(shape)} needs {n}", offset)
     return flat.reshape(shape.dims)
 
 
