@@ -69,7 +69,97 @@ def test_run_refuses_pickled_inputs(bf16_program, tmp_path, capsys):
     inputs = tmp_path / "in.npz"
     np.savez(inputs, arg0=np.array([object()], dtype=object), arg1=np.array(1, np.int32))
     assert main(["run", str(bf16_program), "--inputs", str(inputs)]) == 2
-    assert "cannot read inputs" in capsys.readouterr().err
+    assert "holds object arrays, which would need pickle" in capsys.readouterr().err
+
+
+def test_run_says_when_inputs_are_not_npz(bf16_program, tmp_path, capsys):
+    inputs = tmp_path / "in.npy"
+    np.save(inputs, np.zeros(3, np.float32))
+    assert main(["run", str(bf16_program), "--inputs", str(inputs)]) == 2
+    error = capsys.readouterr().err
+    assert f"{inputs}: not an .npz file (numpy.savez)" in error and "pickle" not in error
+
+
+def test_run_names_unexpected_input_keys(bf16_program, tmp_path, capsys):
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, x=np.zeros(3, np.float32), arg1=np.array(1, np.int32),
+             out0=np.zeros(3, np.float32))
+    assert main(["run", str(bf16_program), "--inputs", str(inputs)]) == 2
+    assert "missing ['arg0'], unexpected ['x']" in capsys.readouterr().err
+
+
+ALL_REDUCE = """HloModule m, num_partitions=2
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  p = f32[2] parameter(0)
+  ROOT ar = f32[2] all-reduce(p), channel_id=1, replica_groups={{0,1}},
+    use_global_device_ids=true, to_apply=add
+}
+"""
+
+
+@pytest.fixture
+def all_reduce_program(tmp_path):
+    path = tmp_path / "ar.hlo"
+    path.write_text(ALL_REDUCE)
+    np.savez(tmp_path / "in.npz", arg0=np.ones(2, np.float32))
+    return path
+
+
+@pytest.mark.parametrize("devices, message", [
+    ([], "has collectives (ar (all-reduce)) across 2 devices; run it on its devices: "
+         "--devices 2"),
+    (["--devices", "0"], "--devices 0: give a positive number of devices"),
+    (["--devices", "-3"], "--devices -3: give a positive number of devices"),
+    (["--devices", "4"], "is written for num_partitions=2 = 2 devices; give --devices 2"),
+])
+def test_run_checks_the_device_count(all_reduce_program, devices, message, capsys):
+    inputs = all_reduce_program.parent / "in.npz"
+    assert main(["run", str(all_reduce_program), "--inputs", str(inputs), *devices]) == 2
+    error = capsys.readouterr().err
+    assert message in error and "Traceback" not in error
+
+
+def test_run_on_the_modules_devices(all_reduce_program, capsys):
+    inputs = all_reduce_program.parent / "in.npz"
+    assert main(["run", str(all_reduce_program), "--inputs", str(inputs),
+                 "--devices", "2"]) == 0
+    assert "first=[2., 2.]" in capsys.readouterr().out
+
+
+def test_run_refuses_a_program_xla_already_partitioned(capsys):
+    folder = DATA / "sharded_mlp_dp8"
+    assert main(["run", str(folder / "sharded_mlp_dp8.optimized.hlo"), "--inputs",
+                 str(folder / "sharded_mlp_dp8.npz"), "--devices", "8"]) == 2
+    error = capsys.readouterr().err
+    assert "already partitioned by XLA" in error and "main.6_spmd" in error
+    assert "takes global programs" in error
+
+
+@pytest.mark.parametrize("command", ["run", "convert"])
+def test_cli_rejects_misnumbered_parameters(command, tmp_path, capsys):
+    path = tmp_path / "bad.hlo"
+    path.write_text(BF16_PROGRAM.replace("s32[] parameter(1)", "s32[] parameter(2)"))
+    args = [str(tmp_path / "out.hlo")] if command == "convert" else []
+    assert main([command, str(path), *args]) == 2
+    error = capsys.readouterr().err
+    assert f"{path}:4:3: parameter number 2 of %n is out of range" in error
+
+
+def test_cli_verifies_programs(tmp_path, capsys, monkeypatch):
+    from xla_spmd.errors import VerifyError
+
+    def reject(module):
+        raise VerifyError("e/x: broken")
+    monkeypatch.setattr("xla_spmd.ir.verify", reject)
+    path = tmp_path / "p.hlo"
+    path.write_text(BF16_PROGRAM)
+    assert main(["convert", str(path), str(tmp_path / "out.hlo")]) == 2
+    assert f"{path}: invalid program: e/x: broken" in capsys.readouterr().err
 
 
 def test_parse_error_names_file_line_and_column(tmp_path, capsys):

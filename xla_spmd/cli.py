@@ -30,11 +30,25 @@ def load_module(path: str):
         raise XlaSpmdError(f"{path}: no such file")
     if file.suffix == ".mlir":
         from xla_spmd.stablehlo import import_stablehlo
-        return import_stablehlo(file.read_text(), filename=str(file))
-    if file.suffix not in (".hlo", ".txt"):
+        module = import_stablehlo(file.read_text(), filename=str(file))
+    elif file.suffix not in (".hlo", ".txt"):
         raise XlaSpmdError(f"{path}: unknown program format {file.suffix!r}; expected .hlo "
                            "or .mlir")
-    return parse_hlo(file.read_text(), filename=str(file))
+    else:
+        module = parse_hlo(file.read_text(), filename=str(file))
+    return _verified(module, path)
+
+
+def _verified(module, path: str):
+    """`module`, after the IR verifier accepted it (a `VerifyError` names the file)."""
+    from xla_spmd.errors import VerifyError
+    from xla_spmd.ir import verify
+
+    try:
+        verify(module)
+    except VerifyError as error:
+        raise XlaSpmdError(f"{path}: invalid program: {error}") from None
+    return module
 
 
 def write_module(module, path: str) -> None:
@@ -59,15 +73,11 @@ def load_inputs(path: str | None, module) -> list:
     flat = [leaf for s in shapes for leaf in s.leaves()]
     arrays: dict[str, np.ndarray] = {}
     if path is not None:
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                arrays = {k: data[k] for k in data.files}
-        except (OSError, ValueError) as error:
-            raise XlaSpmdError(f"{path}: cannot read inputs: {error}") from None
+        arrays = _read_npz(path)
     expected = [f"arg{i}" for i in range(len(flat))]
     missing = [k for k in expected if k not in arrays]
-    # Other arrays (a file may carry expected outputs beside the inputs) are not arguments.
-    extra = sorted(k for k in set(arrays) - set(expected) if re.fullmatch(r"arg\d+", k))
+    # Expected outputs outN may ride along beside the inputs; any other name is a mistake.
+    extra = sorted(k for k in set(arrays) - set(expected) if not re.fullmatch(r"out\d+", k))
     if missing or extra:
         raise XlaSpmdError(f"{path}: the program takes {len(flat)} arrays "
                            f"({', '.join(expected) or 'none'}); missing {missing or 'none'}, "
@@ -79,6 +89,27 @@ def load_inputs(path: str | None, module) -> list:
             return tuple(rebuild(e) for e in shape.elements)
         return next(values)
     return [rebuild(s) for s in shapes]
+
+
+def _read_npz(path: str) -> dict[str, np.ndarray]:
+    """The arrays of an .npz file, refusing pickled objects and files of other kinds."""
+    import zipfile
+
+    if not Path(path).is_file():
+        raise XlaSpmdError(f"{path}: no such file")
+    if not zipfile.is_zipfile(path):
+        raise XlaSpmdError(f"{path}: not an .npz file (numpy.savez); save the inputs with "
+                           "numpy.savez(path, arg0=..., arg1=...)")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+    except ValueError as error:
+        if "pickle" in str(error):
+            raise XlaSpmdError(f"{path}: holds object arrays, which would need pickle: "
+                               f"{error}; save plain numeric arrays") from None
+        raise XlaSpmdError(f"{path}: cannot read inputs: {error}") from None
+    except (OSError, zipfile.BadZipFile) as error:
+        raise XlaSpmdError(f"{path}: cannot read inputs: {error}") from None
 
 
 def _summary(name: str, value) -> str:
@@ -103,8 +134,10 @@ def cmd_run(args) -> int:
     from xla_spmd.runtime.devices import launched_by_mpi, topology
 
     module = load_module(args.program)
+    on_devices = args.devices is not None or launched_by_mpi()
+    _check_devices(module, args.program, args.devices, on_devices)
     inputs = load_inputs(args.inputs, module)
-    if args.devices or launched_by_mpi():
+    if on_devices:
         outputs = _run_on_devices(module, inputs, args.devices)
     else:
         outputs = leaves(evaluate(module, inputs))
@@ -116,6 +149,50 @@ def cmd_run(args) -> int:
         np.savez(args.output, **{f"out{i}": _to_npz_array(o) for i, o in enumerate(outputs)})
         print(f"wrote {len(outputs)} outputs to {args.output}")
     return 0
+
+
+def _xla_partitioned(module) -> str | None:
+    """Why `module` looks like one device's program that XLA already partitioned, or None."""
+    if module.entry.name.endswith("_spmd"):
+        return f"its entry computation {module.entry.name} is XLA's SPMD partitioner output"
+    scheduled = dict(module.header).get("is_scheduled") == "true"
+    if scheduled and module.num_partitions > 1:
+        return f"it is scheduled (is_scheduled=true) for num_partitions={module.num_partitions}"
+    return None
+
+
+def _collectives(module) -> list[str]:
+    from xla_spmd.ir.ops import Family
+
+    return [f"{inst.name} ({inst.op.name})" for c in module.computations
+            for inst in c.instructions
+            if inst.op.family is Family.COLLECTIVE or inst.op.name.endswith(
+                ("all-reduce-start", "all-gather-start", "collective-permute-start"))]
+
+
+def _check_devices(module, path: str, devices: int | None, on_devices: bool) -> None:
+    """Refuse up front a device count that cannot run `module`."""
+    partitions = module.num_partitions * module.num_replicas
+    if devices is not None and devices < 1:
+        raise XlaSpmdError(f"--devices {devices}: give a positive number of devices")
+    partitioned = _xla_partitioned(module)
+    if partitioned is not None:
+        raise XlaSpmdError(
+            f"{path}: this program was already partitioned by XLA ({partitioned}); its "
+            "parameters have per-device (local) shapes. `xla-spmd run` takes global programs "
+            "and, with --devices, partitions them itself: run the program from before XLA's "
+            "optimization (jax's lower(...).as_text(), e.g. X.hlo beside X.optimized.hlo)")
+    if devices is not None and module.num_partitions > 1 and devices != partitions:
+        raise XlaSpmdError(f"--devices {devices}, but {path} is written for "
+                           f"num_partitions={module.num_partitions}"
+                           + (f" x replica_count={module.num_replicas}"
+                              if module.num_replicas > 1 else "")
+                           + f" = {partitions} devices; give --devices {partitions}")
+    collectives = _collectives(module)
+    if not on_devices and collectives and partitions > 1:
+        raise XlaSpmdError(f"{path} has collectives ({', '.join(collectives[:3])}) across "
+                           f"{partitions} devices; run it on its devices: --devices "
+                           f"{partitions}")
 
 
 def _run_on_devices(module, inputs, devices: int | None) -> list:

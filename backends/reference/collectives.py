@@ -25,7 +25,7 @@ import numpy as np
 from xla_spmd.backends.reference.evaluator import EVALUATE, Context, zeros_of
 from xla_spmd.backends.reference.reduction import _ufunc_apply, binary_reducer, fold
 from xla_spmd.errors import CommunicationError, EvaluationError
-from xla_spmd.ir import Instruction, TupleShape
+from xla_spmd.ir import Computation, Instruction, TupleShape
 
 _REPLICA_GROUPED = ("all-reduce", "all-gather", "reduce-scatter")
 
@@ -54,6 +54,51 @@ def device_groups(inst: Instruction, ctx: Context, base: str) -> list[list[int]]
     return [[r * partitions + p for r in g] for p in range(partitions) for g in listed]
 
 
+def check_device_ids(computation: Computation, num_replicas: int, num_partitions: int) -> None:
+    """Raise `EvaluationError` if a collective in `computation` (or a computation it calls)
+    names a replica, partition or device id outside the run's ``num_replicas x
+    num_partitions`` devices."""
+    seen: set[int] = set()
+    pending = [computation]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        pending.extend(current.called_computations())
+        for inst in current.instructions:
+            base = inst.op.name.removesuffix("-start")
+            if base in COLLECTIVES:
+                _check_ids(inst, current, base, num_replicas, num_partitions)
+
+
+def _check_ids(inst: Instruction, computation: Computation, base: str, num_replicas: int,
+               num_partitions: int) -> None:
+    attrs = inst.attrs
+    channel = _has_channel(attrs)
+    if base == "collective-permute":
+        ids = [i for pair in attrs.source_target_pairs for i in pair]
+        what = "source_target_pairs"
+    else:
+        groups = attrs.replica_groups.groups if attrs.replica_groups is not None else ()
+        ids = [i for group in groups for i in group]
+        what = "replica_groups"
+    if base in _REPLICA_GROUPED and channel and attrs.use_global_device_ids:
+        kind, bound = "flattened device ids", num_replicas * num_partitions
+    elif channel and base not in _REPLICA_GROUPED:
+        kind, bound = "partition ids", num_partitions
+    else:
+        kind, bound = "replica ids", num_replicas
+    bad = [i for i in ids if not 0 <= i < bound]
+    if bad:
+        raise EvaluationError(
+            f"{inst.name} ({inst.op.name}) in {computation.name}: {what} name id {bad[0]}, "
+            f"but the run has {num_replicas} replica(s) x {num_partitions} partition(s) = "
+            f"{num_replicas * num_partitions} device(s), so its {kind} are 0..{bound - 1}; "
+            "run it on as many devices as its groups name (the module's num_partitions and "
+            "replica_count)")
+
+
 def my_group(inst: Instruction, ctx: Context, base: str) -> list[int] | None:
     for group in device_groups(inst, ctx, base):
         if ctx.device_id in group:
@@ -75,8 +120,8 @@ def exchange(inst: Instruction, ctx: Context, value, needed: list[int]) -> dict:
     if ctx.exchange is None:
         others = sorted(set(needed) - {ctx.device_id})
         if others:
-            raise EvaluationError(f"{inst.name} needs values from devices {others}; evaluate "
-                                  "with evaluate_spmd on all devices")
+            raise EvaluationError(f"{inst.name} needs values from devices {others}; run "
+                                  "the program on all its devices (evaluate_spmd)")
         return {ctx.device_id: value}
     values = ctx.exchange(inst, value)
     return dict(enumerate(values))

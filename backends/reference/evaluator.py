@@ -77,15 +77,13 @@ def evaluate_computation(computation: Computation, args: Sequence, ctx: Context)
         rule = EVALUATE.lookup(inst.op.name)
         try:
             values[id(inst)] = rule(inst, operands, ctx)
-        except _Located:
-            raise
         except (XlaSpmdError, ValueError, TypeError, IndexError, ArithmeticError) as error:
-            raise _Located(_describe(computation, inst, error)) from error
+            if getattr(error, "located", False):
+                raise  # already shows the instructions around the failing one (a callee's)
+            located = EvaluationError(_describe(computation, inst, error))
+            located.located = True
+            raise located from error
     return values[id(computation.root)]
-
-
-class _Located(EvaluationError):
-    """An error already annotated with the instructions around the failing one."""
 
 
 def _describe(computation: Computation, failing: Instruction, error: Exception) -> str:

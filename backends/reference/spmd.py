@@ -30,6 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np  # noqa: F401 (the doctest uses it)
 
+from xla_spmd.backends.reference.collectives import check_device_ids
 from xla_spmd.backends.reference.evaluator import Context, coerce_argument, evaluate_computation
 from xla_spmd.errors import CommunicationError, EvaluationError
 from xla_spmd.ir import Computation, Instruction, Module
@@ -113,10 +114,19 @@ def _caused_by_peer(error: BaseException | None) -> bool:
     return False
 
 
-def evaluate_spmd(module: Module, per_device_args: Sequence[Sequence], num_devices: int,
-                  num_replicas: int = 1, max_loop_iterations: int = 10_000_000) -> list:
-    """Run `module` on `num_devices` devices in lockstep; returns each device's result."""
-    if num_devices < 1 or num_devices % num_replicas:
+def evaluate_spmd(module: Module, per_device_args: Sequence[Sequence],
+                  num_devices: int | None = None, num_replicas: int | None = None,
+                  max_loop_iterations: int = 10_000_000) -> list:
+    """Run `module` on `num_devices` devices in lockstep; returns each device's result.
+
+    By default the module runs on its own devices: ``num_partitions x replica_count`` from its
+    header. Given `num_devices` alone, the run has one replica.
+    """
+    if num_devices is None:
+        num_replicas = module.num_replicas if num_replicas is None else num_replicas
+        num_devices = module.num_partitions * num_replicas
+    num_replicas = 1 if num_replicas is None else num_replicas
+    if num_replicas < 1 or num_devices < 1 or num_devices % num_replicas:
         raise EvaluationError(f"{num_devices} devices cannot hold {num_replicas} replicas")
     if len(per_device_args) != num_devices:
         raise EvaluationError(f"expected arguments for {num_devices} devices, got "
@@ -160,6 +170,8 @@ def evaluate_mpmd(computations: Sequence[Computation], per_device_args: Sequence
                                   f"arguments, got {len(args)}")
         arguments.append([coerce_argument(a, p.shape, f"device {device} argument {i} ({p.name})")
                           for i, (a, p) in enumerate(zip(args, params))])
+    for computation in {id(c): c for c in computations}.values():
+        check_device_ids(computation, num_replicas, num_partitions)
     same_program = all(c is computations[0] for c in computations)
     rendezvous = _Rendezvous(num_devices, same_program)
     results: list = [None] * num_devices

@@ -179,6 +179,54 @@ def test_one_device_collectives_and_missing_peers():
         evaluate(pair, [INPUTS[0]])
 
 
+def test_device_ids_beyond_the_devices_are_an_evaluation_error():
+    module = parse_hlo("""HloModule m, num_partitions=4
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  p = f32[2] parameter(0)
+  ROOT ar = f32[2] all-reduce(p), channel_id=1, replica_groups=[2,2]<=[2,2]T(1,0),
+    use_global_device_ids=true, to_apply=add
+}""")
+    args = [[np.ones(2, np.float32)]] * 3
+    with pytest.raises(EvaluationError, match=r"ar \(all-reduce\) in e: replica_groups name id "
+                       r"3, but the run has 1 replica\(s\) x 3 partition\(s\) = 3 device"):
+        evaluate_spmd(module, args, 3)
+    # By default the module runs on num_partitions x replica_count devices.
+    results = evaluate_spmd(module, [[np.full(2, d, np.float32)] for d in range(4)])
+    assert [r.tolist() for r in results] == [[2, 2], [4, 4], [2, 2], [4, 4]]
+
+
+def test_permute_ids_beyond_the_partitions_are_an_evaluation_error():
+    module = parse_hlo("""HloModule m
+ENTRY e {
+  p = f32[2] parameter(0)
+  ROOT cp = f32[2] collective-permute(p), channel_id=1, source_target_pairs={{0,1},{1,5}}
+}""")
+    with pytest.raises(EvaluationError, match="source_target_pairs name id 5.*partition ids "
+                                              "are 0..1"):
+        evaluate_spmd(module, [[np.ones(2, np.float32)]] * 2, 2)
+
+
+def test_evaluation_errors_are_public_evaluation_errors():
+    module = parse_hlo("""HloModule m
+ENTRY e {
+  p = f32[2] parameter(0)
+  ROOT c = f32[2] custom-call(p), custom_call_target="boom"
+}""")
+    with pytest.raises(EvaluationError) as info:
+        evaluate(module, [np.ones(2, np.float32)])
+    assert type(info.value) is EvaluationError and info.value.located
+    assert "evaluating c (custom-call) in e failed" in str(info.value)
+    with pytest.raises(EvaluationError) as info:
+        evaluate_spmd(module, [[np.ones(2, np.float32)]] * 2, 2)
+    assert "failed: EvaluationError: evaluating c" in str(info.value)
+    assert "_Located" not in str(info.value)
+
+
 def on_device(b, x, device, then_computation, else_computation):
     is_device = b.compare(b.partition_id(), b.constant(np.uint32(device)),
                           direction=ComparisonDirection.EQ)

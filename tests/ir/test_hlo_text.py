@@ -22,7 +22,7 @@ from xla_spmd.ir import (
     print_module,
     verify,
 )
-from xla_spmd.ir.hlo_parser import RawSharding
+from xla_spmd.ir.hlo_sharding import HloSharding
 
 EVERY_OP = r"""HloModule every_op, replica_count=1, num_partitions=4
 
@@ -258,7 +258,7 @@ def test_typed_attribute_values(every_op):
         ("_xla_key", 'va"l'), ("xla.sdy.meshes", '{mesh = #sdy.mesh<["data"=4]>}'))
     assert main.instruction("copy").extras == (("control-predecessors", "{erf}"),)
     assert str(main.instruction("x").sharding) == "{devices=[4]<=[4]}"
-    assert not isinstance(main.instruction("x").sharding, RawSharding)
+    assert isinstance(main.instruction("x").sharding, HloSharding)
     assert main.instruction("sq").shape.layout == (0, 1)
     assert main.instruction("table").shape.layout is None  # the default layout
     assert main.instruction("c4").attrs.literal.value[1].value.tolist() == [2, 3]
@@ -416,13 +416,98 @@ ENTRY %e (x: f32[2]) -> f32[2] {
     assert module.header[0] == ("is_scheduled", "true")
 
 
-def test_raw_sharding_fallback():
+@pytest.mark.parametrize("sharding, column, message", [
+    ("{devices=[3]0,1}", 60, "tile assignment [3] needs 3 devices but lists 2"),
+    ("{foo}", 46, "unknown sharding attribute 'foo'"),
+    ("{frobnicated 3}", 46, "unknown sharding attribute 'frobnicated'"),
+    ("{maximal device=-1}", 46, "device must be a non-negative device id, got device=-1"),
+])
+def test_invalid_sharding_is_a_parse_error(sharding, column, message):
+    text = f"""HloModule m
+ENTRY e {{
+  ROOT x = f32[2]{{0}} parameter(0), sharding={sharding}
+}}"""
+    with pytest.raises(ParseError) as info:
+        parse_hlo(text, filename="m.hlo")
+    assert (info.value.file, info.value.line, info.value.column) == ("m.hlo", 3, column)
+    assert message in info.value.message and "%x" in info.value.message
+    assert str(info.value).startswith(f"m.hlo:3:{column}: ")
+
+
+@pytest.mark.parametrize("numbers, message", [
+    ((0, 0), "parameter number 0 of %p1 is already used by %p0 in computation e"),
+    ((0, 2), "parameter number 2 of %p1 is out of range: computation e has 2 parameters"),
+    ((-1, 0), "parameter number -1 of %p0 is out of range"),
+])
+def test_parameter_numbers_must_be_0_to_n(numbers, message):
+    first, second = numbers
+    text = f"""HloModule m
+ENTRY e {{
+  p0 = f32[4] parameter({first})
+  p1 = f32[4] parameter({second})
+  ROOT a = f32[4] add(p0, p1)
+}}"""
+    with pytest.raises(ParseError) as info:
+        parse_hlo(text, filename="m.hlo")
+    assert message in info.value.message
+    line = 3 if "%p0" in message.split(" is ")[0] else 4
+    assert (info.value.line, info.value.column) == (line, 3)
+
+
+def test_parameters_numbered_out_of_text_order_are_fine():
     module = parse_hlo("""HloModule m
 ENTRY e {
-  ROOT x = f32[2]{0} parameter(0), sharding={frobnicated 3}
+  p1 = f32[4] parameter(1)
+  p0 = f32[4] parameter(0)
+  ROOT a = f32[4] subtract(p0, p1)
 }""")
-    assert isinstance(module.entry.root.sharding, RawSharding)
-    assert parse_hlo(print_module(module)) == module
+    assert [p.name for p in module.entry.parameters] == ["p0", "p1"]
+
+
+@pytest.mark.parametrize("groups, message", [
+    ("{{0,1},{1,2}}", "id 1 appears in groups {0,1} and {1,2}"),
+    ("{{0,0}}", "id 0 appears twice in group {0,0}"),
+    ("{{0,1},{}}", "mix empty and non-empty groups"),
+])
+def test_replica_groups_must_not_overlap(groups, message):
+    text = f"""HloModule m
+add {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}}
+ENTRY e {{
+  p = f32[4] parameter(0)
+  ROOT ar = f32[4] all-reduce(p), replica_groups={groups}, to_apply=add
+}}"""
+    with pytest.raises(ParseError) as info:
+        parse_hlo(text, filename="m.hlo")
+    assert message in info.value.message and "ar" in info.value.message
+    assert info.value.line == 9
+
+
+def test_verifier_rejects_overlapping_replica_groups():
+    from xla_spmd.errors import VerifyError
+    from xla_spmd.ir import F32, ArrayShape, Builder, Module, ReplicaGroups, verify
+
+    add = Builder("add")
+    a, b = (add.parameter(ArrayShape(F32, ()), n) for n in "ab")
+    add = add.build(add.add(a, b))
+    entry = Builder("e")
+    x = entry.parameter(ArrayShape(F32, (2,)), "x")
+    with pytest.raises(VerifyError, match=r"id 1 appears in groups \{0,1\} and \{1,2\}"):
+        verify(Module.from_entry("m", entry.build(entry.all_reduce(
+            x, to_apply=add, replica_groups=ReplicaGroups.listed([[0, 1], [1, 2]])))))
+
+
+def test_collective_permute_sources_and_targets_are_unique():
+    text = """HloModule m
+ENTRY e {
+  p = f32[4] parameter(0)
+  ROOT cp = f32[4] collective-permute(p), source_target_pairs={{0,1},{0,2}}
+}"""
+    with pytest.raises(ParseError, match="source 0 appears in more than one pair"):
+        parse_hlo(text)
 
 
 def test_constant_values():

@@ -44,3 +44,21 @@ def test_uneven_tiles_skip_padding_only_devices():
 def test_rank_errors():
     with pytest.raises(ShardingError, match="1-D or 2-D arrays"):
         visualize_sharding(NamedSharding(MESH, P()), (2, 2, 2))
+
+
+def test_colour_by_default_only_on_a_terminal(monkeypatch):
+    class Pipe(io.StringIO):
+        def isatty(self):
+            return False
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    sharding = NamedSharding(MESH, P("x"))
+    monkeypatch.setattr("sys.stdout", Pipe())
+    plain = visualize_sharding(sharding, (4,))
+    assert "\x1b[" not in plain and plain == visualize_sharding(sharding, (4,), use_color=False)
+    monkeypatch.setattr("sys.stdout", Terminal())
+    assert "\x1b[" in visualize_sharding(sharding, (4,))
+    assert "\x1b[" not in visualize_sharding(sharding, (4,), use_color=False)

@@ -31,13 +31,14 @@ import difflib
 import re
 from dataclasses import dataclass, field
 
-from xla_spmd.errors import ParseError, VerifyError, XlaSpmdError
+from xla_spmd.errors import ParseError, ShardingError, VerifyError, XlaSpmdError
 from xla_spmd.ir import opdefs, opdefs_compute, opdefs_program  # noqa: F401 (fill OPS)
 from xla_spmd.ir.attributes import Window
 from xla_spmd.ir.dtypes import TOKEN, DType
 from xla_spmd.ir.hlo_attr_values import AttributeValueParser
 from xla_spmd.ir.hlo_lexer import Scanner
 from xla_spmd.ir.hlo_printer import SIGNATURE_EXTRA, STACK_FRAMES_KEY
+from xla_spmd.ir.hlo_sharding import HloSharding
 from xla_spmd.ir.literals import parse_literal
 from xla_spmd.ir.module import Computation, Instruction, Module, make_instruction
 from xla_spmd.ir.ops import OPS, AttrKind, Op
@@ -49,25 +50,6 @@ _ATTR_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
 _DTYPE_RE = re.compile(r"[a-z][a-z0-9]*(?=\[)")
 _GENERIC_ATTRS = ("metadata", "backend_config", "statistics", "control-predecessors",
                   "origin", "result_accuracy", "schedule")
-
-
-@dataclass(frozen=True, slots=True)
-class RawSharding:
-    """A sharding kept as text (used only when `HloSharding` cannot read it)."""
-
-    text: str
-
-    def __str__(self) -> str:
-        return self.text
-
-
-def parse_sharding(text: str):
-    """`HloSharding.parse(text)`, or `RawSharding(text)` when that fails."""
-    try:
-        from xla_spmd.ir.hlo_sharding import HloSharding
-        return HloSharding.parse(text)
-    except (ImportError, XlaSpmdError, ValueError):
-        return RawSharding(text)
 
 
 def parse_hlo(text: str, filename: str | None = None) -> Module:
@@ -298,6 +280,7 @@ class _ComputationParser(AttributeValueParser):
             self.instructions[inst.name] = inst
         if not self.instructions:
             raise s.error(f"computation {record.name} has no instructions", record.name_pos)
+        self.check_parameter_numbers()
         for inst in self.instructions.values():
             self.build(inst)
         roots = [i for i in self.instructions.values() if i.is_root]
@@ -305,6 +288,24 @@ class _ComputationParser(AttributeValueParser):
             raise s.error(f"computation {record.name} has two ROOT instructions", roots[1].pos)
         root = (roots[0] if roots else list(self.instructions.values())[-1]).built
         return Computation(record.name, tuple(self.built), root, record.extras)
+
+    def check_parameter_numbers(self) -> None:
+        """XLA numbers a computation's n parameters 0..n-1, each number once."""
+        params = [i for i in self.instructions.values() if i.op.name == "parameter"]
+        seen: dict[int, str] = {}
+        for inst in params:
+            number = inst.attrs["parameter_number"]
+            if number in seen:
+                raise self.s.error(f"parameter number {number} of %{inst.name} is already "
+                                   f"used by %{seen[number]} in computation "
+                                   f"{self.record.name}; number its {len(params)} parameters "
+                                   f"0..{len(params) - 1}, each once", inst.pos)
+            if not 0 <= number < len(params):
+                raise self.s.error(f"parameter number {number} of %{inst.name} is out of "
+                                   f"range: computation {self.record.name} has "
+                                   f"{len(params)} parameters, numbered 0..{len(params) - 1}",
+                                   inst.pos)
+            seen[number] = inst.name
 
     def build(self, inst: _InstructionRecord) -> Instruction:
         if inst.built is not None:
@@ -403,8 +404,14 @@ class _ComputationParser(AttributeValueParser):
                 raise s.error(f"attribute '{name}' is given twice", pos)
             inst.attrs[name] = self.value(spec, op)
         elif name == "sharding":
+            s.skip(newlines=False)
+            start = s.pos
             text = s.balanced() if s.at("{") else s.raw_value()
-            inst.sharding = parse_sharding(text)
+            try:
+                inst.sharding = HloSharding.parse(text)
+            except (ParseError, ShardingError) as error:  # re-anchor its column in the file
+                raise s.error(f"%{inst.name}: {getattr(error, 'message', error)}",
+                              start + (getattr(error, "column", None) or 1) - 1) from None
         elif name == "frontend_attributes":
             inst.frontend_attributes = self.frontend_attributes()
         elif name in _GENERIC_ATTRS or op.name == "custom-call":
@@ -431,4 +438,4 @@ class _ComputationParser(AttributeValueParser):
                 break
         return tuple(pairs)
 
-__all__ = ["parse_hlo", "parse_sharding", "RawSharding", "STACK_FRAMES_KEY", "SIGNATURE_EXTRA"]
+__all__ = ["parse_hlo", "STACK_FRAMES_KEY", "SIGNATURE_EXTRA"]

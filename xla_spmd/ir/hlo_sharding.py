@@ -169,6 +169,9 @@ class HloSharding:
                                 f"when tiled")
         if (self.kind is ShardingKind.MAXIMAL) != (self.device is not None):
             raise ShardingError("a maximal sharding needs exactly one device")
+        if self.device is not None and self.device < 0:
+            raise ShardingError(f"a maximal sharding's device must be a non-negative device "
+                                f"id, got device={self.device}")
         if self.kind is not ShardingKind.TUPLE and self.elements:
             raise ShardingError("only a tuple sharding has elements")
         object.__setattr__(self, "subgroup_types", tuple(self.subgroup_types))

@@ -123,6 +123,55 @@ def group_size(attrs, default: int | None = None) -> int | None:
     return len(groups.groups[0])
 
 
+def _check_device_ids(name: str, attrs) -> None:
+    """XLA's rules for the ids of a collective: replica groups are all empty or all listed,
+    and each id appears at most once across them; a collective-permute sends from each
+    source once and to each target once. Ids are non-negative."""
+    groups = getattr(attrs, "replica_groups", None)
+    if groups is not None and groups.explicit is not None:
+        listed = groups.explicit
+        if any(not g for g in listed) and any(listed):
+            _fail(name, f"replica_groups {_groups_text(listed)} mix empty and non-empty "
+                        "groups; list every group, or give replica_groups={} for one group "
+                        "of all devices")
+        first_group: dict[int, int] = {}
+        for index, group in enumerate(listed):
+            for device in group:
+                if device < 0:
+                    _fail(name, f"replica_groups {_groups_text(listed)}: id {device} is "
+                                "negative")
+                if device in first_group:
+                    before = _groups_text([listed[first_group[device]]])[1:-1]
+                    here = _groups_text([group])[1:-1]
+                    where = (f"twice in group {here}" if first_group[device] == index else
+                             f"in groups {before} and {here}")
+                    _fail(name, f"replica_groups {_groups_text(listed)}: id {device} appears "
+                                f"{where}; each id may be in at most one group, once")
+                first_group[device] = index
+    pairs = getattr(attrs, "source_target_pairs", None)
+    if pairs:
+        for position, role in ((0, "source"), (1, "target")):
+            ids = [pair[position] for pair in pairs]
+            repeated = sorted({i for i in ids if ids.count(i) > 1})
+            if repeated:
+                _fail(name, f"source_target_pairs: {role} {repeated[0]} appears in more than "
+                            f"one pair; each device sends at most once and receives at most "
+                            "once")
+            if min(ids) < 0:
+                _fail(name, f"source_target_pairs: {role} {min(ids)} is negative")
+
+
+def _groups_text(groups) -> str:
+    return "{" + ",".join("{" + ",".join(map(str, g)) + "}" for g in groups) + "}"
+
+
+def _with_id_checks(name: str, infer):
+    def checked(operands, attrs, declared):
+        _check_device_ids(name, attrs)
+        return infer(operands, attrs, declared)
+    return checked
+
+
 def _leaves(operands):
     return [_array("collective", s) for s in operands]
 
@@ -168,19 +217,25 @@ def _infer_permute(operands, attrs, declared):
 
 
 REDUCER = (A("to_apply", K.COMPUTATION),)
-define("all-reduce", Family.COLLECTIVE, _infer_all_reduce, operands=(1, None),
+define("all-reduce", Family.COLLECTIVE,
+       _with_id_checks("all-reduce", _infer_all_reduce), operands=(1, None),
        attrs=GROUP_ATTRS + REDUCER)
-define("all-gather", Family.COLLECTIVE, _infer_resized("all-gather", True), operands=(1, None),
+define("all-gather", Family.COLLECTIVE,
+       _with_id_checks("all-gather", _infer_resized("all-gather", True)), operands=(1, None),
        attrs=GROUP_ATTRS + (A("dimensions", K.INT_LIST),))
-define("reduce-scatter", Family.COLLECTIVE, _infer_resized("reduce-scatter", False),
+define("reduce-scatter", Family.COLLECTIVE,
+       _with_id_checks("reduce-scatter", _infer_resized("reduce-scatter", False)),
        operands=(1, None), attrs=GROUP_ATTRS + (A("dimensions", K.INT_LIST),) + REDUCER)
 # XLA's all-to-all has no use_global_device_ids: with a channel its ids are partition ids.
-define("all-to-all", Family.COLLECTIVE, _infer_all_to_all, operands=(1, None),
+define("all-to-all", Family.COLLECTIVE,
+       _with_id_checks("all-to-all", _infer_all_to_all), operands=(1, None),
        attrs=(A("replica_groups", K.REPLICA_GROUPS, None), A("channel_id", K.INT, None),
               A("constrain_layout", K.BOOL, False), A("dimensions", K.INT_LIST, None)))
-define("collective-permute", Family.COLLECTIVE, _infer_permute, operands=1,
+define("collective-permute", Family.COLLECTIVE,
+       _with_id_checks("collective-permute", _infer_permute), operands=1,
        attrs=(A("source_target_pairs", K.INT_PAIRS), A("channel_id", K.INT, None)))
-define("collective-broadcast", Family.COLLECTIVE, _infer_permute, operands=1,
+define("collective-broadcast", Family.COLLECTIVE,
+       _with_id_checks("collective-broadcast", _infer_permute), operands=1,
        attrs=(A("replica_groups", K.REPLICA_GROUPS, None), A("channel_id", K.INT, None)))
 
 
@@ -192,7 +247,8 @@ def _infer_async_done(operands, attrs, declared):
 # shape is implementation-specific (tuples of buffers), so it is taken as declared.
 for _base in ("all-reduce", "all-gather", "collective-permute"):
     from xla_spmd.ir.ops import OPS as _OPS
-    define(f"{_base}-start", Family.ASYNC, _infer_async_done, operands=(1, None),
+    define(f"{_base}-start", Family.ASYNC,
+           _with_id_checks(f"{_base}-start", _infer_async_done), operands=(1, None),
            attrs=_OPS[_base].attrs, needs_declared_shape=True)
     define(f"{_base}-done", Family.ASYNC, _infer_async_done, operands=1,
            needs_declared_shape=True)

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import io
+import sys
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -47,14 +48,17 @@ def tile_devices(sharding: TensorSharding, shape: Sequence[int]
 
 
 def visualize_sharding(sharding, shape: Sequence[int] | None = None, *,
-                       use_color: bool = True, console: Console | None = None,
+                       use_color: bool | None = None, console: Console | None = None,
                        cell_width: int = 10) -> str:
     """Render the tiles of a 1-D or 2-D array; print to ``console`` if given, return the text.
 
     `sharding` is a TensorSharding or NamedSharding with the array's `shape`, or a sharded
     array (anything with ``.sharding`` and ``.shape``, such as the runtime's ShardedArray).
     Without colour the result is plain box-drawing text (stable for tests and logs).
+    ``use_color=None`` colours only for a terminal: ``console``'s, or else ``sys.stdout``.
     """
+    if use_color is None:
+        use_color = console.is_terminal if console is not None else _stdout_is_terminal()
     if shape is None:
         if not (hasattr(sharding, "sharding") and hasattr(sharding, "shape")):
             raise ShardingError("visualize_sharding: give the array's shape with a sharding, "
@@ -98,6 +102,11 @@ def visualize_sharding(sharding, shape: Sequence[int] | None = None, *,
     if console is not None:
         console.print(table)
     return text
+
+
+def _stdout_is_terminal() -> bool:
+    isatty = getattr(sys.stdout, "isatty", None)
+    return bool(isatty and isatty())
 
 
 def _box():
