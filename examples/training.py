@@ -11,6 +11,8 @@ A strategy maps each parameter to a PartitionSpec over the mesh axes "data" and 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 
 import numpy as np
@@ -74,17 +76,33 @@ def shardings(mesh, strategy: str, roles: dict, params: dict) -> dict:
             for name in params}
 
 
+# Variables MPI launchers set in every rank (Open MPI, MPICH/Hydra, PMIx, Slurm).
+_LAUNCHER_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS")
+
+
+def live_output() -> bool:
+    """Whether stdout is a real terminal that a live progress bar may redraw. Under mpirun
+    the ranks' output is forwarded through the launcher (and may look like a terminal to
+    rich), so the bar would leave its escape codes and every redraw in the log."""
+    launched = any(name in os.environ for name in _LAUNCHER_VARIABLES)
+    return sys.stdout.isatty() and not launched
+
+
 def train(step, params, batches, *, args, items_per_step: int, unit: str, title: str
           ) -> list[float]:
-    """Run the loop; print the loss every few steps (rank 0 only) and return the losses."""
+    """Run the loop; print the loss every few steps (rank 0 only) and return the losses.
+    The live progress bar is shown only on a real terminal; the step lines always are."""
     speaker = xs.process_index() == 0
-    console = Console(quiet=not speaker)
+    live = live_output()
+    # Off a terminal: plain text, no escape codes (force_terminal=None lets rich decide).
+    console = Console(quiet=not speaker, force_terminal=None if live else False,
+                      no_color=not live)
     console.print(f"[bold]{title}[/]: mesh {args.mesh}, strategy {args.strategy}, "
                   f"{xs.device_count()} devices ({xs.process_count()} processes)")
     losses = []
     columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
                TimeElapsedColumn())
-    with Progress(*columns, console=console, disable=not speaker) as progress:
+    with Progress(*columns, console=console, disable=not (speaker and live)) as progress:
         task = progress.add_task("training", total=args.steps, info="")
         start = time.perf_counter()
         for i in range(args.steps):

@@ -152,3 +152,63 @@ def test_lowered_inspection_helpers():
         lowered.as_text(dialect="mlir")
     plain = xs.jit(lambda x: x * 2.0).lower(np.ones(3, np.float32))
     assert plain.in_shardings == ((None,), {}) and plain.out_shardings is None
+
+
+def test_keyword_arguments_are_traced():
+    calls = []
+
+    @xs.jit
+    def f(a, y=1.0):
+        calls.append(1)
+        return a * y
+
+    a = np.ones(2, np.float32)
+    np.testing.assert_array_equal(np.asarray(f(a, y=3.0)), 3.0)
+    np.testing.assert_array_equal(np.asarray(f(a, y=4.0)), 4.0)  # dynamic: no retrace
+    assert len(calls) == 1
+    lowered = f.lower(a, y=np.float32(2))
+    assert len(lowered.module.entry.parameters) == 2
+    assert lowered.in_shardings == ((None,), {"y": None})
+
+
+def test_static_argnames():
+    calls = []
+
+    @xs.jit(static_argnames="power")
+    def f(x, power=2):
+        calls.append(power)
+        out = x
+        for _ in range(power - 1):
+            out = out * x
+        return out
+
+    x = np.full(2, 2.0, np.float32)
+    np.testing.assert_array_equal(np.asarray(f(x, power=3)), 8.0)
+    np.testing.assert_array_equal(np.asarray(f(x, 3)), 8.0)  # positional: static as well
+    np.testing.assert_array_equal(np.asarray(f(x, power=2)), 4.0)
+    assert calls == [3, 3, 2]
+    assert len(f.lower(x, power=5).module.entry.parameters) == 1
+    with pytest.raises(Exception, match="hashable"):
+        f(x, power=[1])
+
+
+def test_compile_is_callable_and_prints():
+    f = xs.jit(lambda x, n: x * n, static_argnums=1)
+    compiled = f.lower(np.ones(3, np.float32), 2).compile()
+    assert "HloModule" in compiled.as_text() and "multiply" in str(compiled)
+    x = np.arange(3, dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(compiled(x)), x * 2)   # static left out
+    np.testing.assert_array_equal(np.asarray(compiled(x, 2)), x * 2)
+    with pytest.raises(TypeError, match="compiled for"):
+        compiled(x, 3)
+
+
+def test_frontend_imports_no_runtime_or_partitioner():
+    import subprocess
+    import sys
+    code = ("import sys, xla_spmd.frontend.jit; "
+            "print([m for m in sys.modules if m.startswith(('xla_spmd.runtime', "
+            "'xla_spmd.partition'))])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"

@@ -1,8 +1,10 @@
 """`jit`: trace a Python function once per input signature into a `Module`, with the user's
 shardings on its parameters and results; `with_sharding_constraint`.
 
-Until the partitioner and runtime exist, calling a jitted function evaluates its module on one
-device with the reference backend.
+Calling a jitted function whose module carries shardings (given as `in_shardings` /
+`out_shardings`, taken from sharded arguments, `with_sharding_constraint` or `shard_map`) runs
+it on the devices through the executor the runtime installs (`set_executor`); a module with
+no sharding is evaluated on one device with the reference backend.
 
 >>> import numpy as np
 >>> from xla_spmd.frontend import numpy_api as xnp
@@ -14,6 +16,7 @@ device with the reference backend.
 from __future__ import annotations
 
 import functools
+import inspect
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -94,11 +97,22 @@ class Lowered:
     (((None,), {}), None)
     """
 
-    def __init__(self, module: Module, in_tree, out_tree, donate_argnums=()):
+    def __init__(self, module: Module, in_tree, out_tree, donate_argnums=(), jitted=None,
+                 key=None):
         self.module = module
         self.in_tree = in_tree
         self.out_tree = out_tree
         self.donate_argnums = tuple(donate_argnums)
+        self._jitted = jitted  # how `compile()` takes arguments (None: a bare module)
+        self._key = key
+
+    def compile(self) -> Compiled:
+        """The program compiled for the job's devices (partitioned when it is sharded), as
+        ``jax.jit(f).lower(...).compile()``: call it like the jitted function (static
+        arguments may be left out) and read the per-device program with `as_text()`."""
+        compiled = Compiled(self)
+        compiled.as_text()  # compile now, so that errors surface here as in JAX
+        return compiled
 
     def as_text(self, dialect: str = "hlo") -> str:
         """The program as HLO text, or (``dialect="stablehlo"``) as StableHLO MLIR with Shardy
@@ -122,7 +136,8 @@ class Lowered:
         """The parameters' shardings (TensorSharding or None) in the structure of the
         arguments, as JAX's ``(args, kwargs)`` pair."""
         leaves = [p.sharding for p in self.module.entry.parameters]
-        return tuple(tree_unflatten(self.in_tree, leaves)), {}
+        args, kwargs = tree_unflatten(self.in_tree, leaves)
+        return tuple(args), kwargs
 
     @property
     def out_shardings(self):
@@ -154,64 +169,178 @@ def _with_mesh_declarations(module: Module) -> Module:
     return replace(module, header=module.header + header)
 
 
+class Compiled:
+    """A lowered program compiled for the job's devices (`Lowered.compile()`).
+
+    >>> import numpy as np
+    >>> compiled = jit(lambda x: x * 2.0).lower(np.ones(3, np.float32)).compile()
+    >>> np.asarray(compiled(np.arange(3, dtype=np.float32))).tolist()
+    [0.0, 2.0, 4.0]
+    """
+
+    def __init__(self, lowered: Lowered):
+        self.lowered = lowered
+        self._text: str | None = None
+
+    def as_text(self) -> str:
+        """The per-device program as HLO text: the partitioned SPMD module when the program
+        is sharded (what XLA's ``compiled.as_text()`` shows), else the one-device module."""
+        if self._text is None:
+            from xla_spmd.ir.hlo_printer import print_module
+            module = _compiler(self.lowered) if _compiler is not None else None
+            if module is None:
+                module = _single_device_module(self.lowered.module)
+            self._text = print_module(module)
+        return self._text
+
+    def __str__(self) -> str:
+        return self.as_text()
+
+    def __call__(self, *args, **kwargs):
+        jitted = self.lowered._jitted
+        if jitted is None:
+            raise XlaSpmdError("this Lowered was not made by jit(...).lower(...); it cannot "
+                               "be called")
+        leaves = jitted.dynamic_leaves(self.lowered, args, kwargs)
+        return _run(self.lowered, leaves)
+
+
+def _run(lowered: Lowered, leaves: list):
+    """Run a lowered program on argument leaves: on the devices through the runtime's
+    executor when it is sharded, else on one device with the reference backend."""
+    if _executor is not None:
+        outs = _executor(lowered, leaves)
+        if outs is not None:
+            return tree_unflatten(lowered.out_tree, outs)
+    from xla_spmd.backends.reference import evaluate
+    module = _single_device_module(lowered.module)
+    result = evaluate(module, [leaf.value for leaf in leaves])
+    outs = list(result) if module.entry.root.opcode == "tuple" and \
+        lowered.out_tree.num_leaves != 1 else [result]
+    return tree_unflatten(lowered.out_tree, [Array(o) for o in outs])
+
+
+def _as_tuple(value) -> tuple:
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, (int, str)) else tuple(value)
+
+
+def _committed_sharding(leaf):
+    """A sharded argument's own sharding (jit respects committed input shardings)."""
+    sharding = getattr(leaf, "sharding", None)
+    return sharding if isinstance(sharding, TensorSharding) else None
+
+
 class Jitted:
-    """A function traced once per (structure, shapes, dtypes, shardings, static values)."""
+    """A function traced once per (structure, shapes, dtypes, shardings, static values).
+
+    Positional and keyword arguments are traced (keyword ones get no `in_shardings`, as in
+    JAX); those named by `static_argnums` / `static_argnames` are passed as Python values
+    and are part of the cache key. An argument without an `in_shardings` entry that is a
+    sharded array keeps its sharding.
+    """
 
     def __init__(self, fn: Callable, in_shardings=None, out_shardings=None,
-                 static_argnums=(), donate_argnums=()):
+                 static_argnums=(), donate_argnums=(), static_argnames=()):
         self.fn = fn
         self.in_shardings = in_shardings
         self.out_shardings = out_shardings
-        self.static_argnums = ((static_argnums,) if isinstance(static_argnums, int)
-                               else tuple(static_argnums))
-        self.donate_argnums = ((donate_argnums,) if isinstance(donate_argnums, int)
-                               else tuple(donate_argnums))
+        self.static_argnums = tuple(_as_tuple(static_argnums))
+        self.static_argnames = tuple(_as_tuple(static_argnames))
+        self._infer_static_pairs()
+        self.donate_argnums = tuple(_as_tuple(donate_argnums))
         self._cache: dict = {}
         functools.update_wrapper(self, fn)
 
-    def _split(self, args):
-        static = {i: a for i, a in enumerate(args) if i in self.static_argnums}
-        dynamic = [a for i, a in enumerate(args) if i not in self.static_argnums]
-        return static, dynamic
+    def _infer_static_pairs(self) -> None:
+        """As JAX: a static argument named by position is static by name too, and back."""
+        try:
+            parameters = list(inspect.signature(self.fn).parameters.values())
+        except (TypeError, ValueError):
+            return
+        positional = [p.name for p in parameters
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        keyword = {p.name for p in parameters if p.kind != p.POSITIONAL_ONLY}
+        names = [positional[i] for i in self.static_argnums
+                 if -len(positional) <= i < len(positional) and positional[i] in keyword]
+        numbers = [positional.index(n) for n in self.static_argnames if n in positional]
+        self.static_argnames = tuple(dict.fromkeys((*self.static_argnames, *names)))
+        self.static_argnums = tuple(dict.fromkeys((*self.static_argnums, *numbers)))
 
-    def _key(self, args):
-        static, dynamic = self._split(args)
-        leaves, tree = tree_flatten(dynamic)
+    def _split(self, args, kwargs=None):
+        kwargs = kwargs or {}
+        count = len(args)
+        numbers = {n % count for n in self.static_argnums if -count <= n < count}
+        static = {i: a for i, a in enumerate(args) if i in numbers}
+        dynamic = [a for i, a in enumerate(args) if i not in numbers]
+        static_kwargs = {k: v for k, v in kwargs.items() if k in self.static_argnames}
+        dynamic_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        return static, dynamic, static_kwargs, dynamic_kwargs
+
+    def _key(self, args, kwargs=None):
+        static, dynamic, static_kwargs, dynamic_kwargs = self._split(args, kwargs)
+        leaves, tree = tree_flatten((dynamic, dynamic_kwargs))
         leaves = [_canonical(leaf) for leaf in leaves]
         signature = tuple((str(leaf.aval), leaf.weak_type, getattr(leaf, "sharding", None))
                           for leaf in leaves)
         try:
-            key = (tree, signature, tuple(sorted(static.items())))
+            key = (tree, signature, tuple(sorted(static.items())),
+                   tuple(sorted(static_kwargs.items())))
             hash(key)
         except TypeError:
             raise XlaSpmdError("static arguments of a jitted function must be hashable") \
                 from None
-        return key, static, dynamic, leaves, tree
+        return key, (static, dynamic, static_kwargs, dynamic_kwargs), leaves, tree
 
-    def lower(self, *args) -> Lowered:
+    def lower(self, *args, **kwargs) -> Lowered:
         """Trace for these arguments (or hit the cache) and return the `Lowered` program."""
-        key, static, dynamic, leaves, in_tree = self._key(args)
-        if key not in self._cache:
-            self._cache[key] = self._trace(static, dynamic, leaves, in_tree)
-        return self._cache[key]
+        return self._lower(args, kwargs)[0]
 
-    def _trace(self, static, dynamic, leaves, in_tree) -> Lowered:
+    def _lower(self, args, kwargs):
+        key, parts, leaves, in_tree = self._key(args, kwargs)
+        if key not in self._cache:
+            self._cache[key] = self._trace(parts, leaves, in_tree, key)
+        return self._cache[key], leaves
+
+    def dynamic_leaves(self, lowered: Lowered, args: tuple, kwargs: dict) -> list:
+        """The argument leaves of a call of `lowered.compile()` (static arguments may be left
+        out), checked against the signature it was traced for."""
+        static, static_kwargs, count = lowered._call_info
+        args = list(args)
+        if len(args) == count - len(static):
+            dynamic = iter(args)
+            args = [static[i] if i in static else next(dynamic) for i in range(count)]
+        kwargs = {**static_kwargs, **kwargs}
+        key, _, leaves, _ = self._key(tuple(args), kwargs)
+        if key != lowered._key:
+            raise TypeError("the compiled function was called with arguments of other "
+                            "structure, types, shardings or static values than it was "
+                            "compiled for; use the jitted function, which traces again")
+        return leaves
+
+    def _trace(self, parts, leaves, in_tree, key) -> Lowered:
+        static, dynamic, static_kwargs, dynamic_kwargs = parts
         shardings = _shardings_per_leaf(self.in_shardings, dynamic, "in_shardings") \
-            if self.in_shardings is not None else [None] * len(leaves)
+            if self.in_shardings is not None else [None] * len(tree_flatten(dynamic)[0])
+        shardings += [None] * (len(leaves) - len(shardings))  # keyword arguments
         name = getattr(self.fn, "__name__", "fn").replace("<", "").replace(">", "")
         trace = Trace("main")
         with trace:
             tracers = []
             for i, (leaf, sharding) in enumerate(zip(leaves, shardings)):
                 aval = leaf.aval
+                if sharding is None:
+                    sharding = _committed_sharding(leaf)
                 tensor_sharding = to_tensor_sharding(sharding, aval.rank, f"argument {i}")
                 tracer = trace.new_parameter(aval, f"Arg_{i}", sharding=tensor_sharding)
                 tracer.weak_type = leaf.weak_type
                 tracers.append(tracer)
-            dynamic_args = iter(tree_unflatten(in_tree, tracers))
+            dynamic_args, traced_kwargs = tree_unflatten(in_tree, tracers)
+            dynamic_args = iter(dynamic_args)
             count = len(static) + len(dynamic)
             call_args = [static[i] if i in static else next(dynamic_args) for i in range(count)]
-            out = self.fn(*call_args)
+            out = self.fn(*call_args, **traced_kwargs, **static_kwargs)
             out_leaves, out_tree = tree_flatten(out)
             outputs = [trace.to_inst(o) for o in out_leaves]
             root = self._root(trace, outputs, out)
@@ -219,7 +348,9 @@ class Jitted:
                                [p.shape for p in trace.parameters],
                                [o.shape for o in outputs], root.opcode == "tuple")
         module = Module.from_entry(f"jit_{name}", trace.builder.build(root, "main"), header)
-        return Lowered(module, in_tree, out_tree, self.donate_argnums)
+        lowered = Lowered(module, in_tree, out_tree, self.donate_argnums, self, key)
+        lowered._call_info = (static, static_kwargs, len(static) + len(dynamic))
+        return lowered
 
     def _donated_leaves(self, static, dynamic) -> list[int]:
         """The parameter numbers of the leaves of the donated positional arguments."""
@@ -263,21 +394,11 @@ class Jitted:
             root = new
         return root
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
         if current_trace() is not None:  # jit inside a trace: inline it
-            return self.fn(*args)
-        lowered = self.lower(*args)
-        _, _, _, leaves, _ = self._key(args)
-        if _executor is not None:
-            outs = _executor(lowered, leaves)
-            if outs is not None:
-                return tree_unflatten(lowered.out_tree, outs)
-        from xla_spmd.backends.reference import evaluate
-        module = _single_device_module(lowered.module)
-        result = evaluate(module, [leaf.value for leaf in leaves])
-        outs = list(result) if module.entry.root.opcode == "tuple" and \
-            lowered.out_tree.num_leaves != 1 else [result]
-        return tree_unflatten(lowered.out_tree, [Array(o) for o in outs])
+            return self.fn(*args, **kwargs)
+        lowered, leaves = self._lower(args, kwargs)
+        return _run(lowered, leaves)
 
 
 def _alias_header(donated: list[int], parameter_shapes, output_shapes,
@@ -302,25 +423,36 @@ def _alias_header(donated: list[int], parameter_shapes, output_shapes,
     return (("input_output_alias", "{ " + ", ".join(entries) + " }"),)
 
 
-# How sharded functions run on the devices: installed by the runtime (the layer above),
-# `executor(lowered, leaves) -> result leaves`, or None to evaluate on one device.
+# How sharded functions run on the devices, installed by the runtime (the layer above, which
+# the frontend never imports): `executor(lowered, leaves) -> result leaves`, or None to
+# evaluate on one device; `compiler(lowered) -> per-device Module`, or None when unsharded.
 _executor: Callable | None = None
+_compiler: Callable | None = None
 
 
-def set_executor(executor: Callable | None) -> None:
-    global _executor
+def set_executor(executor: Callable | None, compiler: Callable | None = None) -> None:
+    """Install how sharded programs run (`executor`) and are partitioned (`compiler`)."""
+    global _executor, _compiler
     _executor = executor
+    _compiler = compiler
 
 
 def jit(fn: Callable | None = None, *, in_shardings=None, out_shardings=None,
-        static_argnums=(), donate_argnums=()):
+        static_argnums=(), static_argnames=(), donate_argnums=()):
     """Trace and cache `fn` per input signature; ``jit(f)``, ``@jit`` or ``@jit(...)``.
 
     `in_shardings` / `out_shardings`: None, one sharding for every value, or one entry per
-    positional argument (result leaf) that is a sharding or a pytree of shardings.
+    positional argument (result leaf) that is a sharding or a pytree of shardings. Keyword
+    arguments are traced too; `static_argnums` / `static_argnames` name the static ones.
+
+    >>> import numpy as np
+    >>> f = jit(lambda x, scale, square=False: x * scale, static_argnames="square")
+    >>> np.asarray(f(np.ones(2, np.float32), scale=3.0)).tolist()
+    [3.0, 3.0]
     """
     def wrap(f):
-        return Jitted(f, in_shardings, out_shardings, static_argnums, donate_argnums)
+        return Jitted(f, in_shardings, out_shardings, static_argnums, donate_argnums,
+                      static_argnames)
     return wrap if fn is None else wrap(fn)
 
 
@@ -340,8 +472,25 @@ def with_sharding_constraint(x, sharding):
     return tree_unflatten(tree, outs)
 
 
+def manual_meshes(module: Module) -> list:
+    """The meshes of the module's manual regions (shard_map bodies it calls), in order."""
+    from xla_spmd.frontend.shard_map import _MANUAL_MESHES
+    meshes = []
+    for computation in module.computations:
+        for inst in computation.instructions:
+            if inst.opcode == "call" and inst.attrs.to_apply.name in _MANUAL_MESHES:
+                meshes.append(_MANUAL_MESHES[inst.attrs.to_apply.name])
+    return meshes
+
+
 def _single_device_module(module: Module) -> Module:
     """The module to evaluate on one device: manual regions (shard_map) must be over a mesh of
     one device, where their boundary custom-calls are identities."""
     from xla_spmd.frontend.shard_map import strip_manual_boundaries
+    for mesh in manual_meshes(module):
+        if mesh.size != 1:
+            raise XlaSpmdError(
+                f"{module.name}: this program has a shard_map over {mesh!r} ({mesh.size} "
+                "devices) and no runtime is installed to run it on the devices; import "
+                "xla_spmd (or xla_spmd.runtime) rather than xla_spmd.frontend alone")
     return strip_manual_boundaries(module)

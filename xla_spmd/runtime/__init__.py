@@ -14,11 +14,11 @@ from xla_spmd.runtime.devices import (
                                       topology,
 )
 from xla_spmd.runtime.executable import SpmdExecutable
-from xla_spmd.runtime.jit_runtime import CompiledStep, execute_lowered
+from xla_spmd.runtime.jit_runtime import CompiledStep, execute_lowered, partitioned_module
 from xla_spmd.runtime.sharded_array import Shard, ShardedArray, device_put
 
 # Jitted functions with shardings run on the devices from now on.
-set_executor(execute_lowered)
+set_executor(execute_lowered, partitioned_module)
 
 __all__ = ["CompiledStep", "Device", "Shard", "ShardedArray", "SpmdExecutable", "device_count",
            "device_put", "devices", "jit", "local_devices", "process_count", "process_index",

@@ -33,14 +33,22 @@ from xla_spmd.sharding import TensorSharding
 
 
 def module_mesh(module: Module):
-    """The mesh of the module's parameter and result shardings (None when it has none)."""
-    entry = module.entry
-    for inst in [*entry.parameters, entry.root]:
-        shardings = inst.sharding if isinstance(inst.sharding, tuple) else (inst.sharding,)
-        for sharding in shardings:
-            if isinstance(sharding, TensorSharding):
-                return sharding.mesh
-    return None
+    """The mesh the module's shardings are over (None when it has none): a TensorSharding
+    anywhere in its computations (parameters, results, ``Sharding`` custom-calls, ...), else
+    a mesh its manual regions (shard_map) or ``xla.sdy.meshes`` attribute declare."""
+    for computation in module.computations:
+        for inst in computation.instructions:
+            shardings = inst.sharding if isinstance(inst.sharding, tuple) else (inst.sharding,)
+            for sharding in shardings:
+                if isinstance(sharding, TensorSharding):
+                    return sharding.mesh
+    # A manual region's boundary custom-calls carry their shardings as sdy text naming the
+    # mesh; the mesh itself is the one the frontend's shard_map recorded for the body.
+    from xla_spmd.frontend.jit import manual_meshes
+    from xla_spmd.propagation.importing import module_meshes
+
+    meshes = [*manual_meshes(module), *module_meshes(module).values()]
+    return meshes[0] if meshes else None
 
 
 def _result_shardings(module: Module) -> list[TensorSharding]:
@@ -62,7 +70,7 @@ class CompiledStep:
             raise XlaSpmdError(f"{module.name}: the shardings' mesh has {mesh.size} devices, "
                                f"this job has {topology().num_devices}; use "
                                f"xs.set_num_devices({mesh.size}) or mpirun -n {mesh.size}")
-        self.module = propagate(module)
+        self.module = propagate(module, mesh=mesh)
         self.spmd_module = partition(self.module, mesh, propagate=False)
         self.executable = SpmdExecutable(self.spmd_module)
         self.parameter_shardings = [p.sharding for p in self.module.entry.parameters]
@@ -122,12 +130,26 @@ def _hand_over(donated: ShardedArray, result: ShardedArray, argument, program: s
         argument.delete(by=program)
 
 
+def compiled_step(lowered) -> CompiledStep | None:
+    """The lowered function compiled for the devices, once (None when it has no sharding)."""
+    compiled = getattr(lowered, "_compiled", None)
+    if compiled is None:
+        mesh = module_mesh(lowered.module)
+        if mesh is None or mesh.size == 1 < topology().num_devices:
+            return None  # one device is all it needs: the frontend evaluates it there
+        compiled = lowered._compiled = CompiledStep(lowered.module)
+    return compiled
+
+
 def execute_lowered(lowered, leaves: list) -> list | None:
     """The frontend's executor hook: run a lowered, sharded function on the devices (None
     when the module has no sharding, so the frontend evaluates it on one device)."""
-    if module_mesh(lowered.module) is None:
-        return None
-    compiled = getattr(lowered, "_compiled", None)
-    if compiled is None:
-        compiled = lowered._compiled = CompiledStep(lowered.module)
-    return compiled(leaves)
+    compiled = compiled_step(lowered)
+    return None if compiled is None else compiled(leaves)
+
+
+def partitioned_module(lowered) -> Module | None:
+    """The frontend's compiler hook (`Lowered.compile().as_text()`): the per-device SPMD
+    module of a sharded function (None when it has no sharding)."""
+    compiled = compiled_step(lowered)
+    return None if compiled is None else compiled.spmd_module

@@ -2,7 +2,12 @@
 
 `device_put(array, sharding)` keeps, on each process, the shards of the devices it owns;
 `np.asarray(a)` / `a.gather()` assemble the global array (a collective under MPI, where
-every rank must call it).
+every rank must call it, unless this rank holds the whole array, e.g. a replicated one).
+
+A ShardedArray reads like a JAX array: ``print(a)``, ``f"{loss:.3f}"``, ``a + 1``, ``a[0]``,
+``a.sum()``, ``len(a)``, ``a.block_until_ready()`` work on the gathered value and return
+numpy arrays (see array_interface.py; under MPI every rank must do the same eager
+operations). Inside `xs.jit` nothing is gathered.
 
 >>> import numpy as np, xla_spmd as xs
 >>> xs.set_num_devices(8)
@@ -21,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from xla_spmd.errors import ShardingError, XlaSpmdError
+from xla_spmd.runtime.array_interface import ArrayInterface
 from xla_spmd.runtime.devices import Device, local_devices, topology
 from xla_spmd.sharding import NamedSharding, TensorSharding
 
@@ -45,8 +51,12 @@ def as_tensor_sharding(sharding, shape: tuple, what: str = "array") -> TensorSha
                         f"{type(sharding).__name__}")
 
 
-class ShardedArray:
-    """A global array (shape, dtype, sharding) and the shards this process holds."""
+class ShardedArray(ArrayInterface):
+    """A global array (shape, dtype, sharding) and the shards this process holds.
+
+    Eager operations (operators, indexing, methods, printing) gather the global array and
+    return numpy values, as in array_interface.py.
+    """
 
     __array_priority__ = 100
 
@@ -145,8 +155,29 @@ class ShardedArray:
         return self.gather().item()
 
     def __repr__(self) -> str:
-        held = "deleted" if self.is_deleted() else f"{len(self._shard_data)} local shards"
-        return f"ShardedArray({self.dtype}{list(self.shape)}, {self.sharding}, {held})"
+        """As JAX's ``Array(...)``: the values (of small arrays this process can read without
+        communication, so that a debugger or one rank's print never blocks), the dtype and
+        the sharding."""
+        if self.is_deleted():
+            return f"ShardedArray({self.dtype}{list(self.shape)}, {self.sharding}, deleted)"
+        if self.size <= _REPR_MAX_SIZE and (self._global is not None or _held_whole(self)):
+            values = np.array2string(self.gather(), separator=", ", prefix="ShardedArray(")
+            return f"ShardedArray({values}, dtype={self.dtype}, sharding={self.sharding})"
+        return (f"ShardedArray({self.dtype}{list(self.shape)}, {self.sharding}, "
+                f"{len(self._shard_data)} local shards)")
+
+
+_REPR_MAX_SIZE = 1000  # larger arrays are summarised without values
+
+
+def _held_whole(array: ShardedArray) -> bool:
+    """Whether this process's shards cover the whole array (no communication needed)."""
+    if topology().kind != "mpi":
+        return True
+    covered = np.zeros(array.shape, bool)
+    for device in array._shards:
+        covered[array.sharding.shard_slices(array.shape, device)] = True
+    return bool(covered.all())
 
 
 def _assemble(array: ShardedArray) -> np.ndarray:
@@ -157,7 +188,7 @@ def _assemble(array: ShardedArray) -> np.ndarray:
         full[slices] = data
         owners.setdefault(tuple((s.start, s.stop) for s in slices), device)
     top = topology()
-    if top.kind != "mpi":
+    if _held_whole(array):
         return full
     # Each tile is contributed once, by the lowest device holding it; OR-ing the bytes of
     # zero-filled arrays then assembles every tile exactly, whatever the dtype.
