@@ -306,3 +306,119 @@ def test_errors_are_clear():
         xnp.reshape(np.ones(6, np.float32), (4, -1))
     with pytest.raises(Exception, match="truth value"):
         xs.jit(lambda x: 1.0 if x > 0 else 0.0)(np.float32(1.0))
+
+
+def unit(*shape):
+    return (RNG.random(shape) * 1.8 - 0.9).astype(np.float32)
+
+
+# Functions added with the QA round: (name, xla_spmd function, numpy reference, arguments).
+MATH_CASES = [
+    ("arctan", xnp.arctan, np.arctan, lambda: (f32(7),)),
+    ("arcsin", xnp.arcsin, np.arcsin, lambda: (unit(7),)),
+    ("arccos", xnp.arccos, np.arccos, lambda: (unit(7),)),
+    ("sinh", xnp.sinh, np.sinh, lambda: (f32(7) * 3,)),
+    ("cosh", xnp.cosh, np.cosh, lambda: (f32(7) * 3,)),
+    ("arctanh", xnp.arctanh, np.arctanh, lambda: (unit(7),)),
+    ("arcsinh", xnp.arcsinh, np.arcsinh, lambda: (f32(7) * 5,)),
+    ("arccosh", xnp.arccosh, np.arccosh, lambda: (pos(7) + 1.0,)),
+    ("log10", xnp.log10, np.log10, lambda: (pos(7),)),
+    ("log2_f32", xnp.log2, np.log2, lambda: (pos(7),)),
+    ("exp2_f32", xnp.exp2, np.exp2, lambda: (f32(7),)),
+    ("isnan", xnp.isnan, np.isnan, lambda: (np.float32([1, np.nan, np.inf, -np.inf, 0]),)),
+    ("isinf", xnp.isinf, np.isinf, lambda: (np.float32([1, np.nan, np.inf, -np.inf, 0]),)),
+    ("isnan_int", xnp.isnan, np.isnan, lambda: (ints(4),)),
+    ("sign", xnp.sign, np.sign, lambda: (np.float32([-2, 0, 3.5]),)),
+    ("floor_divide_f32", xnp.floor_divide, np.floor_divide, lambda: (f32(6) * 5, pos(6))),
+    ("mod_f32", xnp.mod, np.mod, lambda: (f32(6) * 5, pos(6))),
+    ("cumprod_axis", lambda a: xnp.cumprod(a, axis=1), lambda a: np.cumprod(a, axis=1),
+     lambda: (f32(3, 7),)),
+    ("cumprod_flat", xnp.cumprod, np.cumprod, lambda: (f32(2, 3),)),
+    ("cumprod_int", lambda a: xnp.cumprod(a, axis=0),
+     lambda a: np.cumprod(a, axis=0).astype(np.int32), lambda: (ints(5, 2),)),
+    ("roll_flat", lambda a: xnp.roll(a, 5), lambda a: np.roll(a, 5), lambda: (f32(3, 4),)),
+    ("roll_axes", lambda a: xnp.roll(a, (1, -3), (0, 1)), lambda a: np.roll(a, (1, -3), (0, 1)),
+     lambda: (f32(3, 4),)),
+    ("isclose", lambda a, b: xnp.isclose(a, b), np.isclose,
+     lambda: (np.float32([1, np.inf, np.nan, 1, -np.inf]),
+              np.float32([1 + 1e-7, np.inf, np.nan, 2, np.inf]))),
+    ("isclose_equal_nan", lambda a, b: xnp.isclose(a, b, equal_nan=True),
+     lambda a, b: np.isclose(a, b, equal_nan=True),
+     lambda: (np.float32([np.nan, 1]), np.float32([np.nan, np.nan]))),
+    ("allclose_true", xnp.allclose, lambda a, b: np.bool_(np.allclose(a, b)),
+     lambda: (np.float32([1, 2]), np.float32([1, 2 + 1e-6]))),
+    ("allclose_false", xnp.allclose, lambda a, b: np.bool_(np.allclose(a, b)),
+     lambda: (np.float32([1, 2]), np.float32([1, 2.1]))),
+    ("norm_flat", xnp.linalg.norm, np.linalg.norm, lambda: (f32(2, 3, 4),)),
+    ("norm_vector_ords", lambda a: [xnp.linalg.norm(a, o) for o in (1, 2, 3, np.inf, -np.inf, 0)],
+     lambda a: [np.linalg.norm(a, o) for o in (1, 2, 3, np.inf, -np.inf, 0)],
+     lambda: (f32(6),)),
+    ("norm_matrix_ords", lambda a: [xnp.linalg.norm(a, o) for o in ("fro", 1, -1, np.inf,
+                                                                     -np.inf)],
+     lambda a: [np.linalg.norm(a, o) for o in ("fro", 1, -1, np.inf, -np.inf)],
+     lambda: (f32(3, 4),)),
+    ("norm_axis_keepdims", lambda a: xnp.linalg.norm(a, axis=1, keepdims=True),
+     lambda a: np.linalg.norm(a, axis=1, keepdims=True), lambda: (f32(3, 4),)),
+    ("norm_two_axes", lambda a: xnp.linalg.norm(a, 1, axis=(0, 2)),
+     lambda a: np.linalg.norm(a, 1, axis=(0, 2)), lambda: (f32(3, 2, 4),)),
+    ("argmax_keepdims_flat", lambda a: xnp.argmax(a, keepdims=True),
+     lambda a: np.argmax(a, keepdims=True).astype(np.int32), lambda: (f32(3, 4),)),
+    ("argmin_keepdims_flat", lambda a: xnp.argmin(a, keepdims=True),
+     lambda a: np.argmin(a, keepdims=True).astype(np.int32), lambda: (f32(2, 3, 4),)),
+    ("concatenate_flat", lambda a, b: xnp.concatenate([a, b], axis=None),
+     lambda a, b: np.concatenate([a, b], axis=None), lambda: (f32(2, 3), f32(4))),
+    ("logsumexp_all", nn.logsumexp, lambda a: np.log(np.exp(a).sum()), lambda: (f32(3, 5),)),
+    ("logsumexp_keepdims", lambda a: nn.logsumexp(a, keepdims=True),
+     lambda a: np.log(np.exp(a).sum(keepdims=True)), lambda: (f32(3, 5),)),
+    ("max_pool_valid", lambda x: lax.max_pool(x, (1, 1, 2, 2), (1, 1, 2, 2), "VALID"),
+     lambda x: x.reshape(1, 2, 2, 2, 3, 2).max((3, 5)), lambda: (f32(1, 2, 4, 6),)),
+    ("avg_pool_same", lambda x: lax.avg_pool(x, (1, 3), (1, 2), "SAME"),
+     lambda x: np.stack([np.pad(x, ((0, 0), (0, 1)))[:, j:j + 3].sum(1) / 3
+                         for j in range(0, 6, 2)], 1), lambda: (f32(2, 6),)),
+    ("reduce_window_max_same", lambda x: lax.reduce_window(x, -np.inf, lax.max, (3, 3), (2, 2),
+                                                           "SAME"),
+     lambda x: _np_window(x, np.max, -np.inf, (3, 3), (2, 2), ((0, 1), (0, 1))),
+     lambda: (f32(4, 4),)),
+    ("reduce_window_add_lambda", lambda x: lax.reduce_window(x, 0.0, lambda a, b: a + b, (2,),
+                                                             (1,), "VALID"),
+     lambda x: x[:-1] + x[1:], lambda: (f32(6),)),
+    ("reduce_window_min_int", lambda x: lax.reduce_window(x, np.iinfo(np.int32).max, lax.min,
+                                                          (2, 3), (2, 1), [(0, 0), (1, 1)]),
+     lambda x: _np_window(x, np.min, np.iinfo(np.int32).max, (2, 3), (2, 1), ((0, 0), (1, 1))),
+     lambda: (ints(4, 5, high=50),)),
+    ("reduce_window_mul", lambda x: lax.reduce_window(x, 1.0, lax.mul, (2,), (2,), "VALID"),
+     lambda x: x[0::2] * x[1::2], lambda: (f32(6),)),
+]
+
+
+def _np_window(x, reduce, init, window, strides, padding):
+    padded = np.pad(x, padding, constant_values=init)
+    out_shape = [(n - w) // s + 1 for n, w, s in zip(padded.shape, window, strides)]
+    out = np.empty(out_shape, x.dtype)
+    for index in np.ndindex(*out_shape):
+        block = padded[tuple(slice(i * s, i * s + w) for i, s, w in zip(index, strides, window))]
+        out[index] = reduce(block)
+    return out
+
+
+@pytest.mark.parametrize("name,fn,reference,make_args", MATH_CASES,
+                         ids=[c[0] for c in MATH_CASES])
+def test_added_functions_against_numpy(name, fn, reference, make_args):
+    """Under jit and eagerly, with numpy's dtype (float32 stays float32)."""
+    args = make_args()
+    expected = reference(*args)
+    for actual in (xs.jit(fn)(*args), fn(*args)):
+        _check(actual, expected)
+
+
+def test_eager_results_are_ndarrays():
+    a = np.array([[1.0, 0.0], [2.0, 3.0]], np.float32)
+    for value, expected in ((xnp.any(a), True), (xnp.all(a), False), (xnp.sum(a), 6.0),
+                            (xnp.argmax(a), 3)):
+        array = np.asarray(value)
+        assert isinstance(array, np.ndarray) and array.shape == () and array == expected
+
+
+def test_reduce_window_rejects_a_non_function_computation():
+    with pytest.raises(Exception, match="binary function"):
+        lax.reduce_window(np.ones(4, np.float32), 0.0, "add", (2,), (1,), "VALID")

@@ -59,8 +59,11 @@ def test_structure_matches_xla_export():
     assert ops["collective-permute"].attrs.source_target_pairs[:4] == \
         ((0, 1), (1, 2), (2, 3), (3, 0))
     assert "partition-id" in ops and "reduce-scatter" in ops and "all-to-all" in ops
-    with pytest.raises(Exception, match="one device"):
-        f(np.zeros((8, 16), np.float32), np.zeros((16, 8), np.float32))
+    # It runs on the mesh's devices: psum over "y" of the local products is a @ b.
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((8, 16), np.float32), rng.standard_normal((16, 8), np.float32)
+    outs = f(a, b)
+    np.testing.assert_allclose(np.asarray(outs[7]), a @ b, rtol=1e-5, atol=1e-5)
 
 
 def test_one_device_mesh_evaluates():
@@ -110,5 +113,99 @@ def test_collective_vjps_transpose():
 
 
 def test_collectives_outside_shard_map_are_errors():
-    with pytest.raises(Exception, match="shard_map"):
+    with pytest.raises(Exception, match="lax.psum is only meaningful inside shard_map"):
         xs.jit(lambda x: lax.psum(x, "x"))(np.ones(2, np.float32))
+    with pytest.raises(Exception, match="lax.pmean is only meaningful inside shard_map"):
+        xs.jit(lambda x: lax.pmean(x, "x"))(np.ones(2, np.float32))
+
+
+# ---------------------------------------------------------------------------------------------
+# Gradients through collectives on 8 devices: a replicated result's cotangent is split over
+# its copies, a replicated operand's cotangent summed over them (JAX's convention), so each
+# gradient equals the one of the same function written without shard_map.
+
+MESH8 = make_mesh({"data": 2, "model": 4})
+
+
+def _named(*spec):
+    return xs.NamedSharding(MESH8, P(*spec))
+
+
+def _grad8(f, args, shardings, argnums=0):
+    return xs.jit(xs.grad(f, argnums=argnums), in_shardings=shardings)(*args)
+
+
+RNG8 = np.random.default_rng(8)
+X8 = RNG8.standard_normal((8, 8)).astype(np.float32)
+
+
+def test_grad_pmean_of_means_over_all_axes():
+    f = xs.shard_map(lambda xb: lax.pmean(xnp.mean(xb ** 2), ("data", "model")), MESH8,
+                     in_specs=(P("data", "model"),), out_specs=P())
+    np.testing.assert_allclose(np.asarray(_grad8(f, (X8,), _named("data", "model"))),
+                               2 * X8 / 64, rtol=1e-5)
+
+
+def test_grad_psum_of_sums_over_all_axes():
+    f = xs.shard_map(lambda xb: lax.psum(xnp.sum(xb ** 2), ("data", "model")), MESH8,
+                     in_specs=(P("data", "model"),), out_specs=P())
+    np.testing.assert_allclose(np.asarray(_grad8(f, (X8,), _named("data", "model"))),
+                               2 * X8, rtol=1e-5)
+
+
+def test_grad_psum_over_one_axis_sharded_result():
+    weights = np.array([1.0, 3.0], np.float32)
+    inner = xs.shard_map(lambda xb: xnp.reshape(lax.psum(xnp.sum(xb ** 2), "model"), (1,)),
+                         MESH8, in_specs=(P("data", "model"),), out_specs=P("data"))
+    g = _grad8(lambda x: xnp.sum(inner(x) * weights), (X8,), _named("data", "model"))
+    expected = 2 * X8 * np.repeat(weights, 4)[:, None]
+    np.testing.assert_allclose(np.asarray(g), expected, rtol=1e-5)
+
+
+def test_grad_replicated_operand_without_collectives():
+    w = RNG8.standard_normal((3,)).astype(np.float32)
+    inner = xs.shard_map(lambda wb: 2 * wb, MESH8, in_specs=(P(),), out_specs=P())
+    g = _grad8(lambda w: xnp.sum(inner(w) * xnp.arange(3.0)), (w,), _named())
+    np.testing.assert_allclose(np.asarray(g), 2 * np.arange(3.0), rtol=1e-6)
+
+
+def test_grad_mixed_sharded_and_replicated_operands():
+    x = RNG8.standard_normal((8, 6)).astype(np.float32)
+    w = RNG8.standard_normal((6, 3)).astype(np.float32)
+    r = RNG8.standard_normal((4, 3)).astype(np.float32)
+    inner = xs.shard_map(lambda xb, wb: lax.psum(xb @ wb, "data"), MESH8,
+                         in_specs=(P("data", None), P()), out_specs=P())
+
+    def loss(x, w):
+        return xnp.sum(inner(x, w) * r)
+
+    def reference(x, w):
+        return xnp.sum((x[:4] @ w + x[4:] @ w) * r)
+
+    gx, gw = _grad8(loss, (x, w), (_named("data", None), _named()), argnums=(0, 1))
+    rx, rw = xs.grad(reference, argnums=(0, 1))(x, w)
+    np.testing.assert_allclose(np.asarray(gx), np.asarray(rx), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(gw), np.asarray(rw), rtol=1e-5, atol=1e-6)
+
+
+def test_grad_all_gather_pmax_psum_scatter_on_8_devices():
+    x = RNG8.standard_normal((8, 4)).astype(np.float32)
+    r = RNG8.standard_normal((8, 4)).astype(np.float32)
+    gather = xs.shard_map(lambda xb: lax.all_gather(xb, "data", tiled=True), MESH8,
+                          in_specs=(P("data"),), out_specs=P())
+    g = _grad8(lambda x: xnp.sum(gather(x) * r), (x,), _named("data"))
+    np.testing.assert_allclose(np.asarray(g), r, rtol=1e-6)
+    # psum_scatter of an operand replicated over "model" sums its 4 copies
+    scatter = xs.shard_map(lambda xb: lax.psum_scatter(xb, "model", 1, tiled=True), MESH8,
+                           in_specs=(P("data", None),), out_specs=P("data", "model"))
+    g = _grad8(lambda x: xnp.sum(scatter(x) * r), (x,), _named("data", None))
+    np.testing.assert_allclose(np.asarray(g), 4 * r, rtol=1e-6)
+    # pmax over all 8 blocks of 4x1: the gradient goes to each position's winning block
+    weights = RNG8.standard_normal((4, 1)).astype(np.float32)
+    biggest = xs.shard_map(lambda xb: lax.pmax(xb, ("data", "model")), MESH8,
+                           in_specs=(P("data", "model"),), out_specs=P())
+    g = _grad8(lambda x: xnp.sum(biggest(x) * weights), (x,), _named("data", "model"))
+    blocks = x.reshape(2, 4, 4, 1).transpose(0, 2, 1, 3).reshape(8, 4, 1)
+    winners = (blocks == blocks.max(0)) * weights
+    expected = winners.reshape(2, 4, 4, 1).transpose(0, 2, 1, 3).reshape(8, 4)
+    np.testing.assert_allclose(np.asarray(g), expected, rtol=1e-6)

@@ -88,7 +88,8 @@ CASES = [
     ("max_pool", lambda x: lax.max_pool(x, (1, 2, 2), (1, 2, 1), [(0, 0), (0, 1), (1, 0)]),
      (r(2, 4, 5),)),
     ("avg_pool", lambda x: lax.avg_pool(x, (2, 3), (1, 2), [(1, 0), (0, 2)]), (r(4, 5),)),
-    ("softmax_logsumexp", lambda a: nn.softmax(a) + nn.log_softmax(a) * nn.logsumexp(a)[:, None],
+    ("softmax_logsumexp", lambda a: nn.softmax(a) + nn.log_softmax(a)
+     * nn.logsumexp(a, axis=-1)[:, None],
      (r(3, 4),)),
     ("norms", lambda a, g, b: nn.layer_norm(a, g, b) + nn.rms_norm(a, g), (r(3, 6), r(6), r(6))),
     ("activations", lambda a: nn.gelu(a) + nn.gelu(a, False) + nn.silu(a) + nn.relu(a),
@@ -125,21 +126,38 @@ CASES = [
     ("scatter_min", lambda a, b: a.at[np.array([2, 0, 2])].min(b), (r(4, 2), r(3, 2))),
     ("scatter_mul", lambda a, b: a.at[np.array([1, 1, 3])].multiply(b), (r(4, 2), r(3, 2))),
     ("sum_pool_base_dilation", lambda x: lax.reduce_window(
-        x, "add", (2, 3), (1, 2), [(1, 0), (0, 2)], base_dilation=(2, 1)), (r(4, 5),)),
+        x, 0.0, lax.add, (2, 3), (1, 2), [(1, 0), (0, 2)], base_dilation=(2, 1)), (r(4, 5),)),
     ("sum_pool_all_dilations", lambda x: lax.reduce_window(
-        x, "add", (2, 2), (2, 1), [(1, 0), (0, 2)], base_dilation=(2, 3),
+        x, 0.0, lax.add, (2, 2), (2, 1), [(1, 0), (0, 2)], base_dilation=(2, 3),
         window_dilation=(1, 2)), (r(4, 5),)),
     ("max_pool_base_dilation", lambda x: lax.reduce_window(
-        x, "max", (2, 3), (1, 2), [(1, 0), (0, 2)], base_dilation=(2, 1)), (r(4, 5),)),
+        x, -np.inf, lax.max, (2, 3), (1, 2), [(1, 0), (0, 2)], base_dilation=(2, 1)), (r(4, 5),)),
     ("max_pool_window_dilation", lambda x: lax.reduce_window(
-        x, "max", (2, 2), (1, 2), [(1, 0), (0, 2)], window_dilation=(2, 2)), (r(5, 6),)),
+        x, -np.inf, lax.max, (2, 2), (1, 2), [(1, 0), (0, 2)], window_dilation=(2, 2)), (r(5, 6),)),
     ("min_pool_all_dilations", lambda x: lax.reduce_window(
-        x, "min", (2, 2), (2, 1), [(0, 1), (1, 1)], base_dilation=(1, 2),
+        x, np.inf, lax.min, (2, 2), (2, 1), [(0, 1), (1, 1)], base_dilation=(1, 2),
         window_dilation=(2, 1)), (r(5, 6),)),
     ("variadic_all_reduce", lambda a, b: xs.shard_map(
         _tuple_collectives, make_mesh({"x": 1}), (P("x"), P("x")), P("x"))(a, b),
      (r(4), r(4))),
     ("nested_tuple_loop_state", lambda a, b: _nested_loop(a, b), (r(3), r(3))),
+    ("inverse_trig", lambda a: xnp.arctan(a) + xnp.arcsin(a * 0.3) + xnp.arccos(a * 0.3)
+     + xnp.arctanh(a * 0.3), (r(3, 4),)),
+    ("hyperbolic", lambda a: xnp.sinh(a) + xnp.cosh(a) + xnp.arcsinh(a * 3.0), (r(3, 4),)),
+    ("arcsinh_at_zero", xnp.arcsinh, (np.array([0.0, -1e-3, 2.0]),)),
+    ("arccosh_log10_log2_exp2", lambda a: xnp.arccosh(a + 1.0) + xnp.log10(a) + xnp.log2(a)
+     + xnp.exp2(a), (rpos(3, 4),)),
+    ("cumprod", lambda a: xnp.cumprod(a, axis=1), (r(3, 5),)),
+    ("cumprod_with_zero", xnp.cumprod, (np.array([[1.5, 0.0], [-2.0, 0.5]]),)),
+    ("roll", lambda a: xnp.roll(a, (1, -2), (0, 1)) * np.arange(12.0).reshape(3, 4), (r(3, 4),)),
+    ("norm", lambda a: xnp.linalg.norm(a) + xnp.linalg.norm(a, 3, axis=1)
+     + xnp.linalg.norm(a, "fro", axis=(0, 1)), (r(3, 4),)),
+    ("logsumexp_all", nn.logsumexp, (r(3, 4),)),
+    ("reduce_window_callable", lambda x: lax.reduce_window(x, -np.inf, lax.max, (2, 2), (1, 1),
+                                                           "SAME")
+     + lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 1), "SAME"), (r(4, 5),)),
+    ("max_pool_valid_string", lambda x: lax.max_pool(x, (1, 2, 2), (1, 2, 2), "VALID"),
+     (r(2, 4, 6),)),
 ]
 
 
@@ -305,7 +323,8 @@ def test_window_dilated_pool_picks_the_winner_select_and_scatter_picks(monkeypat
     x = np.round(r(5, 6))
 
     def f(x):
-        pooled = lax.reduce_window(x, kind, (2, 3), (1, 2), [(1, 0), (0, 1)])
+        init, op = (-np.inf, lax.max) if kind == "max" else (np.inf, lax.min)
+        pooled = lax.reduce_window(x, init, op, (2, 3), (1, 2), [(1, 0), (0, 1)])
         return xnp.sum(pooled * np.arange(15.0).reshape(5, 3))
     expected = np.asarray(xs.grad(f)(x))
 
@@ -340,6 +359,6 @@ def test_stop_gradient_is_a_marked_copy_with_zero_derivative():
 def test_softmax_gradient_ignores_the_shift():
     """nn.softmax/log_softmax/logsumexp shift by a stop_gradient max, as JAX does."""
     z = np.array([[1.0, 1.0, 0.5]])  # a tied max
-    g = np.asarray(xs.grad(lambda z: nn.logsumexp(z)[0])(z))
+    g = np.asarray(xs.grad(lambda z: nn.logsumexp(z, axis=-1)[0])(z))
     e = np.exp(z - z.max())
     np.testing.assert_allclose(g, e / e.sum(), rtol=1e-12)

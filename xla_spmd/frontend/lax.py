@@ -21,6 +21,7 @@ from xla_spmd.ir import (
     S32,
     ArrayShape,
     ComparisonDirection,
+    Computation,
     ConvDimensionNumbers,
     DType,
     PadDim,
@@ -270,22 +271,67 @@ def reduce_sum(x, dimensions): return reduce(x, "add", dimensions)
 def reduce_max(x, dimensions): return reduce(x, "max", dimensions)
 
 
-def reduce_window(x, kind: str, window_dimensions, window_strides=None, padding=None,
+def window_reduce(x, kind: str, window_dimensions, window_strides=None, padding="VALID",
                   base_dilation=None, window_dilation=None) -> Value:
-    """Reduce sliding windows of `x` (max/avg pooling); padding: one (low, high) per dim."""
+    """Reduce sliding windows of `x` with a named reduction (add, max, min, mul) from its
+    identity; `padding` is "VALID", "SAME" or one (low, high) per dim."""
     dtype = dtype_of(x)
     init = constant(reduction_identity(kind, dtype), dtype)
+    return _reduce_window(x, init, reducer(kind, dtype), window_dimensions, window_strides,
+                          padding, base_dilation, window_dilation)
+
+
+def _reduce_window(x, init, computation, window_dimensions, window_strides, padding,
+                   base_dilation, window_dilation) -> Value:
+    rank = len(window_dimensions)
+    window_strides = tuple(window_strides or (1,) * rank)
+    if isinstance(padding, str):  # on undilated shapes, as JAX
+        padding = padtype_to_pads(shape_of(x), window_dimensions, window_strides, padding)
     window = Window.make(window_dimensions, window_strides, padding, base_dilation,
                          window_dilation)
-    return bind("reduce-window", x, init, window=window, to_apply=reducer(kind, dtype))
+    return bind("reduce-window", x, init, window=window, to_apply=computation)
 
 
-def max_pool(x, window_dimensions, window_strides=None, padding=None) -> Value:
-    return reduce_window(x, "max", window_dimensions, window_strides, padding)
+def _scalar_computation(computation, dtype) -> Computation:
+    """A binary Python function (lax.add, lax.max, a lambda, ...) traced over scalars."""
+    if isinstance(computation, Computation):
+        return computation
+    if not callable(computation):
+        raise XlaSpmdError(f"reduce_window: computation must be a binary function such as "
+                           f"lax.add or lax.max, got {computation!r}")
+    from xla_spmd.frontend.tracing import finish, fresh_name, trace_computation
+    scalar = ArrayShape(dtype, ())
+    trace, outputs = trace_computation(lambda a, b: [computation(a, b)], [scalar, scalar],
+                                       fresh_name("region_reduce_window"))
+    return finish(trace, outputs, tuple_root=False)
 
 
-def avg_pool(x, window_dimensions, window_strides=None, padding=None) -> Value:
-    total = reduce_window(x, "add", window_dimensions, window_strides, padding)
+def reduce_window(operand, init_value, computation, window_dimensions, window_strides=None,
+                  padding="VALID", base_dilation=None, window_dilation=None) -> Value:
+    """As ``jax.lax.reduce_window``: reduce sliding windows of `operand` with the binary
+    `computation` (lax.add, lax.max, lax.min, lax.mul or any traceable function) starting
+    from `init_value`; `padding` is "VALID", "SAME" or one (low, high) per dim.
+
+    >>> import numpy as np
+    >>> np.asarray(reduce_window(np.arange(4.0), 0.0, add, (2,), (2,), "VALID")).tolist()
+    [1.0, 5.0]
+    """
+    dtype = dtype_of(operand)
+    init = constant(init_value, dtype) if np.ndim(init_value) == 0 and not hasattr(
+        init_value, "aval") else convert(init_value, dtype)
+    return _reduce_window(operand, init, _scalar_computation(computation, dtype),
+                          window_dimensions, window_strides, padding, base_dilation,
+                          window_dilation)
+
+
+def max_pool(x, window_dimensions, window_strides=None, padding="VALID") -> Value:
+    """Max over windows; `padding` is "VALID", "SAME" or one (low, high) per dim."""
+    return window_reduce(x, "max", window_dimensions, window_strides, padding)
+
+
+def avg_pool(x, window_dimensions, window_strides=None, padding="VALID") -> Value:
+    """Mean over windows (padding counts as zeros, as ``flax.linen.avg_pool``)."""
+    total = window_reduce(x, "add", window_dimensions, window_strides, padding)
     count = int(np.prod(window_dimensions))
     return div(total, full(shape_of(total), count, dtype_of(total)))
 

@@ -38,12 +38,15 @@ def gelu(x, approximate: bool = True):
     return 0.5 * x * (1.0 + xnp.erf(x / math.sqrt(2.0)))
 
 
-def logsumexp(x, axis=-1, keepdims: bool = False):
+def logsumexp(x, axis=None, keepdims: bool = False):
+    """log(sum(exp(x))) over `axis` (default: all of `x`, as ``jax.nn.logsumexp``)."""
     x = xnp.asarray(x)
     # As JAX: the shift cancels, so it is a constant to autodiff (no max-tie bookkeeping).
     shift = lax.stop_gradient(xnp.max(x, axis, keepdims=True))
     out = xnp.log(xnp.sum(xnp.exp(x - shift), axis, keepdims=True)) + shift
-    return out if keepdims else xnp.squeeze(out, axis)
+    if keepdims:
+        return out
+    return xnp.squeeze(out, tuple(range(x.ndim)) if axis is None else axis)
 
 
 def softmax(x, axis=-1):

@@ -266,11 +266,11 @@ def reciprocal(x):
 
 
 def log2(x):
-    return log(x) / np.log(2.0)
+    return log(x) / float(np.log(2.0))  # a Python float is weak: f32 stays f32
 
 
 def exp2(x):
-    return exp(multiply(x, np.log(2.0)))
+    return exp(multiply(x, float(np.log(2.0))))
 
 
 def where(condition, x=None, y=None):
@@ -461,7 +461,23 @@ def tri(n: int, m: int | None = None, k: int = 0, dtype=None):
 
 
 # Reductions, shape functions and indexing live in their own modules; re-exported here.
+from xla_spmd.frontend import numpy_linalg as linalg  # noqa: E402,F401
 from xla_spmd.frontend.numpy_index import getitem, take, take_along_axis  # noqa: E402,F401
+from xla_spmd.frontend.numpy_math import (  # noqa: E402,F401
+    allclose,
+    arccos,
+    arccosh,
+    arcsin,
+    arcsinh,
+    arctan,
+    arctanh,
+    cosh,
+    isclose,
+    isinf,
+    isnan,
+    log10,
+    sinh,
+)
 from xla_spmd.frontend.numpy_reductions import (  # noqa: E402,F401
     all,
     amax,
@@ -469,6 +485,7 @@ from xla_spmd.frontend.numpy_reductions import (  # noqa: E402,F401
     any,
     argmax,
     argmin,
+    cumprod,
     cumsum,
     max,
     mean,
@@ -488,6 +505,7 @@ from xla_spmd.frontend.numpy_shape import (  # noqa: E402,F401
     ravel,
     repeat,
     reshape,
+    roll,
     sort,
     split,
     squeeze,

@@ -1,5 +1,5 @@
 """Reductions of `xla_spmd.numpy`: sum, prod, max, min, all, any, mean, var, std, argmax,
-argmin, cumsum.
+argmin, cumsum, cumprod.
 
 >>> import numpy as np
 >>> from xla_spmd.frontend import numpy_api as xnp
@@ -115,7 +115,9 @@ def _arg_reducer(kind: str, dtype: DType):
 
 def _argreduce(kind: str, x, axis, keepdims: bool):
     x = _np().asarray(x)
-    if axis is None:
+    shape = x.shape
+    flat = axis is None
+    if flat:
         x, axis = lax.reshape(x, (x.size,)), 0
     axis = _axes(axis, x.ndim)[0]
     dtype = x.aval.dtype
@@ -123,7 +125,10 @@ def _argreduce(kind: str, x, axis, keepdims: bool):
     init = lax.constant(lax.reduction_identity(kind, dtype), dtype)
     out = bind("reduce", x, indices, init, lax.constant(0, S32), dimensions=(axis,),
                to_apply=_arg_reducer(kind, dtype))
-    return _keep(lax.get_tuple_element(out, 1), x.shape, (axis,), keepdims)
+    index = lax.get_tuple_element(out, 1)
+    if flat:  # keepdims keeps every dim of the original array, as numpy
+        return lax.reshape(index, (1,) * len(shape)) if keepdims else index
+    return _keep(index, x.shape, (axis,), keepdims)
 
 
 def argmax(x, axis=None, keepdims: bool = False):
@@ -149,4 +154,26 @@ def cumsum(x, axis=None, dtype=None):
     window[axis] = n
     padding = [(0, 0)] * x.ndim
     padding[axis] = (n - 1, 0)
-    return lax.reduce_window(x, "add", window, None, padding)
+    return lax.window_reduce(x, "add", window, None, padding)
+
+
+def cumprod(x, axis=None, dtype=None):
+    """Inclusive prefix products along `axis`: a Hillis-Steele scan (log2(n) shifted
+    multiplies), differentiable through pad, slice and multiply, zeros included."""
+    x = _np().asarray(x)
+    if dtype is not None:
+        x = _np().astype(x, dtype)
+    elif x.aval.dtype.is_pred:
+        x = lax.convert(x, S32)
+    if axis is None:
+        x, axis = lax.reshape(x, (x.size,)), 0
+    axis = _axes(axis, x.ndim)[0]
+    n = x.shape[axis]
+    one = lax.constant(1, x.aval.dtype)
+    shift = 1
+    while shift < n:
+        config = [(0, 0, 0)] * x.ndim
+        config[axis] = (shift, -shift, 0)  # shifted right by `shift`, ones shifted in
+        x = lax.mul(x, lax.pad(x, one, config))
+        shift *= 2
+    return x

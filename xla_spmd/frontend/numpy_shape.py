@@ -100,11 +100,38 @@ def squeeze(x, axis=None):
     return lax.reshape(x, [n for i, n in enumerate(x.shape) if i not in axes])
 
 
-def concatenate(arrays: Sequence, axis: int = 0):
+def concatenate(arrays: Sequence, axis: int | None = 0):
+    """Join `arrays` along `axis` (None: flattened first, as numpy)."""
     xnp = _np()
     arrays = xnp._promote_dtype(*arrays)
+    if axis is None:
+        arrays, axis = [ravel(a) for a in arrays], 0
     axis = _axis(axis, arrays[0].ndim)
     return lax.concatenate(arrays, axis)
+
+
+def roll(x, shift, axis=None):
+    """Shift elements along `axis` (None: of the flattened array), wrapping around, as
+    numpy; `shift` and `axis` may be tuples."""
+    x = _np().asarray(x)
+    if axis is None:
+        return reshape(roll(ravel(x), shift, 0), x.shape)
+    shifts = (shift,) if isinstance(shift, int) else tuple(shift)
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    if len(shifts) == 1:
+        shifts = shifts * len(axes)
+    if len(axes) == 1:
+        axes = axes * len(shifts)
+    if len(shifts) != len(axes):
+        raise XlaSpmdError(f"roll: {len(shifts)} shifts for {len(axes)} axes")
+    for s, a in zip(shifts, axes):
+        a = _axis(a, x.ndim)
+        n = x.shape[a]
+        s = int(s) % n if n else 0
+        if s:
+            parts = split(x, [n - s], a)
+            x = lax.concatenate([parts[1], parts[0]], a)
+    return x
 
 
 def stack(arrays: Sequence, axis: int = 0):

@@ -43,7 +43,21 @@ from xla_spmd.mesh import Mesh
 from xla_spmd.sharding import NamedSharding, PartitionSpec, print_sharding_per_value
 
 G2L, L2G = "xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape"
-_MANUAL_MESHES: dict[str, Mesh] = {}
+
+
+@dataclass(frozen=True)
+class ManualRegion:
+    """What a manual body computation was traced for: its mesh, manual axes and the
+    shardings of its operands and results (used by autodiff and to refuse one-device runs)."""
+
+    mesh: Mesh
+    axes: tuple[str, ...]
+    in_shardings: tuple
+    out_shardings: tuple
+
+
+_MANUAL_REGIONS: dict[str, ManualRegion] = {}
+_MANUAL_MESHES: dict[str, Mesh] = {}  # body name -> mesh (read by jit)
 
 
 @dataclass
@@ -127,7 +141,6 @@ def _shard_map(fn, mesh, axes, in_specs, out_specs, args):
         raise XlaSpmdError("a shard_map body closes over traced values; pass them as "
                            "arguments (with in_specs) instead")
     computation = finish(trace, outputs, tuple_root=len(outputs) != 1)
-    _MANUAL_MESHES[computation.name] = mesh
     out_specs_leaves = _specs_per_leaf([out_specs], [out_info["value"]], "out_specs")
     out_shardings, global_avals = [], []
     for o, spec in zip(outputs, out_specs_leaves):
@@ -137,6 +150,8 @@ def _shard_map(fn, mesh, axes, in_specs, out_specs, args):
         out_shardings.append(sharding)
         global_avals.append(ArrayShape(o.shape.dtype,
                                        tuple(n * f for n, f in zip(o.shape.dims, factors))))
+    register_region(computation.name, ManualRegion(mesh, axes, tuple(in_shardings),
+                                                   tuple(out_shardings)))
     manual = ("xla.sdy.manual_axes", _manual_axes_text(axes))
     locals_ = boundary(G2L, leaves, local, [("xla.sdy.in_shardings",
                                              print_sharding_per_value(in_shardings)), manual])
@@ -160,19 +175,79 @@ def boundary(target: str, values, avals, attributes) -> list:
     return [lax.get_tuple_element(out, i) for i in range(len(avals))]
 
 
+def replicated_axes(region: ManualRegion, sharding) -> tuple[str, ...]:
+    """The manual axes a value of `sharding` is replicated over (uses in no dim)."""
+    used = {a.name for d in range(sharding.rank) for a in sharding.dim_axes(d)}
+    return tuple(a for a in region.axes if a not in used)
+
+
+def _region_feeding(inst) -> ManualRegion | None:
+    """The manual region whose body call produces the operand of a LocalToGlobal."""
+    source = inst.operands[0]
+    if source.opcode == "get-tuple-element":
+        source = source.operands[0]
+    if source.opcode == "call":
+        return _MANUAL_REGIONS.get(source.attrs.to_apply.name)
+    return None
+
+
 def transpose_boundary(ct, inst, ops) -> list:
     """VJP of a boundary: GlobalToLocal's cotangent goes through a LocalToGlobal with the
-    same shardings, and vice versa."""
+    same shardings, and vice versa.
+
+    Convention (as JAX's shard_map with replication checking): a result replicated over
+    manual axes A is one value held by |A| devices, so its cotangent is split evenly, each
+    copy getting 1/|A| (here); an operand replicated over A is used by |A| devices, so its
+    cotangent is the sum of theirs (a psum over A closing the backward body, see
+    `manual_pullback_sums`). With both, psum transposes to psum and gradients are exact.
+    """
     from xla_spmd.frontend.autodiff import flat_cotangent
     attrs = dict(inst.frontend_attributes)
     manual = ("xla.sdy.manual_axes", attrs["xla.sdy.manual_axes"])
+    cts = flat_cotangent(ct, inst.shape)
     if inst.attrs.custom_call_target == G2L:
         target = L2G
         attributes = [manual, ("xla.sdy.out_shardings", attrs["xla.sdy.in_shardings"])]
     else:
         target = G2L
         attributes = [("xla.sdy.in_shardings", attrs["xla.sdy.out_shardings"]), manual]
-    return boundary(target, flat_cotangent(ct, inst.shape), [o.aval for o in ops], attributes)
+        region = _region_feeding(inst)
+        if region is None:
+            raise XlaSpmdError(f"cannot differentiate {inst.name}: its manual region is not "
+                               "one traced by shard_map in this process")
+        cts = [_split(c, region, s) for c, s in zip(cts, region.out_shardings)]
+    return boundary(target, cts, [o.aval for o in ops], attributes)
+
+
+def _split(ct, region: ManualRegion, sharding):
+    copies = int(np.prod([region.mesh.axis_size(a) for a in replicated_axes(region, sharding)]))
+    if copies == 1 or not (ct.aval.dtype.is_float or ct.aval.dtype.is_complex):
+        return ct
+    return lax.div(ct, lax.full(ct.shape, float(copies), ct.aval.dtype))
+
+
+def register_region(name: str, region: ManualRegion) -> None:
+    """Record that computation `name` is a manual body of `region`."""
+    _MANUAL_REGIONS[name] = region
+    _MANUAL_MESHES[name] = region.mesh
+
+
+def manual_pullback_sums(callee_name: str) -> ManualRegion | None:
+    """The manual region of a shard_map body (None for other computations): the VJP of its
+    call sums each operand's cotangent over the axes that operand is replicated over."""
+    return _MANUAL_REGIONS.get(callee_name)
+
+
+def psum_replicated(cts, region: ManualRegion) -> list:
+    """Inside a manual backward body: each operand cotangent summed over the manual axes its
+    operand is replicated over (the transpose of that operand's broadcast to the devices)."""
+    out = []
+    for c, sharding in zip(cts, region.in_shardings):
+        axes = replicated_axes(region, sharding)
+        if axes and (c.aval.dtype.is_float or c.aval.dtype.is_complex):
+            c = psum(c, axes)
+        out.append(c)
+    return out
 
 
 def strip_manual_boundaries(module: Module) -> Module:
@@ -188,9 +263,9 @@ def strip_manual_boundaries(module: Module) -> Module:
             mesh = _MANUAL_MESHES[inst.attrs.to_apply.name]
             if mesh.size != 1:
                 raise XlaSpmdError(
-                    f"this program has a shard_map over {mesh!r} ({mesh.size} devices); it "
-                    "cannot run on one device before the partitioner and runtime exist. "
-                    "Inspect it with .lower(...).as_text(), or use a one-device mesh")
+                    f"this program has a shard_map over {mesh!r} ({mesh.size} devices), "
+                    "which cannot be evaluated on one device; call it through xs.jit, "
+                    "which runs it on the mesh's devices")
 
     def strip(inst, operands):
         if inst.opcode != "custom-call" or inst.attrs.custom_call_target not in targets:
@@ -209,7 +284,8 @@ def _manual(what: str) -> Manual:
     trace = current_trace()
     manual = trace.manual if trace is not None else None
     if manual is None:
-        raise XlaSpmdError(f"{what} is only meaningful inside shard_map (per-device code)")
+        raise XlaSpmdError(f"{what} is only meaningful inside shard_map (per-device code); "
+                           "call it in the body of a shard_map over a mesh with that axis")
     return manual
 
 
@@ -238,7 +314,7 @@ def _all_reduce(kind: str, x, axis_name):
     """One all-reduce per leaf of `x`, or a single variadic (tuple) all-reduce when the leaves
     share an element type (as JAX binds one psum for a pytree)."""
     from xla_spmd.frontend.numpy_api import asarray
-    manual = _manual(f"p{kind}")
+    manual = _manual({"add": "lax.psum", "max": "lax.pmax", "min": "lax.pmin"}[kind])
     leaves, tree = tree_flatten(x)
     leaves = [asarray(v) for v in leaves]
     dtypes = {v.aval.dtype for v in leaves}
@@ -267,18 +343,19 @@ def pmin(x, axis_name):
 
 
 def axis_size(axis_name) -> int:
-    manual = _manual("axis_size")
+    manual = _manual("lax.axis_size")
     return int(np.prod([manual.mesh.axis_size(a) for a in _axes(axis_name)]))
 
 
 def pmean(x, axis_name):
+    _manual("lax.pmean")
     n = axis_size(axis_name)
     return tree_map(lambda v: v / float(n), psum(x, axis_name))
 
 
 def all_gather(x, axis_name, axis: int = 0, tiled: bool = False):
     """Concatenate (tiled) or stack the devices' `x` along `axis`."""
-    manual = _manual("all_gather")
+    manual = _manual("lax.all_gather")
     if not tiled:
         x = lax.reshape(x, x.shape[:axis] + (1,) + x.shape[axis:])
     return bind("all-gather", x, dimensions=(axis,), **_group_kwargs(manual, axis_name))
@@ -286,7 +363,7 @@ def all_gather(x, axis_name, axis: int = 0, tiled: bool = False):
 
 def psum_scatter(x, axis_name, scatter_dimension: int = 0, tiled: bool = False):
     """Sum over devices, each keeping its chunk of `scatter_dimension`."""
-    manual = _manual("psum_scatter")
+    manual = _manual("lax.psum_scatter")
     out = bind("reduce-scatter", x, dimensions=(scatter_dimension,),
                to_apply=reducer("add", x.aval.dtype), **_group_kwargs(manual, axis_name))
     if not tiled:
@@ -306,7 +383,7 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, tiled: bool = Fa
         y = all_to_all(x1, axis_name, split_axis, x.ndim, tiled=True)
         y = lax.reshape(y, [n for d, n in enumerate(y.shape) if d != split_axis])
         return moveaxis(y, -1, concat_axis)
-    manual = _manual("all_to_all")
+    manual = _manual("lax.all_to_all")
     n = axis_size(axis_name)
     kwargs = _group_kwargs(manual, axis_name, global_ids=False)
     y = bind("all-to-all", x, dimensions=(split_axis,), **kwargs)
@@ -328,7 +405,7 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, tiled: bool = Fa
 def ppermute(x, axis_name, perm):
     """Send each device's `x` to another along `axis_name`: `perm` lists (source, target)
     positions on the axis; devices that receive nothing get zeros."""
-    manual = _manual("ppermute")
+    manual = _manual("lax.ppermute")
     groups = manual.mesh.device_groups(_axes(axis_name)).groups
     pairs = tuple((g[s], g[t]) for g in groups for s, t in perm)
     return bind("collective-permute", x, source_target_pairs=pairs,
@@ -337,7 +414,7 @@ def ppermute(x, axis_name, perm):
 
 def axis_index(axis_name):
     """This device's position along `axis_name` (s32), computed from partition-id."""
-    manual = _manual("axis_index")
+    manual = _manual("lax.axis_index")
     mesh = manual.mesh
     pid = bind("partition-id")
     index = None

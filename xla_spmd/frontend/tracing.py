@@ -189,7 +189,8 @@ class Array(Value):
     __slots__ = ("value", "weak_type", "_aval")
 
     def __init__(self, value, weak_type: bool = False):
-        self.value = value
+        # Evaluators may return numpy scalars; `__array__` must give an ndarray.
+        self.value = value if isinstance(value, tuple) else np.asarray(value)
         self.weak_type = weak_type
         self._aval = aval_of_concrete(value)
 

@@ -132,9 +132,17 @@ def _conditional(ct, inst, ops, out):
 
 @VJP.register("call")
 def _call(ct, inst, ops, out):
+    from xla_spmd.frontend.shard_map import (
+        Manual,
+        ManualRegion,
+        manual_pullback_sums,
+        psum_replicated,
+        register_region,
+    )
     callee = inst.attrs.to_apply
     ct_leaves = flat_cotangent(ct, inst.shape)
     m = len(ops)
+    region = manual_pullback_sums(callee.name)
 
     def pullback(*args):
         primal, cts = args[:m], args[m:]
@@ -143,15 +151,21 @@ def _call(ct, inst, ops, out):
         leaves = []
         for c, o in zip(operand_cts, ops):
             leaves += flat_cotangent(c, o.aval)
-        return leaves
+        return leaves if region is None else psum_replicated(leaves, region)
 
     name = callee.name.rsplit(".", 1)[0] if callee.name.startswith("xla.sdy.") else "vjp_call"
+    manual = None if region is None else Manual(region.mesh, region.axes)
     trace, outputs = trace_computation(pullback, [o.aval for o in ops] +
                                        [c.aval for c in ct_leaves], fresh_name(name),
-                                       manual=None)
+                                       manual=manual)
     if trace.captures:
         raise NotImplementedError("VJP of a call whose pullback captures outer values")
     computation = finish(trace, outputs, tuple_root=True)
+    if region is not None:  # the backward body is a manual region too (its operands: the
+        # primal operands, then the result cotangents; its results: operand cotangents)
+        register_region(computation.name, ManualRegion(
+            region.mesh, region.axes, region.in_shardings + region.out_shardings,
+            region.in_shardings))
     result = bind("call", *ops, *ct_leaves, to_apply=computation,
                   frontend_attributes=inst.frontend_attributes)
     leaves = [lax.get_tuple_element(result, i) for i in range(len(outputs))]

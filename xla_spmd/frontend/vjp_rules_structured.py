@@ -188,7 +188,7 @@ def _reduce_window(ct, inst, ops, out):
                                     base_dilation, window_dilation)
         padded = lax.pad(ct, lax.constant(0, ct.aval.dtype),
                          [(lo, hi, s - 1) for (lo, hi), s in zip(pads, strides)])
-        return [lax.reduce_window(padded, "add", sizes, base_dilation, None, None,
+        return [lax.window_reduce(padded, "add", sizes, base_dilation, None, None,
                                   window_dilation), None]
     if kind in ("max", "min"):
         if any(d != 1 for d in window_dilation):
