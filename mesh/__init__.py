@@ -8,10 +8,18 @@
 from .axis import AxisRef, as_axis_ref
 from .iota import IotaForm, canonicalize_iota, find_iota
 from .mesh import DeviceGroups, Mesh, make_mesh
-from .text import Cursor, parse_mesh, parse_mesh_at, parse_mesh_decl, print_mesh, print_mesh_decl
+from .text import (
+                   Cursor,
+                   parse_mesh,
+                   parse_mesh_at,
+                   parse_mesh_decl,
+                   parse_sdy_meshes,
+                   print_mesh,
+                   print_mesh_decl,
+)
 
 __all__ = [
     "AxisRef", "Cursor", "DeviceGroups", "IotaForm", "Mesh", "as_axis_ref", "canonicalize_iota",
-    "find_iota", "make_mesh", "parse_mesh", "parse_mesh_at", "parse_mesh_decl", "print_mesh",
-    "print_mesh_decl",
+    "find_iota", "make_mesh", "parse_mesh", "parse_mesh_at", "parse_mesh_decl", "parse_sdy_meshes",
+    "print_mesh", "print_mesh_decl",
 ]

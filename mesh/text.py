@@ -151,3 +151,30 @@ def parse_mesh_decl(text: str) -> tuple[str, Mesh]:
 def print_mesh_decl(name: str, mesh: Mesh) -> str:
     """``sdy.mesh @name = <...>``."""
     return f"sdy.mesh @{name} = {print_mesh(mesh)}"
+
+
+_MESH_NAME = re.compile(r'@?("[^"]*"|[\w.$-]+)')
+
+
+def parse_sdy_meshes(text: str) -> dict[str, Mesh]:
+    """The meshes in XLA's ``xla.sdy.meshes`` frontend attribute, found in a module's
+    ``frontend_attributes={...}`` text (escaped quotes allowed); {} when it has none.
+
+    >>> parse_sdy_meshes('{xla.sdy.meshes={mesh = #sdy.mesh<[\\"x\\"=2]>}}')
+    {'mesh': Mesh('x': 2)}
+    """
+    text = text.replace('\\"', '"')
+    start = text.find("xla.sdy.meshes={")
+    meshes: dict[str, Mesh] = {}
+    if start < 0:
+        return meshes
+    cursor = Cursor(text, "xla.sdy.meshes attribute")
+    cursor.pos = start + len("xla.sdy.meshes={")
+    while not cursor.accept("}"):
+        name = cursor.match(_MESH_NAME, "a mesh name").group(1).strip('"')
+        cursor.expect("=")
+        cursor.expect("#sdy.mesh")
+        meshes[name] = parse_mesh_at(cursor)
+        cursor.accept(",")
+    return meshes
+

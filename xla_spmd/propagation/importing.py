@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from xla_spmd.errors import ShardingError
 from xla_spmd.ir import Module, map_computations, rebind_called, rewrite
 from xla_spmd.ir.hlo_sharding import HloSharding
-from xla_spmd.mesh import Mesh, parse_mesh
+from xla_spmd.mesh import Mesh, parse_sdy_meshes
 from xla_spmd.sharding import (
     TensorSharding,
     finest_mesh,
@@ -31,7 +31,6 @@ from xla_spmd.sharding import (
     parse_sharding_per_value,
 )
 
-_MESH_ENTRY = re.compile(r'(@?[\w.$-]+)\s*=\s*#sdy\.mesh(<.*?>)(?=\s*[,}]|$)')
 MANUAL_BOUNDARY_IN = "xla.sdy.GlobalToLocalShape"
 MANUAL_BOUNDARY_OUT = "xla.sdy.LocalToGlobalShape"
 
@@ -54,18 +53,7 @@ def _unescape(text: str) -> str:
 
 def module_meshes(module: Module) -> dict[str, Mesh]:
     """The meshes in the module's ``xla.sdy.meshes`` frontend attribute (name -> Mesh)."""
-    meshes: dict[str, Mesh] = {}
-    for key, value in module.header:
-        if key.startswith("sdy.mesh @"):      # imported from StableHLO
-            meshes[key[len("sdy.mesh @"):].strip('"')] = parse_mesh(value)
-            continue
-        text = _unescape(f"{key}={value}")
-        start = text.find("xla.sdy.meshes")
-        if start < 0:
-            continue
-        for name, body in _MESH_ENTRY.findall(text[start:]):
-            meshes[name.lstrip("@").strip('"')] = parse_mesh(body)
-    return meshes
+    return parse_sdy_meshes(module.header_value("frontend_attributes") or "")
 
 
 def has_foreign_shardings(module: Module) -> bool:

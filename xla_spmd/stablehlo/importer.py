@@ -63,23 +63,9 @@ def module_meshes(module: Module) -> dict[str, Mesh]:
     """The named meshes of a module: XLA's ``frontend_attributes={xla.sdy.meshes={name =
     #sdy.mesh<[...]>, ...}}`` header entry (what the importer writes, and what XLA's HLO
     dumps of Shardy programs carry)."""
-    from xla_spmd.mesh import parse_mesh
-    from xla_spmd.stablehlo.lexer import Scanner
+    from xla_spmd.mesh import parse_sdy_meshes
 
-    text = module.header_value("frontend_attributes") or ""
-    start = text.find(MESHES_KEY + "={")
-    meshes: dict[str, Mesh] = {}
-    if start < 0:
-        return meshes
-    s = Scanner(text)
-    s.pos = start + len(MESHES_KEY) + 2
-    while not s.accept("}"):
-        name = s.string() if s.peek('"') else s.bare_id()
-        s.expect("=")
-        s.expect("#sdy.mesh")
-        meshes[name] = parse_mesh(s.balanced("<", ">"))
-        s.accept(",")
-    return meshes
+    return parse_sdy_meshes(module.header_value("frontend_attributes") or "")
 
 
 def module_mesh_attributes(module: Module) -> dict[str, str]:
