@@ -251,11 +251,14 @@ def cmd_partition(args) -> int:
     if args.json:
         print(table_json(rows))
         return 0
+    # The per-device program has local shapes: the global shardings its instructions keep
+    # for inspection would mislead a reader (or a tool) of the text.
+    local = strip_shardings(spmd)
     if args.format == "mlir":
         from xla_spmd.stablehlo import export_stablehlo
-        print(export_stablehlo(spmd), end="")
+        print(export_stablehlo(local), end="")
     else:
-        print(print_module(strip_shardings(spmd)))
+        print(print_module(local))
     print("\n".join("// " + line for line in format_table(rows).splitlines()))
     return 0
 
