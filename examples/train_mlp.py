@@ -11,7 +11,7 @@ from a fixed random teacher network, so the loss falls.
 from __future__ import annotations
 
 import numpy as np
-from training import batch_spec, make_mesh, parse_args, shardings, train
+from training import make_mesh, parse_args, sharded_step, train
 
 import xla_spmd as xs
 import xla_spmd.nn as nn
@@ -57,14 +57,10 @@ def make_batches(seed: int):
 
 def main() -> list[float]:
     args = parse_args(__doc__.split("\n")[0], steps=30)
-    mesh = make_mesh(args.mesh)
     params, roles = init_params(args.seed)
-    param_shardings = shardings(mesh, args.strategy, roles, params)
-    data = xs.NamedSharding(mesh, batch_spec(args.strategy, 2))
-    step = xs.jit(train_step, in_shardings=(param_shardings, data, data),
-                  out_shardings=(param_shardings, xs.NamedSharding(mesh, xs.P())))
-    return train(step, xs.device_put(params, param_shardings), make_batches(args.seed),
-                 args=args, items_per_step=BATCH, unit="samples", title="mlp")
+    step, params = sharded_step(train_step, make_mesh(args.mesh), args.strategy, params, roles)
+    return train(step, params, make_batches(args.seed), args=args, items_per_step=BATCH,
+                 unit="samples", title="mlp")
 
 
 if __name__ == "__main__":

@@ -88,6 +88,16 @@ def live_output() -> bool:
     return sys.stdout.isatty() and not launched
 
 
+def sharded_step(train_step, mesh, strategy: str, params: dict, roles: dict):
+    """`train_step(params, inputs, targets) -> (params, loss)` jitted with the strategy's
+    shardings, and the parameters placed on the devices by them."""
+    param_shardings = shardings(mesh, strategy, roles, params)
+    data = xs.NamedSharding(mesh, batch_spec(strategy, 2))
+    step = xs.jit(train_step, in_shardings=(param_shardings, data, data),
+                  out_shardings=(param_shardings, xs.NamedSharding(mesh, xs.P())))
+    return step, xs.device_put(params, param_shardings)
+
+
 def train(step, params, batches, *, args, items_per_step: int, unit: str, title: str
           ) -> list[float]:
     """Run the loop; print the loss every few steps (rank 0 only) and return the losses.

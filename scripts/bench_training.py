@@ -20,8 +20,6 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-import xla_spmd as xs
-
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 sys.path.insert(0, str(EXAMPLES))
 
@@ -45,16 +43,12 @@ def blas_kernel() -> str:
 
 def time_steps(example, mesh_text: str, strategy: str, steps: int) -> tuple[float, float]:
     """(compile seconds, seconds per step)."""
-    from training import batch_spec, make_mesh, shardings
+    from training import make_mesh, sharded_step
 
-    mesh = make_mesh(mesh_text)
     params, roles = example.init_params(0)
-    param_shardings = shardings(mesh, strategy, roles, params)
-    data = xs.NamedSharding(mesh, batch_spec(strategy, 2))
-    step = xs.jit(example.train_step, in_shardings=(param_shardings, data, data),
-                  out_shardings=(param_shardings, xs.NamedSharding(mesh, xs.P())))
+    step, params = sharded_step(example.train_step, make_mesh(mesh_text), strategy, params,
+                                roles)
     batches = example.make_batches(0)
-    params = xs.device_put(params, param_shardings)
     start = time.perf_counter()
     params, loss = step(params, *batches(0))  # traces, propagates, partitions, runs
     float(loss)

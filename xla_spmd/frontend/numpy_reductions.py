@@ -139,8 +139,9 @@ def argmin(x, axis=None, keepdims: bool = False):
     return _argreduce("min", x, axis, keepdims)
 
 
-def cumsum(x, axis=None, dtype=None):
-    """Inclusive prefix sums along `axis` (a reduce-window with a full-length window)."""
+def _scan_operand(x, axis, dtype):
+    """The operand of a prefix scan (cast, booleans counted as s32, flattened when `axis`
+    is None) and the scanned axis."""
     x = _np().asarray(x)
     if dtype is not None:
         x = _np().astype(x, dtype)
@@ -149,6 +150,12 @@ def cumsum(x, axis=None, dtype=None):
     if axis is None:
         x, axis = lax.reshape(x, (x.size,)), 0
     axis = _axes(axis, x.ndim)[0]
+    return x, axis
+
+
+def cumsum(x, axis=None, dtype=None):
+    """Inclusive prefix sums along `axis` (a reduce-window with a full-length window)."""
+    x, axis = _scan_operand(x, axis, dtype)
     n = x.shape[axis]
     window = [1] * x.ndim
     window[axis] = n
@@ -160,14 +167,7 @@ def cumsum(x, axis=None, dtype=None):
 def cumprod(x, axis=None, dtype=None):
     """Inclusive prefix products along `axis`: a Hillis-Steele scan (log2(n) shifted
     multiplies), differentiable through pad, slice and multiply, zeros included."""
-    x = _np().asarray(x)
-    if dtype is not None:
-        x = _np().astype(x, dtype)
-    elif x.aval.dtype.is_pred:
-        x = lax.convert(x, S32)
-    if axis is None:
-        x, axis = lax.reshape(x, (x.size,)), 0
-    axis = _axes(axis, x.ndim)[0]
+    x, axis = _scan_operand(x, axis, dtype)
     n = x.shape[axis]
     one = lax.constant(1, x.aval.dtype)
     shift = 1

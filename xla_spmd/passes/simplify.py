@@ -132,27 +132,22 @@ def _small_integer(*insts: Instruction) -> bool:
 # The rows
 
 
-def add_zero(inst, ctx):
-    lhs, rhs = inst.operands
-    if _is(ctx, rhs, 0):
-        return ctx.forward(inst, lhs)
-    if _is(ctx, lhs, 0):
-        return ctx.forward(inst, rhs)
-    return None
+def identity_operand(value: int, commutative: bool = True):
+    """A row forwarding the other operand when one is the constant `value` (the op's
+    identity); only the rhs counts when the op is not commutative."""
+    def row(inst, ctx):
+        lhs, rhs = inst.operands
+        if _is(ctx, rhs, value):
+            return ctx.forward(inst, lhs)
+        if commutative and _is(ctx, lhs, value):
+            return ctx.forward(inst, rhs)
+        return None
+    return row
 
 
-def subtract_zero(inst, ctx):
-    lhs, rhs = inst.operands
-    return ctx.forward(inst, lhs) if _is(ctx, rhs, 0) else None
-
-
-def multiply_one(inst, ctx):
-    lhs, rhs = inst.operands
-    if _is(ctx, rhs, 1):
-        return ctx.forward(inst, lhs)
-    if _is(ctx, lhs, 1):
-        return ctx.forward(inst, rhs)
-    return None
+add_zero = identity_operand(0)
+subtract_zero = identity_operand(0, commutative=False)
+multiply_one = identity_operand(1)
 
 
 def multiply_zero(inst, ctx):
