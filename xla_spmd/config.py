@@ -1,0 +1,153 @@
+"""Process-wide options, used as JAX's ``jax.config`` is: ``xs.config.update(name, value)``
+sets one, ``xs.config.<name>`` reads it (this module is the config object), and each has an environment variable that gives its
+value at start-up (checked when first read, with an error naming the variable).
+
+This module imports nothing of ours but ``xla_spmd.errors``, so every layer may read it.
+
+>>> import xla_spmd as xs
+>>> xs.config.max_loop_iterations > 0
+True
+>>> with xs.config.override(collective_timeout=5.0):
+...     xs.config.collective_timeout
+5.0
+>>> xs.config.update("backend", "no-such-backend")
+Traceback (most recent call last):
+    ...
+xla_spmd.errors.XlaSpmdError: backend='no-such-backend': expected one of 'reference', 'cpu', 'gpu'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from xla_spmd.errors import XlaSpmdError
+
+
+def _boolean(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("expected 1/true/yes/on or 0/false/no/off")
+
+
+def _timeout(text: str | float) -> float:
+    """Seconds > 0; ``inf``, ``none`` or ``nan`` mean no timeout (math.inf)."""
+    if isinstance(text, str) and text.strip().lower() in ("none", "inf", "infinity", "nan"):
+        return math.inf
+    value = float(text)
+    if math.isnan(value) or math.isinf(value):
+        return math.inf
+    if value <= 0:
+        raise ValueError("expected a positive number of seconds, or 'inf' for no limit")
+    return value
+
+
+def _positive_int(text: str | int) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError("expected a positive integer")
+    return value
+
+
+def _choice(*choices: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        value = str(text).strip().lower()
+        if value not in choices:
+            raise ValueError("expected one of " + ", ".join(repr(c) for c in choices))
+        return value
+    return parse
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One option: its default, the environment variable that sets it, and its parser."""
+
+    name: str
+    default: Any
+    env: str
+    parse: Callable[[Any], Any]
+    doc: str
+
+
+OPTIONS: dict[str, Option] = {option.name: option for option in (
+    Option("backend", "reference", "XLA_SPMD_BACKEND", _choice("reference", "cpu", "gpu"),
+           "the backend that compiles and runs per-device programs"),
+    Option("deterministic_collectives", True, "XLA_SPMD_DETERMINISTIC", _boolean,
+           "reduce floats in group order on every communicator (bit-identical in-process, "
+           "under MPI and on any machine); 0 lets MPI/NCCL pick their own, faster order"),
+    Option("collective_timeout", 300.0, "XLA_SPMD_COLLECTIVE_TIMEOUT", _timeout,
+           "seconds a device waits in a collective before the job stops and names the "
+           "devices that did not arrive; 'inf' waits forever"),
+    Option("max_loop_iterations", 10_000_000, "XLA_SPMD_MAX_LOOP_ITERATIONS", _positive_int,
+           "iterations after which a `while` loop is stopped with an error"),
+)}
+
+
+_values: dict[str, Any] = {}
+_UNSET = object()
+
+
+def _parse(option: Option, value: Any, source: str) -> Any:
+    try:
+        return option.parse(value)
+    except (TypeError, ValueError) as error:
+        raise XlaSpmdError(f"{source}={value!r}: {error}") from None
+
+
+def __getattr__(name: str) -> Any:
+    """An option's value: what ``update`` set, else its environment variable (parsed once),
+    else its default."""
+    option = OPTIONS.get(name)
+    if option is None:
+        raise AttributeError(f"xla_spmd.config has no option {name!r}; options: "
+                             + ", ".join(sorted(OPTIONS)))
+    if name not in _values:
+        text = os.environ.get(option.env)
+        _values[name] = (option.default if text is None or not text.strip()
+                         else _parse(option, text, option.env))
+    return _values[name]
+
+
+def update(name: str, value: Any) -> None:
+    """Set option ``name`` for this process (overrides its environment variable)."""
+    option = OPTIONS.get(name)
+    if option is None:
+        raise XlaSpmdError(f"unknown option {name!r}; options: " + ", ".join(sorted(OPTIONS)))
+    _values[name] = _parse(option, value, name)
+
+
+def reset(name: str | None = None) -> None:
+    """Forget what ``update`` set (one option, or all): the environment rules again."""
+    if name is None:
+        _values.clear()
+    else:
+        _values.pop(name, None)
+
+
+@contextlib.contextmanager
+def override(**values: Any) -> Iterator[None]:
+    """Set options for the duration of a ``with`` block."""
+    saved = {name: _values.get(name, _UNSET) for name in values}
+    try:
+        for name, value in values.items():
+            update(name, value)
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is _UNSET:
+                _values.pop(name, None)
+            else:
+                _values[name] = value
+
+
+def describe() -> str:
+    """Every option, its value, and the variable that sets it."""
+    return "\n".join(f"{o.name} = {__getattr__(o.name)!r}  ({o.env}): {o.doc}"
+                     for o in OPTIONS.values())
