@@ -1,6 +1,7 @@
 """Process-wide options, used as JAX's ``jax.config`` is: ``xs.config.update(name, value)``
-sets one, ``xs.config.<name>`` reads it (this module is the config object), and each has an environment variable that gives its
-value at start-up (checked when first read, with an error naming the variable).
+sets one, ``xs.config.<name>`` reads it (this module is the config object), and each has an
+environment variable that gives its value at start-up (checked when first read, with an error
+naming the variable).
 
 This module imports nothing of ours but ``xla_spmd.errors``, so every layer may read it.
 
