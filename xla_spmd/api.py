@@ -21,8 +21,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from xla_spmd import pipeline
-from xla_spmd.errors import XlaSpmdError
+import xla_spmd.pipeline as pipeline
 from xla_spmd.frontend import jit as frontend_jit
 from xla_spmd.frontend import shard_map as frontend_shard_map
 from xla_spmd.frontend.pytree import tree_unflatten
@@ -48,10 +47,6 @@ def compile_for_devices(module: Module) -> DeviceProgram | None:
     num_devices = topology().num_devices
     if mesh is None or mesh.size == 1 < num_devices:
         return None
-    if mesh.size != num_devices:
-        raise XlaSpmdError(f"{module.name}: the shardings' mesh has {mesh.size} devices, "
-                           f"this job has {num_devices}; use xs.set_num_devices({mesh.size}) "
-                           f"or mpirun -n {mesh.size}")
     program = pipeline.compile(module, mesh=mesh, devices=[d.id for d in local_devices()])
     return DeviceProgram(program, Runner(program.module, program.executable))
 

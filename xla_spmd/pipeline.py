@@ -29,7 +29,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xla_spmd import config
+import xla_spmd.config as config
 from xla_spmd.backends import BACKENDS, Backend, Executable, get_backend
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import Module, verify

@@ -24,7 +24,7 @@ import numpy as np
 from xla_spmd.backends import Executable
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import Module, TupleShape
-from xla_spmd.runtime.devices import local_devices
+from xla_spmd.runtime.devices import local_devices, topology
 from xla_spmd.runtime.executable import execute
 from xla_spmd.runtime.sharded_array import ShardedArray, device_put
 from xla_spmd.sharding import TensorSharding
@@ -42,6 +42,11 @@ class Runner:
     results (`module`: the propagated program it was compiled from)."""
 
     def __init__(self, module: Module, executable: Executable):
+        partitions, num_devices = executable.module.num_partitions, topology().num_devices
+        if partitions != num_devices:
+            raise XlaSpmdError(f"{module.name}: the shardings' mesh has {partitions} devices, "
+                               f"this job has {num_devices}; use "
+                               f"xs.set_num_devices({partitions}) or mpirun -n {partitions}")
         self.module = module
         self.executable = executable
         self.parameter_shardings = [p.sharding for p in module.entry.parameters]
