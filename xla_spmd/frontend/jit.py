@@ -28,6 +28,7 @@ from xla_spmd.errors import ShardingError, XlaSpmdError
 from xla_spmd.frontend.pytree import tree_flatten, tree_unflatten
 from xla_spmd.frontend.tracing import Array, Trace, Value, aval_of, bind, current_trace, is_weak
 from xla_spmd.ir import Module
+from xla_spmd.ir.custom_calls import SHARDING
 from xla_spmd.mesh import print_mesh
 from xla_spmd.sharding import NamedSharding, PartitionSpec, TensorSharding
 
@@ -463,7 +464,7 @@ def with_sharding_constraint(x, sharding):
     for leaf, s in zip(leaves, shardings):
         aval = aval_of(leaf)
         tensor_sharding = to_tensor_sharding(s, aval.rank, "with_sharding_constraint")
-        outs.append(bind("custom-call", leaf, shape=aval, custom_call_target="Sharding",
+        outs.append(bind("custom-call", leaf, shape=aval, custom_call_target=SHARDING,
                          sharding=tensor_sharding))
     return tree_unflatten(tree, outs)
 
