@@ -35,6 +35,8 @@ HEADER_WORDS = 24
 KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute",
          "broadcast", "barrier")
 _OPS = ("", "sum", "prod", "min", "max", "and", "or")
+_ARGUMENT_NAMES = {"all_gather": ("axis",), "reduce_scatter": ("axis",),
+                   "all_to_all": ("split axis", "concat axis"), "broadcast": ("root",)}
 _MAX_DIMS = 8
 _NAME_BYTES = 16
 
@@ -90,7 +92,7 @@ def encode(sequence: int, kind: str, op: str | None, x: np.ndarray | None,
 
 
 def describe(header: np.ndarray) -> str:
-    """A header as a call: ``all_gather of bfloat16[2,8] axis 1 (call #4)``."""
+    """A header as a call: ``all_gather of bfloat16[2,8], axis 1 (call #4)``."""
     kind = KINDS[int(header[_KIND])] if 0 <= header[_KIND] < len(KINDS) else "?"
     op = int(header[_OP])
     text = kind + (f"({_OPS[op]})" if op > 0 else "(a custom reduction)" if op < 0 else "")
@@ -99,9 +101,10 @@ def describe(header: np.ndarray) -> str:
         dims = ",".join(str(int(d)) for d in header[_DIMS:_DIMS + min(ndim, _MAX_DIMS)])
         more = ",..." if ndim > _MAX_DIMS else ""
         text += f" of {_name_of(header[_DTYPE:_DTYPE + 2])}[{dims}{more}]"
-    args = [int(a) for a in header[_ARGS:_ARGS + 4] if a >= 0]
+    names = _ARGUMENT_NAMES.get(kind, ())
+    args = [f"{name} {int(value)}" for name, value in zip(names, header[_ARGS:_ARGS + 4])]
     if args:
-        text += " with arguments " + ",".join(map(str, args))
+        text += ", " + ", ".join(args)
     if header[_PAIRS_HASH]:
         text += f" with pairs #{int(header[_PAIRS_HASH]) & 0xFFFF:04x}"
     text += f" (call #{int(header[_SEQUENCE])})"

@@ -84,6 +84,12 @@ from .beacon import Beacons, calls_entered, deadline_of
 from .header import stable_hash
 
 _PERMUTE_TAG = 7301
+# Every collective starts with one fixed-size exchange over its group: the call header, and
+# the payload itself when it has at most _INLINE_BYTES (then that exchange is the whole
+# collective: small collectives take one round trip, as MPI's own do).
+_INLINE_BYTES = 4096
+_HEADER_BYTES = header.HEADER_WORDS * 8
+_BLOCK_BYTES = _HEADER_BYTES + _INLINE_BYTES
 # Below this many bytes gathered per member, a float all-reduce gathers every member's whole
 # buffer and folds locally: one round trip instead of two.
 _SMALL_REDUCE_BYTES = 1 << 16
@@ -143,6 +149,9 @@ def _chunks(total: int, parts: int) -> tuple[np.ndarray, np.ndarray]:
 
 Steps = Generator[list, None, Any]
 """A collective's payload stages: yields each stage's MPI requests, returns the result."""
+MakeSteps = Callable[[np.ndarray | None], Steps]
+"""Given every member's payload stacked in group order when it travelled inline with the
+header (else None), a collective's payload stages."""
 
 
 def _done(value: Any) -> Steps:
@@ -154,15 +163,17 @@ def _done(value: Any) -> Steps:
 class _MpiHandle:
     """A collective in flight: its header exchange, then its payload stages."""
 
-    __slots__ = ("_owner", "group", "what", "_headers", "_requests", "_make_steps",
+    __slots__ = ("_owner", "group", "what", "_blocks", "_inline", "_requests", "_make_steps",
                  "_steps", "done", "_value", "_busy")
 
     def __init__(self, owner: MpiCommunicator, group: Group, what: tuple,
-                 headers: np.ndarray, request: Any, make_steps: Callable[[], Steps]):
+                 blocks: np.ndarray, inline: np.ndarray | None, request: Any,
+                 make_steps: MakeSteps):
         self._owner = owner
         self.group = group
         self.what = what
-        self._headers = headers
+        self._blocks = blocks
+        self._inline = inline  # the payload, if it travels inline: its dtype and shape
         self._requests = [request]
         self._make_steps = make_steps
         self._steps: Steps | None = None
@@ -190,15 +201,27 @@ class _MpiHandle:
                 elif not owner._MPI.Request.Testall(self._requests):
                     return False
                 self._requests = None
-                if self._headers is not None:
-                    headers, self._headers = self._headers, None
-                    owner._check_headers(headers, self.group, self.what)
+                if self._blocks is not None:
+                    blocks, self._blocks = self._blocks, None
+                    try:
+                        owner._check_headers(blocks[:, :_HEADER_BYTES].view(np.int64),
+                                             self.group, self.what)
+                    except CommunicationError as error:
+                        # Nothing of the payload was posted, and nothing will be: the group
+                        # stays usable, and every wait on this handle raises the error.
+                        self._value, self._make_steps, self.done = error, None, True
+                        owner._retire(self)
+                        raise
+                    if self._inline is not None:
+                        x, size = self._inline, self._inline.nbytes
+                        rows = blocks[:, _HEADER_BYTES:_HEADER_BYTES + size]
+                        self._inline = rows.copy().view(x.dtype).reshape((len(rows),) + x.shape)
                     continue
             if self._steps is None:
                 if not owner._first_in_group(self, block):
                     return False
-                self._steps = self._make_steps()
-                self._make_steps = None
+                self._steps = self._make_steps(self._inline)
+                self._make_steps = self._inline = None
             try:
                 self._requests = next(self._steps)
             except StopIteration as stop:
@@ -209,6 +232,8 @@ class _MpiHandle:
 
     def wait(self) -> Any:
         self.advance(block=True)
+        if isinstance(self._value, CommunicationError):
+            raise self._value
         return self._value
 
 
@@ -224,7 +249,7 @@ class MpiCommunicator(BlockingCollectives):
 
     def __init__(self, comm: Any = None, timeout: float | None = None,
                  deterministic: bool | None = None):
-        from xla_spmd import config
+        import xla_spmd.config as config
 
         self._MPI = _mpi()
         self._comm = (comm if comm is not None else self._MPI.COMM_WORLD).Dup()
@@ -317,18 +342,23 @@ class MpiCommunicator(BlockingCollectives):
     # -- starting, ordering and waiting -------------------------------------------------------
 
     def _start(self, kind: str, group: Group, comms: tuple[Any, Any], op: str | None,
-               x: np.ndarray | None, make_steps: Callable[[], Steps], args: Sequence[int] = (),
+               x: np.ndarray | None, make_steps: MakeSteps, args: Sequence[int] = (),
                pairs: Sequence[tuple[int, int]] = ()) -> _MpiHandle:
-        """Post the header exchange of a collective and queue its payload stages."""
+        """Post the first exchange of a collective (its header, and its payload if small)
+        and queue its payload stages."""
         sequence = self._sequence.get(group, 0)
         self._sequence[group] = sequence + 1
-        fingerprint = _fingerprint(group)
-        self._beacons.entered(fingerprint, sequence)
-        mine = header.encode(sequence, kind, op, x, args, pairs, self.program)
-        headers = np.empty((len(group), header.HEADER_WORDS), np.int64)
-        request = comms[1].Iallgather(mine, headers)
-        handle = _MpiHandle(self, group, (kind, group, sequence), headers, request,
-                            make_steps)
+        self._beacons.entered(_fingerprint(group), sequence)
+        block = np.zeros(_BLOCK_BYTES, np.uint8)
+        block[:_HEADER_BYTES].view(np.int64)[:] = header.encode(sequence, kind, op, x, args,
+                                                                 pairs, self.program)
+        inline = x is not None and x.nbytes <= _INLINE_BYTES
+        if inline:
+            block[_HEADER_BYTES:_HEADER_BYTES + x.nbytes] = x.reshape(-1).view(np.uint8)
+        blocks = np.empty((len(group), _BLOCK_BYTES), np.uint8)
+        request = comms[1].Iallgather(block, blocks)
+        handle = _MpiHandle(self, group, (kind, group, sequence), blocks,
+                            x if inline else None, request, make_steps)
         self._progress()
         self._in_flight.setdefault(group, deque()).append(handle)
         handle.advance(block=False)
@@ -463,9 +493,9 @@ class MpiCommunicator(BlockingCollectives):
         comm, parts = comms[0], len(group)
         native = self._native_op(x.dtype, op)
 
-        def steps() -> Steps:
-            if parts == 1:
-                return fold([x], op)
+        def steps(rows: np.ndarray | None) -> Steps:
+            if rows is not None or parts == 1:
+                return fold(list(x[None] if rows is None else rows), op)
             if native is not None:
                 out = np.empty_like(x)
                 yield [comm.Iallreduce(x, out, native)]
@@ -504,10 +534,11 @@ class MpiCommunicator(BlockingCollectives):
         x = _contiguous(x)
         axis = normalize_axis("all_gather", axis, x.ndim)
 
-        def steps() -> Steps:
-            gathered = np.empty((len(group),) + x.shape, x.dtype)
-            yield [comms[0].Iallgather(_bytes(x), _bytes(gathered))]
-            return concat_stacked("all_gather", gathered, axis)
+        def steps(rows: np.ndarray | None) -> Steps:
+            if rows is None:
+                rows = np.empty((len(group),) + x.shape, x.dtype)
+                yield [comms[0].Iallgather(_bytes(x), _bytes(rows))]
+            return concat_stacked("all_gather", rows, axis)
 
         return self._start("all_gather", group, comms, None, x, steps, (axis,))
 
@@ -521,9 +552,12 @@ class MpiCommunicator(BlockingCollectives):
         stacked = split_stacked("reduce_scatter", x, parts, axis)
         native = self._native_op(x.dtype, op)
 
-        def steps() -> Steps:
-            if parts == 1:
-                return fold([stacked[0]], op)
+        def steps(rows: np.ndarray | None) -> Steps:
+            if rows is not None or parts == 1:
+                me = group.index(self._rank)
+                return fold([stacked[0]] if rows is None else
+                            [split_stacked("reduce_scatter", row, parts, axis)[me]
+                             for row in rows], op)
             if native is not None:
                 out = np.empty_like(stacked[0])
                 yield [comms[0].Ireduce_scatter_block(stacked, out, native)]
@@ -542,9 +576,14 @@ class MpiCommunicator(BlockingCollectives):
         concat_axis = normalize_axis("all_to_all", concat_axis, x.ndim)
         stacked = split_stacked("all_to_all", x, len(group), split_axis)
 
-        def steps() -> Steps:
-            received = np.empty_like(stacked)
-            yield [comms[0].Ialltoall(_bytes(stacked), _bytes(received))]
+        def steps(rows: np.ndarray | None) -> Steps:
+            if rows is None:
+                received = np.empty_like(stacked)
+                yield [comms[0].Ialltoall(_bytes(stacked), _bytes(received))]
+            else:
+                me = group.index(self._rank)
+                received = np.stack([split_stacked("all_to_all", row, len(group),
+                                                   split_axis)[me] for row in rows])
             return concat_stacked("all_to_all", received, concat_axis)
 
         return self._start("all_to_all", group, comms, None, x, steps,
@@ -562,7 +601,10 @@ class MpiCommunicator(BlockingCollectives):
         group, comms = self._lookup("collective_permute", members)
         comm = comms[0]
 
-        def steps() -> Steps:
+        def steps(rows: np.ndarray | None) -> Steps:
+            if rows is not None:
+                sources = [s for s, t in pairs if t == self._rank]
+                return rows[group.index(sources[0])] if sources else np.zeros_like(x)
             out = np.zeros_like(x)
             requests = []
             for source, target in pairs:
@@ -588,7 +630,9 @@ class MpiCommunicator(BlockingCollectives):
             raise CommunicationError(f"broadcast: root {root} is not in replica group {group}")
         x = _contiguous(x)
 
-        def steps() -> Steps:
+        def steps(rows: np.ndarray | None) -> Steps:
+            if rows is not None:
+                return rows[group.index(root)]
             out = np.array(x, copy=True) if self._rank == root else np.empty_like(x)
             yield [comms[0].Ibcast(_bytes(out), root=group.index(root))]
             return out
@@ -599,7 +643,7 @@ class MpiCommunicator(BlockingCollectives):
         group, comms = self._lookup("barrier", group)
 
         # The header exchange is the barrier.
-        return self._start("barrier", group, comms, None, None, lambda: _done(None))
+        return self._start("barrier", group, comms, None, None, lambda rows: _done(None))
 
 
 _installed = False
