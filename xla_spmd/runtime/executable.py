@@ -28,13 +28,16 @@ cores' BLAS threads; under MPI this process runs its one device and collectives 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+import weakref
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from xla_spmd.backends import Executable
 from xla_spmd.errors import XlaSpmdError
+from xla_spmd.ir.hlo_printer import print_module
 from xla_spmd.runtime.devices import topology
 
 _local_worlds: dict[int, object] = {}
@@ -74,6 +77,23 @@ def blas_threads_per_device(num_devices: int):
         yield
 
 
+_fingerprints: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def program_fingerprint(executable: Executable) -> int:
+    """A 64-bit digest of the executable's program text (computed once per executable):
+    ranks under MPI check at every collective that they all run this program."""
+    try:
+        return _fingerprints[executable]
+    except (KeyError, TypeError):
+        pass
+    text = print_module(executable.module).encode()
+    fingerprint = int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")
+    with contextlib.suppress(TypeError):  # an executable that takes no weak reference
+        _fingerprints[executable] = fingerprint
+    return fingerprint
+
+
 def execute(executable: Executable, per_device_args: Mapping[int, Sequence]
             ) -> dict[int, list[np.ndarray]]:
     """Run `executable` on this process's devices; `per_device_args[d]` are device d's
@@ -88,7 +108,9 @@ def execute(executable: Executable, per_device_args: Mapping[int, Sequence]
         raise XlaSpmdError(f"no arguments for devices {missing}")
     if top.kind == "mpi":
         (device,) = top.local_device_ids
-        return {device: executable.run(device, per_device_args[device], mpi_communicator())}
+        communicator = mpi_communicator()
+        communicator.set_program(program_fingerprint(executable))
+        return {device: executable.run(device, per_device_args[device], communicator)}
     world = _local_world(top.num_devices)
     with blas_threads_per_device(top.num_devices):
         results = world.run(lambda comm: executable.run(
