@@ -31,14 +31,13 @@ import numpy as np
 from xla_spmd.backends.reference.elementwise import apply_binary, total_order_key
 from xla_spmd.backends.reference.evaluator import EVALUATE, Context, leaves
 from xla_spmd.backends.reference.numeric import compute_dtype, is_float
-from xla_spmd.ir import ArrayShape, Computation, Family, Instruction, TupleShape
+from xla_spmd.ir import ArrayShape, Computation, Instruction, TupleShape
 
 # ---------------------------------------------------------------------------------------------
 # Reducer bodies: recognising fast forms and applying them to arrays
 
 _FAST_UFUNCS = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum,
                 "minimum": np.minimum, "and": None, "or": None}
-_ELEMENTWISE_FAMILIES = (Family.UNARY, Family.BINARY, Family.ELEMENTWISE)
 
 
 def _cached(analysis):
@@ -80,9 +79,7 @@ def is_elementwise(computation: Computation) -> bool:
         name = inst.op.name
         if name in ("parameter", "constant", "tuple", "get-tuple-element"):
             continue
-        if name == "bitcast-convert":  # its rule reshapes to the declared (scalar) shape
-            return False
-        if inst.op.family in _ELEMENTWISE_FAMILIES:
+        if inst.op.elementwise and not inst.called_computations():
             continue
         if name in ("call", "fusion") and all(is_elementwise(c)
                                               for c in inst.called_computations()):

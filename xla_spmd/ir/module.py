@@ -248,9 +248,9 @@ RewriteFn = Callable[[Instruction, tuple[Instruction, ...]], Instruction | None]
 
 def has_side_effect(inst: Instruction) -> bool:
     """Whether `inst` must run even when nothing uses its result."""
-    if inst.op.name == "custom-call":
+    if inst.op.name == "custom-call":  # the one op whose side effect is an attribute
         return bool(inst.attrs.custom_call_has_side_effect)
-    return inst.op.name == "rng"
+    return inst.op.side_effect
 
 
 def rewrite(computation: Computation, fn: RewriteFn, name: str | None = None) -> Computation:

@@ -12,10 +12,11 @@ import math
 from xla_spmd.errors import VerifyError
 from xla_spmd.ir.attributes import ComparisonType
 from xla_spmd.ir.dtypes import C64, C128, F32, F64, PRED, S32, TOKEN, U32
-from xla_spmd.ir.ops import REQUIRED, AttrKind, AttrSpec, Family, define
+from xla_spmd.ir.ops import REQUIRED, AttrKind, AttrSpec, Family, Trait, define
 from xla_spmd.ir.shapes import ArrayShape, TupleShape
 
 K = AttrKind
+T = Trait
 
 
 def A(name: str, kind: AttrKind, default=REQUIRED) -> AttrSpec:
@@ -55,7 +56,7 @@ def _infer_declared(name):
 
 
 define("parameter", Family.LEAF, _infer_declared("parameter"),
-       attrs=(A("parameter_number", K.INT),), needs_declared_shape=True)
+       attrs=(A("parameter_number", K.INT),), needs_declared_shape=True, traits=(T.DISTINCT,))
 define("constant", Family.LEAF, _infer_declared("constant"),
        attrs=(A("literal", K.LITERAL),), needs_declared_shape=True)
 
@@ -71,7 +72,8 @@ define("iota", Family.LEAF, _infer_iota, attrs=(A("iota_dimension", K.INT),),
        needs_declared_shape=True)
 for _name in ("partition-id", "replica-id"):
     define(_name, Family.LEAF, lambda o, a, d: ArrayShape(U32, ()))
-define("after-all", Family.LEAF, lambda o, a, d: ArrayShape(TOKEN, ()), operands=(0, None))
+define("after-all", Family.LEAF, lambda o, a, d: ArrayShape(TOKEN, ()), operands=(0, None),
+       traits=(T.DISTINCT,))
 
 # ---------------------------------------------------------------------------------------------
 # Elementwise
@@ -113,12 +115,24 @@ def _infer_binary(name):
     return infer
 
 
+# Linear: a sum of partial results maps to the sum of their images (unreduced values pass
+# through). Commutative: operands may be swapped (CSE sorts them).
+LINEAR = ("add", "subtract", "negate", "copy", "convert", "real", "imag")
+COMMUTATIVE = ("add", "multiply", "maximum", "minimum", "and", "or", "xor")
+
+
+def _traits(name: str) -> tuple[Trait, ...]:
+    return (((T.LINEAR,) if name in LINEAR else ())
+            + ((T.COMMUTATIVE,) if name in COMMUTATIVE else ()))
+
+
 for _name in UNARY_OPS:
-    define(_name, Family.UNARY, _infer_unary(_name), operands=1)
+    define(_name, Family.UNARY, _infer_unary(_name), operands=1, traits=_traits(_name))
 for _name in BINARY_OPS:
     _attrs = ((A("direction", K.DIRECTION), A("type", K.COMPARISON_TYPE, None))
               if _name == "compare" else ())
-    define(_name, Family.BINARY, _infer_binary(_name), operands=2, attrs=_attrs)
+    define(_name, Family.BINARY, _infer_binary(_name), operands=2, attrs=_attrs,
+           traits=_traits(_name))
 
 
 def default_comparison_type(dtype) -> ComparisonType:
@@ -163,10 +177,11 @@ def _infer_convert(name):
     return infer
 
 
-define("select", Family.ELEMENTWISE, _infer_select, operands=3)
-define("clamp", Family.ELEMENTWISE, _infer_clamp, operands=3)
+_POINTWISE = (T.ELEMENTWISE, T.PASS_THROUGH)
+define("select", Family.ELEMENTWISE, _infer_select, operands=3, traits=_POINTWISE)
+define("clamp", Family.ELEMENTWISE, _infer_clamp, operands=3, traits=_POINTWISE)
 define("convert", Family.ELEMENTWISE, _infer_convert("convert"), operands=1,
-       needs_declared_shape=True)
+       needs_declared_shape=True, traits=(*_POINTWISE, *_traits("convert")))
 define("bitcast-convert", Family.ELEMENTWISE, _infer_convert("bitcast-convert"), operands=1,
        needs_declared_shape=True)
 define("reduce-precision", Family.UNARY, _infer_unary("reduce-precision"), operands=1,
@@ -280,7 +295,8 @@ def _infer_pad(operands, attrs, declared):
 define("broadcast", Family.SHAPE, _infer_broadcast, operands=1,
        attrs=(A("dimensions", K.INT_LIST),), needs_declared_shape=True)
 define("reshape", Family.SHAPE, _infer_reshape, operands=1,
-       attrs=(A("inferred_dimension", K.INT, None),), needs_declared_shape=True)
+       attrs=(A("inferred_dimension", K.INT, None),), needs_declared_shape=True,
+       traits=(T.PASS_THROUGH,))
 def _infer_bitcast(operands, attrs, declared):
     x = _array("bitcast", operands[0])
     out = _array("bitcast", _declared("bitcast", declared), "result")
@@ -289,16 +305,17 @@ def _infer_bitcast(operands, attrs, declared):
     return out
 
 
-define("bitcast", Family.SHAPE, _infer_bitcast, operands=1, needs_declared_shape=True)
+define("bitcast", Family.SHAPE, _infer_bitcast, operands=1, needs_declared_shape=True,
+       traits=(T.PASS_THROUGH,))
 define("transpose", Family.SHAPE, _infer_transpose, operands=1,
-       attrs=(A("dimensions", K.INT_LIST),))
+       attrs=(A("dimensions", K.INT_LIST),), traits=(T.PASS_THROUGH,))
 define("reverse", Family.SHAPE, _infer_reverse, operands=1,
        attrs=(A("dimensions", K.INT_LIST),))
 define("slice", Family.SHAPE, _infer_slice, operands=1, attrs=(A("slice", K.SLICE),))
 define("dynamic-slice", Family.INDEXING, _infer_dynamic_slice, operands=(2, None),
-       attrs=(A("dynamic_slice_sizes", K.INT_LIST),))
+       attrs=(A("dynamic_slice_sizes", K.INT_LIST),), traits=(T.FORWARD_PASS_THROUGH,))
 define("dynamic-update-slice", Family.INDEXING, _infer_dynamic_update_slice,
-       operands=(3, None))
+       operands=(3, None), traits=(T.FORWARD_PASS_THROUGH,))
 define("concatenate", Family.SHAPE, _infer_concatenate, operands=(1, None),
        attrs=(A("dimensions", K.INT_LIST),))
 define("pad", Family.SHAPE, _infer_pad, operands=2, attrs=(A("padding", K.PADDING),))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from xla_spmd.ir.opdefs import A, K, _array, _declared, _fail
-from xla_spmd.ir.ops import Family, define
+from xla_spmd.ir.ops import Family, Trait, define
 from xla_spmd.ir.shapes import ArrayShape, TupleShape
 
 
@@ -73,7 +73,8 @@ define("call", Family.CONTROL, _infer_call("call"), operands=(0, None),
 define("fusion", Family.CONTROL, _infer_call("fusion"), operands=(0, None),
        attrs=(A("kind", K.RAW), A("calls", K.COMPUTATION)))
 define("map", Family.CONTROL, _infer_map, operands=(1, None),
-       attrs=(A("dimensions", K.INT_LIST), A("to_apply", K.COMPUTATION)))
+       attrs=(A("dimensions", K.INT_LIST), A("to_apply", K.COMPUTATION)),
+       traits=(Trait.ELEMENTWISE,))
 
 # ---------------------------------------------------------------------------------------------
 # Tuples
@@ -105,7 +106,8 @@ def _infer_rng_bit_generator(operands, attrs, declared):
 define("rng-bit-generator", Family.RANDOM, _infer_rng_bit_generator, operands=1,
        attrs=(A("algorithm", K.RNG_ALGORITHM),), needs_declared_shape=True)
 define("rng", Family.RANDOM, lambda o, a, d: _declared("rng", d), operands=2,
-       attrs=(A("distribution", K.RNG_DISTRIBUTION),), needs_declared_shape=True)
+       attrs=(A("distribution", K.RNG_DISTRIBUTION),), needs_declared_shape=True,
+       traits=(Trait.SIDE_EFFECT, Trait.DISTINCT))
 
 # ---------------------------------------------------------------------------------------------
 # Collectives
@@ -262,8 +264,10 @@ define("copy-done", Family.ASYNC, _infer_async_done, operands=1, needs_declared_
 # ---------------------------------------------------------------------------------------------
 # Custom calls: opaque, result shape as declared.
 
+# Custom calls with a sharding rule are pointwise markers and constraints: shardings pass
+# through them. Their side effect is the custom_call_has_side_effect attribute.
 define("custom-call", Family.CUSTOM, lambda o, a, d: _declared("custom-call", d),
-       operands=(0, None), needs_declared_shape=True,
+       operands=(0, None), needs_declared_shape=True, traits=(Trait.PASS_THROUGH,),
        attrs=(A("custom_call_target", K.STRING),
               A("custom_call_has_side_effect", K.BOOL, False),
               A("api_version", K.RAW, None),

@@ -13,6 +13,8 @@ is one of `AttrKind`, which each text format knows how to read and write.
 ('shape', ['dimensions'])
 >>> op.make_attrs(dimensions=(1, 0))
 TransposeAttrs(dimensions=(1, 0))
+>>> OPS["add"].commutative, OPS["add"].linear, OPS["multiply"].linear
+(True, True, False)
 """
 
 from __future__ import annotations
@@ -44,6 +46,25 @@ class Family(Enum):
     ASYNC = "async"                 # *-start / *-done pairs
     CUSTOM = "custom"
     LINALG = "linalg"               # fft, cholesky, triangular-solve
+
+
+class Trait(Enum):
+    """A property of an opcode that passes ask for instead of listing opcode names."""
+
+    ELEMENTWISE = "elementwise"     # result[i] is a function of operands[...][i] alone
+    LINEAR = "linear"               # f(a + b) = f(a) + f(b): partial sums pass through it
+    COMMUTATIVE = "commutative"     # f(a, b) = f(b, a)
+    SIDE_EFFECT = "side_effect"     # must run even when nothing uses its result
+    DISTINCT = "distinct"           # two equal instructions are still two values (never CSE'd)
+    PASS_THROUGH = "pass_through"   # propagation: shardings cross it both ways first
+    FORWARD_PASS_THROUGH = "forward_pass_through"  # ... forward only (operand -> result)
+
+
+# Traits a family brings to each of its ops (more can be given to `define`).
+FAMILY_TRAITS = {
+    Family.UNARY: frozenset({Trait.ELEMENTWISE, Trait.PASS_THROUGH}),
+    Family.BINARY: frozenset({Trait.ELEMENTWISE, Trait.PASS_THROUGH}),
+}
 
 
 class AttrKind(Enum):
@@ -107,6 +128,35 @@ class Op:
     infer: InferFn
     attrs_class: type
     needs_declared_shape: bool = False
+    traits: frozenset[Trait] = frozenset()
+
+    @property
+    def elementwise(self) -> bool:
+        return Trait.ELEMENTWISE in self.traits
+
+    @property
+    def linear(self) -> bool:
+        return Trait.LINEAR in self.traits
+
+    @property
+    def commutative(self) -> bool:
+        return Trait.COMMUTATIVE in self.traits
+
+    @property
+    def side_effect(self) -> bool:
+        return Trait.SIDE_EFFECT in self.traits
+
+    @property
+    def distinct(self) -> bool:
+        return Trait.DISTINCT in self.traits
+
+    @property
+    def pass_through(self) -> bool:
+        return Trait.PASS_THROUGH in self.traits
+
+    @property
+    def forward_pass_through(self) -> bool:
+        return Trait.FORWARD_PASS_THROUGH in self.traits
 
     def attr(self, name: str) -> AttrSpec | None:
         for spec in self.attrs:
@@ -139,13 +189,16 @@ def _attrs_class(opname: str, attrs: tuple[AttrSpec, ...]) -> type:
 
 
 def define(name: str, family: Family, infer: InferFn, *, operands: int | tuple = 0,
-           attrs: tuple[AttrSpec, ...] = (), needs_declared_shape: bool = False) -> Op:
-    """Define opcode `name`. `operands` is an exact count or a (min, max|None) range."""
+           attrs: tuple[AttrSpec, ...] = (), needs_declared_shape: bool = False,
+           traits: tuple[Trait, ...] = ()) -> Op:
+    """Define opcode `name`. `operands` is an exact count or a (min, max|None) range;
+    `traits` add to the ones its family brings (`FAMILY_TRAITS`)."""
     if name in OPS:
         raise ValueError(f"opcode {name!r} is defined twice")
     low, high = (operands, operands) if isinstance(operands, int) else operands
+    all_traits = FAMILY_TRAITS.get(family, frozenset()) | frozenset(traits)
     op = Op(name, family, low, high, tuple(attrs), infer, _attrs_class(name, tuple(attrs)),
-            needs_declared_shape)
+            needs_declared_shape, all_traits)
     OPS[name] = op
     return op
 

@@ -13,13 +13,12 @@ from xla_spmd.partition.partitioner import PTuple, PValue, leaves, shape_leaves,
 from xla_spmd.partition.registry import FAMILY_DEFAULTS, HANDLERS
 
 # Ops that keep partial sums partial: f(a + b) = f(a) + f(b).
-LINEAR = frozenset({"add", "subtract", "negate", "copy", "convert", "real", "imag"})
 
 
 def elementwise(low, inst, operands):
     target = low.target(inst)
     compute = target
-    if target.unreduced and inst.opcode not in LINEAR:
+    if target.unreduced and not inst.op.linear:
         compute = target.replace(unreduced=())
     args = []
     for operand in operands:

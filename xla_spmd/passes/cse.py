@@ -33,9 +33,6 @@ from xla_spmd.passes.pass_manager import (
     transform_module,
 )
 
-COMMUTATIVE = frozenset(("add", "multiply", "maximum", "minimum", "and", "or", "xor"))
-NEVER_MERGED = frozenset(("parameter", "rng", "after-all"))
-
 
 def _attr_key(inst: Instruction) -> tuple:
     key = []
@@ -78,10 +75,10 @@ def cse_computation(computation: Computation, purity: _Purity | None = None,
     seen: dict[tuple, Instruction] = {}
 
     def visit(inst: Instruction, operands: tuple[Instruction, ...]) -> Instruction | None:
-        if inst.opcode in NEVER_MERGED or not purity.instruction(inst):
+        if inst.op.distinct or not purity.instruction(inst):
             return None
         ids = tuple(id(o) for o in operands)
-        if inst.opcode in COMMUTATIVE:
+        if inst.op.commutative:
             ids = tuple(sorted(ids))
         sharding = (str(inst.sharding) if respect_shardings and inst.sharding is not None
                     else None)

@@ -23,7 +23,6 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from xla_spmd.errors import ShardingError
-from xla_spmd.ir import OPS, Family
 from xla_spmd.mesh import AxisRef, Mesh
 from xla_spmd.propagation.conflicts import POLICIES, TensorView, aggressive
 from xla_spmd.propagation.factors import FactorType
@@ -32,18 +31,13 @@ from xla_spmd.propagation.projection import AxisSizes, project_dim, unproject_di
 from xla_spmd.sharding import DimSharding, TensorSharding
 
 # ------------------------------------------------------------------ op-priority levels
-PASS_THROUGH_OPS = frozenset(
-    [n for n, op in OPS.items() if op.family in (Family.UNARY, Family.BINARY)]
-    + ["select", "clamp", "convert", "reshape", "bitcast", "transpose", "copy",
-       "custom-call"])   # custom calls with a rule are pointwise markers and constraints
-FORWARD_PASS_THROUGH_OPS = frozenset({"dynamic-slice", "dynamic-update-slice"})
 BOTH, FORWARD, BACKWARD, NONE = (True, True), (True, False), (False, True), (False, False)
 ALL_TYPES = frozenset({FactorType.PASS_THROUGH, FactorType.REDUCTION, FactorType.PERMUTATION})
 PASS_TYPES = frozenset({FactorType.PASS_THROUGH})
 
 
 def _is_pass_through(node: Node) -> bool:
-    return node.kind == "edge" or node.inst.op.name in PASS_THROUGH_OPS
+    return node.kind == "edge" or node.inst.op.pass_through
 
 
 @dataclass(frozen=True)
@@ -63,7 +57,7 @@ def _pass_through_direction(single_use_only: bool):
             return NONE
         if _is_pass_through(node):
             return BOTH
-        if node.inst.op.name in FORWARD_PASS_THROUGH_OPS:
+        if node.inst.op.forward_pass_through:
             return FORWARD
         return NONE
     return direction

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from xla_spmd.ir import OPS, Family
+from xla_spmd.ir import OPS
 from xla_spmd.propagation.factors import FactorType, RuleBuilder
 from xla_spmd.propagation.registry import RULES, builder_for
 
@@ -19,9 +19,7 @@ PASS = FactorType.PASS_THROUGH
 PERM = FactorType.PERMUTATION
 NEED = FactorType.NEED_REPLICATION
 
-ELEMENTWISE = tuple(name for name, op in OPS.items()
-                    if op.family in (Family.UNARY, Family.BINARY)) + (
-    "select", "clamp", "convert", "map")
+ELEMENTWISE = tuple(name for name, op in OPS.items() if op.elementwise)
 
 
 @RULES.register(*ELEMENTWISE)

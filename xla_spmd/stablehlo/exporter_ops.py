@@ -18,16 +18,10 @@ from xla_spmd.stablehlo.exporter import (
     sharding_attr,
 )
 from xla_spmd.stablehlo.lexer import escape
-from xla_spmd.stablehlo.types import print_dense, print_type
+from xla_spmd.stablehlo.types import PLAIN_ELEMENTWISE, print_dense, print_type
 
 PRINTERS: dict = {}
-UNARY_BINARY = {
-    "abs", "negate", "exponential", "exponential-minus-one", "log", "log-plus-one", "sqrt",
-    "rsqrt", "cbrt", "tanh", "logistic", "sine", "cosine", "tan", "floor", "ceil",
-    "round-nearest-even", "round-nearest-afz", "sign", "not", "is-finite", "popcnt",
-    "count-leading-zeros", "real", "imag", "add", "subtract", "multiply", "divide",
-    "remainder", "power", "maximum", "minimum", "and", "or", "xor", "shift-left",
-    "shift-right-arithmetic", "shift-right-logical", "atan2", "complex"}
+UNARY_BINARY = frozenset(PLAIN_ELEMENTWISE)
 API_NUMBERS = {"API_VERSION_ORIGINAL": 1, "API_VERSION_STATUS_RETURNING": 2,
                "API_VERSION_STATUS_RETURNING_UNIFIED": 3, "API_VERSION_TYPED_FFI": 4}
 

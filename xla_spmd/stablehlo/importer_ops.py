@@ -29,18 +29,9 @@ from xla_spmd.ir import (
 from xla_spmd.sharding import TensorSharding, print_sharding_per_value
 from xla_spmd.stablehlo.importer import ModuleImporter, Scope, free_values
 from xla_spmd.stablehlo.syntax import Dense, OpNode, RawAttr, Symbol
-from xla_spmd.stablehlo.types import DenseLiteralError, parse_dense
+from xla_spmd.stablehlo.types import PLAIN_ELEMENTWISE, DenseLiteralError, parse_dense
 
 CONVERTERS: dict = {}
-
-UNARY = ("abs", "negate", "exponential", "exponential_minus_one", "log", "log_plus_one",
-         "sqrt", "rsqrt", "cbrt", "tanh", "logistic", "sine", "cosine", "tan", "floor", "ceil",
-         "round_nearest_even", "round_nearest_afz", "sign", "not", "is_finite", "popcnt",
-         "count_leading_zeros", "real", "imag")
-BINARY = ("add", "subtract", "multiply", "divide", "remainder", "power", "maximum", "minimum",
-          "and", "or", "xor", "shift_left", "shift_right_arithmetic", "shift_right_logical",
-          "atan2", "complex")
-
 
 def converter(*names):
     def register(fn):
@@ -166,7 +157,7 @@ def single_or_tuple(node: OpNode):
 # Elementwise
 
 
-@converter(*(f"stablehlo.{n}" for n in UNARY + BINARY))
+@converter(*(f"stablehlo.{n.replace('-', '_')}" for n in PLAIN_ELEMENTWISE))
 def _elementwise(importer, scope, node, operands):
     return scope.emit(node.name[len("stablehlo."):].replace("_", "-"), operands,
                       result_type(node))

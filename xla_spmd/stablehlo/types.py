@@ -18,8 +18,14 @@ import re
 import numpy as np
 
 from xla_spmd.errors import ParseError
-from xla_spmd.ir import TOKEN_SHAPE, ArrayShape, DType, TupleShape
+from xla_spmd.ir import OPS, TOKEN_SHAPE, ArrayShape, DType, Family, TupleShape
 from xla_spmd.stablehlo.lexer import Scanner
+
+# Unary and binary HLO ops spelled ``stablehlo.<opcode with '_' for '-'>`` with no attributes;
+# the others have converters and printers of their own.
+_OWN_FORM = frozenset({"erf", "compare", "copy", "reduce-precision"})
+PLAIN_ELEMENTWISE = tuple(name for name, op in OPS.items()
+                          if op.family in (Family.UNARY, Family.BINARY) and name not in _OWN_FORM)
 
 _BY_MLIR = {}
 for _dtype in DType._by_name.values():
