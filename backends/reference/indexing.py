@@ -33,6 +33,7 @@ import numpy as np
 
 from xla_spmd.backends.reference.evaluator import EVALUATE
 from xla_spmd.backends.reference.numeric import as_int64_indices
+from xla_spmd.ir.reducers import KIND_OPCODES, reducer_kind
 
 # ---------------------------------------------------------------------------------------------
 # Dynamic slices
@@ -151,17 +152,8 @@ _UFUNC_REDUCERS = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum
 
 def _reducer_kind(computation) -> str | None:
     """'update', 'current', a key of `_UFUNC_REDUCERS`, or None (call the computation)."""
-    params, root = computation.parameters, computation.root
-    if len(params) != 2:
-        return None
-    if root is params[1]:
-        return "update"
-    if root is params[0]:
-        return "current"
-    if (root.op.name in _UFUNC_REDUCERS and set(map(id, root.operands)) == set(map(id, params))
-            and root.shape.same_type(params[0].shape)):
-        return root.op.name
-    return None
+    kind = reducer_kind(computation)
+    return {"set": "update", "keep": "current"}.get(kind) or KIND_OPCODES.get(kind)
 
 
 def _scatter_targets(inst, operand_shape, indices, update_shape):

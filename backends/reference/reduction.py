@@ -31,7 +31,8 @@ import numpy as np
 from xla_spmd.backends.reference.elementwise import apply_binary, total_order_key
 from xla_spmd.backends.reference.evaluator import EVALUATE, Context, leaves
 from xla_spmd.backends.reference.numeric import compute_dtype, is_float
-from xla_spmd.ir import ArrayShape, Computation, Instruction, TupleShape
+from xla_spmd.ir import Computation, Instruction, TupleShape
+from xla_spmd.ir.reducers import KIND_OPCODES, reducer_kind
 
 # ---------------------------------------------------------------------------------------------
 # Reducer bodies: recognising fast forms and applying them to arrays
@@ -57,17 +58,7 @@ def _cached(analysis):
 @_cached
 def binary_reducer(computation: Computation) -> str | None:
     """The opcode if `computation` is exactly ``op(p0, p1)`` of a fast commutative op."""
-    params = computation.parameters
-    root = computation.root
-    if len(params) != 2 or len(computation.instructions) != 3:
-        return None
-    if root.op.name not in _FAST_UFUNCS or {id(o) for o in root.operands} != {
-            id(params[0]), id(params[1])}:
-        return None
-    if any(not isinstance(p.shape, ArrayShape) or p.shape.rank or p.shape.dtype is not
-           root.shape.dtype for p in params):
-        return None
-    return root.op.name
+    return KIND_OPCODES.get(reducer_kind(computation))
 
 
 @_cached

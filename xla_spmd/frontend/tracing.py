@@ -42,6 +42,7 @@ from xla_spmd.ir import (
     op_named,
 )
 from xla_spmd.ir.module import make_instruction
+from xla_spmd.ir.reducers import KIND_OPCODES
 from xla_spmd.mesh import Mesh
 
 _TRACES: list[Trace] = []
@@ -496,8 +497,6 @@ def repack(trace: Trace, outputs, positions, tuple_shapes, extra_outputs=(),
 # Reducers and comparators: small computations built once per (kind, dtype)
 
 _REDUCERS: dict[tuple, Computation] = {}
-REDUCER_KINDS = {"add": "add", "max": "maximum", "min": "minimum", "mul": "multiply",
-                 "and": "and", "or": "or"}
 
 
 def reducer(kind: str, dtype: DType) -> Computation:
@@ -508,24 +507,9 @@ def reducer(kind: str, dtype: DType) -> Computation:
         b = Builder(f"{kind}_{dtype.name}")
         lhs = b.parameter(ArrayShape(dtype, ()), "lhs")
         rhs = b.parameter(ArrayShape(dtype, ()), "rhs")
-        root = rhs if kind == "set" else b.op(REDUCER_KINDS[kind], lhs, rhs)
+        root = rhs if kind == "set" else b.op(KIND_OPCODES[kind], lhs, rhs)
         _REDUCERS[key] = b.build(root, fresh_name(f"region_{kind}_{dtype.name}"))
     return _REDUCERS[key]
-
-
-def reducer_kind(computation: Computation) -> str | None:
-    """Which scalar reduction a computation is (None if not a simple one)."""
-    root = computation.root
-    params = computation.parameters
-    if len(params) != 2:
-        return None
-    if root is params[1]:
-        return "set"
-    if root.opcode in ("add", "maximum", "minimum", "multiply", "and", "or") and set(
-            map(id, root.operands)) == {id(p) for p in params}:
-        return {"add": "add", "maximum": "max", "minimum": "min", "multiply": "mul",
-                "and": "and", "or": "or"}[root.opcode]
-    return None
 
 
 def comparator(dtypes, descending: bool = False, num_keys: int = 1) -> Computation:

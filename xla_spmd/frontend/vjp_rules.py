@@ -15,8 +15,15 @@ import numpy as np
 from xla_spmd.frontend import lax
 from xla_spmd.frontend import numpy_api as xnp
 from xla_spmd.frontend.autodiff import VJP
-from xla_spmd.frontend.tracing import bind, fresh_name, rebind, reducer_kind
-from xla_spmd.ir import S32, ArrayShape, Builder, ComparisonDirection
+from xla_spmd.frontend.tracing import bind, fresh_name, rebind
+from xla_spmd.ir import (
+    S32,
+    ArrayShape,
+    Builder,
+    ComparisonDirection,
+    componentwise_kinds,
+    reducer_kind,
+)
 
 
 def unary(opcode: str, derivative):
@@ -237,11 +244,11 @@ def _reduce(ct, inst, ops, out):
                             inst.attrs.to_apply.name), None]
     cts = ct if ct is not None else (None,) * n
     outs = [lax.get_tuple_element(out, k) for k in range(n)]
-    kinds = _componentwise_kinds(inst.attrs.to_apply, n)
+    kinds = componentwise_kinds(inst.attrs.to_apply)
     if kinds is not None:  # independent reductions that happen to share one instruction
         return [None if c is None else _reduce_one(c, x, dims, kind, y, kind)
                 for c, x, kind, y in zip(cts, ops[:n], kinds, outs)] + [None] * n
-    if not _is_selection(inst.attrs.to_apply, n):
+    if reducer_kind(inst.attrs.to_apply) != "argmax-like":
         raise NotImplementedError(f"VJP of a variadic reduce with {inst.attrs.to_apply.name}: "
                                   "only component-wise and selecting (argmax-style) reducers")
     return _reduce_selection(cts, inst, ops[:n], ops[n:]) + [None] * n
@@ -261,37 +268,6 @@ def _reduce_one(ct, x, dims, kind, out, name):
     if kind == "mul":
         return expand(ct * out) / x
     raise NotImplementedError(f"VJP of reduce with reducer {name}")
-
-
-def _componentwise_kinds(computation, n: int):
-    """Per output, the simple reducer it is, when output k reads only lhs_k and rhs_k."""
-    params, root = computation.parameters, computation.root
-    if root.opcode != "tuple":
-        return None
-    kinds = []
-    for k, element in enumerate(root.operands):
-        if element.opcode not in REDUCER_OPS or {id(o) for o in element.operands} != {
-                id(params[k]), id(params[n + k])}:
-            return None
-        kinds.append(REDUCER_OPS[element.opcode])
-    return kinds
-
-
-REDUCER_OPS = {"add": "add", "maximum": "max", "minimum": "min", "multiply": "mul"}
-
-
-def _is_selection(computation, n: int) -> bool:
-    """Whether every output k of the reducer is lhs_k or rhs_k (picked by `select`s)."""
-    params, root = computation.parameters, computation.root
-    if root.opcode != "tuple":
-        return False
-    for k, element in enumerate(root.operands):
-        choices = {id(params[k]), id(params[n + k])}
-        if id(element) in choices:
-            continue
-        if element.opcode != "select" or not {id(o) for o in element.operands[1:]} <= choices:
-            return False
-    return True
 
 
 def _reduce_selection(cts, inst, xs, inits):

@@ -18,7 +18,7 @@ import numpy as np
 from xla_spmd.frontend import lax
 from xla_spmd.frontend import numpy_api as xnp
 from xla_spmd.frontend.autodiff import VJP
-from xla_spmd.frontend.tracing import bind, fresh_name, rebind, reducer, reducer_kind
+from xla_spmd.frontend.tracing import bind, fresh_name, rebind, reducer
 from xla_spmd.ir import (
     PRED,
     S32,
@@ -28,6 +28,7 @@ from xla_spmd.ir import (
     ConvDimensionNumbers,
     TupleShape,
     Window,
+    reducer_kind,
 )
 from xla_spmd.ir.custom_calls import (
     FUNC_RESULT_SHARDING,

@@ -61,7 +61,8 @@ from xla_spmd.ir.module import (
                                     rewrite,
                                     topological_order,
 )
-from xla_spmd.ir.ops import OPS, AttrKind, AttrSpec, Family, Op, Registry, op_named
+from xla_spmd.ir.ops import OPS, AttrKind, AttrSpec, Family, Op, Registry, Trait, op_named
+from xla_spmd.ir.reducers import componentwise_kinds, reducer_kind
 from xla_spmd.ir.shapes import TOKEN_SHAPE, ArrayShape, Shape, TupleShape, array, scalar
 from xla_spmd.ir.verifier import verify, verify_computation
 
@@ -72,7 +73,8 @@ __all__ = [
     "ComparisonDirection", "ComparisonType", "ConvDimensionNumbers", "FftType", "Literal",
     "PadDim", "Precision", "ReplicaGroups", "RngAlgorithm", "RngDistribution", "SliceDim",
     "Window", "WindowDim",
-    "OPS", "AttrKind", "AttrSpec", "Family", "Op", "Registry", "op_named",
+    "OPS", "AttrKind", "AttrSpec", "Family", "Op", "Registry", "Trait", "op_named",
+    "componentwise_kinds", "reducer_kind",
     "Instruction", "Computation", "Module", "make_instruction", "map_computations",
     "rebind_called", "rewrite",
     "topological_order", "Builder", "NameGenerator", "verify", "verify_computation",

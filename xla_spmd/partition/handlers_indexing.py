@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from xla_spmd.ir import S32, ArrayShape, ComparisonDirection, SliceDim
+from xla_spmd.ir import S32, ArrayShape, ComparisonDirection, SliceDim, reducer_kind
 from xla_spmd.partition.partitioner import PTuple, PValue
 from xla_spmd.partition.registry import HANDLERS
 from xla_spmd.partition.reshard import axes_size
@@ -145,11 +145,6 @@ def _masked_gather(low, inst, x, i, partial, achieved, batch_out, target):
     return low.reshard(PValue(masked, out_sharding, inst.shape), target)
 
 
-def _is_add(computation) -> bool:
-    root = computation.root
-    return root.opcode == "add" and all(o.opcode == "parameter" for o in root.operands)
-
-
 @HANDLERS.register("scatter")
 def scatter(low, inst, operands):
     n = len(operands) // 2
@@ -182,7 +177,7 @@ def scatter(low, inst, operands):
     batching = dict(zip(a.scatter_indices_batching_dims, a.input_batching_dims))
     index_axes = [()] * index_rank
     partial = []
-    adds = n == 1 and _is_add(a.to_apply)
+    adds = n == 1 and reducer_kind(a.to_apply) == "add"
     for index_dim, update_dim in zip(index_dims, scatter_update_dims):
         axes = []
         for axis in indices.sharding.dims[index_dim].axes:

@@ -22,7 +22,15 @@ import dataclasses
 
 import numpy as np
 
-from xla_spmd.ir import S32, ArrayShape, ComparisonDirection, PadDim, SliceDim, WindowDim
+from xla_spmd.ir import (
+    S32,
+    ArrayShape,
+    ComparisonDirection,
+    PadDim,
+    SliceDim,
+    WindowDim,
+    reducer_kind,
+)
 from xla_spmd.partition.halo import (
     cheaper_than_gather,
     exchange,
@@ -230,18 +238,13 @@ def _select_padding(select, dtype):
         root.attrs.direction)
 
 
-def _is_add(computation) -> bool:
-    root = computation.root
-    return root.opcode == "add" and all(o.opcode == "parameter" for o in root.operands)
-
-
 def select_and_scatter_halo(low, inst, operands, halo_plans):
     """select-and-scatter with sharded windowed dims kept sharded, or None (not supported:
     select not a GE/GT/LE/LT compare, scatter not add, or gathering is cheaper)."""
     operand, source, init = operands
     dtype = operand.global_shape.dtype
     padding = _select_padding(inst.attrs.select, dtype)
-    if padding is None or not _is_add(inst.attrs.scatter):
+    if padding is None or reducer_kind(inst.attrs.scatter) != "add":
         return None
     target = low.target(inst)
     wanted = target.replace(unreduced=())

@@ -7,6 +7,7 @@ reduction={l}``); convolution is batch, output feature, input feature, then spat
 
 from __future__ import annotations
 
+from xla_spmd.ir import reducer_kind
 from xla_spmd.propagation.factors import FactorType
 from xla_spmd.propagation.registry import RULES, builder_for
 
@@ -170,8 +171,7 @@ def scatter_rule(inst):
     index_batch = [d for d in range(len(indices)) if d != a.index_vector_dim]
     update_of_index = dict(zip(index_batch, update_scatter))
     batching = dict(zip(a.scatter_indices_batching_dims, a.input_batching_dims))
-    root = a.to_apply.root.op.name
-    scatter_kind = REDUCTION if root in ("add", "or") else NEED
+    scatter_kind = REDUCTION if reducer_kind(a.to_apply) in ("add", "or") else NEED
     for di in index_batch:
         xd = batching.get(di)
         if xd is not None:
