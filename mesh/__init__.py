@@ -5,8 +5,9 @@
 '{{0,4},{1,5},{2,6},{3,7}}'
 """
 
+from xla_spmd.iota import IotaForm, canonicalize_iota, find_iota
+
 from .axis import AxisRef, as_axis_ref
-from .iota import IotaForm, canonicalize_iota, find_iota
 from .mesh import DeviceGroups, Mesh, make_mesh
 from .text import (
                    Cursor,

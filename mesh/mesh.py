@@ -27,9 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from xla_spmd.errors import ShardingError
+from xla_spmd.iota import IotaForm, find_iota
 
 from .axis import AxisRef, as_axis_ref
-from .iota import IotaForm, find_iota
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from enum import Enum
 import numpy as np
 
 from xla_spmd.errors import VerifyError
+from xla_spmd.iota import iota_array
 
 IntTuple = tuple[int, ...]
 
@@ -268,10 +269,8 @@ class ReplicaGroups:
     def groups(self) -> tuple[IntTuple, ...]:
         if self.explicit is not None:
             return self.explicit
-        ids = np.arange(int(np.prod(self.reshape_dims))).reshape(self.reshape_dims)
-        if self.transpose is not None:
-            ids = ids.transpose(self.transpose)
-        return tuple(tuple(int(i) for i in row) for row in ids.reshape(self.group_dims))
+        ids = iota_array(self.reshape_dims, self.transpose, self.group_dims)
+        return tuple(tuple(int(i) for i in row) for row in ids)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, ReplicaGroups) and self.groups == other.groups

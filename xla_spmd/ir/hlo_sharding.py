@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from xla_spmd.errors import ParseError, ShardingError
+from xla_spmd.iota import canonicalize_iota, iota_array
 
 
 class ShardingKind(enum.Enum):
@@ -109,7 +110,7 @@ class TileAssignment:
         if any(d < 1 for d in reshape) or math.prod(reshape) != count:
             raise ShardingError(f"iota reshape dims {list(reshape)} do not hold the {count} "
                                 f"devices of tile dims {list(dims)}")
-        reshape, perm = _canonicalize_iota(reshape, perm)
+        reshape, perm = canonicalize_iota(reshape, perm)
         object.__setattr__(self, "reshape_dims", reshape)
         object.__setattr__(self, "transpose_perm", perm)
 
@@ -125,8 +126,7 @@ class TileAssignment:
         """The device ids as an array shaped ``dims``."""
         if self.devices is not None:
             return np.array(self.devices, dtype=np.int64).reshape(self.dims)
-        iota = np.arange(self.num_devices, dtype=np.int64).reshape(self.reshape_dims)
-        return iota.transpose(self.transpose_perm).reshape(self.dims)
+        return iota_array(self.reshape_dims, self.transpose_perm, self.dims)
 
     def reshape(self, dims: Sequence[int]) -> TileAssignment:
         """The same devices in the same order, viewed with other dims."""
@@ -321,29 +321,6 @@ class HloSharding:
 
     def __repr__(self) -> str:
         return f"HloSharding({self})"
-
-
-def _canonicalize_iota(reshape_dims: Sequence[int], perm: Sequence[int]
-                       ) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Drop size-1 dims and merge dims still adjacent and in order after the transpose.
-
-    (The mesh package has the same rule for replica groups; the IR may not import it.)
-    """
-    kept = [d for d in range(len(reshape_dims)) if reshape_dims[d] != 1]
-    reshape_dims = [reshape_dims[d] for d in kept]
-    runs: list[list[int]] = []
-    for p in (kept.index(p) for p in perm if p in kept):
-        if runs and runs[-1][-1] + 1 == p:
-            runs[-1].append(p)
-        else:
-            runs.append([p])
-    order = sorted(range(len(runs)), key=lambda r: runs[r][0])
-    dims = tuple(math.prod(reshape_dims[p] for p in runs[r]) for r in order)
-    position = {r: i for i, r in enumerate(order)}
-    new_perm = tuple(position[r] for r in range(len(runs)))
-    if len(dims) <= 1:
-        return (math.prod(dims),), (0,)
-    return dims, new_perm
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")

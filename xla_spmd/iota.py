@@ -1,5 +1,8 @@
 """XLA's iota form of a device array: ``[dims]<=[reshape_dims]T(perm)``.
 
+A leaf module: mesh device groups, HLO tile assignments (ir) and replica groups all read and
+canonicalise iota forms here.
+
 The array is ``numpy.arange(N).reshape(reshape_dims).transpose(perm).reshape(dims)``. The
 canonical form (what XLA prints) has no size-1 reshape dims and no two reshape dims that stay
 adjacent and in order after the transpose (they are merged); an identity transpose collapses
@@ -58,8 +61,7 @@ class IotaForm:
 
     def to_array(self) -> np.ndarray:
         """The device array, shaped ``dims``."""
-        flat = np.arange(self.size, dtype=np.int64).reshape(self.reshape_dims)
-        return flat.transpose(self.transpose_perm).reshape(self.dims)
+        return iota_array(self.reshape_dims, self.transpose_perm, self.dims)
 
     def __str__(self) -> str:
         text = f"[{','.join(map(str, self.dims))}]<=[{','.join(map(str, self.reshape_dims))}]"
@@ -94,6 +96,19 @@ def canonicalize_iota(reshape_dims: Sequence[int], perm: Sequence[int]
     if new_perm == tuple(range(len(new_dims))):
         return (math.prod(new_dims),), (0,)
     return new_dims, new_perm
+
+
+def iota_array(reshape_dims: Sequence[int], perm: Sequence[int] | None,
+               dims: Sequence[int]) -> np.ndarray:
+    """``arange(N).reshape(reshape_dims).transpose(perm).reshape(dims)`` (perm None: none).
+
+    >>> iota_array((2, 2), (1, 0), (4,)).tolist()
+    [0, 2, 1, 3]
+    """
+    flat = np.arange(math.prod(reshape_dims), dtype=np.int64).reshape(tuple(reshape_dims))
+    if perm is not None:
+        flat = flat.transpose(tuple(perm))
+    return flat.reshape(tuple(dims))
 
 
 def find_iota(values: Sequence[int] | np.ndarray, dims: Sequence[int]) -> IotaForm | None:
