@@ -13,6 +13,7 @@ AxisRef('x':(2)4)
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from xla_spmd.errors import ShardingError
@@ -107,6 +108,15 @@ class AxisRef:
         if self.sub_axis is None:
             return f"AxisRef({self.name!r})"
         return f"AxisRef({self.name!r}:({self.sub_axis[0]}){self.sub_axis[1]})"
+
+
+def overlaps_any(axis: AxisRef, others: Iterable[AxisRef]) -> bool:
+    """Whether `axis` shares devices with one of `others` (a sub-axis overlaps its axis).
+
+    >>> overlaps_any(AxisRef("x", (2, 2)), [AxisRef("y"), AxisRef("x")])
+    True
+    """
+    return any(axis.overlaps(other) for other in others)
 
 
 def as_axis_ref(axis: AxisRef | str) -> AxisRef:

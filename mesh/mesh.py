@@ -267,32 +267,45 @@ def _positions(mesh: Mesh) -> dict[int, int]:
     return {device: flat for flat, device in enumerate(mesh.all_device_ids)}
 
 
-def _split_digits(mesh: Mesh, refs: list[AxisRef]) -> tuple[list[tuple[str, int]], list[int]]:
-    """Split mesh axes into mixed-radix digits so each ref is one digit.
+def axis_digits(mesh: Mesh, refs: Sequence[AxisRef]) -> list[AxisRef]:
+    """Mesh axes cut into mixed-radix digits so each of `refs` (valid, non-overlapping) is
+    one digit; in mesh order, major first. An axis no ref cuts stays whole.
 
-    Returns the digits (axis name, size) in row-major order and, for each ref in order, the
-    index of its digit. Refs must be valid and non-overlapping.
+    >>> axis_digits(make_mesh({"x": 8, "y": 2}), [AxisRef("x", (2, 2))])
+    [AxisRef('x':(1)2), AxisRef('x':(2)2), AxisRef('x':(4)2), AxisRef('y')]
     """
-    for i, ref in enumerate(refs):
-        mesh.axis_size(ref)
-        for other in refs[:i]:
-            if ref.overlaps(other):
-                raise ShardingError(f"axes {other} and {ref} overlap in one device group")
-    digits: list[tuple[str, int]] = []
-    digit_of: dict[AxisRef, int] = {}
+    digits: list[AxisRef] = []
     for name, size in mesh.shape.items():
         cuts = {1, size}
         for ref in refs:
             if ref.name == name:
                 cuts |= {ref.pre_size, ref.next_pre_size(size)}
         bounds = sorted(cuts)
-        if size == 1:  # a size-1 axis is one digit of size 1 (no cut makes an interval)
-            bounds = [1, 1]
+        if len(bounds) <= 2:  # uncut (size-1 axes too)
+            digits.append(AxisRef(name))
+            continue
         for low, high in zip(bounds, bounds[1:], strict=False):
-            for ref in refs:
-                if ref.name == name and ref.pre_size == low:
-                    digit_of[ref] = len(digits)
-            digits.append((name, high // low))
-    # A ref spanning several digits (a full axis cut by nothing else is one digit, since refs
-    # do not overlap) maps to its first; a ref is always exactly one digit here.
-    return digits, [digit_of[ref] for ref in refs]
+            if high % low:
+                raise ShardingError(f"sub-axes of {name!r} cut it at incompatible sizes "
+                                    f"{low} and {high}")
+            digits.append(AxisRef(name, (low, high // low)))
+    return digits
+
+
+def check_disjoint(refs: Sequence[AxisRef]) -> None:
+    """Raise `ShardingError` when two of `refs` share devices."""
+    for i, ref in enumerate(refs):
+        for other in refs[:i]:
+            if ref.overlaps(other):
+                raise ShardingError(f"axes {other} and {ref} overlap in one device group")
+
+
+def _split_digits(mesh: Mesh, refs: list[AxisRef]) -> tuple[list[tuple[str, int]], list[int]]:
+    """`axis_digits` as (axis name, size) pairs, and the index of each ref's digit."""
+    for ref in refs:
+        mesh.axis_size(ref)
+    check_disjoint(refs)
+    digits = axis_digits(mesh, refs)
+    index = {(d.name, d.pre_size): i for i, d in enumerate(digits)}
+    return ([(d.name, mesh.axis_size(d)) for d in digits],
+            [index[ref.name, ref.pre_size] for ref in refs])

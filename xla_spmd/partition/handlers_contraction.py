@@ -21,6 +21,7 @@ import itertools
 import math
 from dataclasses import dataclass
 
+from xla_spmd.mesh import overlaps_any
 from xla_spmd.partition.halo import exchange, halo_bytes, local_window, plan_window
 from xla_spmd.partition.partitioner import PValue
 from xla_spmd.partition.registry import HANDLERS
@@ -129,7 +130,7 @@ def _valid(assignment) -> bool:
     seen = []
     for axes in assignment:
         for axis in axes:
-            if any(axis.overlaps(other) for other in seen):
+            if overlaps_any(axis, seen):
                 return False
             seen.append(axis)
     return True

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from xla_spmd.ir import S32, ArrayShape, ComparisonDirection, SliceDim, reducer_kind
+from xla_spmd.mesh import overlaps_any
 from xla_spmd.partition.partitioner import PTuple, PValue
 from xla_spmd.partition.registry import HANDLERS
 from xla_spmd.partition.reshard import axes_size
@@ -73,7 +74,7 @@ def _index_sharded_dims(low, inst, operand, operand_axes, index_axes, achieved) 
             continue
         axes = []
         for axis in operand.sharding.dims[op_dim].axes:
-            if any(axis.overlaps(u) for u in used):
+            if overlaps_any(axis, used):
                 break
             axes.append(axis)
         if axes:
@@ -181,7 +182,7 @@ def scatter(low, inst, operands):
     for index_dim, update_dim in zip(index_dims, scatter_update_dims):
         axes = []
         for axis in indices.sharding.dims[index_dim].axes:
-            if any(axis.overlaps(u) for u in used):
+            if overlaps_any(axis, used):
                 break
             axes.append(axis)
         axes = tuple(axes)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 
 from xla_spmd.ir import TupleShape
+from xla_spmd.mesh import overlaps_any
 from xla_spmd.partition.halo import cheaper_than_gather, exchange, local_window, plan_window
 from xla_spmd.partition.partitioner import PValue, unflatten
 from xla_spmd.partition.registry import HANDLERS
@@ -42,8 +43,7 @@ def reduce(low, inst, operands):
         for d in reduced:
             axes = []
             for axis in current.dims[d].axes:
-                if any(axis.overlaps(u) for u in used) or any(axis.overlaps(p)
-                                                              for p in partial):
+                if overlaps_any(axis, used) or overlaps_any(axis, partial):
                     break
                 axes.append(axis)
             operand_axes[d] = tuple(axes)

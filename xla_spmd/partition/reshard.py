@@ -36,7 +36,7 @@ import functools
 import math
 from dataclasses import dataclass
 
-from xla_spmd.mesh import AxisRef, Mesh
+from xla_spmd.mesh import AxisRef, Mesh, overlaps_any
 from xla_spmd.sharding import TensorSharding
 
 Axes = tuple[AxisRef, ...]
@@ -56,11 +56,6 @@ def compatible(size: int, prefix: int, suffix: int) -> bool:
     """Whether a dim of `size` sharded by a prefix of `prefix` devices can gain or lose a
     suffix of `suffix` devices locally (the shards nest exactly, padding included)."""
     return prefix == 1 or -(-size // (prefix * suffix)) * suffix == -(-size // prefix)
-
-
-def _overlaps_any(axis: AxisRef, used) -> bool:
-    """Whether `axis` shares devices with one of `used` (a sub-axis overlaps its axis)."""
-    return any(axis.overlaps(other) for other in used)
 
 
 def _fmt(axes) -> str:
@@ -148,7 +143,7 @@ def _slice_then_permute(mesh, global_dims, itemsize, src_dims, src_unreduced, ds
     used = {a for axes in src_dims for a in axes}
     steps, middle = [], []
     for dim, (cur, dst) in enumerate(zip(src_dims, dst_dims)):
-        extra = tuple(a for a in dst if not _overlaps_any(a, used) and a not in cur)
+        extra = tuple(a for a in dst if not overlaps_any(a, used) and a not in cur)
         if extra and not compatible(global_dims[dim], axes_size(mesh, cur), axes_size(mesh, extra)):
             return None
         if extra:
@@ -260,7 +255,7 @@ class _Planner:
                 continue
             extra = []
             for axis in self.dst[dim][len(self.cur[dim]):]:
-                if _overlaps_any(axis, used):
+                if overlaps_any(axis, used):
                     break
                 extra.append(axis)
             if not extra:
@@ -271,7 +266,7 @@ class _Planner:
                 used = self.used()
                 extra = []
                 for axis in self.dst[dim]:
-                    if _overlaps_any(axis, used):
+                    if overlaps_any(axis, used):
                         break
                     extra.append(axis)
             extra = tuple(extra)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from xla_spmd.mesh import overlaps_any
 from xla_spmd.propagation.projection import AxisSizes, FactorSharding
 
 
@@ -43,10 +44,6 @@ class TensorView:
 
 
 Update = tuple[int, int, tuple, int]   # (tensor, factor, new axes, source tensor)
-
-
-def _overlaps(axis, axes) -> bool:
-    return any(axis.overlaps(other) for other in axes)
 
 
 def _used_elsewhere(view: TensorView, factor: int) -> list:
@@ -71,7 +68,7 @@ def truncate_for(view: TensorView, factor: int, candidate: tuple, factor_size: i
     result = list(candidate[:have])
     product = axis_sizes.product(result)
     for axis in candidate[have:]:
-        if _overlaps(axis, view.excluded) or _overlaps(axis, used):
+        if overlaps_any(axis, view.excluded) or overlaps_any(axis, used):
             break
         size = axis_sizes(axis)
         if not fs.is_minor_most and factor_size % (product * size):
@@ -134,7 +131,7 @@ def basic(views: list[TensorView], factors, sizes, axis_sizes: AxisSizes) -> lis
         for view in views:
             used = _used_elsewhere(view, f)
             for i, axis in enumerate(candidate):
-                if _overlaps(axis, used):
+                if overlaps_any(axis, used):
                     candidate = candidate[:i]
                     break
         if not candidate:
@@ -148,7 +145,7 @@ def basic(views: list[TensorView], factors, sizes, axis_sizes: AxisSizes) -> lis
             new = candidate if view.is_source else truncate_for(view, f, candidate, sizes[f],
                                                                 axis_sizes)
             if len(new) > len(view.factors[f].axes) and not any(
-                    _overlaps(a, _used_elsewhere(view, f)) for a in new):
+                    overlaps_any(a, _used_elsewhere(view, f)) for a in new):
                 view.factors[f].axes = new
                 updates.append((t, f, new, source))
     return updates
@@ -208,7 +205,7 @@ def _contested(views, order) -> set[tuple[int, int]]:
                 wanted.append((f, candidate[len(fs.axes):]))
         for i, (f, axes) in enumerate(wanted):
             for g, other in wanted[i + 1:]:
-                if any(_overlaps(a, other) for a in axes):
+                if any(overlaps_any(a, other) for a in axes):
                     contested.update({(t, f), (t, g)})
     return contested
 

@@ -23,7 +23,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from xla_spmd.errors import ShardingError
-from xla_spmd.mesh import AxisRef, Mesh
+from xla_spmd.mesh import AxisRef, Mesh, overlaps_any
 from xla_spmd.propagation.conflicts import POLICIES, TensorView, aggressive
 from xla_spmd.propagation.factors import FactorType
 from xla_spmd.propagation.graph import Graph, Node
@@ -223,7 +223,7 @@ def _valid(dims, excluded) -> bool:
     seen: list[AxisRef] = list(excluded)
     for axes in dims:
         for axis in axes:
-            if any(axis.overlaps(other) for other in seen):
+            if overlaps_any(axis, seen):
                 return False
             seen.append(axis)
     return True

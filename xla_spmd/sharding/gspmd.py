@@ -30,7 +30,7 @@ import numpy as np
 
 from xla_spmd.errors import ShardingError
 from xla_spmd.ir.hlo_sharding import HloSharding, ShardingKind, SubgroupType, TileAssignment
-from xla_spmd.mesh import AxisRef, Mesh, find_iota, make_mesh
+from xla_spmd.mesh import AxisRef, Mesh, axis_digits, find_iota, make_mesh
 
 from .tensor_sharding import DimSharding, TensorSharding
 
@@ -75,7 +75,7 @@ def axes_to_hlo(sharding: TensorSharding, *, manual_axes: Sequence[str] = (),
     if manual and len(manual) == len(mesh.axis_names):
         return HloSharding.manual()
     used = [*sharding.sharded_axes, *manual, *sharding.unreduced, *sharding.replicated]
-    digits = _digits(mesh, used)
+    digits = axis_digits(mesh, used)
     index = {ref: i for i, ref in enumerate(digits)}
     sizes = [mesh.axis_size(ref) for ref in digits]
     perm: list[int] = []
@@ -118,26 +118,6 @@ def _manual_refs(sharding: TensorSharding, manual_axes: Sequence[str]) -> tuple[
             if used.overlaps(ref):
                 raise ShardingError(f"manual axis {ref} is also used by sharding {sharding}")
     return tuple(sorted(refs, key=lambda ref: order.index(ref.name)))
-
-
-def _digits(mesh: Mesh, refs: Sequence[AxisRef]) -> list[AxisRef]:
-    """Mesh axes cut into the digits the given (non-overlapping) refs need, in mesh order."""
-    digits: list[AxisRef] = []
-    for name, size in mesh.shape.items():
-        cuts = {1, size}
-        for ref in refs:
-            if ref.name == name:
-                cuts |= {ref.pre_size, ref.next_pre_size(size)}
-        bounds = sorted(cuts)
-        if len(bounds) <= 2:  # uncut (size-1 axes too)
-            digits.append(AxisRef(name))
-            continue
-        for low, high in zip(bounds, bounds[1:], strict=False):
-            if high % low:
-                raise ShardingError(f"sub-axes of {name!r} cut it at incompatible sizes "
-                                    f"{low} and {high}")
-            digits.append(AxisRef(name, (low, high // low)))
-    return digits
 
 
 # ---------------------------------------------------------------- GSPMD → axis-based
