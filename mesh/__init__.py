@@ -8,7 +8,14 @@
 from xla_spmd.iota import IotaForm, canonicalize_iota, find_iota
 
 from .axis import AxisRef, as_axis_ref, overlaps_any
-from .mesh import DeviceGroups, Mesh, axis_digits, check_disjoint, make_mesh
+from .mesh import (
+    DeviceGroups,
+    Mesh,
+    axis_digits,
+    check_disjoint,
+    make_mesh,
+    merge_sub_axes,
+)
 from .text import (
                    Cursor,
                    parse_mesh,
@@ -21,7 +28,7 @@ from .text import (
 
 __all__ = [
     "AxisRef", "Cursor", "DeviceGroups", "IotaForm", "Mesh", "as_axis_ref", "axis_digits",
-    "canonicalize_iota", "check_disjoint", "overlaps_any",
+    "canonicalize_iota", "check_disjoint", "merge_sub_axes", "overlaps_any",
     "find_iota", "make_mesh", "parse_mesh", "parse_mesh_at", "parse_mesh_decl", "parse_sdy_meshes",
     "print_mesh", "print_mesh_decl",
 ]

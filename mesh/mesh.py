@@ -292,6 +292,27 @@ def axis_digits(mesh: Mesh, refs: Sequence[AxisRef]) -> list[AxisRef]:
     return digits
 
 
+def merge_sub_axes(mesh: Mesh, refs: Iterable[AxisRef]) -> tuple[AxisRef, ...]:
+    """Merge neighbouring sub-axes that continue each other (Shardy keeps them maximal); a
+    merge that covers the whole axis becomes the axis.
+
+    >>> merge_sub_axes(make_mesh({"x": 4}), [AxisRef("x", (1, 2)), AxisRef("x", (2, 2))])
+    (AxisRef('x'),)
+    """
+    merged: list[AxisRef] = []
+    for ref in refs:
+        last = merged[-1] if merged else None
+        if (last is not None and last.name == ref.name and last.sub_axis is not None
+                and ref.sub_axis is not None
+                and ref.pre_size == last.pre_size * last.sub_axis[1]):
+            merged.pop()
+            size = last.sub_axis[1] * ref.sub_axis[1]
+            full = mesh.shape[ref.name]
+            ref = AxisRef(ref.name) if size == full else AxisRef(ref.name, (last.pre_size, size))
+        merged.append(ref)
+    return tuple(merged)
+
+
 def check_disjoint(refs: Sequence[AxisRef]) -> None:
     """Raise `ShardingError` when two of `refs` share devices."""
     for i, ref in enumerate(refs):

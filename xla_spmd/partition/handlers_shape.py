@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from xla_spmd.ir import S32, ArrayShape
-from xla_spmd.mesh import AxisRef
+from xla_spmd.mesh import AxisRef, merge_sub_axes
 from xla_spmd.partition.partitioner import PValue
 from xla_spmd.partition.registry import HANDLERS
 from xla_spmd.partition.reshard import plan_reshard
@@ -190,22 +190,11 @@ def distribute(mesh, axes, sizes):
                 k += 1
             else:
                 return None
-    return [tuple(_merge(pieces)) for pieces in result]
-
-
-def _merge(pieces):
-    merged = []
-    for name, pre, size, full in pieces:
-        if merged and merged[-1][0] == name and merged[-1][1] * merged[-1][2] == pre:
-            last = merged.pop()
-            merged.append((name, last[1], last[2] * size, full))
-        else:
-            merged.append((name, pre, size, full))
-    return [_ref(*p) for p in merged]
+    return [merge_sub_axes(mesh, [_ref(*p) for p in pieces]) for pieces in result]
 
 
 def _canonical(mesh, axes):
-    return tuple(_merge(_pieces(mesh, axes)))
+    return merge_sub_axes(mesh, axes)
 
 
 @HANDLERS.register("reshape")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from xla_spmd.mesh import AxisRef, Mesh
+from xla_spmd.mesh import AxisRef, Mesh, merge_sub_axes
 
 
 class AxisSizes:
@@ -60,15 +60,7 @@ class AxisSizes:
 
     def merge(self, axes: list[AxisRef]) -> tuple[AxisRef, ...]:
         """Merge adjacent consecutive sub-axes of one axis."""
-        out: list[AxisRef] = []
-        for axis in axes:
-            last = out[-1] if out else None
-            if (last is not None and last.name == axis.name and last.is_sub_axis
-                    and axis.is_sub_axis and last.pre_size * self(last) == axis.pre_size):
-                out[-1] = self.sub(axis.name, last.pre_size, self(last) * self(axis))
-                continue
-            out.append(axis)
-        return tuple(out)
+        return merge_sub_axes(self.mesh, axes)
 
 
 @dataclass(slots=True)

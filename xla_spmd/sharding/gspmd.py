@@ -30,7 +30,14 @@ import numpy as np
 
 from xla_spmd.errors import ShardingError
 from xla_spmd.ir.hlo_sharding import HloSharding, ShardingKind, SubgroupType, TileAssignment
-from xla_spmd.mesh import AxisRef, Mesh, axis_digits, find_iota, make_mesh
+from xla_spmd.mesh import (
+    AxisRef,
+    Mesh,
+    axis_digits,
+    find_iota,
+    make_mesh,
+    merge_sub_axes,
+)
 
 from .tensor_sharding import DimSharding, TensorSharding
 
@@ -234,7 +241,7 @@ def _from_iota(hlo: HloSharding, reshape_dims: Sequence[int], perm: Sequence[int
             remaining //= size
             position += 1
     data_rank = len(hlo.tile_shape)
-    dims = tuple(DimSharding(_merge(per_tile_dim[i], mesh)) for i in range(data_rank))
+    dims = tuple(DimSharding(merge_sub_axes(mesh, per_tile_dim[i])) for i in range(data_rank))
     manual: list[AxisRef] = []
     unreduced: list[AxisRef] = []
     for offset, kind in enumerate(hlo.all_subgroup_types):
@@ -245,12 +252,14 @@ def _from_iota(hlo: HloSharding, reshape_dims: Sequence[int], perm: Sequence[int
             unreduced.extend(group)
         elif kind is SubgroupType.MAXIMAL:
             raise ShardingError(f"{hlo}: maximal subgroups have no axis-based form")
-    manual = _merge(sorted(manual, key=lambda r: (mesh.axis_index(r.name), r.pre_size)), mesh)
+
+    def in_mesh_order(refs):
+        return sorted(refs, key=lambda r: (mesh.axis_index(r.name), r.pre_size))
+    manual = merge_sub_axes(mesh, in_mesh_order(manual))
     if any(ref.is_sub_axis for ref in manual):
         raise ShardingError(f"{hlo}: manual devices form sub-axes {manual} of mesh {mesh!r}; "
                             f"manual axes must be whole axes")
-    unreduced = _merge(sorted(unreduced, key=lambda r: (mesh.axis_index(r.name), r.pre_size)),
-                       mesh)
+    unreduced = merge_sub_axes(mesh, in_mesh_order(unreduced))
     sharding = TensorSharding(mesh, dims, unreduced=unreduced, mesh_name=mesh_name)
     return ImportedSharding(sharding, tuple(ref.name for ref in manual), explicit)
 
@@ -295,21 +304,6 @@ def _pieces_to_axes(pieces: list[list[int]], mesh: Mesh) -> list[list[AxisRef]]:
             refs[-1].append(AxisRef(name) if size == full else AxisRef(name, (pre, size)))
             pre *= size
     return refs
-
-
-def _merge(refs: Sequence[AxisRef], mesh: Mesh) -> tuple[AxisRef, ...]:
-    """Merge neighbouring sub-axes that continue each other (Shardy keeps them maximal)."""
-    merged: list[AxisRef] = []
-    for ref in refs:
-        last = merged[-1] if merged else None
-        if last is not None and last.name == ref.name and last.is_sub_axis \
-                and ref.is_sub_axis and ref.pre_size == last.pre_size * last.sub_axis[1]:
-            merged.pop()
-            size = last.sub_axis[1] * ref.sub_axis[1]
-            full = mesh.shape[ref.name]
-            ref = AxisRef(ref.name) if size == full else AxisRef(ref.name, (last.pre_size, size))
-        merged.append(ref)
-    return tuple(merged)
 
 
 def finest_mesh(hlo_shardings) -> Mesh | None:
