@@ -317,7 +317,7 @@ def _used_meshes(module) -> dict:
     meshes = {}
     for c in module.computations:
         for inst in c.instructions:
-            values = inst.sharding if isinstance(inst.sharding, tuple) else (inst.sharding,)
+            values = inst.sharding_leaves()
             for s in values:
                 if isinstance(s, TensorSharding) and s.mesh_name:
                     meshes.setdefault(s.mesh_name, s.mesh)

@@ -161,7 +161,7 @@ def _with_mesh_declarations(module: Module, declared=None) -> Module:
     meshes = dict(declared or {})
     for computation in module.computations:
         for inst in computation.instructions:
-            shardings = inst.sharding if isinstance(inst.sharding, tuple) else (inst.sharding,)
+            shardings = inst.sharding_leaves()
             for sharding in shardings:
                 if isinstance(sharding, TensorSharding) and sharding.mesh_name:
                     meshes.setdefault(sharding.mesh_name, sharding.mesh)

@@ -265,8 +265,7 @@ def _mesh_header(module: Module) -> list[tuple[str, str]]:
     meshes: dict[str, object] = {}
     for computation in module.computations:
         for inst in computation.instructions:
-            sharding = inst.sharding
-            for e in sharding if isinstance(sharding, tuple) else (sharding,):
+            for e in inst.sharding_leaves():
                 if _is_axis_based(e) and e.mesh_name:
                     meshes.setdefault(e.mesh_name, e.mesh)
     if not meshes:

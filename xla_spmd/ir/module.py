@@ -60,6 +60,12 @@ class Instruction:
                 called.extend(value)
         return tuple(called)
 
+    def sharding_leaves(self) -> tuple:
+        """The sharding as a tuple: one entry per tuple element for a tuple sharding, else
+        ``(sharding,)`` (``(None,)`` when there is none)."""
+        sharding = self.sharding
+        return sharding if isinstance(sharding, tuple) else (sharding,)
+
     def replace(self, **changes) -> Instruction:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         values.update(changes)

@@ -115,7 +115,7 @@ class Lowering:
     def targets(self, inst: Instruction) -> list[TensorSharding]:
         """The wanted sharding of each array leaf of `inst`'s result."""
         shapes = shape_leaves(inst.shape)
-        given = inst.sharding if isinstance(inst.sharding, tuple) else (inst.sharding,)
+        given = inst.sharding_leaves()
         if len(given) != len(shapes):
             given = (None,) * len(shapes)
         return [self.normalize(s, getattr(shape, "rank", 0)) for s, shape in zip(given, shapes)]
@@ -289,7 +289,7 @@ def find_mesh(module: Module) -> Mesh | None:
     """The mesh of the module's shardings (the first TensorSharding found)."""
     for computation in module.computations:
         for inst in computation.instructions:
-            shardings = inst.sharding if isinstance(inst.sharding, tuple) else (inst.sharding,)
+            shardings = inst.sharding_leaves()
             for sharding in shardings:
                 if isinstance(sharding, TensorSharding):
                     return sharding.mesh

@@ -115,7 +115,7 @@ def _run(module, strategy, mesh, policy, groups) -> Result:
               for v in graph.values]
     initial: dict[int, set[str]] = {}
     for (_, inst), value_ids in graph.inst_values.items():
-        shardings = inst.sharding if isinstance(inst.sharding, tuple) else (inst.sharding,)
+        shardings = inst.sharding_leaves()
         if len(shardings) != len(value_ids):
             continue
         for value, sharding in zip(value_ids, shardings):
@@ -142,7 +142,7 @@ def _find_mesh(module: Module) -> tuple[Mesh | None, str | None]:
     """The mesh (and its name) of the first sharding with mesh axes."""
     for c in module.computations:
         for inst in c.instructions:
-            shardings = inst.sharding if isinstance(inst.sharding, tuple) else (inst.sharding,)
+            shardings = inst.sharding_leaves()
             for s in shardings:
                 if isinstance(s, TensorSharding) and s.mesh.axis_names:
                     return s.mesh, s.mesh_name

@@ -40,10 +40,9 @@ def export_stablehlo(module: Module) -> str:
     return ModuleExporter(module).run()
 
 
-def sharding_attr(sharding) -> str:
+def sharding_attr(inst: Instruction) -> str:
     """``#sdy.sharding_per_value<[...]>`` of an instruction's sharding (one or a tuple)."""
-    shardings = sharding if isinstance(sharding, tuple) else (sharding,)
-    return print_sharding_per_value(shardings)
+    return print_sharding_per_value(inst.sharding_leaves())
 
 
 class ModuleExporter:
@@ -232,7 +231,7 @@ def _sharding_items(inst: Instruction) -> list[str]:
     if isinstance(inst.sharding, TensorSharding):
         items.append(f"sdy.sharding = {inst.sharding}")
     elif isinstance(inst.sharding, tuple):
-        items.append(f"sdy.sharding = {sharding_attr(inst.sharding)}")
+        items.append(f"sdy.sharding = {sharding_attr(inst)}")
     gspmd = inst.frontend_attribute("mhlo.sharding")
     if gspmd is not None:
         items.append(f"mhlo.sharding = {escape(gspmd)}")

@@ -74,7 +74,7 @@ def fn_type(inst: Instruction, operands=None) -> str:
 def attr_dict(inst: Instruction, items=(), with_sharding=True) -> str:
     items = list(items)
     if with_sharding and inst.sharding is not None:
-        items.append(f"sdy.sharding = {sharding_attr(inst.sharding)}")
+        items.append(f"sdy.sharding = {sharding_attr(inst)}")
     frontend = [(k, v) for k, v in exported_frontend(inst) if k != "mhlo.sharding"]
     if with_sharding and frontend:
         items.append("mhlo.frontend_attributes = {" + ", ".join(
