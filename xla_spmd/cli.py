@@ -297,31 +297,12 @@ def _load_program(path: str):
     return load_module(path)
 
 
-def _stablehlo_with_meshes(module, meshes) -> str:
+def _stablehlo_with_meshes(module) -> str:
     """StableHLO text of `module`, declaring the meshes its shardings use."""
-    from xla_spmd.ir import Module
+    from xla_spmd.sharding import declare_meshes, meshes_of
     from xla_spmd.stablehlo import export_stablehlo
-    from xla_spmd.stablehlo.importer import meshes_header, module_meshes
 
-    declared = module_meshes(module)
-    if any(name not in declared for name in meshes):
-        header = tuple((k, v) for k, v in module.header if k != "frontend_attributes")
-        module = Module(module.name, module.computations, module.entry,
-                        header + (meshes_header({**meshes, **declared}),))
-    return export_stablehlo(module)
-
-
-def _used_meshes(module) -> dict:
-    from xla_spmd.sharding import TensorSharding
-
-    meshes = {}
-    for c in module.computations:
-        for inst in c.instructions:
-            values = inst.sharding_leaves()
-            for s in values:
-                if isinstance(s, TensorSharding) and s.mesh_name:
-                    meshes.setdefault(s.mesh_name, s.mesh)
-    return meshes
+    return export_stablehlo(declare_meshes(module, meshes_of(module)))
 
 
 def cmd_propagate(args) -> int:
@@ -329,7 +310,7 @@ def cmd_propagate(args) -> int:
     from xla_spmd.propagation.provenance import annotate
 
     result = run(_load_program(args.input), args.strategy)
-    print(_stablehlo_with_meshes(result.module, _used_meshes(result.module)), end="")
+    print(_stablehlo_with_meshes(result.module), end="")
     if args.explain and result.propagator is not None:
         print("// Where each propagated axis came from (instruction: dim axis: chain):")
         for name, note in annotate(result).items():
@@ -354,7 +335,7 @@ def cmd_rules(args) -> int:
             return inst.replace(operands=operands, frontend_attributes=(
                 ("sdy.sharding_rule", str(rule)),))
         return rewrite(computation, fn)
-    text = _stablehlo_with_meshes(map_computations(module, attach), _used_meshes(module))
+    text = _stablehlo_with_meshes(map_computations(module, attach))
     pattern = re.compile(r'mhlo\.frontend_attributes = \{sdy\.sharding_rule = "(.*?)"\}')
     print(pattern.sub(lambda m: "sdy.sharding_rule = " + m.group(1).replace('\\"', '"'),
                       text), end="")

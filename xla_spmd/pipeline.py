@@ -33,12 +33,12 @@ import xla_spmd.config as config
 from xla_spmd.backends import BACKENDS, Backend, Executable, get_backend
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import Module, verify
-from xla_spmd.mesh import Mesh, make_mesh, parse_sdy_meshes
+from xla_spmd.mesh import Mesh, make_mesh
 from xla_spmd.partition import partition
-from xla_spmd.partition.partitioner import find_mesh
 from xla_spmd.passes import optimize_spmd
 from xla_spmd.propagation import import_shardings, propagate
 from xla_spmd.propagation.importing import has_foreign_shardings
+from xla_spmd.sharding import program_mesh
 
 
 @dataclass(frozen=True)
@@ -51,17 +51,6 @@ class Program:
     spmd_module: Module
     mesh: Mesh
     executable: Executable | None = None
-
-
-def program_mesh(module: Module) -> Mesh | None:
-    """The mesh a program's shardings are over: the first axis-based sharding's, else the
-    first mesh its ``xla.sdy.meshes`` attribute declares (a program whose only shardings are
-    those of manual regions); None when it has none."""
-    found = find_mesh(module)
-    if found is not None:
-        return found
-    declared = parse_sdy_meshes(module.header_value("frontend_attributes") or "")
-    return next(iter(declared.values()), None)
 
 
 def load_backend(backend: str | Backend | None = None) -> Backend:

@@ -11,9 +11,10 @@ import numpy as np
 
 from xla_spmd.backends.reference import evaluate, evaluate_spmd
 from xla_spmd.ir import verify
-from xla_spmd.partition.partitioner import find_mesh, shape_leaves
+from xla_spmd.partition.partitioner import shape_leaves
 from xla_spmd.partition.shards import assemble, shard_array, signature
 from xla_spmd.pipeline import lower
+from xla_spmd.sharding import program_mesh
 
 
 def _flatten(value):
@@ -28,7 +29,7 @@ def check(module, args, *, rtol=1e-5, atol=1e-5, propagate=False, expected=None)
     program = lower(module, propagate_shardings=propagate)
     module, spmd = program.module, program.spmd_module
     verify(spmd)
-    n = find_mesh(module).size
+    n = program_mesh(module).size
     params, results_shardings = signature(module)
     per_device = [[shard_array(arg, shardings[0], device) for arg, shardings in zip(args, params)]
                   for device in range(n)]

@@ -11,7 +11,8 @@ import pytest
 from xla_spmd.backends.reference import evaluate
 from xla_spmd.ir import verify
 from xla_spmd.mesh import print_mesh
-from xla_spmd.stablehlo import export_stablehlo, import_stablehlo, module_meshes
+from xla_spmd.sharding import meshes_of
+from xla_spmd.stablehlo import export_stablehlo, import_stablehlo
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "jax"
 CASES = {c["name"]: c for c in json.loads((DATA / "MANIFEST.json").read_text())["cases"]}
@@ -104,7 +105,7 @@ def test_sharded_case_keeps_every_sharding(name):
         expected += f",xla.sdy.mesh_attributes={{mesh = {mesh_attrs}}}"
         assert f"sdy.mesh @mesh = {mesh_line}\n" in export_stablehlo(module)
     assert module.header_value("frontend_attributes") == f"{{{expected}}}"
-    assert print_mesh(module_meshes(module)["mesh"]) == mesh_text
+    assert print_mesh(meshes_of(module)["mesh"]) == mesh_text
     constraints = text.count("sdy.sharding_constraint")
     marked = [i for c in module.computations for i in c.instructions
               if i.opcode == "custom-call" and i.attrs.custom_call_target == "Sharding"]

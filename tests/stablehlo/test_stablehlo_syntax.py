@@ -6,7 +6,8 @@ import pytest
 from xla_spmd.backends.reference import evaluate
 from xla_spmd.errors import ParseError
 from xla_spmd.mesh import Mesh
-from xla_spmd.stablehlo import export_stablehlo, import_stablehlo, module_meshes
+from xla_spmd.sharding import meshes_of
+from xla_spmd.stablehlo import export_stablehlo, import_stablehlo
 
 
 def wrap(body: str, args: str = "%x: tensor<2x3xf32>", results: str = "tensor<2x3xf32>",
@@ -91,7 +92,7 @@ def test_meshes_kept_in_header():
               '\n  sdy.mesh @maximal = <[], device_ids=[3]>\n  sdy.mesh @empty = <[]>')
     module = round_trip(import_stablehlo(wrap("    return %x : tensor<2x3xf32>",
                                               meshes=meshes)))
-    found = module_meshes(module)
+    found = meshes_of(module)
     assert list(found) == ["a", "b", "maximal", "empty"]
     assert found["b"].device_ids == (3, 2, 1, 0)
     assert found["maximal"] == Mesh((), (), device_ids=(3,))

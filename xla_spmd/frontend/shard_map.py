@@ -50,8 +50,13 @@ from xla_spmd.ir.custom_calls import (
     OUT_SHARDINGS,
 )
 from xla_spmd.ir.module import make_instruction, rewrite
-from xla_spmd.mesh import Mesh, parse_sdy_meshes
-from xla_spmd.sharding import NamedSharding, PartitionSpec, print_sharding_per_value
+from xla_spmd.mesh import Mesh
+from xla_spmd.sharding import (
+    NamedSharding,
+    PartitionSpec,
+    meshes_of,
+    print_sharding_per_value,
+)
 from xla_spmd.sharding.manual import ManualRegion, manual_region
 
 
@@ -217,7 +222,7 @@ def psum_replicated(cts, region: ManualRegion) -> list:
 def region_meshes(module: Module) -> list[Mesh]:
     """The meshes of the module's manual regions (entry body calls), in order, read from
     their boundaries and the module's ``xla.sdy.meshes``."""
-    meshes = parse_sdy_meshes(module.header_value("frontend_attributes") or "")
+    meshes = meshes_of(module)
     regions = [manual_region(inst, meshes) for inst in module.entry.instructions
                if inst.opcode == "call"]
     return [region.mesh for region in regions if region is not None]

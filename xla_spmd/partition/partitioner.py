@@ -39,10 +39,10 @@ from xla_spmd.ir import (
     print_instruction,
     topological_order,
 )
-from xla_spmd.mesh import Mesh, make_mesh, parse_sdy_meshes
+from xla_spmd.mesh import Mesh, make_mesh
 from xla_spmd.partition.emit import Emitter, ModuleState, local_dims, lower_plan
 from xla_spmd.partition.reshard import plan_reshard
-from xla_spmd.sharding import TensorSharding
+from xla_spmd.sharding import TensorSharding, declared_meshes, program_mesh
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,8 +260,7 @@ class Partitioner:
         self.state = ModuleState(mesh, names, max(channels, default=0) + 1)
         self.stripped: dict[str, Computation] = {}
         # The named meshes that sharding text in the module (manual regions) refers to.
-        self.meshes = {"mesh": mesh,
-                       **parse_sdy_meshes(module.header_value("frontend_attributes") or "")}
+        self.meshes = {"mesh": mesh, **declared_meshes(module)}
 
     def run(self) -> Module:
         entry = self.module.entry
@@ -285,17 +284,6 @@ class Partitioner:
         return Module.from_entry(self.module.name, computation, header)
 
 
-def find_mesh(module: Module) -> Mesh | None:
-    """The mesh of the module's shardings (the first TensorSharding found)."""
-    for computation in module.computations:
-        for inst in computation.instructions:
-            shardings = inst.sharding_leaves()
-            for sharding in shardings:
-                if isinstance(sharding, TensorSharding):
-                    return sharding.mesh
-    return None
-
-
 def partition(module: Module, mesh: Mesh | None = None) -> Module:
     """Partition `module`, whose values all have shardings (a value without one is
     replicated), into one SPMD module over `mesh` (default: the mesh of its shardings).
@@ -303,5 +291,5 @@ def partition(module: Module, mesh: Mesh | None = None) -> Module:
     This is the partitioning stage alone: `xla_spmd.pipeline` propagates before it and
     optimizes and verifies after it.
     """
-    mesh = mesh or find_mesh(module) or make_mesh({"x": 1})
+    mesh = mesh or program_mesh(module) or make_mesh({"x": 1})
     return Partitioner(module, mesh).run()

@@ -21,9 +21,10 @@ from xla_spmd.errors import ShardingError
 from xla_spmd.ir import Module, map_computations, rebind_called, rewrite
 from xla_spmd.ir.custom_calls import GLOBAL_TO_LOCAL, IN_SHARDINGS, OUT_SHARDINGS, SDY_SHARDING
 from xla_spmd.ir.hlo_sharding import HloSharding
-from xla_spmd.mesh import Mesh, parse_sdy_meshes
+from xla_spmd.mesh import Mesh
 from xla_spmd.sharding import (
     TensorSharding,
+    declared_meshes,
     finest_mesh,
     hlo_to_axes,
     hlo_tuple_to_axes,
@@ -45,11 +46,6 @@ def _unescape(text: str) -> str:
     return text.replace('\\"', '"')
 
 
-def module_meshes(module: Module) -> dict[str, Mesh]:
-    """The meshes in the module's ``xla.sdy.meshes`` frontend attribute (name -> Mesh)."""
-    return parse_sdy_meshes(module.header_value("frontend_attributes") or "")
-
-
 def has_foreign_shardings(module: Module) -> bool:
     """Whether some instruction still holds an HloSharding, an sdy frontend attribute, or
     manual-region boundary shardings not read yet."""
@@ -67,7 +63,7 @@ def has_foreign_shardings(module: Module) -> bool:
 
 def import_shardings(module: Module, mesh: Mesh | None = None) -> Imported:
     """Convert every sharding of `module` to axis-based form (see the module docstring)."""
-    meshes = module_meshes(module)
+    meshes = declared_meshes(module)
     if mesh is not None and not meshes:
         meshes = {"mesh": mesh}
     gspmd_mesh = mesh or (next(iter(meshes.values())) if meshes else _finest_mesh(module))

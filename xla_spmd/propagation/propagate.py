@@ -37,7 +37,7 @@ from xla_spmd.propagation.driver import (
 )
 from xla_spmd.propagation.graph import build_graph
 from xla_spmd.propagation.importing import has_foreign_shardings, import_shardings
-from xla_spmd.sharding import TensorSharding
+from xla_spmd.sharding import TensorSharding, sharding_mesh
 from xla_spmd.sharding.manual import manual_axes
 
 STRATEGIES = {
@@ -94,8 +94,9 @@ def _run(module, strategy, mesh, policy, groups) -> Result:
     policy_name, levels, user_rounds = STRATEGIES[strategy]
     if has_foreign_shardings(module):
         module = import_shardings(module, mesh).module
-    found, mesh_name = _find_mesh(module)
-    mesh = mesh or found
+    found = sharding_mesh(module)
+    mesh_name = "mesh" if found is None else found[0]
+    mesh = mesh or (None if found is None else found[1])
     if mesh is None:
         return Result(module, None, {}, module)
 
@@ -136,17 +137,6 @@ def _run(module, strategy, mesh, policy, groups) -> Result:
             propagator.run_level(level)
         del round_priority
     return Result(_write_back(module, graph, states, mesh), propagator, initial, module)
-
-
-def _find_mesh(module: Module) -> tuple[Mesh | None, str | None]:
-    """The mesh (and its name) of the first sharding with mesh axes."""
-    for c in module.computations:
-        for inst in c.instructions:
-            shardings = inst.sharding_leaves()
-            for s in shardings:
-                if isinstance(s, TensorSharding) and s.mesh.axis_names:
-                    return s.mesh, s.mesh_name
-    return None, "mesh"
 
 
 def _set_groups(propagator, graph, module, groups) -> None:

@@ -10,6 +10,13 @@
 from xla_spmd.mesh import AxisRef, Mesh, make_mesh
 
 from .gspmd import ImportedSharding, axes_to_hlo, finest_mesh, hlo_to_axes, hlo_tuple_to_axes
+from .meshes import (
+    declare_meshes,
+    declared_meshes,
+    meshes_of,
+    program_mesh,
+    sharding_mesh,
+)
 from .partition_spec import UNCONSTRAINED, NamedSharding, P, PartitionSpec
 from .sdy_text import (
     parse_sharding,
@@ -22,7 +29,8 @@ from .visualize import tile_devices, visualize_sharding
 
 __all__ = [
     "UNCONSTRAINED", "AxisRef", "DimSharding", "ImportedSharding", "Mesh", "NamedSharding", "P",
-    "PartitionSpec", "TensorSharding", "axes_to_hlo", "finest_mesh", "hlo_to_axes",
+    "PartitionSpec", "TensorSharding", "axes_to_hlo", "declare_meshes", "declared_meshes",
+    "finest_mesh", "hlo_to_axes", "meshes_of", "program_mesh", "sharding_mesh",
     "hlo_tuple_to_axes", "make_mesh", "parse_sharding", "parse_sharding_per_value",
     "print_sharding", "print_sharding_per_value", "tile_devices", "visualize_sharding",
 ]

@@ -19,6 +19,6 @@ True
 from xla_spmd.stablehlo import exporter_ops as _exporter_ops  # noqa: F401 (fill the printers)
 from xla_spmd.stablehlo import importer_ops as _importer_ops  # noqa: F401 (fill converters)
 from xla_spmd.stablehlo.exporter import ExportError, export_stablehlo
-from xla_spmd.stablehlo.importer import import_stablehlo, module_meshes
+from xla_spmd.stablehlo.importer import import_stablehlo
 
-__all__ = ["ExportError", "export_stablehlo", "import_stablehlo", "module_meshes"]
+__all__ = ["ExportError", "export_stablehlo", "import_stablehlo"]

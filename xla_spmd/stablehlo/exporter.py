@@ -61,9 +61,10 @@ class ModuleExporter:
         lines = [f"module @{_symbol(module.name)}"
                  + (f" attributes {{{', '.join(attrs)}}}" if attrs else "") + " {"]
         from xla_spmd.mesh import print_mesh
-        from xla_spmd.stablehlo.importer import module_mesh_attributes, module_meshes
+        from xla_spmd.sharding import declared_meshes
+        from xla_spmd.stablehlo.importer import module_mesh_attributes
         mesh_attrs = module_mesh_attributes(module)
-        for name, mesh in module_meshes(module).items():
+        for name, mesh in declared_meshes(module).items():
             kept = f" {mesh_attrs[name]}" if name in mesh_attrs else ""
             lines.append(f"  sdy.mesh @{name} = {print_mesh(mesh)}{kept}")
         functions = [module.entry] + [c for c in module.computations

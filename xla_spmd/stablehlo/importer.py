@@ -36,17 +36,14 @@ from __future__ import annotations
 
 from xla_spmd.errors import ParseError, XlaSpmdError
 from xla_spmd.ir import Computation, Instruction, Module, TupleShape
-from xla_spmd.ir.custom_calls import SDY_MESHES
 from xla_spmd.ir.module import make_instruction
 from xla_spmd.ir.ops import op_named
-from xla_spmd.mesh import Mesh, print_mesh
+from xla_spmd.sharding.meshes import MESH_ATTRS_KEY, meshes_header
 from xla_spmd.stablehlo.syntax import Block, FuncNode, ModuleNode, OpNode, parse_text
 
-MESHES_KEY = SDY_MESHES
 # Attributes written after a mesh declaration (``sdy.mesh @m = <...> {stablehlo.mesh = ...}``)
 # are kept verbatim in the same header entry, next to the meshes:
-# ``xla.sdy.mesh_attributes={m = {stablehlo.mesh = ...}}``.
-MESH_ATTRS_KEY = "xla.sdy.mesh_attributes"
+# ``xla.sdy.mesh_attributes={m = {stablehlo.mesh = ...}}`` (`MESH_ATTRS_KEY`).
 # A function result's ``jax.result_info`` is kept as frontend attribute
 # ``jax.result_info.<result index>`` of the function's root, which HLO text carries.
 RESULT_INFO = "jax.result_info"
@@ -58,15 +55,6 @@ def import_stablehlo(text: str, filename: str | None = None) -> Module:
     Malformed input raises `ParseError` naming file:line:column and what was expected."""
     tree = parse_text(text, filename)
     return ModuleImporter(tree, filename).run()
-
-
-def module_meshes(module: Module) -> dict[str, Mesh]:
-    """The named meshes of a module: XLA's ``frontend_attributes={xla.sdy.meshes={name =
-    #sdy.mesh<[...]>, ...}}`` header entry (what the importer writes, and what XLA's HLO
-    dumps of Shardy programs carry)."""
-    from xla_spmd.mesh import parse_sdy_meshes
-
-    return parse_sdy_meshes(module.header_value("frontend_attributes") or "")
 
 
 def module_mesh_attributes(module: Module) -> dict[str, str]:
@@ -87,19 +75,6 @@ def module_mesh_attributes(module: Module) -> dict[str, str]:
         attrs[name] = s.balanced("{", "}")
         s.accept(",")
     return attrs
-
-
-def meshes_header(meshes: dict[str, Mesh],
-                  mesh_attrs: dict[str, str] | None = None) -> tuple[str, str]:
-    """The ``frontend_attributes`` header pair that declares `meshes` (and keeps the
-    attributes written after them, when there are any)."""
-    body = ", ".join(f"{name} = #sdy.mesh{print_mesh(mesh)}" for name, mesh in meshes.items())
-    text = f"{MESHES_KEY}={{{body}}}"
-    kept = {name: value for name, value in (mesh_attrs or {}).items() if name in meshes}
-    if kept:
-        text += f",{MESH_ATTRS_KEY}={{" + ", ".join(
-            f"{name} = {value}" for name, value in kept.items()) + "}"
-    return ("frontend_attributes", f"{{{text}}}")
 
 
 class Scope:
