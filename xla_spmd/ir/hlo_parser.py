@@ -11,7 +11,8 @@ dumps. Invariants:
   are read; a `VerifyError` becomes a `ParseError` at the instruction's line;
 * what the IR does not model is kept verbatim: module attributes (`Module.header`, in order,
   plus the stack-frame tables under the key ``#stack_frames``), ``metadata``,
-  ``backend_config`` and other unknown attributes (`Instruction.extras`), and the print style
+  ``backend_config`` and XLA's other generic attributes, and every attribute of a
+  custom-call (`Instruction.extras`), and the print style
   of each computation (``("signature", "1")`` in `Computation.extras` for the long style);
 * a rank ≥ 1 layout equal to the default (major-to-minor) is stored as None, so a shape
   printed with or without its default layout reads back equal.
@@ -417,12 +418,12 @@ class _ComputationParser(AttributeValueParser):
         elif name in _GENERIC_ATTRS or op.name == "custom-call":
             inst.extras.append((name, s.raw_value()))
         else:
+            # XLA's parser refuses an attribute the op does not have; so do we.
             names = [a.name for a in op.attrs]
             close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
-            if close:
-                raise s.error(f"'{op.name}' has no attribute '{name}'; did you mean "
-                              f"'{close[0]}'? (it has {', '.join(names)})", pos)
-            inst.extras.append((name, s.raw_value()))
+            hint = (f"; did you mean '{close[0]}'?" if close else "")
+            known = f" (it has {', '.join(names)})" if names else " (it takes none)"
+            raise s.error(f"'{op.name}' has no attribute '{name}'{hint}{known}", pos)
 
     def frontend_attributes(self) -> tuple[tuple[str, str], ...]:
         s = self.s
