@@ -410,6 +410,7 @@ class _ComputationParser(AttributeValueParser):
             text = s.balanced() if s.at("{") else s.raw_value()
             try:
                 inst.sharding = HloSharding.parse(text)
+                inst.sharding.check_shape(inst.shape, f"%{inst.name}")
             except (ParseError, ShardingError) as error:  # re-anchor its column in the file
                 raise s.error(f"%{inst.name}: {getattr(error, 'message', error)}",
                               start + (getattr(error, "column", None) or 1) - 1) from None

@@ -280,6 +280,24 @@ class HloSharding:
             raise ShardingError(f"{self} has no tile assignment")
         return self.tile_assignment.array()
 
+    def check_shape(self, shape, tensor: str) -> None:
+        """Raise `ShardingError` unless this sharding fits `shape` (an IR shape): a tiled
+        sharding tiles every dim of its array, a tuple sharding has one element per leaf."""
+        leaves = shape.leaves()
+        if self.is_tuple:
+            if len(self.elements) != len(leaves):
+                raise ShardingError(f"{tensor}: tuple sharding with {len(self.elements)} "
+                                    f"elements on a value with {len(leaves)} arrays ({shape})")
+            pairs = zip(self.elements, leaves)
+        else:
+            pairs = ((self, leaf) for leaf in leaves)
+        for element, leaf in pairs:
+            if element.is_tiled and not leaf.is_token and len(element.tile_shape) != leaf.rank:
+                raise ShardingError(
+                    f"{tensor}: sharding {element} tiles {len(element.tile_shape)} dims, but "
+                    f"{leaf} has rank {leaf.rank}; give one tile dim per dim (plus "
+                    "last_tile_dim_replicate or last_tile_dims for replication)")
+
     # ----- text -----
     @classmethod
     def parse(cls, text: str) -> HloSharding:
