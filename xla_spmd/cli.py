@@ -12,7 +12,10 @@ status 2; nothing the user gave is loaded with pickle.
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import re
+import signal
 import sys
 from pathlib import Path
 
@@ -21,21 +24,53 @@ import numpy as np
 from xla_spmd.errors import XlaSpmdError
 
 
-def load_module(path: str):
-    """Read a program file; the format follows the extension (.hlo, .txt)."""
-    from xla_spmd.ir.hlo_parser import parse_hlo
+def read_text(path: str) -> str:
+    """The text of a program file, which must be UTF-8: anything else (binary data, UTF-16,
+    Latin-1) is a `ParseError` at the first byte that is not."""
+    from xla_spmd.errors import ParseError
 
     file = Path(path)
     if not file.is_file():
-        raise XlaSpmdError(f"{path}: no such file")
-    if file.suffix == ".mlir":
-        from xla_spmd.stablehlo import import_stablehlo
-        module = import_stablehlo(file.read_text(), filename=str(file))
-    elif file.suffix not in (".hlo", ".txt"):
-        raise XlaSpmdError(f"{path}: unknown program format {file.suffix!r}; expected .hlo "
+        raise XlaSpmdError(f"{path}: " + ("is a directory" if file.is_dir() else
+                                          "no such file"))
+    try:
+        data = file.read_bytes()
+    except OSError as error:
+        raise XlaSpmdError(f"{path}: cannot read: {error.strerror}") from None
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ParseError("this is UTF-16 text; program files are UTF-8 (convert it: iconv "
+                         "-f UTF-16 -t UTF-8)", file=path, line=1, column=1)
+    nul = data.find(b"\0")
+    try:
+        text = data.decode("utf-8-sig")
+        bad, why = nul, "a NUL byte: this looks like a binary file, not program text"
+    except UnicodeDecodeError as error:
+        bad, why = error.start, (f"byte 0x{data[error.start]:02x} is not UTF-8; program files "
+                                 "are UTF-8 text (from Latin-1: iconv -f LATIN1 -t UTF-8)")
+        if 0 <= nul < bad:
+            bad, why = nul, "a NUL byte: this looks like a binary file, not program text"
+    if bad < 0:
+        return text
+    line_start = data.rfind(b"\n", 0, bad) + 1
+    column = len(data[line_start:bad].decode("utf-8", errors="replace")) + 1
+    raise ParseError(why, file=path, line=data.count(b"\n", 0, bad) + 1, column=column)
+
+
+def load_module(path: str):
+    """Read and verify a program file; the format follows the extension (.hlo, .txt: HLO
+    text; .mlir: StableHLO text)."""
+    from xla_spmd.ir.hlo_parser import parse_hlo
+
+    suffix = Path(path).suffix
+    if suffix not in (".hlo", ".txt", ".mlir"):
+        raise XlaSpmdError(f"{path}: unknown program format {suffix!r}; expected .hlo "
                            "or .mlir")
+    text = read_text(path)
+    if suffix == ".mlir":
+        from xla_spmd.stablehlo import import_stablehlo
+        module = import_stablehlo(text, filename=path)
     else:
-        module = parse_hlo(file.read_text(), filename=str(file))
+        module = parse_hlo(text, filename=path)
     return _verified(module, path)
 
 
@@ -52,37 +87,67 @@ def _verified(module, path: str):
 
 
 def write_module(module, path: str) -> None:
+    """Write `module` as HLO text (.hlo, .txt) or StableHLO text (.mlir)."""
     from xla_spmd.ir.hlo_printer import print_module
 
-    file = Path(path)
-    if file.suffix == ".mlir":
+    check_output_path(path, (".hlo", ".txt", ".mlir"))
+    if Path(path).suffix == ".mlir":
         from xla_spmd.stablehlo import export_stablehlo
-        file.write_text(export_stablehlo(module))
-        return
-    if file.suffix not in (".hlo", ".txt"):
-        raise XlaSpmdError(f"{path}: unknown output format {file.suffix!r}; expected .hlo "
-                           "or .mlir")
-    file.write_text(print_module(module))
+        text = export_stablehlo(module)
+    else:
+        text = print_module(module)
+    _write(path, lambda file: file.write(text.encode()))
+
+
+def check_output_path(path: str, suffixes: tuple[str, ...]) -> None:
+    """Refuse, before any work is done, an output path that cannot be written as asked."""
+    file = Path(path)
+    if file.is_dir():
+        raise XlaSpmdError(f"{path}: is a directory; give a file name, e.g. "
+                           f"{file / ('out' + suffixes[0])}")
+    if file.suffix not in suffixes:
+        raise XlaSpmdError(f"{path}: unknown output format {file.suffix!r}; expected "
+                           + " or ".join(suffixes))
+    if not file.parent.is_dir():
+        raise XlaSpmdError(f"{path}: directory {file.parent} does not exist")
+
+
+def _write(path: str, write) -> None:
+    try:
+        with open(path, "wb") as file:
+            write(file)
+    except OSError as error:
+        raise XlaSpmdError(f"{path}: cannot write: {error.strerror or error}") from None
 
 
 def load_inputs(path: str | None, module) -> list:
-    """Arrays arg0, arg1, ... for the entry's flattened parameters, rebuilt into tuples."""
+    """Arrays arg0, arg1, ... for the entry's flattened parameters, rebuilt into tuples.
+
+    Each array's npz header (shape, dtype) is checked against its parameter before its data
+    is decompressed, and only the declared bytes are read: a file that claims a huge shape,
+    or a zip bomb, is refused without inflating it."""
     from xla_spmd.ir import TupleShape
 
     shapes = [p.shape for p in module.entry.parameters]
     flat = [leaf for s in shapes for leaf in s.leaves()]
-    arrays: dict[str, np.ndarray] = {}
-    if path is not None:
-        arrays = _read_npz(path)
+    names = [p.name for p in module.entry.parameters for _ in p.shape.leaves()]
     expected = [f"arg{i}" for i in range(len(flat))]
-    missing = [k for k in expected if k not in arrays]
-    # Expected outputs outN may ride along beside the inputs; any other name is a mistake.
-    extra = sorted(k for k in set(arrays) - set(expected) if not re.fullmatch(r"out\d+", k))
-    if missing or extra:
-        raise XlaSpmdError(f"{path}: the program takes {len(flat)} arrays "
-                           f"({', '.join(expected) or 'none'}); missing {missing or 'none'}, "
-                           f"unexpected {extra or 'none'}")
-    values = iter(arrays[k] for k in expected)
+    if path is None:
+        if flat:
+            raise XlaSpmdError(f"the program takes {len(flat)} arrays ({', '.join(expected)}"
+                               "); give them with --inputs ARGS.npz")
+        return []
+    with _NpzReader(path) as npz:
+        missing = [k for k in expected if k not in npz.members]
+        # Expected outputs outN may ride along beside the inputs; any other name is a mistake.
+        extra = sorted(k for k in set(npz.members) - set(expected)
+                       if not re.fullmatch(r"out\d+", k))
+        if missing or extra:
+            raise XlaSpmdError(f"{path}: the program takes {len(flat)} arrays "
+                               f"({', '.join(expected) or 'none'}); missing "
+                               f"{missing or 'none'}, unexpected {extra or 'none'}")
+        values = iter([npz.read(key, shape, f"parameter {i} ({name})")
+                       for i, (key, shape, name) in enumerate(zip(expected, flat, names))])
 
     def rebuild(shape):
         if isinstance(shape, TupleShape):
@@ -91,25 +156,71 @@ def load_inputs(path: str | None, module) -> list:
     return [rebuild(s) for s in shapes]
 
 
-def _read_npz(path: str) -> dict[str, np.ndarray]:
-    """The arrays of an .npz file, refusing pickled objects and files of other kinds."""
-    import zipfile
+class _NpzReader:
+    """The members of an .npz file (numpy.savez), read one at a time after checking their
+    headers; never unpickles."""
 
-    if not Path(path).is_file():
-        raise XlaSpmdError(f"{path}: no such file")
-    if not zipfile.is_zipfile(path):
-        raise XlaSpmdError(f"{path}: not an .npz file (numpy.savez); save the inputs with "
-                           "numpy.savez(path, arg0=..., arg1=...)")
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
-    except ValueError as error:
-        if "pickle" in str(error):
-            raise XlaSpmdError(f"{path}: holds object arrays, which would need pickle: "
-                               f"{error}; save plain numeric arrays") from None
-        raise XlaSpmdError(f"{path}: cannot read inputs: {error}") from None
-    except (OSError, zipfile.BadZipFile) as error:
-        raise XlaSpmdError(f"{path}: cannot read inputs: {error}") from None
+    def __init__(self, path: str):
+        import zipfile
+
+        self.path = path
+        if not Path(path).is_file():
+            raise XlaSpmdError(f"{path}: no such file")
+        try:
+            self.archive = zipfile.ZipFile(path)
+        except (OSError, zipfile.BadZipFile, ValueError):
+            raise XlaSpmdError(f"{path}: not an .npz file (numpy.savez); save the inputs "
+                               "with numpy.savez(path, arg0=..., arg1=...)") from None
+        self.members = {info.filename.removesuffix(".npy"): info
+                        for info in self.archive.infolist()}
+
+    def __enter__(self) -> _NpzReader:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.archive.close()
+
+    def read(self, key: str, shape, what: str) -> np.ndarray:
+        """Member `key`, after checking its header against the parameter's `shape`."""
+        import zipfile
+
+        fmt = np.lib.format
+        where = f"{self.path}: {key}"
+        try:
+            with self.archive.open(self.members[key]) as stream:
+                version = fmt.read_magic(stream)
+                if version not in ((1, 0), (2, 0)):
+                    raise ValueError(f"npy format version {version} (numpy.savez writes "
+                                     "1.0 for numeric arrays)")
+                header = (fmt.read_array_header_1_0 if version == (1, 0)
+                          else fmt.read_array_header_2_0)
+                dims, fortran_order, dtype = header(stream)
+                self._check(where, dims, dtype, shape, what)
+                count = math.prod(dims)
+                data = stream.read(count * dtype.itemsize)
+                if len(data) != count * dtype.itemsize:
+                    raise ValueError(f"the data ends after {len(data)} of "
+                                     f"{count * dtype.itemsize} bytes")
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile, NotImplementedError,
+                RuntimeError) as error:
+            raise XlaSpmdError(f"{where}: cannot read it: {error}") from None
+        array = np.frombuffer(data, dtype=dtype)
+        order = "F" if fortran_order else "C"
+        return array.reshape(dims, order=order).copy()
+
+    @staticmethod
+    def _check(where: str, dims, dtype: np.dtype, shape, what: str) -> None:
+        if dtype.hasobject:
+            raise XlaSpmdError(f"{where} holds object arrays, which would need pickle; save "
+                               "plain numeric arrays")
+        if dtype.kind not in "biufc" or dtype.names is not None or dtype.subdtype:
+            kind = {"U": "strings", "S": "bytes", "V": "a structured dtype"}.get(
+                dtype.kind, f"dtype {dtype}")
+            raise XlaSpmdError(f"{where} holds {kind} ({dtype.str}); {what} is {shape}: save "
+                               "a numeric array")
+        if tuple(dims) != shape.dims:
+            raise XlaSpmdError(f"{where} has shape {list(dims)}, but {what} is {shape} "
+                               f"(global shape {list(shape.dims)})")
 
 
 def _summary(name: str, value) -> str:
@@ -133,10 +244,17 @@ def cmd_run(args) -> int:
     from xla_spmd.backends.reference import evaluate, leaves
     from xla_spmd.runtime.devices import launched_by_mpi, topology
 
-    module = load_module(args.program)
-    on_devices = args.devices is not None or launched_by_mpi()
-    _check_devices(module, args.program, args.devices, on_devices)
-    inputs = load_inputs(args.inputs, module)
+    try:  # the same on every rank: under mpirun, rank 0 alone reports an error here
+        module = load_module(args.program)
+        on_devices = args.devices is not None or launched_by_mpi()
+        _check_devices(module, args.program, args.devices, on_devices)
+        if args.output:
+            check_output_path(args.output, (".npz",))
+        check_memory(module, args.program)
+        inputs = load_inputs(args.inputs, module)
+    except XlaSpmdError as error:
+        error.same_on_every_rank = True
+        raise
     if on_devices:
         outputs = _run_on_devices(module, inputs, args.devices)
     else:
@@ -146,9 +264,47 @@ def cmd_run(args) -> int:
     for i, out in enumerate(outputs):
         print(_summary(f"out{i}", out))
     if args.output:
-        np.savez(args.output, **{f"out{i}": _to_npz_array(o) for i, o in enumerate(outputs)})
+        arrays = {f"out{i}": _to_npz_array(o) for i, o in enumerate(outputs)}
+        _write(args.output, lambda file: np.savez(file, **arrays))
         print(f"wrote {len(outputs)} outputs to {args.output}")
     return 0
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this process may still allocate (Linux: MemAvailable), or None."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def check_memory(module, path: str) -> None:
+    """Refuse a program one of whose values alone is larger than the memory available,
+    naming it, before anything is allocated."""
+    available = available_memory()
+    if available is None:
+        return
+    for computation in module.computations:
+        for inst in computation.instructions:
+            size = sum(math.prod(leaf.dims) * leaf.dtype.itemsize
+                       for leaf in inst.shape.leaves() if not leaf.is_token)
+            if size > available:
+                raise XlaSpmdError(
+                    f"{path}: {inst.name} ({inst.op.name}) in {computation.name} is "
+                    f"{inst.shape}, {_bytes(size)}, more than the {_bytes(available)} of "
+                    "memory available")
+
+
+def _bytes(count: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if count < 1024 or unit == "PiB":
+            return f"{count:.4g} {unit}" if unit != "bytes" else f"{count} bytes"
+        count /= 1024
+    raise AssertionError("unreachable")
 
 
 def _xla_partitioned(module) -> str | None:
@@ -275,23 +431,21 @@ def cmd_convert(args) -> int:
 
 
 def cmd_interpret(args) -> int:
-    from xla_spmd.stablehlo.interpreter import run_interpreter_file
+    from xla_spmd.stablehlo.interpreter import run_text
 
-    if not Path(args.file).is_file():
-        raise XlaSpmdError(f"{args.file}: no such file")
-    report = run_interpreter_file(args.file)
+    if Path(args.file).suffix != ".mlir":
+        raise XlaSpmdError(f"{args.file}: interpret runs StableHLO interpreter test files "
+                           "(.mlir); to evaluate a program use `xla-spmd run`")
+    report = run_text(read_text(args.file), args.file)
+    if not report.results:
+        raise XlaSpmdError(f"{args.file}: no test cases: expected func.func test functions "
+                           "with check.* ops, cases separated by '// -----' lines")
     print(report)
     return 0 if report.ok else 1
 
 
 def _load_program(path: str):
     """A module from HLO text (.hlo, .txt) or StableHLO text (.mlir)."""
-    if Path(path).suffix == ".mlir":
-        from xla_spmd.stablehlo import import_stablehlo
-
-        if not Path(path).is_file():
-            raise XlaSpmdError(f"{path}: no such file")
-        return import_stablehlo(Path(path).read_text())
     return load_module(path)
 
 
@@ -410,10 +564,25 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.handler(args)
+        code = args.handler(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
     except XlaSpmdError as error:
-        print(f"xla-spmd {args.command}: error: {error}", file=sys.stderr)
+        if not (getattr(error, "same_on_every_rank", False) and _other_rank()):
+            print(f"xla-spmd {args.command}: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `xla-spmd partition x.hlo | head`: the reader has had enough
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit would fail again
+        return 128 + signal.SIGPIPE
+
+
+def _other_rank() -> bool:
+    """Under mpirun, whether this is a rank other than 0 (an error every rank meets is
+    reported by rank 0 alone)."""
+    from xla_spmd.runtime.devices import launched_by_mpi, process_index
+
+    return launched_by_mpi() and process_index() != 0
 
 
 if __name__ == "__main__":

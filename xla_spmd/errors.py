@@ -17,6 +17,7 @@ from __future__ import annotations
 # called computations. Deeper input gets a clear error here instead of a RecursionError in
 # some later pass; real programs nest a handful of levels.
 MAX_NESTING = 100
+TOO_DEEP = f"nested more than {MAX_NESTING} levels deep; xla-spmd reads at most {MAX_NESTING}"
 
 
 class XlaSpmdError(Exception):

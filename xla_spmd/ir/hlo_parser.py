@@ -32,7 +32,14 @@ import difflib
 import re
 from dataclasses import dataclass, field
 
-from xla_spmd.errors import ParseError, ShardingError, VerifyError, XlaSpmdError
+from xla_spmd.errors import (
+    MAX_NESTING,
+    TOO_DEEP,
+    ParseError,
+    ShardingError,
+    VerifyError,
+    XlaSpmdError,
+)
 from xla_spmd.ir import opdefs, opdefs_compute, opdefs_program  # noqa: F401 (fill OPS)
 from xla_spmd.ir.attributes import Window
 from xla_spmd.ir.dtypes import TOKEN, DType
@@ -55,7 +62,11 @@ _GENERIC_ATTRS = ("metadata", "backend_config", "statistics", "control-predecess
 
 def parse_hlo(text: str, filename: str | None = None) -> Module:
     """Parse XLA HLO text into a `Module`; raises `ParseError` naming line and column."""
-    return _ModuleParser(text, filename).parse()
+    parser = _ModuleParser(text, filename)
+    try:
+        return parser.parse()
+    except RecursionError:  # a nesting no explicit limit caught; the cursor is in it
+        raise parser.s.error(TOO_DEEP) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -186,13 +197,15 @@ class _ModuleParser:
 
     # -- shapes -------------------------------------------------------------------------------
 
-    def shape(self):
+    def shape(self, depth: int = 0):
         s = self.s
         if s.accept("("):
+            if depth >= MAX_NESTING:
+                raise s.error(f"tuple shape {TOO_DEEP}", s.pos - 1)
             elements = []
             if not s.accept(")"):
                 while True:
-                    elements.append(self.shape())
+                    elements.append(self.shape(depth + 1))
                     if s.accept(")"):
                         break
                     s.expect(",", "or ')' in a tuple shape")

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from xla_spmd.errors import ParseError, ShardingError
+from xla_spmd.errors import MAX_NESTING, TOO_DEEP, ParseError, ShardingError
 
 
 class ShardingKind(enum.Enum):
@@ -429,15 +429,17 @@ class _Parser:
                 return values
             self.expect(",")
 
-    def sharding(self) -> HloSharding:
+    def sharding(self, depth: int = 0) -> HloSharding:
+        if depth > MAX_NESTING:
+            raise self.error(f"tuple sharding {TOO_DEEP}")
         self.expect("{")
         if self.accept("}"):
             return HloSharding.tuple_(())
         self.skip_space()
         if self.text.startswith("{", self.pos):
-            elements = [self.sharding()]
+            elements = [self.sharding(depth + 1)]
             while self.accept(","):
-                elements.append(self.sharding())
+                elements.append(self.sharding(depth + 1))
             self.expect("}")
             return HloSharding.tuple_(elements)
         return self.single()
