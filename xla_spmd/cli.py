@@ -17,6 +17,8 @@ import os
 import re
 import signal
 import sys
+import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -156,21 +158,26 @@ def load_inputs(path: str | None, module) -> list:
     return [rebuild(s) for s in shapes]
 
 
+# What reading a damaged zip raises (zipfile, zlib, numpy's header parser): the file's fault.
+_ZIP_ERRORS = (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error,
+               NotImplementedError, RuntimeError, SyntaxError)
+
+
 class _NpzReader:
     """The members of an .npz file (numpy.savez), read one at a time after checking their
     headers; never unpickles."""
 
     def __init__(self, path: str):
-        import zipfile
-
         self.path = path
         if not Path(path).is_file():
             raise XlaSpmdError(f"{path}: no such file")
+        if not zipfile.is_zipfile(path):
+            raise XlaSpmdError(f"{path}: not an .npz file (numpy.savez); save the inputs "
+                               "with numpy.savez(path, arg0=..., arg1=...)")
         try:
             self.archive = zipfile.ZipFile(path)
-        except (OSError, zipfile.BadZipFile, ValueError):
-            raise XlaSpmdError(f"{path}: not an .npz file (numpy.savez); save the inputs "
-                               "with numpy.savez(path, arg0=..., arg1=...)") from None
+        except _ZIP_ERRORS as error:
+            raise XlaSpmdError(f"{path}: cannot read it: {error}") from None
         self.members = {info.filename.removesuffix(".npy"): info
                         for info in self.archive.infolist()}
 
@@ -182,7 +189,6 @@ class _NpzReader:
 
     def read(self, key: str, shape, what: str) -> np.ndarray:
         """Member `key`, after checking its header against the parameter's `shape`."""
-        import zipfile
 
         fmt = np.lib.format
         where = f"{self.path}: {key}"
@@ -201,8 +207,7 @@ class _NpzReader:
                 if len(data) != count * dtype.itemsize:
                     raise ValueError(f"the data ends after {len(data)} of "
                                      f"{count * dtype.itemsize} bytes")
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile, NotImplementedError,
-                RuntimeError) as error:
+        except _ZIP_ERRORS as error:
             raise XlaSpmdError(f"{where}: cannot read it: {error}") from None
         array = np.frombuffer(data, dtype=dtype)
         order = "F" if fortran_order else "C"

@@ -69,6 +69,11 @@ def verify(module: Module) -> None:
                 raise VerifyError(f"{computation.name}: calls {callee.name}, which is not in "
                                   f"module {module.name}")
         verify_computation(computation)
+    for key in ("num_partitions", "replica_count"):
+        value = module.header_value(key)
+        if value is not None and not (value.isdigit() and int(value) >= 1):
+            raise VerifyError(f"module {module.name}: {key}={value}; expected a positive "
+                              "integer")
     _check_nesting(module)
     _check_device_ids(module)
 

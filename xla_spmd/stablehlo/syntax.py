@@ -238,7 +238,11 @@ class Parser:
             while True:
                 name = s.value_id()
                 if s.accept(":"):
+                    count_pos = s.pos
                     count = s.integer()
+                    if count > len(s.text):  # each result needs a type written in the text
+                        raise s.error(f"{name}:{count}: more results than the text has "
+                                      "types for", count_pos)
                     results.extend(f"{name}#{i}" for i in range(count))
                 else:
                     results.append(name)
@@ -399,8 +403,12 @@ class Parser:
             return self.hash_attr()
         number = s.try_number_text()
         if number is not None:
-            value = float(number) if re.search(r"[.eEn]", number) and not number.startswith(
-                "0x") else int(number, 0)
+            if "0x" in number:
+                value = int(number, 16)
+            elif re.search(r"[.eEn]", number):
+                value = float(number)
+            else:
+                value = int(number)  # MLIR reads 007 as 7
             if s.accept(":"):
                 parse_type_or_builtin(s)
             return value
