@@ -576,6 +576,9 @@ def main(argv: list[str] | None = None) -> int:
         if not (getattr(error, "same_on_every_rank", False) and _other_rank()):
             print(f"xla-spmd {args.command}: error: {error}", file=sys.stderr)
         return 2
+    except MemoryError as error:  # past check_memory: temporaries, or a command without it
+        print(f"xla-spmd {args.command}: error: out of memory: {error}", file=sys.stderr)
+        return 2
     except BrokenPipeError:  # `xla-spmd partition x.hlo | head`: the reader has had enough
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit would fail again

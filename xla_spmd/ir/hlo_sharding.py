@@ -286,16 +286,16 @@ class HloSharding:
         leaves = shape.leaves()
         if self.is_tuple:
             if len(self.elements) != len(leaves):
-                raise ShardingError(f"{tensor}: tuple sharding with {len(self.elements)} "
-                                    f"elements on a value with {len(leaves)} arrays ({shape})")
+                raise ShardingError(f"tuple sharding with {len(self.elements)} elements, but "
+                                    f"{tensor} holds {len(leaves)} arrays ({shape})")
             pairs = zip(self.elements, leaves)
         else:
             pairs = ((self, leaf) for leaf in leaves)
         for element, leaf in pairs:
             if element.is_tiled and not leaf.is_token and len(element.tile_shape) != leaf.rank:
                 raise ShardingError(
-                    f"{tensor}: sharding {element} tiles {len(element.tile_shape)} dims, but "
-                    f"{leaf} has rank {leaf.rank}; give one tile dim per dim (plus "
+                    f"sharding {element} tiles {len(element.tile_shape)} dims, but {tensor} is "
+                    f"{leaf}, of rank {leaf.rank}; give one tile dim per dim (plus "
                     "last_tile_dim_replicate or last_tile_dims for replication)")
 
     # ----- text -----

@@ -158,7 +158,7 @@ def _from_hlo(inst, mesh):
             return tuple(None if i.fully_manual else i.sharding for i in imported)
         imported = hlo_to_axes(hlo, leaves[0].rank, mesh)
     except ShardingError as error:
-        raise ShardingError(f"{inst.name}: sharding {hlo}: {error}") from None
+        raise ShardingError(f"{inst.name}: {error}") from None
     return None if imported.fully_manual else imported.sharding
 
 

@@ -152,6 +152,11 @@ def _scalar(token: str, offset: int, dtype: DType):
     return value
 
 
+# A splat larger than this stays one value broadcast (read-only): a program may declare a
+# constant larger than memory, which `xla-spmd run` then refuses by name.
+_SPLAT_VIEW_BYTES = 1 << 26
+
+
 def parse_dense(body: str, shape: ArrayShape) -> np.ndarray:
     """The value of ``dense<body>`` for a tensor of `shape` (row-major nesting, splats, hex
     bit patterns per element, or one quoted hex payload).
@@ -244,8 +249,10 @@ def parse_dense(body: str, shape: ArrayShape) -> np.ndarray:
     else:
         array = np.array(values, dtype=object).astype(numpy_dtype) if values else \
             np.zeros(0, numpy_dtype)
-    if array.size == 1 and not depth_shape:  # a splat: one value, read-only, whatever the size
-        return np.broadcast_to(array.reshape(()), shape.dims)
+    if array.size == 1 and not depth_shape:
+        if shape.num_elements * numpy_dtype.itemsize > _SPLAT_VIEW_BYTES:
+            return np.broadcast_to(array.reshape(()), shape.dims)  # one value, read-only
+        return np.full(shape.dims, array[0], numpy_dtype)
     if array.size != shape.num_elements:
         raise DenseLiteralError(f"dense literal has {array.size} elements but "
                                 f"{print_type(shape)} needs {shape.num_elements}", lead)
