@@ -14,6 +14,7 @@ a fixed seed, so every run reads the same inputs.
 from __future__ import annotations
 
 import io
+import os
 import random
 import re
 import signal
@@ -34,7 +35,6 @@ DATA = Path(__file__).resolve().parent / "data"
 HLO_SEEDS = ["nested_call", "shape_ops", "top_k", "while_loop", "cond_switch",
              "sharded_wsc_gspmd", "sharded_shard_map", "sharded_mlp_dp8"]
 MLIR_SEEDS = ["nested_call", "while_loop", "sharded_wsc", "sharded_shard_map"]
-import os
 # FUZZ_N and FUZZ_SEED widen the search by hand; CI runs the defaults, the same every time.
 MUTANTS_PER_SEED = int(os.environ.get("FUZZ_N", 90))
 SEED = os.environ.get("FUZZ_SEED", "")
