@@ -449,3 +449,14 @@ def test_npz_member_names_are_read_without_loading_outputs(double, tmp_path, cap
     reads = _CountingReads(monkeypatch)
     assert main(["run", str(double), "--inputs", str(inputs)]) == 0
     assert reads.total < 4096
+
+
+def test_an_npz_error_inside_a_tuple_parameter_names_the_element(tmp_path, capsys):
+    path, inputs = tmp_path / "tuple.hlo", tmp_path / "in.npz"
+    path.write_text("HloModule m\nENTRY %e (x: f32[2], t: (u8[2], s32[3])) -> f32[2] {\n"
+                    "  %x = f32[2] parameter(0)\n  %t = (u8[2], s32[3]) parameter(1)\n"
+                    "  ROOT %y = f32[2] add(%x, %x)\n}\n")
+    np.savez(inputs, arg0=np.ones(2, np.float32), arg1=np.ones(2, np.uint8),
+             arg2=np.ones(4, np.int32))
+    assert f"{inputs}: arg2 has shape [4], but parameter 1 (t) element 1 is s32[3]" in fails(
+        ["run", path, "--inputs", inputs], capsys)

@@ -84,7 +84,10 @@ def load_inputs(path: str | None, module) -> list:
 
     shapes = [p.shape for p in module.entry.parameters]
     flat = [leaf for s in shapes for leaf in s.leaves()]
-    names = [p.name for p in module.entry.parameters for _ in p.shape.leaves()]
+    # What each flat array is, for errors: "parameter 2 (t) element 1" inside a tuple.
+    names = [f"parameter {number} ({p.name})" + (f" element {j}" if p.shape.is_tuple else "")
+             for number, p in enumerate(module.entry.parameters)
+             for j, _ in enumerate(p.shape.leaves())]
     expected = [f"arg{i}" for i in range(len(flat))]
     if path is None:
         if flat:
@@ -100,8 +103,8 @@ def load_inputs(path: str | None, module) -> list:
             raise XlaSpmdError(f"{path}: the program takes {len(flat)} arrays "
                                f"({', '.join(expected) or 'none'}); missing "
                                f"{missing or 'none'}, unexpected {extra or 'none'}")
-        values = iter([npz.read(key, shape, f"parameter {i} ({name})")
-                       for i, (key, shape, name) in enumerate(zip(expected, flat, names))])
+        values = iter([npz.read(key, shape, what)
+                       for key, shape, what in zip(expected, flat, names)])
 
     def rebuild(shape):
         if isinstance(shape, TupleShape):
