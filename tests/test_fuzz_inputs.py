@@ -18,6 +18,7 @@ import os
 import random
 import re
 import signal
+import time
 import zipfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -106,16 +107,20 @@ def mutate(text: str, rng: random.Random, others: list[str]) -> tuple[str, bytes
 
 @contextmanager
 def hang_guard(what: str):
-    """Fail naming `what` if the body runs longer than HANG_SECONDS (a loop, not slowness)."""
+    """Fail naming `what` if the body runs longer than HANG_SECONDS (a loop, not slowness).
+    The timer pytest-timeout may have set for the whole test is put back afterwards."""
     def expire(signum, frame):
         raise AssertionError(f"{what}: still running after {HANG_SECONDS} s")
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(HANG_SECONDS)
+    outer, _ = signal.setitimer(signal.ITIMER_REAL, HANG_SECONDS)
+    start = time.monotonic()
     try:
         yield
     finally:
-        signal.alarm(0)
+        signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - start), 0.01))
 
 
 def accepts_or_locates(read, argument, what: str, lines: bool) -> None:
