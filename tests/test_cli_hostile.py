@@ -186,7 +186,7 @@ class _CountingReads:
         monkeypatch.setattr(zipfile.ZipExtFile, "read", read)
 
 
-def test_a_zip_bomb_is_never_inflated(double, tmp_path, capsys, monkeypatch):
+def test_a_zip_bomb_is_refused_without_inflating_it(double, tmp_path, capsys, monkeypatch):
     """arg0's header says f32[4], as the program wants, but 64 MiB of zeros follow it."""
     inputs = tmp_path / "bomb.npz"
     header = "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }"
@@ -194,9 +194,10 @@ def test_a_zip_bomb_is_never_inflated(double, tmp_path, capsys, monkeypatch):
     _npz_with_member(inputs, header, payload, compress=True)
     assert inputs.stat().st_size < (1 << 20)
     reads = _CountingReads(monkeypatch)
-    assert main(["run", str(double), "--inputs", str(inputs)]) == 0
-    assert "first=[6., 6., 6., 6.]" in capsys.readouterr().out
-    assert reads.total < 4096  # the header and 16 bytes of data, not 64 MiB
+    error = fails(["run", double, "--inputs", inputs], capsys)
+    assert (f"{inputs}: arg0: the member inflates to {128 + 16 + (64 << 20)} bytes but its "
+            "header describes 144; refusing it unread") in error
+    assert reads.total < 4096  # the header, not 64 MiB
 
     bomb = tmp_path / "claims_bomb.npz"  # a header that claims the bytes is refused unread
     _npz_with_member(bomb, "{'descr': '<f4', 'fortran_order': False, 'shape': (16777220,), }",
@@ -204,6 +205,25 @@ def test_a_zip_bomb_is_never_inflated(double, tmp_path, capsys, monkeypatch):
     reads.total = 0
     assert "has shape [16777220], but parameter 0 (x) is f32[4]" in fails(
         ["run", double, "--inputs", bomb], capsys)
+    assert reads.total < 4096
+
+
+def test_a_member_that_understates_its_size_is_read_no_further(double, tmp_path, capsys,
+                                                               monkeypatch):
+    """A bomb whose zip entry claims 144 bytes: zipfile stops there, and its checksum, made
+    over the whole member, fails."""
+    inputs = tmp_path / "understated.npz"
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }"
+    _npz_with_member(inputs, header, np.full(4, 3, np.float32).tobytes() + bytes(1 << 20),
+                     compress=True)
+    data = bytearray(inputs.read_bytes())
+    declared = (128 + 16 + (1 << 20)).to_bytes(4, "little")
+    small = (128 + 16).to_bytes(4, "little")
+    assert data.count(declared) == 2  # the local header and the central directory
+    inputs.write_bytes(bytes(data).replace(declared, small))
+    reads = _CountingReads(monkeypatch)
+    assert f"{inputs}: arg0: cannot read it: Bad CRC-32 for file 'arg0.npy'" in fails(
+        ["run", double, "--inputs", inputs], capsys)
     assert reads.total < 4096
 
 

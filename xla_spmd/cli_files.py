@@ -158,6 +158,12 @@ class _NpzReader:
                 dims, fortran_order, dtype = header(stream)
                 self._check(where, dims, dtype, shape, what)
                 count = math.prod(dims)
+                size = stream.tell() + count * dtype.itemsize
+                if self.members[key].file_size > size:  # numpy.save writes exactly `size`
+                    raise XlaSpmdError(
+                        f"{where}: the member inflates to {self.members[key].file_size} bytes "
+                        f"but its header describes {size}; refusing it unread (a damaged "
+                        "file, or a zip bomb)")
                 data = stream.read(count * dtype.itemsize)
                 if len(data) != count * dtype.itemsize:
                     raise ValueError(f"the data ends after {len(data)} of "
