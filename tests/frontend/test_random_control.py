@@ -19,7 +19,7 @@ def test_keys_are_deterministic_and_split_differs():
     assert "rng-bit-generator" in lowered and "rng_three_fry" in lowered
 
 
-def test_distributions():
+def test_distributions(x64):
     k1, k2, k3 = xr.split(xr.key(0), 3)
     u = np.asarray(xr.uniform(k1, (2000,), minval=-1.0, maxval=3.0))
     assert u.min() >= -1 and u.max() < 3 and abs(u.mean() - 1.0) < 0.1

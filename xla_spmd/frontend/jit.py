@@ -21,9 +21,8 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-import numpy as np
-
 from xla_spmd.errors import ShardingError, XlaSpmdError
+from xla_spmd.frontend.dtypes import canonical_array, x64_enabled
 from xla_spmd.frontend.pytree import tree_flatten, tree_unflatten
 from xla_spmd.frontend.tracing import Array, Trace, Value, aval_of, bind, current_trace, is_weak
 from xla_spmd.ir import Module
@@ -78,14 +77,12 @@ def _shardings_per_leaf(shardings, trees: Sequence, what: str) -> list:
 
 
 def _canonical(leaf):
-    """A concrete argument as an array (Python scalars weakly typed). Distributed arrays of
-    the runtime (they have `addressable_shards`) stay as they are, shards in place."""
+    """A concrete argument as an array of its canonical type (Python scalars weakly typed;
+    64-bit types narrowed unless x64 is on, as JAX does). Distributed arrays of the runtime
+    (they have `addressable_shards`) stay as they are, shards in place."""
     if isinstance(leaf, Value) or hasattr(leaf, "addressable_shards"):
         return leaf
-    if is_weak(leaf):
-        from xla_spmd.frontend.tracing import python_scalar_array
-        return Array(python_scalar_array(leaf), weak_type=True)
-    return Array(np.asarray(leaf))
+    return Array(canonical_array(leaf), weak_type=is_weak(leaf))
 
 
 class Lowered:
@@ -286,7 +283,7 @@ class Jitted:
                           for leaf in leaves)
         try:
             key = (tree, signature, tuple(sorted(static.items())),
-                   tuple(sorted(static_kwargs.items())))
+                   tuple(sorted(static_kwargs.items())), x64_enabled())
             hash(key)
         except TypeError:
             raise XlaSpmdError("static arguments of a jitted function must be hashable") \

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from xla_spmd.errors import XlaSpmdError
+from xla_spmd.frontend.dtypes import canonicalize, python_scalar_dtype
 from xla_spmd.frontend.tracing import Value, aval_of, bind, reducer
 from xla_spmd.ir import (
     PRED,
@@ -41,10 +42,14 @@ def shape_of(x) -> tuple[int, ...]:
 
 
 def as_dtype(dtype) -> DType:
-    """An IR element type from a numpy dtype, a dtype name or a DType."""
+    """An IR element type from a numpy dtype, a dtype name or a DType. A requested numpy type
+    is canonical (``np.float64`` is f32 unless x64 is on, ``float`` the default float, as in
+    JAX); a DType is taken as it is."""
     if isinstance(dtype, DType):
         return dtype
-    return DType.from_numpy(np.dtype(dtype))
+    if dtype is int or dtype is float or dtype is complex:
+        return python_scalar_dtype(dtype(0))
+    return canonicalize(DType.from_numpy(np.dtype(dtype)))
 
 
 # ---------------------------------------------------------------------------------------------

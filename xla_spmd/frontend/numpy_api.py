@@ -1,8 +1,8 @@
 """`xla_spmd.numpy`: numpy-like functions over traced and concrete arrays.
 
-Broadcasting follows numpy; dtype promotion follows JAX without x64: Python scalars are weakly
-typed (``x * 2.0`` keeps x's f32), the default float is f32 and the default int s32; arrays
-keep their own type (float64 inputs stay f64).
+Broadcasting follows numpy; dtypes follow JAX (`xla_spmd.frontend.dtypes`): 64-bit types are
+off unless ``xs.config.update("enable_x64", True)`` (float64 inputs become f32), Python scalars
+are weakly typed (``x * 2.0`` keeps x's f32), and types promote on JAX's lattice.
 
 >>> import numpy as np
 >>> import xla_spmd.numpy as xnp
@@ -14,21 +14,21 @@ keep their own type (float64 inputs stay f64).
 from __future__ import annotations
 
 import builtins
-import functools
 
 import numpy as np
 
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax
-from xla_spmd.frontend.lax import as_dtype, dtype_of, shape_of
-from xla_spmd.frontend.tracing import (
-    Array,
-    Value,
-    bind,
-    is_weak,
-    python_scalar_array,
+from xla_spmd.frontend.dtypes import (
+    canonical_array,
+    default_float,
+    default_int,
+    result_type_of,
+    to_inexact,
 )
-from xla_spmd.ir import BF16, C64, F32, PRED, S32, DType, Kind
+from xla_spmd.frontend.lax import as_dtype, dtype_of, shape_of
+from xla_spmd.frontend.tracing import Array, Value, bind, is_distributed, is_weak
+from xla_spmd.ir import BF16, PRED, S32, DType
 
 float16, float32, float64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")
 int8, int16, int32, int64 = (np.dtype(t) for t in ("int8", "int16", "int32", "int64"))
@@ -41,44 +41,32 @@ ndarray = Value
 # ---------------------------------------------------------------------------------------------
 # Conversion and promotion
 
-_KIND_ORDER = {Kind.PRED: 0, Kind.UNSIGNED: 1, Kind.SIGNED: 1, Kind.FLOAT: 2, Kind.COMPLEX: 3}
-_DEFAULT_OF_RANK = {0: PRED, 1: S32, 2: F32, 3: C64}
+def _dtype_weak(x) -> tuple[DType, bool]:
+    return dtype_of(x), is_weak(x)
 
 
-def _promote_pair(a: DType, b: DType) -> DType:
-    if a is b:
-        return a
-    ra, rb = _KIND_ORDER[a.kind], _KIND_ORDER[b.kind]
-    if ra != rb:
-        return a if ra > rb else b
-    if a.is_float and {a.name, b.name} == {"bf16", "f16"}:
-        return F32
-    return DType.from_numpy(np.promote_types(a.numpy, b.numpy))
+def result_type_weak(*xs) -> tuple[DType, bool]:
+    """The element type of an elementwise op on `xs`, and whether it is weak (JAX's lattice:
+    weak Python scalars adopt strong types)."""
+    return result_type_of(_dtype_weak(x) for x in xs)
 
 
 def result_type(*xs) -> DType:
     """The element type of an elementwise op on `xs` (weak scalars adopt strong types)."""
-    strong = [dtype_of(x) for x in xs if not is_weak(x)]
-    weak = [dtype_of(x) for x in xs if is_weak(x)]
-    weak_rank = builtins.max((_KIND_ORDER[d.kind] for d in weak), default=-1)
-    if not strong:
-        return _DEFAULT_OF_RANK[weak_rank]
-    dtype = functools.reduce(_promote_pair, strong)
-    if weak_rank > _KIND_ORDER[dtype.kind]:
-        dtype = _DEFAULT_OF_RANK[weak_rank]
-    return dtype
+    return result_type_weak(*xs)[0]
 
 
 def asarray(x, dtype=None) -> Value:
-    """A concrete or traced array from `x` (lists, numpy arrays, scalars, values)."""
-    if isinstance(x, Value):
+    """A concrete or traced array from `x` (lists, numpy arrays, scalars, values); arrays
+    distributed on the devices stay there."""
+    if isinstance(x, Value) or is_distributed(x):
         return x if dtype is None else astype(x, dtype)
     if isinstance(x, (list, tuple)) and builtins.any(isinstance(v, Value) for v in x):
         return stack([asarray(v) for v in x]).astype(dtype) if dtype else stack(x)
     if is_weak(x):
-        value = Array(python_scalar_array(x), weak_type=True)
+        value = Array(canonical_array(x), weak_type=True)
         return value if dtype is None else astype(value, dtype)
-    array = np.asarray(x)
+    array = canonical_array(x)
     if dtype is not None:
         array = array.astype(as_dtype(dtype).numpy)
     return Array(array)
@@ -96,7 +84,7 @@ def astype(x, dtype) -> Value:
 
 
 def _to(x, dtype: DType) -> Value:
-    if isinstance(x, Value):
+    if isinstance(x, Value) or is_distributed(x):
         out = lax.convert(x, dtype)
         if out is not x:
             out.weak_type = x.weak_type
@@ -136,16 +124,14 @@ def _promote(*xs, dtype: DType | None = None) -> list[Value]:
 
 
 def _elementwise(opcode: str, *xs, dtype: DType | None = None) -> Value:
-    weak = builtins.all(is_weak(x) for x in xs)
-    args = _promote(*xs, dtype=dtype)
+    promoted, weak = result_type_weak(*xs)
+    args = _promote(*xs, dtype=dtype or promoted)
     return bind(opcode, *args, weak_type=weak)
 
 
 def _float_args(*xs):
-    dtype = result_type(*xs)
-    if not (dtype.is_float or dtype.is_complex):
-        dtype = F32
-    return dtype
+    """The floating type of a float-valued op on `xs` (ints to f32, or f64 from 64 bits)."""
+    return to_inexact(result_type(*xs))
 
 
 def _binary(opcode: str):
@@ -224,9 +210,10 @@ greater, greater_equal = _compare("GT"), _compare("GE")
 def _unary(opcode: str, floating: bool = True):
     def fn(x):
         x = asarray(x)
+        weak = x.weak_type
         if floating and not (x.aval.dtype.is_float or x.aval.dtype.is_complex):
-            x = lax.convert(x, F32)
-        return bind(opcode, x, weak_type=x.weak_type)
+            x = lax.convert(x, to_inexact(x.aval.dtype))
+        return bind(opcode, x, weak_type=weak)
     fn.__name__ = opcode.replace("-", "_")
     return fn
 
@@ -369,28 +356,27 @@ def einsum(subscripts: str, *operands):
 def _default_dtype(dtype, *values) -> DType:
     if dtype is not None:
         return as_dtype(dtype)
-    if builtins.any(isinstance(v, float) for v in values):
-        return F32
-    return S32
+    if builtins.any(isinstance(v, (float, np.floating)) for v in values):
+        return default_float()
+    return default_int()
 
 
 def zeros(shape, dtype=None):
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return lax.full(shape, 0, as_dtype(dtype or float32))
+    return lax.full(shape, 0, as_dtype(dtype or default_float()))
 
 
 def ones(shape, dtype=None):
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return lax.full(shape, 1, as_dtype(dtype or float32))
+    return lax.full(shape, 1, as_dtype(dtype or default_float()))
 
 
 def full(shape, fill_value, dtype=None):
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     if isinstance(fill_value, Value):
         return broadcast_to(fill_value if dtype is None else astype(fill_value, dtype), shape)
-    return lax.full(shape, fill_value, _default_dtype(dtype, fill_value) if dtype is None
-                    and not isinstance(fill_value, (np.ndarray, np.generic))
-                    else as_dtype(dtype or np.asarray(fill_value).dtype))
+    return lax.full(shape, fill_value, dtype_of(fill_value) if dtype is None
+                    else as_dtype(dtype))
 
 
 def zeros_like(x, dtype=None):
@@ -419,7 +405,7 @@ def arange(start, stop=None, step=1, dtype=None):
 
 
 def linspace(start, stop, num: int = 50, dtype=None):
-    dtype = as_dtype(dtype or float32)
+    dtype = as_dtype(dtype or default_float())
     step = (stop - start) / builtins.max(num - 1, 1)
     return lax.iota(dtype, (num,), 0) * lax.full((num,), step, dtype) + \
         lax.full((num,), start, dtype)
@@ -430,7 +416,7 @@ def eye(n: int, m: int | None = None, k: int = 0, dtype=None):
     rows = lax.iota(S32, (n, m), 0)
     cols = lax.iota(S32, (n, m), 1)
     mask = lax.compare(cols - rows, lax.full((n, m), k, S32), "EQ")
-    return astype(mask, dtype or float32)
+    return astype(mask, dtype or default_float())
 
 
 def identity(n: int, dtype=None):
@@ -457,7 +443,7 @@ def triu(x, k: int = 0):
 
 
 def tri(n: int, m: int | None = None, k: int = 0, dtype=None):
-    return astype(tri_mask(n, n if m is None else m, k, True), dtype or float32)
+    return astype(tri_mask(n, n if m is None else m, k, True), dtype or default_float())
 
 
 # Reductions, shape functions and indexing live in their own modules; re-exported here.
@@ -516,5 +502,5 @@ from xla_spmd.frontend.numpy_shape import (  # noqa: E402,F401
 )
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in (
-    "annotations", "builtins", "functools", "np", "Kind", "XlaSpmdError", "BF16", "C64", "F32",
-    "PRED", "S32", "DType")]
+    "annotations", "builtins", "functools", "np", "XlaSpmdError", "BF16", "PRED", "S32", "DType",
+    "canonical_array", "default_float", "default_int", "result_type_of", "to_inexact")]

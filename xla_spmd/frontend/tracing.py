@@ -28,6 +28,7 @@ from dataclasses import fields
 import numpy as np
 
 from xla_spmd.errors import XlaSpmdError
+from xla_spmd.frontend.dtypes import canonical_array
 from xla_spmd.ir import (
     PRED,
     ArrayShape,
@@ -231,27 +232,26 @@ def aval_of_concrete(value):
 
 
 def is_weak(x) -> bool:
-    return type(x) in (bool, int, float, complex) or getattr(x, "weak_type", False)
+    """Whether `x` is weakly typed: a Python int, float or complex (not bool, not a numpy
+    scalar, as in JAX), or a value born from one."""
+    return type(x) in (int, float, complex) or getattr(x, "weak_type", False)
 
 
 def aval_of(x):
-    """The IR shape of any array-like (Python scalars get their default element type)."""
+    """The IR shape of any array-like: a value's own, else that of its canonical array
+    (Python scalars get their default type; without x64, 64-bit types narrow to 32)."""
     if isinstance(x, Value):
         return x.aval
-    return aval_of_concrete(python_scalar_array(x) if is_weak(x) else x)
+    aval = getattr(x, "aval", None)  # a distributed array: read without gathering
+    if aval is not None:
+        return aval
+    return aval_of_concrete(canonical_array(x))
 
 
 def python_scalar_array(x) -> np.ndarray:
-    """A Python scalar as an array of its default type (s32, f32, c64, pred)."""
-    if isinstance(x, bool):
-        return np.asarray(x, np.bool_)
-    if isinstance(x, int):
-        return np.asarray(x, np.int32)
-    if isinstance(x, float):
-        return np.asarray(x, np.float32)
-    if isinstance(x, complex):
-        return np.asarray(x, np.complex64)
-    return np.asarray(x)
+    """A Python scalar as an array of its default type (s32, f32, c64 or pred; 64-bit with
+    x64); anything else as its canonical array."""
+    return canonical_array(x)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -317,7 +317,7 @@ class Trace:
         value = x.value if isinstance(x, Array) else x
         if isinstance(value, tuple):
             return self.builder.tuple(*[self.to_inst(Array(v)) for v in value])
-        array = python_scalar_array(value) if is_weak(value) else np.asarray(value)
+        array = canonical_array(value)
         if dtype is not None:
             array = array.astype(dtype.numpy)
         return self.builder.constant(array)
@@ -335,16 +335,46 @@ def current_trace() -> Trace | None:
     return _TRACES[-1] if _TRACES else None
 
 
+def is_distributed(x) -> bool:
+    """Whether `x` is an array of the runtime, held as shards on the devices."""
+    return hasattr(x, "addressable_shards") and not isinstance(x, Value)
+
+
+_DEVICE_OPS: dict = {}  # one jitted op per (opcode, attributes): traced and compiled once
+
+
+def _bind_on_devices(opcode: str, operands, shape, attrs: dict, extra: dict):
+    """Apply one op to operands of which some are distributed arrays, as JAX does: as a
+    jitted program on the devices, whose result is distributed as propagation shards it
+    (``y + 1.0`` keeps ``y``'s sharding and f32)."""
+    from xla_spmd.frontend.jit import jit
+
+    def one_op(*args):
+        return current_trace().bind(opcode, args, shape, attrs, extra)
+
+    try:
+        key = (opcode, shape, tuple(sorted(attrs.items())), tuple(sorted(extra.items())))
+        hash(key)
+    except TypeError:  # attributes that are not hashable: trace this call on its own
+        return jit(one_op)(*operands)
+    if key not in _DEVICE_OPS:
+        if len(_DEVICE_OPS) > 512:
+            _DEVICE_OPS.clear()
+        _DEVICE_OPS[key] = jit(one_op)
+    return _DEVICE_OPS[key](*operands)
+
+
 def _eager_bind(opcode: str, operands, shape, attrs: dict, extra: dict) -> Array:
     from xla_spmd.backends.reference import evaluate
 
+    if any(is_distributed(x) for x in operands) and not isinstance(shape, TupleShape):
+        return _bind_on_devices(opcode, operands, shape, attrs, extra)
     builder = Builder("eager")
     args, params = [], []
     for x in operands:
-        value = x.value if isinstance(x, Array) else (
-            python_scalar_array(x) if is_weak(x) else np.asarray(x))
         if isinstance(x, Tracer):
             raise TracingError(f"a traced value {x.aval} escaped its trace")
+        value = x.value if isinstance(x, Array) else canonical_array(x)
         args.append(value)
         params.append(builder.parameter(aval_of_concrete(value)))
     inst = builder.op(opcode, *params, shape=shape, **attrs)

@@ -14,7 +14,7 @@ are. A function whose module carries no sharding runs on one device, as before.
 >>> mesh = xs.make_mesh({"x": 4})
 >>> f = xs.jit(lambda a: (a * 2).sum(0), in_shardings=xs.NamedSharding(mesh, xs.P("x")))
 >>> np.asarray(f(np.arange(8.0).reshape(4, 2)))
-array([24., 32.])
+array([24., 32.], dtype=float32)
 """
 
 from __future__ import annotations
