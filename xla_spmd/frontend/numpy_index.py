@@ -49,6 +49,12 @@ def _expand(index, ndim: int) -> list:
     return index
 
 
+def _clamped(i: int, n: int) -> int:
+    """A static index read as JAX reads it: negative from the end, then clamped into the
+    dim (``x[10]`` of 8 rows is ``x[7]``, ``x[-10]`` is ``x[0]``), as gathers clamp."""
+    return min(max(i + n if i < 0 else i, 0), n - 1)
+
+
 def _basic(x, index: list):
     """Apply static ints, slices and None; array indices stay as (position, array) pairs."""
     starts, limits, strides, reverse = [], [], [], []
@@ -71,10 +77,10 @@ def _basic(x, index: list):
                 limits.append(max(start, stop))
                 strides.append(step)
         elif isinstance(entry, (int, np.integer)) and not isinstance(entry, bool):
-            i = int(entry)
-            if not -n <= i < n:
-                raise IndexError(f"index {i} is out of bounds for axis {dim} with size {n}")
-            i %= n
+            if n == 0:
+                raise IndexError(f"index {int(entry)} is out of bounds for axis {dim} with "
+                                 "size 0")
+            i = _clamped(int(entry), n)
             starts.append(i)
             limits.append(i + 1)
             strides.append(1)
@@ -267,7 +273,11 @@ def _update(x, index, values, kind: str):
 
 
 def _update_basic(x, index, values, kind: str):
-    """Static ints and unit-stride slices: read the region, combine, write it back."""
+    """Static ints and unit-stride slices: read the region, combine, write it back. An
+    out-of-range static int drops the update, as JAX's scatters drop them."""
+    if any(isinstance(entry, (int, np.integer)) and not isinstance(entry, bool)
+           and not -n <= int(entry) < n for entry, n in zip(index, x.shape)):
+        return x
     starts, sizes, region_shape = [], [], []
     for d, entry in enumerate(index):
         n = x.shape[d]
