@@ -90,6 +90,12 @@ class Value:
             raise TypeError("len() of a 0-d array")
         return self.shape[0]
 
+    def __iter__(self):
+        # Explicit: indexing clamps out-of-range indices (as JAX), so it cannot end a loop.
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
     # Operators delegate to the numpy-like API (imported late: it imports this module).
     def _np(self):
         from xla_spmd.frontend import numpy_api
