@@ -458,10 +458,12 @@ from xla_spmd.frontend.numpy_math import (  # noqa: E402,F401
     arctan,
     arctanh,
     cosh,
+    erfinv,
     isclose,
     isinf,
     isnan,
     log10,
+    nextafter,
     sinh,
 )
 from xla_spmd.frontend.numpy_reductions import (  # noqa: E402,F401
