@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 
+import ml_dtypes
 import numpy as np
 
 import xla_spmd.config as config
@@ -127,6 +128,43 @@ def canonical_array(value) -> np.ndarray:
     return array if target is dtype else array.astype(target.numpy)
 
 
+class ScalarType:
+    """A scalar type of the numpy-like API (``xnp.float32``), as JAX's: a dtype wherever one
+    is taken (``np.dtype(xnp.float32)``, ``x.astype(xnp.int8)``; equal to its numpy dtype),
+    and callable, giving an array of that type (``xnp.float32(2)``, ``xnp.int32(x)``).
+
+    >>> import numpy as np
+    >>> f32 = ScalarType("float32")
+    >>> f32 == np.float32, np.dtype(f32), np.asarray(f32(2)).dtype
+    (True, dtype('float32'), dtype('float32'))
+    """
+
+    __slots__ = ("dtype",)
+
+    def __init__(self, name: str):
+        self.dtype = np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
+
+    def __call__(self, value):
+        from xla_spmd.frontend.numpy_api import asarray
+        return asarray(value, self.dtype)
+
+    def __eq__(self, other) -> bool:
+        try:
+            return self.dtype == np.dtype(other)
+        except TypeError:
+            return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.dtype)
+
+    def __repr__(self) -> str:
+        return f"xla_spmd.numpy.{self.dtype.name}"
+
+    @property
+    def type(self):
+        return self.dtype.type
+
+
 # ---------------------------------------------------------------------------------------------
 # The promotion lattice
 
@@ -216,6 +254,6 @@ def to_inexact(dtype: DType) -> DType:
     return canonicalize(F64) if dtype.bits == 64 else F32
 
 
-__all__ = ["canonical_array", "canonicalize", "default_complex", "default_float",
+__all__ = ["ScalarType", "canonical_array", "canonicalize", "default_complex", "default_float",
            "default_int", "jax_result_type", "python_scalar_dtype", "result_type_of",
            "to_inexact", "x64_enabled"]

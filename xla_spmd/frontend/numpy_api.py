@@ -14,12 +14,15 @@ are weakly typed (``x * 2.0`` keeps x's f32), and types promote on JAX's lattice
 from __future__ import annotations
 
 import builtins
+import functools
 
+import ml_dtypes
 import numpy as np
 
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax
 from xla_spmd.frontend.dtypes import (
+    ScalarType,
     canonical_array,
     default_float,
     default_int,
@@ -28,13 +31,14 @@ from xla_spmd.frontend.dtypes import (
 )
 from xla_spmd.frontend.lax import as_dtype, dtype_of, shape_of
 from xla_spmd.frontend.tracing import Array, Value, bind, is_distributed, is_weak
-from xla_spmd.ir import BF16, PRED, S32, DType
+from xla_spmd.ir import PRED, S32, DType
 
-float16, float32, float64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")
-int8, int16, int32, int64 = (np.dtype(t) for t in ("int8", "int16", "int32", "int64"))
-uint8, uint32, uint64 = np.dtype("uint8"), np.dtype("uint32"), np.dtype("uint64")
-bool_, complex64 = np.dtype("bool"), np.dtype("complex64")
-bfloat16 = BF16.numpy
+# Scalar types: dtypes that are also callable (``xnp.float32(x)``), as JAX's.
+float16, float32, float64, bfloat16 = (ScalarType(t) for t in (
+    "float16", "float32", "float64", "bfloat16"))
+int8, int16, int32, int64 = (ScalarType(t) for t in ("int8", "int16", "int32", "int64"))
+uint8, uint16, uint32, uint64 = (ScalarType(t) for t in ("uint8", "uint16", "uint32", "uint64"))
+bool_, complex64, complex128 = (ScalarType(t) for t in ("bool", "complex64", "complex128"))
 pi, e, inf, nan = np.pi, np.e, np.inf, np.nan
 ndarray = Value
 
@@ -151,6 +155,21 @@ bitwise_or = logical_or = _binary("or")
 bitwise_xor = logical_xor = _binary("xor")
 
 
+def left_shift(x, y):
+    """``x << y`` for integers (shifts of the width or more give 0, as XLA's)."""
+    return _elementwise("shift-left", x, y)
+
+
+def right_shift(x, y):
+    """``x >> y``: arithmetic for signed integers, logical for unsigned ones."""
+    dtype = result_type(x, y)
+    return _elementwise("shift-right-logical" if dtype.kind.name == "UNSIGNED"
+                        else "shift-right-arithmetic", x, y)
+
+
+bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
+
+
 def true_divide(x, y):
     return _elementwise("divide", x, y, dtype=_float_args(x, y))
 
@@ -236,7 +255,7 @@ erf = _unary("erf")
 negative = _unary("negate", floating=False)
 sign = _unary("sign", floating=False)
 abs = absolute = _unary("abs", floating=False)  # noqa: A001
-invert = logical_not = _unary("not", floating=False)
+invert = bitwise_not = logical_not = _unary("not", floating=False)
 isfinite = _unary("is-finite")
 
 
@@ -284,9 +303,12 @@ def clip(x, a_min=None, a_max=None):
 # Contractions
 
 
-def matmul(a, b):
-    """numpy matmul: 1-D operands are promoted to matrices; batch dims broadcast."""
+def matmul(a, b, preferred_element_type=None):
+    """numpy matmul: 1-D operands are promoted to matrices; batch dims broadcast. With
+    `preferred_element_type` the product accumulates and returns in that type (as JAX's)."""
     a, b = _promote_dtype(a, b)
+    dot_general = functools.partial(lax.dot_general,
+                                    preferred_element_type=preferred_element_type)
     if a.ndim == 0 or b.ndim == 0:
         raise XlaSpmdError("matmul operands must be at least 1-D (use * for scalars)")
     squeeze_a, squeeze_b = a.ndim == 1, b.ndim == 1
@@ -295,13 +317,13 @@ def matmul(a, b):
     if squeeze_b:
         b = lax.reshape(b, b.shape + (1,))
     if b.ndim == 2:  # (..., n, k) @ (k, m): one dot with no batch dims
-        out = lax.dot_general(a, b, (((a.ndim - 1,), (0,)), ((), ())))
+        out = dot_general(a, b, (((a.ndim - 1,), (0,)), ((), ())))
     else:
         batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
         a = broadcast_to(a, batch + a.shape[-2:])
         b = broadcast_to(b, batch + b.shape[-2:])
         nb = len(batch)
-        out = lax.dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))))
+        out = dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))))
     if squeeze_a:
         out = lax.reshape(out, out.shape[:-2] + out.shape[-1:])
     if squeeze_b:
@@ -314,13 +336,33 @@ def _promote_dtype(*xs):
     return [_to(x, dtype) for x in xs]
 
 
-def dot(a, b):
+def dot(a, b, preferred_element_type=None):
     a, b = _promote_dtype(a, b)
     if a.ndim == 0 or b.ndim == 0:
-        return multiply(a, b)
+        out = multiply(a, b)
+        return out if preferred_element_type is None else astype(out, preferred_element_type)
     if b.ndim <= 2:
-        return matmul(a, b)
-    return tensordot(a, b, ((a.ndim - 1,), (b.ndim - 2,)))
+        return matmul(a, b, preferred_element_type=preferred_element_type)
+    out = tensordot(a, b, ((a.ndim - 1,), (b.ndim - 2,)))
+    return out if preferred_element_type is None else astype(out, preferred_element_type)
+
+
+def _numpy_dtype(dtype) -> np.dtype:
+    """The numpy dtype of a type (numpy, scalar type, DType) or of a value."""
+    if isinstance(dtype, DType):
+        return dtype.numpy
+    own = getattr(dtype, "dtype", None)
+    return own if isinstance(own, np.dtype) else np.dtype(dtype)
+
+
+def finfo(dtype):
+    """Machine limits of a float type (or of a value's type), bfloat16 and f8 included."""
+    return ml_dtypes.finfo(_numpy_dtype(dtype))
+
+
+def iinfo(dtype):
+    """Machine limits of an integer type (or of a value's type)."""
+    return ml_dtypes.iinfo(_numpy_dtype(dtype))
 
 
 def vdot(a, b):
@@ -463,6 +505,7 @@ from xla_spmd.frontend.numpy_math import (  # noqa: E402,F401
     isinf,
     isnan,
     log10,
+    nan_to_num,
     nextafter,
     sinh,
 )
@@ -473,6 +516,7 @@ from xla_spmd.frontend.numpy_reductions import (  # noqa: E402,F401
     any,
     argmax,
     argmin,
+    count_nonzero,
     cumprod,
     cumsum,
     max,
@@ -485,6 +529,7 @@ from xla_spmd.frontend.numpy_reductions import (  # noqa: E402,F401
 )
 from xla_spmd.frontend.numpy_shape import (  # noqa: E402,F401
     argsort,
+    array_split,
     concatenate,
     expand_dims,
     flip,
@@ -504,5 +549,6 @@ from xla_spmd.frontend.numpy_shape import (  # noqa: E402,F401
 )
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in (
-    "annotations", "builtins", "functools", "np", "XlaSpmdError", "BF16", "PRED", "S32", "DType",
-    "canonical_array", "default_float", "default_int", "result_type_of", "to_inexact")]
+    "annotations", "builtins", "functools", "ml_dtypes", "np", "XlaSpmdError", "PRED", "S32",
+    "DType", "canonical_array", "default_float", "default_int", "result_type_of", "to_inexact",
+    "ScalarType")]

@@ -169,3 +169,19 @@ def nextafter(x, y):
     out = lax.select(xnp.equal(x, y), y, out)
     either_nan = xnp.logical_or(isnan(x), isnan(y))
     return lax.select(either_nan, xnp.add(x, y), out)
+
+
+def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf=None, neginf=None):
+    """`x` with NaN, +inf and -inf replaced (by 0 and the type's largest and lowest finite
+    values unless given); integers unchanged."""
+    xnp = _np()
+    x = xnp.asarray(x)
+    dtype = x.aval.dtype
+    if not dtype.is_float:
+        return x
+    info = xnp.finfo(dtype.numpy)
+    big = float(info.max) if posinf is None else posinf
+    small = float(info.min) if neginf is None else neginf
+    x = xnp.where(isnan(x), nan, x)
+    x = xnp.where(xnp.logical_and(isinf(x), x > 0), big, x)
+    return xnp.where(xnp.logical_and(isinf(x), x < 0), small, x)

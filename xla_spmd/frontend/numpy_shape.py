@@ -156,6 +156,18 @@ def split(x, indices_or_sections, axis: int = 0):
     return [lax.slice_in_dim(x, lo, hi, 1, axis) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
+def array_split(x, indices_or_sections, axis: int = 0):
+    """As `split`, but `indices_or_sections` sections need not divide the dim: the first
+    ``n % sections`` pieces are one longer (numpy's rule)."""
+    if not isinstance(indices_or_sections, int):
+        return split(x, indices_or_sections, axis)
+    x = _np().asarray(x)
+    n = x.shape[_axis(axis, x.ndim)]
+    size, extra = divmod(n, indices_or_sections)
+    bounds = [k * size + min(k, extra) for k in range(1, indices_or_sections)]
+    return split(x, bounds, axis)
+
+
 def flip(x, axis=None):
     x = _np().asarray(x)
     axes = range(x.ndim) if axis is None else (

@@ -35,7 +35,8 @@ import numpy as np
 _DEVICE_BINARY = (("add", "add"), ("sub", "subtract"), ("mul", "multiply"),
                   ("truediv", "true_divide"), ("floordiv", "floor_divide"),
                   ("mod", "remainder"), ("pow", "power"), ("matmul", "matmul"),
-                  ("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor"))
+                  ("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor"),
+                  ("lshift", "left_shift"), ("rshift", "right_shift"))
 _DEVICE_COMPARISONS = (("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
                        ("ge", "greater_equal"), ("eq", "equal"), ("ne", "not_equal"))
 _DEVICE_UNARY = (("neg", "negative"), ("abs", "abs"), ("invert", "invert"))
@@ -44,7 +45,7 @@ _DEVICE_METHODS = ("sum", "mean", "max", "min", "prod", "std", "var", "argmax", 
                    "any", "all", "cumsum", "cumprod", "astype", "transpose", "ravel",
                    "squeeze", "swapaxes", "clip")
 # Operators and methods that read the gathered values (numpy results).
-_BINARY = (("lshift", operator.lshift), ("rshift", operator.rshift), ("divmod", divmod))
+_BINARY = (("divmod", divmod),)
 _METHODS = ("tolist", "copy", "round", "dot", "conj", "nonzero", "take", "repeat", "sort",
             "argsort", "trace", "diagonal")
 
