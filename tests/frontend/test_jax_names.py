@@ -97,3 +97,56 @@ def test_dot_product_attention_and_one_hot_match_jax():
                                VALUES["dot_product_attention_causal"], rtol=2e-5, atol=1e-6)
     np.testing.assert_array_equal(np.asarray(nn.one_hot(np.array([0, 2]), 3, axis=0)),
                                   VALUES["one_hot_axis0"])
+
+
+PAD_MODES = ["constant", "edge", "wrap", "reflect", "symmetric", "maximum", "minimum", "mean",
+             "median", "linear_ramp"]
+
+
+@pytest.mark.parametrize("mode", PAD_MODES)
+def test_pad_every_mode_matches_numpy(mode):
+    floats = np.arange(12, dtype=np.float32).reshape(3, 4) ** 1.5
+    ints = np.arange(12, dtype=np.int32).reshape(3, 4) * 3 % 7
+    for width in [1, (2, 3), ((1, 5), (0, 2)), ((7, 0), (9, 4))]:
+        for array in (floats, ints):
+            got = np.asarray(xs.jit(lambda a: xnp.pad(a, width, mode=mode))(array))
+            want = np.pad(array, width, mode=mode)
+            assert got.dtype == want.dtype
+            np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"{mode} {width}")
+    np.testing.assert_array_equal(
+        np.asarray(xnp.pad(floats, ((1, 2), (3, 0)), constant_values=((1, 2), (3, 4)))),
+        np.pad(floats, ((1, 2), (3, 0)), constant_values=((1, 2), (3, 4))))
+    np.testing.assert_allclose(
+        np.asarray(xnp.pad(floats, 2, mode="linear_ramp", end_values=(5, -1))),
+        np.pad(floats, 2, mode="linear_ramp", end_values=(5, -1)), rtol=1e-6)
+
+
+def _padded(values, size, fill):
+    values = list(values)[:size]
+    return values + [fill] * (size - len(values))
+
+
+def test_static_size_nonzero_argwhere_unique_searchsorted():
+    a = np.array([[0, 3, 0], [4, 0, 5]], np.int32)
+    rows, cols = np.nonzero(a)
+    for size, fill in ((4, -1), (2, 0), (3, 0)):
+        got = xs.jit(lambda a: xnp.nonzero(a, size=size, fill_value=fill))(a)
+        assert [np.asarray(g).tolist() for g in got] == [_padded(rows, size, fill),
+                                                       _padded(cols, size, fill)]
+    assert [np.asarray(g).tolist() for g in xnp.nonzero(a)] == [rows.tolist(), cols.tolist()]
+    assert np.asarray(xs.jit(lambda a: xnp.argwhere(a, size=4))(a)).tolist() == \
+        [[0, 1], [1, 0], [1, 2], [0, 0]]
+    assert np.asarray(xs.jit(lambda a: xnp.where(a > 3, size=2))(a)[1]).tolist() == [0, 2]
+    x = np.array([3, 1, 3, 2, 1, 7], np.int32)
+    assert np.asarray(xs.jit(lambda x: xnp.unique(x, size=6))(x)).tolist() == \
+        [1, 2, 3, 7, 1, 1]  # padded with the smallest value, as JAX
+    assert np.asarray(xs.jit(lambda x: xnp.unique(x, size=3, fill_value=0))(x)).tolist() == \
+        [1, 2, 3]
+    assert np.asarray(xnp.unique(x)).tolist() == [1, 2, 3, 7]
+    with pytest.raises(xs.errors.XlaSpmdError, match="size="):
+        xs.jit(lambda x: xnp.unique(x))(x)
+    sorted_a = np.array([1.0, 2.0, 2.0, 5.0], np.float32)
+    values = np.array([0.0, 2.0, 3.0, 9.0], np.float32)
+    for side in ("left", "right"):
+        np.testing.assert_array_equal(np.asarray(xnp.searchsorted(sorted_a, values, side)),
+                                      np.searchsorted(sorted_a, values, side))

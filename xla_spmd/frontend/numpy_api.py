@@ -279,11 +279,13 @@ def exp2(x):
     return exp(multiply(x, float(np.log(2.0))))
 
 
-def where(condition, x=None, y=None):
-    """`condition ? x : y` elementwise, broadcasting all three."""
+def where(condition, x=None, y=None, *, size=None, fill_value=None):
+    """`condition ? x : y` elementwise, broadcasting all three; ``where(condition)`` is
+    ``nonzero(condition, size=..., fill_value=...)``."""
+    if x is None and y is None:
+        return nonzero(condition, size=size, fill_value=fill_value)
     if x is None or y is None:
-        raise XlaSpmdError("where(condition) without x and y (nonzero) has a data-dependent "
-                           "shape; pass x and y")
+        raise XlaSpmdError("where: give both x and y, or neither (for nonzero)")
     condition = astype(condition, PRED)
     x, y = _promote(x, y)
     shape = broadcast_shapes(condition.shape, x.shape)
@@ -490,7 +492,15 @@ def tri(n: int, m: int | None = None, k: int = 0, dtype=None):
 
 # Reductions, shape functions and indexing live in their own modules; re-exported here.
 from xla_spmd.frontend import numpy_linalg as linalg  # noqa: E402,F401
-from xla_spmd.frontend.numpy_index import getitem, take, take_along_axis  # noqa: E402,F401
+from xla_spmd.frontend.numpy_index import (  # noqa: E402,F401
+    argwhere,
+    getitem,
+    nonzero,
+    searchsorted,
+    take,
+    take_along_axis,
+    unique,
+)
 from xla_spmd.frontend.numpy_math import (  # noqa: E402,F401
     allclose,
     arccos,
