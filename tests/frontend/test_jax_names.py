@@ -109,7 +109,7 @@ def test_pad_every_mode_matches_numpy(mode):
     ints = np.arange(12, dtype=np.int32).reshape(3, 4) * 3 % 7
     for width in [1, (2, 3), ((1, 5), (0, 2)), ((7, 0), (9, 4))]:
         for array in (floats, ints):
-            got = np.asarray(xs.jit(lambda a: xnp.pad(a, width, mode=mode))(array))
+            got = np.asarray(xs.jit(lambda a, w=width: xnp.pad(a, w, mode=mode))(array))
             want = np.pad(array, width, mode=mode)
             assert got.dtype == want.dtype
             np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"{mode} {width}")
@@ -130,7 +130,7 @@ def test_static_size_nonzero_argwhere_unique_searchsorted():
     a = np.array([[0, 3, 0], [4, 0, 5]], np.int32)
     rows, cols = np.nonzero(a)
     for size, fill in ((4, -1), (2, 0), (3, 0)):
-        got = xs.jit(lambda a: xnp.nonzero(a, size=size, fill_value=fill))(a)
+        got = xs.jit(lambda a, n=size, f=fill: xnp.nonzero(a, size=n, fill_value=f))(a)
         assert [np.asarray(g).tolist() for g in got] == [_padded(rows, size, fill),
                                                        _padded(cols, size, fill)]
     assert [np.asarray(g).tolist() for g in xnp.nonzero(a)] == [rows.tolist(), cols.tolist()]
