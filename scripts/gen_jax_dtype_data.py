@@ -67,6 +67,18 @@ def _mode():
     return {"binary": binary, "jit_input": jit_input, "defaults": defaults}
 
 
+def _lines(value, depth: int = 0) -> str:
+    """JSON with one line per dict entry and per list item (small diffs, few lines)."""
+    pad = " " * depth
+    if isinstance(value, dict) and any(isinstance(v, (dict, list)) for v in value.values()):
+        items = [f"{pad} {json.dumps(k)}: {_lines(v, depth + 1)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if isinstance(value, list):
+        items = [pad + " " + json.dumps(v, sort_keys=True) for v in value]
+        return "[\n" + ",\n".join(items) + "\n" + pad + "]"
+    return json.dumps(value, sort_keys=True)
+
+
 def main():
     data = {"jax_version": jax.__version__}
     jax.config.update("jax_enable_x64", False)
@@ -74,8 +86,7 @@ def main():
     jax.config.update("jax_enable_x64", True)
     data["x64"] = _mode()
     with open(OUT, "w") as f:
-        json.dump(data, f, indent=0, sort_keys=True)
-        f.write("\n")
+        f.write(_lines(data) + "\n")
     print(f"wrote {OUT}")
 
 
