@@ -67,3 +67,11 @@ def test_out_of_range_static_updates_are_dropped_as_in_jax():
 def test_index_into_an_empty_dim_is_an_error():
     with pytest.raises(IndexError, match="size 0"):
         xnp.zeros((0, 3))[0]
+
+
+def test_boolean_masks_on_concrete_arrays_and_an_error_under_jit(mesh):
+    w = xs.device_put(X, NamedSharding(mesh, P("v", "d")))
+    np.testing.assert_array_equal(np.asarray(w[w > 90]), X[X > 90])
+    np.testing.assert_array_equal(np.asarray(xnp.asarray(X)[X[:, 0] > 40]), X[X[:, 0] > 40])
+    with pytest.raises(xs.errors.XlaSpmdError, match="boolean mask"):
+        xs.jit(lambda x: x[x > 2])(X)

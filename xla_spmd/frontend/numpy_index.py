@@ -19,7 +19,7 @@ import numpy as np
 
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax
-from xla_spmd.frontend.tracing import Array, Value, bind, reducer
+from xla_spmd.frontend.tracing import Array, Tracer, Value, bind, reducer
 from xla_spmd.ir import S32
 
 
@@ -100,9 +100,21 @@ def _basic(x, index: list):
     return x
 
 
+def _is_mask(entry) -> bool:
+    dtype = getattr(entry, "dtype", None)
+    return dtype is not None and np.dtype(dtype) == np.bool_ and np.ndim(entry) > 0
+
+
 def getitem(x, index):
     xnp = _np()
     x = xnp.asarray(x)
+    entries = index if isinstance(index, tuple) else (index,)
+    if any(_is_mask(e) for e in entries):  # a data-dependent shape: concrete values only
+        if isinstance(x, Tracer) or any(isinstance(e, Tracer) for e in entries):
+            raise XlaSpmdError("indexing with a boolean mask gives a data-dependent shape; "
+                               "use xnp.where(mask, x, 0) or nonzero(mask, size=...)")
+        concrete = tuple(np.asarray(e) if hasattr(e, "dtype") else e for e in entries)
+        return Array(np.asarray(x)[concrete])
     index = _expand(index, x.ndim)
     sliced = _basic(x, index)
     # Positions (in `sliced`) of integer and array entries, and the final shape.
