@@ -96,6 +96,23 @@ def test_eager_math_stays_sharded_with_jax_dtypes(w, loss):
     assert isinstance(row, xs.ShardedArray)
     np.testing.assert_array_equal(np.asarray(row), VALUES[1])
     assert (loss - 0.5).dtype == np.float32 and float(loss - 0.5) == 17.0
+    assert all(isinstance(a, xs.Array) for a in (w + 1, w[0], w[:, 1:3], w.T, w.reshape(8),
+                                                  w.mean(), w.astype(np.int8), w > 2))
+    np.testing.assert_array_equal(np.asarray(w[:, 1:3]), VALUES[:, 1:3])
+    np.testing.assert_array_equal(np.asarray(w[np.array([1, 0]), 2]), VALUES[[1, 0], 2])
+    np.testing.assert_array_equal(np.asarray(w.transpose(1, 0)), VALUES.T)
+    np.testing.assert_array_equal(np.asarray(w.max(axis=1, keepdims=True)),
+                                  VALUES.max(1, keepdims=True))
+
+
+def test_runtime_arrays_compute_with_numpy_keeping_float32(mesh):
+    """The runtime's own ShardedArray (below the API) reads its values and computes with
+    numpy; Python scalars stay weakly typed there too."""
+    from xla_spmd.runtime import device_put
+
+    w = device_put(VALUES, xs.NamedSharding(mesh, xs.P("data", "model")))
+    assert not isinstance(w, xs.Array)
+    assert isinstance(w + 1.0, np.ndarray) and (w + 1.0).dtype == np.float32
 
 
 def test_device_put_narrows_64_bit_inputs(mesh):

@@ -35,8 +35,7 @@ import functools
 import ml_dtypes
 import numpy as np
 
-import xla_spmd.config as config
-from xla_spmd.ir.dtypes import (
+from xla_spmd.ir.dtypes import (  # the canonical types live with the element types
     ALL_DTYPES,
     BF16,
     C64,
@@ -57,6 +56,13 @@ from xla_spmd.ir.dtypes import (
     U64,
     DType,
     Kind,
+    canonical_array,
+    canonicalize,
+    default_complex,
+    default_float,
+    default_int,
+    python_scalar_dtype,
+    x64_enabled,
 )
 
 # The weak kinds of the lattice (what a Python int, float or complex is before it meets a
@@ -64,68 +70,10 @@ from xla_spmd.ir.dtypes import (
 WEAK_INT, WEAK_FLOAT, WEAK_COMPLEX = "int", "float", "complex"
 _WEAK_OF_KIND = {Kind.SIGNED: WEAK_INT, Kind.UNSIGNED: WEAK_INT, Kind.FLOAT: WEAK_FLOAT,
                  Kind.COMPLEX: WEAK_COMPLEX}
-_NARROW = {F64: F32, S64: S32, U64: U32, C128: C64}
-
-
-def x64_enabled() -> bool:
-    """Whether 64-bit types are on (``xs.config.enable_x64``)."""
-    return bool(config.enable_x64)
-
-
-def canonicalize(dtype: DType) -> DType:
-    """`dtype` as values from outside get it: narrowed to 32 bits unless x64 is on."""
-    return dtype if x64_enabled() else _NARROW.get(dtype, dtype)
-
-
-def default_int() -> DType:
-    return S64 if x64_enabled() else S32
-
-
-def default_float() -> DType:
-    return F64 if x64_enabled() else F32
-
-
-def default_complex() -> DType:
-    return C128 if x64_enabled() else C64
-
-
 def default_of(kind: str) -> DType:
     """The type a weak kind becomes on its own (s32/f32/c64; s64/f64/c128 with x64)."""
     return {WEAK_INT: default_int, WEAK_FLOAT: default_float,
             WEAK_COMPLEX: default_complex}[kind]()
-
-
-def python_scalar_dtype(value) -> DType:
-    """The type of a Python scalar (bool is pred, strongly typed; the others weak)."""
-    if isinstance(value, bool):
-        return PRED
-    if isinstance(value, int):
-        return default_int()
-    if isinstance(value, float):
-        return default_float()
-    if isinstance(value, complex):
-        return default_complex()
-    raise TypeError(f"not a Python scalar: {value!r}")
-
-
-def canonical_array(value) -> np.ndarray:
-    """A value from outside (numpy array or scalar, Python scalar, list) as a numpy array of
-    its canonical type. Integers too large for the default int raise OverflowError, as in
-    JAX."""
-    if type(value) in (bool, int, float, complex):
-        dtype = python_scalar_dtype(value).numpy
-        if isinstance(value, int) and not isinstance(value, bool):
-            info = np.iinfo(dtype)
-            if not info.min <= value <= info.max:
-                raise OverflowError(f"Python int {value} is too large for {dtype} (the "
-                                    "default int); give a dtype, or enable x64")
-        return np.asarray(value, dtype)
-    array = np.asarray(value)
-    if array.dtype.kind in "OSU":
-        raise TypeError(f"{array.dtype} values are not arrays of numbers: {value!r:.80}")
-    dtype = DType.from_numpy(array.dtype)
-    target = canonicalize(dtype)
-    return array if target is dtype else array.astype(target.numpy)
 
 
 class ScalarType:

@@ -22,12 +22,14 @@ are *weakly typed* (as in JAX: ``x * 2.0`` keeps ``x``'s f32).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+from collections.abc import Iterator, Mapping
 from dataclasses import fields
 
 import numpy as np
 
-from xla_spmd.errors import XlaSpmdError
+from xla_spmd.errors import ShardingError, XlaSpmdError
 from xla_spmd.frontend.dtypes import canonical_array
 from xla_spmd.ir import (
     PRED,
@@ -41,6 +43,7 @@ from xla_spmd.ir import (
     op_named,
 )
 from xla_spmd.ir.module import make_instruction
+from xla_spmd.mesh import Mesh
 
 _TRACES: list[Trace] = []
 _NAMES = itertools.count(1)
@@ -285,6 +288,9 @@ class Trace:
         # The manual (shard_map) region this trace is in: its mesh and manual axes.
         self.manual = manual if manual is not None else (self.parent.manual if self.parent
                                                           else None)
+        # The named meshes the sharding text of this (outermost) trace refers to (`@mesh`):
+        # what becomes the module's ``xla.sdy.meshes`` (see `declare_mesh`).
+        self.meshes: dict[str, Mesh] = {}
 
     def __enter__(self):
         _TRACES.append(self)
@@ -346,39 +352,50 @@ def current_trace() -> Trace | None:
 
 
 def is_distributed(x) -> bool:
-    """Whether `x` is an array of the runtime, held as shards on the devices."""
+    """Whether `x` is an array of the runtime, held as shards on the devices (eager ops here
+    read its gathered value; ``xs.Array``'s operators run on its devices)."""
     return hasattr(x, "addressable_shards") and not isinstance(x, Value)
 
 
-_DEVICE_OPS: dict = {}  # one jitted op per (opcode, attributes): traced and compiled once
+# Meshes of traces that have finished but whose program is still being differentiated
+# (`mesh_scope`); innermost last.
+_MESH_SCOPES: list[Mapping[str, Mesh]] = []
 
 
-def _bind_on_devices(opcode: str, operands, shape, attrs: dict, extra: dict):
-    """Apply one op to operands of which some are distributed arrays, as JAX does: as a
-    jitted program on the devices, whose result is distributed as propagation shards it
-    (``y + 1.0`` keeps ``y``'s sharding and f32)."""
-    from xla_spmd.frontend.jit import jit
+def declare_mesh(name: str, mesh: Mesh) -> None:
+    """Record, on the outermost trace, that sharding text written in this program names
+    `mesh` as ``@name`` (jit writes them as the module's ``xla.sdy.meshes``)."""
+    if not _TRACES:
+        return
+    meshes = _TRACES[0].meshes
+    known = meshes.get(name)
+    if known is not None and known != mesh:
+        raise ShardingError(f"two meshes named {name!r} in one program: {known!r} and "
+                            f"{mesh!r}; give each mesh of a program its own name")
+    meshes[name] = mesh
 
-    def one_op(*args):
-        return current_trace().bind(opcode, args, shape, attrs, extra)
 
+def declared_meshes() -> dict[str, Mesh]:
+    """The named meshes of the programs being traced or differentiated now."""
+    found: dict[str, Mesh] = {}
+    for meshes in [*_MESH_SCOPES, *(t.meshes for t in _TRACES)]:
+        found.update(meshes)
+    return found
+
+
+@contextlib.contextmanager
+def mesh_scope(meshes: Mapping[str, Mesh]) -> Iterator[None]:
+    """Keep a finished trace's `meshes` declared while its program is differentiated."""
+    _MESH_SCOPES.append(meshes)
     try:
-        key = (opcode, shape, tuple(sorted(attrs.items())), tuple(sorted(extra.items())))
-        hash(key)
-    except TypeError:  # attributes that are not hashable: trace this call on its own
-        return jit(one_op)(*operands)
-    if key not in _DEVICE_OPS:
-        if len(_DEVICE_OPS) > 512:
-            _DEVICE_OPS.clear()
-        _DEVICE_OPS[key] = jit(one_op)
-    return _DEVICE_OPS[key](*operands)
+        yield
+    finally:
+        _MESH_SCOPES.pop()
 
 
 def _eager_bind(opcode: str, operands, shape, attrs: dict, extra: dict) -> Array:
     from xla_spmd.backends.reference import evaluate
 
-    if any(is_distributed(x) for x in operands) and not isinstance(shape, TupleShape):
-        return _bind_on_devices(opcode, operands, shape, attrs, extra)
     builder = Builder("eager")
     args, params = [], []
     for x in operands:

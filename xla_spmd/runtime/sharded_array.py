@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from xla_spmd.errors import ShardingError, XlaSpmdError
+from xla_spmd.ir.dtypes import canonical_array
 from xla_spmd.runtime.array_interface import ArrayInterface
 from xla_spmd.runtime.devices import Device, local_devices, topology
 from xla_spmd.sharding import NamedSharding, TensorSharding
@@ -208,8 +209,6 @@ def _assemble(array: ShardedArray) -> np.ndarray:
 
 
 def _put_one(value, sharding, what: str) -> ShardedArray:
-    from xla_spmd.frontend.dtypes import canonical_array
-
     if isinstance(value, ShardedArray):
         value = value.gather()
     array = canonical_array(value)  # 64-bit types narrowed unless x64 is on, as in JAX
