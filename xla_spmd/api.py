@@ -158,7 +158,7 @@ class Array(ShardedArray):
         return self
 
 
-_EAGER: dict = {}  # (function name, static arguments) -> its jitted program
+_EAGER: dict = {}  # (function name, static arguments) -> its jitted program (a few hundred)
 
 
 def _eager(name: str, *static):
@@ -166,6 +166,8 @@ def _eager(name: str, *static):
     part of the program), made once per (name, static)."""
     key = (name, static)
     if key not in _EAGER:
+        if len(_EAGER) >= 256:  # many distinct static arguments: start over
+            _EAGER.clear()
         from xla_spmd.frontend import numpy_api
 
         function = getattr(numpy_api, name)
@@ -183,10 +185,9 @@ def _split_index(index):
     for entry in entries:
         if isinstance(entry, slice):
             static.append(("slice", entry.start, entry.stop, entry.step))
-        elif entry is None or entry is Ellipsis or isinstance(entry, (int, np.integer)):
-            static.append(("value", entry if entry is None or entry is Ellipsis
-                           else int(entry)))
-        else:
+        elif entry is None or entry is Ellipsis:
+            static.append(("value", entry))
+        else:  # integers too: one program serves every index (out-of-range ones clamp)
             array = entry if hasattr(entry, "dtype") else np.asarray(entry)
             if np.dtype(array.dtype) == np.bool_:
                 return None, None
