@@ -74,7 +74,10 @@ class Jitted(frontend_jit.Jitted):
         compiled = self.device_program(lowered)
         if compiled is None:
             return super().run(lowered, leaves)
-        return tree_unflatten(lowered.out_tree, [Array.of(r) for r in compiled.runner(leaves)])
+        results = [Array.of(r) for r in compiled.runner(leaves)]
+        for result, weak in zip(results, getattr(lowered, "out_weak_types", ())):
+            result.weak_type = weak  # a weakly typed result stays weak, as JAX's
+        return tree_unflatten(lowered.out_tree, results)
 
     def spmd_module(self, lowered: frontend_jit.Lowered) -> Module | None:
         compiled = self.device_program(lowered)

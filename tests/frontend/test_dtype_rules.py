@@ -145,3 +145,15 @@ def test_a_strongly_typed_carry_is_not_promoted():
         lax.fori_loop(0, 3, lambda i, c: c + 0.5, np.int32(0))
     with pytest.raises(xs.errors.XlaSpmdError, match="expected s32"):
         lax.scan(lambda c, x: (c + 0.5, x), np.int32(0), np.ones(3, np.float32))
+
+
+def test_jit_results_keep_their_weak_type():
+    """As JAX: jit(lambda x: x * 2)(3.0) is a weak f32, so adding a float16 gives float16."""
+    result = xs.jit(lambda x: x * 2)(3.0)
+    assert result.weak_type and (result + np.float16(1)).dtype == np.float16
+    assert not xs.jit(lambda x: x * 2)(np.float32(3.0)).weak_type
+    mesh = xs.make_mesh({"x": 8})
+    sharded, scalar = xs.jit(lambda x, s: (x * 2, s * 2.0),
+                             in_shardings=(xs.NamedSharding(mesh, xs.P("x")), None))(
+        np.ones(8, np.float32), 1.5)
+    assert not sharded.weak_type and scalar.weak_type

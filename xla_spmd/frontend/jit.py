@@ -214,7 +214,8 @@ def run_on_one_device(lowered: Lowered, leaves: list):
     result = evaluate(module, [leaf.value for leaf in leaves])
     outs = list(result) if module.entry.root.opcode == "tuple" and \
         lowered.out_tree.num_leaves != 1 else [result]
-    return tree_unflatten(lowered.out_tree, [Array(o) for o in outs])
+    weak = getattr(lowered, "out_weak_types", [False] * len(outs))
+    return tree_unflatten(lowered.out_tree, [Array(o, w) for o, w in zip(outs, weak)])
 
 
 def _as_tuple(value) -> tuple:
@@ -349,6 +350,7 @@ class Jitted:
             module = _with_mesh_declarations(module, trace.meshes)
         lowered = Lowered(module, in_tree, out_tree, self.donate_argnums, self, key)
         lowered._call_info = (static, static_kwargs, len(static) + len(dynamic))
+        lowered.out_weak_types = [is_weak(o) for o in out_leaves]  # kept on results, as JAX
         return lowered
 
     def _donated_leaves(self, static, dynamic) -> list[int]:
