@@ -76,3 +76,12 @@ def test_sharded_sample_equals_the_unsharded_one():
     f = xs.jit(lambda k: xr.normal(k, (16, 3)), out_shardings=sharding)
     np.testing.assert_array_equal(np.asarray(f(xr.PRNGKey(3))),
                                   np.asarray(xr.normal(xr.PRNGKey(3), (16, 3))))
+
+
+def test_traced_seed_and_fold_in_data():
+    """A seed and fold_in data that are traced values give the same keys as static ones."""
+    np.testing.assert_array_equal(np.asarray(xs.jit(lambda s: xr.PRNGKey(s))(42)),
+                                  EXPECTED["key_42"])
+    np.testing.assert_array_equal(
+        np.asarray(xs.jit(lambda k, n: xr.fold_in(k, n))(xr.PRNGKey(42), 7)),
+        EXPECTED["fold_in_7"])
