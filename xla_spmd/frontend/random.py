@@ -156,7 +156,7 @@ def split(key, num=2) -> Value:
 
 def fold_in(key, data) -> Value:
     """A new key from `key` and a 32-bit integer (the hash of the pair ``(0, data)``)."""
-    if np.ndim(data) if not isinstance(data, Value) else data.ndim:
+    if (data.ndim if isinstance(data, Value) else np.ndim(data)) != 0:
         raise TypeError("fold_in takes a scalar; use a loop or vmap for several")
     key1, key2 = _key_words(key)
     word = lax.convert(xnp.asarray(data), U32) if isinstance(data, Value) else \
