@@ -6,8 +6,8 @@ through linear ops), so each claim is checked on values, not restated as a list.
 
 import numpy as np
 import pytest
+from ref_helpers import run_op
 
-from tests.backends.ref_helpers import run_op
 from xla_spmd.ir import F32, OPS, ArrayShape
 
 RNG = np.random.default_rng(0)

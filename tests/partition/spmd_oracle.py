@@ -8,11 +8,11 @@ holding the same element must agree.
 from __future__ import annotations
 
 import numpy as np
+from shards import assemble, shard_array, signature
 
 from xla_spmd.backends.reference import evaluate, evaluate_spmd
 from xla_spmd.ir import verify
-from xla_spmd.partition.partitioner import shape_leaves
-from xla_spmd.partition.shards import assemble, shard_array, signature
+from xla_spmd.partition.values import shape_leaves
 from xla_spmd.pipeline import lower
 from xla_spmd.sharding import program_mesh
 

@@ -8,10 +8,21 @@ resharding planner alone; `collective_table(module)` lists a module's collective
 bytes each device moves.
 """
 
-from xla_spmd.partition.partitioner import PTuple, PValue, partition
+# The handler modules fill the partition handler registry (registry.py) as they load.
+from xla_spmd.partition import (  # noqa: F401
+    handlers_contraction,
+    handlers_control,
+    handlers_elementwise,
+    handlers_indexing,
+    handlers_reduction,
+    handlers_shape,
+    handlers_windowed,
+)
+from xla_spmd.partition.partitioner import partition
 from xla_spmd.partition.report import collective_bytes, collective_table, format_table
 from xla_spmd.partition.reshard import Plan, Step, plan_reshard
 from xla_spmd.partition.specialize import specialize
+from xla_spmd.partition.values import PTuple, PValue
 
 __all__ = ["PTuple", "PValue", "Plan", "Step", "collective_bytes", "collective_table",
            "format_table", "partition", "plan_reshard", "specialize"]

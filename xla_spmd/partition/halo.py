@@ -23,8 +23,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from xla_spmd.ir import S32, ArrayShape, ComparisonDirection, SliceDim, WindowDim
-from xla_spmd.partition.reshard import axes_size
+from xla_spmd.ir import S32, ArrayShape, ComparisonDirection, PadDim, SliceDim, WindowDim
+from xla_spmd.partition.reshard import axes_size, plan_reshard, shard_dims
 
 
 @dataclass(frozen=True)
@@ -153,7 +153,6 @@ def exchange(low, x, sharding, plan: HaloPlan, fill=None):
     size = frame.shape.dims[dim]
     extra_high = max(0, max(s + plan.length - f - size for f, s in zip(first, plan.starts)))
     if extra_low or extra_high:  # window inputs reaching past the frame read only padding
-        from xla_spmd.ir import PadDim
         frame = em.op("pad", frame, em.scalar(0, frame.shape.dtype), padding=tuple(
             PadDim(extra_low, extra_high) if d == dim else PadDim(0, 0)
             for d in range(frame.shape.rank)))
@@ -194,7 +193,6 @@ def local_window(window, plans):
 
 def halo_bytes(low, global_shape, sharding, plan: HaloPlan) -> float:
     """Bytes one device receives for `plan` on a value of `global_shape` sharded `sharding`."""
-    from xla_spmd.partition.reshard import shard_dims
     local = shard_dims(low.mesh, tuple(d.axes for d in sharding.dims), global_shape.dims)
     others = 1
     for d, n in enumerate(local):
@@ -208,7 +206,6 @@ def cheaper_than_gather(low, values, sharding, plan, rounds: int = 1, extra: flo
     """Whether exchanging halos of `values` (PValues, resharded to `sharding` first; `plan` a
     HaloPlan or one per value) moves no more bytes than gathering their dim instead; `extra`
     bytes are added to the halo side."""
-    from xla_spmd.partition.reshard import plan_reshard
     plans = plan if isinstance(plan, list) else [plan] * len(values)
     plan = plans[0]
     gathered = sharding.replace(dims=[[] if d == plan.dim else list(s.axes)

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 
 from xla_spmd.mesh import overlaps_any
 from xla_spmd.partition.halo import exchange, halo_bytes, local_window, plan_window
-from xla_spmd.partition.partitioner import PValue
 from xla_spmd.partition.registry import HANDLERS
 from xla_spmd.partition.reshard import axes_size, plan_reshard
 from xla_spmd.partition.uneven import zero_padding
+from xla_spmd.partition.values import PValue
 
 MAX_ASSIGNMENTS = 4096
 

@@ -29,8 +29,8 @@ from xla_spmd.ir.custom_calls import (
     SHARD_TO_FULL,
 )
 from xla_spmd.partition.handlers_elementwise import generic
-from xla_spmd.partition.partitioner import PTuple, PValue, leaves, unflatten
 from xla_spmd.partition.registry import HANDLERS
+from xla_spmd.partition.values import PTuple, PValue, leaves, unflatten
 from xla_spmd.sharding.manual import boundary_shardings, manual_axes
 
 # Markers reshard their operand to their own sharding.

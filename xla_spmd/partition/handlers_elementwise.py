@@ -9,8 +9,8 @@ for the ops whose data movement has no cheaper rule (rng, custom-call, fft, lina
 from __future__ import annotations
 
 from xla_spmd.ir import Family, TupleShape
-from xla_spmd.partition.partitioner import PTuple, PValue, leaves, shape_leaves, unflatten
 from xla_spmd.partition.registry import FAMILY_DEFAULTS, HANDLERS
+from xla_spmd.partition.values import PTuple, PValue, leaves, shape_leaves, unflatten
 
 # Ops that keep partial sums partial: f(a + b) = f(a) + f(b).
 

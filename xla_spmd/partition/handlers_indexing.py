@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from xla_spmd.ir import S32, ArrayShape, ComparisonDirection, SliceDim, reducer_kind
+from xla_spmd.ir import S32, ArrayShape, ComparisonDirection, SliceDim, TupleShape, reducer_kind
 from xla_spmd.mesh import overlaps_any
-from xla_spmd.partition.partitioner import PTuple, PValue
+from xla_spmd.partition.handlers_elementwise import generic
 from xla_spmd.partition.registry import HANDLERS
 from xla_spmd.partition.reshard import axes_size
 from xla_spmd.partition.uneven import zero_padding
+from xla_spmd.partition.values import PTuple, PValue
 
 
 @HANDLERS.register("gather")
@@ -152,7 +153,6 @@ def scatter(low, inst, operands):
     n = len(operands) // 2
     inputs, indices, updates = operands[:n], operands[n], operands[n + 1:]
     if any(isinstance(v, PTuple) for v in operands):
-        from xla_spmd.partition.handlers_elementwise import generic
         return generic(low, inst, operands)
     a = inst.attrs
     targets = low.targets(inst)
@@ -205,7 +205,6 @@ def scatter(low, inst, operands):
     args = xs + [idx] + us
     if n == 1:
         return low.reshard(low.emit(inst, args, compute), target)
-    from xla_spmd.ir import TupleShape
     local_shape = TupleShape(tuple(low.local_shape(s, compute) for s in inst.shape.elements))
     local = low.em.clone(inst, [v.inst for v in args], local_shape)
     value = low.explode(local, [compute] * n, inst.shape)

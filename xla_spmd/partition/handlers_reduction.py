@@ -17,10 +17,11 @@ import dataclasses
 from xla_spmd.ir import TupleShape
 from xla_spmd.mesh import overlaps_any
 from xla_spmd.partition.halo import cheaper_than_gather, exchange, local_window, plan_window
-from xla_spmd.partition.partitioner import PValue, unflatten
+from xla_spmd.partition.handlers_windowed import select_and_scatter_halo
 from xla_spmd.partition.registry import HANDLERS
 from xla_spmd.partition.reshard import axes_size
 from xla_spmd.partition.uneven import mask_padding
+from xla_spmd.partition.values import PValue, unflatten
 
 
 @HANDLERS.register("reduce")
@@ -134,7 +135,6 @@ def reduce_window(low, inst, operands):
 
 @HANDLERS.register("select-and-scatter")
 def select_and_scatter(low, inst, operands):
-    from xla_spmd.partition.handlers_windowed import select_and_scatter_halo
     operand, source, init = operands
     target = low.target(inst)
     window = inst.attrs.window

@@ -12,9 +12,9 @@ import dataclasses
 
 from xla_spmd.ir import S32, ArrayShape
 from xla_spmd.mesh import AxisRef, merge_sub_axes
-from xla_spmd.partition.partitioner import PValue
 from xla_spmd.partition.registry import HANDLERS
 from xla_spmd.partition.reshard import plan_reshard
+from xla_spmd.partition.values import PValue
 
 
 def _clear(sharding, dims):

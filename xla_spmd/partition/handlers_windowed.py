@@ -40,10 +40,10 @@ from xla_spmd.partition.halo import (
     plan_from_starts,
     plan_window,
 )
-from xla_spmd.partition.partitioner import PValue
 from xla_spmd.partition.registry import HANDLERS
 from xla_spmd.partition.reshard import axes_size
 from xla_spmd.partition.uneven import mask_padding
+from xla_spmd.partition.values import PValue
 
 
 def _with_dims(sharding, keep, cleared):

@@ -27,8 +27,6 @@ instruction keeps the sharding of the value it computes (for inspection), and th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from xla_spmd.errors import PartitionError, XlaSpmdError
 from xla_spmd.ir import (
     ArrayShape,
@@ -41,43 +39,10 @@ from xla_spmd.ir import (
 )
 from xla_spmd.mesh import Mesh, make_mesh
 from xla_spmd.partition.emit import Emitter, ModuleState, local_dims, lower_plan
+from xla_spmd.partition.registry import handler_for
 from xla_spmd.partition.reshard import plan_reshard
+from xla_spmd.partition.values import PTuple, PValue, leaves, shape_leaves, unflatten
 from xla_spmd.sharding import TensorSharding, declared_meshes, program_mesh
-
-
-@dataclass(frozen=True, slots=True)
-class PValue:
-    """A partitioned array value: its local instruction, its sharding and its global shape."""
-
-    inst: Instruction
-    sharding: TensorSharding
-    global_shape: ArrayShape
-
-
-@dataclass(frozen=True, slots=True)
-class PTuple:
-    """A partitioned tuple value: its elements (PValue or PTuple), kept exploded."""
-
-    items: tuple
-
-
-def leaves(value) -> list[PValue]:
-    if isinstance(value, PTuple):
-        return [leaf for item in value.items for leaf in leaves(item)]
-    return [value]
-
-
-def shape_leaves(shape) -> list:
-    if isinstance(shape, TupleShape):
-        return [leaf for element in shape.elements for leaf in shape_leaves(element)]
-    return [shape]
-
-
-def unflatten(shape, flat: list):
-    """Rebuild a PTuple shaped like `shape` from leaf values (consumed from the front)."""
-    if isinstance(shape, TupleShape):
-        return PTuple(tuple(unflatten(element, flat) for element in shape.elements))
-    return flat.pop(0)
 
 
 class Lowering:
@@ -178,7 +143,6 @@ class Lowering:
     # -- computations ----------------------------------------------------------------------
     def lower_body(self, computation: Computation, env: dict) -> object:
         """Partition `computation`'s instructions (parameters pre-bound in `env`)."""
-        from xla_spmd.partition.registry import handler_for
         for inst in computation.instructions:
             if inst in env:
                 continue

@@ -4,6 +4,9 @@ A handler is ``handler(lowering, inst, operands) -> PValue | PTuple``: it reshar
 (PValue/PTuple, local values with shardings) as its op needs and emits the op on local shapes.
 Opcodes without their own handler get their family's (`FAMILY_DEFAULTS`); an op of a family
 with no default fails naming the opcode.
+
+The handler modules register themselves when the package imports them (its ``__init__``);
+this module imports none of them.
 """
 
 from __future__ import annotations
@@ -22,18 +25,3 @@ def handler_for(inst):
     if default is not None:
         return default
     return HANDLERS.lookup(inst.opcode)
-
-
-def _load() -> None:
-    from xla_spmd.partition import (  # noqa: F401 (fill the registry)
-        handlers_contraction,
-        handlers_control,
-        handlers_elementwise,
-        handlers_indexing,
-        handlers_reduction,
-        handlers_shape,
-        handlers_windowed,
-    )
-
-
-_load()

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 
-from xla_spmd.ir import Module, TupleShape, rebind_called
+from xla_spmd.ir import Module, TupleShape, map_computations, rebind_called, rewrite
 
 KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
          "collective-broadcast")
@@ -109,8 +109,6 @@ def table_json(rows: list[dict]) -> str:
 def strip_shardings(module: Module) -> Module:
     """`module` without shardings: a partitioned program as XLA prints it (the shardings
     on partitioned instructions are for inspection, not for XLA)."""
-    from xla_spmd.ir import map_computations, rewrite
-
     def strip(computation, replaced):
         return rewrite(computation, lambda i, ops: rebind_called(i, replaced).replace(
             operands=ops, sharding=None, frontend_attributes=tuple(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from xla_spmd.ir import Literal, Module, map_computations, rebind_called, rewrite
+from xla_spmd.ir import Literal, Module, map_computations, op_named, rebind_called, rewrite
 
 
 def specialize(module: Module, device: int) -> Module:
@@ -44,7 +44,6 @@ def _rebound(inst, operands):
 
 
 def _constant_op():
-    from xla_spmd.ir import op_named
     return op_named("constant")
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from xla_spmd.ir import PRED, S32, ArrayShape, ComparisonDirection, Instruction
 from xla_spmd.partition.reshard import axes_size
+from xla_spmd.partition.values import PValue
 
 
 def uneven_dims(value, dims=None) -> list[int]:
@@ -49,7 +50,6 @@ def valid_mask(low, value, dims) -> Instruction | None:
 
 def mask_padding(low, value, dims, fill: Instruction):
     """`value` with its padding along `dims` replaced by the scalar `fill`."""
-    from xla_spmd.partition.partitioner import PValue
     mask = valid_mask(low, value, dims)
     if mask is None:
         return value

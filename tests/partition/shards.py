@@ -20,14 +20,13 @@ from __future__ import annotations
 import numpy as np
 
 from xla_spmd.errors import PartitionError
-from xla_spmd.sharding import TensorSharding
+from xla_spmd.mesh import make_mesh
+from xla_spmd.partition.partitioner import Lowering, Partitioner
+from xla_spmd.sharding import TensorSharding, program_mesh
 
 
 def signature(module, mesh=None) -> tuple[list[list[TensorSharding]], list[TensorSharding]]:
     """(per parameter, its leaves' shardings; the result leaves' shardings)."""
-    from xla_spmd.mesh import make_mesh
-    from xla_spmd.partition.partitioner import Lowering, Partitioner
-    from xla_spmd.sharding import program_mesh
     mesh = mesh or program_mesh(module) or make_mesh({"x": 1})
     low = Lowering(Partitioner(module, mesh).state, None)
     return ([low.targets(p) for p in module.entry.parameters], low.targets(module.entry.root))
