@@ -26,7 +26,13 @@ from xla_spmd.backends.reference.evaluator import EVALUATE, Context, zeros_of
 from xla_spmd.backends.reference.reduction import top_k
 from xla_spmd.errors import EvaluationError
 from xla_spmd.ir import Instruction, Registry, TupleShape
-from xla_spmd.ir.custom_calls import GROUPS, GSPMD_BOUNDARIES, MANUAL_BOUNDARIES, MARKERS
+from xla_spmd.ir.custom_calls import (
+    GROUPS,
+    GSPMD_BOUNDARIES,
+    MANUAL_BOUNDARIES,
+    MARKERS,
+    is_target,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Control flow
@@ -128,7 +134,8 @@ def async_done_rule(inst: Instruction, operands: list, ctx: Context):
 # ---------------------------------------------------------------------------------------------
 # Custom calls
 
-CUSTOM_CALLS = Registry("custom-call target")
+CUSTOM_CALLS = Registry("custom-call evaluation", known=is_target,
+                        what="custom-call target of ir/custom_calls.py")
 """Evaluation rules of custom-call targets: ``rule(inst, operands, ctx) -> value``."""
 
 

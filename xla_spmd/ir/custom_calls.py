@@ -39,6 +39,8 @@ class Role(Enum):
     FULL_TO_SHARD = "full-to-shard"
     SHARD_TO_FULL = "shard-to-full"
     POINTWISE = "pointwise"
+    COMPUTE = "compute"             # a computation a backend runs itself (TopK)
+    INTERPRETER = "interpreter"     # the StableHLO test-file interpreter's checks and helpers
 
 
 # Target names.
@@ -50,6 +52,10 @@ GLOBAL_TO_LOCAL = "xla.sdy.GlobalToLocalShape"
 LOCAL_TO_GLOBAL = "xla.sdy.LocalToGlobalShape"
 FULL_TO_SHARD = "SPMDFullToShardShape"
 SHARD_TO_FULL = "SPMDShardToFullShape"
+
+# The check ops of StableHLO interpreter test files (``check.expect_eq`` ...).
+INTERPRETER_CHECKS = ("expect_eq_const", "expect_almost_eq_const", "expect_eq",
+                      "expect_almost_eq", "expect_close", "expect_serialized_eq")
 
 TARGETS: dict[str, Role] = {
     SHARDING: Role.MARKER,
@@ -72,7 +78,18 @@ TARGETS: dict[str, Role] = {
     "X64SplitLow": Role.POINTWISE,
     "X64SplitHigh": Role.POINTWISE,
     "Cholesky": Role.POINTWISE,
+    "TopK": Role.COMPUTE,
+    "mhlo.topk": Role.COMPUTE,
+    # check.expect_* ops of StableHLO interpreter test files, and the interpreter's helpers.
+    **{f"check.{kind}": Role.INTERPRETER for kind in INTERPRETER_CHECKS},
+    "interpreter.run_parallel": Role.INTERPRETER,
+    "interpreter.probe": Role.INTERPRETER,
 }
+
+
+def is_target(name: str) -> bool:
+    """Whether ``name`` is a custom-call target of the table."""
+    return name in TARGETS
 
 
 def role_of(target: str) -> Role | None:

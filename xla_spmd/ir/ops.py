@@ -211,7 +211,9 @@ def op_named(name: str) -> Op:
 
 
 class Registry(dict):
-    """A per-concern table keyed by opcode name, filled by a decorator that refuses duplicates.
+    """A per-concern table keyed by opcode name, filled by a decorator that refuses duplicates
+    and names that are not opcodes (`known` and `what` say what else a table is keyed by: the
+    custom-call targets, StableHLO op names).
 
     >>> rules = Registry("reference evaluation")
     >>> @rules.register("add", "subtract")
@@ -220,17 +222,30 @@ class Registry(dict):
     Traceback (most recent call last):
     ...
     xla_spmd.errors.MissingRuleError: no reference evaluation rule for 'multiply'
+    >>> rules.register("plus")
+    Traceback (most recent call last):
+    ...
+    ValueError: cannot register a reference evaluation rule for 'plus': not an opcode
     """
 
-    def __init__(self, concern: str):
+    def __init__(self, concern: str, known: Callable[[str], bool] | None = None,
+                 what: str = "opcode"):
         super().__init__()
         self.concern = concern
+        self.known = known if known is not None else OPS.__contains__
+        self.what = what
 
-    def register(self, *names: str):
+    def register(self, *names: str) -> Callable[[Callable], Callable]:
+        for name in names:
+            if not self.known(name):
+                article = "an" if self.what[0] in "aeiou" else "a"
+                raise ValueError(f"cannot register a {self.concern} rule for {name!r}: not "
+                                 f"{article} {self.what}")
+            if name in self:
+                raise ValueError(f"duplicate {self.concern} rule for {name!r}")
+
         def decorate(fn):
             for name in names:
-                if name in self:
-                    raise ValueError(f"duplicate {self.concern} rule for {name!r}")
                 self[name] = fn
             return fn
         return decorate

@@ -16,8 +16,14 @@ HLO IR, and a runner for files in the StableHLO interpreter's test conventions.
 True
 """
 
-from xla_spmd.stablehlo import exporter_ops as _exporter_ops  # noqa: F401 (fill the printers)
-from xla_spmd.stablehlo import importer_ops as _importer_ops  # noqa: F401 (fill converters)
+# The rule modules fill the converter and printer registries (registry.py) as they load.
+from xla_spmd.stablehlo import (  # noqa: F401
+    exporter_control,
+    exporter_ops,
+    importer_control,
+    importer_ops,
+    importer_sdy,
+)
 from xla_spmd.stablehlo.exporter import ExportError, export_stablehlo
 from xla_spmd.stablehlo.importer import import_stablehlo
 

@@ -26,8 +26,9 @@ from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import Computation, Instruction, Module, TupleShape
 from xla_spmd.ir.custom_calls import FUNC_RESULT_SHARDING, MANUAL_BODY
 from xla_spmd.sharding import TensorSharding, print_sharding_per_value
-from xla_spmd.stablehlo.importer import RESULT_INFO
 from xla_spmd.stablehlo.lexer import escape
+from xla_spmd.stablehlo.registry import PRINTERS
+from xla_spmd.stablehlo.scope import RESULT_INFO
 from xla_spmd.stablehlo.types import print_type
 
 
@@ -179,7 +180,6 @@ class FunctionExporter:
                 # call): on the global view it is its operand.
                 self.names[inst] = self.ref(inst.operands[0])
                 continue
-            from xla_spmd.stablehlo.exporter_ops import emit
             emit(self, inst, lines, indent, users)
 
     def _implicit_tuple(self, inst, users, root) -> bool:
@@ -256,3 +256,27 @@ def _value_attrs(param: Instruction) -> str:
 
 def is_tuple(inst: Instruction) -> bool:
     return isinstance(inst.shape, TupleShape)
+
+
+def emit(fx: FunctionExporter, inst: Instruction, lines: list[str], indent: str, users) -> None:
+    fn = PRINTERS.get(inst.opcode)
+    if fn is None:
+        raise ExportError(f"no StableHLO form for '{inst.opcode}' ({inst.name})")
+    reserved = fx.counter  # number results before the values of nested regions
+    base = fx.new_value()
+    text = fn(fx, inst, indent)
+    if isinstance(text, list):  # whole statements; the printer named the results itself
+        lines.extend(text)
+        return
+    if text is None:
+        if fx.counter == reserved + 1:
+            fx.counter = reserved
+        return
+    fx.names[inst] = base
+    if isinstance(inst.shape, TupleShape) and inst.opcode != "tuple":
+        count = len(inst.shape.elements)
+        fx.multi.add(inst)
+        lhs = f"{base}:{count} = " if count else ""
+    else:
+        lhs = f"{base} = "
+    lines.append(f"{indent}{lhs}{text}")

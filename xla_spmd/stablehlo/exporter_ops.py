@@ -2,60 +2,26 @@
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
-from xla_spmd.ir import ArrayShape, Instruction, TupleShape
+from xla_spmd.ir import ArrayShape, Instruction
 from xla_spmd.sharding import TensorSharding
 from xla_spmd.stablehlo.exporter import (
-    MANUAL_BODY,
     ExportError,
-    FunctionExporter,
-    _sharding_items,
     exported_frontend,
     is_tuple,
     sharding_attr,
 )
 from xla_spmd.stablehlo.lexer import escape
+from xla_spmd.stablehlo.registry import PRINTERS
 from xla_spmd.stablehlo.types import PLAIN_ELEMENTWISE, print_dense, print_type
 
-PRINTERS: dict = {}
 UNARY_BINARY = frozenset(PLAIN_ELEMENTWISE)
 API_NUMBERS = {"API_VERSION_ORIGINAL": 1, "API_VERSION_STATUS_RETURNING": 2,
                "API_VERSION_STATUS_RETURNING_UNIFIED": 3, "API_VERSION_TYPED_FFI": 4}
 
 
-def printer(*opcodes):
-    def register(fn):
-        for opcode in opcodes:
-            PRINTERS[opcode] = fn
-        return fn
-    return register
-
-
-def emit(fx: FunctionExporter, inst: Instruction, lines: list[str], indent: str, users) -> None:
-    fn = PRINTERS.get(inst.opcode)
-    if fn is None:
-        raise ExportError(f"no StableHLO form for '{inst.opcode}' ({inst.name})")
-    reserved = fx.counter  # number results before the values of nested regions
-    base = fx.new_value()
-    text = fn(fx, inst, indent)
-    if isinstance(text, list):  # whole statements; the printer named the results itself
-        lines.extend(text)
-        return
-    if text is None:
-        if fx.counter == reserved + 1:
-            fx.counter = reserved
-        return
-    fx.names[inst] = base
-    if isinstance(inst.shape, TupleShape) and inst.opcode != "tuple":
-        count = len(inst.shape.elements)
-        fx.multi.add(inst)
-        lhs = f"{base}:{count} = " if count else ""
-    else:
-        lhs = f"{base} = "
-    lines.append(f"{indent}{lhs}{text}")
+printer = PRINTERS.register
 
 
 def refs(fx, operands) -> str:
@@ -540,7 +506,3 @@ def _collective_broadcast(fx, inst, indent):
     return (f'"stablehlo.collective_broadcast"({refs(fx, inst.operands)}) <{{'
             f'{", ".join(props)}}}>{attr_dict(inst)} : {fn_type(inst)}')
 
-
-from xla_spmd.stablehlo import exporter_control  # noqa: E402,F401 (register the rest)
-
-__all__ = ["PRINTERS", "emit", "MANUAL_BODY", "re", "_sharding_items"]

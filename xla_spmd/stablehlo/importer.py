@@ -34,19 +34,19 @@ Invariants of the result, whatever the input:
 
 from __future__ import annotations
 
-from xla_spmd.errors import ParseError, XlaSpmdError
+from xla_spmd.errors import ParseError
 from xla_spmd.ir import Computation, Instruction, Module, TupleShape
-from xla_spmd.ir.module import make_instruction
-from xla_spmd.ir.ops import op_named
 from xla_spmd.sharding.meshes import MESH_ATTRS_KEY, meshes_header
+from xla_spmd.stablehlo.importer_ops import convert_op
+from xla_spmd.stablehlo.importer_shardings import arg_sharding, common_gspmd_mesh, finish_results
+from xla_spmd.stablehlo.lexer import Scanner
+from xla_spmd.stablehlo.scope import Scope
 from xla_spmd.stablehlo.syntax import Block, FuncNode, ModuleNode, OpNode, parse_text
+from xla_spmd.stablehlo.types import print_type
 
 # Attributes written after a mesh declaration (``sdy.mesh @m = <...> {stablehlo.mesh = ...}``)
 # are kept verbatim in the same header entry, next to the meshes:
 # ``xla.sdy.mesh_attributes={m = {stablehlo.mesh = ...}}`` (`MESH_ATTRS_KEY`).
-# A function result's ``jax.result_info`` is kept as frontend attribute
-# ``jax.result_info.<result index>`` of the function's root, which HLO text carries.
-RESULT_INFO = "jax.result_info"
 
 
 def import_stablehlo(text: str, filename: str | None = None) -> Module:
@@ -60,8 +60,6 @@ def import_stablehlo(text: str, filename: str | None = None) -> Module:
 def module_mesh_attributes(module: Module) -> dict[str, str]:
     """The verbatim attribute dictionaries (``{stablehlo.mesh = ...}``) that followed mesh
     declarations in the imported text, by mesh name (see `MESH_ATTRS_KEY`)."""
-    from xla_spmd.stablehlo.lexer import Scanner
-
     text = module.header_value("frontend_attributes") or ""
     start = text.find(MESH_ATTRS_KEY + "={")
     attrs: dict[str, str] = {}
@@ -75,63 +73,6 @@ def module_mesh_attributes(module: Module) -> dict[str, str]:
         attrs[name] = s.balanced("{", "}")
         s.accept(",")
     return attrs
-
-
-class Scope:
-    """One computation being built: its instructions and the SSA values visible in it."""
-
-    def __init__(self, importer: ModuleImporter, name: str):
-        self.importer = importer
-        self.name = name
-        self.instructions: list[Instruction] = []
-        self.values: dict[str, Instruction] = {}
-        # Line where each SSA name of this computation was defined, to report redefinitions.
-        self.defined_at: dict[str, int] = {}
-        self.num_parameters = 0
-        self.node: OpNode | None = None
-
-    def emit(self, opcode: str, operands=(), shape=None, sharding=None, frontend=(), extras=(),
-             name: str | None = None, **attrs) -> Instruction:
-        op = op_named(opcode)
-        try:
-            attr_value = op.make_attrs(**attrs)
-            inst = make_instruction(name or self.importer.fresh(opcode), op, operands,
-                                    attr_value, shape, sharding=sharding,
-                                    frontend_attributes=tuple(frontend), extras=tuple(extras))
-        except XlaSpmdError as error:
-            raise self.importer.error(self.node, str(error)) from None
-        self.instructions.append(inst)
-        return inst
-
-    def parameter(self, shape, base: str = "Arg") -> Instruction:
-        number = self.num_parameters
-        self.num_parameters += 1
-        return self.emit("parameter", shape=shape, parameter_number=number,
-                         name=self.importer.fresh(f"{base}_{number}"))
-
-    def unpack(self, inst: Instruction) -> list[Instruction]:
-        """get-tuple-element of every element of a tuple-shaped instruction."""
-        return [self.emit("get-tuple-element", (inst,), index=i)
-                for i in range(len(inst.shape.elements))]
-
-    def define(self, name: str, value: Instruction, line: int = 0) -> None:
-        """Bind SSA `name`; a name bound twice in one function is an error (SSA form)."""
-        if name in self.values:
-            where = self.defined_at.get(name)
-            first = f" (first defined on line {where})" if where else ""
-            raise self.importer.error(self.node, f"value {name} is defined twice{first}; "
-                                                 "every SSA value needs its own name")
-        self.values[name] = value
-        self.defined_at[name] = line
-
-    def lookup(self, name: str) -> Instruction:
-        try:
-            return self.values[name]
-        except KeyError:
-            raise self.importer.error(self.node, f"use of undefined value {name}") from None
-
-    def build(self, root: Instruction, extras=()) -> Computation:
-        return Computation(self.name, tuple(self.instructions), root, tuple(extras))
 
 
 class ModuleImporter:
@@ -149,7 +90,6 @@ class ModuleImporter:
         self.meshes = tree.meshes
         self.gspmd_mesh = None
         if not self.meshes:
-            from xla_spmd.stablehlo.importer_shardings import common_gspmd_mesh
             self.gspmd_mesh = common_gspmd_mesh(tree)
             if self.gspmd_mesh is not None:
                 self.meshes["mesh"] = self.gspmd_mesh
@@ -232,7 +172,6 @@ class ModuleImporter:
                                      "supported")
         self.in_progress.add(name)
         node: FuncNode = self.functions[name]
-        from xla_spmd.stablehlo.importer_shardings import arg_sharding, finish_results
 
         scope = Scope(self, name)
         line = self.scanner.line_col(node.pos)[0] if self.scanner else 0
@@ -257,8 +196,6 @@ class ModuleImporter:
     def check_results(self, return_node: OpNode | None, func: FuncNode,
                       results: list[Instruction]) -> None:
         """The returned values must match the function's declared result types."""
-        from xla_spmd.stablehlo.types import print_type
-
         declared = func.result_types
         if len(results) != len(declared):
             raise self.error(return_node, f"returns {len(results)} values but @{func.name} "
@@ -271,9 +208,6 @@ class ModuleImporter:
 
     def block_ops(self, scope: Scope, block: Block) -> list[Instruction]:
         """Convert a block's ops; returns the values its terminator returns."""
-        from xla_spmd.stablehlo import importer_control, importer_sdy  # noqa: F401 (rules)
-        from xla_spmd.stablehlo.importer_ops import convert_op
-
         for node in block.ops:
             scope.node = node
             self.current_node = node
@@ -333,28 +267,3 @@ def _same_type(found, declared) -> bool:
     if found.is_token or declared.is_token:
         return found.is_token and declared.is_token
     return found.dtype == declared.dtype and tuple(found.dims) == tuple(declared.dims)
-
-
-def free_values(block: Block) -> list[str]:
-    """SSA names a block uses but does not define (in order of first use), nested regions
-    included."""
-    used: list[str] = []
-    seen: set[str] = set()
-
-    def visit(b: Block, outer: set[str]):
-        defined = set(outer)
-        defined.update(name for name, _ in b.args)
-        for op in b.ops:
-            for operand in op.operands:
-                if operand not in defined and operand.split("#")[0] not in defined \
-                        and operand not in seen:
-                    seen.add(operand)
-                    used.append(operand)
-            for region in op.regions:
-                visit(region, defined)
-            for result in op.results:
-                defined.add(result)
-                defined.add(result.split("#")[0])
-
-    visit(block, set())
-    return used

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from xla_spmd.ir import ArrayShape, ComparisonDirection, Literal, ReplicaGroups, TupleShape
-from xla_spmd.stablehlo.importer import free_values
 from xla_spmd.stablehlo.importer_ops import (
     Dense,
     converter,
@@ -15,6 +14,7 @@ from xla_spmd.stablehlo.importer_ops import (
     symbol_name,
 )
 from xla_spmd.stablehlo.importer_shardings import gspmd_sharding
+from xla_spmd.stablehlo.scope import free_values
 from xla_spmd.stablehlo.syntax import RawAttr
 
 API_VERSIONS = {1: "API_VERSION_ORIGINAL", 2: "API_VERSION_STATUS_RETURNING",

@@ -6,7 +6,9 @@ instruction per result (a tuple-shaped instruction is unpacked by `convert_op`).
 
 from __future__ import annotations
 
+import difflib
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,18 +29,15 @@ from xla_spmd.ir import (
     Window,
 )
 from xla_spmd.sharding import TensorSharding, print_sharding_per_value
-from xla_spmd.stablehlo.importer import ModuleImporter, Scope, free_values
+from xla_spmd.stablehlo.registry import CONVERTERS
+from xla_spmd.stablehlo.scope import Scope, free_values
 from xla_spmd.stablehlo.syntax import Dense, OpNode, RawAttr, Symbol
 from xla_spmd.stablehlo.types import PLAIN_ELEMENTWISE, DenseLiteralError, parse_dense
 
-CONVERTERS: dict = {}
+if TYPE_CHECKING:
+    from xla_spmd.stablehlo.importer import ModuleImporter
 
-def converter(*names):
-    def register(fn):
-        for name in names:
-            CONVERTERS[name] = fn
-        return fn
-    return register
+converter = CONVERTERS.register
 
 
 def convert_op(importer: ModuleImporter, scope: Scope, node: OpNode) -> None:
@@ -95,8 +94,6 @@ def convert_op(importer: ModuleImporter, scope: Scope, node: OpNode) -> None:
 def unknown_op_message(name: str) -> str:
     """"unknown check op 'check.x'; expected one of ..." for small dialects; for large ones
     (stablehlo) the closest names only."""
-    import difflib
-
     dialect = name.split(".")[0]
     known = sorted(n for n in CONVERTERS if n.split(".")[0] == dialect)
     if known and len(known) <= 12:
@@ -383,10 +380,9 @@ def _scatter(importer, scope, node, operands):
 
 def _applies(importer, scope, node, operands):
     """The computation of ``applies stablehlo.add``: two scalars of the init's type."""
-    from xla_spmd.stablehlo.importer import Scope as _Scope
     opname = node.attrs["_applies"]
     init = operands[len(operands) // 2].shape
-    inner = _Scope(importer, importer.computation_name("region"))
+    inner = Scope(importer, importer.computation_name("region"))
     inner.node = node
     a, b = inner.parameter(init), inner.parameter(init)
     name = opname[len("stablehlo."):] if opname.startswith("stablehlo.") else opname

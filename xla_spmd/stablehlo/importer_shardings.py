@@ -9,7 +9,7 @@ from xla_spmd.ir import ArrayShape, TupleShape
 from xla_spmd.ir.custom_calls import FUNC_RESULT_SHARDING
 from xla_spmd.ir.hlo_sharding import HloSharding
 from xla_spmd.sharding import finest_mesh, hlo_to_axes
-from xla_spmd.stablehlo.importer import RESULT_INFO, Scope
+from xla_spmd.stablehlo.scope import RESULT_INFO, Scope
 
 
 def _gspmd_texts(tree) -> list[str]:

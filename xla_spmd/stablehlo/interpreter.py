@@ -39,13 +39,13 @@ from xla_spmd.backends.reference.control import CUSTOM_CALLS
 from xla_spmd.backends.reference.spmd import evaluate_mpmd
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import Literal, Module, TupleShape
+from xla_spmd.ir.custom_calls import INTERPRETER_CHECKS
 from xla_spmd.stablehlo.importer import ModuleImporter
 from xla_spmd.stablehlo.importer_ops import converter
 from xla_spmd.stablehlo.syntax import Dense, Symbol, parse_text
 from xla_spmd.stablehlo.types import parse_dense
 
-CHECKS = ("expect_eq_const", "expect_almost_eq_const", "expect_eq", "expect_almost_eq",
-          "expect_close", "expect_serialized_eq")
+CHECKS = INTERPRETER_CHECKS
 ALMOST_EQ_TOLERANCE = 1e-4  # the StableHLO interpreter's tolerance for expect_almost_eq
 
 

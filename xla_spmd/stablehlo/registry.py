@@ -1,0 +1,24 @@
+"""The StableHLO converter and printer tables, below the modules that fill them.
+
+`CONVERTERS` maps a StableHLO (or chlo, sdy) op name to its converter into HLO instructions;
+`PRINTERS` maps an HLO opcode to its StableHLO printer. The rule modules (importer_ops,
+importer_control, importer_sdy; exporter_ops, exporter_control) register into them when the
+package ``__init__`` imports them; the importer and exporter drivers only look rules up.
+"""
+
+from __future__ import annotations
+
+from xla_spmd.ir import Registry
+
+# The dialects the importer reads ops of; ``check`` and ``interpreter`` ops are those of the
+# StableHLO interpreter's test files (interpreter.py registers their converters).
+DIALECTS = ("stablehlo", "chlo", "mhlo", "sdy", "func", "check", "interpreter")
+
+
+def _is_dialect_op(name: str) -> bool:
+    return name.split(".", 1)[0] in DIALECTS and "." in name
+
+
+CONVERTERS = Registry("StableHLO converter", known=_is_dialect_op,
+                      what=f"op of the {'/'.join(DIALECTS)} dialects")
+PRINTERS = Registry("StableHLO printer")

@@ -1,0 +1,102 @@
+"""The scope of one computation being imported from StableHLO: its instructions and the SSA
+values visible in it; rule modules (importer_ops, importer_control, importer_sdy,
+importer_shardings) build instructions through it, below the importer driver."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from xla_spmd.errors import XlaSpmdError
+from xla_spmd.ir import Computation, Instruction
+from xla_spmd.ir.module import make_instruction
+from xla_spmd.ir.ops import op_named
+from xla_spmd.stablehlo.syntax import Block, OpNode
+
+if TYPE_CHECKING:
+    from xla_spmd.stablehlo.importer import ModuleImporter
+
+# A function result's ``jax.result_info`` is kept as frontend attribute
+# ``jax.result_info.<result index>`` of the function's root, which HLO text carries.
+RESULT_INFO = "jax.result_info"
+
+
+class Scope:
+    """One computation being built: its instructions and the SSA values visible in it."""
+
+    def __init__(self, importer: ModuleImporter, name: str):
+        self.importer = importer
+        self.name = name
+        self.instructions: list[Instruction] = []
+        self.values: dict[str, Instruction] = {}
+        # Line where each SSA name of this computation was defined, to report redefinitions.
+        self.defined_at: dict[str, int] = {}
+        self.num_parameters = 0
+        self.node: OpNode | None = None
+
+    def emit(self, opcode: str, operands=(), shape=None, sharding=None, frontend=(), extras=(),
+             name: str | None = None, **attrs) -> Instruction:
+        op = op_named(opcode)
+        try:
+            attr_value = op.make_attrs(**attrs)
+            inst = make_instruction(name or self.importer.fresh(opcode), op, operands,
+                                    attr_value, shape, sharding=sharding,
+                                    frontend_attributes=tuple(frontend), extras=tuple(extras))
+        except XlaSpmdError as error:
+            raise self.importer.error(self.node, str(error)) from None
+        self.instructions.append(inst)
+        return inst
+
+    def parameter(self, shape, base: str = "Arg") -> Instruction:
+        number = self.num_parameters
+        self.num_parameters += 1
+        return self.emit("parameter", shape=shape, parameter_number=number,
+                         name=self.importer.fresh(f"{base}_{number}"))
+
+    def unpack(self, inst: Instruction) -> list[Instruction]:
+        """get-tuple-element of every element of a tuple-shaped instruction."""
+        return [self.emit("get-tuple-element", (inst,), index=i)
+                for i in range(len(inst.shape.elements))]
+
+    def define(self, name: str, value: Instruction, line: int = 0) -> None:
+        """Bind SSA `name`; a name bound twice in one function is an error (SSA form)."""
+        if name in self.values:
+            where = self.defined_at.get(name)
+            first = f" (first defined on line {where})" if where else ""
+            raise self.importer.error(self.node, f"value {name} is defined twice{first}; "
+                                                 "every SSA value needs its own name")
+        self.values[name] = value
+        self.defined_at[name] = line
+
+    def lookup(self, name: str) -> Instruction:
+        try:
+            return self.values[name]
+        except KeyError:
+            raise self.importer.error(self.node, f"use of undefined value {name}") from None
+
+    def build(self, root: Instruction, extras=()) -> Computation:
+        return Computation(self.name, tuple(self.instructions), root, tuple(extras))
+
+
+def free_values(block: Block) -> list[str]:
+    """SSA names a block uses but does not define (in order of first use), nested regions
+    included."""
+    used: list[str] = []
+    seen: set[str] = set()
+
+    def visit(b: Block, outer: set[str]):
+        defined = set(outer)
+        defined.update(name for name, _ in b.args)
+        for op in b.ops:
+            for operand in op.operands:
+                if operand not in defined and operand.split("#")[0] not in defined \
+                        and operand not in seen:
+                    seen.add(operand)
+                    used.append(operand)
+            for region in op.regions:
+                visit(region, defined)
+            for result in op.results:
+                defined.add(result)
+                defined.add(result.split("#")[0])
+
+    visit(block, set())
+    return used
