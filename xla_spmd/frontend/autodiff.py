@@ -19,8 +19,26 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+# The rule modules fill the VJP registry (ad.py) as they load.
+import xla_spmd.frontend.vjp_rules  # noqa: F401
+import xla_spmd.frontend.vjp_rules_control  # noqa: F401
+import xla_spmd.frontend.vjp_rules_structured  # noqa: F401
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax
+from xla_spmd.frontend.ad import (  # noqa: F401 (the core, re-exported)
+    VJP,
+    add_cotangents,
+    apply_computation,
+    backward,
+    computation_vjp,
+    differentiable,
+    flat_cotangent,
+    is_zero,
+    linearize_computation,
+    unflat_cotangent,
+    zeros_of,
+)
+from xla_spmd.frontend.numpy_api import asarray
 from xla_spmd.frontend.pytree import tree_flatten, tree_unflatten
 from xla_spmd.frontend.tracing import (
     Array,
@@ -30,118 +48,15 @@ from xla_spmd.frontend.tracing import (
     is_weak,
     mesh_scope,
     python_scalar_array,
-    rebind,
     trace_computation,
 )
-from xla_spmd.ir import ArrayShape, Computation, Registry, TupleShape
-
-VJP = Registry("VJP")
-"""opcode -> rule(ct, inst, operands, out) -> one cotangent (or None) per operand."""
-
-
-def differentiable(aval) -> bool:
-    if isinstance(aval, TupleShape):
-        return True
-    return aval.dtype.is_float or aval.dtype.is_complex
-
-
-# ---------------------------------------------------------------------------------------------
-# Cotangent structures
-
-
-def add_cotangents(a, b):
-    if a is None:
-        return b
-    if b is None:
-        return a
-    if isinstance(a, tuple):
-        return tuple(add_cotangents(x, y) for x, y in zip(a, b))
-    return lax.add(a, b)
-
-
-def zeros_of(aval):
-    if isinstance(aval, TupleShape):
-        return tuple(zeros_of(e) for e in aval.elements)
-    return lax.full(aval.dims, 0, aval.dtype)
-
-
-def flat_cotangent(ct, aval) -> list:
-    """The leaves of a cotangent for a value of `aval`, zeros materialized."""
-    if isinstance(aval, TupleShape):
-        parts = ct if ct is not None else (None,) * len(aval.elements)
-        return [leaf for c, e in zip(parts, aval.elements) for leaf in flat_cotangent(c, e)]
-    return [lax.full(aval.dims, 0, aval.dtype) if ct is None else ct]
-
-
-def unflat_cotangent(leaves, aval):
-    """Inverse of `flat_cotangent` (consumes from an iterator or list)."""
-    iterator = iter(leaves)
-
-    def build(a):
-        if isinstance(a, TupleShape):
-            return tuple(build(e) for e in a.elements)
-        return next(iterator)
-    return build(aval)
-
-
-def is_zero(ct) -> bool:
-    if ct is None:
-        return True
-    if isinstance(ct, tuple):
-        return all(is_zero(c) for c in ct)
-    return False
-
-
-# ---------------------------------------------------------------------------------------------
-# The two passes over a computation
-
-
-def linearize_computation(computation: Computation, args) -> tuple[object, dict]:
-    """Emit `computation` on `args` in the current trace; returns (root value, environment of
-    every instruction's value)."""
-    env = {id(p): a for p, a in zip(computation.parameters, args)}
-    for inst in computation.instructions:
-        if inst.opcode != "parameter":
-            env[id(inst)] = rebind(inst, [env[id(o)] for o in inst.operands])
-    return env[id(computation.root)], env
-
-
-def apply_computation(computation: Computation, args):
-    """The value of `computation` on `args`, its instructions inlined in the current trace."""
-    return linearize_computation(computation, args)[0]
-
-
-def backward(computation: Computation, env: dict, root_ct) -> list:
-    """Cotangents of the parameters of `computation` given the cotangent of its root."""
-    cts: dict[int, object] = {id(computation.root): root_ct}
-    for inst in reversed(computation.instructions):
-        if inst.opcode == "parameter":
-            continue
-        ct = cts.pop(id(inst), None)
-        if is_zero(ct) or not differentiable(inst.shape):
-            continue
-        rule = VJP.lookup(inst.opcode)
-        operands = [env[id(o)] for o in inst.operands]
-        operand_cts = rule(ct, inst, operands, env[id(inst)])
-        for operand, operand_ct in zip(inst.operands, operand_cts):
-            if operand_ct is None or not differentiable(operand.shape):
-                continue
-            cts[id(operand)] = add_cotangents(cts.get(id(operand)), operand_ct)
-    return [cts.get(id(p)) for p in computation.parameters]
-
-
-def computation_vjp(computation: Computation, args, root_ct) -> list:
-    """Cotangents of `args` for `computation` (forward re-emitted, then the reverse pass)."""
-    _, env = linearize_computation(computation, args)
-    return backward(computation, env, root_ct)
-
+from xla_spmd.ir import ArrayShape
 
 # ---------------------------------------------------------------------------------------------
 # User API
 
 
 def _as_value(x):
-    from xla_spmd.frontend.numpy_api import asarray
     if is_weak(x) and not hasattr(x, "aval"):
         return Array(python_scalar_array(x), weak_type=True)
     return asarray(x)
@@ -246,6 +161,3 @@ def grad(fn: Callable, argnums: int | tuple = 0, has_aux: bool = False):
         return (gradient, value[1]) if has_aux else gradient
     return wrapped
 
-
-# Fill the registry.
-from xla_spmd.frontend import vjp_rules, vjp_rules_control, vjp_rules_structured  # noqa: E402,F401

@@ -185,7 +185,7 @@ def transpose_boundary(ct, inst, ops) -> list:
     cotangent is the sum of theirs (a psum over A closing the backward body, see
     `manual_pullback_sums`). With both, psum transposes to psum and gradients are exact.
     """
-    from xla_spmd.frontend.autodiff import flat_cotangent
+    from xla_spmd.frontend.ad import flat_cotangent
     attrs = dict(inst.frontend_attributes)
     manual = (MANUAL_AXES, attrs[MANUAL_AXES])
     cts = flat_cotangent(ct, inst.shape)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax
-from xla_spmd.frontend.autodiff import (
+from xla_spmd.frontend.ad import (
     VJP,
     backward,
     differentiable,

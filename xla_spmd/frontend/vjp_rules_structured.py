@@ -17,7 +17,7 @@ import numpy as np
 
 from xla_spmd.frontend import lax
 from xla_spmd.frontend import numpy_api as xnp
-from xla_spmd.frontend.autodiff import VJP
+from xla_spmd.frontend.ad import VJP
 from xla_spmd.frontend.tracing import bind, fresh_name, rebind, reducer
 from xla_spmd.ir import (
     PRED,

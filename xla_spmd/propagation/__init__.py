@@ -10,6 +10,8 @@ where a value's sharding came from; `sharding_rule(inst)` is an op's factor rule
 #sdy.op_sharding_rule<([ij, k])->([i, jk]) {i=2, j=4, k=4}>
 """
 
+# The rule modules fill the sharding-rule registry (registry.py) as they load.
+from xla_spmd.propagation import rules_compute, rules_program, rules_shape  # noqa: F401
 from xla_spmd.propagation.conflicts import POLICIES, aggressive, basic
 from xla_spmd.propagation.factors import FactorType, OpShardingRule, RuleBuilder
 from xla_spmd.propagation.importing import import_shardings

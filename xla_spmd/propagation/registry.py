@@ -1,4 +1,5 @@
-"""The sharding-rule registry: one entry per opcode, filled by the `rules_*` modules.
+"""The sharding-rule registry: one entry per opcode, filled by the `rules_*` modules when the
+package ``__init__`` imports them (this module imports none of them).
 
 An entry is ``fn(instruction) -> OpShardingRule | None``. ``None`` means the op has no factor
 rule because the driver handles it another way (parameters and constants are leaves; tuples
@@ -51,10 +52,3 @@ def builder_for(inst: Instruction) -> RuleBuilder | None:
 def no_rule(inst: Instruction) -> None:
     """Ops the driver handles without a factor rule (leaves, tuples, control flow)."""
     return None
-
-
-from xla_spmd.propagation import (  # noqa: E402,F401  (fill the registry)
-    rules_compute,
-    rules_program,
-    rules_shape,
-)
