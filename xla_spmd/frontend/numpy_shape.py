@@ -16,7 +16,6 @@ import numpy as np
 
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax
-from xla_spmd.frontend.lax import shape_of
 from xla_spmd.ir import S32
 
 
@@ -409,5 +408,3 @@ def einsum_impl(subscripts: str, operands: list):
     x, spec = _sum_unneeded(x, spec, set(output))
     return lax.transpose(x, [spec.index(c) for c in output])
 
-
-_ = (np, shape_of)

@@ -202,13 +202,12 @@ class Module:
 
 
 def _attr_key(attrs) -> tuple:
-    from xla_spmd.ir.module import Computation as _C  # local: avoid a cycle in type checks
     key = []
     for f in fields(attrs):
         value = getattr(attrs, f.name)
-        if isinstance(value, _C):
+        if isinstance(value, Computation):
             value = ("computation", value.name)
-        elif isinstance(value, tuple) and value and isinstance(value[0], _C):
+        elif isinstance(value, tuple) and value and isinstance(value[0], Computation):
             value = ("computations", tuple(c.name for c in value))
         key.append(value)
     return tuple(key)
