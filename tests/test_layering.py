@@ -54,7 +54,7 @@ LAYERS = {
     # The user API at the top joins frontend tracing, the pipeline and the runtime.
     "xla_spmd/api.py": ("xla_spmd.api",
                         {"xla_spmd.errors", "xla_spmd.ir", "xla_spmd.frontend",
-                         "xla_spmd.pipeline", "xla_spmd.runtime"}),
+                         "xla_spmd.numpy", "xla_spmd.pipeline", "xla_spmd.runtime"}),
 }
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import xla_spmd.numpy as xnp
 import xla_spmd.pipeline as pipeline
 from xla_spmd.frontend import jit as frontend_jit
 from xla_spmd.frontend import shard_map as frontend_shard_map
@@ -171,9 +172,7 @@ def _eager(name: str, *static):
     if key not in _EAGER:
         if len(_EAGER) >= 256:  # many distinct static arguments: start over
             _EAGER.clear()
-        from xla_spmd.frontend import numpy_api
-
-        function = getattr(numpy_api, name)
+        function = getattr(xnp, name)
         if name == "getitem":
             _EAGER[key] = jit(lambda x, *arrays: function(x, _join_index(static[0], arrays)))
         else:

@@ -12,3 +12,6 @@ Functions only bind IR ops; the current trace decides what happens (see `tracing
 >>> float(xs.grad(lambda x: xnp.sum(x ** 2))(np.float32(3.0)))
 6.0
 """
+
+# The numpy layer installs the array operators on `Value` (array_methods.py).
+from xla_spmd.frontend import array_methods  # noqa: E402,F401

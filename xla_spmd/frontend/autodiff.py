@@ -38,7 +38,7 @@ from xla_spmd.frontend.ad import (  # noqa: F401 (the core, re-exported)
     unflat_cotangent,
     zeros_of,
 )
-from xla_spmd.frontend.numpy_api import asarray
+from xla_spmd.frontend.numpy_core import asarray
 from xla_spmd.frontend.pytree import tree_flatten, tree_unflatten
 from xla_spmd.frontend.tracing import (
     Array,

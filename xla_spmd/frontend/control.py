@@ -26,7 +26,7 @@ from xla_spmd.ir import S32, TupleShape
 
 
 def _asvalue(x):
-    from xla_spmd.frontend.numpy_api import asarray
+    from xla_spmd.frontend.numpy_core import asarray
     return asarray(x)
 
 
@@ -159,7 +159,7 @@ def fori_loop(lower, upper, body_fun: Callable, init_val):
     stop = upper
 
     def cond(i, *state):
-        from xla_spmd.frontend.numpy_api import less
+        from xla_spmd.frontend.numpy_core import less
         return less(i, stop if not isinstance(stop, int) else lax.constant(stop, S32))
 
     def body(i, *state):
@@ -273,5 +273,5 @@ def switch(index, branches: Sequence[Callable], *operands):
 
 def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
     """``true_fun(*operands) if pred else false_fun(*operands)``, both traced."""
-    from xla_spmd.frontend.numpy_api import astype
+    from xla_spmd.frontend.numpy_core import astype
     return switch(astype(pred, S32.numpy), [false_fun, true_fun], *operands)

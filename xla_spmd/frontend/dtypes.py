@@ -92,9 +92,7 @@ class ScalarType:
     def __init__(self, name: str):
         self.dtype = np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
 
-    def __call__(self, value):
-        from xla_spmd.frontend.numpy_api import asarray
-        return asarray(value, self.dtype)
+    # Calling one (``xnp.float32(x)``) converts: array_methods installs __call__.
 
     def __eq__(self, other) -> bool:
         try:

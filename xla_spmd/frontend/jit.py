@@ -8,7 +8,7 @@ reference backend. ``xs.jit`` (`xla_spmd.api`) extends it: a program that carrie
 devices.
 
 >>> import numpy as np
->>> from xla_spmd.frontend import numpy_api as xnp
+>>> import xla_spmd.numpy as xnp
 >>> f = jit(lambda x, y: xnp.tanh(x @ y))
 >>> print(f.lower(np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)).module.entry.root)
 <tanh.2 = f32[2,4] tanh>

@@ -16,7 +16,19 @@ import numpy as np
 
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend.dtypes import canonicalize, python_scalar_dtype
-from xla_spmd.frontend.tracing import Value, aval_of, bind, reducer
+from xla_spmd.frontend.pytree import tree_map
+from xla_spmd.frontend.tracing import (
+    Array,
+    Value,
+    aval_of,
+    bind,
+    comparator,
+    current_trace,
+    finish,
+    fresh_name,
+    reducer,
+    trace_computation,
+)
 from xla_spmd.ir import (
     PRED,
     S32,
@@ -166,7 +178,6 @@ def bitcast_convert(x, dtype, shape=None) -> Value:
 
 def constant(value, dtype) -> Value:
     """A scalar constant of `dtype` (a concrete value the trace embeds)."""
-    from xla_spmd.frontend.tracing import Array
     return Array(np.asarray(value, dtype=as_dtype(dtype).numpy))
 
 
@@ -200,8 +211,6 @@ def stop_gradient(x):
     >>> float(xs.grad(lambda x: x * stop_gradient(x))(np.float32(3.0)))
     3.0
     """
-    from xla_spmd.frontend.pytree import tree_map
-    from xla_spmd.frontend.tracing import current_trace
 
     def one(v):
         aval = aval_of(v)
@@ -366,7 +375,6 @@ def _scalar_computation(computation, dtype) -> Computation:
     if not callable(computation):
         raise XlaSpmdError(f"reduce_window: computation must be a binary function such as "
                            f"lax.add or lax.max, got {computation!r}")
-    from xla_spmd.frontend.tracing import finish, fresh_name, trace_computation
     scalar = ArrayShape(dtype, ())
     trace, outputs = trace_computation(lambda a, b: [computation(a, b)], [scalar, scalar],
                                        fresh_name("region_reduce_window"))
@@ -432,6 +440,20 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None) -> Value:
                        preferred_element_type)
 
 
+def prefix_product(x, axis: int) -> Value:
+    """Inclusive prefix products along `axis`: a Hillis-Steele scan (log2(n) shifted
+    multiplies), differentiable through pad, slice and multiply, zeros included."""
+    shape = shape_of(x)
+    one = constant(1, aval_of(x).dtype)
+    shift = 1
+    while shift < shape[axis]:
+        config = [(0, 0, 0)] * len(shape)
+        config[axis] = (shift, -shift, 0)  # shifted right by `shift`, ones shifted in
+        x = mul(x, pad(x, one, config))
+        shift *= 2
+    return x
+
+
 def _cumulative(kind: str, name: str):
     def fn(operand, axis: int = 0, reverse: bool = False) -> Value:
         rank = len(shape_of(operand))
@@ -440,8 +462,7 @@ def _cumulative(kind: str, name: str):
             operand = rev(operand, (axis,))
         n = shape_of(operand)[axis]
         if kind == "mul":
-            from xla_spmd.frontend.numpy_reductions import cumprod as scan
-            out = scan(operand, axis)
+            out = prefix_product(operand, axis)
         else:
             window = [1] * rank
             window[axis] = n
@@ -527,7 +548,6 @@ def conv_dimension_numbers(spec) -> ConvDimensionNumbers:
 def sort(operands, dimension: int = -1, is_stable: bool = True, num_keys: int = 1,
          descending: bool = False):
     """Sort `operands` (a value or a sequence) along `dimension` by the first `num_keys`."""
-    from xla_spmd.frontend.tracing import comparator
     single = isinstance(operands, Value) or not isinstance(operands, (list, tuple))
     operands = [operands] if single else list(operands)
     rank = len(shape_of(operands[0]))

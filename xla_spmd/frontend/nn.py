@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 
-from xla_spmd.frontend import lax
-from xla_spmd.frontend import numpy_api as xnp
+from xla_spmd.frontend import lax, numpy_reductions, numpy_shape
+from xla_spmd.frontend import numpy_core as xnp
 from xla_spmd.ir import S32
 
 
@@ -77,9 +77,9 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon: float = 1e-5):
     """`x` with zero mean and unit variance over `axis`, as ``jax.nn.standardize``."""
     x = xnp.asarray(x)
     if mean is None:
-        mean = xnp.mean(x, axis, keepdims=True)
+        mean = numpy_reductions.mean(x, axis, keepdims=True)
     if variance is None:
-        variance = xnp.mean(xnp.square(x), axis, keepdims=True) - xnp.square(mean)
+        variance = numpy_reductions.mean(xnp.square(x), axis, keepdims=True) - xnp.square(mean)
     return (x - mean) * xnp.rsqrt(variance + epsilon)
 
 
@@ -92,13 +92,13 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
     query, key, value = xnp.asarray(query), xnp.asarray(key), xnp.asarray(value)
     batched = query.ndim == 4
     if not batched:
-        query, key, value = (xnp.expand_dims(t, 0) for t in (query, key, value))
+        query, key, value = (numpy_shape.expand_dims(t, 0) for t in (query, key, value))
     heads, kv_heads = query.shape[2], key.shape[2]
     if heads != kv_heads:
-        key = xnp.repeat(key, heads // kv_heads, axis=2)
-        value = xnp.repeat(value, heads // kv_heads, axis=2)
+        key = numpy_shape.repeat(key, heads // kv_heads, axis=2)
+        value = numpy_shape.repeat(value, heads // kv_heads, axis=2)
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    logits = xnp.einsum("bqhd,bkhd->bhqk", query, key) * scale
+    logits = numpy_shape.einsum("bqhd,bkhd->bhqk", query, key) * scale
     if bias is not None:
         logits = logits + bias
     keep = None
@@ -112,8 +112,8 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
         lowest = float(xnp.finfo(logits.dtype).min)
         logits = xnp.where(keep, logits, lowest)
     weights = softmax(logits, axis=-1)
-    out = xnp.einsum("bhqk,bkhd->bqhd", weights, value)
-    return out if batched else xnp.squeeze(out, 0)
+    out = numpy_shape.einsum("bhqk,bkhd->bqhd", weights, value)
+    return out if batched else numpy_shape.squeeze(out, 0)
 
 
 def gelu(x, approximate: bool = True):
@@ -129,30 +129,30 @@ def logsumexp(x, axis=None, keepdims: bool = False):
     """log(sum(exp(x))) over `axis` (default: all of `x`, as ``jax.nn.logsumexp``)."""
     x = xnp.asarray(x)
     # As JAX: the shift cancels, so it is a constant to autodiff (no max-tie bookkeeping).
-    shift = lax.stop_gradient(xnp.max(x, axis, keepdims=True))
-    out = xnp.log(xnp.sum(xnp.exp(x - shift), axis, keepdims=True)) + shift
+    shift = lax.stop_gradient(numpy_reductions.max(x, axis, keepdims=True))
+    out = xnp.log(numpy_reductions.sum(xnp.exp(x - shift), axis, keepdims=True)) + shift
     if keepdims:
         return out
-    return xnp.squeeze(out, tuple(range(x.ndim)) if axis is None else axis)
+    return numpy_shape.squeeze(out, tuple(range(x.ndim)) if axis is None else axis)
 
 
 def softmax(x, axis=-1):
     x = xnp.asarray(x)
-    unnormalized = xnp.exp(x - lax.stop_gradient(xnp.max(x, axis, keepdims=True)))
-    return unnormalized / xnp.sum(unnormalized, axis, keepdims=True)
+    unnormalized = xnp.exp(x - lax.stop_gradient(numpy_reductions.max(x, axis, keepdims=True)))
+    return unnormalized / numpy_reductions.sum(unnormalized, axis, keepdims=True)
 
 
 def log_softmax(x, axis=-1):
     x = xnp.asarray(x)
-    shifted = x - lax.stop_gradient(xnp.max(x, axis, keepdims=True))
-    return shifted - xnp.log(xnp.sum(xnp.exp(shifted), axis, keepdims=True))
+    shifted = x - lax.stop_gradient(numpy_reductions.max(x, axis, keepdims=True))
+    return shifted - xnp.log(numpy_reductions.sum(xnp.exp(shifted), axis, keepdims=True))
 
 
 def layer_norm(x, scale=None, bias=None, axis=-1, epsilon: float = 1e-5):
     """Normalize over `axis` to zero mean and unit variance, then scale and shift."""
-    mean = xnp.mean(x, axis, keepdims=True)
+    mean = numpy_reductions.mean(x, axis, keepdims=True)
     centered = x - mean
-    variance = xnp.mean(centered * centered, axis, keepdims=True)
+    variance = numpy_reductions.mean(centered * centered, axis, keepdims=True)
     out = centered * xnp.rsqrt(variance + epsilon)
     if scale is not None:
         out = out * scale
@@ -162,7 +162,7 @@ def layer_norm(x, scale=None, bias=None, axis=-1, epsilon: float = 1e-5):
 
 
 def rms_norm(x, scale=None, axis=-1, epsilon: float = 1e-6):
-    out = x * xnp.rsqrt(xnp.mean(x * x, axis, keepdims=True) + epsilon)
+    out = x * xnp.rsqrt(numpy_reductions.mean(x * x, axis, keepdims=True) + epsilon)
     return out * scale if scale is not None else out
 
 
@@ -171,13 +171,13 @@ def one_hot(labels, num_classes: int, dtype=None, axis=-1):
     from xla_spmd.frontend.dtypes import default_float
     labels = xnp.asarray(labels)
     classes = lax.iota(S32, labels.shape + (num_classes,), labels.ndim)
-    out = xnp.astype(xnp.expand_dims(labels, -1) == classes, dtype or default_float())
-    return out if axis in (-1, labels.ndim) else xnp.moveaxis(out, -1, axis)
+    out = xnp.astype(numpy_shape.expand_dims(labels, -1) == classes, dtype or default_float())
+    return out if axis in (-1, labels.ndim) else numpy_shape.moveaxis(out, -1, axis)
 
 
 def softmax_cross_entropy(logits, labels, axis=-1):
     """Cross-entropy of `logits` against probability (e.g. one-hot) `labels`, per example."""
-    return -xnp.sum(labels * log_softmax(logits, axis), axis)
+    return -numpy_reductions.sum(labels * log_softmax(logits, axis), axis)
 
 
 def softmax_cross_entropy_with_integer_labels(logits, labels):

@@ -5,7 +5,7 @@ Advanced indices follow numpy: their broadcast shape replaces them in place when
 adjacent, and goes first otherwise.
 
 >>> import numpy as np
->>> from xla_spmd.frontend import numpy_api as xnp
+>>> import xla_spmd.numpy as xnp
 >>> x = np.arange(12, dtype=np.float32).reshape(3, 4)
 >>> np.asarray(xnp.asarray(x)[np.array([2, 0]), 1:3]).tolist()
 [[9.0, 10.0], [1.0, 2.0]]
@@ -18,14 +18,10 @@ from __future__ import annotations
 import numpy as np
 
 from xla_spmd.errors import XlaSpmdError
-from xla_spmd.frontend import lax
+from xla_spmd.frontend import lax, numpy_reductions, numpy_shape
+from xla_spmd.frontend import numpy_core as xnp
 from xla_spmd.frontend.tracing import Array, Tracer, Value, bind, reducer
 from xla_spmd.ir import S32
-
-
-def _np():
-    from xla_spmd.frontend import numpy_api
-    return numpy_api
 
 
 def _is_array_index(i) -> bool:
@@ -106,7 +102,6 @@ def _is_mask(entry) -> bool:
 
 
 def getitem(x, index):
-    xnp = _np()
     x = xnp.asarray(x)
     entries = index if isinstance(index, tuple) else (index,)
     if any(_is_mask(e) for e in entries):  # a data-dependent shape: concrete values only
@@ -152,7 +147,6 @@ def getitem(x, index):
 def _index_arrays(x, advanced):
     """Broadcast the advanced indices (negative ones wrapped) into one s32 index array of
     shape batch + (k,)."""
-    xnp = _np()
     arrays = []
     for d, a in advanced:
         a = xnp.asarray(np.asarray(a) if isinstance(a, list) else a)
@@ -188,17 +182,15 @@ def _gather_advanced(x, advanced):
 
 
 def take(x, indices, axis: int | None = None):
-    xnp = _np()
     x = xnp.asarray(x)
     if axis is None:
-        x, axis = xnp.ravel(x), 0
+        x, axis = numpy_shape.ravel(x), 0
     axis %= x.ndim
     return getitem(x, (slice(None),) * axis + (xnp.asarray(indices),))
 
 
 def take_along_axis(x, indices, axis: int):
     """``x[..., indices, ...]`` matched elementwise along `axis` (a gather of all dims)."""
-    xnp = _np()
     x, indices = xnp.asarray(x), xnp.asarray(indices)
     axis %= x.ndim
     shape = xnp.broadcast_shapes(
@@ -253,7 +245,6 @@ class IndexUpdateRef:
 
 
 def _update(x, index, values, kind: str):
-    xnp = _np()
     x = xnp.asarray(x)
     index = _expand(index, x.ndim)
     if any(i is None for i in index):
@@ -306,7 +297,6 @@ def _update_basic(x, index, values, kind: str):
         else:
             starts.append(int(entry) % n)
             sizes.append(1)
-    xnp = _np()
     update = lax.reshape(xnp.broadcast_to(values, tuple(region_shape)), sizes)
     if kind != "set":
         current = lax.dynamic_slice(x, starts, sizes)
@@ -330,9 +320,8 @@ def _concrete(a, what: str) -> np.ndarray:
 def _compact(mask, values, size: int, fill):
     """The entries of flat `values` where flat `mask` holds, in order, in an array of `size`
     (extra ones dropped, missing ones `fill`)."""
-    xnp = _np()
     count = mask.shape[0]
-    rank = xnp.cumsum(xnp.astype(mask, np.int32)) - 1
+    rank = numpy_reductions.cumsum(xnp.astype(mask, np.int32)) - 1
     target = xnp.where(mask, rank, count + size)  # out of range: the update is dropped
     filled = xnp.full((size,), fill, values.dtype)
     return _update(filled, (target,), values, "set")
@@ -341,11 +330,10 @@ def _compact(mask, values, size: int, fill):
 def nonzero(a, *, size: int | None = None, fill_value=None):
     """The indices of the non-zero entries, one array per dim; with a static `size`, padded
     with `fill_value` (default 0) or truncated."""
-    xnp = _np()
     a = xnp.asarray(a)
     if size is None:
         return tuple(Array(i.astype(np.int32)) for i in np.nonzero(_concrete(a, "nonzero")))
-    flat = xnp.reshape(xnp.not_equal(a, lax.zeros_like(a)), (-1,))
+    flat = numpy_shape.reshape(xnp.not_equal(a, lax.zeros_like(a)), (-1,))
     positions = _compact(flat, xnp.arange(flat.shape[0], dtype=np.int32), size, -1)
     fills = fill_value if isinstance(fill_value, tuple) else (fill_value or 0,) * a.ndim
     out, stride = [], 1
@@ -361,27 +349,25 @@ def nonzero(a, *, size: int | None = None, fill_value=None):
 
 def argwhere(a, *, size: int | None = None, fill_value=None):
     """The indices of the non-zero entries as rows, ``[count, ndim]`` (see `nonzero`)."""
-    xnp = _np()
     a = xnp.asarray(a)
     if size is None:
         return Array(np.argwhere(_concrete(a, "argwhere")).astype(np.int32))
-    return xnp.stack(nonzero(a, size=size, fill_value=fill_value), axis=1)
+    return numpy_shape.stack(nonzero(a, size=size, fill_value=fill_value), axis=1)
 
 
 def unique(x, *, size: int | None = None, fill_value=None):
     """The sorted distinct values of `x` (flattened); with a static `size`, padded with
     `fill_value` (default: the smallest value) or truncated."""
-    xnp = _np()
     x = xnp.asarray(x)
     if size is None:
         return Array(np.unique(_concrete(x, "unique")))
-    ordered = xnp.sort(xnp.reshape(x, (-1,)))
+    ordered = numpy_shape.sort(numpy_shape.reshape(x, (-1,)))
     first = lax.full((1,), True, np.bool_)
-    distinct = xnp.concatenate([first, xnp.not_equal(ordered[1:], ordered[:-1])])
+    distinct = numpy_shape.concatenate([first, xnp.not_equal(ordered[1:], ordered[:-1])])
     fill = ordered[0] if fill_value is None else fill_value
     if isinstance(fill, Value) or not np.isscalar(fill):
         out = _compact(distinct, ordered, size, 0)
-        count = xnp.sum(xnp.astype(distinct, np.int32))
+        count = numpy_reductions.sum(xnp.astype(distinct, np.int32))
         return xnp.where(xnp.arange(size) < count, out, fill)
     return _compact(distinct, ordered, size, fill)
 
@@ -389,14 +375,23 @@ def unique(x, *, size: int | None = None, fill_value=None):
 def searchsorted(a, v, side: str = "left", sorter=None):
     """Where the values `v` would go in the sorted 1-D `a` (``side="left"``: before equal
     entries; ``"right"``: after them), by counting the entries below each value."""
-    xnp = _np()
     a, v = xnp.asarray(a), xnp.asarray(v)
     if sorter is not None:
-        a = xnp.take(a, sorter)
+        a = take(a, sorter)
     if a.ndim != 1:
         raise XlaSpmdError(f"searchsorted: a must be 1-D, got shape {a.shape}")
     if side not in ("left", "right"):
         raise XlaSpmdError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
-    expanded = xnp.expand_dims(v, -1)
+    expanded = numpy_shape.expand_dims(v, -1)
     below = xnp.less(a, expanded) if side == "left" else xnp.less_equal(a, expanded)
-    return xnp.sum(xnp.astype(below, np.int32), axis=-1)
+    return numpy_reductions.sum(xnp.astype(below, np.int32), axis=-1)
+
+
+def where(condition, x=None, y=None, *, size=None, fill_value=None):
+    """`condition ? x : y` elementwise, broadcasting all three; ``where(condition)`` is
+    ``nonzero(condition, size=..., fill_value=...)``."""
+    if x is None and y is None:
+        return nonzero(condition, size=size, fill_value=fill_value)
+    if x is None or y is None:
+        raise XlaSpmdError("where: give both x and y, or neither (for nonzero)")
+    return xnp.where(condition, x, y)

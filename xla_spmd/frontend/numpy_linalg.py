@@ -11,24 +11,20 @@ from __future__ import annotations
 import numpy as np
 
 from xla_spmd.errors import XlaSpmdError
-
-
-def _np():
-    from xla_spmd.frontend import numpy_api
-    return numpy_api
+from xla_spmd.frontend import numpy_core as xnp
+from xla_spmd.frontend import numpy_reductions, numpy_shape
 
 
 def norm(x, ord=None, axis=None, keepdims: bool = False):  # noqa: A002 (numpy's name)
     """Vector norms (ord None/2, 1, inf, -inf, 0 or any p) over one axis, matrix norms
     (ord None/'fro', 1, -1, inf, -inf) over two; axis None: the whole array's 2-norm when
     ord is None, else a vector (1-D) or matrix (2-D) norm."""
-    xnp = _np()
     x = xnp.asarray(x)
     if not (x.aval.dtype.is_float or x.aval.dtype.is_complex):
         x = xnp.astype(x, xnp.float32)
     if axis is None:
         if ord is None:
-            return _keep_all(xnp.sqrt(xnp.sum(_abs2(x))), x.ndim, keepdims)
+            return _keep_all(xnp.sqrt(numpy_reductions.sum(_abs2(x))), x.ndim, keepdims)
         if x.ndim not in (1, 2):
             raise XlaSpmdError(f"norm: ord={ord!r} with axis=None needs a 1-D or 2-D array, "
                                f"got rank {x.ndim}; pass axis")
@@ -44,47 +40,46 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):  # noqa: A002 (numpy's
 
 def _abs2(x):
     if x.aval.dtype.is_complex:
-        magnitude = _np().abs(x)
+        magnitude = xnp.abs(x)
         return magnitude * magnitude
     return x * x
 
 
 def _keep_all(result, ndim: int, keepdims: bool):
-    return _np().reshape(result, (1,) * ndim) if keepdims else result
+    return numpy_shape.reshape(result, (1,) * ndim) if keepdims else result
 
 
 def _vector_norm(x, ord, axis: int, keepdims: bool):  # noqa: A002
-    xnp = _np()
     if ord is None or ord == 2:
-        return xnp.sqrt(xnp.sum(_abs2(x), axis=axis, keepdims=keepdims))
+        return xnp.sqrt(numpy_reductions.sum(_abs2(x), axis=axis, keepdims=keepdims))
     magnitude = xnp.abs(x)
     if ord == np.inf:
-        return xnp.max(magnitude, axis=axis, keepdims=keepdims)
+        return numpy_reductions.max(magnitude, axis=axis, keepdims=keepdims)
     if ord == -np.inf:
-        return xnp.min(magnitude, axis=axis, keepdims=keepdims)
+        return numpy_reductions.min(magnitude, axis=axis, keepdims=keepdims)
     if ord == 0:
         nonzero = xnp.astype(xnp.not_equal(x, 0), magnitude.dtype)
-        return xnp.sum(nonzero, axis=axis, keepdims=keepdims)
+        return numpy_reductions.sum(nonzero, axis=axis, keepdims=keepdims)
     if ord == 1:
-        return xnp.sum(magnitude, axis=axis, keepdims=keepdims)
+        return numpy_reductions.sum(magnitude, axis=axis, keepdims=keepdims)
     if isinstance(ord, str):
         raise XlaSpmdError(f"norm: ord={ord!r} is a matrix norm; pass two axes")
     p = float(ord)
-    return xnp.power(xnp.sum(xnp.power(magnitude, p), axis=axis, keepdims=keepdims), 1.0 / p)
+    total = numpy_reductions.sum(xnp.power(magnitude, p), axis=axis, keepdims=keepdims)
+    return xnp.power(total, 1.0 / p)
 
 
 def _matrix_norm(x, ord, axes, keepdims: bool):  # noqa: A002
-    xnp = _np()
     row, col = axes
     if ord is None or ord == "fro":
-        return xnp.sqrt(xnp.sum(_abs2(x), axis=axes, keepdims=keepdims))
+        return xnp.sqrt(numpy_reductions.sum(_abs2(x), axis=axes, keepdims=keepdims))
     magnitude = xnp.abs(x)
     if ord in (1, -1, np.inf, -np.inf):
         # 1: max column sum (sum over rows); inf: max row sum (sum over columns)
         summed_axis, kept_axis = (row, col) if ord in (1, -1) else (col, row)
-        sums = xnp.sum(magnitude, axis=summed_axis, keepdims=True)
-        pick = xnp.max if ord in (1, np.inf) else xnp.min
+        sums = numpy_reductions.sum(magnitude, axis=summed_axis, keepdims=True)
+        pick = numpy_reductions.max if ord in (1, np.inf) else numpy_reductions.min
         out = pick(sums, axis=kept_axis, keepdims=True)
-        return out if keepdims else xnp.squeeze(out, axis=axes)
+        return out if keepdims else numpy_shape.squeeze(out, axis=axes)
     raise XlaSpmdError(f"norm: matrix ord={ord!r} is not supported (needs an SVD); use "
                        "None/'fro', 1, -1, inf or -inf")

@@ -16,18 +16,13 @@ import math
 
 import numpy as np
 
-from xla_spmd.frontend import lax
+from xla_spmd.frontend import lax, numpy_reductions
+from xla_spmd.frontend import numpy_core as xnp
 from xla_spmd.frontend.dtypes import to_inexact
 from xla_spmd.ir import U16, U32, U64
 
 
-def _np():
-    from xla_spmd.frontend import numpy_api
-    return numpy_api
-
-
 def _floating(x):
-    xnp = _np()
     x = xnp.asarray(x)
     if not (x.aval.dtype.is_float or x.aval.dtype.is_complex):
         x = xnp.astype(x, to_inexact(x.aval.dtype))
@@ -36,36 +31,31 @@ def _floating(x):
 
 def arctan(x):
     x = _floating(x)
-    return _np().arctan2(x, _np().ones_like(x))
+    return xnp.arctan2(x, xnp.ones_like(x))
 
 
 def arcsin(x):
     """2 atan2(x, 1 + sqrt(1 - x^2)), as XLA."""
-    xnp = _np()
     x = _floating(x)
     return 2.0 * xnp.arctan2(x, 1.0 + xnp.sqrt((1.0 - x) * (1.0 + x)))
 
 
 def arccos(x):
-    xnp = _np()
     x = _floating(x)
     return xnp.arctan2(xnp.sqrt((1.0 - x) * (1.0 + x)), x)
 
 
 def sinh(x):
-    xnp = _np()
     x = _floating(x)
     return 0.5 * (xnp.expm1(x) - xnp.expm1(-x))
 
 
 def cosh(x):
-    xnp = _np()
     x = _floating(x)
     return 0.5 * (xnp.exp(x) + xnp.exp(-x))
 
 
 def arctanh(x):
-    xnp = _np()
     x = _floating(x)
     return 0.5 * (xnp.log1p(x) - xnp.log1p(-x))
 
@@ -73,7 +63,6 @@ def arctanh(x):
 def arcsinh(x):
     """Odd extension of log1p(a + a^2 / (1 + sqrt(1 + a^2))) for a = |x| >= 0 (accurate near
     zero; `where` rather than sign() so the derivative at 0 is 1)."""
-    xnp = _np()
     x = _floating(x)
 
     def positive(a):
@@ -82,17 +71,15 @@ def arcsinh(x):
 
 
 def arccosh(x):
-    xnp = _np()
     x = _floating(x)
     return xnp.log(x + xnp.sqrt((x - 1.0) * (x + 1.0)))
 
 
 def log10(x):
-    return _np().log(x) / float(math.log(10.0))
+    return xnp.log(x) / float(math.log(10.0))
 
 
 def isnan(x):
-    xnp = _np()
     x = xnp.asarray(x)
     if not (x.aval.dtype.is_float or x.aval.dtype.is_complex):
         return lax.full(x.shape, False, xnp.bool_)
@@ -100,7 +87,6 @@ def isnan(x):
 
 
 def isinf(x):
-    xnp = _np()
     x = xnp.asarray(x)
     if not (x.aval.dtype.is_float or x.aval.dtype.is_complex):
         return lax.full(x.shape, False, xnp.bool_)
@@ -109,7 +95,6 @@ def isinf(x):
 
 def isclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
     """|a - b| <= atol + rtol |b| elementwise, infinities equal only to themselves (numpy)."""
-    xnp = _np()
     a, b = xnp._promote(a, b)
     if not (a.aval.dtype.is_float or a.aval.dtype.is_complex):
         a, b = xnp.astype(a, xnp.float32), xnp.astype(b, xnp.float32)
@@ -123,7 +108,7 @@ def isclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = Fa
 
 def allclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
     """Whether every element of `a` is close to `b` (a boolean array of shape ())."""
-    return _np().all(isclose(a, b, rtol, atol, equal_nan))
+    return numpy_reductions.all(isclose(a, b, rtol, atol, equal_nan))
 
 
 def erfinv(x):
@@ -132,7 +117,6 @@ def erfinv(x):
     +-1. Computed in `x`'s type (what ``jax.lax.erf_inv`` gives for f32)."""
     from xla_spmd.stablehlo.importer_control import ERF_INV_LARGE, ERF_INV_SMALL
 
-    xnp = _np()
     x = _floating(x)
     dtype, shape = x.aval.dtype, x.shape
 
@@ -154,7 +138,6 @@ def erfinv(x):
 def nextafter(x, y):
     """The next representable float after `x` toward `y`, elementwise (as ``np.nextafter``):
     one step of the bit pattern, the smallest subnormal from zero, NaN if either is NaN."""
-    xnp = _np()
     x, y = xnp._promote(_floating(x), y)
     dtype, shape = x.aval.dtype, x.shape
     uint = {16: U16, 32: U32, 64: U64}[dtype.bits]
@@ -174,7 +157,6 @@ def nextafter(x, y):
 def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf=None, neginf=None):
     """`x` with NaN, +inf and -inf replaced (by 0 and the type's largest and lowest finite
     values unless given); integers unchanged."""
-    xnp = _np()
     x = xnp.asarray(x)
     dtype = x.aval.dtype
     if not dtype.is_float:

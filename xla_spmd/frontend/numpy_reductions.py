@@ -2,7 +2,7 @@
 argmin, cumsum, cumprod.
 
 >>> import numpy as np
->>> from xla_spmd.frontend import numpy_api as xnp
+>>> import xla_spmd.numpy as xnp
 >>> np.asarray(xnp.argmax(np.array([[1, 3, 2], [4, 0, 4]]), axis=1)).tolist()
 [1, 0]
 """
@@ -15,15 +15,11 @@ import numpy as np
 
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax
-from xla_spmd.frontend.tracing import bind
+from xla_spmd.frontend import numpy_core as xnp
+from xla_spmd.frontend.dtypes import default_int
+from xla_spmd.frontend.tracing import bind, fresh_name
 from xla_spmd.ir import F32, PRED, S32, Builder, DType
 from xla_spmd.ir.shapes import ArrayShape
-
-
-def _np():
-    from xla_spmd.frontend import numpy_api
-    return numpy_api
-
 
 
 def _axes(axis, ndim: int) -> tuple[int, ...]:
@@ -46,9 +42,9 @@ def _keep(result, x_shape, axes, keepdims: bool):
 
 def _reduction(kind: str, promote_bool: bool):
     def fn(x, axis=None, keepdims: bool = False, dtype=None):
-        x = _np().asarray(x)
+        x = xnp.asarray(x)
         if dtype is not None:
-            x = _np().astype(x, dtype)
+            x = xnp.astype(x, dtype)
         elif promote_bool and x.aval.dtype.is_pred:
             x = lax.convert(x, S32)
         axes = _axes(axis, x.ndim)
@@ -65,28 +61,26 @@ min = amin = _reduction("min", False)  # noqa: A001
 
 def count_nonzero(x, axis=None, keepdims: bool = False):
     """The number of non-zero entries (of the default int type)."""
-    from xla_spmd.frontend.dtypes import default_int
-    xnp = _np()
     x = xnp.asarray(x)
     nonzero = xnp.not_equal(x, lax.zeros_like(x))
     return sum(lax.convert(nonzero, default_int()), axis, keepdims)
 
 
 def all(x, axis=None, keepdims=False):  # noqa: A001
-    return _reduction("and", False)(_np().astype(x, PRED), axis, keepdims)
+    return _reduction("and", False)(xnp.astype(x, PRED), axis, keepdims)
 
 
 def any(x, axis=None, keepdims=False):  # noqa: A001
-    return _reduction("or", False)(_np().astype(x, PRED), axis, keepdims)
+    return _reduction("or", False)(xnp.astype(x, PRED), axis, keepdims)
 
 
 def mean(x, axis=None, keepdims: bool = False, dtype=None):
-    x = _np().asarray(x)
+    x = xnp.asarray(x)
     if not (x.aval.dtype.is_float or x.aval.dtype.is_complex):
         x = lax.convert(x, F32)
     axes = _axes(axis, x.ndim)
     count = int(np.prod([x.shape[a] for a in axes]))
-    return _np().true_divide(sum(x, axis, keepdims), float(count))
+    return xnp.true_divide(sum(x, axis, keepdims), float(count))
 
 
 def var(x, axis=None, keepdims: bool = False):
@@ -95,7 +89,7 @@ def var(x, axis=None, keepdims: bool = False):
 
 
 def std(x, axis=None, keepdims: bool = False):
-    return _np().sqrt(var(x, axis, keepdims))
+    return xnp.sqrt(var(x, axis, keepdims))
 
 
 _ARG_REDUCERS: dict = {}
@@ -103,7 +97,6 @@ _ARG_REDUCERS: dict = {}
 
 def _arg_reducer(kind: str, dtype: DType):
     """(value, index) pairs reducer keeping the max (min) value, the first index on ties."""
-    from xla_spmd.frontend.tracing import fresh_name
     from xla_spmd.ir import ComparisonDirection
     key = (kind, dtype.name)
     if key not in _ARG_REDUCERS:
@@ -123,7 +116,7 @@ def _arg_reducer(kind: str, dtype: DType):
 
 
 def _argreduce(kind: str, x, axis, keepdims: bool):
-    x = _np().asarray(x)
+    x = xnp.asarray(x)
     shape = x.shape
     flat = axis is None
     if flat:
@@ -151,9 +144,9 @@ def argmin(x, axis=None, keepdims: bool = False):
 def _scan_operand(x, axis, dtype):
     """The operand of a prefix scan (cast, booleans counted as s32, flattened when `axis`
     is None) and the scanned axis."""
-    x = _np().asarray(x)
+    x = xnp.asarray(x)
     if dtype is not None:
-        x = _np().astype(x, dtype)
+        x = xnp.astype(x, dtype)
     elif x.aval.dtype.is_pred:
         x = lax.convert(x, S32)
     if axis is None:
@@ -174,15 +167,6 @@ def cumsum(x, axis=None, dtype=None):
 
 
 def cumprod(x, axis=None, dtype=None):
-    """Inclusive prefix products along `axis`: a Hillis-Steele scan (log2(n) shifted
-    multiplies), differentiable through pad, slice and multiply, zeros included."""
+    """Inclusive prefix products along `axis` (`lax.prefix_product`)."""
     x, axis = _scan_operand(x, axis, dtype)
-    n = x.shape[axis]
-    one = lax.constant(1, x.aval.dtype)
-    shift = 1
-    while shift < n:
-        config = [(0, 0, 0)] * x.ndim
-        config[axis] = (shift, -shift, 0)  # shifted right by `shift`, ones shifted in
-        x = lax.mul(x, lax.pad(x, one, config))
-        shift *= 2
-    return x
+    return lax.prefix_product(x, axis)

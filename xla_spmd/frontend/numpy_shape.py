@@ -2,7 +2,7 @@
 sort, einsum, ...
 
 >>> import numpy as np
->>> from xla_spmd.frontend import numpy_api as xnp
+>>> import xla_spmd.numpy as xnp
 >>> xnp.reshape(np.zeros((2, 3)), (-1,)).shape
 (6,)
 """
@@ -12,16 +12,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import numpy as np
-
 from xla_spmd.errors import XlaSpmdError
-from xla_spmd.frontend import lax
+from xla_spmd.frontend import lax, numpy_reductions
+from xla_spmd.frontend import numpy_core as xnp
 from xla_spmd.ir import S32
-
-
-def _np():
-    from xla_spmd.frontend import numpy_api
-    return numpy_api
 
 
 def _axis(axis: int, ndim: int) -> int:
@@ -31,7 +25,7 @@ def _axis(axis: int, ndim: int) -> int:
 
 
 def reshape(x, shape):
-    x = _np().asarray(x)
+    x = xnp.asarray(x)
     shape = (shape,) if isinstance(shape, int) else tuple(int(d) for d in shape)
     if shape.count(-1) > 1:
         raise XlaSpmdError(f"reshape: at most one -1 in {shape}")
@@ -50,14 +44,14 @@ def ravel(x):
 
 
 def transpose(x, axes=None):
-    x = _np().asarray(x)
+    x = xnp.asarray(x)
     axes = tuple(reversed(range(x.ndim))) if axes is None else tuple(
         _axis(a, x.ndim) for a in axes)
     return lax.transpose(x, axes)
 
 
 def swapaxes(x, axis1: int, axis2: int):
-    x = _np().asarray(x)
+    x = xnp.asarray(x)
     perm = list(range(x.ndim))
     a, b = _axis(axis1, x.ndim), _axis(axis2, x.ndim)
     perm[a], perm[b] = perm[b], perm[a]
@@ -65,7 +59,7 @@ def swapaxes(x, axis1: int, axis2: int):
 
 
 def moveaxis(x, source, destination):
-    x = _np().asarray(x)
+    x = xnp.asarray(x)
     source = [source] if isinstance(source, int) else list(source)
     destination = [destination] if isinstance(destination, int) else list(destination)
     source = [_axis(a, x.ndim) for a in source]
@@ -77,7 +71,7 @@ def moveaxis(x, source, destination):
 
 
 def expand_dims(x, axis):
-    x = _np().asarray(x)
+    x = xnp.asarray(x)
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     ndim = x.ndim + len(axes)
     axes = sorted(_axis(a, ndim) for a in axes)
@@ -88,7 +82,7 @@ def expand_dims(x, axis):
 
 
 def squeeze(x, axis=None):
-    x = _np().asarray(x)
+    x = xnp.asarray(x)
     if axis is None:
         axes = [i for i, n in enumerate(x.shape) if n == 1]
     else:
@@ -101,7 +95,6 @@ def squeeze(x, axis=None):
 
 def concatenate(arrays: Sequence, axis: int | None = 0):
     """Join `arrays` along `axis` (None: flattened first, as numpy)."""
-    xnp = _np()
     arrays = xnp._promote_dtype(*arrays)
     if axis is None:
         arrays, axis = [ravel(a) for a in arrays], 0
@@ -112,7 +105,7 @@ def concatenate(arrays: Sequence, axis: int | None = 0):
 def roll(x, shift, axis=None):
     """Shift elements along `axis` (None: of the flattened array), wrapping around, as
     numpy; `shift` and `axis` may be tuples."""
-    x = _np().asarray(x)
+    x = xnp.asarray(x)
     if axis is None:
         return reshape(roll(ravel(x), shift, 0), x.shape)
     shifts = (shift,) if isinstance(shift, int) else tuple(shift)
@@ -134,14 +127,13 @@ def roll(x, shift, axis=None):
 
 
 def stack(arrays: Sequence, axis: int = 0):
-    xnp = _np()
     arrays = [xnp.asarray(a) for a in arrays]
     axis = _axis(axis, arrays[0].ndim + 1)
     return concatenate([expand_dims(a, axis) for a in arrays], axis)
 
 
 def split(x, indices_or_sections, axis: int = 0):
-    x = _np().asarray(x)
+    x = xnp.asarray(x)
     axis = _axis(axis, x.ndim)
     n = x.shape[axis]
     if isinstance(indices_or_sections, int):
@@ -160,7 +152,7 @@ def array_split(x, indices_or_sections, axis: int = 0):
     ``n % sections`` pieces are one longer (numpy's rule)."""
     if not isinstance(indices_or_sections, int):
         return split(x, indices_or_sections, axis)
-    x = _np().asarray(x)
+    x = xnp.asarray(x)
     n = x.shape[_axis(axis, x.ndim)]
     size, extra = divmod(n, indices_or_sections)
     bounds = [k * size + min(k, extra) for k in range(1, indices_or_sections)]
@@ -168,146 +160,28 @@ def array_split(x, indices_or_sections, axis: int = 0):
 
 
 def flip(x, axis=None):
-    x = _np().asarray(x)
+    x = xnp.asarray(x)
     axes = range(x.ndim) if axis is None else (
         [axis] if isinstance(axis, int) else axis)
     return lax.rev(x, [_axis(a, x.ndim) for a in axes])
 
 
-def _pairs(value, ndim: int, what: str) -> list[tuple]:
-    """numpy's per-axis (before, after) pairs from a scalar, a pair or one pair per axis."""
-    array = np.asarray(value, dtype=object)
-    if array.ndim == 0:
-        return [(value, value)] * ndim
-    if array.ndim == 1 and len(array) == 2 and ndim != 2 or array.shape == (1, 2):
-        return [tuple(array.reshape(2))] * ndim
-    if array.ndim == 1 and len(array) == 1:
-        return [(array[0], array[0])] * ndim
-    if array.shape == (ndim, 2):
-        return [tuple(row) for row in array]
-    if array.shape == (2,):  # ndim == 2: one pair for both axes
-        return [tuple(array)] * ndim
-    raise XlaSpmdError(f"pad: {what} {value!r} does not give (before, after) for {ndim} axes")
-
-
-def _pad_index(mode: str, n: int, before: int, after: int) -> np.ndarray:
-    """For the index-mapping modes, where each padded position reads from."""
-    j = np.arange(-before, n + after)
-    if mode == "edge":
-        return np.clip(j, 0, n - 1)
-    if mode == "wrap":
-        return j % n
-    if mode == "symmetric":
-        m = j % (2 * n)
-        return np.where(m < n, m, 2 * n - 1 - m)
-    if n == 1:  # reflect of one element repeats it
-        return np.zeros_like(j)
-    m = j % (2 * n - 2)
-    return np.where(m < n, m, 2 * n - 2 - m)
-
-
-def _pad_axis(x, axis: int, before: int, after: int, mode: str, options: dict):
-    xnp = _np()
-    n = x.shape[axis]
-    if before == 0 and after == 0:
-        return x
-    if mode in ("edge", "wrap", "reflect", "symmetric"):
-        if n == 0:
-            raise XlaSpmdError(f"pad: mode {mode!r} needs a non-empty axis {axis}")
-        index = _pad_index(mode, n, before, after).astype(np.int32)
-        return xnp.take(x, index, axis=axis)
-    if mode in ("maximum", "minimum", "mean", "median"):
-        stat = {"maximum": xnp.max, "minimum": xnp.min, "mean": xnp.mean,
-                "median": _median}[mode]
-        value = stat(x, axis, keepdims=True)
-        if value.dtype != x.dtype:  # integers: the rounded mean, as numpy
-            value = xnp.astype(xnp.round(value), x.dtype)
-        shape = list(x.shape)
-        parts = []
-        for count in (before, None, after):
-            if count is None:
-                parts.append(x)
-            elif count:
-                shape[axis] = count
-                parts.append(xnp.broadcast_to(value, tuple(shape)))
-        return concatenate(parts, axis)
-    if mode == "linear_ramp":
-        low, high = options["end_values"][axis]
-        edges = [lax.slice_in_dim(x, 0, 1, 1, axis), lax.slice_in_dim(x, n - 1, n, 1, axis)]
-        parts = []
-        for count, end, edge, rising in ((before, low, edges[0], True),
-                                         (after, high, edges[1], False)):
-            if not count:
-                parts.append(None)
-                continue
-            # the fraction of the edge value at each padded position, from the outside in
-            steps = np.arange(count) / count if rising else \
-                (count - 1 - np.arange(count)) / count
-            steps = steps.astype(np.float32 if x.dtype != np.float64 else np.float64)
-            shape = [1] * x.ndim
-            shape[axis] = count
-            ramp = xnp.reshape(steps, shape)
-            edge_f = xnp.astype(edge, ramp.dtype)
-            parts.append(xnp.astype(end + (edge_f - end) * ramp, x.dtype))
-        return concatenate([p for p in (parts[0], x, parts[1]) if p is not None], axis)
-    raise XlaSpmdError(f"pad: unknown mode {mode!r}; expected constant, edge, wrap, reflect, "
-                       "symmetric, maximum, minimum, mean, median, linear_ramp or empty")
-
-
-def _median(x, axis, keepdims=True):
-    xnp = _np()
-    ordered = sort(x, axis)
-    n = x.shape[axis]
-    low = lax.slice_in_dim(ordered, (n - 1) // 2, (n - 1) // 2 + 1, 1, axis)
-    high = lax.slice_in_dim(ordered, n // 2, n // 2 + 1, 1, axis)
-    return xnp.true_divide(xnp.add(low, high), 2)
-
-
-def pad(x, pad_width, mode: str = "constant", constant_values=0, end_values=0):
-    """numpy's pad, every mode: constant (per-axis values too), edge, wrap, reflect,
-    symmetric, maximum, minimum, mean, median (over the whole axis), linear_ramp and empty
-    (zeros)."""
-    xnp = _np()
-    x = xnp.asarray(x)
-    widths = [(int(lo), int(hi)) for lo, hi in _pairs(pad_width, x.ndim, "pad_width")]
-    if any(lo < 0 or hi < 0 for lo, hi in widths):
-        raise XlaSpmdError(f"pad: negative pad_width {pad_width!r}")
-    if mode == "empty":
-        mode, constant_values = "constant", 0
-    if mode == "constant":
-        values = _pairs(constant_values, x.ndim, "constant_values")
-        if len({v for pair in values for v in pair}) == 1:
-            value = xnp._to(values[0][0], x.aval.dtype)
-            return lax.pad(x, value, [(lo, hi, 0) for lo, hi in widths])
-        for axis, ((lo, hi), (v_lo, v_hi)) in enumerate(zip(widths, values)):
-            config = [(0, 0, 0)] * x.ndim
-            config[axis] = (lo, 0, 0)
-            x = lax.pad(x, xnp._to(v_lo, x.aval.dtype), config)
-            config[axis] = (0, hi, 0)
-            x = lax.pad(x, xnp._to(v_hi, x.aval.dtype), config)
-        return x
-    options = {"end_values": _pairs(end_values, x.ndim, "end_values")}
-    for axis, (lo, hi) in enumerate(widths):
-        x = _pad_axis(x, axis, lo, hi, mode, options)
-    return x
-
-
 def repeat(x, repeats: int, axis: int | None = None):
-    x = _np().asarray(x)
+    x = xnp.asarray(x)
     if axis is None:
         x, axis = ravel(x), 0
     axis = _axis(axis, x.ndim)
     expanded = expand_dims(x, axis + 1)
     shape = list(expanded.shape)
     shape[axis + 1] = repeats
-    tiled = _np().broadcast_to(expanded, shape)
+    tiled = xnp.broadcast_to(expanded, shape)
     out = list(x.shape)
     out[axis] *= repeats
     return lax.reshape(tiled, out)
 
 
 def tile(x, reps):
-    x = _np().asarray(x)
+    x = xnp.asarray(x)
     reps = (reps,) if isinstance(reps, int) else tuple(reps)
     x = lax.reshape(x, (1,) * (len(reps) - x.ndim) + x.shape) if len(reps) > x.ndim else x
     reps = (1,) * (x.ndim - len(reps)) + reps
@@ -320,14 +194,14 @@ def tile(x, reps):
 
 
 def sort(x, axis: int = -1):
-    x = _np().asarray(x)
+    x = xnp.asarray(x)
     if axis is None:
         x, axis = ravel(x), 0
     return lax.sort(x, _axis(axis, x.ndim))
 
 
 def argsort(x, axis: int = -1, stable: bool = True, descending: bool = False):
-    x = _np().asarray(x)
+    x = xnp.asarray(x)
     if axis is None:
         x, axis = ravel(x), 0
     axis = _axis(axis, x.ndim)
@@ -383,7 +257,6 @@ def _sum_unneeded(x, spec: str, needed: set):
 
 def einsum_impl(subscripts: str, operands: list):
     specs, output = _parse_subscripts(subscripts, operands)
-    xnp = _np()
     operands = xnp._promote_dtype(*operands)
     sizes = {}
     for s, o in zip(specs, operands):
@@ -408,3 +281,16 @@ def einsum_impl(subscripts: str, operands: list):
     x, spec = _sum_unneeded(x, spec, set(output))
     return lax.transpose(x, [spec.index(c) for c in output])
 
+
+def einsum(subscripts: str, *operands):
+    """General einsum by pairwise contraction, left to right (no repeated labels within one
+    operand)."""
+    return einsum_impl(subscripts, [xnp.asarray(o) for o in operands])
+
+
+def vdot(a, b):
+    return numpy_reductions.sum(xnp.multiply(ravel(a), ravel(b)))
+
+
+def outer(a, b):
+    return xnp.multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))

@@ -31,8 +31,8 @@ import math
 import ml_dtypes
 import numpy as np
 
-from xla_spmd.frontend import lax
-from xla_spmd.frontend import numpy_api as xnp
+from xla_spmd.frontend import lax, numpy_index, numpy_math, numpy_reductions, numpy_shape
+from xla_spmd.frontend import numpy_core as xnp
 from xla_spmd.frontend.dtypes import canonicalize, default_float, default_int, x64_enabled
 from xla_spmd.frontend.tracing import Array, Value, bind
 from xla_spmd.ir import S32, U8, U16, U32, U64, DType
@@ -231,7 +231,7 @@ def normal(key, shape=(), dtype=None) -> Value:
     dtype = _float_dtype(dtype, "normal")
     low = np.nextafter(np.array(-1.0, dtype.numpy), np.array(0.0, dtype.numpy))
     u = uniform(key, shape, dtype, float(low), 1.0)
-    return lax.mul(lax.full(u.shape, np.sqrt(2), dtype), xnp.erfinv(u))
+    return lax.mul(lax.full(u.shape, np.sqrt(2), dtype), numpy_math.erfinv(u))
 
 
 def truncated_normal(key, lower, upper, shape=None, dtype=None) -> Value:
@@ -245,9 +245,9 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None) -> Value:
     a = xnp.erf(xnp.true_divide(lower, sqrt2))
     b = xnp.erf(xnp.true_divide(upper, sqrt2))
     u = uniform(key, shape, dtype, a, b)
-    out = xnp.multiply(sqrt2, xnp.erfinv(u))
-    return xnp.clip(out, xnp.nextafter(lower, lax.constant(np.inf, dtype)),
-                    xnp.nextafter(upper, lax.constant(-np.inf, dtype)))
+    out = xnp.multiply(sqrt2, numpy_math.erfinv(u))
+    return xnp.clip(out, numpy_math.nextafter(lower, lax.constant(np.inf, dtype)),
+                    numpy_math.nextafter(upper, lax.constant(-np.inf, dtype)))
 
 
 def bernoulli(key, p=0.5, shape=None) -> Value:
@@ -282,8 +282,8 @@ def categorical(key, logits, axis: int = -1, shape=None) -> Value:
     logits_shape = list(shape[len(shape) - len(batch_shape):])
     logits_shape.insert(axis % rank, logits.shape[axis])
     noise = _gumbel(key, (*prefix, *logits_shape), logits.aval.dtype)
-    expanded = xnp.reshape(logits, (1,) * len(prefix) + logits.shape)
-    return xnp.argmax(xnp.add(noise, expanded), axis=axis)
+    expanded = numpy_shape.reshape(logits, (1,) * len(prefix) + logits.shape)
+    return numpy_reductions.argmax(xnp.add(noise, expanded), axis=axis)
 
 
 def _clip_to(value, dtype: DType) -> Value:
@@ -363,4 +363,4 @@ def permutation(key, x, axis: int = 0, independent: bool = False) -> Value:
     if independent or x.ndim == 1:
         return _shuffle(key, x, axis)
     order = _shuffle(key, xnp.arange(x.shape[axis]), 0)
-    return xnp.take(x, order, axis=axis)
+    return numpy_index.take(x, order, axis=axis)

@@ -117,7 +117,7 @@ def shard_map(fn: Callable, mesh: Mesh, in_specs, out_specs, axis_names=None):
 
 
 def _shard_map(fn, mesh, axes, in_specs, out_specs, args):
-    from xla_spmd.frontend.numpy_api import asarray
+    from xla_spmd.frontend.numpy_core import asarray
     leaves, in_tree = tree_flatten(args)
     leaves = [asarray(x) for x in leaves]
     specs = _specs_per_leaf(in_specs, list(args), "in_specs")
@@ -289,7 +289,7 @@ def _group_kwargs(manual: Manual, axis_name, global_ids: bool = True) -> dict:
 def _all_reduce(kind: str, x, axis_name):
     """One all-reduce per leaf of `x`, or a single variadic (tuple) all-reduce when the leaves
     share an element type (as JAX binds one psum for a pytree)."""
-    from xla_spmd.frontend.numpy_api import asarray
+    from xla_spmd.frontend.numpy_core import asarray
     manual = _manual({"add": "lax.psum", "max": "lax.pmax", "min": "lax.pmin"}[kind])
     leaves, tree = tree_flatten(x)
     leaves = [asarray(v) for v in leaves]

@@ -100,74 +100,9 @@ class Value:
             raise TypeError("iteration over a 0-d array")
         return (self[i] for i in range(self.shape[0]))
 
-    # Operators delegate to the numpy-like API (imported late: it imports this module).
-    def _np(self):
-        from xla_spmd.frontend import numpy_api
-        return numpy_api
-
-    def __add__(self, other): return self._np().add(self, other)
-    def __radd__(self, other): return self._np().add(other, self)
-    def __sub__(self, other): return self._np().subtract(self, other)
-    def __rsub__(self, other): return self._np().subtract(other, self)
-    def __mul__(self, other): return self._np().multiply(self, other)
-    def __rmul__(self, other): return self._np().multiply(other, self)
-    def __truediv__(self, other): return self._np().true_divide(self, other)
-    def __rtruediv__(self, other): return self._np().true_divide(other, self)
-    def __floordiv__(self, other): return self._np().floor_divide(self, other)
-    def __rfloordiv__(self, other): return self._np().floor_divide(other, self)
-    def __mod__(self, other): return self._np().remainder(self, other)
-    def __rmod__(self, other): return self._np().remainder(other, self)
-    def __pow__(self, other): return self._np().power(self, other)
-    def __rpow__(self, other): return self._np().power(other, self)
-    def __matmul__(self, other): return self._np().matmul(self, other)
-    def __rmatmul__(self, other): return self._np().matmul(other, self)
-    def __neg__(self): return self._np().negative(self)
-    def __pos__(self): return self
-    def __abs__(self): return self._np().abs(self)
-    def __invert__(self): return self._np().invert(self)
-    def __and__(self, other): return self._np().bitwise_and(self, other)
-    def __rand__(self, other): return self._np().bitwise_and(other, self)
-    def __or__(self, other): return self._np().bitwise_or(self, other)
-    def __ror__(self, other): return self._np().bitwise_or(other, self)
-    def __xor__(self, other): return self._np().bitwise_xor(self, other)
-    def __rxor__(self, other): return self._np().bitwise_xor(other, self)
-    def __lshift__(self, other): return self._np().left_shift(self, other)
-    def __rlshift__(self, other): return self._np().left_shift(other, self)
-    def __rshift__(self, other): return self._np().right_shift(self, other)
-    def __rrshift__(self, other): return self._np().right_shift(other, self)
-    def __lt__(self, other): return self._np().less(self, other)
-    def __le__(self, other): return self._np().less_equal(self, other)
-    def __gt__(self, other): return self._np().greater(self, other)
-    def __ge__(self, other): return self._np().greater_equal(self, other)
-    def __eq__(self, other): return self._np().equal(self, other)  # noqa: E704
-    def __ne__(self, other): return self._np().not_equal(self, other)
+    # The operators (+, <, [], .sum(), ...) are installed by the numpy layer:
+    # `xla_spmd.frontend.array_methods`.
     __hash__ = object.__hash__
-
-    def __getitem__(self, index): return self._np().getitem(self, index)
-
-    @property
-    def at(self):
-        from xla_spmd.frontend.numpy_index import IndexUpdateHelper
-        return IndexUpdateHelper(self)
-
-    @property
-    def T(self): return self._np().transpose(self)
-
-    def astype(self, dtype): return self._np().astype(self, dtype)
-    def reshape(self, *shape): return self._np().reshape(
-        self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
-    def transpose(self, *axes): return self._np().transpose(self, axes or None)
-    def sum(self, axis=None, keepdims=False): return self._np().sum(self, axis, keepdims=keepdims)
-    def mean(self, axis=None, keepdims=False):
-        return self._np().mean(self, axis, keepdims=keepdims)
-    def max(self, axis=None, keepdims=False): return self._np().max(self, axis, keepdims=keepdims)
-    def min(self, axis=None, keepdims=False): return self._np().min(self, axis, keepdims=keepdims)
-    def argmax(self, axis=None): return self._np().argmax(self, axis)
-    def argmin(self, axis=None): return self._np().argmin(self, axis)
-    def squeeze(self, axis=None): return self._np().squeeze(self, axis)
-    def swapaxes(self, a, b): return self._np().swapaxes(self, a, b)
-    def flatten(self): return self._np().reshape(self, (-1,))
-    ravel = flatten
 
 
 class Tracer(Value):

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from xla_spmd.frontend import lax
-from xla_spmd.frontend import numpy_api as xnp
+from xla_spmd.frontend import numpy_core as xnp
 from xla_spmd.frontend.ad import VJP
 from xla_spmd.frontend.tracing import bind, fresh_name, rebind
 from xla_spmd.ir import (

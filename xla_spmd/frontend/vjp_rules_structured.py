@@ -15,8 +15,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from xla_spmd.frontend import lax
-from xla_spmd.frontend import numpy_api as xnp
+from xla_spmd.frontend import lax, numpy_index, numpy_reductions, numpy_shape
+from xla_spmd.frontend import numpy_core as xnp
 from xla_spmd.frontend.ad import VJP
 from xla_spmd.frontend.tracing import bind, fresh_name, rebind, reducer
 from xla_spmd.ir import (
@@ -351,8 +351,8 @@ def _sort(ct, inst, ops, out):
     sorted_all = bind("sort", *ops, iota, dimensions=(dim,), is_stable=inst.attrs.is_stable,
                       to_apply=_comparator_with_iota(inst.attrs.to_apply))
     permutation = lax.get_tuple_element(sorted_all, len(ops))
-    inverse = xnp.argsort(permutation, axis=dim)
-    result = [None if c is None else xnp.take_along_axis(c, inverse, dim) for c in cts]
+    inverse = numpy_shape.argsort(permutation, axis=dim)
+    result = [None if c is None else numpy_index.take_along_axis(c, inverse, dim) for c in cts]
     return result
 
 
@@ -364,10 +364,10 @@ def _topk(ct, inst, ops, out):
     x = ops[0]
     indices = lax.get_tuple_element(out, 1)
     n = x.shape[-1]
-    one_hot = xnp.astype(xnp.expand_dims(indices, -1) == lax.iota(S32, indices.shape + (n,),
+    one_hot = xnp.astype(numpy_shape.expand_dims(indices, -1) == lax.iota(S32, indices.shape + (n,),
                                                                    indices.ndim),
                          values_ct.dtype)
-    return [xnp.sum(one_hot * xnp.expand_dims(values_ct, -1), axis=-2)]
+    return [numpy_reductions.sum(one_hot * numpy_shape.expand_dims(values_ct, -1), axis=-2)]
 
 
 # ---------------------------------------------------------------------------------------------

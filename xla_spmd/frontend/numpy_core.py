@@ -1,14 +1,8 @@
-"""`xla_spmd.numpy`: numpy-like functions over traced and concrete arrays.
-
-Broadcasting follows numpy; dtypes follow JAX (`xla_spmd.frontend.dtypes`): 64-bit types are
-off unless ``xs.config.update("enable_x64", True)`` (float64 inputs become f32), Python scalars
-are weakly typed (``x * 2.0`` keeps x's f32), and types promote on JAX's lattice.
-
->>> import numpy as np
->>> import xla_spmd.numpy as xnp
->>> x = np.arange(6, dtype=np.float32).reshape(2, 3)
->>> np.asarray(xnp.sum(x * 2.0, axis=1)).tolist()
-[6.0, 24.0]
+"""The core of `xla_spmd.numpy`, below its other modules: conversion (`asarray`, `astype`),
+type promotion, broadcasting, elementwise arithmetic and comparisons, `where`, `clip`,
+products (`matmul`, `dot`, ...) and array creation. Reductions, shape functions, indexing,
+padding, further math and `linalg` build on it in their own modules; `xla_spmd.numpy`
+assembles the namespace and `array_methods` installs the array operators.
 """
 
 from __future__ import annotations
@@ -66,7 +60,7 @@ def asarray(x, dtype=None) -> Value:
     if isinstance(x, Value) or is_distributed(x):
         return x if dtype is None else astype(x, dtype)
     if isinstance(x, (list, tuple)) and builtins.any(isinstance(v, Value) for v in x):
-        return stack([asarray(v) for v in x]).astype(dtype) if dtype else stack(x)
+        return _stack(x).astype(dtype) if dtype else _stack(x)
     if is_weak(x):
         value = Array(canonical_array(x), weak_type=True)
         return value if dtype is None else astype(value, dtype)
@@ -77,6 +71,15 @@ def asarray(x, dtype=None) -> Value:
 
 
 array = asarray
+
+
+def _stack(values) -> Value:
+    """A list of arrays of one shape as one array (numpy.stack along axis 0)."""
+    arrays = _promote_dtype(*values)
+    if len({a.shape for a in arrays}) > 1:
+        raise XlaSpmdError(f"asarray: the arrays of a list must have one shape, got "
+                           f"{[a.shape for a in arrays]}")
+    return lax.concatenate([lax.reshape(a, (1, *a.shape)) for a in arrays], 0)
 
 
 def astype(x, dtype) -> Value:
@@ -279,11 +282,9 @@ def exp2(x):
     return exp(multiply(x, float(np.log(2.0))))
 
 
-def where(condition, x=None, y=None, *, size=None, fill_value=None):
-    """`condition ? x : y` elementwise, broadcasting all three; ``where(condition)`` is
-    ``nonzero(condition, size=..., fill_value=...)``."""
-    if x is None and y is None:
-        return nonzero(condition, size=size, fill_value=fill_value)
+def where(condition, x=None, y=None):
+    """`condition ? x : y` elementwise, broadcasting all three (``xla_spmd.numpy.where`` also
+    takes the one-argument form, `nonzero`)."""
     if x is None or y is None:
         raise XlaSpmdError("where: give both x and y, or neither (for nonzero)")
     condition = astype(condition, PRED)
@@ -367,14 +368,6 @@ def iinfo(dtype):
     return ml_dtypes.iinfo(_numpy_dtype(dtype))
 
 
-def vdot(a, b):
-    return sum(multiply(ravel(a), ravel(b)))
-
-
-def outer(a, b):
-    return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))
-
-
 def tensordot(a, b, axes=2):
     a, b = _promote_dtype(a, b)
     if isinstance(axes, int):
@@ -384,13 +377,6 @@ def tensordot(a, b, axes=2):
     lb = (lb,) if isinstance(lb, int) else tuple(lb)
     return lax.dot_general(a, b, ((tuple(i % a.ndim for i in la),
                                    tuple(i % b.ndim for i in lb)), ((), ())))
-
-
-def einsum(subscripts: str, *operands):
-    """General einsum by pairwise contraction, left to right (no repeated labels within one
-    operand)."""
-    from xla_spmd.frontend.numpy_shape import einsum_impl
-    return einsum_impl(subscripts, [asarray(o) for o in operands])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -490,74 +476,7 @@ def tri(n: int, m: int | None = None, k: int = 0, dtype=None):
     return astype(tri_mask(n, n if m is None else m, k, True), dtype or default_float())
 
 
-# Reductions, shape functions and indexing live in their own modules; re-exported here.
-from xla_spmd.frontend import numpy_linalg as linalg  # noqa: E402,F401
-from xla_spmd.frontend.numpy_index import (  # noqa: E402,F401
-    argwhere,
-    getitem,
-    nonzero,
-    searchsorted,
-    take,
-    take_along_axis,
-    unique,
-)
-from xla_spmd.frontend.numpy_math import (  # noqa: E402,F401
-    allclose,
-    arccos,
-    arccosh,
-    arcsin,
-    arcsinh,
-    arctan,
-    arctanh,
-    cosh,
-    erfinv,
-    isclose,
-    isinf,
-    isnan,
-    log10,
-    nan_to_num,
-    nextafter,
-    sinh,
-)
-from xla_spmd.frontend.numpy_reductions import (  # noqa: E402,F401
-    all,
-    amax,
-    amin,
-    any,
-    argmax,
-    argmin,
-    count_nonzero,
-    cumprod,
-    cumsum,
-    max,
-    mean,
-    min,
-    prod,
-    std,
-    sum,
-    var,
-)
-from xla_spmd.frontend.numpy_shape import (  # noqa: E402,F401
-    argsort,
-    array_split,
-    concatenate,
-    expand_dims,
-    flip,
-    moveaxis,
-    pad,
-    ravel,
-    repeat,
-    reshape,
-    roll,
-    sort,
-    split,
-    squeeze,
-    stack,
-    swapaxes,
-    tile,
-    transpose,
-)
-
+# The public names of the core (xla_spmd.numpy re-exports them).
 __all__ = [name for name in dir() if not name.startswith("_") and name not in (
     "annotations", "builtins", "functools", "ml_dtypes", "np", "XlaSpmdError", "PRED", "S32",
     "DType", "canonical_array", "default_float", "default_int", "result_type_of", "to_inexact",
