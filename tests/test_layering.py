@@ -38,6 +38,11 @@ LAYERS = {
                           {"xla_spmd.errors", "xla_spmd.ir", "xla_spmd.mesh",
                            "xla_spmd.sharding", "xla_spmd.backends.reference",
                            "xla_spmd.stablehlo"}),
+    # Checkpoints save and restore the runtime's ShardedArrays; under MPI their processes
+    # meet through their own communicator.
+    "xla_spmd/checkpoint": ("xla_spmd.checkpoint",
+                            {"xla_spmd.errors", "xla_spmd.mesh", "xla_spmd.sharding",
+                             "xla_spmd.runtime", "xla_spmd.collectives"}),
 }
 
 

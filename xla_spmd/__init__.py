@@ -61,7 +61,7 @@ _EXPORTS = {
 
 
 # Submodules reachable as attributes (xs.distributed.initialize(), xs.numpy, ...).
-_SUBMODULES = {"config", "distributed", "errors", "lax", "nn", "numpy", "random"}
+_SUBMODULES = {"checkpoint", "config", "distributed", "errors", "lax", "nn", "numpy", "random"}
 
 
 def __getattr__(name: str):
