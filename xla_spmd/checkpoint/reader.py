@@ -1,8 +1,8 @@
 """`restore`: each process reads the slices its devices need, onto any mesh and sharding.
 
-For each array, the region this process needs is the bounding box of its devices' target
-shards (under MPI: the one device's shard); Zarr reads only the chunks that region touches
-and checks each one's CRC32C. Every chunk in the region must exist: Zarr would read a
+For each array, each of this process's devices reads its target shard (under MPI: the one
+device's shard); Zarr reads only the chunks that region touches and checks each one's
+CRC32C. Every chunk in the region must exist: Zarr would read a
 missing chunk as zeros, so its absence is an error, as is a failed checksum, each naming
 the leaf, the chunk and its file.
 """
@@ -153,32 +153,27 @@ def _read(folder: Path, record: ArrayRecord, sharding: TensorSharding | None):
         regions = {None: tuple(slice(0, n) for n in record.shape)}
     else:
         regions = {d.id: sharding.shard_slices(record.shape, d.id) for d in local_devices()}
-    box = _bounding_box(list(regions.values()), record.shape)
     store = zarr.storage.LocalStore(folder, read_only=True)
     array = zarr.open_array(store, path=record.name, zarr_format=3)
     if tuple(array.shape) != record.shape or array.dtype != stored_dtype(record.dtype):
         raise CheckpointError(f"{folder / record.name}: leaf {record.path}: the Zarr array "
                               f"is {array.dtype}{list(array.shape)}, the manifest says "
                               f"{stored_dtype(record.dtype)}{list(record.shape)}")
-    data = _read_checked(folder, record, array, box).view(record.dtype)
-    if sharding is None:
-        return data
-    shards = {}
+    # Each distinct region is read once, straight into the array its device keeps; devices
+    # holding the same region (replicas in one process) get copies.
+    shards, read = {}, {}
     for device, region in regions.items():
-        if any(r.start == r.stop for r in region):
+        key = tuple((r.start, r.stop) for r in region)
+        if key in read:
+            shards[device] = read[key].copy()
+        elif any(r.start == r.stop for r in region):
             shards[device] = np.zeros([r.stop - r.start for r in region], record.dtype)
-            continue
-        local = tuple(slice(r.start - b.start, r.stop - b.start) for r, b in zip(region, box))
-        shards[device] = np.array(data[local], order="C")
+        else:
+            shards[device] = read[key] = _read_checked(folder, record, array, region).view(
+                record.dtype)
+    if sharding is None:
+        return shards[None]
     return ShardedArray(record.shape, record.dtype, sharding, shards)
-
-
-def _bounding_box(regions: list[tuple[slice, ...]], shape) -> tuple[slice, ...]:
-    filled = [r for r in regions if all(s.start < s.stop for s in r)]
-    if not filled:
-        return tuple(slice(0, 0) for _ in shape)
-    return tuple(slice(min(r[i].start for r in filled), max(r[i].stop for r in filled))
-                 for i in range(len(shape)))
 
 
 def _chunks_in(box: tuple[slice, ...], chunk_shape: tuple[int, ...]):
