@@ -156,7 +156,8 @@ def train(step, params, batches, *, args, items_per_step: int, unit: str, title:
             if (i + 1) % args.log_every == 0 or i == start:
                 progress.console.print(f"step {i + 1:4d}  loss {losses[-1]:.6f}")
     if manager is not None:
-        manager.save(args.steps, params, {"mesh": args.mesh, "strategy": args.strategy},
-                     force=True)
+        if args.steps > start:
+            manager.save(args.steps, params, {"mesh": args.mesh, "strategy": args.strategy},
+                         force=True)
         manager.close()
     return losses
