@@ -15,6 +15,9 @@ model=devices/2; every array sharded over all devices, so each byte is written o
   runs: the median step time during the save over the median step time alone. The
   blocking part of the async save (the snapshot of the shards) is reported apart.
 
+Save and write, restore and read alternate `--repeats` times (medians), so that both see
+the same load on a shared machine.
+
 Goals (issue 19): save and restore >= 50% of the disk's bandwidth; step time during an
 async save <= 1.2x the step alone.
 """
@@ -53,8 +56,8 @@ def drop_cache(folder: Path) -> None:
                 os.close(descriptor)
 
 
-def numpy_baseline(shards: list[np.ndarray], folder: Path) -> tuple[float, float]:
-    """(write, read) seconds of the same bytes as plain files, one per shard."""
+def numpy_write(shards: list[np.ndarray], folder: Path) -> float:
+    """Seconds to write the same bytes as plain files, one per shard, fsynced."""
     folder.mkdir()
     start = time.perf_counter()
     for i, shard in enumerate(shards):
@@ -65,12 +68,15 @@ def numpy_baseline(shards: list[np.ndarray], folder: Path) -> tuple[float, float
     descriptor = os.open(folder, os.O_RDONLY)
     os.fsync(descriptor)
     os.close(descriptor)
-    write = time.perf_counter() - start
+    return time.perf_counter() - start
+
+
+def numpy_read(shards: list[np.ndarray], folder: Path) -> float:
     drop_cache(folder)
     start = time.perf_counter()
     for i, shard in enumerate(shards):
         np.fromfile(folder / f"shard{i}", shard.dtype)
-    return write, time.perf_counter() - start
+    return time.perf_counter() - start
 
 
 def dd_write(folder: Path, megabytes: int) -> float | None:
@@ -133,66 +139,86 @@ def step_times(step, params, x, count: int, until=None) -> tuple[list[float], di
     return times, params
 
 
+def measure_io(params: dict, work: Path, repeats: int) -> dict[str, float]:
+    """Median seconds of: tofile + fsync, save, fromfile, restore (alternated, so that both
+    sides see the same load on a shared machine)."""
+    shards = [s.data for a in params.values() for s in a.addressable_shards]
+    timings: dict[str, list[float]] = {"tofile": [], "save": [], "fromfile": [],
+                                       "restore": []}
+    for repeat in range(repeats):
+        timings["tofile"].append(numpy_write(shards, work / f"numpy{repeat}"))
+        start = time.perf_counter()
+        xs.checkpoint.save(work / "ckpt", params, step=repeat, async_=False)
+        timings["save"].append(time.perf_counter() - start)
+    for repeat in range(repeats):
+        timings["fromfile"].append(numpy_read(shards, work / f"numpy{repeat}"))
+        drop_cache(work / "ckpt" / str(repeat))
+        start = time.perf_counter()
+        restored = xs.checkpoint.restore(work / "ckpt", params, step=repeat)
+        timings["restore"].append(time.perf_counter() - start)
+        assert all(np.array_equal(restored[k].addressable_shards[0].data,
+                                  params[k].addressable_shards[0].data) for k in params)
+        del restored
+    for repeat in range(repeats):
+        shutil.rmtree(work / f"numpy{repeat}")
+    shutil.rmtree(work / "ckpt")
+    return {name: statistics.median(values) for name, values in timings.items()}
+
+
+def measure_async(params: dict, mesh, work: Path) -> dict[str, float]:
+    """Median step time alone and while an async save runs; the save's blocking part."""
+    step, state, x = training_step(mesh)
+    state = step(state, x)  # compile
+    alone, state = step_times(step, state, x, 10)
+    start = time.perf_counter()
+    handle = xs.checkpoint.save(work / "ckpt", params, step=0)
+    snapshot = time.perf_counter() - start
+    during, state = step_times(step, state, x, 3, until=handle.done)
+    handle.wait()
+    return {"alone": statistics.median(alone), "during": statistics.median(during),
+            "steps": len(during), "snapshot": snapshot,
+            "whole": time.perf_counter() - start}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--megabytes", type=int, default=1024)
     parser.add_argument("--devices", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--dir", default=None, help="folder on the disk to measure "
                         "(default: the system's temporary folder)")
     args = parser.parse_args()
-    console = Console()
     xs.set_num_devices(args.devices)
     mesh = xs.make_mesh({"data": 2, "model": args.devices // 2})
     params = make_params(args.megabytes, mesh)
-    total = sum(a.size * a.dtype.itemsize for a in params.values())
-    shards = [s.data for a in params.values() for s in a.addressable_shards]
     work = Path(tempfile.mkdtemp(prefix="bench_checkpoint_", dir=args.dir))
     try:
         dd = dd_write(work, args.megabytes)
-        tofile_write, fromfile_read = numpy_baseline(shards, work / "numpy")
-        start = time.perf_counter()
-        xs.checkpoint.save(work / "ckpt", params, step=1, async_=False)
-        save = time.perf_counter() - start
-        drop_cache(work / "ckpt")
-        start = time.perf_counter()
-        restored = xs.checkpoint.restore(work / "ckpt", params)
-        restore = time.perf_counter() - start
-        assert all(np.array_equal(restored[k].addressable_shards[0].data,
-                                  params[k].addressable_shards[0].data) for k in params)
-        del restored
-
-        step, state, x = training_step(mesh)
-        state = step(state, x)  # compile
-        alone, state = step_times(step, state, x, 10)
-        start = time.perf_counter()
-        handle = xs.checkpoint.save(work / "ckpt", params, step=2)
-        snapshot = time.perf_counter() - start
-        during, state = step_times(step, state, x, 3, until=handle.done)
-        handle.wait()
-        async_total = time.perf_counter() - start
+        io = measure_io(params, work, args.repeats)
+        overlap = measure_async(params, mesh, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
-    mb = total / 1e6
-    disk_write = mb / tofile_write
-    table = Table(title=f"checkpoint of {mb:,.0f} MB over {args.devices} devices ({work.parent})")
+    mb = sum(a.size * a.dtype.itemsize for a in params.values()) / 1e6
+    table = Table(title=f"checkpoint of {mb:,.0f} MB over {args.devices} devices "
+                        f"({work.parent}, medians of {args.repeats})")
     for column in ("measure", "value", "baseline", "ratio", "goal"):
         table.add_column(column)
     dd_text = "" if dd is None else f", dd {dd:,.0f} MB/s"
-    table.add_row("save throughput", f"{mb / save:,.0f} MB/s",
-                  f"tofile {disk_write:,.0f} MB/s{dd_text}",
-                  f"{mb / save / disk_write:.0%}", ">= 50%")
-    table.add_row("restore throughput", f"{mb / restore:,.0f} MB/s",
-                  f"fromfile {mb / fromfile_read:,.0f} MB/s",
-                  f"{fromfile_read / restore:.0%}", ">= 50%")
-    ratio = statistics.median(during) / statistics.median(alone)
-    table.add_row("step during async save", f"{statistics.median(during) * 1e3:.1f} ms "
-                  f"({len(during)} steps)", f"alone {statistics.median(alone) * 1e3:.1f} ms",
-                  f"{ratio:.2f}x", "<= 1.2x")
-    table.add_row("async save: blocking snapshot", f"{snapshot:.2f} s",
-                  f"whole save {async_total:.2f} s", "", "")
-    console.print(table)
-    console.print(f"cores: {os.cpu_count()}; reads are cold (page cache dropped per file)")
+    table.add_row("save throughput", f"{mb / io['save']:,.0f} MB/s",
+                  f"tofile {mb / io['tofile']:,.0f} MB/s{dd_text}",
+                  f"{io['tofile'] / io['save']:.0%}", ">= 50%")
+    table.add_row("restore throughput", f"{mb / io['restore']:,.0f} MB/s",
+                  f"fromfile {mb / io['fromfile']:,.0f} MB/s",
+                  f"{io['fromfile'] / io['restore']:.0%}", ">= 50%")
+    table.add_row("step during async save",
+                  f"{overlap['during'] * 1e3:.1f} ms ({overlap['steps']} steps)",
+                  f"alone {overlap['alone'] * 1e3:.1f} ms",
+                  f"{overlap['during'] / overlap['alone']:.2f}x", "<= 1.2x")
+    table.add_row("async save: blocking snapshot", f"{overlap['snapshot']:.2f} s",
+                  f"whole save {overlap['whole']:.2f} s", "", "")
+    Console().print(table)
+    print(f"cores: {os.cpu_count()}; reads are cold (page cache dropped per file)")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from xla_spmd.runtime import ShardedArray, local_devices, topology
 from xla_spmd.runtime.sharded_array import as_tensor_sharding
 from xla_spmd.sharding import NamedSharding, TensorSharding
 
-READER_THREADS = 4
+READER_THREADS = 8  # reads (file I/O, checksums) release the GIL and overlap
 
 
 def restore(directory: str | os.PathLike, target_shardings=None, step: int | None = None):
@@ -57,10 +57,16 @@ def restore(directory: str | os.PathLike, target_shardings=None, step: int | Non
     manifest = read_manifest(folder)
     targets: dict[str, TensorSharding | None] = {}
     _match(manifest.tree, target_shardings, "", manifest.arrays, targets, folder)
-    names = list(targets)
-    with ThreadPoolExecutor(max(1, min(READER_THREADS, len(names)))) as pool:
-        values = dict(zip(names, pool.map(
-            lambda name: _read(folder, manifest.arrays[name], targets[name]), names)))
+    plans = [_ArrayRead(folder, manifest.arrays[name], sharding)
+             for name, sharding in targets.items()]
+    # Every region of every array at once: reading is I/O and checksums, which release
+    # the GIL.
+    reads = [(plan, key) for plan in plans for key in plan.reads]
+    with ThreadPoolExecutor(max(1, min(READER_THREADS, len(reads)))) as pool:
+        for (plan, key), data in zip(reads, pool.map(lambda read: read[0].read(read[1]),
+                                                     reads)):
+            plan.reads[key] = data
+    values = {plan.record.name: plan.result() for plan in plans}
     return decode_tree(manifest.tree, lambda name, path: values[name], where=str(folder))
 
 
@@ -143,37 +149,56 @@ def _target_sharding(record: ArrayRecord, target, where: str) -> TensorSharding 
         raise CheckpointError(f"{where}: {error}") from None
 
 
-def _read(folder: Path, record: ArrayRecord, sharding: TensorSharding | None):
-    zarr = zarr_module()
-    if sharding is not None and sharding.mesh.size != topology().num_devices:
-        raise CheckpointError(f"{folder}: leaf {record.path}: the target mesh has "
-                              f"{sharding.mesh.size} devices, the job has "
-                              f"{topology().num_devices}")
-    if sharding is None:
-        regions = {None: tuple(slice(0, n) for n in record.shape)}
-    else:
-        regions = {d.id: sharding.shard_slices(record.shape, d.id) for d in local_devices()}
-    store = zarr.storage.LocalStore(folder, read_only=True)
-    array = zarr.open_array(store, path=record.name, zarr_format=3)
-    if tuple(array.shape) != record.shape or array.dtype != stored_dtype(record.dtype):
-        raise CheckpointError(f"{folder / record.name}: leaf {record.path}: the Zarr array "
-                              f"is {array.dtype}{list(array.shape)}, the manifest says "
-                              f"{stored_dtype(record.dtype)}{list(record.shape)}")
-    # Each distinct region is read once, straight into the array its device keeps; devices
-    # holding the same region (replicas in one process) get copies.
-    shards, read = {}, {}
-    for device, region in regions.items():
-        key = tuple((r.start, r.stop) for r in region)
-        if key in read:
-            shards[device] = read[key].copy()
-        elif any(r.start == r.stop for r in region):
-            shards[device] = np.zeros([r.stop - r.start for r in region], record.dtype)
+class _ArrayRead:
+    """One array's restore: the region each local device needs, each distinct region read
+    once, straight into the array its device keeps (replicas in one process get copies)."""
+
+    def __init__(self, folder: Path, record: ArrayRecord, sharding: TensorSharding | None):
+        zarr = zarr_module()
+        if sharding is not None and sharding.mesh.size != topology().num_devices:
+            raise CheckpointError(f"{folder}: leaf {record.path}: the target mesh has "
+                                  f"{sharding.mesh.size} devices, the job has "
+                                  f"{topology().num_devices}")
+        self.folder, self.record, self.sharding = folder, record, sharding
+        if sharding is None:
+            self.regions = {None: tuple(slice(0, n) for n in record.shape)}
         else:
-            shards[device] = read[key] = _read_checked(folder, record, array, region).view(
-                record.dtype)
-    if sharding is None:
-        return shards[None]
-    return ShardedArray(record.shape, record.dtype, sharding, shards)
+            self.regions = {d.id: sharding.shard_slices(record.shape, d.id)
+                            for d in local_devices()}
+        self.reads: dict[tuple, np.ndarray | None] = {
+            _key(region): None for region in self.regions.values()
+            if all(r.start < r.stop for r in region)}
+        store = zarr.storage.LocalStore(folder, read_only=True)
+        self.array = zarr.open_array(store, path=record.name, zarr_format=3)
+        if (tuple(self.array.shape) != record.shape
+                or self.array.dtype != stored_dtype(record.dtype)):
+            raise CheckpointError(
+                f"{folder / record.name}: leaf {record.path}: the Zarr array is "
+                f"{self.array.dtype}{list(self.array.shape)}, the manifest says "
+                f"{stored_dtype(record.dtype)}{list(record.shape)}")
+
+    def read(self, key: tuple) -> np.ndarray:
+        region = tuple(slice(start, stop) for start, stop in key)
+        return _read_checked(self.folder, self.record, self.array, region).view(
+            self.record.dtype)
+
+    def result(self):
+        shards, used = {}, set()
+        for device, region in self.regions.items():
+            key = _key(region)
+            if key not in self.reads:  # an empty shard
+                shards[device] = np.zeros([r.stop - r.start for r in region], self.record.dtype)
+            else:
+                data = self.reads[key]
+                shards[device] = data.copy() if key in used else data
+                used.add(key)
+        if self.sharding is None:
+            return shards[None]
+        return ShardedArray(self.record.shape, self.record.dtype, self.sharding, shards)
+
+
+def _key(region: tuple[slice, ...]) -> tuple[tuple[int, int], ...]:
+    return tuple((r.start, r.stop) for r in region)
 
 
 def _chunks_in(box: tuple[slice, ...], chunk_shape: tuple[int, ...]):
