@@ -8,7 +8,9 @@ Invariants:
 * every chunk carries a CRC32C checksum (Zarr's ``crc32c`` codec), checked on restore;
 * the checkpoint becomes visible in one rename, after every process has written and fsynced
   its chunks (layout.py); under MPI the processes meet at barriers that also agree on
-  failure, so no process commits what another failed to write.
+  failure, so no process commits what another failed to write. A barrier waits for the
+  slowest writer at most ``xs.config.collective_timeout`` seconds (then every process
+  raises, naming the ones missing).
 
 Worked example: a (10, 8) float32 array sharded ``P("data", None)`` on mesh data=2, model=4
 is stored as chunks of shape (5, 8): ``c/0/0`` written by device 0 and ``c/1/0`` by device 4
@@ -167,8 +169,7 @@ class SaveHandle:
         if self._thread is not None:
             self._thread.join()
         if self.error is not None:
-            error, self.error = self.error, None
-            raise error
+            raise self.error
 
     def __repr__(self) -> str:
         state = "done" if self.done() else "in flight"
