@@ -568,3 +568,27 @@ def test_errors_name_line_and_column(text, line, column, message):
     assert (error.line, error.column) == (line, column), str(error)
     assert error.file == "bad.hlo"
     assert error.source_line == text.splitlines()[line - 1]
+
+
+def test_omitted_shape_in_a_reducer_is_inferred():
+    from xla_spmd.backends.reference import evaluate
+
+    module = parse_hlo("""HloModule m
+min_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT min = minimum(a, b)
+}
+ENTRY e {
+  p = f32[4] parameter(0)
+  init = f32[] constant(inf)
+  ROOT r = f32[] reduce(p, init), dimensions={0}, to_apply=min_f32
+}""")
+    reducer = next(c for c in module.computations if c.name == "min_f32")
+    assert str(reducer.root.shape) == "f32[]"
+    assert evaluate(module, [np.array([3, 1, 2, 5], np.float32)]) == 1.0
+
+
+def test_omitted_shape_of_a_parameter_is_an_error():
+    with pytest.raises(ParseError, match=r"3:7: parameter p needs its shape"):
+        parse_hlo("HloModule m\nENTRY e {\n  p = parameter(0)\n}")
