@@ -592,3 +592,38 @@ ENTRY e {
 def test_omitted_shape_of_a_parameter_is_an_error():
     with pytest.raises(ParseError, match=r"3:7: parameter p needs its shape"):
         parse_hlo("HloModule m\nENTRY e {\n  p = parameter(0)\n}")
+
+
+SUB_AXIS_GROUPS = """HloModule m, num_partitions=8
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+
+ENTRY e {
+  p = f32[4]{0} parameter(0)
+  ROOT r = f32[4]{0} all-reduce(p), channel_id=1, replica_groups=GROUPS, use_global_device_ids=true, to_apply=add
+}
+"""
+
+
+@pytest.mark.parametrize("groups, expected", [
+    # 'x' = 4 splits into (1)2 (major) and (2)2 (minor); device = 2 * x + y.
+    ("mesh['x'=4,'y'=2] {'x':(2)2}", ((0, 2), (1, 3), (4, 6), (5, 7))),
+    ("mesh['x'=4,'y'=2] {'x':(1)2}", ((0, 4), (1, 5), (2, 6), (3, 7))),
+    ("mesh['x'=4,'y'=2] {'y','x':(2)2}", ((0, 2, 1, 3), (4, 6, 5, 7))),
+    ("mesh['x'=4,'y'=2], device_ids=([2,4]T(1,0)) {'x':(2)2}",
+     ((0, 1), (4, 5), (2, 3), (6, 7))),
+])
+def test_mesh_replica_groups_with_sub_axes(groups, expected):
+    text = SUB_AXIS_GROUPS.replace("GROUPS", groups)
+    module = parse_hlo(text)
+    assert module.entry.root.attrs.replica_groups.explicit == expected
+    assert print_module(module).strip() == text.strip()
+
+
+def test_mesh_replica_group_sub_axis_must_divide_its_axis():
+    with pytest.raises(ParseError, match=r"sub-axis 'x':\(3\)2 does not divide mesh axis 'x'"):
+        parse_hlo(SUB_AXIS_GROUPS.replace("GROUPS", "mesh['x'=4,'y'=2] {'x':(3)2}"))
