@@ -57,8 +57,16 @@ def global_to_local(part1: str) -> str:
     return "\n".join(out)
 
 
+_RENAME = re.compile(r"^// RUN:.*sed 's/(\w+)/(\w+)/g'", re.MULTILINE)
+
+
 def run_shardy_executable_test(text: str, path: str = "<text>") -> InterpreterReport:
-    """Convert part1 global->local, append part2, and run the interpreter's checks."""
+    """Convert part1 global->local, append part2, and run the interpreter's checks. A file
+    whose RUN lines rename the converted functions (``sed 's/f/g/g'``, one converted copy
+    per option set) gets one renamed copy per rename."""
     parts = split_file(text)
-    combined = global_to_local(parts["part1.mlir"]) + "\n" + parts["part2.mlir"]
-    return run_text(combined, path)
+    local = global_to_local(parts["part1.mlir"])
+    renames = _RENAME.findall(text)
+    if renames:
+        local = "\n".join(re.sub(rf"\b{old}\b", new, local) for old, new in renames)
+    return run_text(local + "\n" + parts["part2.mlir"], path)

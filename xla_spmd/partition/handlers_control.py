@@ -17,6 +17,8 @@
 
 from __future__ import annotations
 
+import re
+
 from xla_spmd.errors import PartitionError
 from xla_spmd.ir import TupleShape, rewrite
 from xla_spmd.partition.handlers_elementwise import generic
@@ -106,6 +108,8 @@ def conditional(low, inst, operands):
 @HANDLERS.register("custom-call")
 def custom_call(low, inst, operands):
     target_name = inst.attrs.custom_call_target
+    if inst.frontend_attribute("xla.sdy.collective") == "all_reduce" and len(operands) == 1:
+        return sdy_all_reduce(low, inst, operands[0])
     if target_name in IDENTITY_TARGETS and len(operands) == 1:
         targets = low.targets(inst)
         flat = [low.reshard(v, t) for v, t in zip(leaves(operands[0]), targets)]
@@ -119,6 +123,52 @@ def custom_call(low, inst, operands):
     if target_name == "SPMDShardToFullShape":
         return shard_to_full(low, inst, operands)
     return generic(low, inst, operands)
+
+
+_SDY_REDUCTIONS = {"sum": "add", "max": "maximum", "min": "minimum"}
+
+
+def sdy_all_reduce(low, inst, value):
+    """``sdy.all_reduce [op] {axes}``: each device's local value is one partial value along
+    `axes` (Shardy's semantics: the global program does not see it), combined by an all-reduce
+    over them; then resharded to the op's out_sharding."""
+    params = inst.frontend_attribute("xla.sdy.collective_params") or ""
+    words = re.match(r"\s*(\w*)\s*\{(.*)\}\s*$", params, re.S)
+    if words is None or (words.group(1) or "sum") not in _SDY_REDUCTIONS:
+        raise PartitionError(f"{inst.name}: sdy.all_reduce parameters {params!r}; expected "
+                             "[sum|max|min] {\"axis\", ...}")
+    axes = _axis_refs(words.group(2))
+    kind = _SDY_REDUCTIONS[words.group(1) or "sum"]
+    if kind == "add" and set(axes) <= set(value.sharding.unreduced):
+        return low.reshard(value, low.target(inst))  # the partial sums of its producer
+    if axes:
+        reducer = low.state.reducer(value.inst.shape.dtype, kind)
+        reduced = low.em.all_reduce(value.inst, axes, reducer)
+        value = PValue(reduced, value.sharding, value.global_shape)
+    return low.reshard(value, low.target(inst))
+
+
+def sdy_partial_axes(computations) -> dict:
+    """instruction -> the axes an ``sdy.all_reduce`` (sum) reads it as partial over: its
+    producer leaves those axes unreduced (e.g. a dot over a sharded contracting dim)."""
+    partial = {}
+    for computation in computations:
+        for inst in computation.instructions:
+            if inst.opcode != "custom-call" or \
+                    inst.frontend_attribute("xla.sdy.collective") != "all_reduce":
+                continue
+            words = re.match(r"\s*(\w*)\s*\{(.*)\}\s*$",
+                             inst.frontend_attribute("xla.sdy.collective_params") or "", re.S)
+            if words is not None and words.group(1) in ("", "sum"):
+                partial[inst.operands[0]] = _axis_refs(words.group(2))
+    return partial
+
+
+def _axis_refs(text: str) -> list:
+    from xla_spmd.mesh import AxisRef
+
+    return [AxisRef(name, (int(pre), int(size)) if pre else None)
+            for name, pre, size in re.findall(r'"([^"]+)"(?::\((\d+)\)(\d+))?', text)]
 
 
 def _per_value(low, inst, key: str):

@@ -119,7 +119,14 @@ class Lowering:
         given = inst.sharding if isinstance(inst.sharding, tuple) else (inst.sharding,)
         if len(given) != len(shapes):
             given = (None,) * len(shapes)
-        return [self.normalize(s, getattr(shape, "rank", 0)) for s, shape in zip(given, shapes)]
+        targets = [self.normalize(s, getattr(shape, "rank", 0))
+                   for s, shape in zip(given, shapes)]
+        partial = self.partitioner and self.partitioner.partial_axes.get(inst)
+        if partial and len(targets) == 1:  # read as partial sums by an sdy.all_reduce
+            (target,) = targets
+            extra = [a for a in partial if a not in target.unreduced]
+            targets = [target.replace(unreduced=tuple(target.unreduced) + tuple(extra))]
+        return targets
 
     def target(self, inst: Instruction) -> TensorSharding:
         return self.targets(inst)[0]
@@ -260,6 +267,8 @@ class Partitioner:
         self.module = module
         self.state = ModuleState(mesh, names, max(channels, default=0) + 1)
         self.stripped: dict[str, Computation] = {}
+        from xla_spmd.partition.handlers_control import sdy_partial_axes
+        self.partial_axes = sdy_partial_axes(module.computations)
         self.meshes = {"mesh": mesh}
         try:
             from xla_spmd.propagation.importing import module_meshes

@@ -73,8 +73,9 @@ def _int_list(text: str) -> tuple[int, ...]:
     return tuple(int(v) for v in re.findall(r"-?\d+", text))
 
 
-def _items(p, node: OpNode) -> None:
-    """Operands, ``key = value`` items and positional words up to the signature."""
+def _items(p, node: OpNode, attrs_first: bool = True) -> None:
+    """Operands, ``key = value`` items and positional words up to the signature (an attribute
+    dict may come before the positional values: ``sdy.constant {...} dense<...>``)."""
     s = p.s
     names = KEYWORDS.get(node.name, {})
     positional = []
@@ -138,6 +139,8 @@ def _items(p, node: OpNode) -> None:
         _positional(node, positional)
     if s.peek("{"):
         node.attrs.update(p.attr_dict())
+        if attrs_first and not positional and not s.peek(":"):
+            _items(p, node, attrs_first=False)
 
 
 def _positional(node: OpNode, values: list) -> None:
