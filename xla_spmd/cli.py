@@ -212,8 +212,12 @@ def _run_on_devices(module, inputs, devices: int | None) -> list:
     elif devices:
         set_num_devices(devices)
     if any(isinstance(p.shape, TupleShape) for p in module.entry.parameters):
-        raise XlaSpmdError("running on devices needs array parameters; this program has "
-                           "tuple parameters (use_tuple_args)")
+        # use_tuple_args: each array of a tuple parameter is placed on its devices alone.
+        from xla_spmd.backends.reference import leaves
+        from xla_spmd.passes.parameters import flatten_tuple_parameters
+
+        module = flatten_tuple_parameters(module)
+        inputs = [leaf for value in inputs for leaf in leaves(value)]
     module = propagate(module)
     if module_mesh(module) is None:  # no sharding anywhere: every device holds everything
         mesh = make_mesh({"x": topology().num_devices})

@@ -35,13 +35,20 @@ from xla_spmd.sharding import TensorSharding
 def module_mesh(module: Module):
     """The mesh the module's shardings are over (None when it has none): a TensorSharding
     anywhere in its computations (parameters, results, ``Sharding`` custom-calls, ...), else
-    a mesh its manual regions (shard_map) or ``xla.sdy.meshes`` attribute declare."""
+    a mesh its manual regions (shard_map) or ``xla.sdy.meshes`` attribute declare. A value
+    placed on one device (``{maximal device=k}``) names the job's mesh only when nothing
+    else does."""
+    maximal = None
     for computation in module.computations:
         for inst in computation.instructions:
             shardings = inst.sharding if isinstance(inst.sharding, tuple) else (inst.sharding,)
             for sharding in shardings:
                 if isinstance(sharding, TensorSharding):
-                    return sharding.mesh
+                    if not sharding.mesh.is_maximal:
+                        return sharding.mesh
+                    maximal = maximal or sharding.mesh
+    if maximal is not None:
+        return maximal
     # A manual region's boundary custom-calls carry their shardings as sdy text naming the
     # mesh; the mesh itself is the one the frontend's shard_map recorded for the body.
     from xla_spmd.frontend.jit import manual_meshes
