@@ -295,7 +295,11 @@ class ModuleImporter:
 
     def block_ops(self, scope: Scope, block: Block) -> list[Instruction]:
         """Convert a block's ops; returns the values its terminator returns."""
-        from xla_spmd.stablehlo import importer_control, importer_sdy  # noqa: F401 (rules)
+        from xla_spmd.stablehlo import (  # noqa: F401 (rules)
+            importer_control,
+            importer_dynamic,
+            importer_sdy,
+        )
         from xla_spmd.stablehlo.importer_ops import convert_op
 
         for node in block.ops:

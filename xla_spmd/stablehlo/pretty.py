@@ -25,6 +25,7 @@ KEYWORDS = {
     "stablehlo.pad": {"low": "edge_padding_low", "high": "edge_padding_high",
                       "interior": "interior_padding"},
     "stablehlo.iota": {"dim": "iota_dimension"},
+    "stablehlo.dynamic_iota": {"dim": "iota_dimension"},
     "stablehlo.get_dimension_size": {"dim": "dimension"},
     "stablehlo.rng_bit_generator": {"algorithm": "rng_algorithm"},
     "stablehlo.rng": {"distribution": "rng_distribution"},
