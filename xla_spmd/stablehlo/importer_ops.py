@@ -207,6 +207,10 @@ def _convert(importer, scope, node, operands):
         if x.shape.dtype == out.dtype:
             return x
         return scope.emit("convert", (x,), out)
+    if node.name == "stablehlo.bitcast_convert" and (x.shape.dtype.name == "pred") != (
+            out.dtype.name == "pred"):
+        from xla_spmd.stablehlo.importer_dynamic import bitcast_bits
+        return bitcast_bits(importer, scope, x, out)
     return scope.emit(node.name[10:].replace("_", "-"), operands, out)
 
 

@@ -225,7 +225,11 @@ def parse_dense(body: str, shape: ArrayShape) -> np.ndarray:
         return i + 1
 
     if not tokens:
-        raise DenseLiteralError("empty dense literal; expected a value or '['", lead)
+        if shape.num_elements == 0:  # dense<> : tensor<0xi32>, a tensor without elements
+            return np.zeros(shape.dims, dtype.numpy)
+        raise DenseLiteralError(f"empty dense literal, but {print_type(shape)} has "
+                                f"{shape.num_elements} elements; expected a value or '['",
+                                lead)
     last = read(0, 0)
     depth_shape = [depth_counts[d] for d in sorted(depth_counts)]
     if last < len(tokens):
