@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from xla_spmd.ir import ArrayShape, ComparisonDirection, Literal, ReplicaGroups, TupleShape
+from xla_spmd.ir import (
+    PRED,
+    U32,
+    ArrayShape,
+    ComparisonDirection,
+    Literal,
+    ReplicaGroups,
+    TupleShape,
+)
 from xla_spmd.stablehlo.importer import free_values
 from xla_spmd.stablehlo.importer_ops import (
     Dense,
@@ -254,3 +262,41 @@ def _collective_broadcast(importer, scope, node, operands):
     return scope.emit("collective-broadcast", operands, result_type(node),
                       replica_groups=replica_groups(node.attrs.get("replica_groups")),
                       channel_id=_channel(node))
+
+
+@converter("stablehlo.collective_reduce")
+def _collective_reduce(importer, scope, node, operands):
+    """Spec: every group reduces its operands onto its first process (the root); the others,
+    and processes in no group, get zeros. An all-reduce, kept on the roots only."""
+    if node.attrs.get("has_dynamic_root"):
+        raise importer.error(node, "stablehlo.collective_reduce with has_dynamic_root is not "
+                                   "supported")
+    groups = replica_groups(node.attrs.get("replica_groups"))
+    channel = _channel(node)
+    # cross_partition with a channel: partition ids, the global device ids of one replica
+    # (a grid with several replicas and a channel is not modelled).
+    reduced = scope.emit("all-reduce", operands, single_or_tuple(node), replica_groups=groups,
+                         channel_id=channel, use_global_device_ids=bool(channel),
+                         to_apply=scalar_region(importer, scope, node))
+    values = scope.unpack(reduced) if len(node.result_types) != 1 else [reduced]
+    process = scope.emit("partition-id" if channel else "replica-id", (),
+                         ArrayShape(U32, ()))
+    is_root = None
+    for group in groups.explicit or ():
+        root = scope.emit("constant", (), ArrayShape(U32, ()),
+                          literal=Literal(np.array(group[0], np.uint32)))
+        same = scope.emit("compare", (process, root), ArrayShape(PRED, ()),
+                          direction=ComparisonDirection.EQ)
+        is_root = same if is_root is None else scope.emit("or", (is_root, same))
+    results = []
+    for value in values:
+        zeros = scope.emit("broadcast", (scope.emit(
+            "constant", (), ArrayShape(value.shape.dtype, ()),
+            literal=Literal(np.zeros((), value.shape.dtype.numpy))),), value.shape, dimensions=())
+        if is_root is None:
+            results.append(zeros)
+            continue
+        mask = scope.emit("broadcast", (is_root,), ArrayShape(PRED, value.shape.dims),
+                          dimensions=())
+        results.append(scope.emit("select", (mask, value, zeros)))
+    return results if len(results) != 1 else results[0]
