@@ -128,6 +128,9 @@ class Scope:
         return inst
 
     def parameter(self, shape, base: str = "Arg") -> Instruction:
+        if any(getattr(leaf, "quantization", None) for leaf in shape.leaves()):
+            raise self.importer.error(self.node, "quantized arguments (!quant.uniform) of "
+                                                 "functions and regions are not supported")
         number = self.num_parameters
         self.num_parameters += 1
         return self.emit("parameter", shape=shape, parameter_number=number,
@@ -167,6 +170,8 @@ class ModuleImporter:
         self.converted: dict[str, Computation] = {}
         self.in_progress: set[str] = set()
         self.computation_names = set(self.functions)
+        # id(instruction) -> (instruction, Quantization) of quantized values (importer_quant)
+        self.quantized: dict[int, tuple] = {}
         self.region_counter = 0
         self.scanner = tree.scanner
         self.current_node: OpNode | None = None

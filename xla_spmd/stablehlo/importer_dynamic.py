@@ -153,3 +153,9 @@ def _eq():
     from xla_spmd.ir import ComparisonDirection
 
     return ComparisonDirection.EQ
+
+
+@converter("stablehlo.uniform_quantize", "stablehlo.uniform_dequantize")
+def _uniform_quantization(importer, scope, node, operands):
+    # Reached only when no type of the op is quantized (importer_quant lowers the others).
+    raise importer.error(node, f"'{node.name}' needs a !quant.uniform operand or result type")

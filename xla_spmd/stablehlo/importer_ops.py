@@ -6,6 +6,7 @@ instruction per result (a tuple-shaped instruction is unpacked by `convert_op`).
 
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -55,6 +56,9 @@ def convert_op(importer: ModuleImporter, scope: Scope, node: OpNode) -> None:
     if fn is None:
         raise importer.error(node, unknown_op_message(node.name))
     operands = [scope.lookup(v) for v in node.operands]
+    from xla_spmd.stablehlo.importer_quant import convert_quantized, is_quantized_op
+    if is_quantized_op(importer, node, operands):
+        fn = functools.partial(convert_quantized, fn)
     if not node.name.startswith("sdy.") and node.name != "stablehlo.custom_call":
         shardings = op_sharding(importer, node)
     else:

@@ -67,6 +67,17 @@ def parse_type(s: Scanner):
     if s.accept("complex<"):
         name = "complex<" + s.match(_ELEMENT, "an element type") + ">"
         s.expect(">")
+    elif s.peek("!quant.uniform"):
+        from xla_spmd.stablehlo.importer_quant import QuantizedShape, parse_quantization
+        s.accept("!quant.uniform")
+        body_pos = s.pos
+        body = s.balanced()[1:-1]
+        try:
+            quantization = parse_quantization(body, element_type)
+        except ParseError as error:
+            raise s.error(error.message, body_pos) from None
+        s.expect(">")
+        return QuantizedShape(quantization.storage, tuple(dims), quantization=quantization)
     else:
         name = s.match(_ELEMENT, "an element type")
     dtype = element_type(name, s)
