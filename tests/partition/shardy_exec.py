@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 
 from xla_spmd.ir import Module
-from xla_spmd.partition import partition
 from xla_spmd.partition.report import strip_shardings
+from xla_spmd.pipeline import lower
 from xla_spmd.stablehlo import export_stablehlo
 from xla_spmd.stablehlo.importer import ModuleImporter
 from xla_spmd.stablehlo.interpreter import InterpreterReport, run_text
@@ -50,7 +50,7 @@ def global_to_local(part1: str) -> str:
         importer = ModuleImporter(tree, "part1.mlir")
         module = Module.from_entry(tree.name or "part1", importer.function(name),
                                    importer.header())
-        out.append(_functions_text(strip_shardings(partition(module)), name))
+        out.append(_functions_text(strip_shardings(lower(module).spmd_module), name))
         sequential = name.replace("parallel_", "sequential_")
         if name.startswith("parallel_") and sequential not in names:
             out.append(_functions_text(strip_shardings(module), sequential))

@@ -9,7 +9,7 @@ import pytest
 from xla_spmd.backends.reference import evaluate
 from xla_spmd.cli import main
 from xla_spmd.ir import parse_hlo
-from xla_spmd.partition import partition
+from xla_spmd.pipeline import lower
 
 MAXIMAL = {
     "mixed": """HloModule m, num_partitions=4
@@ -76,7 +76,7 @@ def test_maximal_shardings_run_on_devices(name, tmp_path):
 
 
 def test_a_value_on_one_device_is_whole_in_the_spmd_program():
-    spmd = partition(parse_hlo(MAXIMAL["maximal_first"]))
+    spmd = lower(parse_hlo(MAXIMAL["maximal_first"])).spmd_module
     p0 = next(p for p in spmd.entry.parameters if p.attrs.parameter_number == 0)
     assert p0.shape.dims == (8, 8)
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from xla_spmd import config
+import xla_spmd.config as config
 from xla_spmd.backends.reference import TOKEN_VALUE, evaluate
 from xla_spmd.backends.reference.control import CUSTOM_CALLS
 from xla_spmd.backends.reference.spmd import evaluate_mpmd
@@ -207,6 +207,8 @@ def _check_converter(importer, scope, node, operands):
         args.append(scope.emit("constant", (), shape, literal=Literal(value)))
     if "max_ulp_difference" in node.attrs:
         config = str(node.attrs["max_ulp_difference"])
+    if "tolerance" in node.attrs and kind.startswith("expect_almost_eq"):
+        config = str(float(node.attrs["tolerance"]))
     if kind == "expect_serialized_eq":
         config = f"{node.attrs.get('probe_id', '')}#{int(node.attrs.get('iter', 0))}"
     scope.emit("custom-call", args, TupleShape(()), frontend=(("check.config", config),),
@@ -294,8 +296,8 @@ def _compare(kind: str, actual: np.ndarray, expected: np.ndarray, config: str) -
         return bool(np.all(nan | (_ulp_distance(a, b) <= limit)))
     a = np.asarray(actual).astype(np.complex128 if actual.dtype.kind == "c" else np.float64)
     b = np.asarray(expected).astype(a.dtype)
-    return bool(np.allclose(a, b, rtol=ALMOST_EQ_TOLERANCE, atol=ALMOST_EQ_TOLERANCE,
-                            equal_nan=True))
+    tolerance = float(config) if config else ALMOST_EQ_TOLERANCE
+    return bool(np.allclose(a, b, rtol=tolerance, atol=tolerance, equal_nan=True))
 
 
 def _check_rule(inst, operands, ctx):
