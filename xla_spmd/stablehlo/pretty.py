@@ -49,6 +49,8 @@ def parse_pretty(p, node: OpNode) -> None:
     else:
         _items(p, node)
         _signature(p, node)
+        if node.name.startswith("check.") and p.s.peek("{"):  # `: type {tolerance = ...}`
+            node.attrs.update(p.attr_dict())
 
 
 def _keyword_value(p):
