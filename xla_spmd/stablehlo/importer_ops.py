@@ -29,6 +29,7 @@ from xla_spmd.ir import (
 )
 from xla_spmd.sharding import TensorSharding, print_sharding_per_value
 from xla_spmd.stablehlo.importer import ModuleImporter, Scope, free_values
+from xla_spmd.stablehlo.importer_quant import convert_quantized, is_quantized_op
 from xla_spmd.stablehlo.syntax import Dense, OpNode, RawAttr, Symbol
 from xla_spmd.stablehlo.types import DenseLiteralError, parse_dense
 
@@ -56,7 +57,6 @@ def convert_op(importer: ModuleImporter, scope: Scope, node: OpNode) -> None:
     if fn is None:
         raise importer.error(node, unknown_op_message(node.name))
     operands = [scope.lookup(v) for v in node.operands]
-    from xla_spmd.stablehlo.importer_quant import convert_quantized, is_quantized_op
     if is_quantized_op(importer, node, operands):
         fn = functools.partial(convert_quantized, fn)
     if not node.name.startswith("sdy.") and node.name != "stablehlo.custom_call":
