@@ -11,6 +11,7 @@ from xla_spmd.ir import (
     ComparisonDirection,
     Literal,
     ReplicaGroups,
+    SliceDim,
     TupleShape,
 )
 from xla_spmd.stablehlo.importer import free_values
@@ -259,9 +260,34 @@ def _collective_permute(importer, scope, node, operands):
 
 @converter("stablehlo.collective_broadcast")
 def _collective_broadcast(importer, scope, node, operands):
-    return scope.emit("collective-broadcast", operands, result_type(node),
-                      replica_groups=replica_groups(node.attrs.get("replica_groups")),
-                      channel_id=_channel(node))
+    """Spec: each operand travels from its group's source process: the first member, or with
+    ``has_dynamic_root`` the member the last operand names (one index per data operand)."""
+    groups = replica_groups(node.attrs.get("replica_groups"))
+    channel = _channel(node)
+    if not node.attrs.get("has_dynamic_root"):
+        results = [scope.emit("collective-broadcast", (x,), shape, replica_groups=groups,
+                              channel_id=channel)
+                   for x, shape in zip(operands, node.result_types)]
+        return results if len(results) != 1 else results[0]
+    *data, roots = operands
+    results = []
+    for index, x in enumerate(data):
+        # Every member's value side by side, then the root's: exact for every type.
+        size = len(groups.explicit[0]) if groups.explicit else 1
+        one = scope.emit("reshape", (x,), ArrayShape(x.shape.dtype, (1,) + x.shape.dims))
+        every = scope.emit("all-gather", (one,), ArrayShape(
+            x.shape.dtype, (size,) + x.shape.dims), dimensions=(0,), replica_groups=groups,
+            channel_id=channel, use_global_device_ids=bool(channel))
+        root = scope.emit("reshape", (scope.emit(
+            "slice", (roots,), ArrayShape(roots.shape.dtype, (1,)),
+            slice=(SliceDim(index, index + 1, 1),)),), ArrayShape(roots.shape.dtype, ()))
+        zero = scope.emit("constant", (), ArrayShape(roots.shape.dtype, ()),
+                          literal=Literal(np.zeros((), roots.shape.dtype.numpy)))
+        picked = scope.emit("dynamic-slice", (every, root) + (zero,) * x.shape.rank,
+                            ArrayShape(x.shape.dtype, (1,) + x.shape.dims),
+                            dynamic_slice_sizes=(1,) + x.shape.dims)
+        results.append(scope.emit("reshape", (picked,), x.shape))
+    return results if len(results) != 1 else results[0]
 
 
 @converter("stablehlo.collective_reduce")
