@@ -627,3 +627,23 @@ def test_mesh_replica_groups_with_sub_axes(groups, expected):
 def test_mesh_replica_group_sub_axis_must_divide_its_axis():
     with pytest.raises(ParseError, match=r"sub-axis 'x':\(3\)2 does not divide mesh axis 'x'"):
         parse_hlo(SUB_AXIS_GROUPS.replace("GROUPS", "mesh['x'=4,'y'=2] {'x':(3)2}"))
+
+
+@pytest.mark.parametrize("dtype, values, doubled", [
+    ("s2", "{1, -2, 0, -1}", [-2, 0, 0, -2]),           # 2-bit integers wrap around
+    ("u2", "{3, 0, 1, 2}", [2, 0, 2, 0]),
+    ("f8e3m4", "{1, 0.5, -2, 3.5}", [2, 1, -4, 7]),
+    ("f8e4m3", "{1, 0.5, -2, 3.5}", [2, 1, -4, 7]),
+    ("f6e2m3fn", "{1, 0.5, -2, 3}", [2, 1, -4, 6]),
+    ("f6e3m2fn", "{1, 0.5, -2, 3}", [2, 1, -4, 6]),
+    ("f4e2m1fn", "{1, 0.5, -2, 3}", [2, 1, -4, 6]),     # 6 is the largest f4e2m1fn
+    ("f8e8m0fnu", "{1, 0.5, 2, 4}", [2, 1, 4, 8]),      # powers of two only
+])
+def test_narrow_element_types(dtype, values, doubled):
+    from xla_spmd.backends.reference import evaluate
+
+    text = f"HloModule m\n\nENTRY e {{\n  c = {dtype}[4]{{0}} constant({values})\n" \
+           f"  ROOT a = {dtype}[4]{{0}} add(c, c)\n}}\n"
+    module = parse_hlo(text)
+    assert print_module(module).strip() == text.strip()
+    np.testing.assert_array_equal(np.asarray(evaluate(module, [])).astype(np.float64), doubled)

@@ -109,7 +109,8 @@ _ITEM = re.compile(r'\s*(?:"0x[0-9A-Fa-f]*"|0x[0-9A-Fa-f]+|true|false|[-+]?(?:in
 
 
 def _bits_view(dtype: DType):
-    return {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[dtype.bits]
+    """The unsigned integer type holding `dtype`'s bits (sub-byte types take a byte)."""
+    return {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[max(dtype.bits, 8)]
 
 
 class DenseLiteralError(ParseError):

@@ -1,4 +1,4 @@
-// Constant forms (hex, complex splat, i4/u4, no elements) and bitcast_convert to and from i1 bits.
+// Constant forms (hex, complex splat, i2/u2, i4/u4, narrow floats, no elements) and bitcast_convert to and from i1 bits.
 
 func.func @hex_scalar() {
   %0 = stablehlo.constant dense<0x7F> : tensor<2xi8>
@@ -71,5 +71,29 @@ func.func @f32_to_i1_bits() {
     : (tensor<2x32xi32>, tensor<i32>) -> tensor<2xi32>
   // sum of set bit positions: 23 + ... + 29 = 182 for 1.0; bit 31 alone for -0.0
   check.expect_eq_const %4, dense<[182, 31]> : tensor<2xi32>
+  func.return
+}
+// -----
+func.func @i2_and_ui2_wrap() {
+  %a = stablehlo.constant dense<[1, -2, -1]> : tensor<3xi2>
+  %b = stablehlo.add %a, %a : tensor<3xi2>
+  check.expect_eq_const %b, dense<[-2, 0, -2]> : tensor<3xi2>
+  %u = stablehlo.constant dense<[3, 1]> : tensor<2xui2>
+  %v = stablehlo.add %u, %u : tensor<2xui2>
+  check.expect_eq_const %v, dense<[2, 2]> : tensor<2xui2>
+  func.return
+}
+// -----
+func.func @narrow_floats_from_bits() {
+  // f4E2M1FN 0x6 is 4.0, 0xF is -6.0; f8E8M0FNU 0x7F is 1.0
+  %a = stablehlo.constant dense<[0x6, 0xF]> : tensor<2xf4E2M1FN>
+  %fa = stablehlo.convert %a : (tensor<2xf4E2M1FN>) -> tensor<2xf32>
+  check.expect_eq_const %fa, dense<[4.0, -6.0]> : tensor<2xf32>
+  %b = stablehlo.constant dense<0x7F> : tensor<f8E8M0FNU>
+  %fb = stablehlo.convert %b : (tensor<f8E8M0FNU>) -> tensor<f32>
+  check.expect_eq_const %fb, dense<1.0> : tensor<f32>
+  %c = stablehlo.constant dense<[1.5, -0.25]> : tensor<2xf8E3M4>
+  %d = stablehlo.multiply %c, %c : tensor<2xf8E3M4>
+  check.expect_eq_const %d, dense<[2.25, 0.0625]> : tensor<2xf8E3M4>
   func.return
 }
