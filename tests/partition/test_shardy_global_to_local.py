@@ -193,3 +193,41 @@ func.func @table() -> (tensor<4x2xi32> {sdy.sharding = #sdy.sharding<@mesh, [{"x
 def test_sdy_constant_with_its_sharding_before_the_value():
     whole = np.arange(1, 9, dtype=np.int32).reshape(4, 2)
     _run(CONSTANT, "table", [[], []], [whole[:2], whole[2:]])
+
+
+REDUCE_SCATTER = """
+sdy.mesh @mesh = <["x"=2, "y"=2]>
+
+func.func @scatter_sums(%arg0: tensor<4x2xi32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>})
+  -> (tensor<4x2xi32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) {
+  %0 = sdy.reduce_scatter [{"x"}, {}] %arg0 out_sharding=<@mesh, [{"x"}, {}]> : tensor<4x2xi32>
+  return %0 : tensor<4x2xi32>
+}
+"""
+
+
+def test_sdy_reduce_scatter_sums_what_each_device_holds():
+    values = [np.arange(8, dtype=np.int32).reshape(4, 2) * (10 ** d) for d in range(4)]
+    # Over "x": devices {0, 2} and {1, 3} (device = 2 * x + y); x-shard i keeps rows 2i..2i+1.
+    sums = {0: values[0] + values[2], 1: values[1] + values[3]}
+    _run(REDUCE_SCATTER, "scatter_sums", [[v] for v in values],
+         [sums[d % 2][2 * (d // 2):2 * (d // 2) + 2] for d in range(4)])
+
+
+CHAINED_SCATTERS = """
+sdy.mesh @mesh = <["x"=2, "y"=2]>
+
+func.func @two_steps(%arg0: tensor<4x4xi32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>})
+  -> (tensor<4x4xi32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>}) {
+  %0 = sdy.reduce_scatter [{"x"}, {}] %arg0 out_sharding=<@mesh, [{"x"}, {}]> : tensor<4x4xi32>
+  %1 = sdy.reduce_scatter [{}, {"y"}] %0 out_sharding=<@mesh, [{"x"}, {"y"}]> : tensor<4x4xi32>
+  return %1 : tensor<4x4xi32>
+}
+"""
+
+
+def test_chained_sdy_reduce_scatters_sum_over_both_axes():
+    values = [np.arange(16, dtype=np.int32).reshape(4, 4) * (16 ** d) for d in range(4)]
+    total = sum(values)
+    _run(CHAINED_SCATTERS, "two_steps", [[v] for v in values],
+         [total[2 * (d // 2):2 * (d // 2) + 2, 2 * (d % 2):2 * (d % 2) + 2] for d in range(4)])

@@ -154,18 +154,27 @@ def sdy_all_reduce(low, inst, value):
 
 
 def sdy_partial_axes(computations) -> dict:
-    """instruction -> the axes an ``sdy.all_reduce`` (sum) reads it as partial over: its
-    producer leaves those axes unreduced (e.g. a dot over a sharded contracting dim)."""
-    partial = {}
+    """instruction -> the axes an ``sdy.all_reduce`` (sum) or ``sdy.reduce_scatter`` reads it
+    as partial over: its producer leaves those axes unreduced (e.g. a dot over a sharded
+    contracting dim; a parameter's local values are the partial sums)."""
+    partial: dict = {}
     for computation in computations:
-        for inst in computation.instructions:
-            if inst.opcode != "custom-call" or \
-                    inst.frontend_attribute("xla.sdy.collective") != "all_reduce":
-                continue
-            words = re.match(r"\s*(\w*)\s*\{(.*)\}\s*$",
-                             inst.frontend_attribute("xla.sdy.collective_params") or "", re.S)
-            if words is not None and words.group(1) in ("", "sum"):
-                partial[inst.operands[0]] = _axis_refs(words.group(2))
+        # Last use first: a result that a later reduction still reads as partial (a
+        # reduce_scatter over "x" feeding one over "y") passes those axes to its operand.
+        for inst in reversed(computation.instructions):
+            kind = inst.frontend_attribute("xla.sdy.collective") \
+                if inst.opcode == "custom-call" else None
+            params = inst.frontend_attribute("xla.sdy.collective_params") or ""
+            axes = None
+            if kind == "reduce_scatter":
+                axes = _axis_refs(params)
+            elif kind == "all_reduce":
+                words = re.match(r"\s*(\w*)\s*\{(.*)\}\s*$", params, re.S)
+                if words is not None and words.group(1) in ("", "sum"):
+                    axes = _axis_refs(words.group(2))
+            if axes is not None:
+                later = [a for a in partial.get(inst, ()) if a not in axes]
+                partial[inst.operands[0]] = axes + later
     return partial
 
 
