@@ -147,12 +147,13 @@ def _from_hlo(inst, mesh):
         if inst.shape.is_tuple:
             elements = hlo.elements if hlo.is_tuple else (hlo,) * len(leaves)
             if len(elements) != len(leaves):
-                return None
+                raise ShardingError(f"{hlo} has {len(elements)} elements but the value has "
+                                    f"{len(leaves)}")
             return tuple(_leaf_from_hlo(e, leaf.rank, mesh)
                          for e, leaf in zip(elements, leaves))
         return _leaf_from_hlo(hlo, leaves[0].rank, mesh)
-    except ShardingError:
-        return None
+    except ShardingError as error:
+        raise ShardingError(f"{inst.name}: {error}") from None
 
 
 def _leaf_from_hlo(hlo, rank, mesh):
