@@ -647,3 +647,16 @@ def test_narrow_element_types(dtype, values, doubled):
     module = parse_hlo(text)
     assert print_module(module).strip() == text.strip()
     np.testing.assert_array_equal(np.asarray(evaluate(module, [])).astype(np.float64), doubled)
+
+
+def test_sub_axis_replica_groups_run_on_devices():
+    from xla_spmd.backends.reference import evaluate_spmd
+
+    module = parse_hlo(SUB_AXIS_GROUPS.replace("GROUPS", "mesh['x'=4,'y'=2] {'x':(2)2}"))
+    inputs = [[np.full(4, 10.0 ** d, np.float32)] for d in range(8)]
+    results = evaluate_spmd(module, inputs, 8)
+    # groups {0, 2}, {1, 3}, {4, 6}, {5, 7}
+    partner = {0: 2, 2: 0, 1: 3, 3: 1, 4: 6, 6: 4, 5: 7, 7: 5}
+    for device, result in enumerate(results):
+        np.testing.assert_array_equal(result, np.full(4, 10.0 ** device + 10.0 ** partner[device],
+                                                      np.float32))
