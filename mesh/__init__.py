@@ -11,6 +11,7 @@ from .axis import AxisRef, as_axis_ref, overlaps_any
 from .mesh import (
     DeviceGroups,
     Mesh,
+    axes_within,
     axis_digits,
     check_disjoint,
     make_mesh,
@@ -27,8 +28,8 @@ from .text import (
 )
 
 __all__ = [
-    "AxisRef", "Cursor", "DeviceGroups", "IotaForm", "Mesh", "as_axis_ref", "axis_digits",
-    "canonicalize_iota", "check_disjoint", "merge_sub_axes", "overlaps_any",
+    "AxisRef", "Cursor", "DeviceGroups", "IotaForm", "Mesh", "as_axis_ref", "axes_within",
+    "axis_digits", "canonicalize_iota", "check_disjoint", "merge_sub_axes", "overlaps_any",
     "find_iota", "make_mesh", "parse_mesh", "parse_mesh_at", "parse_mesh_decl", "parse_sdy_meshes",
     "print_mesh", "print_mesh_decl",
 ]

@@ -313,6 +313,16 @@ def merge_sub_axes(mesh: Mesh, refs: Iterable[AxisRef]) -> tuple[AxisRef, ...]:
     return tuple(merged)
 
 
+def axes_within(mesh: Mesh, wider: Mesh) -> bool:
+    """Whether `mesh`'s axes are axes of `wider` (same sizes) in the default device order.
+
+    >>> axes_within(make_mesh({"y": 2}), make_mesh({"x": 2, "y": 2}))
+    True
+    """
+    return mesh.is_iota and wider.is_iota and all(
+        wider.shape.get(name) == size for name, size in mesh.shape.items())
+
+
 def check_disjoint(refs: Sequence[AxisRef]) -> None:
     """Raise `ShardingError` when two of `refs` share devices."""
     for i, ref in enumerate(refs):

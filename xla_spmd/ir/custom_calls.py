@@ -82,8 +82,8 @@ TARGETS: dict[str, Role] = {
     "mhlo.topk": Role.COMPUTE,
     # check.expect_* ops of StableHLO interpreter test files, and the interpreter's helpers.
     **{f"check.{kind}": Role.INTERPRETER for kind in INTERPRETER_CHECKS},
-    "interpreter.run_parallel": Role.INTERPRETER,
-    "interpreter.probe": Role.INTERPRETER,
+    **{f"interpreter.{helper}": Role.INTERPRETER for helper in (
+        "run_parallel", "probe", "send", "recv", "infeed", "outfeed")},
 }
 
 

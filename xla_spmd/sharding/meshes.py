@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from xla_spmd.ir.custom_calls import SDY_MESHES
-from xla_spmd.mesh import Mesh, parse_sdy_meshes, print_mesh
+from xla_spmd.mesh import Mesh, axes_within, parse_sdy_meshes, print_mesh
 
 from .tensor_sharding import TensorSharding
 
@@ -59,11 +59,22 @@ def sharding_mesh(module: Any) -> tuple[str | None, Mesh] | None:
 
 
 def program_mesh(module: Any) -> Mesh | None:
-    """The mesh a program's shardings are over: `sharding_mesh`'s, else the first mesh its
-    header declares (a program whose only shardings are those of manual regions); None when
-    it has none."""
-    found = sharding_mesh(module) or next(iter(declared_meshes(module).items()), None)
-    return None if found is None else found[1]
+    """The mesh a program's shardings are over: the first one found, or the one whose axes
+    hold every other mesh's (Shardy lets a module's meshes use a subset of the axes); a
+    value placed on one device ({maximal device=k}) does not name it. Without axis-based
+    shardings, the first mesh its header declares (a program whose only shardings are those
+    of manual regions); None when it has none."""
+    meshes: list[Mesh] = []
+    for _, mesh in _sharding_meshes(module):
+        if mesh not in meshes:
+            meshes.append(mesh)
+    meshes = [m for m in meshes if not m.is_maximal] or meshes
+    if not meshes:
+        return next(iter(declared_meshes(module).values()), None)
+    widest = max(meshes, key=lambda m: m.size)
+    if all(axes_within(m, widest) for m in meshes):
+        return widest
+    return meshes[0]
 
 
 def meshes_header(meshes: Mapping[str, Mesh],

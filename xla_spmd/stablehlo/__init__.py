@@ -21,6 +21,7 @@ from xla_spmd.stablehlo import (  # noqa: F401
     exporter_control,
     exporter_ops,
     importer_control,
+    importer_dynamic,
     importer_ops,
     importer_sdy,
 )

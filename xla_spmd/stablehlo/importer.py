@@ -84,6 +84,8 @@ class ModuleImporter:
         self.converted: dict[str, Computation] = {}
         self.in_progress: set[str] = set()
         self.computation_names = set(self.functions)
+        # id(instruction) -> (instruction, Quantization) of quantized values (importer_quant)
+        self.quantized: dict[int, tuple] = {}
         self.region_counter = 0
         self.scanner = tree.scanner
         self.current_node: OpNode | None = None

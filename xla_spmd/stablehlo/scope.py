@@ -47,6 +47,9 @@ class Scope:
         return inst
 
     def parameter(self, shape, base: str = "Arg") -> Instruction:
+        if any(getattr(leaf, "quantization", None) for leaf in shape.leaves()):
+            raise self.importer.error(self.node, "quantized arguments (!quant.uniform) of "
+                                                 "functions and regions are not supported")
         number = self.num_parameters
         self.num_parameters += 1
         return self.emit("parameter", shape=shape, parameter_number=number,
