@@ -21,3 +21,14 @@ def x64():
 
     with config.override(enable_x64=True):
         yield
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-goldens", action="store_true", default=False,
+                     help="write the output of each golden case (tests/golden) as its "
+                          "expected output instead of comparing with it")
+
+
+@pytest.fixture
+def update_goldens(request) -> bool:
+    return request.config.getoption("--update-goldens")

@@ -1,0 +1,74 @@
+"""Golden text tests of the passes, Shardy-lit style: each input file under tests/golden/<pass>/
+has its expected output beside it (``<case>.expected.mlir`` / ``.hlo``, or ``<case>.expected.err``
+for the error a bad input must give). ``pytest --update-goldens`` rewrites the expected files
+from what the passes print now (read the diff before committing it).
+
+propagation: StableHLO with Shardy shardings in, the propagated module exported back out.
+partition: HLO with shardings on every value in, the SPMD module printed out.
+"""
+
+import difflib
+from pathlib import Path
+
+import pytest
+
+from xla_spmd.errors import XlaSpmdError
+from xla_spmd.ir import parse_hlo, print_module, verify
+from xla_spmd.partition import partition
+from xla_spmd.propagation import import_shardings, propagate
+from xla_spmd.sharding import declare_meshes, meshes_of
+from xla_spmd.stablehlo import export_stablehlo, import_stablehlo
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def _propagation(text: str) -> str:
+    module = propagate(import_stablehlo(text))
+    return export_stablehlo(declare_meshes(module, meshes_of(module)))
+
+
+def _partition(text: str) -> str:
+    module = partition(import_shardings(parse_hlo(text)).module)
+    verify(module)
+    return print_module(module)
+
+
+PASSES = {"propagation": (".mlir", _propagation), "partition": (".hlo", _partition)}
+CASES = [(name, path) for name, (suffix, _) in PASSES.items()
+         for path in sorted((GOLDEN / name).glob(f"*{suffix}"))
+         if ".expected." not in path.name]
+
+
+def _run(name: str, path: Path) -> tuple[str, str]:
+    """(the pass's output or error text, the suffix of the expected file)."""
+    suffix, run = PASSES[name]
+    try:
+        return run(path.read_text()), suffix
+    except XlaSpmdError as error:
+        return f"{type(error).__name__}: {error}\n", ".err"
+
+
+@pytest.mark.parametrize("name, path", CASES, ids=[f"{n}/{p.stem}" for n, p in CASES])
+def test_golden(name, path, update_goldens):
+    output, suffix = _run(name, path)
+    expected_path = path.with_name(f"{path.stem}.expected{suffix}")
+    if update_goldens:
+        for stale in path.parent.glob(f"{path.stem}.expected.*"):
+            stale.unlink()
+        expected_path.write_text(output)
+        return
+    if not expected_path.exists():
+        others = sorted(p.name for p in path.parent.glob(f"{path.stem}.expected.*"))
+        pytest.fail(f"{path.name} gave {'an error' if suffix == '.err' else 'output'} but "
+                    f"the expected file is {others or 'missing'}; output:\n{output}"
+                    "\n(run pytest --update-goldens to write it)")
+    expected = expected_path.read_text()
+    if output != expected:
+        diff = "".join(difflib.unified_diff(
+            expected.splitlines(keepends=True), output.splitlines(keepends=True),
+            fromfile=str(expected_path.relative_to(GOLDEN.parent)), tofile="now"))
+        pytest.fail(f"{path.name} no longer gives its golden output:\n{diff}", pytrace=False)
+
+
+def test_every_pass_has_cases():
+    assert {name for name, _ in CASES} == set(PASSES)
