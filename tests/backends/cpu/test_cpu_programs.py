@@ -1,0 +1,183 @@
+"""Whole programs on the CPU backend: XLA's programs give JAX's values, partitioned programs
+give the unpartitioned reference result on N in-process devices (the oracle property), and
+fused reductions, dots and control flow agree with the reference evaluator."""
+
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import xla_spmd.config as config
+from xla_spmd.backends import get_backend
+from xla_spmd.backends.reference import evaluate, leaves
+from xla_spmd.backends.reference.numeric import flush_denormals
+from xla_spmd.errors import EvaluationError
+from xla_spmd.ir import ArrayShape, Builder, DType, Module
+from xla_spmd.ir.hlo_parser import parse_hlo
+from xla_spmd.mesh import make_mesh
+
+TESTS = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(TESTS / "backends"), str(TESTS / "partition")]
+
+from spmd_oracle import check  # noqa: E402
+from test_jax_cases import CASES, ONE_DEVICE, OPTIMIZED, assert_matches_xla, load_case  # noqa: E402
+from test_partition_property import MESHES, build_program  # noqa: E402
+
+BACKEND = get_backend("cpu")
+
+
+@pytest.mark.parametrize("name, suffix", [(n, ".hlo") for n in ONE_DEVICE]
+                         + [(n, ".optimized.hlo") for n in OPTIMIZED])
+def test_xla_programs_give_jax_values_on_the_cpu_backend(name, suffix):
+    case, module, args, expected = load_case(name, suffix)
+    if any(i["dtype"] == "bfloat16" for i in case["inputs"]):
+        args = [a.astype(ml_dtypes.bfloat16) if i["dtype"] == "bfloat16" else a
+                for a, i in zip(args, case["inputs"])]
+    args = [flush_denormals(a) if np.asarray(a).dtype.kind == "f" else a for a in args]
+    outputs = BACKEND.compile(module, (0,)).run(0, args, None)
+    assert len(outputs) == len(expected)
+    for i, (got, want, spec) in enumerate(zip(outputs, expected, CASES[name]["outputs"])):
+        assert_matches_xla(f"{name} out{i}", got, want, spec["dtype"])
+
+
+@pytest.mark.parametrize("mesh_axes", MESHES, ids=lambda m: "x".join(map(str, m.values())))
+@settings(max_examples=8, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_partitioned_programs_on_the_cpu_backend_equal_the_unpartitioned_reference(
+        mesh_axes, data):
+    module = build_program(data, make_mesh(mesh_axes))
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(p.shape.dims).astype(np.float32)
+            for p in module.entry.parameters]
+    check(module, args, rtol=1e-4, atol=1e-4, backend="cpu")
+
+
+def _reducer(opcode: str, dtype: DType):
+    b = Builder(f"reduce_{opcode}")
+    x, y = b.parameter(ArrayShape(dtype, ())), b.parameter(ArrayShape(dtype, ()))
+    return b.build(b.op(opcode, x, y))
+
+
+REDUCE_CASES = [("add", "f32"), ("add", "bf16"), ("add", "s32"), ("maximum", "f32"),
+                ("minimum", "f16"), ("multiply", "s64"), ("and", "pred"), ("or", "u8")]
+
+
+@pytest.mark.parametrize("opcode, dtype", REDUCE_CASES)
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_fused_reductions_match_the_reference(opcode, dtype, data):
+    """reduce(exp-free elementwise producer) over drawn dims: exact for integers, min/max
+    and pred; float sums agree to rounding (numpy sums pairwise, the kernel in order)."""
+    dtype = DType.named(dtype)
+    dims = tuple(data.draw(st.lists(st.integers(1, 7), min_size=1, max_size=3)))
+    reduced = tuple(sorted(data.draw(st.sets(st.integers(0, len(dims) - 1), min_size=1))))
+    b = Builder("main")
+    x = b.parameter(ArrayShape(dtype, dims), "x")
+    y = b.parameter(ArrayShape(dtype, dims), "y")
+    init = b.parameter(ArrayShape(dtype, ()), "init")
+    combine = "xor" if dtype.name in ("pred", "u8") else "subtract"
+    mixed = b.op(combine, x, y)
+    kept = tuple(n for d, n in enumerate(dims) if d not in reduced)
+    root = b.reduce(mixed, init, dimensions=reduced, to_apply=_reducer(opcode, dtype),
+                    shape=ArrayShape(dtype, kept))
+    module = Module.from_entry("m", b.build(root))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    if dtype.is_float:
+        args = [rng.standard_normal(s).astype(dtype.numpy) for s in (dims, dims, ())]
+    else:
+        args = [rng.integers(0, 100, s).astype(dtype.numpy) for s in (dims, dims, ())]
+    executable = BACKEND.compile(module, (0,))
+    assert executable.report()["steps"] == {"fusion": 1}
+    (got,) = executable.run(0, args, None)
+    want = np.asarray(evaluate(module, args))
+    if dtype.is_float and opcode == "add":
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                   rtol=2e-2 if dtype.bits == 16 else 1e-5, atol=1e-5)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+def test_dot_with_batch_dims_and_bf16_accumulates_in_f32():
+    module = parse_hlo("""HloModule m
+ENTRY %e (a: bf16[3,4,5], b: bf16[3,5,2], c: s32[4,6], d: s32[6,3]) -> (bf16[3,4,2], s32[4,3]) {
+  %a = bf16[3,4,5] parameter(0)
+  %b = bf16[3,5,2] parameter(1)
+  %c = s32[4,6] parameter(2)
+  %d = s32[6,3] parameter(3)
+  %x = bf16[3,4,2] dot(%a, %b), lhs_batch_dims={0}, lhs_contracting_dims={2},
+    rhs_batch_dims={0}, rhs_contracting_dims={1}
+  %y = s32[4,3] dot(%c, %d), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %t = (bf16[3,4,2], s32[4,3]) tuple(%x, %y)
+}""")
+    rng = np.random.default_rng(1)
+    args = [rng.standard_normal((3, 4, 5)).astype(ml_dtypes.bfloat16),
+            rng.standard_normal((3, 5, 2)).astype(ml_dtypes.bfloat16),
+            rng.integers(-2**31, 2**31, (4, 6), dtype=np.int32),
+            rng.integers(-2**31, 2**31, (6, 3), dtype=np.int32)]
+    executable = BACKEND.compile(module, (0,))
+    got = executable.run(0, args, None)
+    want = leaves(evaluate(module, args))
+    np.testing.assert_array_equal(got[1], want[1])     # integers wrap exactly
+    np.testing.assert_allclose(got[0].astype(np.float32), want[0].astype(np.float32),
+                               rtol=1e-2)
+    assert executable.report()["fallbacks"] == {}
+
+
+WHILE = """HloModule m
+%cond (s: (s32[], f32[4])) -> pred[] {
+  %s = (s32[], f32[4]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant(5)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+%body (s: (s32[], f32[4])) -> (s32[], f32[4]) {
+  %s = (s32[], f32[4]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %x = f32[4] get-tuple-element(%s), index=1
+  %one = s32[] constant(1)
+  %j = s32[] add(%i, %one)
+  %half = f32[] constant(0.5)
+  %h = f32[4] broadcast(%half), dimensions={}
+  %y = f32[4] multiply(%x, %h)
+  %z = f32[4] add(%y, %x)
+  ROOT %t = (s32[], f32[4]) tuple(%j, %z)
+}
+ENTRY %e (x: f32[4]) -> f32[4] {
+  %x = f32[4] parameter(0)
+  %zero = s32[] constant(0)
+  %t = (s32[], f32[4]) tuple(%zero, %x)
+  %w = (s32[], f32[4]) while(%t), condition=%cond, body=%body
+  ROOT %r = f32[4] get-tuple-element(%w), index=1
+}"""
+
+
+def test_while_runs_its_body_through_compiled_plans_and_honours_the_loop_cap():
+    module = parse_hlo(WHILE)
+    x = np.array([1, -2, 0.25, 3], np.float32)
+    executable = BACKEND.compile(module, (0,))
+    (got,) = executable.run(0, [x], None)
+    np.testing.assert_array_equal(got, evaluate(module, [x]))
+    assert executable.report()["fallbacks"] == {}
+    assert "fusion" in executable.as_text()
+    with config.override(max_loop_iterations=3), pytest.raises(EvaluationError,
+                                                               match="max_loop_iterations"):
+        executable.run(0, [x], None)
+
+
+def test_an_op_without_a_kernel_falls_back_and_is_counted():
+    module = parse_hlo("""HloModule m
+ENTRY %e (x: f32[5]) -> f32[5] {
+  %x = f32[5] parameter(0)
+  ROOT %r = f32[5] reverse(%x), dimensions={0}
+}""")
+    executable = BACKEND.compile(module, (0,))
+    x = np.arange(5, dtype=np.float32)
+    np.testing.assert_array_equal(executable.run(0, [x], None)[0], x[::-1])
+    assert executable.report()["fallbacks"] == {"reverse": 1}
+    assert executable.report()["fallback_runs"] == {"reverse": 1}
+    assert "[fallback]" in executable.as_text()
