@@ -19,8 +19,7 @@ LAYERS = {
     "xla_spmd/sharding": ("xla_spmd.sharding",
                           {"xla_spmd.errors", "xla_spmd.mesh", "xla_spmd.ir.hlo_sharding"}),
     "collectives": ("xla_spmd.collectives", {"xla_spmd.errors"}),
-    # Backends read process options (xla_spmd.config imports only errors).
-    "backends": ("xla_spmd.backends", {"xla_spmd.errors", "xla_spmd.ir", "xla_spmd.config"}),
+    "backends": ("xla_spmd.backends", {"xla_spmd.errors", "xla_spmd.ir"}),
     "xla_spmd/propagation": ("xla_spmd.propagation",
                              {"xla_spmd.errors", "xla_spmd.ir", "xla_spmd.mesh",
                               "xla_spmd.sharding"}),
