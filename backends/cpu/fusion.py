@@ -9,7 +9,8 @@ kinds:
   into loops: broadcast, iota, scalar constants, and the index-only shape ops reshape,
   bitcast (row-major), transpose, slice and reverse.
 * **reduce**: the root is a ``reduce`` of one array with a plain add/multiply/max/min/and/or
-  reducer; its data operand's producers are fused as in a loop fusion (input fusion).
+  reducer (not float add/multiply: numpy's pairwise kernel runs those, bit-identical to the
+  reference); its data operand's producers are fused as in a loop fusion (input fusion).
 
 Invariants: a member other than the root has every user inside its fusion, except cheap
 producers (scalar constants, iota, broadcast), which are duplicated into each consumer as XLA
@@ -58,18 +59,23 @@ def _default_layout(shape: ArrayShape) -> bool:
     return shape.layout is None or tuple(shape.layout) == tuple(range(shape.rank - 1, -1, -1))
 
 
-def can_be_root(inst: Instruction) -> bool:
-    """Whether ``inst`` may be the root of a generated kernel."""
+def can_be_root(inst: Instruction, libm: bool = False) -> bool:
+    """Whether ``inst`` may be the root of a generated kernel (``libm``: transcendentals
+    too, see ``renderer.TRANSCENDENTAL``)."""
     if not _array(inst) or any(not _array(o) for o in inst.operands):
         return False
     if inst.op.family in _ELEMENTWISE:
-        return supports_instruction(inst)
+        return supports_instruction(inst, libm)
     if inst.op.name == "reduce" and len(inst.operands) == 2:
-        return binary_reducer(inst.attrs.to_apply) in REDUCERS
+        reducer = binary_reducer(inst.attrs.to_apply)
+        # Float sums and products run in numpy's (pairwise) order, as the reference's do.
+        if inst.shape.dtype.is_float and reducer in ("add", "multiply"):
+            return False
+        return reducer in REDUCERS
     return False
 
 
-def can_be_producer(inst: Instruction) -> bool:
+def can_be_producer(inst: Instruction, libm: bool = False) -> bool:
     """Whether ``inst`` may be computed inside a consumer's kernel."""
     if not _array(inst) or any(not _array(o) for o in inst.operands):
         return False
@@ -83,36 +89,30 @@ def can_be_producer(inst: Instruction) -> bool:
             return (_default_layout(inst.shape) and _default_layout(inst.operands[0].shape)
                     and inst.shape.num_elements == inst.operands[0].shape.num_elements)
         return True
-    return inst.op.family in _ELEMENTWISE and supports_instruction(inst)
+    return inst.op.family in _ELEMENTWISE and supports_instruction(inst, libm)
 
 
-def fuse(computation: Computation, prefix: str = "") -> tuple[list[Fusion], dict[int, Fusion]]:
+def fuse(computation: Computation, prefix: str = "", libm: bool = False
+         ) -> tuple[list[Fusion], dict[int, Fusion]]:
     """The fusions of ``computation`` and, by id of each root, its fusion (kernel names start
-    with ``prefix``). Instructions no fusion computes for its consumers stay single kernels."""
+    with ``prefix``; ``libm``: fuse transcendentals too). Instructions no fusion computes for
+    its consumers stay single kernels."""
     users = computation.users()
     owner: dict[int, Fusion] = {}      # id(member) -> fusion that owns it exclusively
     fusions: list[Fusion] = []
     root = computation.root
     for inst in reversed(computation.instructions):
-        if id(inst) in owner or not can_be_root(inst):
+        if id(inst) in owner or not can_be_root(inst, libm):
             continue
-        members = {id(inst): inst}
-        fused_data = inst.operands[:1] if inst.op.name == "reduce" else inst.operands
-        frontier = list(fused_data)
-        changed = True
-        while changed:
-            changed = False
-            for operand in list(frontier):
-                if id(operand) in members or id(operand) in owner or operand is root:
-                    continue
-                if not can_be_producer(operand):
-                    continue
-                inside = all(id(u) in members for u in users[operand])
-                if not inside and operand.op.name not in _CHEAP:
-                    continue
-                members[id(operand)] = operand
-                frontier.extend(operand.operands)
-                changed = True
+        banned: set[int] = set()
+        excluded = {id(i) for i in computation.instructions
+                    if not can_be_producer(i, libm)}
+        while True:
+            members = _grow(inst, users, owner, banned | excluded, root)
+            shared = _shared_members(inst, members, users, computation)
+            if not shared:
+                break
+            banned |= shared
         order = [i for i in computation.instructions if id(i) in members]
         inputs: dict[int, Instruction] = {}
         for member in order:
@@ -125,11 +125,47 @@ def fuse(computation: Computation, prefix: str = "") -> tuple[list[Fusion], dict
                         tuple(order), tuple(inputs.values()))
         fusions.append(fusion)
         for member in order:
-            exclusive = all(id(u) in members for u in users[member]) and member is not root
-            if member is inst or (exclusive and member.op.name not in _CHEAP):
+            if member is inst or member.op.name not in _CHEAP:
                 owner[id(member)] = fusion
     fusions.reverse()
     return fusions, {id(f.root): f for f in fusions}
+
+
+def _grow(inst: Instruction, users: dict, owner: dict, banned: set, root: Instruction) -> dict:
+    """The members of the fusion rooted at ``inst``: producers absorbed while every user is
+    inside (cheap ones always), never a ``banned`` one."""
+    members = {id(inst): inst}
+    frontier = list(inst.operands[:1] if inst.op.name == "reduce" else inst.operands)
+    changed = True
+    while changed:
+        changed = False
+        for operand in list(frontier):
+            if (id(operand) in members or id(operand) in owner or id(operand) in banned
+                    or operand is root):
+                continue
+            inside = all(id(u) in members for u in users[operand])
+            if not inside and operand.op.name not in _CHEAP:
+                continue
+            members[id(operand)] = operand
+            frontier.extend(operand.operands)
+            changed = True
+    return members
+
+
+def _shared_members(inst: Instruction, members: dict, users: dict,
+                    computation: Computation) -> set[int]:
+    """Non-cheap members some of whose users reach them through a duplicated (cheap) member
+    that is needed outside: they must stay outside the fusion."""
+    exclusive = {id(inst)}
+    shared = set()
+    for member in reversed(computation.instructions):
+        if id(member) not in members or member is inst:
+            continue
+        if all(id(u) in exclusive for u in users[member]):
+            exclusive.add(id(member))
+        elif member.op.name not in _CHEAP:
+            shared.add(id(member))
+    return shared
 
 
 def _clean(name: str) -> str:

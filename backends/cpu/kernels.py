@@ -23,6 +23,7 @@ from xla_spmd.backends.reference.collectives import (
     _required_group,
 )
 from xla_spmd.backends.reference.numeric import compute_dtype
+from xla_spmd.backends.reference.reduction import _fast_reduce, binary_reducer
 from xla_spmd.ir import ArrayShape, Instruction
 from xla_spmd.ir.dtypes import PRED
 
@@ -81,8 +82,10 @@ def dot(inst: Instruction, operands: list, ctx) -> np.ndarray:
     rf = [d for d in range(rhs.ndim) if d not in rb + rc]
     batch, m, k = _size(lb, lhs.shape), _size(lf, lhs.shape), _size(lc, lhs.shape)
     n = _size(rf, rhs.shape)
-    left = np.transpose(lhs, lb + lf + lc).astype(work, copy=False).reshape(batch, m, k)
-    right = np.transpose(rhs, rb + rc + rf).astype(work, copy=False).reshape(batch, k, n)
+    # The reference's operand copies (astype keeps the transposed memory order), so BLAS
+    # sees the same layouts and sums in the same order: results agree bit for bit.
+    left = np.transpose(lhs, lb + lf + lc).astype(work).reshape(batch, m, k)
+    right = np.transpose(rhs, rb + rc + rf).astype(work).reshape(batch, k, n)
     out = np.empty(inst.shape.dims, work)
     with np.errstate(all="ignore"):
         np.matmul(left, right, out=out.reshape(batch, m, n))
@@ -90,6 +93,17 @@ def dot(inst: Instruction, operands: list, ctx) -> np.ndarray:
 
 
 KERNELS["dot"] = dot
+
+
+def reduce(inst: Instruction, operands: list, ctx) -> np.ndarray:
+    """A reduce with a plain binary reducer: numpy's ufunc reduction (pairwise for sums),
+    the reference's own kernel, so sums agree bit for bit."""
+    x, init = operands
+    return _fast_reduce(binary_reducer(inst.attrs.to_apply), x, np.asarray(init),
+                        tuple(sorted(inst.attrs.dimensions)), inst.shape.dtype.numpy)
+
+
+KERNELS["reduce"] = reduce
 
 
 def kernel_for(inst: Instruction):
@@ -104,6 +118,9 @@ def kernel_for(inst: Instruction):
             return None
     if name == "copy" and isinstance(inst.shape, ArrayShape) and inst.shape.dtype.bits < 8:
         return None
+    if name == "reduce" and (len(inst.operands) != 2
+                             or binary_reducer(inst.attrs.to_apply) is None):
+        return None
     return KERNELS.get(name)
 
 
@@ -114,18 +131,43 @@ ASYNC_COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
                      "collective-permute")
 
 
+_VARIADIC = ("all-reduce", "all-gather", "reduce-scatter")
+
+
 def can_start(inst: Instruction) -> bool:
-    """Whether ``inst`` runs as a start/wait pair (one array operand, array result)."""
-    if inst.op.name not in ASYNC_COLLECTIVES or len(inst.operands) != 1:
+    """Whether ``inst`` runs as start/wait pairs: array operands, one array result each
+    (several operands only for all-reduce, all-gather and reduce-scatter)."""
+    if inst.op.name not in ASYNC_COLLECTIVES or not inst.operands:
         return False
+    if any(not isinstance(o.shape, ArrayShape) for o in inst.operands):
+        return False
+    if len(inst.operands) > 1:
+        return inst.op.name in _VARIADIC and all(
+            isinstance(s, ArrayShape) for s in getattr(inst.shape, "elements", ()))
     if not isinstance(inst.shape, ArrayShape):
         return False
     return inst.op.name != "all-to-all" or bool(inst.attrs.dimensions)
 
 
-def start(inst: Instruction, operand: np.ndarray, ctx):
-    """Start collective ``inst`` on ``operand``; returns a handle whose ``wait()`` gives the
-    result (groups and reductions as the reference evaluator forms them)."""
+class _Handles:
+    """The handles of a collective's operands; ``wait()`` gives the tuple of results."""
+
+    def __init__(self, handles: list):
+        self.handles = handles
+
+    def wait(self) -> tuple:
+        return tuple(handle.wait() for handle in self.handles)
+
+
+def start(inst: Instruction, operands: list, ctx):
+    """Start collective ``inst``; returns a handle whose ``wait()`` gives the result (groups
+    and reductions as the reference evaluator forms them)."""
+    if len(operands) > 1:
+        return _Handles([_start_one(inst, x, ctx) for x in operands])
+    return _start_one(inst, operands[0], ctx)
+
+
+def _start_one(inst: Instruction, operand: np.ndarray, ctx):
     name, attrs, communicator = inst.op.name, inst.attrs, ctx.communicator
     x = np.ascontiguousarray(operand)
     if name == "collective-permute":

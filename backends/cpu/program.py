@@ -21,7 +21,7 @@ import numpy as np
 
 from xla_spmd.backends.cpu import kernels
 from xla_spmd.backends.cpu.fusion import Fusion, fuse
-from xla_spmd.backends.cpu.renderer import accumulator_dtype
+from xla_spmd.backends.cpu.renderer import TRANSCENDENTAL, accumulator_dtype
 from xla_spmd.backends.reference.evaluator import EVALUATE
 from xla_spmd.ir import Computation, Family, Instruction
 from xla_spmd.ir.module import has_side_effect
@@ -31,8 +31,9 @@ CONTROL = ("while", "conditional", "call", "fusion")
 
 @dataclass(slots=True)
 class Step:
-    """One entry of the schedule: ``kind`` is ``fusion``, ``kernel``, ``constant``, ``start``,
-    ``wait``, ``control`` or ``fallback``; ``slot`` receives the value; ``reads`` are the
+    """One entry of the schedule: ``kind`` is ``fusion``, ``kernel``, ``ufunc`` (a
+    transcendental through numpy's ufunc, bit-identical to the reference), ``constant``,
+    ``start``, ``wait``, ``control`` or ``fallback``; ``slot`` receives the value; ``reads`` are the
     operand slots; ``frees`` the slots dead after this step."""
 
     kind: str
@@ -58,10 +59,12 @@ class Program:
     counts: dict = field(default_factory=dict)
 
 
-def plan(computation: Computation, called: set[int], prefix: str = "") -> Program:
+def plan(computation: Computation, called: set[int], prefix: str = "", libm: bool = False
+         ) -> Program:
     """The schedule of ``computation``; ``called`` are ids of computations that get their own
-    programs (the bodies of control flow); kernel names start with ``prefix``."""
-    fusions, by_root = fuse(computation, prefix)
+    programs (the bodies of control flow); kernel names start with ``prefix``; ``libm``
+    generates code for transcendentals too."""
+    fusions, by_root = fuse(computation, prefix, libm)
     slot_of = {id(inst): k for k, inst in enumerate(computation.instructions)}
     required = _required(computation, by_root)
     steps: list[Step] = []
@@ -84,6 +87,8 @@ def plan(computation: Computation, called: set[int], prefix: str = "") -> Progra
             steps.append(Step("wait", inst, slot, (slot,)))
         elif name in CONTROL and all(id(c) in called for c in inst.called_computations()):
             steps.append(Step("control", inst, slot, reads))
+        elif name in TRANSCENDENTAL:
+            steps.append(Step("ufunc", inst, slot, reads, function=EVALUATE.lookup(name)))
         elif kernels.kernel_for(inst) is not None:
             steps.append(Step("kernel", inst, slot, reads, function=kernels.kernel_for(inst)))
         else:

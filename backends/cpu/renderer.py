@@ -95,10 +95,18 @@ _ICMP = {ComparisonDirection.EQ: "eq", ComparisonDirection.NE: "ne",
          ComparisonDirection.GT: "gt", ComparisonDirection.GE: "ge"}
 
 
-def supports_instruction(inst: Instruction) -> bool:
-    """Whether the renderer computes this elementwise instruction (dtypes included)."""
+TRANSCENDENTAL = frozenset(_LIBM) | {"logistic", "power", "atan2"}
+"""Ops computed with the C math library: within 2 ulp of numpy's own (SIMD) versions, not
+bit-identical to them, so they are generated only when asked for (``libm=True``)."""
+
+
+def supports_instruction(inst: Instruction, libm: bool = False) -> bool:
+    """Whether the renderer computes this elementwise instruction (dtypes included);
+    transcendentals only with ``libm``."""
     dtype = inst.shape.dtype
     name = inst.op.name
+    if name in TRANSCENDENTAL and not libm:
+        return False
     source = inst.operands[0].shape.dtype if inst.operands else dtype
     if dtype not in SUPPORTED or source not in SUPPORTED:
         return False
