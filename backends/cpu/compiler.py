@@ -45,6 +45,9 @@ STATS: Counter = Counter()
 
 _lock = threading.Lock()
 _memory: dict[str, CompiledLibrary] = {}
+# Every library ever loaded: disposing an MCJIT engine that holds an added object file
+# crashes LLVM, so machine code stays loaded for the life of the process.
+_loaded: list[CompiledLibrary] = []
 
 
 @functools.cache
@@ -145,7 +148,9 @@ def _load(code: bytes, names: list[str]) -> CompiledLibrary:
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), machine)
     engine.add_object_file(llvm.ObjectFileRef.from_data(code))
     engine.finalize_object()
-    return CompiledLibrary(engine, names)
+    library = CompiledLibrary(engine, names)
+    _loaded.append(library)
+    return library
 
 
 def compile_library(text: str, names: list[str], key: str | None = None) -> CompiledLibrary:
@@ -182,6 +187,6 @@ def _write_atomically(path: Path, data: bytes) -> None:
 
 
 def clear_memory_cache() -> None:
-    """Forget compiled libraries held in memory (the disk cache stays)."""
+    """Forget the in-memory cache (the disk cache stays; loaded code stays loaded)."""
     with _lock:
         _memory.clear()

@@ -107,8 +107,9 @@ class CpuExecutable:
         fusions = [f for f in fusions if id(f) in used]
         self.llvm_ir = render_module(fusions)
         self.cache_key = compiler.cache_key(print_module(module) + "\n" + self.llvm_ir)
-        library = compiler.compile_library(self.llvm_ir, [f.name for f in fusions],
-                                           self.cache_key) if fusions else None
+        # Held here: the machine code must outlive every step that calls into it.
+        self.library = library = compiler.compile_library(
+            self.llvm_ir, [f.name for f in fusions], self.cache_key) if fusions else None
         for program in self.programs.values():
             for step in program.steps:
                 if step.kind == "fusion":
