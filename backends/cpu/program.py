@@ -30,6 +30,8 @@ from xla_spmd.ir import Computation, Family, Instruction
 from xla_spmd.ir.module import has_side_effect
 
 CONTROL = ("while", "conditional", "call", "fusion")
+_SHARING = ("tuple", "get-tuple-element", "reshape", "bitcast", "transpose", "slice",
+            "broadcast")
 
 
 @dataclass(slots=True)
@@ -161,7 +163,9 @@ def _assign_lifetimes(program: Program, computation: Computation) -> int:
     for k, step in enumerate(program.steps):
         if step.kind == "start":
             continue
-        live[step.slot] = _nbytes(step.inst.shape)
+        # Tuples and views share their operands' buffers.
+        shares = step.inst.op.name in _SHARING and step.kind == "kernel"
+        live[step.slot] = 0 if shares else _nbytes(step.inst.shape)
         if step.kind == "fusion" and step.fusion.kind == "reduce":
             scratch = step.inst.shape.num_elements * accumulator_dtype(
                 step.inst.shape.dtype).itemsize

@@ -178,3 +178,40 @@ ENTRY %e (x: f32[5]) -> f32[5] {
     assert executable.report()["fallbacks"] == {"reverse": 1}
     assert executable.report()["fallback_runs"] == {"reverse": 1}
     assert "[fallback]" in executable.as_text()
+
+
+OVERLAP = """HloModule m, num_partitions=2
+%sum (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %c = f32[] add(%a, %b)
+}
+ENTRY %e (x: f32[4], y: f32[4]) -> (f32[4], f32[4]) {
+  %x = f32[4] parameter(0)
+  %y = f32[4] parameter(1)
+  %square = f32[4] multiply(%y, %y)
+  %r = f32[4] all-reduce(%x), channel_id=1, replica_groups={{0,1}},
+    use_global_device_ids=true, to_apply=%sum
+  %z = f32[4] add(%r, %square)
+  ROOT %t = (f32[4], f32[4]) tuple(%z, %square)
+}"""
+
+
+def test_collectives_start_before_independent_compute_and_are_waited_for_late():
+    from xla_spmd.backends.reference import evaluate_spmd
+    from xla_spmd.collectives import LocalWorld
+
+    module = parse_hlo(OVERLAP)
+    executable = BACKEND.compile(module, (0, 1))
+    entry = executable.programs[id(module.entry)]
+    order = [(step.kind, step.inst.name) for step in entry.steps]
+    assert order[:3] == [("start", "r"), ("fusion", "square"), ("wait", "r")]
+    # Live at once, at most: x, y and square; then x, square and r; then square, r and z.
+    assert entry.peak_bytes == 3 * 16
+    rng = np.random.default_rng(0)
+    args = [[rng.standard_normal(4).astype(np.float32) for _ in range(2)] for _ in range(2)]
+    got = LocalWorld(2).run(lambda comm: executable.run(comm.rank, args[comm.rank], comm))
+    want = evaluate_spmd(module, args, 2)
+    for device in range(2):
+        for got_leaf, want_leaf in zip(got[device], leaves(want[device])):
+            np.testing.assert_array_equal(got_leaf, want_leaf)
