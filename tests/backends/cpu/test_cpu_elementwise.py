@@ -69,7 +69,8 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     # Sign-magnitude bit patterns onto an ordered line (-0 sits one below +0).
     ka, kb = (np.where(k < 0, k ^ np.iinfo(bits).max, k).astype(np.float64)
               for k in (a.view(bits), b.view(bits)))
-    nan = np.isnan(a.astype(np.float64)) & np.isnan(b.astype(np.float64))
+    with np.errstate(invalid="ignore"):  # ml_dtypes warns casting NaN
+        nan = np.isnan(a.astype(np.float64)) & np.isnan(b.astype(np.float64))
     return np.where(nan, 0, np.abs(ka - kb))
 
 
