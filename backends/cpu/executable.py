@@ -176,7 +176,7 @@ class CpuExecutable:
             if ctx.communicator is None:
                 return _Done(EVALUATE.lookup(step.inst.op.name)(
                     step.inst, operands, ctx))
-            return kernels.start(step.inst, operands, ctx)
+            return kernels.start(step.inst, operands, ctx, step.cache)
         if kind == "control":
             return self._control(step.inst, operands, ctx)
         with self._lock:

@@ -159,15 +159,25 @@ class _Handles:
         return tuple(handle.wait() for handle in self.handles)
 
 
-def start(inst: Instruction, operands: list, ctx):
+def start(inst: Instruction, operands: list, ctx, groups: dict):
     """Start collective ``inst``; returns a handle whose ``wait()`` gives the result (groups
-    and reductions as the reference evaluator forms them)."""
+    and reductions as the reference evaluator forms them; ``groups`` caches each device's
+    group of ``inst``)."""
     if len(operands) > 1:
-        return _Handles([_start_one(inst, x, ctx) for x in operands])
-    return _start_one(inst, operands[0], ctx)
+        return _Handles([_start_one(inst, x, ctx, groups) for x in operands])
+    return _start_one(inst, operands[0], ctx, groups)
 
 
-def _start_one(inst: Instruction, operand: np.ndarray, ctx):
+def _group(inst: Instruction, ctx, groups: dict) -> list[int]:
+    """The device's group, from ``groups`` (device -> group) once computed: expanding iota
+    replica groups costs more than a small collective."""
+    group = groups.get(ctx.device_id)
+    if group is None:
+        group = groups[ctx.device_id] = _required_group(inst, ctx, inst.op.name)
+    return group
+
+
+def _start_one(inst: Instruction, operand: np.ndarray, ctx, groups: dict):
     name, attrs, communicator = inst.op.name, inst.attrs, ctx.communicator
     x = np.ascontiguousarray(operand)
     if name == "collective-permute":
@@ -180,7 +190,7 @@ def _start_one(inst: Instruction, operand: np.ndarray, ctx):
                 return i * partitions + ctx.partition_id
         pairs = [(device(s), device(t)) for s, t in attrs.source_target_pairs]
         return communicator.collective_permute_start(x, pairs)
-    group = _required_group(inst, ctx, name)
+    group = _group(inst, ctx, groups)
     if name == "all-reduce":
         return communicator.all_reduce_start(x, group, _communicator_op(inst, ctx))
     (dim,) = attrs.dimensions

@@ -49,6 +49,7 @@ class Step:
     function: object = None
     value: object = None
     frees: tuple[int, ...] = ()
+    cache: dict = field(default_factory=dict)   # per-device facts a kernel computes once
 
 
 @dataclass
