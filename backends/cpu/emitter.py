@@ -37,6 +37,7 @@ class _FusionEmitter:
         self.inputs = {id(inst): j for j, inst in enumerate(fusion.inputs)}
         self.members = {id(inst) for inst in fusion.members}
         self.memo: dict[tuple, str] = {}
+        self.flat: str | None = None
 
     # Index arithmetic, folding constants.
     def _mul(self, a, b):
@@ -58,6 +59,8 @@ class _FusionEmitter:
         return self.w.emit(f"add nuw nsw i64 {a}, {b}")
 
     def linear(self, index: Index, dims: tuple) -> str | int:
+        if self.flat is not None:  # a flat loop: every array is read at the loop index
+            return self.flat if index else 0
         total, stride = 0, 1
         for i, n in zip(reversed(index), reversed(dims)):
             if n != 1:
@@ -191,12 +194,8 @@ class _FusionEmitter:
     def _flat_body(self, i: str) -> None:
         """The flat loop: every value at the linear index (inputs read at ``i``)."""
         root = self.fusion.root
-        saved = self.linear
-        self.linear = lambda index, dims: (i if index else 0)  # noqa: E731
-        try:
-            value = self.value(root, (i,) * root.shape.rank)
-        finally:
-            self.linear = saved
+        self.flat = i
+        value = self.value(root, (i,) * root.shape.rank)
         r.store(self.w, root.shape.dtype, value, "%out", i)
 
 
