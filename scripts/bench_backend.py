@@ -43,6 +43,7 @@ from xla_spmd.ir import ArrayShape, Builder, Module  # noqa: E402
 from xla_spmd.ir.dtypes import F32  # noqa: E402
 from xla_spmd.partition import partition  # noqa: E402
 from xla_spmd.propagation import propagate  # noqa: E402
+from xla_spmd.runtime.executable import blas_threads_per_device  # noqa: E402
 from xla_spmd.runtime.sharded_array import device_put  # noqa: E402
 
 P = xs.PartitionSpec
@@ -182,8 +183,9 @@ class Prepared:
     def run(self, executable) -> list:
         if self.devices == 1:
             return [executable.run(0, self.arguments[0], None)]
-        return LocalWorld(self.devices).run(
-            lambda comm: executable.run(comm.rank, self.arguments[comm.rank], comm))
+        with blas_threads_per_device(self.devices):  # as the runtime shares the cores
+            return LocalWorld(self.devices).run(
+                lambda comm: executable.run(comm.rank, self.arguments[comm.rank], comm))
 
 
 def _shardings(mesh, specs, args):

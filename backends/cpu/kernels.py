@@ -71,6 +71,12 @@ def _size(dims, shape) -> int:
     return int(np.prod([shape[d] for d in dims], dtype=np.int64))
 
 
+def _ordered(x: np.ndarray, order: list, work: np.dtype) -> np.ndarray:
+    if order == sorted(order) and x.flags.c_contiguous:
+        return x.astype(work, copy=False)
+    return np.transpose(x, order).astype(work)
+
+
 def dot(inst: Instruction, operands: list, ctx) -> np.ndarray:
     lhs, rhs = operands
     attrs = inst.attrs
@@ -82,10 +88,11 @@ def dot(inst: Instruction, operands: list, ctx) -> np.ndarray:
     rf = [d for d in range(rhs.ndim) if d not in rb + rc]
     batch, m, k = _size(lb, lhs.shape), _size(lf, lhs.shape), _size(lc, lhs.shape)
     n = _size(rf, rhs.shape)
-    # The reference's operand copies (astype keeps the transposed memory order), so BLAS
-    # sees the same layouts and sums in the same order: results agree bit for bit.
-    left = np.transpose(lhs, lb + lf + lc).astype(work).reshape(batch, m, k)
-    right = np.transpose(rhs, rb + rc + rf).astype(work).reshape(batch, k, n)
+    # The reference's operand copies (astype keeps a transposed memory order), so BLAS sees
+    # the same layouts and sums in the same order: results agree bit for bit. An operand
+    # already in order is used as it is (the reference's copy of it is C-ordered too).
+    left = _ordered(lhs, lb + lf + lc, work).reshape(batch, m, k)
+    right = _ordered(rhs, rb + rc + rf, work).reshape(batch, k, n)
     out = np.empty(inst.shape.dims, work)
     with np.errstate(all="ignore"):
         np.matmul(left, right, out=out.reshape(batch, m, n))
