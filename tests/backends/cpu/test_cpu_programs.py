@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import xla_spmd.config as config
 from xla_spmd.backends import get_backend
+from xla_spmd.backends.cpu import CpuBackend
 from xla_spmd.backends.reference import evaluate, leaves
 from xla_spmd.backends.reference.numeric import flush_denormals
 from xla_spmd.errors import EvaluationError
@@ -30,15 +31,16 @@ from test_partition_property import MESHES, build_program  # noqa: E402
 BACKEND = get_backend("cpu")
 
 
+@pytest.mark.parametrize("libm", [False, True], ids=["numpy-transcendentals", "libm"])
 @pytest.mark.parametrize("name, suffix", [(n, ".hlo") for n in ONE_DEVICE]
                          + [(n, ".optimized.hlo") for n in OPTIMIZED])
-def test_xla_programs_give_jax_values_on_the_cpu_backend(name, suffix):
+def test_xla_programs_give_jax_values_on_the_cpu_backend(name, suffix, libm):
     case, module, args, expected = load_case(name, suffix)
     if any(i["dtype"] == "bfloat16" for i in case["inputs"]):
         args = [a.astype(ml_dtypes.bfloat16) if i["dtype"] == "bfloat16" else a
                 for a, i in zip(args, case["inputs"])]
     args = [flush_denormals(a) if np.asarray(a).dtype.kind == "f" else a for a in args]
-    outputs = BACKEND.compile(module, (0,)).run(0, args, None)
+    outputs = CpuBackend(libm=libm).compile(module, (0,)).run(0, args, None)
     assert len(outputs) == len(expected)
     for i, (got, want, spec) in enumerate(zip(outputs, expected, CASES[name]["outputs"])):
         assert_matches_xla(f"{name} out{i}", got, want, spec["dtype"])
