@@ -6,10 +6,6 @@ import os
 import subprocess
 import sys
 
-import pytest
-
-pytest.importorskip("llvmlite")
-
 PROGRAM = """HloModule m
 ENTRY %e (x: f32[8]) -> f32[8] {
   %x = f32[8] parameter(0)

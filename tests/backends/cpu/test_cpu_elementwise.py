@@ -21,8 +21,6 @@ from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import ArrayShape, Builder, DType, Module
 from xla_spmd.ir.attributes import ComparisonDirection, ComparisonType
 
-pytest.importorskip("llvmlite")
-
 TRANSCENDENTAL = {"exponential", "exponential-minus-one", "log", "log-plus-one", "sine",
                   "cosine", "tan", "tanh", "logistic", "power", "atan2"}
 UNARY = ["abs", "negate", "exponential", "exponential-minus-one", "log", "log-plus-one",
