@@ -37,19 +37,20 @@ _EXPORTS = {
     "process_index": "xla_spmd.runtime",
     "process_count": "xla_spmd.runtime",
     "set_num_devices": "xla_spmd.runtime",
-    "device_put": "xla_spmd.runtime",
+    "device_put": "xla_spmd.api",
+    "Array": "xla_spmd.api",
     "ShardedArray": "xla_spmd.runtime",
     "partition": "xla_spmd.partition",
     "specialize": "xla_spmd.partition",
     "evaluate": "xla_spmd.backends.reference",
     "evaluate_spmd": "xla_spmd.backends.reference",
-    "jit": "xla_spmd.runtime",  # the runtime installs how sharded functions run
+    "jit": "xla_spmd.api",
     "Lowered": "xla_spmd.frontend.jit",
     "with_sharding_constraint": "xla_spmd.frontend.jit",
     "grad": "xla_spmd.frontend.autodiff",
     "value_and_grad": "xla_spmd.frontend.autodiff",
     "vjp": "xla_spmd.frontend.autodiff",
-    "shard_map": "xla_spmd.frontend.shard_map",
+    "shard_map": "xla_spmd.api",
     "tree_util": "xla_spmd.frontend.pytree",
     "tree_map": "xla_spmd.frontend.pytree",
     "tree_flatten": "xla_spmd.frontend.pytree",
@@ -61,7 +62,7 @@ _EXPORTS = {
 
 
 # Submodules reachable as attributes (xs.distributed.initialize(), xs.numpy, ...).
-_SUBMODULES = {"config", "distributed", "errors", "lax", "nn", "numpy", "random"}
+_SUBMODULES = {"config", "distributed", "errors", "lax", "nn", "numpy", "pipeline", "random"}
 
 
 def __getattr__(name: str):
