@@ -179,9 +179,15 @@ class Mesh:
         return self.to_text()
 
     def to_text(self) -> str:
-        """Shardy's mesh attribute text, ``<["x"=2, "y"=4]>``."""
-        from .text import print_mesh
-        return print_mesh(self)
+        """Shardy's mesh attribute text, ``<["x"=2, "y"=4]>`` (mesh/text.py reads it).
+
+        >>> Mesh((), (), device_ids=(3,)).to_text()
+        '<[], device_ids=[3]>'
+        """
+        axes = ", ".join(f'"{name}"={size}' for name, size in self.shape.items())
+        if self.device_ids is None:
+            return f"<[{axes}]>"
+        return f"<[{axes}], device_ids=[{', '.join(map(str, self.device_ids))}]>"
 
 
 def make_mesh(axes: Mapping[str, int] | Sequence[tuple[str, int]],

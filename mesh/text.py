@@ -83,15 +83,12 @@ class Cursor:
 
 
 def print_mesh(mesh: Mesh) -> str:
-    """Shardy's text for a mesh attribute.
+    """Shardy's text for a mesh attribute (`Mesh.to_text`).
 
     >>> print_mesh(Mesh((), (), device_ids=(3,)))
     '<[], device_ids=[3]>'
     """
-    axes = ", ".join(f'"{name}"={size}' for name, size in mesh.shape.items())
-    if mesh.device_ids is None:
-        return f"<[{axes}]>"
-    return f"<[{axes}], device_ids=[{', '.join(map(str, mesh.device_ids))}]>"
+    return mesh.to_text()
 
 
 def parse_mesh(text: str) -> Mesh:
