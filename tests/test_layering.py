@@ -38,6 +38,11 @@ LAYERS = {
                           {"xla_spmd.errors", "xla_spmd.ir", "xla_spmd.mesh",
                            "xla_spmd.sharding", "xla_spmd.backends.reference",
                            "xla_spmd.stablehlo"}),
+    # The cost model prices partitioned programs; its calibration runs programs on the
+    # job's devices (the runtime), which never imports it.
+    "xla_spmd/cost": ("xla_spmd.cost",
+                      {"xla_spmd.errors", "xla_spmd.ir", "xla_spmd.partition.report",
+                       "xla_spmd.runtime"}),
 }
 
 

@@ -88,6 +88,9 @@ OPTIONS: dict[str, Option] = {option.name: option for option in (
            "devices that did not arrive; 'inf' waits forever"),
     Option("max_loop_iterations", 10_000_000, "XLA_SPMD_MAX_LOOP_ITERATIONS", _positive_int,
            "iterations after which a `while` loop is stopped with an error"),
+    Option("cost_profile", "", "XLA_SPMD_COST_PROFILE", str,
+           "a JSON profile from `xla-spmd calibrate` that the cost model prices programs "
+           "with; empty: the built-in profile"),
 )}
 
 
