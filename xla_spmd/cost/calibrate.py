@@ -104,7 +104,7 @@ class _Runner:
 def calibrate(*, repeats: int = 5, quick: bool = False, progress=None) -> Profile:
     """Measure this job's profile (see the module docstring). `quick` uses smaller
     programs (for tests); `progress(text)` is told what is being measured."""
-    from xla_spmd import config
+    import xla_spmd.config as config
     from xla_spmd.runtime.devices import topology
 
     if config.backend != "reference":

@@ -121,7 +121,7 @@ DEFAULT_PROFILE = _default()
 
 def load_profile(path: str | Path | None = None) -> Profile:
     """The profile at `path`, else at ``xs.config.cost_profile``, else the built-in one."""
-    from xla_spmd import config
+    import xla_spmd.config as config
 
     path = path or config.cost_profile
     if not path:
