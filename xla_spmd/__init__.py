@@ -43,6 +43,7 @@ _EXPORTS = {
     "specialize": "xla_spmd.partition",
     "evaluate": "xla_spmd.backends.reference",
     "evaluate_spmd": "xla_spmd.backends.reference",
+    "inspect": "xla_spmd.inspection",
     "jit": "xla_spmd.runtime",  # the runtime installs how sharded functions run
     "Lowered": "xla_spmd.frontend.jit",
     "with_sharding_constraint": "xla_spmd.frontend.jit",

@@ -68,7 +68,7 @@ def cmd_calibrate(args) -> int:
 
 
 def cmd_inspect(args) -> int:
-    from xla_spmd.inspect import inspect_module
+    from xla_spmd.inspection import inspect_module
 
     report = inspect_module(_load(args.program), mesh=args.mesh, profile=args.profile)
     report.print()
