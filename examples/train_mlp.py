@@ -63,5 +63,9 @@ def main() -> list[float]:
                  unit="samples", title="mlp")
 
 
+# What `xla-spmd bench` reads: the step, the parameters with their roles, the batches.
+step, (params, roles), batch = train_step, init_params(0), make_batches(0)
+
+
 if __name__ == "__main__":
     main()

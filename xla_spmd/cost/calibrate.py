@@ -27,6 +27,33 @@ from xla_spmd.errors import XlaSpmdError
 from xla_spmd.partition.report import collective_bytes
 
 OPS, VECTOR, GEMM, COPIES = 200, 1 << 20, 256, 8
+BETWEEN = 1                         # instructions between two collectives
+# Small ops whose own price (dispatch and bookkeeping of the backend) is measured apart:
+# name -> (HLO of one op on s = f32[16,16], operand names it reads). Others cost like negate.
+OPCODES = {
+    "dot": "f32[16,16] dot(s, s), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+    "reduce": "f32[16] reduce(s, z), dimensions={1}, to_apply=add",
+    "broadcast": "f32[16,16,4] broadcast(s), dimensions={0,1}",
+    "add": "f32[16,16] add(s, s)",
+    "multiply": "f32[16,16] multiply(s, s)",
+    "subtract": "f32[16,16] subtract(s, s)",
+    "divide": "f32[16,16] divide(s, s)",
+    "exponential": "f32[16,16] exponential(s)",
+    "compare": "pred[16,16] compare(s, s), direction=LT",
+    "select": "f32[16,16] select(p, s, s)",
+    "dynamic-slice": "f32[4,16] dynamic-slice(s, i, i), dynamic_slice_sizes={4,16}",
+    "dynamic-update-slice": "f32[16,16] dynamic-update-slice(s, q, i, i)",
+    "reshape": "f32[256] reshape(s)",
+    "transpose": "f32[16,16] transpose(s), dimensions={1,0}",
+    "convert": "bf16[16,16] convert(s)",
+    "concatenate": "f32[32,16] concatenate(s, s), dimensions={0}",
+    "iota": "s32[16,16] iota(), iota_dimension=0",
+    "constant": "f32[] constant(1)",
+    "copy": "f32[16,16] copy(s)",
+    "slice": "f32[8,16] slice(s), slice={[0:8], [0:16]}",
+    "pad": "f32[18,16] pad(s, z), padding=1_1x0_0",
+    "maximum": "f32[16,16] maximum(s, s)",
+}
 SMALL, LARGE = 64, 1 << 16          # floats per device in a collective's operand
 _ADD = "add { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT s = f32[] add(a, b) }\n"
 
@@ -37,8 +64,10 @@ def _groups(n: int, size: int) -> str:
 
 
 def _collective_program(kind: str, n: int, size: int, elements: int) -> str:
-    """`COPIES` independent collectives of one kind on the same operand (one would be lost
-    in the step's own overhead)."""
+    """`COPIES` collectives of one kind, each after a negation of the operand: as in a
+    step, devices arrive at each collective from compute (back-to-back collectives would
+    find every device already waiting, and price them too low). One alone would be lost in
+    the step's own overhead."""
     header = f"HloModule calibrate, num_partitions={n}\n{_ADD}"
     groups = f"replica_groups={_groups(n, size)}, use_global_device_ids=true"
     if kind == "all-reduce":
@@ -54,10 +83,27 @@ def _collective_program(kind: str, n: int, size: int, elements: int) -> str:
         pairs = ",".join(f"{{{d},{(d // size) * size + (d % size + 1) % size}}}"
                          for d in range(n))
         shape, op = f"f32[{elements}]", f"collective-permute(x), source_target_pairs={{{pairs}}}"
-    lines = [f"r{i} = {shape} {op}, channel_id={i + 1}" for i in range(COPIES)]
+    lines = []
+    for i in range(COPIES):
+        previous = "x"
+        for k in range(BETWEEN):
+            lines.append(f"n{i}_{k} = f32[{elements}] negate({previous})")
+            previous = f"n{i}_{k}"
+        lines.append(f"r{i} = {shape} {op.replace('(x)', f'({previous})')}, "
+                     f"channel_id={i + 1}")
     names = ", ".join(f"r{i}" for i in range(COPIES))
     return (f"{header}ENTRY e {{ x = f32[{elements}] parameter(0)\n " + "\n ".join(lines)
             + f"\n ROOT t = ({', '.join([shape] * COPIES)}) tuple({names}) }}")
+
+
+def _opcode_program(n: int, text: str) -> str:
+    """`OPS` independent copies of one small op (see OPCODES), results dropped."""
+    lines = ["s = f32[16,16] parameter(0)", "z = f32[] constant(0)", "i = s32[] constant(0)",
+             "p = pred[16,16] compare(s, s), direction=GT",
+             "q = f32[4,16] slice(s), slice={[0:4], [0:16]}"]
+    lines += [f"o{k} = {text}" for k in range(OPS)]
+    lines.append("ROOT r = f32[] constant(0)")
+    return f"HloModule op, num_partitions={n}\n{_ADD}ENTRY e {{ " + "\n ".join(lines) + " }"
 
 
 def _chain_program(n: int) -> str:
@@ -136,6 +182,15 @@ def calibrate(*, repeats: int = 5, quick: bool = False, progress=None) -> Profil
                       "lhs_contracting_dims={1}, rhs_contracting_dims={0} }",
                       lambda: [rng.random((gemm, gemm), np.float32)])
     gemm_flops = 2 * gemm ** 3 / max(dot - step - op, 1e-9)
+    by_opcode = {}
+    say("small ops, one kind at a time")
+    base = runner.time(_opcode_program(n, "f32[] constant(0)").replace(
+        "o0 = f32[] constant(0)", "o0 = f32[] constant(0)"), lambda: [np.ones((16, 16),
+                                                                           np.float32)])
+    for opcode, text in OPCODES.items():
+        seconds = runner.time(_opcode_program(n, text),
+                              lambda: [rng.random((16, 16), np.float32)])
+        by_opcode[opcode] = max((seconds - base) / OPS, 0.0) + op
     collectives = {}
     sizes = [g for g in range(2, n + 1) if n % g == 0]
     for kind in COLLECTIVE_KINDS:
@@ -147,7 +202,8 @@ def calibrate(*, repeats: int = 5, quick: bool = False, progress=None) -> Profil
                 seconds = runner.time(_collective_program(kind, n, size, elements),
                                       lambda e=elements: [rng.random(e, np.float32)])
                 moved = collective_bytes(kind, 4.0 * elements, size)
-                points.append((moved, max((seconds - step) / COPIES, 1e-9)))
+                negate = BETWEEN * (op + 8.0 * elements / bandwidth)
+                points.append((moved, max((seconds - step) / COPIES - negate, 1e-9)))
             (x0, t0), (x1, t1) = points
             beta = max((t1 - t0) / (x1 - x0), 0.0)
             collectives[kind][size] = (max(t0 - beta * x0, 1e-9), beta)
@@ -155,4 +211,5 @@ def calibrate(*, repeats: int = 5, quick: bool = False, progress=None) -> Profil
     return Profile(name=f"calibrated: {config.backend} backend, {n} {top.kind} devices",
                    backend=config.backend, communicator=top.kind, devices=n,
                    step_overhead_s=step, op_overhead_s=op, gemm_flops=gemm_flops,
-                   memory_bandwidth=bandwidth, collectives=collectives)
+                   memory_bandwidth=bandwidth, collectives=collectives,
+                   op_overhead_by_opcode=by_opcode)

@@ -224,7 +224,8 @@ class _Pricer:
             return "compute", p.op_overhead_s + max(branches, default=0.0), 0.0, 0.0, 0
         work, traffic = flops(inst), memory_traffic(inst)
         gemm = inst.op.family is Family.CONTRACTION
-        return "compute", p.compute_time(work, traffic, gemm=gemm), work, traffic, 0
+        return ("compute", p.compute_time(work, traffic, gemm=gemm, opcode=inst.opcode), work,
+                traffic, 0)
 
 
 def _schedule(computation: Computation, pricer: _Pricer) -> tuple[list[OpCost], float]:

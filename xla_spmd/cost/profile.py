@@ -43,6 +43,8 @@ class Profile:
     memory_bandwidth: float       # bytes/s of one device, likewise
     # kind -> {group size: (alpha seconds, beta seconds per byte per device)}
     collectives: dict[str, dict[int, tuple[float, float]]] = field(default_factory=dict)
+    # opcode -> its own per-instruction price where it differs from op_overhead_s
+    op_overhead_by_opcode: dict[str, float] = field(default_factory=dict)
 
     def _line(self, kind: str, group_size: int) -> tuple[float, float]:
         table = self.collectives.get(kind) or self.collectives.get("all-reduce") or {}
@@ -68,12 +70,17 @@ class Profile:
         alpha, beta = self._line(kind, group_size)
         return alpha + beta * bytes_per_device
 
-    def compute_time(self, flops: float, bytes_moved: float, *, gemm: bool) -> float:
+    def overhead(self, opcode: str) -> float:
+        """The fixed price of one instruction of `opcode`."""
+        return self.op_overhead_by_opcode.get(opcode, self.op_overhead_s)
+
+    def compute_time(self, flops: float, bytes_moved: float, *, gemm: bool,
+                     opcode: str = "") -> float:
         """Roofline seconds of one instruction: the larger of its FLOPs over GEMM throughput
         (contractions only: elementwise FLOPs hide under their memory traffic) and its bytes
         over memory bandwidth, plus the per-instruction overhead."""
         compute = flops / self.gemm_flops if gemm else 0.0
-        return self.op_overhead_s + max(compute, bytes_moved / self.memory_bandwidth)
+        return self.overhead(opcode) + max(compute, bytes_moved / self.memory_bandwidth)
 
     def to_json(self) -> str:
         data = asdict(self)
