@@ -44,6 +44,7 @@ _EXPORTS = {
     "evaluate": "xla_spmd.backends.reference",
     "evaluate_spmd": "xla_spmd.backends.reference",
     "inspect": "xla_spmd.inspection",
+    "auto_shard": "xla_spmd.autoshard",
     "jit": "xla_spmd.runtime",  # the runtime installs how sharded functions run
     "Lowered": "xla_spmd.frontend.jit",
     "with_sharding_constraint": "xla_spmd.frontend.jit",
