@@ -263,6 +263,7 @@ class MpiCommunicator(BlockingCollectives):
         self._sequence: dict[Group, int] = {}
         self._in_flight: dict[Group, deque[_MpiHandle]] = {}
         self._progressing = False
+        self._scratch_buffers: dict[Group, np.ndarray] = {}
         self._beacons = Beacons(self._comm)
         world = tuple(range(self._size))
         self._group_comms[world] = (self._comm, self._comm.Dup())
@@ -504,25 +505,33 @@ class MpiCommunicator(BlockingCollectives):
                 gathered = np.empty((parts,) + x.shape, x.dtype)
                 yield [comm.Iallgather(_bytes(x), _bytes(gathered))]
                 return fold(list(gathered), op)
-            return (yield from self._ordered_all_reduce(x, comm, op, parts))
+            return (yield from self._ordered_all_reduce(x, group, comm, op))
 
         return self._start("all_reduce", group, comms, op_name(op), x, steps)
 
-    def _ordered_all_reduce(self, x: np.ndarray, comm: Any, op: ReduceOp, parts: int
+    def _scratch(self, group: Group, nbytes: int) -> np.ndarray:
+        """A reusable receive buffer of at least ``nbytes`` for collectives on ``group``: its
+        payload stages run one collective at a time, so one buffer per group suffices."""
+        buffer = self._scratch_buffers.get(group)
+        if buffer is None or buffer.nbytes < nbytes:
+            buffer = self._scratch_buffers[group] = np.empty(nbytes, np.uint8)
+        return buffer[:nbytes]
+
+    def _ordered_all_reduce(self, x: np.ndarray, group: Group, comm: Any, op: ReduceOp
                             ) -> Steps:
         """Alltoallv the chunks, fold this member's chunk in group order, Allgatherv."""
-        me = comm.Get_rank()
+        me, parts = group.index(self._rank), len(group)
         flat = x.reshape(-1)
         counts, offsets = _chunks(flat.size, parts)
         item = x.itemsize
         mine = int(counts[me])
-        received = np.empty((parts, mine), x.dtype)
+        received = self._scratch(group, parts * mine * item).view(x.dtype).reshape(parts, mine)
         yield [comm.Ialltoallv(
             [flat.view(np.uint8), counts * item, offsets * item, self._MPI.BYTE],
             [received.reshape(-1).view(np.uint8), np.full(parts, mine * item),
              np.arange(parts) * (mine * item), self._MPI.BYTE])]
         out = np.empty_like(flat)
-        out[offsets[me]:offsets[me] + mine] = fold(list(received), op)
+        fold(list(received), op, out=out[offsets[me]:offsets[me] + mine])
         yield [comm.Iallgatherv(self._MPI.IN_PLACE,
                                 [out.view(np.uint8), counts * item, offsets * item,
                                  self._MPI.BYTE])]
@@ -562,7 +571,8 @@ class MpiCommunicator(BlockingCollectives):
                 out = np.empty_like(stacked[0])
                 yield [comms[0].Ireduce_scatter_block(stacked, out, native)]
                 return out
-            received = np.empty_like(stacked)
+            received = self._scratch(group, stacked.nbytes).view(x.dtype).reshape(
+                stacked.shape)
             yield [comms[0].Ialltoall(_bytes(stacked), _bytes(received))]
             return fold(list(received), op)
 

@@ -205,7 +205,6 @@ def run_one(step, params, batches, mesh, strategy: str, *, roles=None, steps: in
     import xla_spmd as xs
     from xla_spmd.bench.strategies import batch_spec, param_shardings
     from xla_spmd.cost import estimate
-    from xla_spmd.runtime.jit_runtime import compiled_step
 
     first = batches(0)
     note = ""
@@ -234,8 +233,7 @@ def run_one(step, params, batches, mesh, strategy: str, *, roles=None, steps: in
         samples.append(time.perf_counter() - start)
     from xla_spmd.cost.calibrate import lower_quartile
 
-    compiled = compiled_step(jitted.lower(placed, *first))
-    report = estimate(compiled.spmd_module, profile)
+    report = estimate(jitted.spmd_module(jitted.lower(placed, *first)), profile)
     row = BenchRow(mesh=",".join(f"{k}={v}" for k, v in mesh.shape.items() if v > 1) or
                    "one device", strategy=strategy, measured_s=lower_quartile(samples),
                    predicted_s=report.step_time, compute_s=report.compute_time,

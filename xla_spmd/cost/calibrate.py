@@ -10,7 +10,8 @@ take part.
 * memory bandwidth: adding two vectors of ``VECTOR`` floats (12 bytes moved per element);
 * GEMM throughput: one ``GEMM x GEMM`` dot;
 * per collective kind and group size (the divisors of N from 2 up): a small and a large
-  message; the line through both gives alpha and beta.
+  message; the line through both gives alpha and beta;
+* the own price of each common small op (OPCODES), beyond its roofline time.
 
 Each program runs a few times and the lower quartile counts, so a stray slow run does not.
 """
@@ -23,7 +24,6 @@ from collections.abc import Callable
 import numpy as np
 
 from xla_spmd.cost.profile import COLLECTIVE_KINDS, Profile
-from xla_spmd.errors import XlaSpmdError
 from xla_spmd.partition.report import collective_bytes
 
 OPS, VECTOR, GEMM, COPIES = 200, 1 << 20, 256, 8
@@ -131,15 +131,16 @@ class _Runner:
 
     def time(self, text: str, make_args: Callable[[], list]) -> float:
         from xla_spmd.ir import parse_hlo
-        from xla_spmd.runtime.executable import SpmdExecutable
+        from xla_spmd.pipeline import load_backend
+        from xla_spmd.runtime.executable import execute
 
-        executable = SpmdExecutable(parse_hlo(text))
+        executable = load_backend().compile(parse_hlo(text), tuple(self.devices))
         args = {d: make_args() for d in self.devices}
-        executable.execute(args)  # warm up: threads, caches
+        execute(executable, args)  # warm up: threads, caches
         samples = []
         for _ in range(self.repeats):
             start = time.perf_counter()
-            executable.execute(args)
+            execute(executable, args)
             samples.append(time.perf_counter() - start)
         # The lower quartile: on a shared machine the slow runs are other people's work.
         # Under MPI each rank times its own runs; the collectives keep them in step, and
@@ -153,9 +154,6 @@ def calibrate(*, repeats: int = 5, quick: bool = False, progress=None) -> Profil
     import xla_spmd.config as config
     from xla_spmd.runtime.devices import topology
 
-    if config.backend != "reference":
-        raise XlaSpmdError(f"calibrate: backend {config.backend!r} is not built yet; "
-                           "calibrate with the reference backend")
     say = progress or (lambda text: None)
     runner = _Runner(repeats)
     n = runner.num_devices

@@ -112,19 +112,22 @@ def _provenance(notes: dict[str, str], inst, sharding) -> str:
 def build_report(module: Module, *, mesh=None, profile=None, name: str | None = None
                  ) -> InspectReport:
     """Propagate, partition and price `module` (see the module docstring)."""
-    from xla_spmd.partition import partition
+    from xla_spmd.pipeline import lower, program_mesh
+    from xla_spmd.propagation import import_shardings
+    from xla_spmd.propagation.importing import has_foreign_shardings
     from xla_spmd.propagation.propagate import run
     from xla_spmd.propagation.provenance import annotate
-    from xla_spmd.runtime.jit_runtime import module_mesh
 
     profile = profile if not isinstance(profile, (str, type(None))) else load_profile(profile)
-    mesh = mesh or module_mesh(module)
+    if has_foreign_shardings(module):  # GSPMD / Shardy text -> TensorShardings
+        module = import_shardings(module, mesh).module
+    mesh = mesh or program_mesh(module)
     if mesh is None:
         raise XlaSpmdError(f"{module.name}: no sharding and no mesh; give a mesh (--mesh "
                            "data=2,model=4) or shard an argument")
-    result = run(module, mesh=mesh)
+    result = run(module, mesh=mesh)     # propagation, keeping why each value is sharded
     propagated = result.module
-    spmd = partition(propagated, mesh, propagate=False)
+    spmd = lower(propagated, mesh=mesh, propagate_shardings=False).spmd_module
     cost = estimate(spmd, profile)
     notes = annotate(result) if result.propagator is not None else {}
     names = {inst.name for inst in propagated.entry.instructions}
@@ -170,9 +173,9 @@ def inspect_module(module: Module, *, mesh: str | None = None, profile=None
     from xla_spmd.cli_tools import parse_mesh_text
     from xla_spmd.ir import rewrite
     from xla_spmd.mesh import make_mesh
-    from xla_spmd.runtime.jit_runtime import module_mesh
+    from xla_spmd.pipeline import program_mesh
 
-    found = module_mesh(module)
+    found = program_mesh(module)
     if mesh is None:
         return build_report(module, profile=profile)
     axes = parse_mesh_text(mesh)
