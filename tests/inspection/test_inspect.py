@@ -47,6 +47,16 @@ def test_values_shapes_provenance_and_collectives():
     assert a.blocks == [[[0, k], [k]] for k in range(4)]
 
 
+def test_measured_step_time_rides_along():
+    xs.set_num_devices(2)
+    mesh = xs.make_mesh({"data": 2})
+    jitted = xs.jit(lambda x: xnp.exp(-x), in_shardings=xs.NamedSharding(mesh, xs.P("data")))
+    report = xs.inspect(jitted, np.ones((4, 3), np.float32), measure=2)
+    assert report.measured_step_time > 0
+    assert json.loads(re.search(r'id="data">(.*?)</script>', report.to_html(), re.S).group(1)
+                      .replace("<\\/", "</"))["measured"] == report.measured_step_time
+
+
 def test_provenance_names_the_user_argument():
     xs.set_num_devices(2)
     mesh = xs.make_mesh({"data": 2})

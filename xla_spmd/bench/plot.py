@@ -14,15 +14,15 @@ def plot_result(result, stem: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     rows = result.rows
-    labels = [f"{r.mesh}\n{r.strategy}" for r in rows]
+    labels = [f"{r.mesh} {r.strategy}" for r in rows]
     positions = range(len(rows))
-    figure, (left, right) = plt.subplots(1, 2, figsize=(max(8, 1.4 * len(rows) + 4), 4.5))
+    figure, (left, right) = plt.subplots(2, 1, figsize=(max(7, 0.45 * len(rows) + 3), 8),
+                                         sharex=True)
     width = 0.4
     left.bar([p - width / 2 for p in positions], [r.measured_s * 1e3 for r in rows], width,
              label="measured", color="#59a14f")
     left.bar([p + width / 2 for p in positions], [r.predicted_s * 1e3 for r in rows], width,
              label="predicted", color="#4c78a8")
-    left.set_xticks(list(positions), labels, fontsize=8)
     left.set_ylabel("step time (ms)")
     left.set_title("measured vs predicted")
     left.legend()
@@ -33,7 +33,7 @@ def plot_result(result, stem: Path) -> list[Path]:
     right.bar(positions, collectives, bottom=compute, label="collectives", color="#e8833a")
     right.bar(positions, overhead, bottom=[a + b for a, b in zip(compute, collectives)],
               label="step overhead", color="#bab0ac")
-    right.set_xticks(list(positions), labels, fontsize=8)
+    right.set_xticks(list(positions), labels, fontsize=8, rotation=60, ha="right")
     right.set_ylabel("predicted time (ms)")
     right.set_title("predicted breakdown")
     right.legend()

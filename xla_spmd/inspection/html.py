@@ -72,7 +72,7 @@ function drawMesh() {
                                                                   : sizes.length ? [c] : []);
     const cap = prefix.map((v, i) => `${names[i]}=${v}`).join(', ') ||
       names.slice(-2).map(n => `${n}=${R.mesh.axes[n]}`).join(' x ');
-    grid(host, rows, cols, (r, c) => 'd' + pick(r, c), (r, c) => color('m' + pick(r, c)), cap);
+    grid(host, rows, cols, (r, c) => 'd' + pick(r, c), (r, c) => color(String(pick(r, c))), cap);
   }
 }
 
