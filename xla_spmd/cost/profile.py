@@ -108,19 +108,28 @@ class Profile:
 
 
 def _default() -> Profile:
-    # `xla-spmd calibrate --devices 8` on the project's 2-core machine, reference backend.
+    # `xla-spmd calibrate --devices 8 --repeats 9` on the project's shared 2-core machine
+    # (reference backend, in-process devices), rounded.
     collectives = {
-        "all-reduce": {2: (6.0e-4, 4.0e-9), 4: (8.0e-4, 5.0e-9), 8: (1.1e-3, 6.0e-9)},
-        "all-gather": {2: (4.0e-4, 2.0e-9), 4: (5.0e-4, 2.5e-9), 8: (7.0e-4, 3.0e-9)},
-        "reduce-scatter": {2: (6.0e-4, 4.0e-9), 4: (8.0e-4, 5.0e-9), 8: (1.1e-3, 6.0e-9)},
-        "all-to-all": {2: (5.0e-4, 3.0e-9), 4: (6.0e-4, 3.5e-9), 8: (8.0e-4, 4.0e-9)},
-        "collective-permute": {2: (4.0e-4, 2.0e-9), 4: (4.0e-4, 2.0e-9),
-                               8: (5.0e-4, 2.5e-9)},
+        "all-reduce": {2: (0.00023, 7.2e-10), 4: (0.00025, 1.2e-10), 8: (0.00017, 2.6e-10)},
+        "all-gather": {2: (0.00019, 1.9e-09), 4: (0.00021, 1.7e-08), 8: (0.00015, 1.9e-08)},
+        "reduce-scatter": {2: (0.00028, 0.0), 4: (0.00026, 0.0), 8: (0.00024, 0.0)},
+        "all-to-all": {2: (0.00034, 4.1e-10), 4: (0.00034, 0.0), 8: (0.00031, 4.7e-09)},
+        "collective-permute": {2: (0.00021, 2.3e-09), 4: (0.00021, 4.1e-10), 8: (0.0002, 3.1e-09)},
+    }
+    by_opcode = {
+        "dot": 0.00096, "reduce": 0.00022, "broadcast": 0.00011, "add": 6.2e-05,
+        "multiply": 9.9e-05, "subtract": 5.9e-05, "divide": 6.1e-05, "exponential":
+        6.7e-05, "compare": 0.00014, "select": 6.2e-05, "dynamic-slice": 6e-05,
+        "dynamic-update-slice": 0.00022, "reshape": 3.4e-05, "transpose": 3.2e-05,
+        "convert": 0.00022, "concatenate": 3.5e-05, "iota": 0.00011, "constant":
+        2.7e-05, "copy": 5.4e-05, "slice": 3.2e-05, "pad": 0.00017, "maximum": 0.00028,
     }
     return Profile(name="built-in (reference backend, 8 in-process devices, 2 cores)",
                    backend="reference", communicator="local", devices=8,
-                   step_overhead_s=1.0e-3, op_overhead_s=6.0e-5, gemm_flops=2.0e9,
-                   memory_bandwidth=1.0e9, collectives=collectives)
+                   step_overhead_s=0.0013, op_overhead_s=2.6e-05,
+                   gemm_flops=8000000000.0, memory_bandwidth=1100000000.0,
+                   collectives=collectives, op_overhead_by_opcode=by_opcode)
 
 
 DEFAULT_PROFILE = _default()
