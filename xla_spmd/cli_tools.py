@@ -91,7 +91,7 @@ def cmd_bench(args) -> int:
         raise XlaSpmdError(f"{args.script}: no such file")
     result = bench_script(args.script, meshes=args.meshes,
                           strategies=[s for s in args.strategies.split(",") if s],
-                          steps=args.steps, profile=args.profile)
+                          steps=args.steps, rounds=args.rounds, profile=args.profile)
     result.print()
     if args.output:
         written = result.save(args.output)
@@ -127,7 +127,9 @@ def add_commands(commands) -> None:
                        help="meshes, e.g. data=8 data=2,model=4")
     bench.add_argument("--strategies", default="dp,tp,fsdp,2d",
                        help="comma-separated: dp, tp, fsdp, 2d, auto")
-    bench.add_argument("--steps", type=int, default=3, help="timed steps per run")
+    bench.add_argument("--steps", type=int, default=3, help="timed steps per round")
+    bench.add_argument("--rounds", type=int, default=3,
+                       help="rounds in which the strategies of a mesh take turns")
     bench.add_argument("--output", default=None,
                        help="file stem for STEM.csv, STEM.json, STEM.png and STEM.svg")
     bench.add_argument("--profile", default=None, help="cost profile (xla-spmd calibrate)")

@@ -12,8 +12,9 @@ as `examples/train_mlp.py` and `examples/train_transformer.py` do. For each (mes
 `bench` jits the step with the strategy's shardings (`auto`: `xs.auto_shard`), runs it a few
 times on the job's devices, and prices the partitioned program with the cost model under a
 profile calibrated for that many devices (`xla-spmd calibrate`), so each row holds the
-measured step time (lower quartile of the timed steps), the predicted one, the prediction
-error, bytes moved per device, peak memory per device and the dominant collective.
+measured step time, the predicted one, the prediction
+error, bytes moved per device, peak memory per device and the dominant collective. The
+measured time is the fastest step: on a shared machine the slower ones carry other work.
 
 >>> from xla_spmd.bench import bench
 >>> import numpy as np
@@ -199,12 +200,24 @@ def _profile_for(devices: int, calibrate: bool, profile, cache: dict):
     return cache[devices]
 
 
-def run_one(step, params, batches, mesh, strategy: str, *, roles=None, steps: int = 3,
-            profile=None, memory_limit=None) -> tuple[BenchRow, object]:
-    """Jit `step` under one strategy on `mesh`, time it, and price it with `profile`."""
+@dataclass
+class _Run:
+    """One (mesh, strategy) compiled and placed, and its timed steps so far."""
+
+    strategy: str
+    jitted: object
+    placed: object
+    first: tuple
+    compile_s: float
+    note: str = ""
+    samples: list = field(default_factory=list)
+
+
+def _prepare(step, params, batches, mesh, strategy: str, roles, profile, memory_limit
+             ) -> _Run:
+    """Jit `step` with the strategy's shardings, place the parameters, run it once."""
     import xla_spmd as xs
     from xla_spmd.bench.strategies import batch_spec, param_shardings
-    from xla_spmd.cost import estimate
 
     first = batches(0)
     note = ""
@@ -221,35 +234,52 @@ def run_one(step, params, batches, mesh, strategy: str, *, roles=None, steps: in
                     out_shardings=(shardings, xs.NamedSharding(mesh, xs.P())))
     placed = xs.device_put(params, shardings)
     start = time.perf_counter()
-    placed, loss = jitted(placed, *first)
+    placed, loss = jitted(placed, *first)  # traces, propagates, partitions, runs
     np.asarray(loss)
-    compile_seconds = time.perf_counter() - start
-    samples = []
-    for i in range(steps):
-        arguments = batches(i + 1)
-        start = time.perf_counter()
-        placed, loss = jitted(placed, *arguments)
-        np.asarray(loss)
-        samples.append(time.perf_counter() - start)
-    from xla_spmd.cost.calibrate import lower_quartile
+    return _Run(strategy, jitted, placed, first, time.perf_counter() - start, note)
 
-    report = estimate(jitted.spmd_module(jitted.lower(placed, *first)), profile)
+
+def _time_steps(run: _Run, batches, steps: int) -> None:
+    for _ in range(steps):
+        arguments = batches(len(run.samples) + 1)
+        start = time.perf_counter()
+        run.placed, loss = run.jitted(run.placed, *arguments)
+        np.asarray(loss)
+        run.samples.append(time.perf_counter() - start)
+
+
+def _row(run: _Run, mesh, profile) -> tuple[BenchRow, object]:
+    """The measured step (the fastest: on a shared machine the slower steps are other
+    work's) beside the cost model's price of the same SPMD module."""
+    from xla_spmd.cost import estimate
+
+    report = estimate(run.jitted.spmd_module(run.jitted.lower(run.placed, *run.first)),
+                      profile)
     row = BenchRow(mesh=",".join(f"{k}={v}" for k, v in mesh.shape.items() if v > 1) or
-                   "one device", strategy=strategy, measured_s=lower_quartile(samples),
+                   "one device", strategy=run.strategy, measured_s=min(run.samples),
                    predicted_s=report.step_time, compute_s=report.compute_time,
                    collective_s=report.collective_time,
                    bytes_per_device=report.collective_bytes, peak_memory=report.peak_memory,
                    dominant_collective=report.dominant_collective(),
-                   compile_s=compile_seconds, note=note)
+                   compile_s=run.compile_s, note=run.note)
     return row, report
 
 
+def run_one(step, params, batches, mesh, strategy: str, *, roles=None, steps: int = 3,
+            profile=None, memory_limit=None) -> tuple[BenchRow, object]:
+    """Jit `step` under one strategy on `mesh`, time it, and price it with `profile`."""
+    run = _prepare(step, params, batches, mesh, strategy, roles, profile, memory_limit)
+    _time_steps(run, batches, steps)
+    return _row(run, mesh, profile)
+
+
 def bench(step, params: dict, batch, *, meshes, strategies, roles=None, steps: int = 3,
-          profile=None, calibrate: bool = True, memory_limit=None, name: str = "step",
-          progress: bool = True) -> BenchResult:
+          rounds: int = 3, profile=None, calibrate: bool = True, memory_limit=None,
+          name: str = "step", progress: bool = True) -> BenchResult:
     """Run every (mesh, strategy) and return the table (see the module docstring).
-    `profile` (a path or Profile) prices every run; otherwise each device count is
-    calibrated once (`calibrate=False`: the built-in profile)."""
+    The strategies of one mesh take turns, `rounds` times `steps` steps each, so a change of
+    the machine's load touches them alike. `profile` (a path or Profile) prices every run;
+    otherwise each device count is calibrated once (`calibrate=False`: the built-in one)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from xla_spmd.cost import Profile
@@ -257,21 +287,30 @@ def bench(step, params: dict, batch, *, meshes, strategies, roles=None, steps: i
     batches = batch if callable(batch) else (lambda i: tuple(batch))
     result = BenchResult(name)
     cache: dict[int, Profile] = {}
-    runs = [(m, s) for m in meshes for s in strategies]
     columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[run]}"),
                TimeElapsedColumn())
+    total = len(meshes) * len(strategies) * (1 + rounds)
     with Progress(*columns, disable=not (progress and sys.stdout.isatty()),
                   transient=True) as bar:
-        task = bar.add_task("bench", total=len(runs), run="")
-        for mesh_text, strategy in runs:
-            bar.update(task, run=f"{mesh_text} {strategy}")
+        task = bar.add_task("bench", total=total, run="")
+        for mesh_text in meshes:
             mesh = _mesh(mesh_text)
             the_profile = profile if isinstance(profile, Profile) else _profile_for(
                 mesh.size, calibrate, profile, cache)
             result.profiles[mesh.size] = the_profile.name
-            row, _ = run_one(step, params, batches, mesh, strategy, roles=roles, steps=steps,
-                             profile=the_profile, memory_limit=memory_limit)
-            row.mesh = mesh_text
-            result.rows.append(row)
-            bar.advance(task)
+            runs = []
+            for strategy in strategies:
+                bar.update(task, run=f"{mesh_text} {strategy}: compiling")
+                runs.append(_prepare(step, params, batches, mesh, strategy, roles,
+                                     the_profile, memory_limit))
+                bar.advance(task)
+            for turn in range(rounds):
+                for run in runs:
+                    bar.update(task, run=f"{mesh_text} {run.strategy}: round {turn + 1}")
+                    _time_steps(run, batches, steps)
+                    bar.advance(task)
+            for run in runs:
+                row, _ = _row(run, mesh, the_profile)
+                row.mesh = mesh_text
+                result.rows.append(row)
     return result

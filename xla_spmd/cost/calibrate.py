@@ -13,7 +13,7 @@ take part.
   message; the line through both gives alpha and beta;
 * the own price of each common small op (OPCODES), beyond its roofline time.
 
-Each program runs a few times and the lower quartile counts, so a stray slow run does not.
+Each program runs a few times and the fastest run counts, so a stray slow run does not.
 """
 
 from __future__ import annotations
@@ -113,10 +113,10 @@ def _chain_program(n: int) -> str:
     return f"HloModule chain, num_partitions={n}\nENTRY e {{ " + "\n ".join(lines) + " }"
 
 
-def lower_quartile(samples: list[float]) -> float:
-    """The 25th percentile of timing samples (what bench reports too)."""
-    ordered = sorted(samples)
-    return ordered[(len(ordered) - 1) // 4]
+def fastest(samples: list[float]) -> float:
+    """The time a measurement reports: the fastest run (on a shared machine the slower
+    runs carry other people's work; bench reports its steps the same way)."""
+    return min(samples)
 
 
 class _Runner:
@@ -142,10 +142,9 @@ class _Runner:
             start = time.perf_counter()
             execute(executable, args)
             samples.append(time.perf_counter() - start)
-        # The lower quartile: on a shared machine the slow runs are other people's work.
         # Under MPI each rank times its own runs; the collectives keep them in step, and
         # rank 0 writes the profile.
-        return lower_quartile(samples)
+        return fastest(samples)
 
 
 def calibrate(*, repeats: int = 5, quick: bool = False, progress=None) -> Profile:

@@ -161,7 +161,7 @@ def inspect(jitted, *args, profile=None, measure: int = 0, **kwargs) -> InspectR
     """The inspection report of `jitted` (an `xs.jit` function) on these arguments: per
     value its shardings, provenance and collectives, and the predicted step (see
     `InspectReport`). With ``measure=N`` the function also runs N times and the report holds
-    the measured step time (the lower quartile) beside the predicted one. Print it, or write
+    the measured step time (the fastest run) beside the predicted one. Print it, or write
     its HTML with ``report.write_html(path)``."""
     lowered = jitted.lower(*args, **kwargs)
     name = getattr(getattr(jitted, "fun", None), "__name__", None) or lowered.module.name
@@ -171,7 +171,7 @@ def inspect(jitted, *args, profile=None, measure: int = 0, **kwargs) -> InspectR
 
         import numpy as np
 
-        from xla_spmd.cost.calibrate import lower_quartile
+        from xla_spmd.cost.calibrate import fastest
         from xla_spmd.frontend.pytree import tree_leaves
 
         samples = []
@@ -180,7 +180,7 @@ def inspect(jitted, *args, profile=None, measure: int = 0, **kwargs) -> InspectR
             for leaf in tree_leaves(jitted(*args, **kwargs)):
                 np.asarray(leaf)
             samples.append(time.perf_counter() - start)
-        report.measured_step_time = lower_quartile(samples[1:])  # the first one compiles
+        report.measured_step_time = fastest(samples[1:])  # the first one compiles
     return report
 
 
