@@ -11,3 +11,13 @@ def default_device_count():
 
     set_num_devices(DEFAULT_NUM_DEVICES)
     yield
+
+
+@pytest.fixture
+def x64():
+    """64-bit types on for one test (``xs.config.enable_x64``, as JAX's ``jax_enable_x64``):
+    for checks in float64 against numpy or finite differences."""
+    from xla_spmd import config
+
+    with config.override(enable_x64=True):
+        yield
