@@ -77,8 +77,9 @@ def _collective_program(kind: str, n: int, size: int, elements: int) -> str:
     elif kind == "reduce-scatter":
         shape = f"f32[{elements // size}]"
         op = f"reduce-scatter(x), dimensions={{0}}, {groups}, to_apply=add"
-    elif kind == "all-to-all":
-        shape, op = f"f32[{elements}]", f"all-to-all(x), dimensions={{0}}, {groups}"
+    elif kind == "all-to-all":  # takes no use_global_device_ids: its groups are partitions
+        shape = f"f32[{elements}]"
+        op = f"all-to-all(x), dimensions={{0}}, replica_groups={_groups(n, size)}"
     else:
         pairs = ",".join(f"{{{d},{(d // size) * size + (d % size + 1) % size}}}"
                          for d in range(n))
