@@ -95,7 +95,8 @@ def cmd_run(args) -> int:
     from xla_spmd.pipeline import load_backend
     from xla_spmd.runtime.devices import launched_by_mpi, topology
 
-    try:  # the same on every rank: under mpirun, rank 0 alone reports an error here
+    error = None
+    try:
         module = load_module(args.program)
         on_devices = args.devices is not None or launched_by_mpi()
         _check_devices(module, args.program, args.devices, on_devices)
@@ -103,9 +104,9 @@ def cmd_run(args) -> int:
             check_output_path(args.output, (".npz",))
         check_memory(module, args.program)
         inputs = load_inputs(args.inputs, module)
-    except XlaSpmdError as error:
-        error.same_on_every_rank = True
-        raise
+    except XlaSpmdError as caught:
+        error = caught
+    _agree_on_files(error)
     if on_devices:
         outputs = _run_on_devices(module, inputs, args.devices, args.backend)
     else:  # the program as it is, on one device
@@ -389,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here, not at exit
         return code
     except XlaSpmdError as error:
-        if not (getattr(error, "same_on_every_rank", False) and _other_rank()):
+        if not getattr(error, "reported_by_another_rank", False):
             print(f"xla-spmd {args.command}: error: {error}", file=sys.stderr)
         return 2
     except MemoryError as error:  # past check_memory: temporaries, or a command without it
@@ -401,12 +402,27 @@ def main(argv: list[str] | None = None) -> int:
         return 128 + signal.SIGPIPE
 
 
-def _other_rank() -> bool:
-    """Under mpirun, whether this is a rank other than 0 (an error every rank meets is
-    reported by rank 0 alone)."""
-    from xla_spmd.runtime.devices import launched_by_mpi, process_index
+def _agree_on_files(error: XlaSpmdError | None) -> None:
+    """Raise ``error`` if reading the files failed. Under mpirun every rank first learns
+    which ranks failed: the lowest of them reports (once, whether the files were bad
+    everywhere or on one host alone), and every rank stops with exit status 2."""
+    from xla_spmd.runtime.devices import launched_by_mpi
+    from xla_spmd.runtime.executable import mpi_communicator
 
-    return launched_by_mpi() and process_index() != 0
+    if not launched_by_mpi():
+        if error is not None:
+            raise error
+        return
+    communicator = mpi_communicator()
+    world = tuple(range(communicator.size))
+    failed = communicator.all_gather(np.array([error is not None]), world, 0)
+    if not failed.any():
+        return
+    if error is None or communicator.rank != int(np.argmax(failed)):
+        quiet = XlaSpmdError("another rank could not read the files")
+        quiet.reported_by_another_rank = True
+        raise quiet
+    raise error
 
 
 if __name__ == "__main__":
