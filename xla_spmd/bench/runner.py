@@ -196,7 +196,7 @@ def _profile_for(devices: int, calibrate: bool, profile, cache: dict):
         return load_profile(profile)
     if devices not in cache:
         from xla_spmd.cost.calibrate import calibrate as measure
-        cache[devices] = measure(repeats=5, quick=True)
+        cache[devices] = measure(repeats=7)
     return cache[devices]
 
 
