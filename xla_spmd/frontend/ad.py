@@ -11,7 +11,7 @@ tuples of cotangents; None stands for a zero. Only floating-point values carry c
 from __future__ import annotations
 
 from xla_spmd.frontend import lax
-from xla_spmd.frontend.tracing import rebind
+from xla_spmd.frontend.tracing import rebind, source_of
 from xla_spmd.ir import Computation, Registry, TupleShape
 
 VJP = Registry("VJP")
@@ -101,7 +101,8 @@ def backward(computation: Computation, env: dict, root_ct) -> list:
             continue
         rule = VJP.lookup(inst.opcode)
         operands = [env[id(o)] for o in inst.operands]
-        operand_cts = rule(ct, inst, operands, env[id(inst)])
+        with source_of(inst):
+            operand_cts = rule(ct, inst, operands, env[id(inst)])
         for operand, operand_ct in zip(inst.operands, operand_cts):
             if operand_ct is None or not differentiable(operand.shape):
                 continue
