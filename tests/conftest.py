@@ -11,3 +11,14 @@ def default_device_count():
 
     set_num_devices(DEFAULT_NUM_DEVICES)
     yield
+
+
+@pytest.fixture(autouse=True)
+def fresh_config():
+    """Every test reads the process options afresh (from its environment, which a test may
+    monkeypatch) and leaves no `xs.config.update` behind."""
+    from xla_spmd import config
+
+    config.reset()
+    yield
+    config.reset()

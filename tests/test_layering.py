@@ -18,8 +18,9 @@ LAYERS = {
     "xla_spmd/ir": ("xla_spmd.ir", {"xla_spmd.errors"}),
     "xla_spmd/sharding": ("xla_spmd.sharding",
                           {"xla_spmd.errors", "xla_spmd.mesh", "xla_spmd.ir.hlo_sharding"}),
-    "collectives": ("xla_spmd.collectives", {"xla_spmd.errors"}),
-    "backends": ("xla_spmd.backends", {"xla_spmd.errors", "xla_spmd.ir"}),
+    # Every layer may read the process options (xla_spmd.config imports only errors).
+    "collectives": ("xla_spmd.collectives", {"xla_spmd.errors", "xla_spmd.config"}),
+    "backends": ("xla_spmd.backends", {"xla_spmd.errors", "xla_spmd.config", "xla_spmd.ir"}),
     "xla_spmd/propagation": ("xla_spmd.propagation",
                              {"xla_spmd.errors", "xla_spmd.ir", "xla_spmd.mesh",
                               "xla_spmd.sharding"}),
@@ -69,6 +70,11 @@ def test_layer_imports_point_down(folder):
 
 def test_errors_module_is_a_leaf():
     assert _imports(ROOT / "xla_spmd" / "errors.py") == []
+
+
+def test_config_imports_only_errors():
+    # Every layer may read the options, so config must sit just above errors.
+    assert {name for _, name in _imports(ROOT / "xla_spmd" / "config.py")} == {"xla_spmd.errors"}
 
 
 def test_pyproject_lists_every_package():

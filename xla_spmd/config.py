@@ -43,9 +43,9 @@ def _timeout(text: str | float) -> float:
     if isinstance(text, str) and text.strip().lower() in ("none", "inf", "infinity", "nan"):
         return math.inf
     value = float(text)
-    if math.isnan(value) or math.isinf(value):
+    if math.isnan(value) or value == math.inf:
         return math.inf
-    if value <= 0:
+    if value <= 0:  # -inf included
         raise ValueError("expected a positive number of seconds, or 'inf' for no limit")
     return value
 
