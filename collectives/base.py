@@ -50,8 +50,8 @@ numpy function (applied as a left fold in group order)."""
 
 TIMEOUT_ENV = config.OPTIONS["collective_timeout"].env
 DEFAULT_TIMEOUT = config.OPTIONS["collective_timeout"].default
-TIMEOUT_HINT = (f"change the timeout with {TIMEOUT_ENV}=SECONDS ('inf' waits forever) or "
-                "xs.config.update('collective_timeout', SECONDS)")
+TIMEOUT_HINT = ("raise the timeout: " + config.how_to_set("collective_timeout", "SECONDS")
+                + " ('inf' waits forever)")
 
 # Canonical op name -> numpy ufunc. On bool, add is logical or and multiply logical and,
 # as in numpy; "and"/"or" are bitwise on integers (HLO's and/or).

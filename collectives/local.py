@@ -194,8 +194,9 @@ class LocalWorld:
                 raise root
             note = (f"devices {stuck} were still running {STOP_GRACE:g} s later and were "
                     "left behind")
-            if isinstance(root, CommunicationError):
-                raise CommunicationError(f"{root}; {note}") from root
+            if isinstance(root, CommunicationError):  # one error, with the device's frames
+                error = CommunicationError(f"{root}; {note}")
+                raise error.with_traceback(root.__traceback__) from None
             root.add_note(note)
             raise root
         return results
@@ -221,7 +222,9 @@ class LocalWorld:
                     deadline = math.inf
                 remaining = deadline - time.monotonic()
                 if remaining > 0:
-                    self._condition.wait(_wait_seconds(remaining))
+                    # A short wait: Ctrl-C raises KeyboardInterrupt here only between waits
+                    # (Linux may deliver SIGINT to a device thread, which does not wake us).
+                    self._condition.wait(min(remaining, _POLL_SECONDS))
                 elif self._failure_time is not None:
                     break
                 elif self._waiting:

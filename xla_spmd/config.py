@@ -148,6 +148,22 @@ def override(**values: Any) -> Iterator[None]:
                 _values[name] = value
 
 
+def check() -> None:
+    """Read every option now, so a bad environment variable fails at start-up, naming it,
+    instead of in the middle of a run. The runtime calls this on first use."""
+    for name in OPTIONS:
+        __getattr__(name)
+
+
+def how_to_set(name: str, value: str = "VALUE") -> str:
+    """How a user changes option ``name``, for error messages.
+
+    >>> how_to_set("max_loop_iterations", "N")
+    "set XLA_SPMD_MAX_LOOP_ITERATIONS=N or call xs.config.update('max_loop_iterations', N)"
+    """
+    return f"set {OPTIONS[name].env}={value} or call xs.config.update({name!r}, {value})"
+
+
 def describe() -> str:
     """Every option, its value, and the variable that sets it."""
     return "\n".join(f"{o.name} = {__getattr__(o.name)!r}  ({o.env}): {o.doc}"
