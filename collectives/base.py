@@ -303,9 +303,10 @@ def _compute_dtype(dtype: np.dtype) -> np.dtype:
     return dtype
 
 
-def fold(arrays: Sequence[np.ndarray], op: ReduceOp) -> np.ndarray:
+def fold(arrays: Sequence[np.ndarray], op: ReduceOp, out: np.ndarray | None = None
+         ) -> np.ndarray:
     """Reduce ``arrays`` with ``op`` as a left fold in order; the result has the dtype of the
-    inputs and is a fresh array.
+    inputs and is a fresh array, or ``out`` (of that shape and dtype) when given.
 
     >>> fold([np.array([1.0]), np.array([2.0]), np.array([4.0])], "sum")
     array([7.])
@@ -317,17 +318,23 @@ def fold(arrays: Sequence[np.ndarray], op: ReduceOp) -> np.ndarray:
     if op in ("and", "or") and dtype.kind not in "biu":
         raise CommunicationError(
             f"reduction {op!r} needs boolean or integer data, got {dtype}")
-    acc = np.array(arrays[0], dtype=compute, copy=True)
+    in_place = isinstance(op, str)
+    if out is not None and compute == dtype and in_place:
+        acc = out
+        np.copyto(acc, arrays[0])
+    else:
+        acc = np.array(arrays[0], dtype=compute, copy=True)
     for item in arrays[1:]:
         value = item if compute == dtype else item.astype(compute)
-        if reducer in (np.add, np.multiply, np.minimum, np.maximum, np.bitwise_and,
-                       np.bitwise_or):
+        if in_place:
             reducer(acc, value, out=acc)
         else:
             acc = np.asarray(reducer(acc, value), dtype=compute)
-    if acc.dtype != dtype:
-        acc = acc.astype(dtype)
-    return acc
+    if out is not None:
+        if acc is not out:
+            np.copyto(out, acc, casting="unsafe")
+        return out
+    return acc if acc.dtype == dtype else acc.astype(dtype)
 
 
 def describe(kind: str, group: Any) -> str:

@@ -2,35 +2,44 @@
 
 One device per rank: device id = rank in the communicator given (``MPI.COMM_WORLD`` by
 default, duplicated so our traffic never matches the user's). Arrays travel as contiguous
-numpy buffers, never pickled; data movement (gather, all-to-all, broadcast, permute) sends
-raw bytes, so every dtype works, bool, complex and ml_dtypes' bfloat16 included.
+numpy buffers, never pickled; every dtype works, bool, complex and ml_dtypes' bfloat16
+included.
 
-**Sub-communicators.** Each replica group gets one communicator, created on first use with
-``MPI_Comm_create_group`` (``Intracomm.Create_group``) over the group's members, ranked in
-group order, and cached by the group tuple. ``Create_group`` is collective over the
-*members only*, so a rank needs to know nothing but its own group, and different groups
-may be created in any interleaving; the one rule is the usual SPMD rule -- all members of a
-group make the same sequence of collective calls on it (then they also create its
-communicator in the same call). ``prepare(groups)`` creates them eagerly, e.g. at executor
-start, which avoids creating communicators while other traffic is in flight.
+**Sub-communicators.** Each replica group gets two communicators (one for payloads, one
+for call headers), created on first use with ``MPI_Comm_create_group`` over the group's
+members, ranked in group order, and cached by the group tuple. Creation is collective over
+the *members only*, so a rank needs to know nothing but its own group; the one rule is the
+usual SPMD rule -- all members of a group make the same sequence of collective calls on it.
+``prepare(groups)`` creates them eagerly.
 
-**Reductions.** Boolean and integer data use MPI's own reductions (exact, so they agree
-bit for bit with the left fold of the local communicator). Float32/64 and complex sums and
-products use MPI's reduction too -- every member gets the same result, but its summation
-order is MPI's, not group order; pass ``deterministic=True`` to reduce floats by gather +
-left fold in group order instead, matching ``LocalWorld`` exactly. Float min/max (NaN
-semantics), float16, bfloat16, float8 and custom callables always gather (Allgather, or
-Alltoall for reduce-scatter) and fold locally; ml_dtypes floats are folded in float32.
+**Bit-identical reductions.** Every float reduction is a left fold in group order, as in
+``LocalWorld``, so results agree bit for bit in-process, under MPI and on any machine,
+whatever algorithm the MPI library picks. An all-reduce moves the bytes a ring all-reduce
+does: an ``Alltoallv`` gives member k chunk k of every member's buffer, member k folds its
+chunk in group order, and an ``Allgatherv`` shares the folded chunks. Small buffers are
+gathered whole and folded locally (one round trip). Reduce-scatter is an ``Alltoall`` and
+a fold. Integer and boolean reductions are exact in any order and use MPI's own. With
+``deterministic=False`` (or ``XLA_SPMD_DETERMINISTIC=0``) float32/64 and complex sums and
+products use MPI's reduction too: faster on some networks, reproducible on none.
 
-**Failures.** Every wait polls the nonblocking requests against a deadline
-(``timeout`` or ``$XLA_SPMD_COLLECTIVE_TIMEOUT``, default 300 s) and raises
+**Call headers.** Before any payload moves, the members of a group exchange a small header
+(kind, reduction, dtype, shape, arguments, per-group call number, program fingerprint; see
+``header.py``) and compare; ranks that disagree raise the same ``CommunicationError`` on
+every member, naming both calls, instead of returning wrong data or crashing inside MPI.
+
+**Nonblocking collectives.** ``*_start`` posts the header exchange at once and returns a
+handle; the payload stages are posted as the handle progresses (at every later ``*_start``
+and while any ``wait`` polls). Payload stages on one group are posted in call order, so
+every member posts them in the same order, as MPI requires.
+
+**Failures.** Every wait polls against a deadline (``xla_spmd.config.collective_timeout``,
+``$XLA_SPMD_COLLECTIVE_TIMEOUT``, default 300 s), backing off as the wait grows, and raises
 ``CommunicationError`` naming the collective, its group, its call number and the members
-that did not arrive: each rank publishes the collective it last entered in an MPI shared
-memory window (an "arrival beacon", a plain store), which a timed-out rank on the same node
-reads without the others' help (ranks on other nodes are reported as unknown). MPI cannot
-cancel a collective, so after a timeout the communicator is unusable: let the error
-propagate and abort. ``install_abort_on_error()`` makes an uncaught exception on any rank
-print once and ``MPI_Abort`` the job, so no rank hangs.
+that never reached it, read from the other ranks' arrival beacons (``beacon.py``; they work
+across nodes). One rank reports: the lowest rank waiting. MPI cannot cancel a collective,
+so after a timeout the communicator is unusable: let the error propagate.
+``install_abort_on_error()`` makes an uncaught exception print once and ``MPI_Abort`` the
+job, so no rank hangs.
 
 Run under ``mpirun -n 4 python script.py``:
 
@@ -45,13 +54,15 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections import deque
+from collections.abc import Callable, Generator, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-from xla_spmd.errors import CommunicationError
+from xla_spmd.errors import CommunicationError, XlaSpmdError
 
+from . import header
 from .base import (
     TIMEOUT_ENV,
     BlockingCollectives,
@@ -66,15 +77,30 @@ from .base import (
     describe,
     fold,
     normalize_axis,
+    op_name,
     split_stacked,
 )
+from .beacon import Beacons, calls_entered, deadline_of
+from .header import stable_hash
 
 _PERMUTE_TAG = 7301
-# Nonblocking collectives progress only while a rank calls into MPI, so a wait spins on
-# Test; it yields the CPU after _SPIN_SECONDS (ranks may share cores) and sleeps 1 ms per
-# poll after _IDLE_SECONDS (a long wait is a straggler or a hang, not a transfer).
+# Every collective starts with one fixed-size exchange over its group: the call header, and
+# the payload itself when it has at most _INLINE_BYTES (then that exchange is the whole
+# collective: small collectives take one round trip, as MPI's own do).
+_INLINE_BYTES = 4096
+_HEADER_BYTES = header.HEADER_WORDS * 8
+_BLOCK_BYTES = _HEADER_BYTES + _INLINE_BYTES
+# Below this many bytes gathered per member, a float all-reduce gathers every member's whole
+# buffer and folds locally: one round trip instead of two.
+_SMALL_REDUCE_BYTES = 1 << 16
+# A wait spins on Test for _SPIN_SECONDS (a transfer in progress), then yields the CPU, and
+# after _IDLE_SECONDS sleeps for a growing share of the time waited (at most _MAX_SLEEP): a
+# long wait is a straggler or a hang, and waiting ranks should leave the cores to the others.
 _SPIN_SECONDS = 0.05
 _IDLE_SECONDS = 1.0
+_MAX_SLEEP = 0.02
+# How long a rank that will not report waits for the reporting rank to stop the job.
+_REPORT_GRACE = 3.0
 
 
 def _mpi() -> Any:
@@ -99,6 +125,11 @@ def _contiguous(x: Any) -> np.ndarray:
     return array
 
 
+def _fingerprint(group: Group) -> int:
+    """The same nonzero number for a group on every rank (no Python hash randomisation)."""
+    return stable_hash(group) | 1
+
+
 _INT_OPS = {"sum": "SUM", "prod": "PROD", "min": "MIN", "max": "MAX", "and": "BAND",
             "or": "BOR"}
 _BOOL_OPS = {"sum": "LOR", "prod": "LAND", "min": "LAND", "max": "LOR", "and": "LAND",
@@ -107,72 +138,102 @@ _FLOAT_OPS = {"sum": "SUM", "prod": "PROD"}
 _NATIVE_FLOATS = {np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128)}
 
 
-_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute",
-          "broadcast", "barrier")
+def _chunks(total: int, parts: int) -> tuple[np.ndarray, np.ndarray]:
+    """Element counts and offsets of ``parts`` near-equal contiguous chunks of ``total``."""
+    counts = np.full(parts, total // parts, np.int64)
+    counts[:total % parts] += 1
+    offsets = np.zeros(parts, np.int64)
+    np.cumsum(counts[:-1], out=offsets[1:])
+    return counts, offsets
 
 
-def _beacon_of(kind: str, group: Group, sequence: int) -> tuple[int, int, int]:
-    """What a rank publishes on entering a collective: kind, a fingerprint of the group
-    (the same on every rank: no Python hash randomisation), call number."""
-    fingerprint = 0
-    for member in group:
-        fingerprint = (fingerprint * 1_000_003 + member + 1) % (1 << 61)
-    return _KINDS.index(kind), fingerprint, sequence
+Steps = Generator[list, None, Any]
+"""A collective's payload stages: yields each stage's MPI requests, returns the result."""
+MakeSteps = Callable[[np.ndarray | None], Steps]
+"""Given every member's payload stacked in group order when it travelled inline with the
+header (else None), a collective's payload stages."""
 
 
-class _Beacons:
-    """Each rank's last entered collective, in node-shared memory: written with a plain
-    store (no MPI call on the hot path), read by any rank of the same node at any time."""
-
-    def __init__(self, MPI: Any, comm: Any):
-        self._node = comm.Split_type(MPI.COMM_TYPE_SHARED)
-        self._window = MPI.Win.Allocate_shared(3 * 8, 8, comm=self._node)
-        world = comm.Get_group()
-        node = self._node.Get_group()
-        ranks = list(range(comm.Get_size()))
-        self._node_rank = dict(zip(ranks, MPI.Group.Translate_ranks(world, ranks, node)))
-        self._undefined = MPI.UNDEFINED
-        world.Free()
-        node.Free()
-        self._mine = self._segment(self._node.Get_rank())
-
-    def _segment(self, node_rank: int) -> np.ndarray:
-        buffer, _ = self._window.Shared_query(node_rank)
-        return np.frombuffer(buffer, dtype=np.int64, count=3)
-
-    def publish(self, beacon: tuple[int, int, int]) -> None:
-        self._mine[:] = beacon
-
-    def read(self, rank: int) -> tuple[int, int, int] | None:
-        node_rank = self._node_rank.get(rank, self._undefined)
-        if node_rank == self._undefined:
-            return None
-        return tuple(int(v) for v in self._segment(node_rank))
-
-    def free(self) -> None:
-        self._window.Free()
-        self._node.Free()
+def _done(value: Any) -> Steps:
+    """The stages of a collective that needs none: its result is ``value``."""
+    yield from ()
+    return value
 
 
 class _MpiHandle:
-    __slots__ = ("_owner", "_requests", "_finish", "_what", "_keep", "_done", "_value")
+    """A collective in flight: its header exchange, then its payload stages."""
 
-    def __init__(self, owner: MpiCommunicator, requests: list, finish: Callable[[], Any],
-                 what: tuple, keep: tuple):
+    __slots__ = ("_owner", "group", "what", "_blocks", "_inline", "_requests", "_make_steps",
+                 "_steps", "done", "_value", "_busy")
+
+    def __init__(self, owner: MpiCommunicator, group: Group, what: tuple,
+                 blocks: np.ndarray, inline: np.ndarray | None, request: Any,
+                 make_steps: MakeSteps):
         self._owner = owner
-        self._requests = requests
-        self._finish = finish
-        self._what = what
-        self._keep = keep  # buffers MPI reads or writes until completion
-        self._done = False
+        self.group = group
+        self.what = what
+        self._blocks = blocks
+        self._inline = inline  # the payload, if it travels inline: its dtype and shape
+        self._requests = [request]
+        self._make_steps = make_steps
+        self._steps: Steps | None = None
+        self.done = False
         self._value = None
+        self._busy = False
+
+    def advance(self, block: bool) -> bool:
+        """Move through the stages as far as possible (to the end when ``block``); True
+        once the collective is complete."""
+        if self._busy:
+            return self.done  # a wait on this handle is polling further up the stack
+        self._busy = True
+        try:
+            return self._advance(block)
+        finally:
+            self._busy = False
+
+    def _advance(self, block: bool) -> bool:
+        owner = self._owner
+        while not self.done:
+            if self._requests is not None:
+                if block:
+                    owner._poll(self._requests, self.what)
+                elif not owner._MPI.Request.Testall(self._requests):
+                    return False
+                self._requests = None
+                if self._blocks is not None:
+                    blocks, self._blocks = self._blocks, None
+                    try:
+                        owner._check_headers(blocks[:, :_HEADER_BYTES].view(np.int64),
+                                             self.group, self.what)
+                    except CommunicationError as error:
+                        # Nothing of the payload was posted, and nothing will be: the group
+                        # stays usable, and every wait on this handle raises the error.
+                        self._value, self._make_steps, self.done = error, None, True
+                        owner._retire(self)
+                        raise
+                    if self._inline is not None:
+                        x, size = self._inline, self._inline.nbytes
+                        rows = blocks[:, _HEADER_BYTES:_HEADER_BYTES + size]
+                        self._inline = rows.copy().view(x.dtype).reshape((len(rows),) + x.shape)
+                    continue
+            if self._steps is None:
+                if not owner._first_in_group(self, block):
+                    return False
+                self._steps = self._make_steps(self._inline)
+                self._make_steps = self._inline = None
+            try:
+                self._requests = next(self._steps)
+            except StopIteration as stop:
+                self._value, self._steps = stop.value, None
+                self.done = True
+                owner._retire(self)
+        return True
 
     def wait(self) -> Any:
-        if not self._done:
-            self._owner._poll(self._requests, self._what)
-            self._value = self._finish()
-            self._done = True
-            self._requests = self._keep = self._finish = None
+        self.advance(block=True)
+        if isinstance(self._value, CommunicationError):
+            raise self._value
         return self._value
 
 
@@ -181,22 +242,31 @@ class MpiCommunicator(BlockingCollectives):
 
     ``comm``: the MPI communicator of all devices (default ``MPI.COMM_WORLD``; it is
     duplicated, so construction is collective). ``timeout``: seconds a collective may wait
-    (default ``$XLA_SPMD_COLLECTIVE_TIMEOUT`` or 300). ``deterministic``: reduce floats by
-    gather + left fold in group order (bit-identical to ``LocalWorld``) instead of MPI's
-    reduction.
+    (default ``xla_spmd.config.collective_timeout``). ``deterministic``: reduce floats in
+    group order, bit-identical to ``LocalWorld`` (default
+    ``xla_spmd.config.deterministic_collectives``, on unless ``XLA_SPMD_DETERMINISTIC=0``).
     """
 
     def __init__(self, comm: Any = None, timeout: float | None = None,
-                 deterministic: bool = False):
+                 deterministic: bool | None = None):
+        import xla_spmd.config as config
+
         self._MPI = _mpi()
         self._comm = (comm if comm is not None else self._MPI.COMM_WORLD).Dup()
         self._rank = self._comm.Get_rank()
         self._size = self._comm.Get_size()
         self.timeout = timeout
-        self.deterministic = deterministic
-        self._group_comms: dict[Group, Any] = {}
+        self.deterministic = (config.deterministic_collectives if deterministic is None
+                              else deterministic)
+        self.program = 0
+        self._group_comms: dict[Group, tuple[Any, Any]] = {}
         self._sequence: dict[Group, int] = {}
-        self._beacons = _Beacons(self._MPI, self._comm)
+        self._in_flight: dict[Group, deque[_MpiHandle]] = {}
+        self._progressing = False
+        self._scratch_buffers: dict[Group, np.ndarray] = {}
+        self._beacons = Beacons(self._comm)
+        world = tuple(range(self._size))
+        self._group_comms[world] = (self._comm, self._comm.Dup())
 
     @property
     def rank(self) -> int:
@@ -214,15 +284,22 @@ class MpiCommunicator(BlockingCollectives):
     def __repr__(self) -> str:
         return f"MpiCommunicator(rank={self._rank}, size={self._size})"
 
+    def set_program(self, fingerprint: int) -> None:
+        """Name the program this rank runs (a stable fingerprint); every collective's header
+        carries it, so ranks running different programs are caught at their first
+        collective."""
+        self.program = int(fingerprint) & 0x7FFFFFFFFFFFFFFF
+
     # -- sub-communicators ------------------------------------------------------------------
 
-    def _lookup(self, kind: str, group: Sequence[int]) -> tuple[Group, Any]:
-        """The validated group tuple and its communicator (fast path: a cached tuple)."""
-        comm = self._group_comms.get(group) if type(group) is tuple else None
-        if comm is None:
+    def _lookup(self, kind: str, group: Sequence[int]) -> tuple[Group, tuple[Any, Any]]:
+        """The validated group tuple and its (payload, header) communicators."""
+        comms = self._group_comms.get(group) if type(group) is tuple else None
+        if comms is None:
             group = check_group(kind, self._rank, group, self._size)
-            comm = self.group_comm(group)
-        return group, comm
+            self.group_comm(group)
+            comms = self._group_comms[group]
+        return group, comms
 
     def group_comm(self, group: Sequence[int]) -> Any:
         """The MPI communicator of ``group`` (ranked in group order), created on first use.
@@ -232,18 +309,15 @@ class MpiCommunicator(BlockingCollectives):
         members make the same calls on a group in the same order) guarantees.
         """
         group = check_group("group_comm", self._rank, group, self._size)
-        comm = self._group_comms.get(group)
-        if comm is None:
-            if group == tuple(range(self._size)):
-                comm = self._comm
-            else:
-                members = self._comm.Get_group()
-                subset = members.Incl(list(group))
-                comm = self._comm.Create_group(subset, tag=min(group))
-                subset.Free()
-                members.Free()
-            self._group_comms[group] = comm
-        return comm
+        comms = self._group_comms.get(group)
+        if comms is None:
+            members = self._comm.Get_group()
+            subset = members.Incl(list(group))
+            comm = self._comm.Create_group(subset, tag=min(group))
+            subset.Free()
+            members.Free()
+            comms = self._group_comms[group] = (comm, comm.Dup())
+        return comms[0]
 
     def prepare(self, group_sets: Iterable[Iterable[Sequence[int]]]) -> None:
         """Create this rank's communicator for every group set (a partition of the devices
@@ -258,36 +332,80 @@ class MpiCommunicator(BlockingCollectives):
 
     def free(self) -> None:
         """Release every sub-communicator (collective; call at shutdown on every rank)."""
-        for comm in self._group_comms.values():
-            if comm is not self._comm:
-                comm.Free()
+        for payload, headers in self._group_comms.values():
+            headers.Free()
+            if payload is not self._comm:
+                payload.Free()
         self._group_comms.clear()
-        self._beacons.free()
+        self._beacons.close()
         self._comm.Free()
 
-    # -- waiting --------------------------------------------------------------------------
+    # -- starting, ordering and waiting -------------------------------------------------------
 
-    def _what(self, kind: str, group: Group) -> tuple[str, Group, int]:
+    def _start(self, kind: str, group: Group, comms: tuple[Any, Any], op: str | None,
+               x: np.ndarray | None, make_steps: MakeSteps, args: Sequence[int] = (),
+               pairs: Sequence[tuple[int, int]] = ()) -> _MpiHandle:
+        """Post the first exchange of a collective (its header, and its payload if small)
+        and queue its payload stages."""
         sequence = self._sequence.get(group, 0)
         self._sequence[group] = sequence + 1
-        self._beacons.publish(_beacon_of(kind, group, sequence))
-        return kind, group, sequence
+        self._beacons.entered(_fingerprint(group), sequence)
+        block = np.zeros(_BLOCK_BYTES, np.uint8)
+        block[:_HEADER_BYTES].view(np.int64)[:] = header.encode(sequence, kind, op, x, args,
+                                                                 pairs, self.program)
+        inline = x is not None and x.nbytes <= _INLINE_BYTES
+        if inline:
+            block[_HEADER_BYTES:_HEADER_BYTES + x.nbytes] = x.reshape(-1).view(np.uint8)
+        blocks = np.empty((len(group), _BLOCK_BYTES), np.uint8)
+        request = comms[1].Iallgather(block, blocks)
+        handle = _MpiHandle(self, group, (kind, group, sequence), blocks,
+                            x if inline else None, request, make_steps)
+        self._progress()
+        self._in_flight.setdefault(group, deque()).append(handle)
+        handle.advance(block=False)
+        return handle
 
-    def _missing(self, what: tuple[str, Group, int]) -> str:
-        """Which members of the collective `what` have not entered it, by their beacons."""
-        kind, group, sequence = what
-        expected = _beacon_of(kind, group, sequence)
-        missing, unknown = [], []
-        for member in group:
-            seen = self._beacons.read(member)
-            if seen is None:
-                unknown.append(member)
-            elif seen != expected:
-                missing.append(member)
-        text = f"ranks {missing} did not arrive" if missing else "every rank arrived"
-        if unknown:
-            text += f" (ranks {unknown} are on other nodes: unknown)"
-        return text
+    def _first_in_group(self, handle: _MpiHandle, block: bool) -> bool:
+        """Whether ``handle`` may post payload stages: every older collective on its group
+        has posted all of its own (completing them first when ``block``)."""
+        queue = self._in_flight[handle.group]
+        while queue[0] is not handle:
+            if not block:
+                return False
+            queue[0].advance(block=True)
+        return True
+
+    def _retire(self, handle: _MpiHandle) -> None:
+        queue = self._in_flight[handle.group]
+        queue.remove(handle)
+        if not queue:
+            del self._in_flight[handle.group]
+
+    def _progress(self) -> None:
+        """Advance every collective in flight as far as it goes without blocking."""
+        if self._progressing or not self._in_flight:
+            return
+        self._progressing = True
+        try:
+            for queue in list(self._in_flight.values()):
+                for handle in list(queue):
+                    if not handle.advance(block=False):
+                        break
+        finally:
+            self._progressing = False
+
+    def _check_headers(self, headers: np.ndarray, group: Group, what: tuple) -> None:
+        found = header.mismatch(headers, group)
+        if found is not None:
+            rank, sentence = found
+            kind, _, sequence = what
+            error = CommunicationError(
+                f"ranks disagree on collective call #{sequence} over replica group {group}: "
+                f"{sentence}. Every member of a group must make the same collective calls, "
+                "with the same arguments, in the same order (the same program on every rank)."
+                " Nothing was exchanged.")
+            error.reporter = group[0]
+            raise error
 
     def _poll(self, requests: list, what: tuple[str, Group, int]) -> None:
         test_all = self._MPI.Request.Testall
@@ -296,32 +414,64 @@ class MpiCommunicator(BlockingCollectives):
         timeout = collective_timeout(self.timeout)
         start = time.monotonic()
         deadline = start + timeout
-        spins = 0
-        while not test_all(requests):
-            spins += 1
-            if spins & 31:
-                continue
-            now = time.monotonic()
-            if now > deadline:
-                kind, group, sequence = what
-                raise CommunicationError(
-                    f"{describe(kind, group)} (call #{sequence} on that group) timed out "
-                    f"after {timeout:g} s on rank {self._rank}: {self._missing(what)}. "
-                    "Check that every member makes the same collective calls in the same "
-                    f"order, or raise {TIMEOUT_ENV}. The communicator is unusable after "
-                    "this error.")
-            waited = now - start
-            if waited > _IDLE_SECONDS:
-                time.sleep(0.001)
-            elif waited > _SPIN_SECONDS:
-                time.sleep(0)
+        kind, group, sequence = what
+        self._beacons.waiting(header.KINDS.index(kind), _fingerprint(group), sequence,
+                              time.time() + timeout)
+        try:
+            spins = 0
+            while not test_all(requests):
+                spins += 1
+                if spins & 31:
+                    continue
+                self._progress()
+                now = time.monotonic()
+                if now > deadline:
+                    raise self._timeout_error(what, timeout)
+                waited = now - start
+                if waited > _IDLE_SECONDS:
+                    time.sleep(min(_MAX_SLEEP, waited * 0.005))
+                elif waited > _SPIN_SECONDS:
+                    time.sleep(0)
+        finally:
+            self._beacons.running()
 
-    def _handle(self, requests: list, finish: Callable[[], Any], what: tuple,
-                *keep: Any) -> _MpiHandle:
-        return _MpiHandle(self, requests, finish, what, keep)
+    def _timeout_error(self, what: tuple[str, Group, int], timeout: float
+                       ) -> CommunicationError:
+        """The report of a collective that timed out: the members that never reached it,
+        read from their beacons, and which rank reports (the lowest rank waiting)."""
+        kind, group, sequence = what
+        fingerprint = _fingerprint(group)
+        absent, unknown = [], []
+        states = {rank: self._beacons.read(rank) for rank in range(self._size)}
+        for member in group:
+            state = states[member]
+            entered = None if state is None else calls_entered(state, fingerprint)
+            if entered is None:
+                unknown.append(member)
+            elif entered <= sequence:
+                doing = ("it is waiting in " + header.KINDS[int(state[1])] +
+                         f" call #{int(state[3])} of another group" if state[0] == 1
+                         else "it is not in a collective")
+                absent.append(f"rank {member} ({doing})")
+        text = (f"{describe(kind, group)} (call #{sequence} on that group) timed out after "
+                f"{timeout:g} s on rank {self._rank}: ")
+        text += ("; ".join(absent) + " never reached it") if absent else \
+            "every member reached it, so the transfer itself stalled"
+        if unknown:
+            text += f"; ranks {unknown} could not be asked"
+        text += (f". Check that every member makes the same collective calls in the same "
+                 f"order, or raise {TIMEOUT_ENV} (seconds; 'inf' waits forever). The "
+                 "communicator is unusable after this error.")
+        error = CommunicationError(text)
+        waiting = [(rank, deadline_of(state)) for rank, state in states.items()
+                   if state is not None and state[0] == 1]
+        error.reporter, report_deadline = min(waiting, default=(self._rank, time.time()))
+        error.report_at = max(report_deadline, time.time()) + _REPORT_GRACE
+        return error
 
     def _native_op(self, dtype: np.dtype, op: ReduceOp) -> Any:
-        """MPI's op for ``op`` on ``dtype``, or None when we must gather and fold."""
+        """MPI's op for ``op`` on ``dtype`` where its result is exact in any order (or where
+        the user turned determinism off), else None: we fold in group order."""
         if not isinstance(op, str):
             return None
         if dtype.kind == "b":
@@ -337,113 +487,185 @@ class MpiCommunicator(BlockingCollectives):
     # -- nonblocking collectives --------------------------------------------------------------
 
     def all_reduce_start(self, x: np.ndarray, group: Sequence[int], op: ReduceOp = "sum"
-                         ) -> _MpiHandle | CompletedHandle:
-        group, comm = self._lookup("all_reduce", group)
+                         ) -> _MpiHandle:
+        group, comms = self._lookup("all_reduce", group)
         op = canonical_op(op)
         x = _contiguous(x)
-        what = self._what("all_reduce", group)
-        if len(group) == 1:
-            return CompletedHandle(fold([x], op))
+        comm, parts = comms[0], len(group)
         native = self._native_op(x.dtype, op)
-        if native is not None:
-            out = np.empty_like(x)
-            request = comm.Iallreduce(x, out, native)
-            return self._handle([request], lambda: out, what, x)
-        gathered = np.empty((len(group),) + x.shape, x.dtype)
-        request = comm.Iallgather(_bytes(x), _bytes(gathered))
-        return self._handle([request], lambda: fold(list(gathered), op), what, x)
+
+        def steps(rows: np.ndarray | None) -> Steps:
+            if rows is not None or parts == 1:
+                return fold(list(x[None] if rows is None else rows), op)
+            if native is not None:
+                out = np.empty_like(x)
+                yield [comm.Iallreduce(x, out, native)]
+                return out
+            if x.nbytes * parts <= _SMALL_REDUCE_BYTES:
+                gathered = np.empty((parts,) + x.shape, x.dtype)
+                yield [comm.Iallgather(_bytes(x), _bytes(gathered))]
+                return fold(list(gathered), op)
+            return (yield from self._ordered_all_reduce(x, group, comm, op))
+
+        return self._start("all_reduce", group, comms, op_name(op), x, steps)
+
+    def _scratch(self, group: Group, nbytes: int) -> np.ndarray:
+        """A reusable receive buffer of at least ``nbytes`` for collectives on ``group``: its
+        payload stages run one collective at a time, so one buffer per group suffices."""
+        buffer = self._scratch_buffers.get(group)
+        if buffer is None or buffer.nbytes < nbytes:
+            buffer = self._scratch_buffers[group] = np.empty(nbytes, np.uint8)
+        return buffer[:nbytes]
+
+    def _ordered_all_reduce(self, x: np.ndarray, group: Group, comm: Any, op: ReduceOp
+                            ) -> Steps:
+        """Alltoallv the chunks, fold this member's chunk in group order, Allgatherv."""
+        me, parts = group.index(self._rank), len(group)
+        flat = x.reshape(-1)
+        counts, offsets = _chunks(flat.size, parts)
+        item = x.itemsize
+        mine = int(counts[me])
+        received = self._scratch(group, parts * mine * item).view(x.dtype).reshape(parts, mine)
+        yield [comm.Ialltoallv(
+            [flat.view(np.uint8), counts * item, offsets * item, self._MPI.BYTE],
+            [received.reshape(-1).view(np.uint8), np.full(parts, mine * item),
+             np.arange(parts) * (mine * item), self._MPI.BYTE])]
+        out = np.empty_like(flat)
+        fold(list(received), op, out=out[offsets[me]:offsets[me] + mine])
+        yield [comm.Iallgatherv(self._MPI.IN_PLACE,
+                                [out.view(np.uint8), counts * item, offsets * item,
+                                 self._MPI.BYTE])]
+        return out.reshape(x.shape)
 
     def all_gather_start(self, x: np.ndarray, group: Sequence[int], axis: int = 0
                          ) -> _MpiHandle:
-        group, comm = self._lookup("all_gather", group)
+        group, comms = self._lookup("all_gather", group)
         x = _contiguous(x)
         axis = normalize_axis("all_gather", axis, x.ndim)
-        what = self._what("all_gather", group)
-        gathered = np.empty((len(group),) + x.shape, x.dtype)
-        request = comm.Iallgather(_bytes(x), _bytes(gathered))
-        return self._handle([request], lambda: concat_stacked("all_gather", gathered, axis),
-                            what, x)
+
+        def steps(rows: np.ndarray | None) -> Steps:
+            if rows is None:
+                rows = np.empty((len(group),) + x.shape, x.dtype)
+                yield [comms[0].Iallgather(_bytes(x), _bytes(rows))]
+            return concat_stacked("all_gather", rows, axis)
+
+        return self._start("all_gather", group, comms, None, x, steps, (axis,))
 
     def reduce_scatter_start(self, x: np.ndarray, group: Sequence[int], axis: int = 0,
-                             op: ReduceOp = "sum") -> _MpiHandle | CompletedHandle:
-        group, comm = self._lookup("reduce_scatter", group)
+                             op: ReduceOp = "sum") -> _MpiHandle:
+        group, comms = self._lookup("reduce_scatter", group)
         op = canonical_op(op)
         x = _contiguous(x)
         parts = len(group)
         # stacked[k] is chunk k of x along axis, in its natural shape.
         stacked = split_stacked("reduce_scatter", x, parts, axis)
-        what = self._what("reduce_scatter", group)
-        if parts == 1:
-            return CompletedHandle(fold([stacked[0]], op))
         native = self._native_op(x.dtype, op)
-        if native is not None:
-            out = np.empty_like(stacked[0])
-            request = comm.Ireduce_scatter_block(stacked, out, native)
-            return self._handle([request], lambda: out, what, stacked)
-        received = np.empty_like(stacked)
-        request = comm.Ialltoall(_bytes(stacked), _bytes(received))
-        return self._handle([request], lambda: fold(list(received), op), what, stacked)
+
+        def steps(rows: np.ndarray | None) -> Steps:
+            if rows is not None or parts == 1:
+                me = group.index(self._rank)
+                return fold([stacked[0]] if rows is None else
+                            [split_stacked("reduce_scatter", row, parts, axis)[me]
+                             for row in rows], op)
+            if native is not None:
+                out = np.empty_like(stacked[0])
+                yield [comms[0].Ireduce_scatter_block(stacked, out, native)]
+                return out
+            received = self._scratch(group, stacked.nbytes).view(x.dtype).reshape(
+                stacked.shape)
+            yield [comms[0].Ialltoall(_bytes(stacked), _bytes(received))]
+            return fold(list(received), op)
+
+        return self._start("reduce_scatter", group, comms, op_name(op), x, steps,
+                           (normalize_axis("reduce_scatter", axis, x.ndim),))
 
     def all_to_all_start(self, x: np.ndarray, group: Sequence[int], split_axis: int = 0,
                          concat_axis: int = 0) -> _MpiHandle:
-        group, comm = self._lookup("all_to_all", group)
+        group, comms = self._lookup("all_to_all", group)
         x = _contiguous(x)
         concat_axis = normalize_axis("all_to_all", concat_axis, x.ndim)
         stacked = split_stacked("all_to_all", x, len(group), split_axis)
-        what = self._what("all_to_all", group)
-        received = np.empty_like(stacked)
-        request = comm.Ialltoall(_bytes(stacked), _bytes(received))
-        return self._handle(
-            [request], lambda: concat_stacked("all_to_all", received, concat_axis), what,
-            stacked)
+
+        def steps(rows: np.ndarray | None) -> Steps:
+            if rows is None:
+                received = np.empty_like(stacked)
+                yield [comms[0].Ialltoall(_bytes(stacked), _bytes(received))]
+            else:
+                me = group.index(self._rank)
+                received = np.stack([split_stacked("all_to_all", row, len(group),
+                                                   split_axis)[me] for row in rows])
+            return concat_stacked("all_to_all", received, concat_axis)
+
+        return self._start("all_to_all", group, comms, None, x, steps,
+                           (normalize_axis("all_to_all", split_axis, x.ndim), concat_axis))
 
     def collective_permute_start(self, x: np.ndarray, pairs: Sequence[tuple[int, int]]
                                  ) -> _MpiHandle | CompletedHandle:
-        """Point-to-point Isend/Irecv on the world communicator; a rank in no pair returns
-        zeros at once."""
+        """Point-to-point Isend/Irecv between the devices the pairs name; a rank in no pair
+        returns zeros at once."""
         pairs = check_pairs(self._rank, pairs, self._size)
         x = _contiguous(x)
-        group = tuple(sorted({d for pair in pairs for d in pair}))
-        if self._rank not in group:
+        members = tuple(sorted({d for pair in pairs for d in pair}))
+        if self._rank not in members:
             return CompletedHandle(np.zeros_like(x))
-        what = self._what("collective_permute", group)
-        out = np.zeros_like(x)
-        requests = []
-        for source, target in pairs:
-            if source == target == self._rank:
-                out[...] = x
-            elif target == self._rank:
-                requests.append(self._comm.Irecv(_bytes(out), source, _PERMUTE_TAG))
-            elif source == self._rank:
-                requests.append(self._comm.Isend(_bytes(x), target, _PERMUTE_TAG))
-        return self._handle(requests, lambda: out, what, x)
+        group, comms = self._lookup("collective_permute", members)
+        comm = comms[0]
+
+        def steps(rows: np.ndarray | None) -> Steps:
+            if rows is not None:
+                sources = [s for s, t in pairs if t == self._rank]
+                return rows[group.index(sources[0])] if sources else np.zeros_like(x)
+            out = np.zeros_like(x)
+            requests = []
+            for source, target in pairs:
+                if source == target == self._rank:
+                    out[...] = x
+                elif target == self._rank:
+                    requests.append(comm.Irecv(_bytes(out), group.index(source),
+                                               _PERMUTE_TAG))
+                elif source == self._rank:
+                    requests.append(comm.Isend(_bytes(x), group.index(target), _PERMUTE_TAG))
+            if requests:
+                yield requests
+            return out
+
+        return self._start("collective_permute", group, comms, None, x, steps, pairs=pairs)
 
     def broadcast_start(self, x: np.ndarray, group: Sequence[int], root: int
                         ) -> _MpiHandle:
         """``root`` is a device id in ``group``; non-roots pass a buffer of the same shape
         and dtype (its contents are ignored)."""
-        group, comm = self._lookup("broadcast", group)
+        group, comms = self._lookup("broadcast", group)
         if root not in group:
             raise CommunicationError(f"broadcast: root {root} is not in replica group {group}")
         x = _contiguous(x)
-        out = np.array(x, copy=True) if self._rank == root else np.empty_like(x)
-        what = self._what("broadcast", group)
-        request = comm.Ibcast(_bytes(out), root=group.index(root))
-        return self._handle([request], lambda: out, what)
+
+        def steps(rows: np.ndarray | None) -> Steps:
+            if rows is not None:
+                return rows[group.index(root)]
+            out = np.array(x, copy=True) if self._rank == root else np.empty_like(x)
+            yield [comms[0].Ibcast(_bytes(out), root=group.index(root))]
+            return out
+
+        return self._start("broadcast", group, comms, None, x, steps, (root,))
 
     def barrier_start(self, group: Sequence[int]) -> _MpiHandle:
-        group, comm = self._lookup("barrier", group)
-        what = self._what("barrier", group)
-        return self._handle([comm.Ibarrier()], lambda: None, what)
+        group, comms = self._lookup("barrier", group)
+
+        # The header exchange is the barrier.
+        return self._start("barrier", group, comms, None, None, lambda rows: _done(None))
 
 
 _installed = False
 
 
 def install_abort_on_error() -> None:
-    """Make an uncaught exception on any rank (main thread or other threads) print its
-    traceback once, tagged with the rank, and ``MPI_Abort`` the whole job, so the other
-    ranks stop within seconds instead of hanging in a collective. Idempotent."""
+    """Make an uncaught exception on any rank (main thread or other threads) stop the whole
+    job with ``MPI_Abort``, reported once: by the rank the error names as its reporter (a
+    collective's lowest waiting rank, or a group's first member for ranks that disagree),
+    else by rank 0. Other ranks wait a moment for that report and the abort it brings, and
+    report themselves only if it does not come (they failed alone). Errors of ours
+    (``XlaSpmdError``) print their message; anything else its traceback. Idempotent."""
     global _installed
     if _installed:
         return
@@ -455,9 +677,15 @@ def install_abort_on_error() -> None:
         if issubclass(kind, KeyboardInterrupt) and MPI.COMM_WORLD.Get_size() == 1:
             previous_hook(kind, value, tb)
             return
+        rank = MPI.COMM_WORLD.Get_rank()
+        if rank != getattr(value, "reporter", 0):
+            report_at = getattr(value, "report_at", time.time() + _REPORT_GRACE)
+            time.sleep(max(0.0, min(report_at - time.time(), 600.0)))
         with lock:
-            rank = MPI.COMM_WORLD.Get_rank()
-            text = "".join(traceback.format_exception(kind, value, tb))
+            if isinstance(value, XlaSpmdError):
+                text = f"{kind.__name__}: {value}\n"
+            else:
+                text = "".join(traceback.format_exception(kind, value, tb))
             sys.stderr.write(f"xla-spmd: rank {rank} failed, aborting all ranks:\n{text}")
             sys.stderr.flush()
             MPI.COMM_WORLD.Abort(1)

@@ -10,7 +10,8 @@ communicator if it expires.
 Reductions: NCCL's own sum/prod/min/max for float16/32/64 and 8/32/64-bit integers (bool
 is moved as uint8, where or = max and and = min); bitwise and/or, complex and custom
 callables gather (``allGather``) and fold in group order on the GPU.
-``deterministic=True`` folds float reductions too, matching ``LocalWorld``. CuPy has no
+Float reductions fold in group order too, matching ``LocalWorld`` bit for bit, unless
+``deterministic=False`` (or ``XLA_SPMD_DETERMINISTIC=0``) lets NCCL order them. CuPy has no
 bfloat16 dtype, so bfloat16 data cannot be passed here; keep it as uint16 bits and reduce
 with the MPI or local communicator (which fold it in float32).
 All-to-all and collective-permute are grouped ``send``/``recv`` calls
@@ -110,7 +111,9 @@ class NcclCommunicator(BlockingCollectives):
     """
 
     def __init__(self, mpi: Any = None, device: int | None = None,
-                 timeout: float | None = None, deterministic: bool = False):
+                 timeout: float | None = None, deterministic: bool | None = None):
+        import xla_spmd.config as config
+
         self._cupy = _cupy()
         from cupy.cuda import nccl
 
@@ -123,7 +126,8 @@ class NcclCommunicator(BlockingCollectives):
                                               else device)
         self._device.use()
         self.timeout = timeout
-        self.deterministic = deterministic
+        self.deterministic = (config.deterministic_collectives if deterministic is None
+                              else deterministic)
         self._types = _nccl_types(nccl)
         self._comms: dict[Group, Any] = {}
         self._sequence: dict[Group, int] = {}

@@ -86,4 +86,38 @@ def test_mpi_timeout_names_collective_group_and_missing_ranks(mpirun):
     assert "CommunicationError" in completed.stdout
     assert "all_reduce over replica group (0, 1, 2, 3) (call #0 on that group) timed out " \
            "after 1 s" in completed.stdout, completed.stdout
-    assert "ranks [3] did not arrive" in completed.stdout, completed.stdout
+    # One report, from the lowest waiting rank, blaming only the rank that never arrived.
+    assert completed.stdout.count("timed out after") == 1, completed.stdout
+    assert "on rank 0: rank 3 (it is not in a collective) never reached it" in \
+        completed.stdout, completed.stdout
+    assert "Traceback" not in completed.stdout
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_mpi_ranks_that_disagree_raise_on_every_rank_naming_both_calls(mpirun):
+    completed = mpirun("disagree_program.py", ranks=4, timeout=60)
+    assert completed.returncode == 0, completed.stdout
+    lines = dict(line.split(": ", 1) for line in completed.stdout.splitlines() if ": " in line
+                 and line.split(": ", 1)[0] in SCENARIOS)
+    assert set(lines) == set(SCENARIOS), completed.stdout
+    for name, (first, second) in SCENARIOS.items():
+        raised, message = lines[name].split(" | ", 1)
+        assert raised == "[0, 1, 2, 3] same", (name, lines[name])  # every rank, one message
+        assert first in message and second in message, (name, message)
+        assert "Nothing was exchanged" in message
+    # The group stays usable: nothing of a refused call was posted.
+    assert "AFTER [6.0, 6.0, 6.0, 6.0]" in completed.stdout
+
+
+SCENARIOS = {
+    "op": ("rank 0 called all_reduce(sum) of float32[8]", "rank 1 called all_reduce(prod)"),
+    "kind": ("rank 0 called all_reduce(sum)", "rank 1 called broadcast of float32[8], root 0"),
+    "size": ("float32[8]", "rank 2 called all_reduce(sum) of float32[16]"),
+    "size-large": ("float32[262144]", "rank 2 called all_reduce(sum) of float32[131072]"),
+    "shape": ("float32[4,2], axis 0", "rank 3 called all_gather of float32[2,4], axis 0"),
+    "dtype": ("float32[8]", "rank 3 called all_reduce(sum) of float64[8]"),
+    "axis": ("float32[4,2], axis 0", "rank 1 called all_gather of float32[4,2], axis 1"),
+    "program": ("in program 00000001", "rank 3 called all_reduce(sum) of float32[8] (call #7) "
+                "in program 00000002"),
+}

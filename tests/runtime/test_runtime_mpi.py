@@ -40,6 +40,13 @@ def test_training_under_mpirun_equals_in_process():
     assert distributed.returncode == 0, distributed.stdout + distributed.stderr
     assert "8 MPI ranks" in re.sub(r"\x1b\[[0-9;]*m", "", distributed.stdout)
     assert losses(distributed.stdout) == losses(local.stdout) and len(losses(local.stdout)) == 3
+    # Bit for bit: reductions fold in group order on every communicator, on any machine.
+    assert digest(distributed.stdout) == digest(local.stdout) is not None
+
+
+def digest(stdout: str) -> str | None:
+    found = re.search(r"digest of the last step's outputs: ([0-9a-f]+)", stdout)
+    return found and found.group(1)
 
 
 def test_cli_run_under_mpirun_matches_xla(tmp_path):

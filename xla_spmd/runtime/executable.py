@@ -26,6 +26,7 @@ array([2., 2.], dtype=float32)
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 from collections.abc import Mapping, Sequence
 
@@ -33,6 +34,7 @@ from xla_spmd.backends.reference import Context, evaluate_computation
 from xla_spmd.backends.reference.evaluator import coerce_argument
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import Module
+from xla_spmd.ir.hlo_printer import print_module
 from xla_spmd.runtime.devices import topology
 
 _local_worlds: dict[int, object] = {}
@@ -78,6 +80,9 @@ class SpmdExecutable:
     def __init__(self, module: Module):
         self.module = module
         self.num_devices = topology().num_devices
+        # Ranks under MPI check that they all run this program at every collective.
+        text = print_module(module).encode()
+        self.fingerprint = int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")
         partitions = module.num_partitions
         if partitions not in (1, self.num_devices):
             raise XlaSpmdError(f"module {module.name} is partitioned for {partitions} devices, "
@@ -102,8 +107,9 @@ class SpmdExecutable:
             raise XlaSpmdError(f"no arguments for devices {missing}")
         if top.kind == "mpi":
             (device,) = top.local_device_ids
-            return {device: self._run_device(device, per_device_args[device],
-                                             mpi_communicator())}
+            communicator = mpi_communicator()
+            communicator.set_program(self.fingerprint)
+            return {device: self._run_device(device, per_device_args[device], communicator)}
         world = _local_world(self.num_devices)
         with blas_threads_per_device(self.num_devices):
             results = world.run(lambda comm: self._run_device(

@@ -1,0 +1,68 @@
+"""Ranks that disagree about a collective, under ``mpirun -n 4``: every scenario must raise
+the same ``CommunicationError`` on every rank, naming both calls, before any payload moves;
+the communicator stays usable afterwards. Rank 0 prints one line per scenario:
+``<scenario>: <ranks that raised> | <message>``, then ``AFTER <sum>``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from xla_spmd.collectives.mpi import MpiCommunicator
+from xla_spmd.errors import CommunicationError
+
+
+def scenarios(comm: MpiCommunicator, everyone: tuple[int, ...]):
+    rank = comm.rank
+    f32 = np.ones(8, np.float32)
+    big = np.ones(1 << 18, np.float32)  # too large to travel with the header
+    yield "op", lambda: comm.all_reduce(f32, everyone, "prod" if rank == 1 else "sum")
+    yield "kind", lambda: (comm.broadcast(f32, everyone, 0) if rank == 1
+                           else comm.all_reduce(f32, everyone, "sum"))
+    yield "size", lambda: comm.all_reduce(np.ones(16 if rank == 2 else 8, np.float32),
+                                          everyone, "sum")
+    yield "size-large", lambda: comm.all_reduce(big[: (1 << 17) if rank == 2 else None],
+                                                everyone, "sum")
+    yield "shape", lambda: comm.all_gather(f32.reshape((2, 4) if rank == 3 else (4, 2)),
+                                           everyone, 0)
+    yield "dtype", lambda: comm.all_reduce(f32.astype(np.float64 if rank == 3 else np.float32),
+                                           everyone, "sum")
+    yield "axis", lambda: comm.all_gather(f32.reshape(4, 2), everyone, 1 if rank == 1 else 0)
+
+    def program():
+        comm.set_program(2 if rank == 3 else 1)
+        try:
+            return comm.all_reduce(f32, everyone, "sum")
+        finally:
+            comm.set_program(0)
+
+    yield "program", program
+
+
+def main() -> int:
+    comm = MpiCommunicator(timeout=60)
+    everyone = tuple(range(comm.size))
+    report = []
+    for name, call in scenarios(comm, everyone):
+        try:
+            call()
+            message = "no error"
+        except CommunicationError as error:
+            message = str(error)
+        raised = comm.mpi_comm.allgather(message != "no error")
+        messages = comm.mpi_comm.allgather(message)
+        same = all(m == messages[0] for m in messages)
+        report.append(f"{name}: {[r for r, flag in enumerate(raised) if flag]} "
+                      f"{'same' if same else 'DIFFERENT'} | {message}")
+    after = comm.all_reduce(np.full(4, comm.rank, np.float32), everyone, "sum")
+    if comm.rank == 0:
+        print("\n".join(report))
+        print(f"AFTER {after.tolist()}", flush=True)
+    comm.free()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
