@@ -40,18 +40,25 @@ def _boolean(text: str) -> bool:
 
 def _timeout(text: str | float) -> float:
     """Seconds > 0; ``inf``, ``none`` or ``nan`` mean no timeout (math.inf)."""
+    expected = "expected a positive number of seconds, or 'inf' for no limit"
     if isinstance(text, str) and text.strip().lower() in ("none", "inf", "infinity", "nan"):
         return math.inf
-    value = float(text)
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise ValueError(expected) from None
     if math.isnan(value) or value == math.inf:
         return math.inf
     if value <= 0:  # -inf included
-        raise ValueError("expected a positive number of seconds, or 'inf' for no limit")
+        raise ValueError(expected)
     return value
 
 
 def _positive_int(text: str | int) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        value = 0
     if value < 1:
         raise ValueError("expected a positive integer")
     return value
