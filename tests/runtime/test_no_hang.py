@@ -75,14 +75,15 @@ SPIN_BUT_DEVICE_0 = spin_program("compare(%pid, %zero), direction=NE")
 SPIN_EVERYWHERE = spin_program("constant(true)")
 
 
-def device_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("xla-spmd-device-")]
+def device_threads(prefix: str = "xla-spmd-device-") -> list[threading.Thread]:
+    """The runtime's device threads (the lockstep evaluator's: prefix "device-")."""
+    return [t for t in threading.enumerate() if t.name.startswith(prefix)]
 
 
-def assert_no_device_thread_left() -> None:
-    for thread in device_threads():
+def assert_no_device_thread_left(prefix: str = "xla-spmd-device-") -> None:
+    for thread in device_threads(prefix):
         thread.join(STOP_GRACE)  # a thread that reported may still be leaving `finally`
-    assert not device_threads()
+    assert not device_threads(prefix)
 
 
 # -- a device that never arrives ----------------------------------------------------------------
@@ -206,7 +207,7 @@ def test_lockstep_evaluator_times_out_and_stops_loops():
                            match=r"device 0 .* waited 0.5 s at collective total for devices "
                                  r"\[1, 2, 3\], which did not arrive"):
             evaluate_spmd(module, [[np.ones(4, np.float32)]] * 4)
-    assert not [t for t in threading.enumerate() if t.name.startswith("device-")]
+    assert_no_device_thread_left("device-")
 
 
 def test_loop_cap_from_config_names_the_loop():
@@ -271,6 +272,34 @@ def test_bad_variables_fail_at_start_up(tmp_path, capsys, monkeypatch, variable,
 
 
 # -- Ctrl-C ------------------------------------------------------------------------------------
+
+def interrupt_soon() -> threading.Timer:
+    """Ctrl-C as the main thread sees it (SIGINT's KeyboardInterrupt), half a second from now.
+    Whenever it lands, the outcome checked is the same: KeyboardInterrupt, no device left."""
+    import _thread
+
+    timer = threading.Timer(0.5, _thread.interrupt_main)
+    timer.start()
+    return timer
+
+
+def test_ctrl_c_stops_the_runtime_devices():
+    xs.set_num_devices(4)
+    executable = SpmdExecutable(xs.parse_hlo(SPIN_EVERYWHERE))
+    timer = interrupt_soon()
+    with pytest.raises(KeyboardInterrupt):
+        executable.execute({d: [np.ones(4, np.float32)] for d in range(4)})
+    timer.join()
+    assert_no_device_thread_left()
+
+
+def test_ctrl_c_stops_the_lockstep_evaluator():
+    timer = interrupt_soon()
+    with pytest.raises(KeyboardInterrupt):
+        evaluate_spmd(xs.parse_hlo(SPIN_EVERYWHERE), [[np.ones(4, np.float32)]] * 4)
+    timer.join()
+    assert_no_device_thread_left("device-")
+
 
 # Prints "ready RANK PID" once the runtime is set up (under mpirun: once the abort-on-error
 # hook is in place), then runs the `xla-spmd` command line given to it.
