@@ -180,26 +180,31 @@ class LocalWorld:
             self.abort(None, "interrupted (KeyboardInterrupt)")
             self._join(finished)
             raise
+        if late or errors:
+            self._raise_failure(errors, finished, late, stuck)
+        return results
+
+    def _raise_failure(self, errors: list[tuple[int, BaseException]],
+                       finished: list[tuple[float, int]], late: list[int],
+                       stuck: list[int]) -> None:
+        """One error for a failed run: the devices that did not return in time, or else the
+        root cause (the first failure not induced by another), naming any device left
+        behind."""
         if late:
-            first = finished[0][1]
             raise CommunicationError(
                 f"devices {late} did not return within {self._timeout():g} s after device "
-                f"{first} returned; they were stopped"
+                f"{finished[0][1]} returned; they were stopped"
                 + (f", and devices {stuck} left behind" if stuck else "")
                 + f". If they are only slow, {TIMEOUT_HINT}")
-        if errors:
-            # The root cause is the first failure recorded; the others were woken by it.
-            root = next((e for _, e in errors if not _is_induced(e)), errors[0][1])
-            if not stuck:
-                raise root
-            note = (f"devices {stuck} were still running {STOP_GRACE:g} s later and were "
-                    "left behind")
-            if isinstance(root, CommunicationError):  # one error, with the device's frames
-                error = CommunicationError(f"{root}; {note}")
-                raise error.with_traceback(root.__traceback__) from None
-            root.add_note(note)
+        root = next((e for _, e in errors if not _is_induced(e)), errors[0][1])
+        if not stuck:
             raise root
-        return results
+        note = f"devices {stuck} were still running {STOP_GRACE:g} s later and were left behind"
+        if isinstance(root, CommunicationError):  # one error, with the device's frames
+            error = CommunicationError(f"{root}; {note}")
+            raise error.with_traceback(root.__traceback__) from None
+        root.add_note(note)
+        raise root
 
     def _timeout(self) -> float:
         return collective_timeout(self.timeout)
