@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 from netns_hosts import Unavailable, two_hosts
+from test_no_hang import processes_running
 from test_runtime_mpi import digest, losses, mpi_environment
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 EXAMPLE = ROOT / "examples" / "run_xla_partitioned_step.py"
+FAULTS = ROOT / "tests" / "collectives" / "mpi_programs" / "fault_program.py"
 STEPS = "3"
 # Messages go over TCP only: no shared memory (btl sm), no UCX (pml ucx would bypass btl).
 TCP_ONLY = ["--mca", "pml", "ob1", "--mca", "btl", "tcp,self"]
@@ -65,3 +67,22 @@ def test_training_across_two_hosts_equals_in_process(in_process, mpirun, tmp_pat
     # ranks 4..7 ran there.
     assert network.agent_log.read_text().split() == ["10.200.0.2"]
     check_same_bits(result.stdout, in_process)
+
+
+def test_rank_on_another_host_that_never_arrives_is_named(mpirun, tmp_path):
+    # Ranks 0, 1 on host A and 2, 3 on host B; rank 3 never joins the all-reduce.
+    try:
+        with two_hosts(tmp_path, slots=2) as network:
+            command = network.mpirun([mpirun, "-n", "4", "--bind-to", "none",
+                                      sys.executable, str(FAULTS), "timeout"])
+            result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
+                                    timeout=120, env=mpi_environment())
+    except Unavailable as reason:
+        pytest.skip(f"two hosts from network namespaces: {reason}")
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert output.count("failed, aborting all ranks") == 1, output
+    assert "timed out after 1 s" in output and "rank 3 " in output, output
+    assert "unknown" not in output  # the arrival beacon of a rank on another host is read
+    assert "which it should not" not in output
+    assert not processes_running(FAULTS) and not processes_running(tmp_path)
