@@ -11,8 +11,9 @@ JAX's outputs (`<case>.npz`). This example
 1. parses both programs;
 2. places the global inputs on the devices by the partitioned program's parameter shardings
    (`xs.device_put`: each process keeps only its devices' shards);
-3. runs the program on every device (`SpmdExecutable`): threads exchanging through shared
-   memory, or one MPI rank per device exchanging through MPI;
+3. compiles it with the configured backend and runs it on every device
+   (`xs.runtime.execute`): threads exchanging through shared memory, or one MPI rank per
+   device exchanging through MPI;
 4. assembles the global outputs from the result shardings of the global program (a
    collective under MPI);
 5. feeds the updated weights back for the next step, and checks each step against the
@@ -35,7 +36,8 @@ from rich.table import Table
 
 import xla_spmd as xs
 from xla_spmd.backends.reference import evaluate, leaves
-from xla_spmd.runtime import ShardedArray, SpmdExecutable, topology
+from xla_spmd.pipeline import load_backend
+from xla_spmd.runtime import ShardedArray, execute, topology
 from xla_spmd.sharding import hlo_to_axes
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "jax"
@@ -91,13 +93,14 @@ def main() -> None:
     say(f"mesh {mesh!r}; {len(spmd_program.entry.instructions)} instructions per device; "
         f"{num_devices} {where}")
     table = Table("step", "loss", "max |partitioned - unpartitioned|", "seconds")
-    executable = SpmdExecutable(spmd_program)
+    # XLA partitioned this program already: it goes straight to the backend (the one
+    # xs.config.backend / XLA_SPMD_BACKEND names).
+    executable = load_backend().compile(spmd_program, [d.id for d in xs.local_devices()])
     for step in range(args.steps):
         start = time.perf_counter()
         placed = xs.device_put(inputs, param_shardings)
-        results = executable.execute({d.id: [a.shard_data(d.id, padded=True) for a in placed]
-                                      for d in xs.local_devices()})
-        per_device = {d: leaves(r) for d, r in results.items()}
+        per_device = execute(executable, {d.id: [a.shard_data(d.id, padded=True)
+                                                  for a in placed] for d in xs.local_devices()})
         outputs = [ShardedArray.from_padded_shards(
                        shape, e.dtype, sharding, {d: r[i] for d, r in per_device.items()}
                    ).gather() for i, (shape, sharding, e)

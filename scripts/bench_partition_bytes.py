@@ -21,8 +21,9 @@ sys.path.insert(0, str(ROOT / "tests" / "partition"))
 from classic_patterns import PATTERNS  # noqa: E402
 
 from xla_spmd.ir import parse_hlo  # noqa: E402
-from xla_spmd.partition import collective_table, partition  # noqa: E402
+from xla_spmd.partition import collective_table  # noqa: E402
 from xla_spmd.partition.report import totals  # noqa: E402
+from xla_spmd.pipeline import lower  # noqa: E402
 
 JAX_CASES = ["sharded_mlp_dp8", "sharded_mlp_fsdp8", "sharded_mlp_megatron_2x4",
              "sharded_mlp_megatron_2x4_gspmd", "sharded_transformer_dp8",
@@ -41,13 +42,13 @@ def main() -> int:
     rows = []
     for name, build in PATTERNS.items():
         module, minimum = build()
-        rows.append({"case": name, "ours": total(partition(module)), "textbook": minimum,
+        rows.append({"case": name, "ours": total(lower(module).spmd_module), "textbook": minimum,
                      "xla": None})
     data = ROOT / "tests" / "data" / "jax"
     for case in JAX_CASES:
         module = parse_hlo((data / case / f"{case}.hlo").read_text())
         xla = parse_hlo((data / case / f"{case}.optimized.hlo").read_text())
-        rows.append({"case": case, "ours": total(partition(module)), "textbook": None,
+        rows.append({"case": case, "ours": total(lower(module).spmd_module), "textbook": None,
                      "xla": total(xla)})
     if args.json:
         print(json.dumps(rows, indent=2))

@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from xla_spmd.ir import parse_hlo, print_module  # noqa: E402
-from xla_spmd.partition import partition  # noqa: E402
 from xla_spmd.partition.report import strip_shardings  # noqa: E402
+from xla_spmd.pipeline import lower  # noqa: E402
 
 
 def every_op_module() -> str:
@@ -40,7 +40,7 @@ def main() -> int:
     printed_sources = {name: print_module(parse_hlo(text, str(name)))
                        for name, text in sources.items()}
     for path in sorted((ROOT / "tests/data/jax").glob("sharded_*/*[!d].hlo")):
-        partitioned = partition(parse_hlo(path.read_text(), str(path)))
+        partitioned = lower(parse_hlo(path.read_text(), str(path))).spmd_module
         printed_sources[f"partition({path.relative_to(ROOT)})"] = print_module(
             strip_shardings(partitioned))
     failures = 0

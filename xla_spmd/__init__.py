@@ -43,13 +43,13 @@ _EXPORTS = {
     "specialize": "xla_spmd.partition",
     "evaluate": "xla_spmd.backends.reference",
     "evaluate_spmd": "xla_spmd.backends.reference",
-    "jit": "xla_spmd.runtime",  # the runtime installs how sharded functions run
+    "jit": "xla_spmd.api",
     "Lowered": "xla_spmd.frontend.jit",
     "with_sharding_constraint": "xla_spmd.frontend.jit",
     "grad": "xla_spmd.frontend.autodiff",
     "value_and_grad": "xla_spmd.frontend.autodiff",
     "vjp": "xla_spmd.frontend.autodiff",
-    "shard_map": "xla_spmd.frontend.shard_map",
+    "shard_map": "xla_spmd.api",
     "tree_util": "xla_spmd.frontend.pytree",
     "tree_map": "xla_spmd.frontend.pytree",
     "tree_flatten": "xla_spmd.frontend.pytree",
@@ -61,7 +61,7 @@ _EXPORTS = {
 
 
 # Submodules reachable as attributes (xs.distributed.initialize(), xs.numpy, ...).
-_SUBMODULES = {"config", "distributed", "errors", "lax", "nn", "numpy", "random"}
+_SUBMODULES = {"config", "distributed", "errors", "lax", "nn", "numpy", "pipeline", "random"}
 
 
 def __getattr__(name: str):

@@ -1,6 +1,7 @@
 """The `xla-spmd` command.
 
     xla-spmd run PROGRAM.hlo --inputs ARGS.npz [--output OUT.npz] [--devices N]
+                 [--backend reference|cpu|gpu]
     xla-spmd partition PROGRAM.hlo [--json] [--format hlo|mlir] [--device K]
     xla-spmd convert IN.hlo OUT.hlo
     xla-spmd interpret CASES.mlir
@@ -130,7 +131,7 @@ def _to_npz_array(value) -> np.ndarray:
 
 
 def cmd_run(args) -> int:
-    from xla_spmd.backends.reference import evaluate, leaves
+    from xla_spmd.pipeline import load_backend
     from xla_spmd.runtime.devices import launched_by_mpi, topology
 
     module = load_module(args.program)
@@ -138,9 +139,9 @@ def cmd_run(args) -> int:
     _check_devices(module, args.program, args.devices, on_devices)
     inputs = load_inputs(args.inputs, module)
     if on_devices:
-        outputs = _run_on_devices(module, inputs, args.devices)
-    else:
-        outputs = leaves(evaluate(module, inputs))
+        outputs = _run_on_devices(module, inputs, args.devices, args.backend)
+    else:  # the program as it is, on one device
+        outputs = load_backend(args.backend).compile(module, (0,)).run(0, inputs, None)
     if topology().process_index != 0:
         return 0  # under MPI every rank holds the outputs; rank 0 reports them
     for i, out in enumerate(outputs):
@@ -195,15 +196,14 @@ def _check_devices(module, path: str, devices: int | None, on_devices: bool) -> 
                            f"{partitions}")
 
 
-def _run_on_devices(module, inputs, devices: int | None) -> list:
-    """Propagate, partition and run on the job's devices (N in-process devices, or one per
-    MPI rank under mpirun); the global outputs, on every process."""
+def _run_on_devices(module, inputs, devices: int | None, backend: str | None) -> list:
+    """Propagate, partition, compile with `backend` and run on the job's devices (N
+    in-process devices, or one per MPI rank under mpirun); the global outputs, on every
+    process."""
+    from xla_spmd import pipeline
     from xla_spmd.ir import TupleShape
     from xla_spmd.mesh import make_mesh
-    from xla_spmd.propagation import propagate
-    from xla_spmd.runtime import CompiledStep, set_num_devices, topology
-    from xla_spmd.runtime.jit_runtime import module_mesh
-    from xla_spmd.sharding import TensorSharding
+    from xla_spmd.runtime import Runner, local_devices, set_num_devices, topology
 
     if topology().kind == "mpi":
         if devices not in (None, topology().num_devices):
@@ -214,34 +214,36 @@ def _run_on_devices(module, inputs, devices: int | None) -> list:
     if any(isinstance(p.shape, TupleShape) for p in module.entry.parameters):
         raise XlaSpmdError("running on devices needs array parameters; this program has "
                            "tuple parameters (use_tuple_args)")
-    module = propagate(module)
-    if module_mesh(module) is None:  # no sharding anywhere: every device holds everything
-        mesh = make_mesh({"x": topology().num_devices})
-        module = propagate(_with_parameter_shardings(
-            module, lambda p: TensorSharding.replicated_on(mesh, p.shape.rank)))
-    outputs = CompiledStep(module)(inputs)
+    # A program with no sharding anywhere runs replicated: every device holds everything.
+    mesh = None if _has_shardings(module) else make_mesh({"x": topology().num_devices})
+    program = pipeline.compile(module, mesh=mesh, backend=backend,
+                               devices=[d.id for d in local_devices()])
+    outputs = Runner(program.module, program.executable)(inputs)
     return [o.gather() for o in outputs]
 
 
-def _with_parameter_shardings(module, sharding_of):
-    from xla_spmd.ir import rewrite
+def _has_shardings(module) -> bool:
+    """Whether some instruction carries a sharding (or Shardy's sharding attributes)."""
+    from xla_spmd.ir.custom_calls import SDY_MESHES, SDY_SHARDING
 
-    entry = rewrite(module.entry, lambda inst, ops: inst.replace(sharding=sharding_of(inst))
-                    if inst.opcode == "parameter" else None)
-    return module.with_entry(entry)
+    if SDY_MESHES in (module.header_value("frontend_attributes") or ""):
+        return True
+    return any(inst.sharding is not None or inst.frontend_attribute(SDY_SHARDING) is not None
+               for computation in module.computations for inst in computation.instructions)
 
 
 def cmd_partition(args) -> int:
     from xla_spmd.ir.hlo_printer import print_module
-    from xla_spmd.partition import partition, specialize
+    from xla_spmd.partition import specialize
     from xla_spmd.partition.report import (
         collective_table,
         format_table,
         strip_shardings,
         table_json,
     )
+    from xla_spmd.pipeline import lower
 
-    spmd = partition(_load_program(args.input))
+    spmd = lower(_load_program(args.input)).spmd_module
     if args.device is not None:
         if not 0 <= args.device < spmd.num_partitions:
             raise XlaSpmdError(f"--device {args.device}: the program runs on "
@@ -378,13 +380,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="xla-spmd", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
-    run = commands.add_parser("run", help="evaluate a program on the reference backend")
+    run = commands.add_parser("run", help="run a program: on one device, or partitioned over "
+                                "--devices N")
     run.add_argument("program", help="program file (.hlo or .mlir)")
     run.add_argument("--inputs", help="npz file with arrays arg0, arg1, ...")
     run.add_argument("--output", help="npz file to write out0, out1, ... to")
     run.add_argument("--devices", type=int, default=None,
                      help="propagate, partition and run on N in-process devices (under "
                           "mpirun: one device per rank)")
+    run.add_argument("--backend", default=None, metavar="NAME",
+                     help="the backend that compiles and runs the program: reference, cpu "
+                          "or gpu (default: XLA_SPMD_BACKEND, else reference)")
     _add_loop_cap(run)
     run.set_defaults(handler=cmd_run)
 

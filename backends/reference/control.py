@@ -33,6 +33,7 @@ from xla_spmd.backends.reference.evaluator import (
 from xla_spmd.backends.reference.reduction import top_k
 from xla_spmd.errors import EvaluationError
 from xla_spmd.ir import Instruction, Registry, TupleShape
+from xla_spmd.ir.custom_calls import GROUPS, GSPMD_BOUNDARIES, MANUAL_BOUNDARIES, MARKERS
 
 # ---------------------------------------------------------------------------------------------
 # Control flow
@@ -154,9 +155,7 @@ def custom_call_rule(inst: Instruction, operands: list, ctx: Context):
     return CUSTOM_CALLS[target](inst, operands, ctx)
 
 
-@CUSTOM_CALLS.register("Sharding", "xla.sdy.FuncResultSharding", "xla.sdy.PropagationBarrier",
-                       "xla.sdy.ShardingGroup", "annotate_device_placement",
-                       "LayoutConstraint", "MoveToHost", "MoveToDevice")
+@CUSTOM_CALLS.register(*sorted(MARKERS | GROUPS))
 def marker_rule(inst: Instruction, operands: list, ctx: Context):
     """Value-preserving markers: the operand, or the operands' tuple, or nothing."""
     if isinstance(inst.shape, TupleShape) and not inst.shape.elements:
@@ -171,8 +170,7 @@ def marker_rule(inst: Instruction, operands: list, ctx: Context):
                           f"{len(operands)} operands")
 
 
-@CUSTOM_CALLS.register("SPMDFullToShardShape", "SPMDShardToFullShape",
-                       "xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape")
+@CUSTOM_CALLS.register(*sorted(MANUAL_BOUNDARIES | GSPMD_BOUNDARIES))
 def manual_boundary_rule(inst: Instruction, operands: list, ctx: Context):
     """Entry/exit of a manual region: on one device global and local shapes agree."""
     results = inst.shape.elements if isinstance(inst.shape, TupleShape) else (inst.shape,)

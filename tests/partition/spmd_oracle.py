@@ -11,9 +11,9 @@ import numpy as np
 
 from xla_spmd.backends.reference import evaluate, evaluate_spmd
 from xla_spmd.ir import verify
-from xla_spmd.partition import partition
 from xla_spmd.partition.partitioner import find_mesh, shape_leaves
 from xla_spmd.partition.shards import assemble, shard_array, signature
+from xla_spmd.pipeline import lower
 
 
 def _flatten(value):
@@ -25,10 +25,8 @@ def _flatten(value):
 def check(module, args, *, rtol=1e-5, atol=1e-5, propagate=False, expected=None):
     """Partition `module`, run it on every device, compare with the reference (or with
     `expected`); return the partitioned module."""
-    if propagate:
-        from xla_spmd.propagation import propagate as run_propagation
-        module = run_propagation(module)
-    spmd = partition(module, propagate=False)
+    program = lower(module, propagate_shardings=propagate)
+    module, spmd = program.module, program.spmd_module
     verify(spmd)
     n = find_mesh(module).size
     params, results_shardings = signature(module)

@@ -8,9 +8,10 @@ import numpy as np
 from xla_spmd.backends.reference import evaluate
 from xla_spmd.cli import main
 from xla_spmd.ir import OPS, parse_hlo, verify
-from xla_spmd.partition import collective_table, partition, specialize
+from xla_spmd.partition import collective_table, specialize
 from xla_spmd.partition.registry import handler_for
 from xla_spmd.partition.report import strip_shardings
+from xla_spmd.pipeline import lower
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "jax"
 CASE = DATA / "sharded_mlp_megatron_2x4" / "sharded_mlp_megatron_2x4"
@@ -53,7 +54,7 @@ def test_run_on_devices(tmp_path, capsys):
 
 
 def test_specialize_gives_each_device_its_program():
-    spmd = partition(parse_hlo(Path(str(CASE) + ".hlo").read_text()))
+    spmd = lower(parse_hlo(Path(str(CASE) + ".hlo").read_text())).spmd_module
     arrays = np.load(str(CASE) + ".npz")
     one = specialize(spmd, 5)
     assert all(i.opcode != "partition-id" for c in one.computations for i in c.instructions)
@@ -62,7 +63,7 @@ def test_specialize_gives_each_device_its_program():
 
 
 def test_strip_shardings_and_table_rows():
-    spmd = partition(parse_hlo(Path(str(CASE) + ".hlo").read_text()))
+    spmd = lower(parse_hlo(Path(str(CASE) + ".hlo").read_text())).spmd_module
     stripped = strip_shardings(spmd)
     assert all(i.sharding is None for c in stripped.computations for i in c.instructions)
     rows = collective_table(stripped)
@@ -81,7 +82,7 @@ def test_unpartitioned_module_runs_the_same_on_one_device():
     module = parse_hlo("""HloModule m
 ENTRY e { x = f32[4] parameter(0)
   ROOT y = f32[4] exponential(x) }""")
-    spmd = partition(module)
+    spmd = lower(module).spmd_module
     assert spmd.num_partitions == 1
     x = np.arange(4, dtype=np.float32)
     np.testing.assert_allclose(evaluate(spmd, [x]), np.exp(x), rtol=1e-6)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import xla_spmd as xs
-from xla_spmd.runtime.jit_runtime import module_mesh
+from xla_spmd.pipeline import program_mesh as module_mesh
 
 X = np.arange(32.0, dtype=np.float32).reshape(4, 8)
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import xla_spmd as xs
-from xla_spmd.backends.reference import leaves
+from xla_spmd.backends import get_backend
 from xla_spmd.errors import ShardingError, XlaSpmdError
-from xla_spmd.runtime import ShardedArray, SpmdExecutable, topology
+from xla_spmd.runtime import ShardedArray, execute, topology
 from xla_spmd.sharding import hlo_to_axes
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "jax"
@@ -75,11 +75,11 @@ def test_xla_partitioned_program_runs_through_communicators(case):
     out_shardings = [hlo_to_axes(h, rank=e.ndim, mesh=mesh).sharding
                      for h, e in zip(global_program.entry.root.sharding.elements, expected)]
     placed = xs.device_put(inputs, in_shardings)
-    results = SpmdExecutable(spmd_program).execute(
-        {d: [a.shard_data(d, padded=True) for a in placed] for d in range(8)})
+    results = execute(get_backend("reference").compile(spmd_program, range(8)),
+                      {d: [a.shard_data(d, padded=True) for a in placed] for d in range(8)})
     for i, (want, sharding) in enumerate(zip(expected, out_shardings)):
         got = ShardedArray.from_padded_shards(
-            want.shape, want.dtype, sharding, {d: leaves(r)[i] for d, r in results.items()})
+            want.shape, want.dtype, sharding, {d: r[i] for d, r in results.items()})
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-6)
 
 
@@ -87,7 +87,8 @@ def test_executable_checks_the_device_count():
     module = xs.parse_hlo("HloModule m, num_partitions=4\nENTRY e {\n"
                           "  ROOT x = f32[2] parameter(0)\n}\n")
     with pytest.raises(XlaSpmdError, match="partitioned for 4 devices"):
-        SpmdExecutable(module)
+        execute(get_backend("reference").compile(module, range(4)),
+                {d: [np.ones(2, np.float32)] for d in range(8)})
 
 
 def test_a_failing_device_stops_every_device():
@@ -105,7 +106,7 @@ ENTRY %e (x: f32[2]) -> f32[2] {
     args = {d: [np.ones(2, np.float32)] for d in range(8)}
     args[3] = [np.ones(3, np.float32)]  # device 3 gets a wrong argument and fails
     with pytest.raises(XlaSpmdError, match="device 3"):
-        SpmdExecutable(module).execute(args)
+        execute(get_backend("reference").compile(module, range(8)), args)
 
 
 def test_visualize_a_sharded_array():

@@ -28,6 +28,7 @@ from xla_spmd.frontend.tracing import (
     finish,
     fresh_name,
     is_weak,
+    mesh_scope,
     python_scalar_array,
     rebind,
     trace_computation,
@@ -174,7 +175,8 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
 
     trace, outputs = trace_computation(flat_fn, [x.aval for x in leaves], fresh_name("vjp"))
     computation = finish(trace, outputs, tuple_root=True)
-    _, env = linearize_computation(computation, leaves + list(trace.captures))
+    with mesh_scope(trace.meshes):  # the meshes its shard_maps name, while differentiating
+        _, env = linearize_computation(computation, leaves + list(trace.captures))
     values = [env[id(o)] for o in computation.root.operands]
     num_out = structure["num_out"]
     out = tree_unflatten(structure["out"], values[:num_out])
@@ -192,7 +194,8 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
                 raise XlaSpmdError(f"vjp: cotangent {ct.aval} for an output {aval}")
             cts.append(lax.convert(ct, aval.dtype) if differentiable(aval) else None)
         root_ct = tuple(cts) + (None,) * (len(values) - num_out)
-        param_cts = backward(computation, env, root_ct)[:len(leaves)]
+        with mesh_scope(trace.meshes):
+            param_cts = backward(computation, env, root_ct)[:len(leaves)]
         grads = [lax.zeros_like(x) if c is None else c for c, x in zip(param_cts, leaves)]
         return tuple(tree_unflatten(in_tree, grads))
 

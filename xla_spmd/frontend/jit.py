@@ -1,10 +1,11 @@
 """`jit`: trace a Python function once per input signature into a `Module`, with the user's
 shardings on its parameters and results; `with_sharding_constraint`.
 
-Calling a jitted function whose module carries shardings (given as `in_shardings` /
-`out_shardings`, taken from sharded arguments, `with_sharding_constraint` or `shard_map`) runs
-it on the devices through the executor the runtime installs (`set_executor`); a module with
-no sharding is evaluated on one device with the reference backend.
+This is the tracing side of jit: `Jitted` evaluates a lowered program on one device with the
+reference backend. ``xs.jit`` (`xla_spmd.api`) extends it: a program that carries shardings
+(given as `in_shardings` / `out_shardings`, taken from sharded arguments,
+`with_sharding_constraint` or `shard_map`) goes through `xla_spmd.pipeline` and runs on the
+devices.
 
 >>> import numpy as np
 >>> from xla_spmd.frontend import numpy_api as xnp
@@ -27,6 +28,7 @@ from xla_spmd.errors import ShardingError, XlaSpmdError
 from xla_spmd.frontend.pytree import tree_flatten, tree_unflatten
 from xla_spmd.frontend.tracing import Array, Trace, Value, aval_of, bind, current_trace, is_weak
 from xla_spmd.ir import Module
+from xla_spmd.ir.custom_calls import SHARDING
 from xla_spmd.mesh import print_mesh
 from xla_spmd.sharding import NamedSharding, PartitionSpec, TensorSharding
 
@@ -152,10 +154,11 @@ class Lowered:
         return tree_unflatten(self.out_tree, leaves)
 
 
-def _with_mesh_declarations(module: Module) -> Module:
+def _with_mesh_declarations(module: Module, declared=None) -> Module:
     """`module` with XLA's ``xla.sdy.meshes`` header entry declaring the meshes its shardings
-    name (what becomes StableHLO's ``sdy.mesh`` ops; the HLO printer adds it by itself)."""
-    meshes = {}
+    name and the `declared` ones (what becomes StableHLO's ``sdy.mesh`` ops; the HLO printer
+    adds the former by itself)."""
+    meshes = dict(declared or {})
     for computation in module.computations:
         for inst in computation.instructions:
             shardings = inst.sharding if isinstance(inst.sharding, tuple) else (inst.sharding,)
@@ -187,7 +190,8 @@ class Compiled:
         is sharded (what XLA's ``compiled.as_text()`` shows), else the one-device module."""
         if self._text is None:
             from xla_spmd.ir.hlo_printer import print_module
-            module = _compiler(self.lowered) if _compiler is not None else None
+            jitted = self.lowered._jitted
+            module = jitted.spmd_module(self.lowered) if jitted is not None else None
             if module is None:
                 module = _single_device_module(self.lowered.module)
             self._text = print_module(module)
@@ -202,16 +206,12 @@ class Compiled:
             raise XlaSpmdError("this Lowered was not made by jit(...).lower(...); it cannot "
                                "be called")
         leaves = jitted.dynamic_leaves(self.lowered, args, kwargs)
-        return _run(self.lowered, leaves)
+        return jitted.run(self.lowered, leaves)
 
 
-def _run(lowered: Lowered, leaves: list):
-    """Run a lowered program on argument leaves: on the devices through the runtime's
-    executor when it is sharded, else on one device with the reference backend."""
-    if _executor is not None:
-        outs = _executor(lowered, leaves)
-        if outs is not None:
-            return tree_unflatten(lowered.out_tree, outs)
+def run_on_one_device(lowered: Lowered, leaves: list):
+    """Run a lowered program on argument leaves, on one device with the reference backend
+    (its manual regions, if any, over one-device meshes)."""
     from xla_spmd.backends.reference import evaluate
     module = _single_device_module(lowered.module)
     result = evaluate(module, [leaf.value for leaf in leaves])
@@ -348,6 +348,8 @@ class Jitted:
                                [p.shape for p in trace.parameters],
                                [o.shape for o in outputs], root.opcode == "tuple")
         module = Module.from_entry(f"jit_{name}", trace.builder.build(root, "main"), header)
+        if trace.meshes:  # shard_map's sharding text names its meshes: declare them
+            module = _with_mesh_declarations(module, trace.meshes)
         lowered = Lowered(module, in_tree, out_tree, self.donate_argnums, self, key)
         lowered._call_info = (static, static_kwargs, len(static) + len(dynamic))
         return lowered
@@ -398,7 +400,16 @@ class Jitted:
         if current_trace() is not None:  # jit inside a trace: inline it
             return self.fn(*args, **kwargs)
         lowered, leaves = self._lower(args, kwargs)
-        return _run(lowered, leaves)
+        return self.run(lowered, leaves)
+
+    def run(self, lowered: Lowered, leaves: list):
+        """Run `lowered` on the argument leaves and return the output pytree (here: on one
+        device; ``xs.jit`` runs sharded programs on the devices)."""
+        return run_on_one_device(lowered, leaves)
+
+    def spmd_module(self, lowered: Lowered) -> Module | None:
+        """The per-device program of `lowered` (None here: it runs on one device)."""
+        return None
 
 
 def _alias_header(donated: list[int], parameter_shapes, output_shapes,
@@ -421,20 +432,6 @@ def _alias_header(donated: list[int], parameter_shapes, output_shapes,
     if not entries:
         return ()
     return (("input_output_alias", "{ " + ", ".join(entries) + " }"),)
-
-
-# How sharded functions run on the devices, installed by the runtime (the layer above, which
-# the frontend never imports): `executor(lowered, leaves) -> result leaves`, or None to
-# evaluate on one device; `compiler(lowered) -> per-device Module`, or None when unsharded.
-_executor: Callable | None = None
-_compiler: Callable | None = None
-
-
-def set_executor(executor: Callable | None, compiler: Callable | None = None) -> None:
-    """Install how sharded programs run (`executor`) and are partitioned (`compiler`)."""
-    global _executor, _compiler
-    _executor = executor
-    _compiler = compiler
 
 
 def jit(fn: Callable | None = None, *, in_shardings=None, out_shardings=None,
@@ -467,30 +464,19 @@ def with_sharding_constraint(x, sharding):
     for leaf, s in zip(leaves, shardings):
         aval = aval_of(leaf)
         tensor_sharding = to_tensor_sharding(s, aval.rank, "with_sharding_constraint")
-        outs.append(bind("custom-call", leaf, shape=aval, custom_call_target="Sharding",
+        outs.append(bind("custom-call", leaf, shape=aval, custom_call_target=SHARDING,
                          sharding=tensor_sharding))
     return tree_unflatten(tree, outs)
-
-
-def manual_meshes(module: Module) -> list:
-    """The meshes of the module's manual regions (shard_map bodies it calls), in order."""
-    from xla_spmd.frontend.shard_map import _MANUAL_MESHES
-    meshes = []
-    for computation in module.computations:
-        for inst in computation.instructions:
-            if inst.opcode == "call" and inst.attrs.to_apply.name in _MANUAL_MESHES:
-                meshes.append(_MANUAL_MESHES[inst.attrs.to_apply.name])
-    return meshes
 
 
 def _single_device_module(module: Module) -> Module:
     """The module to evaluate on one device: manual regions (shard_map) must be over a mesh of
     one device, where their boundary custom-calls are identities."""
-    from xla_spmd.frontend.shard_map import strip_manual_boundaries
-    for mesh in manual_meshes(module):
+    from xla_spmd.frontend.shard_map import region_meshes, strip_manual_boundaries
+    for mesh in region_meshes(module):
         if mesh.size != 1:
             raise XlaSpmdError(
                 f"{module.name}: this program has a shard_map over {mesh!r} ({mesh.size} "
-                "devices) and no runtime is installed to run it on the devices; import "
-                "xla_spmd (or xla_spmd.runtime) rather than xla_spmd.frontend alone")
+                "devices), and the frontend's jit runs programs on one device; use xs.jit "
+                "(xla_spmd.api), which runs it on the mesh's devices")
     return strip_manual_boundaries(module)

@@ -32,32 +32,27 @@ from xla_spmd.frontend.pytree import tree_flatten, tree_map, tree_unflatten
 from xla_spmd.frontend.tracing import (
     bind,
     current_trace,
+    declare_mesh,
+    declared_meshes,
     finish,
     fresh_name,
     reducer,
     trace_computation,
 )
 from xla_spmd.ir import OPS, S32, U32, ArrayShape, Module, ReplicaGroups, TupleShape
+from xla_spmd.ir.custom_calls import (
+    GLOBAL_TO_LOCAL,
+    IN_SHARDINGS,
+    LOCAL_TO_GLOBAL,
+    MANUAL_AXES,
+    MANUAL_BODY,
+    MANUAL_BOUNDARIES,
+    OUT_SHARDINGS,
+)
 from xla_spmd.ir.module import make_instruction, rewrite
-from xla_spmd.mesh import Mesh
+from xla_spmd.mesh import Mesh, parse_sdy_meshes
 from xla_spmd.sharding import NamedSharding, PartitionSpec, print_sharding_per_value
-
-G2L, L2G = "xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape"
-
-
-@dataclass(frozen=True)
-class ManualRegion:
-    """What a manual body computation was traced for: its mesh, manual axes and the
-    shardings of its operands and results (used by autodiff and to refuse one-device runs)."""
-
-    mesh: Mesh
-    axes: tuple[str, ...]
-    in_shardings: tuple
-    out_shardings: tuple
-
-
-_MANUAL_REGIONS: dict[str, ManualRegion] = {}
-_MANUAL_MESHES: dict[str, Mesh] = {}  # body name -> mesh (read by jit)
+from xla_spmd.sharding.manual import ManualRegion, manual_region
 
 
 @dataclass
@@ -135,7 +130,7 @@ def _shard_map(fn, mesh, axes, in_specs, out_specs, args):
         out_info["value"] = out
         return [asarray(o) for o in out_leaves]
 
-    name = fresh_name("xla.sdy.manual_computation_body")
+    name = fresh_name(MANUAL_BODY)
     trace, outputs = trace_computation(body, local, name, manual=Manual(mesh, axes))
     if trace.captures:
         raise XlaSpmdError("a shard_map body closes over traced values; pass them as "
@@ -150,18 +145,18 @@ def _shard_map(fn, mesh, axes, in_specs, out_specs, args):
         out_shardings.append(sharding)
         global_avals.append(ArrayShape(o.shape.dtype,
                                        tuple(n * f for n, f in zip(o.shape.dims, factors))))
-    register_region(computation.name, ManualRegion(mesh, axes, tuple(in_shardings),
-                                                   tuple(out_shardings)))
-    manual = ("xla.sdy.manual_axes", _manual_axes_text(axes))
-    locals_ = boundary(G2L, leaves, local, [("xla.sdy.in_shardings",
-                                             print_sharding_per_value(in_shardings)), manual])
+    for sharding in (*in_shardings, *out_shardings):  # the program declares the mesh
+        if sharding.mesh_name:
+            declare_mesh(sharding.mesh_name, sharding.mesh)
+    manual = (MANUAL_AXES, _manual_axes_text(axes))
+    locals_ = boundary(GLOBAL_TO_LOCAL, leaves, local,
+                       [(IN_SHARDINGS, print_sharding_per_value(in_shardings)), manual])
     result = bind("call", *locals_, to_apply=computation,
                   frontend_attributes=(("inlineable", "false"),))
     local_outs = [result] if len(outputs) == 1 else [
         lax.get_tuple_element(result, i) for i in range(len(outputs))]
-    globals_ = boundary(L2G, local_outs, global_avals,
-                        [manual, ("xla.sdy.out_shardings",
-                                  print_sharding_per_value(out_shardings))])
+    globals_ = boundary(LOCAL_TO_GLOBAL, local_outs, global_avals,
+                        [manual, (OUT_SHARDINGS, print_sharding_per_value(out_shardings))])
     return tree_unflatten(out_info["tree"], globals_)
 
 
@@ -173,22 +168,6 @@ def boundary(target: str, values, avals, attributes) -> list:
     if len(avals) == 1:
         return [out]
     return [lax.get_tuple_element(out, i) for i in range(len(avals))]
-
-
-def replicated_axes(region: ManualRegion, sharding) -> tuple[str, ...]:
-    """The manual axes a value of `sharding` is replicated over (uses in no dim)."""
-    used = {a.name for d in range(sharding.rank) for a in sharding.dim_axes(d)}
-    return tuple(a for a in region.axes if a not in used)
-
-
-def _region_feeding(inst) -> ManualRegion | None:
-    """The manual region whose body call produces the operand of a LocalToGlobal."""
-    source = inst.operands[0]
-    if source.opcode == "get-tuple-element":
-        source = source.operands[0]
-    if source.opcode == "call":
-        return _MANUAL_REGIONS.get(source.attrs.to_apply.name)
-    return None
 
 
 def transpose_boundary(ct, inst, ops) -> list:
@@ -203,39 +182,24 @@ def transpose_boundary(ct, inst, ops) -> list:
     """
     from xla_spmd.frontend.autodiff import flat_cotangent
     attrs = dict(inst.frontend_attributes)
-    manual = ("xla.sdy.manual_axes", attrs["xla.sdy.manual_axes"])
+    manual = (MANUAL_AXES, attrs[MANUAL_AXES])
     cts = flat_cotangent(ct, inst.shape)
-    if inst.attrs.custom_call_target == G2L:
-        target = L2G
-        attributes = [manual, ("xla.sdy.out_shardings", attrs["xla.sdy.in_shardings"])]
+    if inst.attrs.custom_call_target == GLOBAL_TO_LOCAL:
+        target = LOCAL_TO_GLOBAL
+        attributes = [manual, (OUT_SHARDINGS, attrs[IN_SHARDINGS])]
     else:
-        target = G2L
-        attributes = [("xla.sdy.in_shardings", attrs["xla.sdy.out_shardings"]), manual]
-        region = _region_feeding(inst)
-        if region is None:
-            raise XlaSpmdError(f"cannot differentiate {inst.name}: its manual region is not "
-                               "one traced by shard_map in this process")
+        target = GLOBAL_TO_LOCAL
+        attributes = [(IN_SHARDINGS, attrs[OUT_SHARDINGS]), manual]
+        region = manual_region(inst, declared_meshes())
         cts = [_split(c, region, s) for c, s in zip(cts, region.out_shardings)]
     return boundary(target, cts, [o.aval for o in ops], attributes)
 
 
 def _split(ct, region: ManualRegion, sharding):
-    copies = int(np.prod([region.mesh.axis_size(a) for a in replicated_axes(region, sharding)]))
+    copies = int(np.prod([region.mesh.axis_size(a) for a in region.replicated_axes(sharding)]))
     if copies == 1 or not (ct.aval.dtype.is_float or ct.aval.dtype.is_complex):
         return ct
     return lax.div(ct, lax.full(ct.shape, float(copies), ct.aval.dtype))
-
-
-def register_region(name: str, region: ManualRegion) -> None:
-    """Record that computation `name` is a manual body of `region`."""
-    _MANUAL_REGIONS[name] = region
-    _MANUAL_MESHES[name] = region.mesh
-
-
-def manual_pullback_sums(callee_name: str) -> ManualRegion | None:
-    """The manual region of a shard_map body (None for other computations): the VJP of its
-    call sums each operand's cotangent over the axes that operand is replicated over."""
-    return _MANUAL_REGIONS.get(callee_name)
 
 
 def psum_replicated(cts, region: ManualRegion) -> list:
@@ -243,29 +207,36 @@ def psum_replicated(cts, region: ManualRegion) -> list:
     operand is replicated over (the transpose of that operand's broadcast to the devices)."""
     out = []
     for c, sharding in zip(cts, region.in_shardings):
-        axes = replicated_axes(region, sharding)
+        axes = () if sharding is None else region.replicated_axes(sharding)
         if axes and (c.aval.dtype.is_float or c.aval.dtype.is_complex):
             c = psum(c, axes)
         out.append(c)
     return out
 
 
+def region_meshes(module: Module) -> list[Mesh]:
+    """The meshes of the module's manual regions (entry body calls), in order, read from
+    their boundaries and the module's ``xla.sdy.meshes``."""
+    meshes = parse_sdy_meshes(module.header_value("frontend_attributes") or "")
+    regions = [manual_region(inst, meshes) for inst in module.entry.instructions
+               if inst.opcode == "call"]
+    return [region.mesh for region in regions if region is not None]
+
+
 def strip_manual_boundaries(module: Module) -> Module:
     """On one device, a manual region over a one-device mesh is plain code: its boundaries
     are identities. Larger meshes need the partitioner."""
-    targets = {G2L, L2G}
+    targets = MANUAL_BOUNDARIES
     entry = module.entry
     if not any(i.opcode == "custom-call" and i.attrs.custom_call_target in targets
                for i in entry.instructions):
         return module
-    for inst in entry.instructions:
-        if inst.opcode == "call" and inst.attrs.to_apply.name in _MANUAL_MESHES:
-            mesh = _MANUAL_MESHES[inst.attrs.to_apply.name]
-            if mesh.size != 1:
-                raise XlaSpmdError(
-                    f"this program has a shard_map over {mesh!r} ({mesh.size} devices), "
-                    "which cannot be evaluated on one device; call it through xs.jit, "
-                    "which runs it on the mesh's devices")
+    for mesh in region_meshes(module):
+        if mesh.size != 1:
+            raise XlaSpmdError(
+                f"this program has a shard_map over {mesh!r} ({mesh.size} devices), "
+                "which cannot be evaluated on one device; call it through xs.jit, "
+                "which runs it on the mesh's devices")
 
     def strip(inst, operands):
         if inst.opcode != "custom-call" or inst.attrs.custom_call_target not in targets:

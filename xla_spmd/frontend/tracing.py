@@ -22,12 +22,14 @@ are *weakly typed* (as in JAX: ``x * 2.0`` keeps ``x``'s f32).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+from collections.abc import Iterator, Mapping
 from dataclasses import fields
 
 import numpy as np
 
-from xla_spmd.errors import XlaSpmdError
+from xla_spmd.errors import ShardingError, XlaSpmdError
 from xla_spmd.ir import (
     PRED,
     ArrayShape,
@@ -40,6 +42,7 @@ from xla_spmd.ir import (
     op_named,
 )
 from xla_spmd.ir.module import make_instruction
+from xla_spmd.mesh import Mesh
 
 _TRACES: list[Trace] = []
 _NAMES = itertools.count(1)
@@ -275,6 +278,9 @@ class Trace:
         # The manual (shard_map) region this trace is in: its mesh and manual axes.
         self.manual = manual if manual is not None else (self.parent.manual if self.parent
                                                           else None)
+        # The named meshes the sharding text of this (outermost) trace refers to (`@mesh`):
+        # what becomes the module's ``xla.sdy.meshes`` (see `declare_mesh`).
+        self.meshes: dict[str, Mesh] = {}
 
     def __enter__(self):
         _TRACES.append(self)
@@ -333,6 +339,42 @@ class Trace:
 
 def current_trace() -> Trace | None:
     return _TRACES[-1] if _TRACES else None
+
+
+# Meshes of traces that have finished but whose program is still being differentiated
+# (`mesh_scope`); innermost last.
+_MESH_SCOPES: list[Mapping[str, Mesh]] = []
+
+
+def declare_mesh(name: str, mesh: Mesh) -> None:
+    """Record, on the outermost trace, that sharding text written in this program names
+    `mesh` as ``@name`` (jit writes them as the module's ``xla.sdy.meshes``)."""
+    if not _TRACES:
+        return
+    meshes = _TRACES[0].meshes
+    known = meshes.get(name)
+    if known is not None and known != mesh:
+        raise ShardingError(f"two meshes named {name!r} in one program: {known!r} and "
+                            f"{mesh!r}; give each mesh of a program its own name")
+    meshes[name] = mesh
+
+
+def declared_meshes() -> dict[str, Mesh]:
+    """The named meshes of the programs being traced or differentiated now."""
+    found: dict[str, Mesh] = {}
+    for meshes in [*_MESH_SCOPES, *(t.meshes for t in _TRACES)]:
+        found.update(meshes)
+    return found
+
+
+@contextlib.contextmanager
+def mesh_scope(meshes: Mapping[str, Mesh]) -> Iterator[None]:
+    """Keep a finished trace's `meshes` declared while its program is differentiated."""
+    _MESH_SCOPES.append(meshes)
+    try:
+        yield
+    finally:
+        _MESH_SCOPES.pop()
 
 
 def _eager_bind(opcode: str, operands, shape, attrs: dict, extra: dict) -> Array:

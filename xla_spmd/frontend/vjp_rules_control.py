@@ -24,8 +24,16 @@ from xla_spmd.frontend.autodiff import (
     unflat_cotangent,
 )
 from xla_spmd.frontend.control import fori_loop, index_in_dim, known_trip_count, switch_flat
-from xla_spmd.frontend.tracing import bind, finish, fresh_name, trace_computation
+from xla_spmd.frontend.tracing import (
+    bind,
+    declared_meshes,
+    finish,
+    fresh_name,
+    trace_computation,
+)
 from xla_spmd.ir import TupleShape
+from xla_spmd.ir.custom_calls import MANUAL_BODY
+from xla_spmd.sharding.manual import manual_region
 
 
 def _value_leaves(value, aval) -> list:
@@ -132,17 +140,13 @@ def _conditional(ct, inst, ops, out):
 
 @VJP.register("call")
 def _call(ct, inst, ops, out):
-    from xla_spmd.frontend.shard_map import (
-        Manual,
-        ManualRegion,
-        manual_pullback_sums,
-        psum_replicated,
-        register_region,
-    )
+    from xla_spmd.frontend.shard_map import Manual, psum_replicated
     callee = inst.attrs.to_apply
     ct_leaves = flat_cotangent(ct, inst.shape)
     m = len(ops)
-    region = manual_pullback_sums(callee.name)
+    # A shard_map body call: the VJP sums each operand's cotangent over the manual axes
+    # that operand is replicated over.
+    region = manual_region(inst, declared_meshes())
 
     def pullback(*args):
         primal, cts = args[:m], args[m:]
@@ -153,19 +157,16 @@ def _call(ct, inst, ops, out):
             leaves += flat_cotangent(c, o.aval)
         return leaves if region is None else psum_replicated(leaves, region)
 
-    name = callee.name.rsplit(".", 1)[0] if callee.name.startswith("xla.sdy.") else "vjp_call"
+    name = MANUAL_BODY if callee.name.startswith(MANUAL_BODY) else "vjp_call"
     manual = None if region is None else Manual(region.mesh, region.axes)
     trace, outputs = trace_computation(pullback, [o.aval for o in ops] +
                                        [c.aval for c in ct_leaves], fresh_name(name),
                                        manual=manual)
     if trace.captures:
         raise NotImplementedError("VJP of a call whose pullback captures outer values")
+    # A manual body's backward body is a manual region too: its operands (the primal
+    # operands, then the result cotangents) come through boundaries, as the forward ones.
     computation = finish(trace, outputs, tuple_root=True)
-    if region is not None:  # the backward body is a manual region too (its operands: the
-        # primal operands, then the result cotangents; its results: operand cotangents)
-        register_region(computation.name, ManualRegion(
-            region.mesh, region.axes, region.in_shardings + region.out_shardings,
-            region.in_shardings))
     result = bind("call", *ops, *ct_leaves, to_apply=computation,
                   frontend_attributes=inst.frontend_attributes)
     leaves = [lax.get_tuple_element(result, i) for i in range(len(outputs))]

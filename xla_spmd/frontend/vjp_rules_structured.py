@@ -29,6 +29,12 @@ from xla_spmd.ir import (
     TupleShape,
     Window,
 )
+from xla_spmd.ir.custom_calls import (
+    FUNC_RESULT_SHARDING,
+    MANUAL_BOUNDARIES,
+    PROPAGATION_BARRIER,
+    SHARDING,
+)
 
 # ---------------------------------------------------------------------------------------------
 # dot
@@ -424,9 +430,9 @@ def _collective_permute(ct, inst, ops, out):
 @VJP.register("custom-call")
 def _custom_call(ct, inst, ops, out):
     target = inst.attrs.custom_call_target
-    if target in ("Sharding", "xla.sdy.FuncResultSharding", "xla.sdy.PropagationBarrier"):
+    if target in (SHARDING, FUNC_RESULT_SHARDING, PROPAGATION_BARRIER):
         return [rebind(inst, [ct])]
-    if target in ("xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape"):
+    if target in MANUAL_BOUNDARIES:
         from xla_spmd.frontend.shard_map import transpose_boundary
         return transpose_boundary(ct, inst, ops)
     raise NotImplementedError(f"VJP of custom-call {target!r}")

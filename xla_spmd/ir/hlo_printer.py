@@ -26,6 +26,7 @@ Conventions (chosen to reproduce the JAX/XLA dumps in tests/data/jax byte for by
 from __future__ import annotations
 
 from xla_spmd.ir.attributes import ReplicaGroups, Window
+from xla_spmd.ir.custom_calls import SDY_MESHES, SDY_SHARDING
 from xla_spmd.ir.hlo_lexer import escape
 from xla_spmd.ir.literals import format_literal
 from xla_spmd.ir.module import Computation, Instruction, Module
@@ -232,10 +233,6 @@ def print_computation(computation: Computation, is_entry: bool = False) -> str:
     tail = "".join(f", {k}={v}" for k, v in computation.extras if (k, v) != SIGNATURE_EXTRA)
     lines.append("}" + tail)
     return "\n".join(lines)
-
-
-SDY_SHARDING = "xla.sdy.sharding"
-SDY_MESHES = "xla.sdy.meshes"
 
 
 def _is_axis_based(sharding) -> bool:

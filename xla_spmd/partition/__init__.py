@@ -1,9 +1,11 @@
 """The SPMD partitioner: a module whose values all have shardings -> one SPMD module.
 
 `partition(module)` rewrites every value to its per-device shape, inserting collectives with
-replica groups where shardings disagree (see partitioner.py for the steps); `specialize(module,
-device)` folds partition-id for one device; `plan_reshard` is the resharding planner alone;
-`collective_table(module)` lists a module's collectives with the bytes each device moves.
+replica groups where shardings disagree (see partitioner.py for the steps); it only
+partitions: `xla_spmd.pipeline` propagates before it, and optimizes and verifies after it;
+`specialize(module, device)` folds partition-id for one device; `plan_reshard` is the
+resharding planner alone; `collective_table(module)` lists a module's collectives with the
+bytes each device moves.
 """
 
 from xla_spmd.partition.partitioner import PTuple, PValue, partition

@@ -19,17 +19,22 @@ from __future__ import annotations
 
 from xla_spmd.errors import PartitionError
 from xla_spmd.ir import TupleShape, rewrite
+from xla_spmd.ir.custom_calls import (
+    FULL_TO_SHARD,
+    GLOBAL_TO_LOCAL,
+    GROUPS,
+    LOCAL_TO_GLOBAL,
+    MANUAL_BODY,
+    MARKERS,
+    SHARD_TO_FULL,
+)
 from xla_spmd.partition.handlers_elementwise import generic
 from xla_spmd.partition.partitioner import PTuple, PValue, leaves, unflatten
 from xla_spmd.partition.registry import HANDLERS
+from xla_spmd.sharding.manual import boundary_shardings, manual_axes
 
-IDENTITY_TARGETS = frozenset({
-    "Sharding", "xla.sdy.FuncResultSharding", "xla.sdy.PropagationBarrier",
-    "xla.sdy.ShardingGroup", "ShardingGroup", "LayoutConstraint", "annotate_device_placement",
-    "mhlo.sharding", "xla.sdy.ShardingConstraint"})
-MANUAL_IN = ("xla.sdy.GlobalToLocalShape",)
-MANUAL_OUT = ("xla.sdy.LocalToGlobalShape",)
-MANUAL_BODY_PREFIX = "xla.sdy.manual_computation_body"
+# Markers reshard their operand to their own sharding.
+IDENTITY_TARGETS = MARKERS | GROUPS
 
 
 @HANDLERS.register("tuple")
@@ -58,7 +63,7 @@ def opt_barrier(low, inst, operands):
 @HANDLERS.register("call")
 def call(low, inst, operands):
     callee = inst.attrs.to_apply
-    if callee.name.startswith(MANUAL_BODY_PREFIX) or _is_manual(operands):
+    if callee.name.startswith(MANUAL_BODY) or _is_manual(operands):
         return manual_call(low, inst, operands)
     env = {p: v for p, v in zip(callee.parameters, operands)}
     root = low.lower_body(callee, env)
@@ -110,30 +115,15 @@ def custom_call(low, inst, operands):
         targets = low.targets(inst)
         flat = [low.reshard(v, t) for v, t in zip(leaves(operands[0]), targets)]
         return unflatten(inst.shape, flat) if isinstance(inst.shape, TupleShape) else flat[0]
-    if target_name in MANUAL_IN:
+    if target_name == GLOBAL_TO_LOCAL:
         return manual_in(low, inst, operands)
-    if target_name in MANUAL_OUT:
+    if target_name == LOCAL_TO_GLOBAL:
         return manual_out(low, inst, operands)
-    if target_name == "SPMDFullToShardShape":
+    if target_name == FULL_TO_SHARD:
         return full_to_shard(low, inst, operands)
-    if target_name == "SPMDShardToFullShape":
+    if target_name == SHARD_TO_FULL:
         return shard_to_full(low, inst, operands)
     return generic(low, inst, operands)
-
-
-def _per_value(low, inst, key: str):
-    from xla_spmd.sharding import parse_sharding_per_value
-    text = inst.frontend_attribute(key)
-    if text is None:
-        raise PartitionError(f"{inst.name}: manual computation boundary without {key}")
-    meshes = low.partitioner.meshes
-    return parse_sharding_per_value(text.replace('\\"', '"'), meshes)
-
-
-def _manual_axes(low, inst) -> set[str]:
-    text = inst.frontend_attribute("xla.sdy.manual_axes") or ""
-    return {part.strip().strip('\\"').strip('"') for part in
-            text.split("{", 1)[-1].rstrip("}>").split(",") if part.strip()}
 
 
 def _restrict(low, sharding, manual: set[str]):
@@ -145,8 +135,8 @@ def _is_manual(operands) -> bool:
 
 
 def manual_in(low, inst, operands):
-    in_shardings = _per_value(low, inst, "xla.sdy.in_shardings")
-    manual = _manual_axes(low, inst)
+    in_shardings = boundary_shardings(inst, low.partitioner.meshes)
+    manual = set(manual_axes(inst))
     results = []
     for value, sharding in zip(operands, in_shardings):
         wanted = _restrict(low, low.normalize(sharding, value.global_shape.rank), manual)
@@ -173,8 +163,8 @@ def manual_call(low, inst, operands):
 
 
 def manual_out(low, inst, operands):
-    out_shardings = _per_value(low, inst, "xla.sdy.out_shardings")
-    manual = _manual_axes(low, inst)
+    out_shardings = boundary_shardings(inst, low.partitioner.meshes)
+    manual = set(manual_axes(inst))
     targets = low.targets(inst)
     shapes = inst.shape.elements if isinstance(inst.shape, TupleShape) else (inst.shape,)
     results = []

@@ -38,9 +38,8 @@ from xla_spmd.ir import (
     TupleShape,
     print_instruction,
     topological_order,
-    verify,
 )
-from xla_spmd.mesh import Mesh, make_mesh
+from xla_spmd.mesh import Mesh, make_mesh, parse_sdy_meshes
 from xla_spmd.partition.emit import Emitter, ModuleState, local_dims, lower_plan
 from xla_spmd.partition.reshard import plan_reshard
 from xla_spmd.sharding import TensorSharding
@@ -260,12 +259,9 @@ class Partitioner:
         self.module = module
         self.state = ModuleState(mesh, names, max(channels, default=0) + 1)
         self.stripped: dict[str, Computation] = {}
-        self.meshes = {"mesh": mesh}
-        try:
-            from xla_spmd.propagation.importing import module_meshes
-            self.meshes.update(module_meshes(module))
-        except ImportError:
-            pass
+        # The named meshes that sharding text in the module (manual regions) refers to.
+        self.meshes = {"mesh": mesh,
+                       **parse_sdy_meshes(module.header_value("frontend_attributes") or "")}
 
     def run(self) -> Module:
         entry = self.module.entry
@@ -300,40 +296,12 @@ def find_mesh(module: Module) -> Mesh | None:
     return None
 
 
-def ensure_shardings(module: Module) -> Module:
-    """Import foreign (GSPMD / sdy text) shardings and propagate, when propagation exists and
-    the module is not already fully annotated with TensorShardings."""
-    if all(isinstance(i.sharding, (TensorSharding, tuple)) for i in module.entry.instructions):
-        return module
-    try:
-        from xla_spmd.propagation import propagate
-    except ImportError:  # propagation not available: missing shardings mean replicated
-        return module
-    return propagate(module)
+def partition(module: Module, mesh: Mesh | None = None) -> Module:
+    """Partition `module`, whose values all have shardings (a value without one is
+    replicated), into one SPMD module over `mesh` (default: the mesh of its shardings).
 
-
-def partition(module: Module, mesh: Mesh | None = None, *, propagate: bool = True,
-              optimize: bool = True, check: bool = True) -> Module:
-    """Partition `module` (every value sharded, or propagated first) into one SPMD module.
-
-    `mesh` defaults to the mesh of the module's shardings. With `optimize`, the generic
-    passes (dce, cse, simplify, collective rewrites) run afterwards when they exist.
+    This is the partitioning stage alone: `xla_spmd.pipeline` propagates before it and
+    optimizes and verifies after it.
     """
-    if propagate:
-        module = ensure_shardings(module)
     mesh = mesh or find_mesh(module) or make_mesh({"x": 1})
-    result = Partitioner(module, mesh).run()
-    if optimize:
-        result = _optimize(result)
-    if check:
-        verify(result)
-    return result
-
-
-def _optimize(module: Module) -> Module:
-    """The generic SPMD cleanup passes (dce, cse, simplify, collective rewrites), if present."""
-    try:
-        from xla_spmd.passes import optimize_spmd
-    except ImportError:
-        return module
-    return optimize_spmd(module)
+    return Partitioner(module, mesh).run()

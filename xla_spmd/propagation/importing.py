@@ -15,11 +15,11 @@ tuple of them (one per leaf, None where unknown).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from xla_spmd.errors import ShardingError
 from xla_spmd.ir import Module, map_computations, rebind_called, rewrite
+from xla_spmd.ir.custom_calls import GLOBAL_TO_LOCAL, IN_SHARDINGS, OUT_SHARDINGS, SDY_SHARDING
 from xla_spmd.ir.hlo_sharding import HloSharding
 from xla_spmd.mesh import Mesh, parse_sdy_meshes
 from xla_spmd.sharding import (
@@ -30,21 +30,15 @@ from xla_spmd.sharding import (
     parse_sharding,
     parse_sharding_per_value,
 )
-
-MANUAL_BOUNDARY_IN = "xla.sdy.GlobalToLocalShape"
-MANUAL_BOUNDARY_OUT = "xla.sdy.LocalToGlobalShape"
+from xla_spmd.sharding.manual import boundary_shardings, is_manual_boundary, manual_axes
 
 
 @dataclass
 class Imported:
-    """The module with TensorShardings, the meshes, and shard_map manual axes by name."""
+    """The module with TensorShardings, and the meshes."""
 
     module: Module
     meshes: dict[str, Mesh] = field(default_factory=dict)
-    manual_axes: dict[str, tuple[str, ...]] = field(default_factory=dict)
-
-
-SDY_SHARDING = "xla.sdy.sharding"
 
 
 def _unescape(text: str) -> str:
@@ -57,10 +51,13 @@ def module_meshes(module: Module) -> dict[str, Mesh]:
 
 
 def has_foreign_shardings(module: Module) -> bool:
-    """Whether some instruction still holds an HloSharding or an sdy frontend attribute."""
+    """Whether some instruction still holds an HloSharding, an sdy frontend attribute, or
+    manual-region boundary shardings not read yet."""
     for c in module.computations:
         for inst in c.instructions:
             if isinstance(inst.sharding, HloSharding):
+                return True
+            if inst.sharding is None and is_manual_boundary(inst):
                 return True
             if inst.frontend_attribute(SDY_SHARDING) is not None:
                 if not isinstance(inst.sharding, (TensorSharding, tuple)):
@@ -74,10 +71,8 @@ def import_shardings(module: Module, mesh: Mesh | None = None) -> Imported:
     if mesh is not None and not meshes:
         meshes = {"mesh": mesh}
     gspmd_mesh = mesh or (next(iter(meshes.values())) if meshes else _finest_mesh(module))
-    manual: dict[str, tuple[str, ...]] = {}
-
     def convert(inst, operands):
-        sharding = _sdy_sharding(inst, meshes, manual)
+        sharding = _sdy_sharding(inst, meshes)
         if sharding is None and isinstance(inst.sharding, HloSharding):
             sharding = _from_hlo(inst, gspmd_mesh)
         if sharding is None and isinstance(inst.sharding, (TensorSharding, tuple)):
@@ -100,22 +95,18 @@ def import_shardings(module: Module, mesh: Mesh | None = None) -> Imported:
         return rewrite(computation, fn)
 
     new = map_computations(module, rebuild)
-    return Imported(new, meshes, manual)
+    return Imported(new, meshes)
 
 
-def _sdy_sharding(inst, meshes, manual):
+def _sdy_sharding(inst, meshes):
     leaves = inst.shape.leaves()
-    target = getattr(inst.attrs, "custom_call_target", None)
-    if target in (MANUAL_BOUNDARY_IN, MANUAL_BOUNDARY_OUT):
-        key = "xla.sdy.in_shardings" if target == MANUAL_BOUNDARY_IN else "xla.sdy.out_shardings"
-        text = inst.frontend_attribute(key)
-        axes_text = inst.frontend_attribute("xla.sdy.manual_axes") or ""
-        axes = tuple(re.findall(r'"([^"]+)"', _unescape(axes_text)))
-        manual[inst.name] = axes
-        if text is None or not meshes:
+    if is_manual_boundary(inst):
+        if not meshes or not any(k in (IN_SHARDINGS, OUT_SHARDINGS)
+                                 for k, _ in inst.frontend_attributes):
             return None
-        shardings = parse_sharding_per_value(_unescape(text), meshes)
-        if target == MANUAL_BOUNDARY_IN:   # results are local: drop the manual axes
+        shardings = boundary_shardings(inst, meshes)
+        if inst.attrs.custom_call_target == GLOBAL_TO_LOCAL:  # results are local: drop the
+            axes = manual_axes(inst)                             # manual axes
             shardings = tuple(_drop_axes(s, axes) for s in shardings)
         return _pack(shardings, leaves, inst)
     text = inst.frontend_attribute(SDY_SHARDING)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from xla_spmd.errors import ShardingError
 from xla_spmd.ir import Instruction, Module, map_computations, rebind_called, rewrite
+from xla_spmd.ir.custom_calls import GLOBAL_TO_LOCAL, GROUPS, SHARDING_GROUP_ID
 from xla_spmd.mesh import AxisRef, Mesh
 from xla_spmd.propagation.driver import (
     OP_PRIORITY_LEVELS,
@@ -35,12 +36,9 @@ from xla_spmd.propagation.driver import (
     state_to_sharding,
 )
 from xla_spmd.propagation.graph import build_graph
-from xla_spmd.propagation.importing import (
-    MANUAL_BOUNDARY_IN,
-    has_foreign_shardings,
-    import_shardings,
-)
+from xla_spmd.propagation.importing import has_foreign_shardings, import_shardings
 from xla_spmd.sharding import TensorSharding
+from xla_spmd.sharding.manual import manual_axes
 
 STRATEGIES = {
     # name: (policy, op-priority levels, user-priority rounds)
@@ -49,7 +47,7 @@ STRATEGIES = {
     "op-priority": ("aggressive", OP_PRIORITY_LEVELS, False),
     "user-priority": ("aggressive", OP_PRIORITY_LEVELS, True),
 }
-GROUP_TARGETS = frozenset({"xla.sdy.ShardingGroup", "ShardingGroup"})
+GROUP_TARGETS = GROUPS
 
 
 @dataclass
@@ -94,12 +92,8 @@ def _run(module, strategy, mesh, policy, groups) -> Result:
         raise ShardingError(f"unknown propagation strategy {strategy!r}; expected one of "
                             f"{', '.join(STRATEGIES)}")
     policy_name, levels, user_rounds = STRATEGIES[strategy]
-    manual_axes: dict[str, tuple[str, ...]] = {}
-    if has_foreign_shardings(module) or any(
-            inst.frontend_attribute("xla.sdy.in_shardings") is not None
-            for inst in module.entry.instructions):
-        imported = import_shardings(module, mesh)
-        module, manual_axes = imported.module, imported.manual_axes
+    if has_foreign_shardings(module):
+        module = import_shardings(module, mesh).module
     found, mesh_name = _find_mesh(module)
     mesh = mesh or found
     if mesh is None:
@@ -112,8 +106,8 @@ def _run(module, strategy, mesh, policy, groups) -> Result:
             while source.op.name == "get-tuple-element":
                 source = source.operands[0]
             if source.op.name == "custom-call" and \
-                    source.attrs.custom_call_target == MANUAL_BOUNDARY_IN:
-                axes.extend(a for a in manual_axes.get(source.name, ()) if a not in axes)
+                    source.attrs.custom_call_target == GLOBAL_TO_LOCAL:
+                axes.extend(a for a in manual_axes(source) if a not in axes)
         return axes
 
     graph = build_graph(module.entry, manual_axes_of)
@@ -131,8 +125,8 @@ def _run(module, strategy, mesh, policy, groups) -> Result:
                                                 graph.values[value].manual_axes)
             initial[value] = {a.name for d in sharding.dims for a in d.axes}
     for (_, inst), value_ids in graph.inst_values.items():
-        if getattr(inst.attrs, "custom_call_target", None) == MANUAL_BOUNDARY_IN:
-            extra = tuple(AxisRef(a) for a in manual_axes.get(inst.name, ()))
+        if getattr(inst.attrs, "custom_call_target", None) == GLOBAL_TO_LOCAL:
+            extra = tuple(AxisRef(a) for a in manual_axes(inst))
             for value in value_ids:
                 states[value].excluded = tuple(states[value].excluded) + extra
     propagator = Propagator(graph, mesh, get_policy(policy or policy_name), states)
@@ -159,7 +153,7 @@ def _set_groups(propagator, graph, module, groups) -> None:
     members: dict[str, list[int]] = {}
     for (instance, inst), _value_ids in graph.inst_values.items():
         if getattr(inst.attrs, "custom_call_target", None) in GROUP_TARGETS:
-            key = (inst.frontend_attribute("xla.sdy.sharding_group_id")
+            key = (inst.frontend_attribute(SHARDING_GROUP_ID)
                    or inst.frontend_attribute("group_id") or "0")
             operand_values = graph.inst_values[instance, inst.operands[0]]
             members.setdefault(f"hlo:{key}", []).extend(operand_values)

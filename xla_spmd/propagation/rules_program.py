@@ -10,6 +10,7 @@ table of known targets; unknown targets get no rule (conservative: nothing flows
 from __future__ import annotations
 
 from xla_spmd.ir import OPS, Family
+from xla_spmd.ir.custom_calls import MANUAL_BOUNDARIES, Role, targets_with
 from xla_spmd.propagation.factors import FactorType, RuleBuilder
 from xla_spmd.propagation.registry import RULES, builder_for, no_rule
 from xla_spmd.propagation.rules_shape import pointwise_rule
@@ -71,14 +72,10 @@ def collective_resizing_rule(inst):
 
 # Custom-call targets whose result is the operand, elementwise (Shardy's list plus the
 # markers JAX's HLO carries). "Sharding" is a sharding constraint: the driver also pins it.
-POINTWISE_TARGETS = frozenset({
-    "Sharding", "xla.sdy.FuncResultSharding", "xla.sdy.ShardingGroup", "ShardingGroup",
-    "LayoutConstraint", "MoveToHost", "MoveToDevice", "annotate_device_placement",
-    "InspectSharding", "mhlo.erf", "X64SplitLow", "X64SplitHigh", "SPMDFullToShardShape",
-    "SPMDShardToFullShape", "Cholesky", "xla.sdy.PropagationBarrier",
-})
+POINTWISE_TARGETS = targets_with(Role.MARKER, Role.GROUP, Role.POINTWISE, Role.FULL_TO_SHARD,
+                                 Role.SHARD_TO_FULL)
 # Targets that cross a manual-computation boundary: no factors (manual axes stop there).
-MANUAL_TARGETS = frozenset({"xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape"})
+MANUAL_TARGETS = MANUAL_BOUNDARIES
 
 
 @RULES.register("custom-call")

@@ -1,12 +1,13 @@
-"""Running one SPMD program on the job's devices.
+"""Running one compiled SPMD program (a backend's ``Executable``) on the job's devices.
 
-`SpmdExecutable(module).execute(per_device_args)` runs the partitioned program on every
-device this process owns and returns each one's result. In-process devices are threads that
-exchange data through `xla_spmd.collectives.local`; under MPI this process runs its one
-device and collectives go through `xla_spmd.collectives.mpi`. The program is the same; only
-the communicator behind the collectives differs.
+`execute(executable, per_device_args)` runs the program on every device this process owns
+and returns each one's results (flattened). In-process devices are threads, one per device
+(`LocalWorld.run`), that exchange data through `xla_spmd.collectives.local`, sharing the
+cores' BLAS threads; under MPI this process runs its one device and collectives go through
+`xla_spmd.collectives.mpi`. The program is the same; only the communicator differs.
 
 >>> import numpy as np, xla_spmd as xs
+>>> from xla_spmd.backends import get_backend
 >>> xs.set_num_devices(2)
 >>> module = xs.parse_hlo('''HloModule m, num_partitions=2
 ... %add (a: f32[], b: f32[]) -> f32[] {
@@ -19,8 +20,9 @@ the communicator behind the collectives differs.
 ...   ROOT %r = f32[2] all-reduce(%x), channel_id=1, replica_groups={{0,1}},
 ...       use_global_device_ids=true, to_apply=%add
 ... }''')
->>> SpmdExecutable(module).execute({0: [np.ones(2, np.float32)], 1: [np.ones(2, np.float32)]})[1]
-array([2., 2.], dtype=float32)
+>>> executable = get_backend("reference").compile(module, devices=(0, 1))
+>>> execute(executable, {0: [np.ones(2, np.float32)], 1: [np.ones(2, np.float32)]})[1]
+[array([2., 2.], dtype=float32)]
 """
 
 from __future__ import annotations
@@ -28,12 +30,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import weakref
 from collections.abc import Mapping, Sequence
 
-from xla_spmd.backends.reference import Context, evaluate_computation
-from xla_spmd.backends.reference.evaluator import coerce_argument
+import numpy as np
+
+from xla_spmd.backends import Executable
 from xla_spmd.errors import XlaSpmdError
-from xla_spmd.ir import Module
 from xla_spmd.ir.hlo_printer import print_module
 from xla_spmd.runtime.devices import topology
 
@@ -74,44 +77,42 @@ def blas_threads_per_device(num_devices: int):
         yield
 
 
-class SpmdExecutable:
-    """A partitioned program bound to the job's devices (one partition per device)."""
+_fingerprints: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-    def __init__(self, module: Module):
-        self.module = module
-        self.num_devices = topology().num_devices
-        # Ranks under MPI check that they all run this program at every collective.
-        text = print_module(module).encode()
-        self.fingerprint = int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")
-        partitions = module.num_partitions
-        if partitions not in (1, self.num_devices):
-            raise XlaSpmdError(f"module {module.name} is partitioned for {partitions} devices, "
-                               f"but this job has {self.num_devices}")
 
-    def _run_device(self, device: int, args: Sequence, communicator) -> object:
-        params = self.module.entry.parameters
-        if len(args) != len(params):
-            raise XlaSpmdError(f"device {device}: {self.module.name} takes {len(params)} "
-                               f"arguments, got {len(args)}")
-        coerced = [coerce_argument(a, p.shape, f"device {device} argument {i} ({p.name})")
-                   for i, (a, p) in enumerate(zip(args, params))]
-        context = Context(partition_id=device, num_partitions=self.num_devices,
-                          communicator=communicator)
-        return evaluate_computation(self.module.entry, coerced, context)
+def program_fingerprint(executable: Executable) -> int:
+    """A 64-bit digest of the executable's program text (computed once per executable):
+    ranks under MPI check at every collective that they all run this program."""
+    try:
+        return _fingerprints[executable]
+    except (KeyError, TypeError):
+        pass
+    text = print_module(executable.module).encode()
+    fingerprint = int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")
+    with contextlib.suppress(TypeError):  # an executable that takes no weak reference
+        _fingerprints[executable] = fingerprint
+    return fingerprint
 
-    def execute(self, per_device_args: Mapping[int, Sequence]) -> dict[int, object]:
-        """Run on this process's devices; `per_device_args[d]` are device d's arguments."""
-        top = topology()
-        missing = [d for d in top.local_device_ids if d not in per_device_args]
-        if missing:
-            raise XlaSpmdError(f"no arguments for devices {missing}")
-        if top.kind == "mpi":
-            (device,) = top.local_device_ids
-            communicator = mpi_communicator()
-            communicator.set_program(self.fingerprint)
-            return {device: self._run_device(device, per_device_args[device], communicator)}
-        world = _local_world(self.num_devices)
-        with blas_threads_per_device(self.num_devices):
-            results = world.run(lambda comm: self._run_device(
-                comm.rank, per_device_args[comm.rank], comm))
-        return dict(enumerate(results))
+
+def execute(executable: Executable, per_device_args: Mapping[int, Sequence]
+            ) -> dict[int, list[np.ndarray]]:
+    """Run `executable` on this process's devices; `per_device_args[d]` are device d's
+    arguments (local shapes). Returns each local device's results, flattened."""
+    top = topology()
+    module = executable.module
+    if module.num_partitions not in (1, top.num_devices):
+        raise XlaSpmdError(f"module {module.name} is partitioned for {module.num_partitions} "
+                           f"devices, but this job has {top.num_devices}")
+    missing = [d for d in top.local_device_ids if d not in per_device_args]
+    if missing:
+        raise XlaSpmdError(f"no arguments for devices {missing}")
+    if top.kind == "mpi":
+        (device,) = top.local_device_ids
+        communicator = mpi_communicator()
+        communicator.set_program(program_fingerprint(executable))
+        return {device: executable.run(device, per_device_args[device], communicator)}
+    world = _local_world(top.num_devices)
+    with blas_threads_per_device(top.num_devices):
+        results = world.run(lambda comm: executable.run(
+            comm.rank, per_device_args[comm.rank], comm))
+    return dict(enumerate(results))

@@ -24,12 +24,11 @@ from __future__ import annotations
 
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import Computation, Instruction, Module, TupleShape
+from xla_spmd.ir.custom_calls import FUNC_RESULT_SHARDING, MANUAL_BODY
 from xla_spmd.sharding import TensorSharding, print_sharding_per_value
 from xla_spmd.stablehlo.importer import RESULT_INFO
 from xla_spmd.stablehlo.lexer import escape
 from xla_spmd.stablehlo.types import print_type
-
-MANUAL_BODY = "xla.sdy.manual_computation_body"
 
 
 class ExportError(XlaSpmdError):
@@ -140,7 +139,7 @@ class FunctionExporter:
             if str(i) in info:
                 attrs.append(f"jax.result_info = {escape(info[str(i)])}")
             if value.opcode == "custom-call" and \
-                    value.attrs.custom_call_target == "xla.sdy.FuncResultSharding":
+                    value.attrs.custom_call_target == FUNC_RESULT_SHARDING:
                 skip.add(value)
                 attrs.extend(_sharding_items(value))
                 value = value.operands[0]
@@ -175,7 +174,7 @@ class FunctionExporter:
             if inst.opcode == "tuple" and self._implicit_tuple(inst, users[inst], root):
                 continue
             if inst.opcode == "custom-call" and \
-                    inst.attrs.custom_call_target == "xla.sdy.FuncResultSharding":
+                    inst.attrs.custom_call_target == FUNC_RESULT_SHARDING:
                 # Not a function result here (XLA's HLO may route it through a reshape or a
                 # call): on the global view it is its operand.
                 self.names[inst] = self.ref(inst.operands[0])

@@ -4,6 +4,17 @@ from __future__ import annotations
 
 import re
 
+from xla_spmd.ir.custom_calls import (
+    GLOBAL_TO_LOCAL,
+    IN_SHARDINGS,
+    LOCAL_TO_GLOBAL,
+    MANUAL_AXES,
+    OUT_SHARDINGS,
+    PROPAGATION_BARRIER,
+    SHARDING,
+    SHARDING_GROUP,
+    SHARDING_GROUP_ID,
+)
 from xla_spmd.sharding import TensorSharding
 from xla_spmd.stablehlo.exporter import MANUAL_BODY, ExportError, sharding_attr
 from xla_spmd.stablehlo.exporter_ops import API_NUMBERS, attr_dict, fn_type, printer, refs
@@ -70,8 +81,8 @@ def _call(fx, inst, indent):
         lines = fx.region(callee, indent + "  ", names)
         lines[-1] = lines[-1].replace("stablehlo.return", "sdy.return", 1)
         shardings = ""
-        for key, word in (("xla.sdy.in_shardings", "in_shardings"),
-                          ("xla.sdy.out_shardings", "out_shardings")):
+        for key, word in ((IN_SHARDINGS, "in_shardings"),
+                          (OUT_SHARDINGS, "out_shardings")):
             text = inst.frontend_attribute(key)
             if text is not None:
                 shardings += f" {word}={_per_value_list(text)}"
@@ -130,10 +141,10 @@ def _manual_computation(fx, inst, indent):
     args = ", ".join(f"{n}: {print_type(p.shape)}" for n, p in zip(names, body.parameters))
     lines = fx.region(body, indent + "  ", names)
     lines[-1] = lines[-1].replace("stablehlo.return", "sdy.return", 1)
-    in_shardings = _per_value_list(to_local.frontend_attribute("xla.sdy.in_shardings")
+    in_shardings = _per_value_list(to_local.frontend_attribute(IN_SHARDINGS)
                                    or "[]") if to_local is not None else "[]"
-    out_shardings = _per_value_list(inst.frontend_attribute("xla.sdy.out_shardings") or "[]")
-    axes = _manual_axes(inst.frontend_attribute("xla.sdy.manual_axes"))
+    out_shardings = _per_value_list(inst.frontend_attribute(OUT_SHARDINGS) or "[]")
+    axes = _manual_axes(inst.frontend_attribute(MANUAL_AXES))
     return (f"sdy.manual_computation({refs(fx, operands)}) in_shardings={in_shardings} "
             f"out_shardings={out_shardings} manual_axes={axes} ({args}) {{\n"
             + "\n".join(lines) + f"\n{indent}}} : {fn_type(inst, operands)}")
@@ -143,12 +154,12 @@ def _manual_computation(fx, inst, indent):
 def _custom_call(fx, inst, indent):
     a = inst.attrs
     target = a.custom_call_target
-    if target == "xla.sdy.GlobalToLocalShape":
+    if target == GLOBAL_TO_LOCAL:
         return None
-    if target == "xla.sdy.LocalToGlobalShape":
+    if target == LOCAL_TO_GLOBAL:
         return _manual_computation(fx, inst, indent)
     operand = fx.ref(inst.operands[0]) if len(inst.operands) == 1 else None
-    if target == "Sharding" and isinstance(inst.sharding, TensorSharding) and operand:
+    if target == SHARDING and isinstance(inst.sharding, TensorSharding) and operand:
         collective = inst.frontend_attribute("xla.sdy.collective")
         if collective is not None:
             params = inst.frontend_attribute("xla.sdy.collective_params") or ""
@@ -157,11 +168,11 @@ def _custom_call(fx, inst, indent):
         if len(inst.frontend_attributes) == 0:
             return (f"sdy.sharding_constraint {operand} <{inst.sharding.body_text()}> : "
                     f"{print_type(inst.shape)}")
-    if target == "xla.sdy.ShardingGroup" and operand:
-        group = inst.frontend_attribute("xla.sdy.sharding_group_id") or "0"
+    if target == SHARDING_GROUP and operand:
+        group = inst.frontend_attribute(SHARDING_GROUP_ID) or "0"
         return (f"sdy.sharding_group {operand} group_id={group} : "
                 f"{print_type(inst.operands[0].shape)}")
-    if target == "xla.sdy.PropagationBarrier" and operand and inst.sharding is None:
+    if target == PROPAGATION_BARRIER and operand and inst.sharding is None:
         direction = inst.frontend_attribute("xla.sdy.allowed_direction") or "NONE"
         return (f"sdy.propagation_barrier {operand} allowed_direction={direction} : "
                 f"{print_type(inst.shape)}")

@@ -36,12 +36,13 @@ from __future__ import annotations
 
 from xla_spmd.errors import ParseError, XlaSpmdError
 from xla_spmd.ir import Computation, Instruction, Module, TupleShape
+from xla_spmd.ir.custom_calls import SDY_MESHES
 from xla_spmd.ir.module import make_instruction
 from xla_spmd.ir.ops import op_named
 from xla_spmd.mesh import Mesh, print_mesh
 from xla_spmd.stablehlo.syntax import Block, FuncNode, ModuleNode, OpNode, parse_text
 
-MESHES_KEY = "xla.sdy.meshes"
+MESHES_KEY = SDY_MESHES
 # Attributes written after a mesh declaration (``sdy.mesh @m = <...> {stablehlo.mesh = ...}``)
 # are kept verbatim in the same header entry, next to the meshes:
 # ``xla.sdy.mesh_attributes={m = {stablehlo.mesh = ...}}``.

@@ -24,6 +24,18 @@
 from __future__ import annotations
 
 from xla_spmd.ir import TupleShape
+from xla_spmd.ir.custom_calls import (
+    GLOBAL_TO_LOCAL,
+    IN_SHARDINGS,
+    LOCAL_TO_GLOBAL,
+    MANUAL_AXES,
+    MANUAL_BODY,
+    OUT_SHARDINGS,
+    PROPAGATION_BARRIER,
+    SHARDING,
+    SHARDING_GROUP,
+    SHARDING_GROUP_ID,
+)
 from xla_spmd.stablehlo.importer_ops import converter, sharding_text, single_or_tuple
 
 SDY_COLLECTIVES = ("all_gather", "all_slice", "all_reduce", "reduce_scatter", "all_to_all",
@@ -37,7 +49,7 @@ def manual_axes_text(axes) -> str:
 @converter("sdy.sharding_constraint")
 def _sharding_constraint(importer, scope, node, operands):
     return scope.emit("custom-call", operands, node.result_types[0],
-                      sharding=node.attrs["sharding"], custom_call_target="Sharding")
+                      sharding=node.attrs["sharding"], custom_call_target=SHARDING)
 
 
 @converter("sdy.reshard")
@@ -62,19 +74,19 @@ def _manual_computation(importer, scope, node, operands):
     local_shapes = [shape for _, shape in block.args]
     to_local = scope.emit(
         "custom-call", operands, _maybe_tuple(local_shapes),
-        frontend=(("xla.sdy.in_shardings", sharding_text(a.get("in_shardings", ()))),
-                  ("xla.sdy.manual_axes", axes)),
-        custom_call_target="xla.sdy.GlobalToLocalShape", custom_call_has_side_effect=True)
+        frontend=((IN_SHARDINGS, sharding_text(a.get("in_shardings", ()))),
+                  (MANUAL_AXES, axes)),
+        custom_call_target=GLOBAL_TO_LOCAL, custom_call_has_side_effect=True)
     local_values = scope.unpack(to_local) if len(local_shapes) != 1 else [to_local]
-    body = importer.region(block, "xla.sdy.manual_computation_body", "scalar", outer=scope)
+    body = importer.region(block, MANUAL_BODY, "scalar", outer=scope)
     call = scope.emit("call", local_values, body.root.shape, to_apply=body,
                       frontend=(("inlineable", "false"),))
     results = scope.unpack(call) if len(node.result_types) != 1 else [call]
     return scope.emit(
         "custom-call", results, single_or_tuple(node),
-        frontend=(("xla.sdy.manual_axes", axes),
-                  ("xla.sdy.out_shardings", sharding_text(a.get("out_shardings", ())))),
-        custom_call_target="xla.sdy.LocalToGlobalShape", custom_call_has_side_effect=True)
+        frontend=((MANUAL_AXES, axes),
+                  (OUT_SHARDINGS, sharding_text(a.get("out_shardings", ())))),
+        custom_call_target=LOCAL_TO_GLOBAL, custom_call_has_side_effect=True)
 
 
 @converter("sdy.named_computation")
@@ -83,9 +95,9 @@ def _named_computation(importer, scope, node, operands):
     body = importer.region(node.regions[0], a["name"], "scalar", outer=scope)
     frontend = [("xla.sdy.named_computation", a["name"])]
     if a.get("in_shardings"):
-        frontend.append(("xla.sdy.in_shardings", sharding_text(a["in_shardings"])))
+        frontend.append((IN_SHARDINGS, sharding_text(a["in_shardings"])))
     if a.get("out_shardings"):
-        frontend.append(("xla.sdy.out_shardings", sharding_text(a["out_shardings"])))
+        frontend.append((OUT_SHARDINGS, sharding_text(a["out_shardings"])))
     return scope.emit("call", operands, body.root.shape, to_apply=body, frontend=frontend)
 
 
@@ -93,8 +105,8 @@ def _named_computation(importer, scope, node, operands):
 def _sharding_group(importer, scope, node, operands):
     group = node.attrs.get("group_id", 0)
     scope.emit("custom-call", operands, TupleShape(()),
-               frontend=(("xla.sdy.sharding_group_id", str(group)),),
-               custom_call_target="xla.sdy.ShardingGroup", custom_call_has_side_effect=True)
+               frontend=((SHARDING_GROUP_ID, str(group)),),
+               custom_call_target=SHARDING_GROUP, custom_call_has_side_effect=True)
     return []
 
 
@@ -103,7 +115,7 @@ def _propagation_barrier(importer, scope, node, operands):
     direction = node.attrs.get("allowed_direction", "NONE")
     return scope.emit("custom-call", operands, node.result_types[0],
                       frontend=(("xla.sdy.allowed_direction", str(direction)),),
-                      custom_call_target="xla.sdy.PropagationBarrier")
+                      custom_call_target=PROPAGATION_BARRIER)
 
 
 def _collective(importer, scope, node, operands):
@@ -112,7 +124,7 @@ def _collective(importer, scope, node, operands):
                       sharding=node.attrs["out_sharding"],
                       frontend=(("xla.sdy.collective", name),
                                 ("xla.sdy.collective_params", node.attrs.get("params", ""))),
-                      custom_call_target="Sharding")
+                      custom_call_target=SHARDING)
 
 
 for _name in SDY_COLLECTIVES:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from xla_spmd.errors import ParseError, ShardingError
 from xla_spmd.ir import ArrayShape, TupleShape
+from xla_spmd.ir.custom_calls import FUNC_RESULT_SHARDING
 from xla_spmd.ir.hlo_sharding import HloSharding
 from xla_spmd.sharding import finest_mesh, hlo_to_axes
 from xla_spmd.stablehlo.importer import RESULT_INFO, Scope
@@ -97,7 +98,7 @@ def finish_results(importer, scope: Scope, node, results):
         if sharding is not None or frontend:
             value = scope.emit("custom-call", (value,), value.shape, sharding=sharding,
                                frontend=frontend,
-                               custom_call_target="xla.sdy.FuncResultSharding",
+                               custom_call_target=FUNC_RESULT_SHARDING,
                                custom_call_has_side_effect=True)
         values.append(value)
     root = values[0] if len(values) == 1 else scope.emit("tuple", values)

@@ -1,0 +1,100 @@
+"""The custom-call vocabulary: every custom-call target name the compiler gives a meaning to,
+with its role, and the frontend-attribute keys Shardy's HLO export uses beside them.
+
+One table, read by propagation (factor rules), the partitioner (handlers), the reference
+backend (evaluation), autodiff (VJP rules) and the frontend (what it emits). Other targets
+are opaque: they run replicated, or fail where a rule is needed, naming the target.
+
+Roles:
+
+* ``MARKER``: the result is the operand; the instruction carries or constrains its sharding
+  (``Sharding``, ``xla.sdy.FuncResultSharding``, ...) or its placement.
+* ``GROUP``: a sharding-group member (``xla.sdy.ShardingGroup``); no result value.
+* ``MANUAL_ENTRY`` / ``MANUAL_EXIT``: a manual region's boundary as Shardy exports
+  ``sdy.manual_computation``: global to local shape before the body call, local to global
+  after; the shardings and manual axes are frontend attributes (``IN_SHARDINGS``,
+  ``OUT_SHARDINGS``, ``MANUAL_AXES``), read by ``xla_spmd.sharding.manual``.
+* ``FULL_TO_SHARD`` / ``SHARD_TO_FULL``: GSPMD's manual boundaries; the sharding is the
+  instruction's own.
+* ``POINTWISE``: an elementwise computation of its operand (sharded as its operand).
+
+>>> role_of("xla.sdy.GlobalToLocalShape") is Role.MANUAL_ENTRY
+True
+>>> "Sharding" in MARKERS, role_of("my_kernel")
+(True, None)
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Role(Enum):
+    """What a custom-call target means to the compiler."""
+
+    MARKER = "marker"
+    GROUP = "group"
+    MANUAL_ENTRY = "manual-entry"
+    MANUAL_EXIT = "manual-exit"
+    FULL_TO_SHARD = "full-to-shard"
+    SHARD_TO_FULL = "shard-to-full"
+    POINTWISE = "pointwise"
+
+
+# Target names.
+SHARDING = "Sharding"                                  # with_sharding_constraint
+FUNC_RESULT_SHARDING = "xla.sdy.FuncResultSharding"    # a function result's sharding
+PROPAGATION_BARRIER = "xla.sdy.PropagationBarrier"
+SHARDING_GROUP = "xla.sdy.ShardingGroup"
+GLOBAL_TO_LOCAL = "xla.sdy.GlobalToLocalShape"
+LOCAL_TO_GLOBAL = "xla.sdy.LocalToGlobalShape"
+FULL_TO_SHARD = "SPMDFullToShardShape"
+SHARD_TO_FULL = "SPMDShardToFullShape"
+
+TARGETS: dict[str, Role] = {
+    SHARDING: Role.MARKER,
+    FUNC_RESULT_SHARDING: Role.MARKER,
+    PROPAGATION_BARRIER: Role.MARKER,
+    "xla.sdy.ShardingConstraint": Role.MARKER,
+    "mhlo.sharding": Role.MARKER,
+    "LayoutConstraint": Role.MARKER,
+    "annotate_device_placement": Role.MARKER,
+    "MoveToHost": Role.MARKER,
+    "MoveToDevice": Role.MARKER,
+    "InspectSharding": Role.MARKER,
+    SHARDING_GROUP: Role.GROUP,
+    "ShardingGroup": Role.GROUP,
+    GLOBAL_TO_LOCAL: Role.MANUAL_ENTRY,
+    LOCAL_TO_GLOBAL: Role.MANUAL_EXIT,
+    FULL_TO_SHARD: Role.FULL_TO_SHARD,
+    SHARD_TO_FULL: Role.SHARD_TO_FULL,
+    "mhlo.erf": Role.POINTWISE,
+    "X64SplitLow": Role.POINTWISE,
+    "X64SplitHigh": Role.POINTWISE,
+    "Cholesky": Role.POINTWISE,
+}
+
+
+def role_of(target: str) -> Role | None:
+    """The role of custom-call ``target`` (None: an opaque target)."""
+    return TARGETS.get(target)
+
+
+def targets_with(*roles: Role) -> frozenset[str]:
+    """The target names that have one of ``roles``."""
+    return frozenset(name for name, role in TARGETS.items() if role in roles)
+
+
+MARKERS = targets_with(Role.MARKER)
+GROUPS = targets_with(Role.GROUP)
+MANUAL_BOUNDARIES = targets_with(Role.MANUAL_ENTRY, Role.MANUAL_EXIT)
+GSPMD_BOUNDARIES = targets_with(Role.FULL_TO_SHARD, Role.SHARD_TO_FULL)
+
+# Frontend-attribute keys (Shardy's HLO export).
+SDY_SHARDING = "xla.sdy.sharding"              # an instruction's sharding, as sdy text
+SDY_MESHES = "xla.sdy.meshes"                  # the module's named meshes (header)
+IN_SHARDINGS = "xla.sdy.in_shardings"          # a manual entry's operand shardings
+OUT_SHARDINGS = "xla.sdy.out_shardings"        # a manual exit's result shardings
+MANUAL_AXES = "xla.sdy.manual_axes"            # the mesh axes a manual region is manual over
+SHARDING_GROUP_ID = "xla.sdy.sharding_group_id"
+MANUAL_BODY = "xla.sdy.manual_computation_body"  # name prefix of a manual region's body
