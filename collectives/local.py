@@ -171,10 +171,10 @@ class LocalWorld:
                         self._returned.add(device)
                     self._condition.notify_all()
 
-        for device in range(self.num_devices):
-            threading.Thread(target=body, args=(device, self.communicator(device)),
-                             name=f"xla-spmd-device-{device}", daemon=True).start()
         try:
+            for device in range(self.num_devices):
+                threading.Thread(target=body, args=(device, self.communicator(device)),
+                                 name=f"xla-spmd-device-{device}", daemon=True).start()
             late, stuck = self._join(finished)
         except KeyboardInterrupt:
             self.abort(None, "interrupted (KeyboardInterrupt)")

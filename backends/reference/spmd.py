@@ -218,9 +218,9 @@ def evaluate_mpmd(computations: Sequence[Computation], per_device_args: Sequence
 
     threads = [threading.Thread(target=run, args=(d,), name=f"device-{d}", daemon=True)
                for d in range(num_devices)]
-    for thread in threads:
-        thread.start()
     try:
+        for thread in threads:
+            thread.start()
         _join(threads, rendezvous)
     except KeyboardInterrupt:
         rendezvous.fail(-1)  # every device stops at its next loop iteration or collective

@@ -21,12 +21,13 @@ import numpy as np
 import pytest
 
 import xla_spmd as xs
+from xla_spmd.backends import get_backend
 from xla_spmd.backends.reference import evaluate
 from xla_spmd.backends.reference.spmd import evaluate_spmd
 from xla_spmd.collectives import LocalWorld
 from xla_spmd.collectives.local import STOP_GRACE
 from xla_spmd.errors import CommunicationError, EvaluationError, XlaSpmdError
-from xla_spmd.runtime import SpmdExecutable
+from xla_spmd.runtime import execute
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -73,6 +74,11 @@ def spin_program(condition: str) -> str:
 SPIN_BUT_DEVICE_0 = spin_program("compare(%pid, %zero), direction=NE")
 # Every device loops forever.
 SPIN_EVERYWHERE = spin_program("constant(true)")
+
+
+def compiled(text: str):
+    """The 4-device program `text` on the reference backend."""
+    return get_backend("reference").compile(xs.parse_hlo(text), devices=(0, 1, 2, 3))
 
 
 def device_threads(prefix: str = "xla-spmd-device-") -> list[threading.Thread]:
@@ -189,12 +195,12 @@ def test_hung_device_does_not_keep_the_process_alive(tmp_path):
 
 def test_loops_stop_when_another_device_fails():
     xs.set_num_devices(4)
-    executable = SpmdExecutable(xs.parse_hlo(SPIN_BUT_DEVICE_0))
+    executable = compiled(SPIN_BUT_DEVICE_0)
     args = {d: [np.ones(4, np.float32)] for d in range(4)}
     with xs.config.override(collective_timeout=0.5):
         start = time.monotonic()
         with pytest.raises(XlaSpmdError, match=r"devices \[1, 2, 3\] did not arrive"):
-            executable.execute(args)
+            execute(executable, args)
     # Devices 1..3 stopped at their next iteration, not after 10 million.
     assert time.monotonic() - start < 60
     assert_no_device_thread_left()
@@ -285,10 +291,10 @@ def interrupt_soon() -> threading.Timer:
 
 def test_ctrl_c_stops_the_runtime_devices():
     xs.set_num_devices(4)
-    executable = SpmdExecutable(xs.parse_hlo(SPIN_EVERYWHERE))
+    executable = compiled(SPIN_EVERYWHERE)
     timer = interrupt_soon()
     with pytest.raises(KeyboardInterrupt):
-        executable.execute({d: [np.ones(4, np.float32)] for d in range(4)})
+        execute(executable, {d: [np.ones(4, np.float32)] for d in range(4)})
     timer.join()
     assert_no_device_thread_left()
 
