@@ -82,8 +82,9 @@ def compiled(text: str):
 
 
 def device_threads(prefix: str = "xla-spmd-device-") -> list[threading.Thread]:
-    """The runtime's device threads (the lockstep evaluator's: prefix "device-")."""
-    return [t for t in threading.enumerate() if t.name.startswith(prefix)]
+    """The runtime's device threads still running (the lockstep evaluator's: prefix
+    "device-")."""
+    return [t for t in threading.enumerate() if t.name.startswith(prefix) and t.is_alive()]
 
 
 def assert_no_device_thread_left(prefix: str = "xla-spmd-device-") -> None:
