@@ -22,3 +22,13 @@ def fresh_config():
     config.reset()
     yield
     config.reset()
+
+
+@pytest.fixture
+def x64():
+    """64-bit types on for one test (``xs.config.enable_x64``, as JAX's ``jax_enable_x64``):
+    for checks in float64 against numpy or finite differences."""
+    from xla_spmd import config
+
+    with config.override(enable_x64=True):
+        yield

@@ -12,7 +12,7 @@ returning `ShardedArray`s. A program without a sharding is evaluated on one devi
 >>> mesh = xs.make_mesh({"x": 4})
 >>> f = xs.jit(lambda a: (a * 2).sum(0), in_shardings=xs.NamedSharding(mesh, xs.P("x")))
 >>> np.asarray(f(np.arange(8.0).reshape(4, 2)))
-array([24., 32.])
+array([24., 32.], dtype=float32)
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+
+import numpy as np
 
 import xla_spmd.pipeline as pipeline
 from xla_spmd.frontend import jit as frontend_jit
@@ -29,6 +31,8 @@ from xla_spmd.frontend.tracing import current_trace
 from xla_spmd.ir import Module
 from xla_spmd.runtime.devices import local_devices, topology
 from xla_spmd.runtime.jit_runtime import Runner
+from xla_spmd.runtime.sharded_array import ShardedArray
+from xla_spmd.runtime.sharded_array import device_put as runtime_device_put
 
 
 @dataclass(frozen=True)
@@ -70,7 +74,10 @@ class Jitted(frontend_jit.Jitted):
         compiled = self.device_program(lowered)
         if compiled is None:
             return super().run(lowered, leaves)
-        return tree_unflatten(lowered.out_tree, compiled.runner(leaves))
+        results = [Array.of(r) for r in compiled.runner(leaves)]
+        for result, weak in zip(results, getattr(lowered, "out_weak_types", ())):
+            result.weak_type = weak  # a weakly typed result stays weak, as JAX's
+        return tree_unflatten(lowered.out_tree, results)
 
     def spmd_module(self, lowered: frontend_jit.Lowered) -> Module | None:
         compiled = self.device_program(lowered)
@@ -98,3 +105,200 @@ def shard_map(fn: Callable, mesh, in_specs, out_specs, axis_names=None):
     def wrapped(*args):
         return body(*args) if current_trace() is not None else jitted(*args)
     return wrapped
+
+
+# ---------------------------------------------------------------------------------------------
+# Arrays whose eager math runs on their devices
+
+
+class Array(ShardedArray):
+    """What ``xs.jit`` and ``xs.device_put`` return: a `ShardedArray` whose operators and
+    math methods run on its devices, as ``jax.Array``'s do. Each is a jitted program of one
+    numpy-like function (traced and compiled once per signature); its result is an Array
+    sharded as propagation gives it (``y + 1.0`` keeps ``y``'s sharding), with JAX's dtype
+    (``y + 1.0`` on a float32 ``y`` is float32). Formatting, ``float()``, ``len()``,
+    iteration and ``tolist()`` read the gathered value. Under MPI every rank must do the same
+    eager operations, in the same order.
+
+    >>> import numpy as np, xla_spmd as xs
+    >>> xs.set_num_devices(2)
+    >>> y = xs.device_put(np.ones((2, 4), np.float32),
+    ...                   xs.NamedSharding(xs.make_mesh({"x": 2}), xs.P("x")))
+    >>> z = y * 2 + 1.0
+    >>> type(z).__name__, z.dtype, z.sharding.dim_axes(0) == y.sharding.dim_axes(0)
+    ('Array', dtype('float32'), True)
+    >>> float(z.sum())
+    24.0
+    """
+
+    @classmethod
+    def of(cls, array):
+        """`array` as an Array (a runtime ShardedArray shares its shards; others pass)."""
+        if isinstance(array, cls) or not isinstance(array, ShardedArray):
+            return array
+        out = cls(array.shape, array.dtype, array.sharding, array._shards)
+        out.weak_type = array.weak_type
+        return out
+
+    def __getitem__(self, index):
+        static, dynamic = _split_index(index)
+        if static is None:  # boolean masks: a data-dependent shape, read from the values
+            return super().__getitem__(index)
+        return _eager("getitem", static)(self, *dynamic)
+
+    @property
+    def T(self):  # noqa: N802 (numpy's name)
+        return _eager("transpose")(self)
+
+    def reshape(self, *shape):
+        shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        return _eager("reshape", tuple(shape))(self)
+
+    def flatten(self):
+        return _eager("reshape", (-1,))(self)
+
+    def __pos__(self):
+        return self
+
+
+_EAGER: dict = {}  # (function name, static arguments) -> its jitted program (a few hundred)
+
+
+def _eager(name: str, *static):
+    """The jitted ``xla_spmd.numpy.<name>(array, *dynamic, *static)`` (static arguments are
+    part of the program), made once per (name, static)."""
+    key = (name, static)
+    if key not in _EAGER:
+        if len(_EAGER) >= 256:  # many distinct static arguments: start over
+            _EAGER.clear()
+        from xla_spmd.frontend import numpy_api
+
+        function = getattr(numpy_api, name)
+        if name == "getitem":
+            _EAGER[key] = jit(lambda x, *arrays: function(x, _join_index(static[0], arrays)))
+        else:
+            _EAGER[key] = jit(lambda *args: function(*args, *static))
+    return _EAGER[key]
+
+
+def _split_index(index):
+    """An index as a hashable structure and its array entries (None for boolean masks)."""
+    entries = index if isinstance(index, tuple) else (index,)
+    static, dynamic = [], []
+    for entry in entries:
+        if isinstance(entry, slice):
+            static.append(("slice", entry.start, entry.stop, entry.step))
+        elif entry is None or entry is Ellipsis:
+            static.append(("value", entry))
+        else:  # integers too: one program serves every index (out-of-range ones clamp)
+            array = entry if hasattr(entry, "dtype") else np.asarray(entry)
+            if np.dtype(array.dtype) == np.bool_:
+                return None, None
+            static.append(("array", len(dynamic)))
+            dynamic.append(array)
+    return (tuple(static), isinstance(index, tuple)), dynamic
+
+
+def _join_index(static, arrays):
+    entries, is_tuple = static
+    index = []
+    for kind, *rest in entries:
+        if kind == "slice":
+            index.append(slice(*rest))
+        elif kind == "value":
+            index.append(rest[0])
+        else:
+            index.append(arrays[rest[0]])
+    return tuple(index) if is_tuple else index[0]
+
+
+def _device_binary(name: str, reflected: bool):
+    if reflected:
+        def method(self, other):
+            return _eager(name)(other, self)
+    else:
+        def method(self, other):
+            return _eager(name)(self, other)
+    return method
+
+
+def _device_method(name: str):
+    names, defaults = _KEYWORDS[name], _DEFAULTS[name]
+
+    def method(self, *args, **kwargs):
+        unknown = set(kwargs) - set(names)
+        if unknown or len(args) > len(names):
+            raise TypeError(f"Array.{name}() takes {', '.join(names) or 'no arguments'}; "
+                            f"got {len(args)} positional and {sorted(kwargs)}")
+        values = dict(zip(names, args))
+        values.update(kwargs)
+        static = tuple(_hashable(values.get(k, d)) for k, d in zip(names, defaults))
+        try:
+            hash(static)
+        except TypeError:  # array arguments (clip bounds): computed on the gathered values
+            return getattr(ShardedArray, name)(self, *args, **kwargs)
+        return _eager(name, *static)(self)
+    method.__name__ = name
+    method.__doc__ = f"``xla_spmd.numpy.{name}`` of this array, computed on its devices."
+    return method
+
+
+def _hashable(value):
+    return tuple(value) if isinstance(value, list) else value
+
+
+# Operators: (dunder name, numpy-like function); binary ones also get their reflected form.
+_BINARY = (("add", "add"), ("sub", "subtract"), ("mul", "multiply"), ("truediv", "true_divide"),
+           ("floordiv", "floor_divide"), ("mod", "remainder"), ("pow", "power"),
+           ("matmul", "matmul"), ("and", "bitwise_and"), ("or", "bitwise_or"),
+           ("xor", "bitwise_xor"), ("lshift", "left_shift"), ("rshift", "right_shift"))
+_COMPARISONS = (("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
+                ("ge", "greater_equal"), ("eq", "equal"), ("ne", "not_equal"))
+_UNARY = (("neg", "negative"), ("abs", "abs"), ("invert", "invert"))
+# Methods and their arguments (all static: axes, flags, types), with numpy's defaults.
+_SIGNATURES = {
+    "sum": (("axis", None), ("keepdims", False)),
+    "mean": (("axis", None), ("keepdims", False)),
+    "max": (("axis", None), ("keepdims", False)),
+    "min": (("axis", None), ("keepdims", False)),
+    "prod": (("axis", None), ("keepdims", False)),
+    "std": (("axis", None), ("keepdims", False)),
+    "var": (("axis", None), ("keepdims", False)),
+    "any": (("axis", None), ("keepdims", False)),
+    "all": (("axis", None), ("keepdims", False)),
+    "argmax": (("axis", None), ("keepdims", False)),
+    "argmin": (("axis", None), ("keepdims", False)),
+    "cumsum": (("axis", None), ("dtype", None)),
+    "cumprod": (("axis", None), ("dtype", None)),
+    "astype": (("dtype", None),),
+    "squeeze": (("axis", None),),
+    "swapaxes": (("axis1", 0), ("axis2", 1)),
+    "clip": (("a_min", None), ("a_max", None)),
+    "ravel": (),
+}
+_KEYWORDS = {name: tuple(k for k, _ in args) for name, args in _SIGNATURES.items()}
+_DEFAULTS = {name: tuple(d for _, d in args) for name, args in _SIGNATURES.items()}
+
+
+def _transpose(self, *axes):
+    axes = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes
+    return _eager("transpose", tuple(axes) if axes else None)(self)
+
+
+for _name, _function in _BINARY:
+    setattr(Array, f"__{_name}__", _device_binary(_function, reflected=False))
+    setattr(Array, f"__r{_name}__", _device_binary(_function, reflected=True))
+for _name, _function in _COMPARISONS:
+    setattr(Array, f"__{_name}__", _device_binary(_function, reflected=False))
+for _name, _function in _UNARY:
+    setattr(Array, f"__{_name}__", lambda self, _f=_function: _eager(_f)(self))
+for _name in _SIGNATURES:
+    setattr(Array, _name, _device_method(_name))
+Array.transpose = _transpose
+Array.__hash__ = None
+
+
+def device_put(value, sharding):
+    """`xla_spmd.runtime.device_put`, returning `Array`s (whose math runs on the devices)."""
+    from xla_spmd.frontend.pytree import tree_map
+    return tree_map(Array.of, runtime_device_put(value, sharding))

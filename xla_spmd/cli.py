@@ -13,30 +13,39 @@ status 2; nothing the user gave is loaded with pickle.
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import signal
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from xla_spmd.cli_files import (
+    check_memory,
+    check_output_path,
+    load_inputs,
+    read_text,
+    write_file,
+)
 from xla_spmd.errors import XlaSpmdError
 
 
 def load_module(path: str):
-    """Read a program file; the format follows the extension (.hlo, .txt)."""
+    """Read and verify a program file; the format follows the extension (.hlo, .txt: HLO
+    text; .mlir: StableHLO text)."""
     from xla_spmd.ir.hlo_parser import parse_hlo
 
-    file = Path(path)
-    if not file.is_file():
-        raise XlaSpmdError(f"{path}: no such file")
-    if file.suffix == ".mlir":
-        from xla_spmd.stablehlo import import_stablehlo
-        module = import_stablehlo(file.read_text(), filename=str(file))
-    elif file.suffix not in (".hlo", ".txt"):
-        raise XlaSpmdError(f"{path}: unknown program format {file.suffix!r}; expected .hlo "
+    suffix = Path(path).suffix
+    if suffix not in (".hlo", ".txt", ".mlir"):
+        raise XlaSpmdError(f"{path}: unknown program format {suffix!r}; expected .hlo "
                            "or .mlir")
+    text = read_text(path)
+    if suffix == ".mlir":
+        from xla_spmd.stablehlo import import_stablehlo
+        module = import_stablehlo(text, filename=path)
     else:
-        module = parse_hlo(file.read_text(), filename=str(file))
+        module = parse_hlo(text, filename=path)
     return _verified(module, path)
 
 
@@ -53,64 +62,16 @@ def _verified(module, path: str):
 
 
 def write_module(module, path: str) -> None:
+    """Write `module` as HLO text (.hlo, .txt) or StableHLO text (.mlir)."""
     from xla_spmd.ir.hlo_printer import print_module
 
-    file = Path(path)
-    if file.suffix == ".mlir":
+    check_output_path(path, (".hlo", ".txt", ".mlir"))
+    if Path(path).suffix == ".mlir":
         from xla_spmd.stablehlo import export_stablehlo
-        file.write_text(export_stablehlo(module))
-        return
-    if file.suffix not in (".hlo", ".txt"):
-        raise XlaSpmdError(f"{path}: unknown output format {file.suffix!r}; expected .hlo "
-                           "or .mlir")
-    file.write_text(print_module(module))
-
-
-def load_inputs(path: str | None, module) -> list:
-    """Arrays arg0, arg1, ... for the entry's flattened parameters, rebuilt into tuples."""
-    from xla_spmd.ir import TupleShape
-
-    shapes = [p.shape for p in module.entry.parameters]
-    flat = [leaf for s in shapes for leaf in s.leaves()]
-    arrays: dict[str, np.ndarray] = {}
-    if path is not None:
-        arrays = _read_npz(path)
-    expected = [f"arg{i}" for i in range(len(flat))]
-    missing = [k for k in expected if k not in arrays]
-    # Expected outputs outN may ride along beside the inputs; any other name is a mistake.
-    extra = sorted(k for k in set(arrays) - set(expected) if not re.fullmatch(r"out\d+", k))
-    if missing or extra:
-        raise XlaSpmdError(f"{path}: the program takes {len(flat)} arrays "
-                           f"({', '.join(expected) or 'none'}); missing {missing or 'none'}, "
-                           f"unexpected {extra or 'none'}")
-    values = iter(arrays[k] for k in expected)
-
-    def rebuild(shape):
-        if isinstance(shape, TupleShape):
-            return tuple(rebuild(e) for e in shape.elements)
-        return next(values)
-    return [rebuild(s) for s in shapes]
-
-
-def _read_npz(path: str) -> dict[str, np.ndarray]:
-    """The arrays of an .npz file, refusing pickled objects and files of other kinds."""
-    import zipfile
-
-    if not Path(path).is_file():
-        raise XlaSpmdError(f"{path}: no such file")
-    if not zipfile.is_zipfile(path):
-        raise XlaSpmdError(f"{path}: not an .npz file (numpy.savez); save the inputs with "
-                           "numpy.savez(path, arg0=..., arg1=...)")
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
-    except ValueError as error:
-        if "pickle" in str(error):
-            raise XlaSpmdError(f"{path}: holds object arrays, which would need pickle: "
-                               f"{error}; save plain numeric arrays") from None
-        raise XlaSpmdError(f"{path}: cannot read inputs: {error}") from None
-    except (OSError, zipfile.BadZipFile) as error:
-        raise XlaSpmdError(f"{path}: cannot read inputs: {error}") from None
+        text = export_stablehlo(module)
+    else:
+        text = print_module(module)
+    write_file(path, lambda file: file.write(text.encode()))
 
 
 def _summary(name: str, value) -> str:
@@ -134,10 +95,18 @@ def cmd_run(args) -> int:
     from xla_spmd.pipeline import load_backend
     from xla_spmd.runtime.devices import launched_by_mpi, topology
 
-    module = load_module(args.program)
-    on_devices = args.devices is not None or launched_by_mpi()
-    _check_devices(module, args.program, args.devices, on_devices)
-    inputs = load_inputs(args.inputs, module)
+    error = None
+    try:
+        module = load_module(args.program)
+        on_devices = args.devices is not None or launched_by_mpi()
+        _check_devices(module, args.program, args.devices, on_devices)
+        if args.output:
+            check_output_path(args.output, (".npz",))
+        check_memory(module, args.program)
+        inputs = load_inputs(args.inputs, module)
+    except XlaSpmdError as caught:
+        error = caught
+    _agree_on_files(error)
     if on_devices:
         outputs = _run_on_devices(module, inputs, args.devices, args.backend)
     else:  # the program as it is, on one device
@@ -147,7 +116,8 @@ def cmd_run(args) -> int:
     for i, out in enumerate(outputs):
         print(_summary(f"out{i}", out))
     if args.output:
-        np.savez(args.output, **{f"out{i}": _to_npz_array(o) for i, o in enumerate(outputs)})
+        arrays = {f"out{i}": _to_npz_array(o) for i, o in enumerate(outputs)}
+        write_file(args.output, lambda file: np.savez(file, **arrays))
         print(f"wrote {len(outputs)} outputs to {args.output}")
     return 0
 
@@ -277,23 +247,21 @@ def cmd_convert(args) -> int:
 
 
 def cmd_interpret(args) -> int:
-    from xla_spmd.stablehlo.interpreter import run_interpreter_file
+    from xla_spmd.stablehlo.interpreter import run_text
 
-    if not Path(args.file).is_file():
-        raise XlaSpmdError(f"{args.file}: no such file")
-    report = run_interpreter_file(args.file)
+    if Path(args.file).suffix != ".mlir":
+        raise XlaSpmdError(f"{args.file}: interpret runs StableHLO interpreter test files "
+                           "(.mlir); to evaluate a program use `xla-spmd run`")
+    report = run_text(read_text(args.file), args.file)
+    if not report.results:
+        raise XlaSpmdError(f"{args.file}: no test cases: expected func.func test functions "
+                           "with check.* ops, cases separated by '// -----' lines")
     print(report)
     return 0 if report.ok else 1
 
 
 def _load_program(path: str):
     """A module from HLO text (.hlo, .txt) or StableHLO text (.mlir)."""
-    if Path(path).suffix == ".mlir":
-        from xla_spmd.stablehlo import import_stablehlo
-
-        if not Path(path).is_file():
-            raise XlaSpmdError(f"{path}: no such file")
-        return import_stablehlo(Path(path).read_text())
     return load_module(path)
 
 
@@ -338,7 +306,6 @@ def cmd_propagate(args) -> int:
 
 
 def cmd_rules(args) -> int:
-    import re
 
     from xla_spmd.ir import map_computations, rewrite
     from xla_spmd.propagation import sharding_rule
@@ -434,10 +401,20 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         _apply_options(args)
-        return args.handler(args)
+        code = args.handler(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
     except XlaSpmdError as error:
-        print(f"xla-spmd {args.command}: error: {error}", file=sys.stderr)
+        if not getattr(error, "reported_by_another_rank", False):
+            print(f"xla-spmd {args.command}: error: {error}", file=sys.stderr)
         return 2
+    except MemoryError as error:  # past check_memory: temporaries, or a command without it
+        print(f"xla-spmd {args.command}: error: out of memory: {error}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `xla-spmd partition x.hlo | head`: the reader has had enough
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit would fail again
+        return 128 + signal.SIGPIPE
     except KeyboardInterrupt:
         from xla_spmd.runtime.devices import launched_by_mpi
 
@@ -446,6 +423,29 @@ def main(argv: list[str] | None = None) -> int:
         # Every in-process device has stopped by now (LocalWorld.run waits for them).
         print(f"xla-spmd {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _agree_on_files(error: XlaSpmdError | None) -> None:
+    """Raise ``error`` if reading the files failed. Under mpirun every rank first learns
+    which ranks failed: the lowest of them reports (once, whether the files were bad
+    everywhere or on one host alone), and every rank stops with exit status 2."""
+    from xla_spmd.runtime.devices import launched_by_mpi
+    from xla_spmd.runtime.executable import mpi_communicator
+
+    if not launched_by_mpi():
+        if error is not None:
+            raise error
+        return
+    communicator = mpi_communicator()
+    world = tuple(range(communicator.size))
+    failed = communicator.all_gather(np.array([error is not None]), world, 0)
+    if not failed.any():
+        return
+    if error is None or communicator.rank != int(np.argmax(failed)):
+        quiet = XlaSpmdError("another rank could not read the files")
+        quiet.reported_by_another_rank = True
+        raise quiet
+    raise error
 
 
 if __name__ == "__main__":

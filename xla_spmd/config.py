@@ -1,7 +1,8 @@
 """Process-wide options, used as JAX's ``jax.config`` is: ``xs.config.update(name, value)``
 sets one, ``xs.config.<name>`` reads it (this module is the config object), and each has an
 environment variable that gives its value at start-up (checked when first read, with an error
-naming the variable).
+naming the variable). JAX's spellings of the shared options work too
+(``xs.config.update("jax_enable_x64", True)``).
 
 This module imports nothing of ours but ``xla_spmd.errors``, so every layer may read it.
 
@@ -29,8 +30,10 @@ from typing import Any
 from xla_spmd.errors import XlaSpmdError
 
 
-def _boolean(text: str) -> bool:
-    lowered = text.strip().lower()
+def _boolean(text: str | bool) -> bool:
+    if isinstance(text, (bool, int)) and text in (0, 1):
+        return bool(text)
+    lowered = str(text).strip().lower()
     if lowered in ("1", "true", "yes", "on"):
         return True
     if lowered in ("0", "false", "no", "off"):
@@ -95,6 +98,9 @@ OPTIONS: dict[str, Option] = {option.name: option for option in (
            "devices that did not arrive; 'inf' waits forever"),
     Option("max_loop_iterations", 10_000_000, "XLA_SPMD_MAX_LOOP_ITERATIONS", _positive_int,
            "iterations after which a `while` loop is stopped with an error"),
+    Option("enable_x64", False, "XLA_SPMD_ENABLE_X64", _boolean,
+           "64-bit types, as JAX's jax_enable_x64: off narrows f64/s64/u64/c128 inputs and "
+           "defaults to 32 bits (Python floats become f32); on keeps them"),
 )}
 
 
@@ -109,26 +115,31 @@ def _parse(option: Option, value: Any, source: str) -> Any:
         raise XlaSpmdError(f"{source}={value!r}: {error}") from None
 
 
+def _option(name: str) -> Option | None:
+    """The option `name` names; JAX's spelling (``jax_enable_x64``) is accepted too."""
+    return OPTIONS.get(name) or OPTIONS.get(name.removeprefix("jax_"))
+
+
 def __getattr__(name: str) -> Any:
     """An option's value: what ``update`` set, else its environment variable (parsed once),
     else its default."""
-    option = OPTIONS.get(name)
+    option = _option(name)
     if option is None:
         raise AttributeError(f"xla_spmd.config has no option {name!r}; options: "
                              + ", ".join(sorted(OPTIONS)))
-    if name not in _values:
+    if option.name not in _values:
         text = os.environ.get(option.env)
-        _values[name] = (option.default if text is None or not text.strip()
-                         else _parse(option, text, option.env))
-    return _values[name]
+        _values[option.name] = (option.default if text is None or not text.strip()
+                                else _parse(option, text, option.env))
+    return _values[option.name]
 
 
 def update(name: str, value: Any) -> None:
     """Set option ``name`` for this process (overrides its environment variable)."""
-    option = OPTIONS.get(name)
+    option = _option(name)
     if option is None:
         raise XlaSpmdError(f"unknown option {name!r}; options: " + ", ".join(sorted(OPTIONS)))
-    _values[name] = _parse(option, value, name)
+    _values[option.name] = _parse(option, value, name)
 
 
 def reset(name: str | None = None) -> None:
@@ -142,7 +153,8 @@ def reset(name: str | None = None) -> None:
 @contextlib.contextmanager
 def override(**values: Any) -> Iterator[None]:
     """Set options for the duration of a ``with`` block."""
-    saved = {name: _values.get(name, _UNSET) for name in values}
+    names = {getattr(_option(name), "name", name) for name in values}
+    saved = {name: _values.get(name, _UNSET) for name in names}
     try:
         for name, value in values.items():
             update(name, value)

@@ -13,6 +13,12 @@ m.hlo:3:7: expected ']'
 
 from __future__ import annotations
 
+# The deepest nesting any reader or the IR accepts: tuple types, brackets, regions, chains of
+# called computations. Deeper input gets a clear error here instead of a RecursionError in
+# some later pass; real programs nest a handful of levels.
+MAX_NESTING = 100
+TOO_DEEP = f"nested more than {MAX_NESTING} levels deep; xla-spmd reads at most {MAX_NESTING}"
+
 
 class XlaSpmdError(Exception):
     """Base class of every error xla-spmd raises on purpose."""

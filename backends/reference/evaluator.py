@@ -98,7 +98,8 @@ def evaluate_computation(computation: Computation, args: Sequence, ctx: Context)
         rule = EVALUATE.lookup(inst.op.name)
         try:
             values[id(inst)] = rule(inst, operands, ctx)
-        except (XlaSpmdError, ValueError, TypeError, IndexError, ArithmeticError) as error:
+        except (XlaSpmdError, ValueError, TypeError, IndexError, ArithmeticError,
+                MemoryError) as error:
             if getattr(error, "located", False):
                 raise  # already shows the instructions around the failing one (a callee's)
             located = EvaluationError(_describe(computation, inst, error))

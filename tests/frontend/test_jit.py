@@ -27,7 +27,9 @@ def test_traces_once_per_signature():
     f(a * 2, a)
     assert len(calls) == 1
     f(np.ones((3, 3), np.float32), np.ones((3, 3), np.float32))
-    f(a.astype(np.float64), a.astype(np.float64))
+    f(a.astype(np.float16), a.astype(np.float16))
+    assert len(calls) == 3
+    f(a.astype(np.float64), a.astype(np.float64))  # f32 without x64, as in JAX: no new trace
     assert len(calls) == 3
 
 

@@ -139,7 +139,7 @@ def test_transformer_block_forward_matches_numpy():
     assert "dot(" in text and "reduce(" in text and r'{\"data\"}, {}, {}' in text
 
 
-def test_transformer_training_step_matches_numpy_gradients():
+def test_transformer_training_step_matches_numpy_gradients(x64):
     params = _block_params(np.float64)
     x, y = _rand(2, 4, 8, dtype=np.float64), _rand(2, 4, 8, dtype=np.float64)
     lr = 0.5

@@ -16,17 +16,18 @@ def test_keys_are_deterministic_and_split_differs():
     k1, k2 = xr.split(k)
     assert not np.array_equal(np.asarray(xr.uniform(k1, (8,))), np.asarray(xr.uniform(k2, (8,))))
     lowered = xs.jit(lambda k: xr.uniform(k, (4,))).lower(k).as_text()
-    assert "rng-bit-generator" in lowered and "rng_three_fry" in lowered
+    # threefry2x32 in plain u32 ops (as JAX lowers it): adds, rotations, xors
+    assert "shift-right-logical" in lowered and "xor(" in lowered
 
 
-def test_distributions():
+def test_distributions(x64):
     k1, k2, k3 = xr.split(xr.key(0), 3)
     u = np.asarray(xr.uniform(k1, (2000,), minval=-1.0, maxval=3.0))
     assert u.min() >= -1 and u.max() < 3 and abs(u.mean() - 1.0) < 0.1
     n = np.asarray(xr.normal(k2, (4000,)))
     assert abs(n.mean()) < 0.1 and abs(n.std() - 1) < 0.1
     i = np.asarray(xr.randint(k3, (1000,), 2, 7))
-    assert i.dtype == np.int32 and set(np.unique(i)) == {2, 3, 4, 5, 6}
+    assert i.dtype == np.int64 and set(np.unique(i)) == {2, 3, 4, 5, 6}  # x64: int64
     assert np.asarray(xr.uniform(k1, (3,), xnp.float64)).dtype == np.float64
     assert sorted(np.asarray(xr.permutation(k1, 6)).tolist()) == list(range(6))
     assert np.asarray(xr.fold_in(k1, 3)).shape == (2,)

@@ -78,7 +78,7 @@ def test_one_device_mesh_evaluates():
     np.testing.assert_allclose(outs[7], a @ b, rtol=1e-5)
 
 
-def test_gradient_through_shard_map_is_a_manual_region():
+def test_gradient_through_shard_map_is_a_manual_region(x64):
     def loss(mesh):
         def f(a, b):
             out = xs.shard_map(lambda a, b: lax.psum(xnp.tanh(a @ b), "y"), mesh,

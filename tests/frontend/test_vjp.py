@@ -14,6 +14,7 @@ from xla_spmd.mesh import make_mesh
 from xla_spmd.sharding import NamedSharding, P
 
 RNG = np.random.default_rng(1)
+pytestmark = pytest.mark.usefixtures("x64")  # finite differences in float64
 
 
 def r(*shape):

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax
+from xla_spmd.frontend.dtypes import jax_result_type, result_type_of
 from xla_spmd.frontend.pytree import tree_flatten, tree_unflatten
 from xla_spmd.frontend.tracing import Value, aval_of, bind, fresh_name, repack, trace_computation
 from xla_spmd.ir import S32, TupleShape
@@ -30,14 +31,59 @@ def _asvalue(x):
 
 
 def _match(value, aval, what: str):
-    """`value` converted to the loop-state type `aval` (weak scalars adopt it)."""
+    """`value` converted to the loop-state type `aval` (weak values adopt it when it holds
+    them: a weak s32 in an f32 state, not a weak f32 in an s32 one)."""
     value = _asvalue(value)
     if value.aval.same_type(aval):
         return value
-    if isinstance(aval, TupleShape) or value.shape != aval.dims or not value.weak_type:
+    if isinstance(aval, TupleShape) or value.shape != aval.dims or not value.weak_type or \
+            result_type_of([(aval.dtype, False), (value.aval.dtype, True)])[0] is not aval.dtype:
         raise XlaSpmdError(f"{what}: expected {aval}, got {value.aval} (loop state and branch "
                            "results must keep their shapes and types)")
     return lax.convert(value, aval.dtype)
+
+
+def _typed(tracers, weak_types) -> list:
+    """Loop-state parameters with the weak types of the state they stand for."""
+    for tracer, weak in zip(tracers, weak_types):
+        tracer.weak_type = weak
+    return list(tracers)
+
+
+def _probe(fn: Callable, leaves: list) -> list:
+    """What ``fn(*state)`` returns for state like `leaves` (traced, the trace discarded)."""
+    weak_types = [leaf.weak_type for leaf in leaves]
+    found = {}
+
+    def probe(*state):
+        found["outs"] = [_asvalue(o) for o in fn(*_typed(state, weak_types))]
+        return []
+
+    trace_computation(probe, [leaf.aval for leaf in leaves], fresh_name("probe"))
+    return found["outs"]
+
+
+def promote_weak_state(fn: Callable, leaves: list) -> list:
+    """Loop state with its weakly typed leaves promoted where `fn` (``fn(*state) -> new
+    state``) changes their type, as JAX does: ``fori_loop(0, 3, lambda i, c: c + 0.5, 0)``
+    carries an f32, not the s32 of the Python int 0. A promoted leaf becomes strongly typed
+    with JAX's result type of the two (a weak result is its kind's default type)."""
+    for _ in range(len(leaves) + 1):
+        if not any(leaf.weak_type for leaf in leaves):
+            return leaves
+        changed = False
+        for k, (leaf, out) in enumerate(zip(leaves, _probe(fn, leaves))):
+            if leaf.weak_type and not isinstance(out.aval, TupleShape) and \
+                    out.aval.dtype is not leaf.aval.dtype:
+                dtype = jax_result_type([(leaf.aval.dtype, True),
+                                         (out.aval.dtype, out.weak_type)])
+                if dtype is not leaf.aval.dtype:
+                    leaves[k] = lax.convert(leaf, dtype)
+                    leaves[k].weak_type = False
+                    changed = True
+        if not changed:
+            return leaves
+    return leaves
 
 
 def trip_count_extras(n: int) -> tuple:
@@ -59,19 +105,20 @@ def while_flat(cond_fn: Callable, body_fn: Callable, leaves: Sequence,
                trip_count: int | None = None) -> list:
     """The `while` of flat state `leaves`: ``cond_fn(*state) -> pred``,
     ``body_fn(*state) -> list of new state``."""
-    leaves = [_asvalue(x) for x in leaves]
+    leaves = promote_weak_state(body_fn, [_asvalue(x) for x in leaves])
     avals = [x.aval for x in leaves]
+    weak_types = [x.weak_type for x in leaves]
     n = len(avals)
 
     def body_checked(*state):
-        outs = list(body_fn(*state))
+        outs = list(body_fn(*_typed(state, weak_types)))
         if len(outs) != n:
             raise XlaSpmdError(f"loop body returned {len(outs)} values, expected {n}")
         return [_match(o, a, f"loop body result {i}") for i, (o, a) in
                 enumerate(zip(outs, avals))]
 
-    cond_trace, cond_outs = trace_computation(lambda *s: [cond_fn(*s)], avals,
-                                              fresh_name("cond"))
+    cond_trace, cond_outs = trace_computation(lambda *s: [cond_fn(*_typed(s, weak_types))],
+                                              avals, fresh_name("cond"))
     body_trace, body_outs = trace_computation(body_checked, avals, fresh_name("body"))
     cond_caps, body_caps = cond_trace.captures, body_trace.captures
     shapes = avals + [aval_of(c) for c in cond_caps] + [aval_of(c) for c in body_caps]
@@ -84,7 +131,7 @@ def while_flat(cond_fn: Callable, body_fn: Callable, leaves: Sequence,
     state = lax.make_tuple(*leaves, *cond_caps, *body_caps)
     extras = trip_count_extras(trip_count) if trip_count is not None else ()
     out = bind("while", state, condition=cond, body=body, extras=extras)
-    return [lax.get_tuple_element(out, i) for i in range(n)]
+    return _typed([lax.get_tuple_element(out, i) for i in range(n)], weak_types)
 
 
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
@@ -145,11 +192,16 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
             raise XlaSpmdError("scan needs xs or length")
         length = x_leaves[0].shape[0]
     carry_leaves, carry_tree = tree_flatten(init)
-    carry_leaves = [_asvalue(c) for c in carry_leaves]
 
     def step(carry, i):
         x = tree_unflatten(x_tree, [index_in_dim(xl, i) for xl in x_leaves])
         return f(tree_unflatten(carry_tree, carry), x)
+
+    def carry_step(i, *carry):
+        return [i, *tree_flatten(step(list(carry), i)[0])[0]]
+
+    index0 = _asvalue(lax.constant(0, S32))
+    carry_leaves = promote_weak_state(carry_step, [index0, *map(_asvalue, carry_leaves)])[1:]
 
     # Trace once to learn the shapes of y (the trace is discarded).
     y_info = {}

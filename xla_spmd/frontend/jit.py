@@ -22,9 +22,8 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-import numpy as np
-
 from xla_spmd.errors import ShardingError, XlaSpmdError
+from xla_spmd.frontend.dtypes import canonical_array, x64_enabled
 from xla_spmd.frontend.pytree import tree_flatten, tree_unflatten
 from xla_spmd.frontend.tracing import Array, Trace, Value, aval_of, bind, current_trace, is_weak
 from xla_spmd.ir import Module
@@ -80,14 +79,12 @@ def _shardings_per_leaf(shardings, trees: Sequence, what: str) -> list:
 
 
 def _canonical(leaf):
-    """A concrete argument as an array (Python scalars weakly typed). Distributed arrays of
-    the runtime (they have `addressable_shards`) stay as they are, shards in place."""
+    """A concrete argument as an array of its canonical type (Python scalars weakly typed;
+    64-bit types narrowed unless x64 is on, as JAX does). Distributed arrays of the runtime
+    (they have `addressable_shards`) stay as they are, shards in place."""
     if isinstance(leaf, Value) or hasattr(leaf, "addressable_shards"):
         return leaf
-    if is_weak(leaf):
-        from xla_spmd.frontend.tracing import python_scalar_array
-        return Array(python_scalar_array(leaf), weak_type=True)
-    return Array(np.asarray(leaf))
+    return Array(canonical_array(leaf), weak_type=is_weak(leaf))
 
 
 class Lowered:
@@ -217,7 +214,8 @@ def run_on_one_device(lowered: Lowered, leaves: list):
     result = evaluate(module, [leaf.value for leaf in leaves])
     outs = list(result) if module.entry.root.opcode == "tuple" and \
         lowered.out_tree.num_leaves != 1 else [result]
-    return tree_unflatten(lowered.out_tree, [Array(o) for o in outs])
+    weak = getattr(lowered, "out_weak_types", [False] * len(outs))
+    return tree_unflatten(lowered.out_tree, [Array(o, w) for o, w in zip(outs, weak)])
 
 
 def _as_tuple(value) -> tuple:
@@ -286,7 +284,7 @@ class Jitted:
                           for leaf in leaves)
         try:
             key = (tree, signature, tuple(sorted(static.items())),
-                   tuple(sorted(static_kwargs.items())))
+                   tuple(sorted(static_kwargs.items())), x64_enabled())
             hash(key)
         except TypeError:
             raise XlaSpmdError("static arguments of a jitted function must be hashable") \
@@ -352,6 +350,7 @@ class Jitted:
             module = _with_mesh_declarations(module, trace.meshes)
         lowered = Lowered(module, in_tree, out_tree, self.donate_argnums, self, key)
         lowered._call_info = (static, static_kwargs, len(static) + len(dynamic))
+        lowered.out_weak_types = [is_weak(o) for o in out_leaves]  # kept on results, as JAX
         return lowered
 
     def _donated_leaves(self, static, dynamic) -> list[int]:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from xla_spmd.errors import XlaSpmdError
+from xla_spmd.frontend.dtypes import canonicalize, python_scalar_dtype
 from xla_spmd.frontend.tracing import Value, aval_of, bind, reducer
 from xla_spmd.ir import (
     PRED,
@@ -41,10 +42,14 @@ def shape_of(x) -> tuple[int, ...]:
 
 
 def as_dtype(dtype) -> DType:
-    """An IR element type from a numpy dtype, a dtype name or a DType."""
+    """An IR element type from a numpy dtype, a dtype name or a DType. A requested numpy type
+    is canonical (``np.float64`` is f32 unless x64 is on, ``float`` the default float, as in
+    JAX); a DType is taken as it is."""
     if isinstance(dtype, DType):
         return dtype
-    return DType.from_numpy(np.dtype(dtype))
+    if dtype is int or dtype is float or dtype is complex:
+        return python_scalar_dtype(dtype(0))
+    return canonicalize(DType.from_numpy(np.dtype(dtype)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -68,6 +73,68 @@ def exp(x): return bind("exponential", x)
 def log(x): return bind("log", x)
 def max(x, y): return bind("maximum", x, y)  # noqa: A001 (lax.max as in JAX)
 def min(x, y): return bind("minimum", x, y)  # noqa: A001
+
+
+def _unary_function(opcode: str, name: str):
+    def fn(x):
+        return unary(opcode, x)
+    fn.__name__ = name
+    fn.__doc__ = f"The ``{opcode}`` op, elementwise (as ``jax.lax.{name}``)."
+    return fn
+
+
+def _binary_function(opcode: str, name: str):
+    def fn(x, y):
+        return bind(opcode, x, y)
+    fn.__name__ = name
+    fn.__doc__ = f"The ``{opcode}`` op, elementwise (as ``jax.lax.{name}``)."
+    return fn
+
+
+# jax.lax's elementwise functions that are one op each (operands of one type, no promotion).
+_UNARY_FUNCTIONS = {
+    "sqrt": "sqrt", "rsqrt": "rsqrt", "cbrt": "cbrt", "tanh": "tanh", "logistic": "logistic",
+    "sin": "sine", "cos": "cosine", "tan": "tan", "abs": "abs", "sign": "sign",
+    "floor": "floor", "ceil": "ceil", "is_finite": "is-finite", "expm1": "exponential-minus-one",
+    "log1p": "log-plus-one", "erf": "erf", "population_count": "popcnt",
+    "clz": "count-leading-zeros", "bitwise_not": "not", "not_": "not", "real": "real",
+    "imag": "imag", "round_nearest_even": "round-nearest-even",
+}
+_BINARY_FUNCTIONS = {
+    "pow": "power", "atan2": "atan2", "rem": "remainder", "bitwise_and": "and",
+    "bitwise_or": "or", "bitwise_xor": "xor", "shift_left": "shift-left",
+    "shift_right_logical": "shift-right-logical",
+    "shift_right_arithmetic": "shift-right-arithmetic",
+}
+globals().update({name: _unary_function(opcode, name)
+                  for name, opcode in _UNARY_FUNCTIONS.items()})
+globals().update({name: _binary_function(opcode, name)
+                  for name, opcode in _BINARY_FUNCTIONS.items()})
+
+
+def square(x): return bind("multiply", x, x)
+
+
+def integer_pow(x, y: int):
+    """``x ** y`` for a static integer `y`, by repeated multiplication (as ``jax.lax``)."""
+    if y == 0:
+        return full(shape_of(x), 1, dtype_of(x))
+    base = x if y > 0 else bind("divide", full(shape_of(x), 1, dtype_of(x)), x)
+    out = base
+    for _ in range(-y - 1 if y < 0 else y - 1):
+        out = bind("multiply", out, base)
+    return out
+
+
+def clamp(minimum, x, maximum) -> Value:
+    """`x` clamped to ``[minimum, maximum]`` (scalars or arrays of x's shape)."""
+    return bind("clamp", minimum, x, maximum)
+
+
+def erf_inv(x):
+    """The inverse error function (XLA's polynomial), as ``jax.lax.erf_inv``."""
+    from xla_spmd.frontend.numpy_math import erfinv
+    return erfinv(x)
 
 
 def compare(x, y, direction: str) -> Value:
@@ -357,6 +424,42 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None,
                 rhs_batch_dims=tuple(rb))
 
 
+def dot(lhs, rhs, precision=None, preferred_element_type=None) -> Value:
+    """Vector/matrix products contracting `lhs`'s last dim with `rhs`'s first (as
+    ``jax.lax.dot``; operands of one type)."""
+    lhs_rank = len(shape_of(lhs))
+    return dot_general(lhs, rhs, (((lhs_rank - 1,), (0,)), ((), ())), precision,
+                       preferred_element_type)
+
+
+def _cumulative(kind: str, name: str):
+    def fn(operand, axis: int = 0, reverse: bool = False) -> Value:
+        rank = len(shape_of(operand))
+        axis = axis % rank
+        if reverse:
+            operand = rev(operand, (axis,))
+        n = shape_of(operand)[axis]
+        if kind == "mul":
+            from xla_spmd.frontend.numpy_reductions import cumprod as scan
+            out = scan(operand, axis)
+        else:
+            window = [1] * rank
+            window[axis] = n
+            padding = [(0, 0)] * rank
+            padding[axis] = (n - 1, 0)
+            out = window_reduce(operand, kind, window, None, padding)
+        return rev(out, (axis,)) if reverse else out
+    fn.__name__ = name
+    fn.__doc__ = f"Inclusive prefix {kind} along `axis` (as ``jax.lax.{name}``)."
+    return fn
+
+
+cumsum = _cumulative("add", "cumsum")
+cumprod = _cumulative("mul", "cumprod")
+cummax = _cumulative("max", "cummax")
+cummin = _cumulative("min", "cummin")
+
+
 def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
                          rhs_dilation=None, dimension_numbers="NCHW", feature_group_count=1,
                          batch_group_count=1) -> Value:
@@ -446,6 +549,8 @@ def tuple_shape(*avals) -> TupleShape:
 
 
 __all__ = [
+    *_UNARY_FUNCTIONS, *_BINARY_FUNCTIONS, "clamp", "cummax", "cummin", "cumprod", "cumsum",
+    "dot", "erf_inv", "integer_pow", "square",
     "PRED", "add", "avg_pool", "bitcast_convert", "broadcast_in_dim", "compare", "concatenate",
     "conv_general_dilated", "convert", "convert_element_type", "div", "dot_general",
     "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_slice",

@@ -29,6 +29,93 @@ def silu(x):
 swish = silu
 
 
+def relu6(x):
+    return xnp.minimum(xnp.maximum(x, 0.0), 6.0)
+
+
+def softplus(x):
+    """``log(1 + exp(x))``, computed as ``logaddexp(x, 0)`` (no overflow)."""
+    x = xnp.asarray(x)
+    return xnp.maximum(x, 0.0) + xnp.log1p(xnp.exp(-xnp.abs(x)))
+
+
+def log_sigmoid(x):
+    return -softplus(-xnp.asarray(x))
+
+
+def leaky_relu(x, negative_slope: float = 1e-2):
+    x = xnp.asarray(x)
+    return xnp.where(x >= 0, x, negative_slope * x)
+
+
+def elu(x, alpha: float = 1.0):
+    x = xnp.asarray(x)
+    safe = xnp.where(x > 0, 0.0, x)  # no exp overflow (nor inf * 0 in the gradient)
+    return xnp.where(x > 0, x, alpha * xnp.expm1(safe))
+
+
+def celu(x, alpha: float = 1.0):
+    x = xnp.asarray(x)
+    return xnp.maximum(x, 0.0) + alpha * xnp.expm1(xnp.minimum(x, 0.0) / alpha)
+
+
+def selu(x):
+    alpha, scale = 1.6732632423543772, 1.0507009873554805
+    return scale * elu(x, alpha)
+
+
+def hard_tanh(x):
+    return xnp.clip(x, -1.0, 1.0)
+
+
+def soft_sign(x):
+    x = xnp.asarray(x)
+    return x / (xnp.abs(x) + 1.0)
+
+
+def standardize(x, axis=-1, mean=None, variance=None, epsilon: float = 1e-5):
+    """`x` with zero mean and unit variance over `axis`, as ``jax.nn.standardize``."""
+    x = xnp.asarray(x)
+    if mean is None:
+        mean = xnp.mean(x, axis, keepdims=True)
+    if variance is None:
+        variance = xnp.mean(xnp.square(x), axis, keepdims=True) - xnp.square(mean)
+    return (x - mean) * xnp.rsqrt(variance + epsilon)
+
+
+def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None,
+                          is_causal: bool = False):
+    """Scaled dot-product attention over ``[batch, seq, heads, head_dim]`` arrays (the
+    batch dim optional), as ``jax.nn.dot_product_attention``: ``softmax(q k^T * scale + bias,
+    masked) v`` with scale ``1/sqrt(head_dim)`` by default; `key`/`value` may have fewer
+    heads than `query` (grouped-query attention)."""
+    query, key, value = xnp.asarray(query), xnp.asarray(key), xnp.asarray(value)
+    batched = query.ndim == 4
+    if not batched:
+        query, key, value = (xnp.expand_dims(t, 0) for t in (query, key, value))
+    heads, kv_heads = query.shape[2], key.shape[2]
+    if heads != kv_heads:
+        key = xnp.repeat(key, heads // kv_heads, axis=2)
+        value = xnp.repeat(value, heads // kv_heads, axis=2)
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    logits = xnp.einsum("bqhd,bkhd->bhqk", query, key) * scale
+    if bias is not None:
+        logits = logits + bias
+    keep = None
+    if mask is not None:
+        keep = xnp.astype(mask, xnp.bool_)
+    if is_causal:
+        q_len, k_len = logits.shape[-2], logits.shape[-1]
+        causal = xnp.tri_mask(q_len, k_len, 0, True)
+        keep = causal if keep is None else xnp.logical_and(keep, causal)
+    if keep is not None:
+        lowest = float(xnp.finfo(logits.dtype).min)
+        logits = xnp.where(keep, logits, lowest)
+    weights = softmax(logits, axis=-1)
+    out = xnp.einsum("bhqk,bkhd->bqhd", weights, value)
+    return out if batched else xnp.squeeze(out, 0)
+
+
 def gelu(x, approximate: bool = True):
     """GELU; the tanh approximation by default, as ``jax.nn.gelu``."""
     x = xnp.asarray(x)
@@ -79,10 +166,13 @@ def rms_norm(x, scale=None, axis=-1, epsilon: float = 1e-6):
     return out * scale if scale is not None else out
 
 
-def one_hot(labels, num_classes: int, dtype=xnp.float32):
+def one_hot(labels, num_classes: int, dtype=None, axis=-1):
+    """`labels` as one-hot vectors of `num_classes` (the default float type)."""
+    from xla_spmd.frontend.dtypes import default_float
     labels = xnp.asarray(labels)
     classes = lax.iota(S32, labels.shape + (num_classes,), labels.ndim)
-    return xnp.astype(xnp.expand_dims(labels, -1) == classes, dtype)
+    out = xnp.astype(xnp.expand_dims(labels, -1) == classes, dtype or default_float())
+    return out if axis in (-1, labels.ndim) else xnp.moveaxis(out, -1, axis)
 
 
 def softmax_cross_entropy(logits, labels, axis=-1):

@@ -1,8 +1,8 @@
 """`xla_spmd.numpy`: numpy-like functions over traced and concrete arrays.
 
-Broadcasting follows numpy; dtype promotion follows JAX without x64: Python scalars are weakly
-typed (``x * 2.0`` keeps x's f32), the default float is f32 and the default int s32; arrays
-keep their own type (float64 inputs stay f64).
+Broadcasting follows numpy; dtypes follow JAX (`xla_spmd.frontend.dtypes`): 64-bit types are
+off unless ``xs.config.update("enable_x64", True)`` (float64 inputs become f32), Python scalars
+are weakly typed (``x * 2.0`` keeps x's f32), and types promote on JAX's lattice.
 
 >>> import numpy as np
 >>> import xla_spmd.numpy as xnp
@@ -16,69 +16,61 @@ from __future__ import annotations
 import builtins
 import functools
 
+import ml_dtypes
 import numpy as np
 
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax
-from xla_spmd.frontend.lax import as_dtype, dtype_of, shape_of
-from xla_spmd.frontend.tracing import (
-    Array,
-    Value,
-    bind,
-    is_weak,
-    python_scalar_array,
+from xla_spmd.frontend.dtypes import (
+    ScalarType,
+    canonical_array,
+    default_float,
+    default_int,
+    result_type_of,
+    to_inexact,
 )
-from xla_spmd.ir import BF16, C64, F32, PRED, S32, DType, Kind
+from xla_spmd.frontend.lax import as_dtype, dtype_of, shape_of
+from xla_spmd.frontend.tracing import Array, Value, bind, is_distributed, is_weak
+from xla_spmd.ir import PRED, S32, DType
 
-float16, float32, float64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")
-int8, int16, int32, int64 = (np.dtype(t) for t in ("int8", "int16", "int32", "int64"))
-uint8, uint32, uint64 = np.dtype("uint8"), np.dtype("uint32"), np.dtype("uint64")
-bool_, complex64 = np.dtype("bool"), np.dtype("complex64")
-bfloat16 = BF16.numpy
+# Scalar types: dtypes that are also callable (``xnp.float32(x)``), as JAX's.
+float16, float32, float64, bfloat16 = (ScalarType(t) for t in (
+    "float16", "float32", "float64", "bfloat16"))
+int8, int16, int32, int64 = (ScalarType(t) for t in ("int8", "int16", "int32", "int64"))
+uint8, uint16, uint32, uint64 = (ScalarType(t) for t in ("uint8", "uint16", "uint32", "uint64"))
+bool_, complex64, complex128 = (ScalarType(t) for t in ("bool", "complex64", "complex128"))
 pi, e, inf, nan = np.pi, np.e, np.inf, np.nan
 ndarray = Value
 
 # ---------------------------------------------------------------------------------------------
 # Conversion and promotion
 
-_KIND_ORDER = {Kind.PRED: 0, Kind.UNSIGNED: 1, Kind.SIGNED: 1, Kind.FLOAT: 2, Kind.COMPLEX: 3}
-_DEFAULT_OF_RANK = {0: PRED, 1: S32, 2: F32, 3: C64}
+def _dtype_weak(x) -> tuple[DType, bool]:
+    return dtype_of(x), is_weak(x)
 
 
-def _promote_pair(a: DType, b: DType) -> DType:
-    if a is b:
-        return a
-    ra, rb = _KIND_ORDER[a.kind], _KIND_ORDER[b.kind]
-    if ra != rb:
-        return a if ra > rb else b
-    if a.is_float and {a.name, b.name} == {"bf16", "f16"}:
-        return F32
-    return DType.from_numpy(np.promote_types(a.numpy, b.numpy))
+def result_type_weak(*xs) -> tuple[DType, bool]:
+    """The element type of an elementwise op on `xs`, and whether it is weak (JAX's lattice:
+    weak Python scalars adopt strong types)."""
+    return result_type_of(_dtype_weak(x) for x in xs)
 
 
 def result_type(*xs) -> DType:
     """The element type of an elementwise op on `xs` (weak scalars adopt strong types)."""
-    strong = [dtype_of(x) for x in xs if not is_weak(x)]
-    weak = [dtype_of(x) for x in xs if is_weak(x)]
-    weak_rank = builtins.max((_KIND_ORDER[d.kind] for d in weak), default=-1)
-    if not strong:
-        return _DEFAULT_OF_RANK[weak_rank]
-    dtype = functools.reduce(_promote_pair, strong)
-    if weak_rank > _KIND_ORDER[dtype.kind]:
-        dtype = _DEFAULT_OF_RANK[weak_rank]
-    return dtype
+    return result_type_weak(*xs)[0]
 
 
 def asarray(x, dtype=None) -> Value:
-    """A concrete or traced array from `x` (lists, numpy arrays, scalars, values)."""
-    if isinstance(x, Value):
+    """A concrete or traced array from `x` (lists, numpy arrays, scalars, values); arrays
+    distributed on the devices stay there."""
+    if isinstance(x, Value) or is_distributed(x):
         return x if dtype is None else astype(x, dtype)
     if isinstance(x, (list, tuple)) and builtins.any(isinstance(v, Value) for v in x):
         return stack([asarray(v) for v in x]).astype(dtype) if dtype else stack(x)
     if is_weak(x):
-        value = Array(python_scalar_array(x), weak_type=True)
+        value = Array(canonical_array(x), weak_type=True)
         return value if dtype is None else astype(value, dtype)
-    array = np.asarray(x)
+    array = canonical_array(x)
     if dtype is not None:
         array = array.astype(as_dtype(dtype).numpy)
     return Array(array)
@@ -96,7 +88,7 @@ def astype(x, dtype) -> Value:
 
 
 def _to(x, dtype: DType) -> Value:
-    if isinstance(x, Value):
+    if isinstance(x, Value) or is_distributed(x):
         out = lax.convert(x, dtype)
         if out is not x:
             out.weak_type = x.weak_type
@@ -136,16 +128,14 @@ def _promote(*xs, dtype: DType | None = None) -> list[Value]:
 
 
 def _elementwise(opcode: str, *xs, dtype: DType | None = None) -> Value:
-    weak = builtins.all(is_weak(x) for x in xs)
-    args = _promote(*xs, dtype=dtype)
+    promoted, weak = result_type_weak(*xs)
+    args = _promote(*xs, dtype=dtype or promoted)
     return bind(opcode, *args, weak_type=weak)
 
 
 def _float_args(*xs):
-    dtype = result_type(*xs)
-    if not (dtype.is_float or dtype.is_complex):
-        dtype = F32
-    return dtype
+    """The floating type of a float-valued op on `xs` (ints to f32, or f64 from 64 bits)."""
+    return to_inexact(result_type(*xs))
 
 
 def _binary(opcode: str):
@@ -163,6 +153,21 @@ minimum = _binary("minimum")
 bitwise_and = logical_and = _binary("and")
 bitwise_or = logical_or = _binary("or")
 bitwise_xor = logical_xor = _binary("xor")
+
+
+def left_shift(x, y):
+    """``x << y`` for integers (shifts of the width or more give 0, as XLA's)."""
+    return _elementwise("shift-left", x, y)
+
+
+def right_shift(x, y):
+    """``x >> y``: arithmetic for signed integers, logical for unsigned ones."""
+    dtype = result_type(x, y)
+    return _elementwise("shift-right-logical" if dtype.kind.name == "UNSIGNED"
+                        else "shift-right-arithmetic", x, y)
+
+
+bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
 
 
 def true_divide(x, y):
@@ -224,9 +229,10 @@ greater, greater_equal = _compare("GT"), _compare("GE")
 def _unary(opcode: str, floating: bool = True):
     def fn(x):
         x = asarray(x)
+        weak = x.weak_type
         if floating and not (x.aval.dtype.is_float or x.aval.dtype.is_complex):
-            x = lax.convert(x, F32)
-        return bind(opcode, x, weak_type=x.weak_type)
+            x = lax.convert(x, to_inexact(x.aval.dtype))
+        return bind(opcode, x, weak_type=weak)
     fn.__name__ = opcode.replace("-", "_")
     return fn
 
@@ -249,7 +255,7 @@ erf = _unary("erf")
 negative = _unary("negate", floating=False)
 sign = _unary("sign", floating=False)
 abs = absolute = _unary("abs", floating=False)  # noqa: A001
-invert = logical_not = _unary("not", floating=False)
+invert = bitwise_not = logical_not = _unary("not", floating=False)
 isfinite = _unary("is-finite")
 
 
@@ -273,11 +279,13 @@ def exp2(x):
     return exp(multiply(x, float(np.log(2.0))))
 
 
-def where(condition, x=None, y=None):
-    """`condition ? x : y` elementwise, broadcasting all three."""
+def where(condition, x=None, y=None, *, size=None, fill_value=None):
+    """`condition ? x : y` elementwise, broadcasting all three; ``where(condition)`` is
+    ``nonzero(condition, size=..., fill_value=...)``."""
+    if x is None and y is None:
+        return nonzero(condition, size=size, fill_value=fill_value)
     if x is None or y is None:
-        raise XlaSpmdError("where(condition) without x and y (nonzero) has a data-dependent "
-                           "shape; pass x and y")
+        raise XlaSpmdError("where: give both x and y, or neither (for nonzero)")
     condition = astype(condition, PRED)
     x, y = _promote(x, y)
     shape = broadcast_shapes(condition.shape, x.shape)
@@ -297,9 +305,12 @@ def clip(x, a_min=None, a_max=None):
 # Contractions
 
 
-def matmul(a, b):
-    """numpy matmul: 1-D operands are promoted to matrices; batch dims broadcast."""
+def matmul(a, b, preferred_element_type=None):
+    """numpy matmul: 1-D operands are promoted to matrices; batch dims broadcast. With
+    `preferred_element_type` the product accumulates and returns in that type (as JAX's)."""
     a, b = _promote_dtype(a, b)
+    dot_general = functools.partial(lax.dot_general,
+                                    preferred_element_type=preferred_element_type)
     if a.ndim == 0 or b.ndim == 0:
         raise XlaSpmdError("matmul operands must be at least 1-D (use * for scalars)")
     squeeze_a, squeeze_b = a.ndim == 1, b.ndim == 1
@@ -308,13 +319,13 @@ def matmul(a, b):
     if squeeze_b:
         b = lax.reshape(b, b.shape + (1,))
     if b.ndim == 2:  # (..., n, k) @ (k, m): one dot with no batch dims
-        out = lax.dot_general(a, b, (((a.ndim - 1,), (0,)), ((), ())))
+        out = dot_general(a, b, (((a.ndim - 1,), (0,)), ((), ())))
     else:
         batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
         a = broadcast_to(a, batch + a.shape[-2:])
         b = broadcast_to(b, batch + b.shape[-2:])
         nb = len(batch)
-        out = lax.dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))))
+        out = dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))))
     if squeeze_a:
         out = lax.reshape(out, out.shape[:-2] + out.shape[-1:])
     if squeeze_b:
@@ -327,13 +338,33 @@ def _promote_dtype(*xs):
     return [_to(x, dtype) for x in xs]
 
 
-def dot(a, b):
+def dot(a, b, preferred_element_type=None):
     a, b = _promote_dtype(a, b)
     if a.ndim == 0 or b.ndim == 0:
-        return multiply(a, b)
+        out = multiply(a, b)
+        return out if preferred_element_type is None else astype(out, preferred_element_type)
     if b.ndim <= 2:
-        return matmul(a, b)
-    return tensordot(a, b, ((a.ndim - 1,), (b.ndim - 2,)))
+        return matmul(a, b, preferred_element_type=preferred_element_type)
+    out = tensordot(a, b, ((a.ndim - 1,), (b.ndim - 2,)))
+    return out if preferred_element_type is None else astype(out, preferred_element_type)
+
+
+def _numpy_dtype(dtype) -> np.dtype:
+    """The numpy dtype of a type (numpy, scalar type, DType) or of a value."""
+    if isinstance(dtype, DType):
+        return dtype.numpy
+    own = getattr(dtype, "dtype", None)
+    return own if isinstance(own, np.dtype) else np.dtype(dtype)
+
+
+def finfo(dtype):
+    """Machine limits of a float type (or of a value's type), bfloat16 and f8 included."""
+    return ml_dtypes.finfo(_numpy_dtype(dtype))
+
+
+def iinfo(dtype):
+    """Machine limits of an integer type (or of a value's type)."""
+    return ml_dtypes.iinfo(_numpy_dtype(dtype))
 
 
 def vdot(a, b):
@@ -369,28 +400,27 @@ def einsum(subscripts: str, *operands):
 def _default_dtype(dtype, *values) -> DType:
     if dtype is not None:
         return as_dtype(dtype)
-    if builtins.any(isinstance(v, float) for v in values):
-        return F32
-    return S32
+    if builtins.any(isinstance(v, (float, np.floating)) for v in values):
+        return default_float()
+    return default_int()
 
 
 def zeros(shape, dtype=None):
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return lax.full(shape, 0, as_dtype(dtype or float32))
+    return lax.full(shape, 0, as_dtype(dtype or default_float()))
 
 
 def ones(shape, dtype=None):
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return lax.full(shape, 1, as_dtype(dtype or float32))
+    return lax.full(shape, 1, as_dtype(dtype or default_float()))
 
 
 def full(shape, fill_value, dtype=None):
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     if isinstance(fill_value, Value):
         return broadcast_to(fill_value if dtype is None else astype(fill_value, dtype), shape)
-    return lax.full(shape, fill_value, _default_dtype(dtype, fill_value) if dtype is None
-                    and not isinstance(fill_value, (np.ndarray, np.generic))
-                    else as_dtype(dtype or np.asarray(fill_value).dtype))
+    return lax.full(shape, fill_value, dtype_of(fill_value) if dtype is None
+                    else as_dtype(dtype))
 
 
 def zeros_like(x, dtype=None):
@@ -419,7 +449,7 @@ def arange(start, stop=None, step=1, dtype=None):
 
 
 def linspace(start, stop, num: int = 50, dtype=None):
-    dtype = as_dtype(dtype or float32)
+    dtype = as_dtype(dtype or default_float())
     step = (stop - start) / builtins.max(num - 1, 1)
     return lax.iota(dtype, (num,), 0) * lax.full((num,), step, dtype) + \
         lax.full((num,), start, dtype)
@@ -430,7 +460,7 @@ def eye(n: int, m: int | None = None, k: int = 0, dtype=None):
     rows = lax.iota(S32, (n, m), 0)
     cols = lax.iota(S32, (n, m), 1)
     mask = lax.compare(cols - rows, lax.full((n, m), k, S32), "EQ")
-    return astype(mask, dtype or float32)
+    return astype(mask, dtype or default_float())
 
 
 def identity(n: int, dtype=None):
@@ -457,12 +487,20 @@ def triu(x, k: int = 0):
 
 
 def tri(n: int, m: int | None = None, k: int = 0, dtype=None):
-    return astype(tri_mask(n, n if m is None else m, k, True), dtype or float32)
+    return astype(tri_mask(n, n if m is None else m, k, True), dtype or default_float())
 
 
 # Reductions, shape functions and indexing live in their own modules; re-exported here.
 from xla_spmd.frontend import numpy_linalg as linalg  # noqa: E402,F401
-from xla_spmd.frontend.numpy_index import getitem, take, take_along_axis  # noqa: E402,F401
+from xla_spmd.frontend.numpy_index import (  # noqa: E402,F401
+    argwhere,
+    getitem,
+    nonzero,
+    searchsorted,
+    take,
+    take_along_axis,
+    unique,
+)
 from xla_spmd.frontend.numpy_math import (  # noqa: E402,F401
     allclose,
     arccos,
@@ -472,10 +510,13 @@ from xla_spmd.frontend.numpy_math import (  # noqa: E402,F401
     arctan,
     arctanh,
     cosh,
+    erfinv,
     isclose,
     isinf,
     isnan,
     log10,
+    nan_to_num,
+    nextafter,
     sinh,
 )
 from xla_spmd.frontend.numpy_reductions import (  # noqa: E402,F401
@@ -485,6 +526,7 @@ from xla_spmd.frontend.numpy_reductions import (  # noqa: E402,F401
     any,
     argmax,
     argmin,
+    count_nonzero,
     cumprod,
     cumsum,
     max,
@@ -497,6 +539,7 @@ from xla_spmd.frontend.numpy_reductions import (  # noqa: E402,F401
 )
 from xla_spmd.frontend.numpy_shape import (  # noqa: E402,F401
     argsort,
+    array_split,
     concatenate,
     expand_dims,
     flip,
@@ -516,5 +559,6 @@ from xla_spmd.frontend.numpy_shape import (  # noqa: E402,F401
 )
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in (
-    "annotations", "builtins", "functools", "np", "Kind", "XlaSpmdError", "BF16", "C64", "F32",
-    "PRED", "S32", "DType")]
+    "annotations", "builtins", "functools", "ml_dtypes", "np", "XlaSpmdError", "PRED", "S32",
+    "DType", "canonical_array", "default_float", "default_int", "result_type_of", "to_inexact",
+    "ScalarType")]

@@ -19,7 +19,7 @@ import numpy as np
 
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax
-from xla_spmd.frontend.tracing import Value, bind, reducer
+from xla_spmd.frontend.tracing import Array, Tracer, Value, bind, reducer
 from xla_spmd.ir import S32
 
 
@@ -49,6 +49,12 @@ def _expand(index, ndim: int) -> list:
     return index
 
 
+def _clamped(i: int, n: int) -> int:
+    """A static index read as JAX reads it: negative from the end, then clamped into the
+    dim (``x[10]`` of 8 rows is ``x[7]``, ``x[-10]`` is ``x[0]``), as gathers clamp."""
+    return min(max(i + n if i < 0 else i, 0), n - 1)
+
+
 def _basic(x, index: list):
     """Apply static ints, slices and None; array indices stay as (position, array) pairs."""
     starts, limits, strides, reverse = [], [], [], []
@@ -71,10 +77,10 @@ def _basic(x, index: list):
                 limits.append(max(start, stop))
                 strides.append(step)
         elif isinstance(entry, (int, np.integer)) and not isinstance(entry, bool):
-            i = int(entry)
-            if not -n <= i < n:
-                raise IndexError(f"index {i} is out of bounds for axis {dim} with size {n}")
-            i %= n
+            if n == 0:
+                raise IndexError(f"index {int(entry)} is out of bounds for axis {dim} with "
+                                 "size 0")
+            i = _clamped(int(entry), n)
             starts.append(i)
             limits.append(i + 1)
             strides.append(1)
@@ -94,9 +100,21 @@ def _basic(x, index: list):
     return x
 
 
+def _is_mask(entry) -> bool:
+    dtype = getattr(entry, "dtype", None)
+    return dtype is not None and np.dtype(dtype) == np.bool_ and np.ndim(entry) > 0
+
+
 def getitem(x, index):
     xnp = _np()
     x = xnp.asarray(x)
+    entries = index if isinstance(index, tuple) else (index,)
+    if any(_is_mask(e) for e in entries):  # a data-dependent shape: concrete values only
+        if isinstance(x, Tracer) or any(isinstance(e, Tracer) for e in entries):
+            raise XlaSpmdError("indexing with a boolean mask gives a data-dependent shape; "
+                               "use xnp.where(mask, x, 0) or nonzero(mask, size=...)")
+        concrete = tuple(np.asarray(e) if hasattr(e, "dtype") else e for e in entries)
+        return Array(np.asarray(x)[concrete])
     index = _expand(index, x.ndim)
     sliced = _basic(x, index)
     # Positions (in `sliced`) of integer and array entries, and the final shape.
@@ -267,7 +285,11 @@ def _update(x, index, values, kind: str):
 
 
 def _update_basic(x, index, values, kind: str):
-    """Static ints and unit-stride slices: read the region, combine, write it back."""
+    """Static ints and unit-stride slices: read the region, combine, write it back. An
+    out-of-range static int drops the update, as JAX's scatters drop them."""
+    if any(isinstance(entry, (int, np.integer)) and not isinstance(entry, bool)
+           and not -n <= int(entry) < n for entry, n in zip(index, x.shape)):
+        return x
     starts, sizes, region_shape = [], [], []
     for d, entry in enumerate(index):
         n = x.shape[d]
@@ -291,3 +313,90 @@ def _update_basic(x, index, values, kind: str):
         update = {"add": xnp.add, "mul": xnp.multiply, "max": xnp.maximum,
                   "min": xnp.minimum}[kind](current, update)
     return lax.dynamic_update_slice(x, update, starts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Data-dependent sizes made static: nonzero, argwhere and unique take `size` (as in JAX);
+# without it they need a concrete array.
+
+
+def _concrete(a, what: str) -> np.ndarray:
+    if not isinstance(a, Array) and not hasattr(a, "addressable_shards"):
+        raise XlaSpmdError(f"{what} of a traced array has a data-dependent shape; pass a "
+                           "static size= (and fill_value=), as in JAX")
+    return np.asarray(a)
+
+
+def _compact(mask, values, size: int, fill):
+    """The entries of flat `values` where flat `mask` holds, in order, in an array of `size`
+    (extra ones dropped, missing ones `fill`)."""
+    xnp = _np()
+    count = mask.shape[0]
+    rank = xnp.cumsum(xnp.astype(mask, np.int32)) - 1
+    target = xnp.where(mask, rank, count + size)  # out of range: the update is dropped
+    filled = xnp.full((size,), fill, values.dtype)
+    return _update(filled, (target,), values, "set")
+
+
+def nonzero(a, *, size: int | None = None, fill_value=None):
+    """The indices of the non-zero entries, one array per dim; with a static `size`, padded
+    with `fill_value` (default 0) or truncated."""
+    xnp = _np()
+    a = xnp.asarray(a)
+    if size is None:
+        return tuple(Array(i.astype(np.int32)) for i in np.nonzero(_concrete(a, "nonzero")))
+    flat = xnp.reshape(xnp.not_equal(a, lax.zeros_like(a)), (-1,))
+    positions = _compact(flat, xnp.arange(flat.shape[0], dtype=np.int32), size, -1)
+    fills = fill_value if isinstance(fill_value, tuple) else (fill_value or 0,) * a.ndim
+    out, stride = [], 1
+    strides = []
+    for n in reversed(a.shape):
+        strides.append(stride)
+        stride *= n
+    for n, step, fill in zip(a.shape, reversed(strides), fills):
+        coordinate = xnp.remainder(xnp.floor_divide(positions, step), n)
+        out.append(xnp.where(positions < 0, fill, coordinate))
+    return tuple(out)
+
+
+def argwhere(a, *, size: int | None = None, fill_value=None):
+    """The indices of the non-zero entries as rows, ``[count, ndim]`` (see `nonzero`)."""
+    xnp = _np()
+    a = xnp.asarray(a)
+    if size is None:
+        return Array(np.argwhere(_concrete(a, "argwhere")).astype(np.int32))
+    return xnp.stack(nonzero(a, size=size, fill_value=fill_value), axis=1)
+
+
+def unique(x, *, size: int | None = None, fill_value=None):
+    """The sorted distinct values of `x` (flattened); with a static `size`, padded with
+    `fill_value` (default: the smallest value) or truncated."""
+    xnp = _np()
+    x = xnp.asarray(x)
+    if size is None:
+        return Array(np.unique(_concrete(x, "unique")))
+    ordered = xnp.sort(xnp.reshape(x, (-1,)))
+    first = lax.full((1,), True, np.bool_)
+    distinct = xnp.concatenate([first, xnp.not_equal(ordered[1:], ordered[:-1])])
+    fill = ordered[0] if fill_value is None else fill_value
+    if isinstance(fill, Value) or not np.isscalar(fill):
+        out = _compact(distinct, ordered, size, 0)
+        count = xnp.sum(xnp.astype(distinct, np.int32))
+        return xnp.where(xnp.arange(size) < count, out, fill)
+    return _compact(distinct, ordered, size, fill)
+
+
+def searchsorted(a, v, side: str = "left", sorter=None):
+    """Where the values `v` would go in the sorted 1-D `a` (``side="left"``: before equal
+    entries; ``"right"``: after them), by counting the entries below each value."""
+    xnp = _np()
+    a, v = xnp.asarray(a), xnp.asarray(v)
+    if sorter is not None:
+        a = xnp.take(a, sorter)
+    if a.ndim != 1:
+        raise XlaSpmdError(f"searchsorted: a must be 1-D, got shape {a.shape}")
+    if side not in ("left", "right"):
+        raise XlaSpmdError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    expanded = xnp.expand_dims(v, -1)
+    below = xnp.less(a, expanded) if side == "left" else xnp.less_equal(a, expanded)
+    return xnp.sum(xnp.astype(below, np.int32), axis=-1)

@@ -17,6 +17,8 @@ import math
 import numpy as np
 
 from xla_spmd.frontend import lax
+from xla_spmd.frontend.dtypes import to_inexact
+from xla_spmd.ir import U16, U32, U64
 
 
 def _np():
@@ -28,7 +30,7 @@ def _floating(x):
     xnp = _np()
     x = xnp.asarray(x)
     if not (x.aval.dtype.is_float or x.aval.dtype.is_complex):
-        x = xnp.astype(x, xnp.float32)
+        x = xnp.astype(x, to_inexact(x.aval.dtype))
     return x
 
 
@@ -122,3 +124,64 @@ def isclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = Fa
 def allclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
     """Whether every element of `a` is close to `b` (a boolean array of shape ())."""
     return _np().all(isclose(a, b, rtol, atol, equal_nan))
+
+
+def erfinv(x):
+    """The inverse error function, as XLA computes it: Giles' single-precision polynomial in
+    ``w = -log((1 - x)(1 + x))`` (one set of coefficients below w = 5, one above), +-inf at
+    +-1. Computed in `x`'s type (what ``jax.lax.erf_inv`` gives for f32)."""
+    from xla_spmd.stablehlo.importer_control import ERF_INV_LARGE, ERF_INV_SMALL
+
+    xnp = _np()
+    x = _floating(x)
+    dtype, shape = x.aval.dtype, x.shape
+
+    def const(value):
+        return lax.full(shape, value, dtype)
+
+    one = const(1.0)
+    w = lax.neg(lax.log(lax.mul(lax.sub(one, x), lax.add(one, x))))
+    small = lax.compare(w, const(5.0), "LT")
+    w = lax.select(small, lax.sub(w, const(2.5)), lax.sub(xnp.sqrt(w), const(3.0)))
+    p = lax.select(small, const(ERF_INV_SMALL[0]), const(ERF_INV_LARGE[0]))
+    for a, b in zip(ERF_INV_SMALL[1:], ERF_INV_LARGE[1:]):
+        p = lax.add(lax.select(small, const(a), const(b)), lax.mul(p, w))
+    result = lax.mul(p, x)
+    at_one = lax.compare(xnp.abs(x), one, "EQ")
+    return lax.select(at_one, lax.mul(x, const(np.inf)), result)
+
+
+def nextafter(x, y):
+    """The next representable float after `x` toward `y`, elementwise (as ``np.nextafter``):
+    one step of the bit pattern, the smallest subnormal from zero, NaN if either is NaN."""
+    xnp = _np()
+    x, y = xnp._promote(_floating(x), y)
+    dtype, shape = x.aval.dtype, x.shape
+    uint = {16: U16, 32: U32, 64: U64}[dtype.bits]
+    bits = lax.bitcast_convert(x, uint)
+    one = lax.full(shape, 1, uint)
+    toward_magnitude = xnp.equal(xnp.greater(y, x), xnp.greater(x, lax.full(shape, 0, dtype)))
+    stepped = lax.select(toward_magnitude, lax.add(bits, one), lax.sub(bits, one))
+    sign = lax.full(shape, 1 << (dtype.bits - 1), uint)
+    from_zero = xnp.bitwise_or(xnp.bitwise_and(lax.bitcast_convert(y, uint), sign), one)
+    is_zero = xnp.equal(x, lax.full(shape, 0, dtype))
+    out = lax.bitcast_convert(lax.select(is_zero, from_zero, stepped), dtype)
+    out = lax.select(xnp.equal(x, y), y, out)
+    either_nan = xnp.logical_or(isnan(x), isnan(y))
+    return lax.select(either_nan, xnp.add(x, y), out)
+
+
+def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf=None, neginf=None):
+    """`x` with NaN, +inf and -inf replaced (by 0 and the type's largest and lowest finite
+    values unless given); integers unchanged."""
+    xnp = _np()
+    x = xnp.asarray(x)
+    dtype = x.aval.dtype
+    if not dtype.is_float:
+        return x
+    info = xnp.finfo(dtype.numpy)
+    big = float(info.max) if posinf is None else posinf
+    small = float(info.min) if neginf is None else neginf
+    x = xnp.where(isnan(x), nan, x)
+    x = xnp.where(xnp.logical_and(isinf(x), x > 0), big, x)
+    return xnp.where(xnp.logical_and(isinf(x), x < 0), small, x)

@@ -63,6 +63,15 @@ max = amax = _reduction("max", False)  # noqa: A001
 min = amin = _reduction("min", False)  # noqa: A001
 
 
+def count_nonzero(x, axis=None, keepdims: bool = False):
+    """The number of non-zero entries (of the default int type)."""
+    from xla_spmd.frontend.dtypes import default_int
+    xnp = _np()
+    x = xnp.asarray(x)
+    nonzero = xnp.not_equal(x, lax.zeros_like(x))
+    return sum(lax.convert(nonzero, default_int()), axis, keepdims)
+
+
 def all(x, axis=None, keepdims=False):  # noqa: A001
     return _reduction("and", False)(_np().astype(x, PRED), axis, keepdims)
 

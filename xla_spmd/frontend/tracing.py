@@ -30,6 +30,7 @@ from dataclasses import fields
 import numpy as np
 
 from xla_spmd.errors import ShardingError, XlaSpmdError
+from xla_spmd.frontend.dtypes import canonical_array
 from xla_spmd.ir import (
     PRED,
     ArrayShape,
@@ -92,6 +93,12 @@ class Value:
             raise TypeError("len() of a 0-d array")
         return self.shape[0]
 
+    def __iter__(self):
+        # Explicit: indexing clamps out-of-range indices (as JAX), so it cannot end a loop.
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
     # Operators delegate to the numpy-like API (imported late: it imports this module).
     def _np(self):
         from xla_spmd.frontend import numpy_api
@@ -123,6 +130,10 @@ class Value:
     def __ror__(self, other): return self._np().bitwise_or(other, self)
     def __xor__(self, other): return self._np().bitwise_xor(self, other)
     def __rxor__(self, other): return self._np().bitwise_xor(other, self)
+    def __lshift__(self, other): return self._np().left_shift(self, other)
+    def __rlshift__(self, other): return self._np().left_shift(other, self)
+    def __rshift__(self, other): return self._np().right_shift(self, other)
+    def __rrshift__(self, other): return self._np().right_shift(other, self)
     def __lt__(self, other): return self._np().less(self, other)
     def __le__(self, other): return self._np().less_equal(self, other)
     def __gt__(self, other): return self._np().greater(self, other)
@@ -234,27 +245,26 @@ def aval_of_concrete(value):
 
 
 def is_weak(x) -> bool:
-    return type(x) in (bool, int, float, complex) or getattr(x, "weak_type", False)
+    """Whether `x` is weakly typed: a Python int, float or complex (not bool, not a numpy
+    scalar, as in JAX), or a value born from one."""
+    return type(x) in (int, float, complex) or getattr(x, "weak_type", False)
 
 
 def aval_of(x):
-    """The IR shape of any array-like (Python scalars get their default element type)."""
+    """The IR shape of any array-like: a value's own, else that of its canonical array
+    (Python scalars get their default type; without x64, 64-bit types narrow to 32)."""
     if isinstance(x, Value):
         return x.aval
-    return aval_of_concrete(python_scalar_array(x) if is_weak(x) else x)
+    aval = getattr(x, "aval", None)  # a distributed array: read without gathering
+    if aval is not None:
+        return aval
+    return aval_of_concrete(canonical_array(x))
 
 
 def python_scalar_array(x) -> np.ndarray:
-    """A Python scalar as an array of its default type (s32, f32, c64, pred)."""
-    if isinstance(x, bool):
-        return np.asarray(x, np.bool_)
-    if isinstance(x, int):
-        return np.asarray(x, np.int32)
-    if isinstance(x, float):
-        return np.asarray(x, np.float32)
-    if isinstance(x, complex):
-        return np.asarray(x, np.complex64)
-    return np.asarray(x)
+    """A Python scalar as an array of its default type (s32, f32, c64 or pred; 64-bit with
+    x64); anything else as its canonical array."""
+    return canonical_array(x)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -323,7 +333,7 @@ class Trace:
         value = x.value if isinstance(x, Array) else x
         if isinstance(value, tuple):
             return self.builder.tuple(*[self.to_inst(Array(v)) for v in value])
-        array = python_scalar_array(value) if is_weak(value) else np.asarray(value)
+        array = canonical_array(value)
         if dtype is not None:
             array = array.astype(dtype.numpy)
         return self.builder.constant(array)
@@ -339,6 +349,12 @@ class Trace:
 
 def current_trace() -> Trace | None:
     return _TRACES[-1] if _TRACES else None
+
+
+def is_distributed(x) -> bool:
+    """Whether `x` is an array of the runtime, held as shards on the devices (eager ops here
+    read its gathered value; ``xs.Array``'s operators run on its devices)."""
+    return hasattr(x, "addressable_shards") and not isinstance(x, Value)
 
 
 # Meshes of traces that have finished but whose program is still being differentiated
@@ -383,10 +399,9 @@ def _eager_bind(opcode: str, operands, shape, attrs: dict, extra: dict) -> Array
     builder = Builder("eager")
     args, params = [], []
     for x in operands:
-        value = x.value if isinstance(x, Array) else (
-            python_scalar_array(x) if is_weak(x) else np.asarray(x))
         if isinstance(x, Tracer):
             raise TracingError(f"a traced value {x.aval} escaped its trace")
+        value = x.value if isinstance(x, Array) else canonical_array(x)
         args.append(value)
         params.append(builder.parameter(aval_of_concrete(value)))
     inst = builder.op(opcode, *params, shape=shape, **attrs)

@@ -16,6 +16,7 @@ from enum import Enum
 import ml_dtypes
 import numpy as np
 
+import xla_spmd.config as config  # a leaf every layer may read
 from xla_spmd.errors import XlaSpmdError
 
 
@@ -131,3 +132,68 @@ F8E4M3B11FNUZ = _define("f8e4m3b11fnuz", Kind.FLOAT, 8, ml_dtypes.float8_e4m3b11
 TOKEN = _define("token", Kind.TOKEN, 0, None, "!stablehlo.token")
 
 ALL_DTYPES: tuple[DType, ...] = tuple(DType._by_name.values())
+
+
+# ---------------------------------------------------------------------------------------------
+# Canonical types of values from outside, as JAX's: 64-bit types only with x64
+# (``xs.config.enable_x64``). The frontend's promotion rules (xla_spmd.frontend.dtypes) and
+# the runtime's device_put both use these.
+
+_NARROW = {F64: F32, S64: S32, U64: U32, C128: C64}
+
+
+def x64_enabled() -> bool:
+    """Whether 64-bit types are on (``xs.config.enable_x64``)."""
+    return bool(config.enable_x64)
+
+
+def canonicalize(dtype: DType) -> DType:
+    """`dtype` as values from outside get it: narrowed to 32 bits unless x64 is on."""
+    return dtype if x64_enabled() else _NARROW.get(dtype, dtype)
+
+
+def default_int() -> DType:
+    return S64 if x64_enabled() else S32
+
+
+def default_float() -> DType:
+    return F64 if x64_enabled() else F32
+
+
+def default_complex() -> DType:
+    return C128 if x64_enabled() else C64
+
+
+def python_scalar_dtype(value) -> DType:
+    """The type of a Python scalar (bool is pred, strongly typed; the others weak)."""
+    if isinstance(value, bool):
+        return PRED
+    if isinstance(value, int):
+        return default_int()
+    if isinstance(value, float):
+        return default_float()
+    if isinstance(value, complex):
+        return default_complex()
+    raise TypeError(f"not a Python scalar: {value!r}")
+
+
+def canonical_array(value) -> np.ndarray:
+    """A value from outside (numpy array or scalar, Python scalar, list) as a numpy array of
+    its canonical type. Integers too large for the default int raise OverflowError, as in
+    JAX."""
+    if type(value) in (bool, int, float, complex):
+        dtype = python_scalar_dtype(value).numpy
+        if isinstance(value, int) and not isinstance(value, bool):
+            info = np.iinfo(dtype)
+            if not info.min <= value <= info.max:
+                raise OverflowError(f"Python int {value} is too large for {dtype} (the "
+                                    "default int); give a dtype, or enable x64")
+        return np.asarray(value, dtype)
+    array = np.asarray(value)
+    if array.dtype.kind in "OSU":
+        raise TypeError(f"{array.dtype} values are not arrays of numbers: {value!r:.80}")
+    dtype = DType.from_numpy(array.dtype)
+    target = canonicalize(dtype)
+    return array if target is dtype else array.astype(target.numpy)
+
+

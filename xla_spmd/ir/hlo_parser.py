@@ -11,7 +11,8 @@ dumps. Invariants:
   are read; a `VerifyError` becomes a `ParseError` at the instruction's line;
 * what the IR does not model is kept verbatim: module attributes (`Module.header`, in order,
   plus the stack-frame tables under the key ``#stack_frames``), ``metadata``,
-  ``backend_config`` and other unknown attributes (`Instruction.extras`), and the print style
+  ``backend_config`` and XLA's other generic attributes, and every attribute of a
+  custom-call (`Instruction.extras`), and the print style
   of each computation (``("signature", "1")`` in `Computation.extras` for the long style);
 * a rank ≥ 1 layout equal to the default (major-to-minor) is stored as None, so a shape
   printed with or without its default layout reads back equal.
@@ -31,7 +32,14 @@ import difflib
 import re
 from dataclasses import dataclass, field
 
-from xla_spmd.errors import ParseError, ShardingError, VerifyError, XlaSpmdError
+from xla_spmd.errors import (
+    MAX_NESTING,
+    TOO_DEEP,
+    ParseError,
+    ShardingError,
+    VerifyError,
+    XlaSpmdError,
+)
 from xla_spmd.ir import opdefs, opdefs_compute, opdefs_program  # noqa: F401 (fill OPS)
 from xla_spmd.ir.attributes import Window
 from xla_spmd.ir.dtypes import TOKEN, DType
@@ -54,7 +62,11 @@ _GENERIC_ATTRS = ("metadata", "backend_config", "statistics", "control-predecess
 
 def parse_hlo(text: str, filename: str | None = None) -> Module:
     """Parse XLA HLO text into a `Module`; raises `ParseError` naming line and column."""
-    return _ModuleParser(text, filename).parse()
+    parser = _ModuleParser(text, filename)
+    try:
+        return parser.parse()
+    except RecursionError:  # a nesting no explicit limit caught; the cursor is in it
+        raise parser.s.error(TOO_DEEP) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -185,13 +197,15 @@ class _ModuleParser:
 
     # -- shapes -------------------------------------------------------------------------------
 
-    def shape(self):
+    def shape(self, depth: int = 0):
         s = self.s
         if s.accept("("):
+            if depth >= MAX_NESTING:
+                raise s.error(f"tuple shape {TOO_DEEP}", s.pos - 1)
             elements = []
             if not s.accept(")"):
                 while True:
-                    elements.append(self.shape())
+                    elements.append(self.shape(depth + 1))
                     if s.accept(")"):
                         break
                     s.expect(",", "or ')' in a tuple shape")
@@ -409,6 +423,7 @@ class _ComputationParser(AttributeValueParser):
             text = s.balanced() if s.at("{") else s.raw_value()
             try:
                 inst.sharding = HloSharding.parse(text)
+                inst.sharding.check_shape(inst.shape, f"%{inst.name}")
             except (ParseError, ShardingError) as error:  # re-anchor its column in the file
                 raise s.error(f"%{inst.name}: {getattr(error, 'message', error)}",
                               start + (getattr(error, "column", None) or 1) - 1) from None
@@ -417,12 +432,12 @@ class _ComputationParser(AttributeValueParser):
         elif name in _GENERIC_ATTRS or op.name == "custom-call":
             inst.extras.append((name, s.raw_value()))
         else:
+            # XLA's parser refuses an attribute the op does not have; so do we.
             names = [a.name for a in op.attrs]
             close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
-            if close:
-                raise s.error(f"'{op.name}' has no attribute '{name}'; did you mean "
-                              f"'{close[0]}'? (it has {', '.join(names)})", pos)
-            inst.extras.append((name, s.raw_value()))
+            hint = (f"; did you mean '{close[0]}'?" if close else "")
+            known = f" (it has {', '.join(names)})" if names else " (it takes none)"
+            raise s.error(f"'{op.name}' has no attribute '{name}'{hint}{known}", pos)
 
     def frontend_attributes(self) -> tuple[tuple[str, str], ...]:
         s = self.s

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from xla_spmd.errors import ParseError, ShardingError
+from xla_spmd.errors import MAX_NESTING, TOO_DEEP, ParseError, ShardingError
 
 
 class ShardingKind(enum.Enum):
@@ -280,6 +280,24 @@ class HloSharding:
             raise ShardingError(f"{self} has no tile assignment")
         return self.tile_assignment.array()
 
+    def check_shape(self, shape, tensor: str) -> None:
+        """Raise `ShardingError` unless this sharding fits `shape` (an IR shape): a tiled
+        sharding tiles every dim of its array, a tuple sharding has one element per leaf."""
+        leaves = shape.leaves()
+        if self.is_tuple:
+            if len(self.elements) != len(leaves):
+                raise ShardingError(f"tuple sharding with {len(self.elements)} elements, but "
+                                    f"{tensor} holds {len(leaves)} arrays ({shape})")
+            pairs = zip(self.elements, leaves)
+        else:
+            pairs = ((self, leaf) for leaf in leaves)
+        for element, leaf in pairs:
+            if element.is_tiled and not leaf.is_token and len(element.tile_shape) != leaf.rank:
+                raise ShardingError(
+                    f"sharding {element} tiles {len(element.tile_shape)} dims, but {tensor} is "
+                    f"{leaf}, of rank {leaf.rank}; give one tile dim per dim (plus "
+                    "last_tile_dim_replicate or last_tile_dims for replication)")
+
     # ----- text -----
     @classmethod
     def parse(cls, text: str) -> HloSharding:
@@ -411,15 +429,17 @@ class _Parser:
                 return values
             self.expect(",")
 
-    def sharding(self) -> HloSharding:
+    def sharding(self, depth: int = 0) -> HloSharding:
+        if depth > MAX_NESTING:
+            raise self.error(f"tuple sharding {TOO_DEEP}")
         self.expect("{")
         if self.accept("}"):
             return HloSharding.tuple_(())
         self.skip_space()
         if self.text.startswith("{", self.pos):
-            elements = [self.sharding()]
+            elements = [self.sharding(depth + 1)]
             while self.accept(","):
-                elements.append(self.sharding())
+                elements.append(self.sharding(depth + 1))
             self.expect("}")
             return HloSharding.tuple_(elements)
         return self.single()

@@ -190,6 +190,8 @@ def _infer_resized(name, grow: bool):
         (dim,) = attrs.dimensions
         out = []
         for s in shapes:
+            if not 0 <= dim < s.rank:
+                _fail(name, f"dimensions={{{dim}}} is not a dimension of {s}")
             dims = list(s.dims)
             if grow:
                 dims[dim] *= n

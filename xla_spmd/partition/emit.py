@@ -33,6 +33,8 @@ from xla_spmd.mesh import Mesh
 from xla_spmd.partition.reshard import Plan, Step, axes_size, shard_dims
 from xla_spmd.sharding import TensorSharding
 
+_S32_MAX = 2**31 - 1  # shard offsets and table lookups are s32, as in XLA's partitioner
+
 
 class ModuleState:
     """What all computations of one partitioned module share: names, channels, reducers."""
@@ -144,6 +146,10 @@ class Emitter:
     def device_value(self, values) -> Instruction:
         """An s32[] holding ``values[partition-id]`` (a constant when all are equal)."""
         values = tuple(int(v) for v in values)
+        if max(values) > _S32_MAX or min(values) < -_S32_MAX - 1:
+            raise PartitionError(f"a shard offset of {max(values, key=abs)} does not fit the "
+                                 "s32 indices of the SPMD program (at most 2^31-1 elements "
+                                 "before a shard along one dimension)")
         if len(set(values)) == 1:
             return self.scalar(values[0], S32)
         if values not in self._tables:

@@ -49,12 +49,14 @@ def gather(low, inst, operands):
         operand_axes[op_dim] = axes
     x = low.reshard(operand, low.sharding(operand_axes))
     i = low.reshard(indices, low.sharding(index_axes))
-    if partial:
-        return _masked_gather(low, inst, x, i, partial, achieved, batch_out, target)
+    # Dims taken whole pass through sharded: each device's slice is its whole local dim.
     for op_dim in range(operand.global_shape.rank):
-        if operand_axes[op_dim] and op_dim not in a.operand_batching_dims:
+        if operand_axes[op_dim] and op_dim not in a.operand_batching_dims and \
+                op_dim not in partial:
             slice_sizes[op_dim] = x.inst.shape.dims[op_dim]
     attrs = dataclasses.replace(a, slice_sizes=tuple(slice_sizes))
+    if partial:
+        return _masked_gather(low, inst, attrs, x, i, partial, achieved, batch_out, target)
     value = low.emit(inst, [x, i], low.sharding(achieved), attrs=attrs)
     return low.reshard(value, target)
 
@@ -91,7 +93,7 @@ def _index_sharded_dims(low, inst, operand, operand_axes, index_axes, achieved) 
     return chosen
 
 
-def _masked_gather(low, inst, x, i, partial, achieved, batch_out, target):
+def _masked_gather(low, inst, attrs, x, i, partial, achieved, batch_out, target):
     em = low.em
     a = inst.attrs
     idx = i.inst
@@ -125,18 +127,17 @@ def _masked_gather(low, inst, x, i, partial, achieved, batch_out, target):
         mask = inside if mask is None else em.op("and", mask, inside)
         if implicit:
             idx = shifted
-        else:
+        else:  # only component k is clamped and shifted; the others keep their values
             is_k = em.op("compare", em.op("iota", shape=ArrayShape(S32, index_shape.dims),
                                           iota_dimension=vector_dim),
                          em.broadcast_scalar(em.scalar(k, S32), index_shape.dims),
                          direction=ComparisonDirection.EQ)
-            offsets = em.op("select", is_k, em.broadcast_scalar(offset, index_shape.dims),
-                            em.broadcast_scalar(zero, index_shape.dims))
-            idx = em.op("subtract", em.op("clamp", em.broadcast_scalar(zero, index_shape.dims),
-                                          idx, em.broadcast_scalar(limit, index_shape.dims)),
-                        offsets)
+            moved = em.op("subtract", em.op("clamp", em.broadcast_scalar(zero, index_shape.dims),
+                                            idx, em.broadcast_scalar(limit, index_shape.dims)),
+                          em.broadcast_scalar(offset, index_shape.dims))
+            idx = em.op("select", is_k, moved, idx)
     out_sharding = low.sharding(achieved, [x for axes in partial.values() for x in axes])
-    value = low.emit(inst, [x.inst, idx], out_sharding)
+    value = low.emit(inst, [x.inst, idx], out_sharding, attrs=attrs)
     local_dims = value.inst.shape.dims
     wide = em.op("broadcast", mask, shape=ArrayShape(mask.shape.dtype, local_dims),
                  dimensions=tuple(batch_out))

@@ -33,9 +33,10 @@ def specialize(module: Module, device: int) -> Module:
     def per_computation(computation, replaced):
         return rewrite(computation, lambda i, ops: fold(rebind_called(i, replaced), ops)
                        or _rebound(rebind_called(i, replaced), ops))
-    header = tuple((k, v) for k, v in module.header if k != "num_partitions")
+    # The header keeps num_partitions: this is one of that many devices, and its collectives
+    # still name the others.
     result = map_computations(module, per_computation)
-    return Module(result.name, result.computations, result.entry, header)
+    return Module(result.name, result.computations, result.entry, module.header)
 
 
 def _rebound(inst, operands):

@@ -148,8 +148,8 @@ def _from_hlo(inst, mesh):
                 imported = hlo_tuple_to_axes(hlo, [leaf.rank for leaf in leaves], mesh)
             return tuple(None if i.fully_manual else i.sharding for i in imported)
         imported = hlo_to_axes(hlo, leaves[0].rank, mesh)
-    except ShardingError:
-        return None
+    except ShardingError as error:
+        raise ShardingError(f"{inst.name}: {error}") from None
     return None if imported.fully_manual else imported.sharding
 
 

@@ -1,22 +1,25 @@
 """numpy's array interface for `ShardedArray`, so that results of `xs.jit` read as JAX arrays.
 
-Eager math on a ShardedArray (``loss < 2``, ``w - 0.1 * w``, ``w[0]``, ``w.sum()``,
+Eager math on a runtime ShardedArray (``loss < 2``, ``w - 0.1 * w``, ``w[0]``, ``w.sum()``,
 ``f"{loss:.3f}"``, ``print(w)``) gathers the global array and computes with numpy: the results
-are numpy arrays (or Python scalars). Inside `xs.jit` nothing is gathered: a traced argument is
-a tracer, not a ShardedArray.
+are numpy arrays (or Python scalars), Python scalars typed weakly (f32 + 1.0 is f32). The
+arrays users get from ``xs.jit`` and ``xs.device_put`` are `xla_spmd.api.Array`s, whose
+operators and math methods run on the devices instead and return sharded arrays, as JAX's.
+Inside `xs.jit` nothing is gathered: a traced argument is a tracer, not a ShardedArray.
 
 Under MPI, gathering an array that this rank does not hold whole is a collective: every rank
 must do the same eager operations on it, in the same order (an array this rank holds whole,
 such as a replicated loss, is read without communication).
 
 >>> import numpy as np, xla_spmd as xs
+>>> from xla_spmd.runtime import device_put
 >>> xs.set_num_devices(2)
 >>> mesh = xs.make_mesh({"x": 2})
->>> w = xs.device_put(np.arange(4.0), xs.NamedSharding(mesh, xs.P("x")))
+>>> w = device_put(np.arange(4.0, dtype=np.float32), xs.NamedSharding(mesh, xs.P("x")))
 >>> print(w)
 [0. 1. 2. 3.]
->>> f"{w.sum():.1f}", float((w * 2)[1]), len(w), w.reshape(2, 2).T.tolist()
-('6.0', 2.0, 4, [[0.0, 2.0], [1.0, 3.0]])
+>>> f"{w.sum():.1f}", float((w * 2)[1]), len(w), w.reshape(2, 2).T.tolist(), (w + 1.0).dtype
+('6.0', 2.0, 4, [[0.0, 2.0], [1.0, 3.0]], dtype('float32'))
 """
 
 from __future__ import annotations
@@ -42,13 +45,18 @@ _METHODS = ("sum", "mean", "max", "min", "prod", "std", "var", "argmax", "argmin
             "take", "repeat", "sort", "argsort", "trace", "diagonal")
 
 
+def _operand(other):
+    # Python scalars stay scalars, which numpy types weakly (f32 + 1.0 stays f32, as in JAX)
+    return other if type(other) in (bool, int, float, complex) else np.asarray(other)
+
+
 def _binary(function, reflected: bool):
     if reflected:
         def method(self, other):
-            return function(np.asarray(other), self.gather())
+            return function(_operand(other), self.gather())
     else:
         def method(self, other):
-            return function(self.gather(), np.asarray(other))
+            return function(self.gather(), _operand(other))
     return method
 
 

@@ -12,7 +12,7 @@ they alias.
 ...                  in_shardings=xs.NamedSharding(mesh, xs.P("x"))).lower(np.ones((4, 2)))
 >>> program = pipeline.compile(lowered.module)
 >>> [np.asarray(r) for r in Runner(program.module, program.executable)([np.ones((4, 2))])]
-[array([8., 8.])]
+[array([8., 8.], dtype=float32)]
 """
 
 from __future__ import annotations

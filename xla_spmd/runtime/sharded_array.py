@@ -4,17 +4,18 @@
 `np.asarray(a)` / `a.gather()` assemble the global array (a collective under MPI, where
 every rank must call it, unless this rank holds the whole array, e.g. a replicated one).
 
-A ShardedArray reads like a JAX array: ``print(a)``, ``f"{loss:.3f}"``, ``a + 1``, ``a[0]``,
-``a.sum()``, ``len(a)``, ``a.block_until_ready()`` work on the gathered value and return
-numpy arrays (see array_interface.py; under MPI every rank must do the same eager
-operations). Inside `xs.jit` nothing is gathered.
+A ShardedArray reads like a JAX array: ``a + 1``, ``a[0]``, ``a.sum()`` run on the devices
+and give ShardedArrays; ``print(a)``, ``f"{loss:.3f}"``, ``len(a)``, ``a.block_until_ready()``
+read the gathered value (see array_interface.py; under MPI every rank must do the same eager
+operations). Inside `xs.jit` nothing is gathered. As in JAX, 64-bit inputs are narrowed to
+32 bits unless ``xs.config.update("enable_x64", True)``.
 
 >>> import numpy as np, xla_spmd as xs
 >>> xs.set_num_devices(8)
 >>> mesh = xs.make_mesh({"data": 2, "model": 4})
 >>> a = xs.device_put(np.arange(16.0).reshape(2, 8), xs.NamedSharding(mesh, xs.P("data", "model")))
 >>> a.addressable_shards[5].data
-array([[10., 11.]])
+array([[10., 11.]], dtype=float32)
 >>> np.array_equal(np.asarray(a), np.arange(16.0).reshape(2, 8))
 True
 """
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from xla_spmd.errors import ShardingError, XlaSpmdError
+from xla_spmd.ir.dtypes import canonical_array
 from xla_spmd.runtime.array_interface import ArrayInterface
 from xla_spmd.runtime.devices import Device, local_devices, topology
 from xla_spmd.sharding import NamedSharding, TensorSharding
@@ -209,7 +211,7 @@ def _assemble(array: ShardedArray) -> np.ndarray:
 def _put_one(value, sharding, what: str) -> ShardedArray:
     if isinstance(value, ShardedArray):
         value = value.gather()
-    array = np.asarray(value)
+    array = canonical_array(value)  # 64-bit types narrowed unless x64 is on, as in JAX
     tensor_sharding = as_tensor_sharding(sharding, array.shape, what)
     if tensor_sharding.mesh.size != topology().num_devices:
         raise ShardingError(f"{what}: the sharding's mesh has {tensor_sharding.mesh.size} "

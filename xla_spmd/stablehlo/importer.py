@@ -341,7 +341,10 @@ class ModuleImporter:
         results = self.block_ops(scope, block)
         if mode == "tuple" and base == "body":
             results = results + capture_values
-        root = results[0] if len(results) == 1 else scope.emit("tuple", results)
+        # A while body returns its whole loop state, a tuple even of one value.
+        whole_state = mode == "tuple" and base == "body"
+        root = results[0] if len(results) == 1 and not whole_state else \
+            scope.emit("tuple", results)
         return scope.build(root)
 
 

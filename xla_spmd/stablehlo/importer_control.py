@@ -117,11 +117,12 @@ def _custom_call(importer, scope, node, operands):
 
 
 # ---------------------------------------------------------------------------------------------
-# chlo.erf_inv: XLA's single-precision polynomial (Giles), computed in f32.
+# chlo.erf_inv: XLA's single-precision polynomial (Giles), computed in f32. (The frontend's
+# xnp.erfinv uses the same coefficients.)
 
-_SMALL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+ERF_INV_SMALL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
           -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
-_LARGE = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+ERF_INV_LARGE = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
           -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
 
 
@@ -145,8 +146,8 @@ def _erf_inv(importer, scope, node, operands):
     small = op("compare", w, const(5.0), direction=ComparisonDirection.LT)
     w = op("select", small, op("subtract", w, const(2.5)),
            op("subtract", op("sqrt", w), const(3.0)))
-    p = op("select", small, const(_SMALL[0]), const(_LARGE[0]))
-    for a, b in zip(_SMALL[1:], _LARGE[1:]):
+    p = op("select", small, const(ERF_INV_SMALL[0]), const(ERF_INV_LARGE[0]))
+    for a, b in zip(ERF_INV_SMALL[1:], ERF_INV_LARGE[1:]):
         p = op("add", op("select", small, const(a), const(b)), op("multiply", p, w))
     result = op("multiply", p, x)
     at_one = op("compare", op("abs", x), one, direction=ComparisonDirection.EQ)

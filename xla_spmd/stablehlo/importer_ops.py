@@ -228,9 +228,11 @@ def _constant(importer, scope, node, operands):
     if not isinstance(value, Dense):
         raise importer.error(node, "expected a dense<...> value")
     array = value.value if value.value is not None else parse_dense(value.body, shape)
-    if array.shape != shape.dims:
-        array = np.broadcast_to(array, shape.dims).copy()
-    return scope.emit("constant", (), shape, literal=Literal(np.array(array)))
+    if array.shape != shape.dims or not array.flags.writeable:
+        array = np.broadcast_to(array, shape.dims)  # a splat stays one value, however large
+    else:
+        array = np.array(array)
+    return scope.emit("constant", (), shape, literal=Literal(array))
 
 
 @converter("stablehlo.iota")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from xla_spmd.errors import ParseError
+from xla_spmd.errors import MAX_NESTING, TOO_DEEP, ParseError
 from xla_spmd.mesh import Mesh, parse_mesh
 from xla_spmd.sharding import parse_sharding, parse_sharding_per_value
 from xla_spmd.stablehlo.lexer import Scanner, strip_locations
@@ -97,13 +97,22 @@ class ModuleNode:
 def parse_text(text: str, filename: str | None = None) -> ModuleNode:
     """Parse MLIR text: one ``module`` (or bare functions) into a `ModuleNode`."""
     parser = Parser(Scanner(strip_locations(text), filename))
-    return parser.module()
+    try:
+        return parser.module()
+    except RecursionError:  # a nesting no explicit limit caught; the cursor is in it
+        raise parser.s.error(TOO_DEEP) from None
 
 
 class Parser:
     def __init__(self, scanner: Scanner):
         self.s = scanner
         self.meshes: dict[str, Mesh] = {}
+        self.depth = 0  # regions and attribute values being read, one inside the other
+
+    def _enter(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise self.s.error(TOO_DEEP)
 
     def module(self) -> ModuleNode:
         s = self.s
@@ -197,6 +206,13 @@ class Parser:
 
     def region(self, args=None) -> Block:
         """``{ [^bb0(args):] ops }``."""
+        self._enter()
+        try:
+            return self._region(args)
+        finally:
+            self.depth -= 1
+
+    def _region(self, args) -> Block:
         s = self.s
         s.expect("{")
         block_args = list(args or [])
@@ -222,7 +238,11 @@ class Parser:
             while True:
                 name = s.value_id()
                 if s.accept(":"):
+                    count_pos = s.pos
                     count = s.integer()
+                    if count > len(s.text):  # each result needs a type written in the text
+                        raise s.error(f"{name}:{count}: more results than the text has "
+                                      "types for", count_pos)
                     results.extend(f"{name}#{i}" for i in range(count))
                 else:
                     results.append(name)
@@ -326,6 +346,13 @@ class Parser:
             s.expect(",")
 
     def attr_value(self):
+        self._enter()
+        try:
+            return self._attr_value()
+        finally:
+            self.depth -= 1
+
+    def _attr_value(self):
         s = self.s
         c = s.peek_char()
         start = s.pos
@@ -376,8 +403,12 @@ class Parser:
             return self.hash_attr()
         number = s.try_number_text()
         if number is not None:
-            value = float(number) if re.search(r"[.eEn]", number) and not number.startswith(
-                "0x") else int(number, 0)
+            if "0x" in number:
+                value = int(number, 16)
+            elif re.search(r"[.eEn]", number):
+                value = float(number)
+            else:
+                value = int(number)  # MLIR reads 007 as 7
             if s.accept(":"):
                 parse_type_or_builtin(s)
             return value

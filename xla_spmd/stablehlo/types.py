@@ -17,7 +17,7 @@ import re
 
 import numpy as np
 
-from xla_spmd.errors import ParseError
+from xla_spmd.errors import MAX_NESTING, TOO_DEEP, ParseError
 from xla_spmd.ir import TOKEN_SHAPE, ArrayShape, DType, TupleShape
 from xla_spmd.stablehlo.lexer import Scanner
 
@@ -39,16 +39,18 @@ def element_type(name: str, scanner: Scanner | None = None) -> DType:
         raise (scanner.error(message) if scanner else ParseError(message)) from None
 
 
-def parse_type(s: Scanner):
+def parse_type(s: Scanner, depth: int = 0):
     """A type at the cursor: ``tensor<...>``, ``tuple<...>`` or ``!stablehlo.token``."""
     start = s.pos
     if s.accept("!stablehlo.token") or s.accept("!mhlo.token"):
         return TOKEN_SHAPE
     if s.accept("tuple<"):
+        if depth >= MAX_NESTING:
+            raise s.error(f"tuple type {TOO_DEEP}", start)
         elements = []
         if not s.accept(">"):
             while True:
-                elements.append(parse_type(s))
+                elements.append(parse_type(s, depth + 1))
                 if s.accept(">"):
                     break
                 s.expect(",")
@@ -150,6 +152,11 @@ def _scalar(token: str, offset: int, dtype: DType):
     return value
 
 
+# A splat larger than this stays one value broadcast (read-only): a program may declare a
+# constant larger than memory, which `xla-spmd run` then refuses by name.
+_SPLAT_VIEW_BYTES = 1 << 26
+
+
 def parse_dense(body: str, shape: ArrayShape) -> np.ndarray:
     """The value of ``dense<body>`` for a tensor of `shape` (row-major nesting, splats, hex
     bit patterns per element, or one quoted hex payload).
@@ -191,6 +198,8 @@ def parse_dense(body: str, shape: ArrayShape) -> np.ndarray:
     def read(i: int, depth: int) -> int:
         text, offset = token(i, "a value or '['")
         if text == "[":
+            if depth >= MAX_NESTING:
+                raise DenseLiteralError(f"dense literal {TOO_DEEP}", offset)
             count = 0
             list_offset = offset
             i += 1
@@ -241,6 +250,8 @@ def parse_dense(body: str, shape: ArrayShape) -> np.ndarray:
         array = np.array(values, dtype=object).astype(numpy_dtype) if values else \
             np.zeros(0, numpy_dtype)
     if array.size == 1 and not depth_shape:
+        if shape.num_elements * numpy_dtype.itemsize > _SPLAT_VIEW_BYTES:
+            return np.broadcast_to(array.reshape(()), shape.dims)  # one value, read-only
         return np.full(shape.dims, array[0], numpy_dtype)
     if array.size != shape.num_elements:
         raise DenseLiteralError(f"dense literal has {array.size} elements but "
