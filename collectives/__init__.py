@@ -3,9 +3,9 @@ implementations -- ``LocalWorld`` (in-process threads), ``MpiCommunicator`` (mpi
 ``xla_spmd.collectives.mpi``) and ``NcclCommunicator`` (CuPy, in
 ``xla_spmd.collectives.nccl``).
 
-This package imports nothing of xla-spmd except ``xla_spmd.errors``; the MPI and NCCL
-modules import mpi4py / CuPy only when used, so ``import xla_spmd.collectives`` works
-without them.
+This package imports nothing of xla-spmd except ``xla_spmd.errors`` and ``xla_spmd.config``;
+the MPI and NCCL modules import mpi4py / CuPy only when used, so ``import
+xla_spmd.collectives`` works without them.
 
 >>> import numpy as np
 >>> from xla_spmd.collectives import LocalWorld
@@ -17,6 +17,7 @@ from .base import (
     DEFAULT_TIMEOUT,
     NAMED_REDUCERS,
     TIMEOUT_ENV,
+    TIMEOUT_HINT,
     Communicator,
     CompletedHandle,
     Group,
@@ -31,6 +32,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "NAMED_REDUCERS",
     "TIMEOUT_ENV",
+    "TIMEOUT_HINT",
     "Communicator",
     "CompletedHandle",
     "Group",

@@ -31,14 +31,14 @@ array([6, 6])
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import ml_dtypes
 import numpy as np
 
-from xla_spmd.errors import CommunicationError
+import xla_spmd.config as config
+from xla_spmd.errors import CommunicationError, XlaSpmdError
 
 Group = tuple[int, ...]
 """A replica group: device ids in rank order."""
@@ -48,8 +48,10 @@ ReduceOp = str | Reducer
 """``"sum"``, ``"prod"``, ``"min"``, ``"max"``, ``"and"``, ``"or"``, or a binary elementwise
 numpy function (applied as a left fold in group order)."""
 
-TIMEOUT_ENV = "XLA_SPMD_COLLECTIVE_TIMEOUT"
-DEFAULT_TIMEOUT = 300.0
+TIMEOUT_ENV = config.OPTIONS["collective_timeout"].env
+DEFAULT_TIMEOUT = config.OPTIONS["collective_timeout"].default
+TIMEOUT_HINT = ("raise the timeout: " + config.how_to_set("collective_timeout", "SECONDS")
+                + " ('inf' waits forever)")
 
 # Canonical op name -> numpy ufunc. On bool, add is logical or and multiply logical and,
 # as in numpy; "and"/"or" are bitwise on integers (HLO's and/or).
@@ -173,18 +175,24 @@ class CompletedHandle:
 
 
 def collective_timeout(timeout: float | None = None) -> float:
-    """The timeout in seconds: ``timeout`` if given, else ``$XLA_SPMD_COLLECTIVE_TIMEOUT``,
-    else 300."""
-    if timeout is not None:
-        return float(timeout)
-    text = os.environ.get(TIMEOUT_ENV)
-    if not text:
-        return DEFAULT_TIMEOUT
+    """The timeout in seconds (``math.inf``: wait forever): ``timeout`` if given, else the
+    ``collective_timeout`` option (``xs.config.update``, or ``$XLA_SPMD_COLLECTIVE_TIMEOUT``),
+    else 300. A bad value raises ``CommunicationError`` naming where it came from."""
     try:
-        return float(text)
-    except ValueError:
-        raise CommunicationError(
-            f"{TIMEOUT_ENV}={text!r} is not a number of seconds; set it to e.g. 300") from None
+        if timeout is not None:
+            return config.OPTIONS["collective_timeout"].parse(timeout)
+        return config.collective_timeout
+    except (TypeError, ValueError) as error:
+        raise CommunicationError(f"timeout={timeout!r}: {error}") from None
+    except XlaSpmdError as error:  # the environment variable's value, named by config
+        raise CommunicationError(str(error)) from None
+
+
+def timed_out(what: str, timeout: float, missing: str) -> CommunicationError:
+    """The error of a collective that waited ``timeout`` seconds: what timed out, who did not
+    arrive, and how to change the timeout."""
+    return CommunicationError(f"{what} timed out after {timeout:g} s: {missing}. If they are "
+                              f"only slow, {TIMEOUT_HINT}")
 
 
 def canonical_op(op: ReduceOp) -> ReduceOp:

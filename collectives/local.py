@@ -16,8 +16,12 @@ Invariants:
   its call (or ``wait()``) returns. Results are fresh arrays owned by the caller.
 * A device that fails (``world.abort`` -- ``world.run`` calls it) wakes every device
   blocked in a rendezvous with ``CommunicationError("... device 3 failed: ...")``; later
-  collectives fail at once. A rendezvous that waits longer than the timeout fails naming
-  the devices that did not arrive.
+  collectives fail at once, and ``stopped`` is set for long computations to watch. A
+  rendezvous fails at once if a member it waits for has returned from ``run`` without
+  calling it, and after the timeout (``collective_timeout``) naming the devices that did
+  not arrive.
+* ``run`` never hangs: it returns or raises once every device has, or gives up on devices
+  that do not stop (see ``LocalWorld.run``); device threads are daemons.
 
 >>> import numpy as np
 >>> world = LocalWorld(4)
@@ -27,6 +31,7 @@ array([0, 1, 2, 3])
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -37,7 +42,7 @@ import numpy as np
 from xla_spmd.errors import CommunicationError
 
 from .base import (
-    TIMEOUT_ENV,
+    TIMEOUT_HINT,
     BlockingCollectives,
     CompletedHandle,
     Group,
@@ -52,7 +57,12 @@ from .base import (
     normalize_axis,
     op_name,
     split_stacked,
+    timed_out,
 )
+
+STOP_GRACE = 2.0
+"""Seconds that devices get to stop after one failed, before ``LocalWorld.run`` reports."""
+_POLL_SECONDS = 0.1
 
 # compute(inputs in group order) -> per-member results in group order.
 Compute = Callable[[list[Any]], list[Any]]
@@ -60,9 +70,11 @@ Compute = Callable[[list[Any]], list[Any]]
 
 class _Rendezvous:
     __slots__ = ("kind", "group", "signature", "inputs", "arrived", "results", "error",
-                 "sequence")
+                 "sequence", "generation")
 
-    def __init__(self, kind: str, group: Group, signature: tuple, sequence: int):
+    def __init__(self, kind: str, group: Group, signature: tuple, sequence: int,
+                 generation: int):
+        self.generation = generation
         self.kind = kind
         self.group = group
         self.signature = signature
@@ -76,8 +88,8 @@ class _Rendezvous:
 class LocalWorld:
     """Shared state of ``num_devices`` in-process devices.
 
-    ``timeout`` (seconds) bounds every wait in a collective; default
-    ``$XLA_SPMD_COLLECTIVE_TIMEOUT`` or 300.
+    ``timeout`` (seconds) bounds every wait in a collective; default: the
+    ``collective_timeout`` option (``$XLA_SPMD_COLLECTIVE_TIMEOUT``, 300 s).
 
     >>> import numpy as np
     >>> world = LocalWorld(2)
@@ -91,14 +103,21 @@ class LocalWorld:
         self.num_devices = int(num_devices)
         self.timeout = timeout
         self._condition = threading.Condition()
+        self._generation = 0
         self.reset()
 
     def reset(self) -> None:
-        """Forget every pending collective, sequence number and failure."""
+        """Forget every pending collective, sequence number and failure. Devices still
+        running from before (abandoned by ``run``) fail at their next collective."""
         with self._condition:
+            self._generation += 1
             self._pending: dict[tuple[Group, int], _Rendezvous] = {}
             self._sequence: dict[tuple[int, Group], int] = {}
             self._failure: str | None = None
+            self._failure_time: float | None = None
+            self._returned: set[int] = set()   # devices whose `run` function returned
+            self._waiting: set[int] = set()    # devices blocked in a collective
+            self.stopped = threading.Event()
             self._condition.notify_all()
 
     def communicator(self, device_id: int) -> LocalCommunicator:
@@ -106,62 +125,139 @@ class LocalWorld:
         if not 0 <= device_id < self.num_devices:
             raise CommunicationError(
                 f"device {device_id} is outside this world of {self.num_devices} devices")
-        return LocalCommunicator(self, device_id)
+        return LocalCommunicator(self, device_id, self._generation, self.stopped)
 
-    def abort(self, device_id: int, error: BaseException | str) -> None:
-        """Record that ``device_id`` failed and wake every device waiting in a collective."""
+    def abort(self, device_id: int | None, error: BaseException | str) -> None:
+        """Record that ``device_id`` failed (None: the job was stopped from outside), set
+        ``stopped`` and wake every device waiting in a collective."""
         text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
         with self._condition:
             if self._failure is None:
-                self._failure = f"device {device_id} failed: {text}"
+                self._failure = (text if device_id is None
+                                 else f"device {device_id} failed: {text}")
+                self._failure_time = time.monotonic()
+            self.stopped.set()
             self._condition.notify_all()
 
     def run(self, fn: Callable[[LocalCommunicator], Any]) -> list[Any]:
         """Run ``fn(comm)`` on one thread per device; return the results by device id.
 
-        The first exception any device raises is re-raised here after every thread has
-        stopped; devices blocked in a collective are woken with ``CommunicationError``.
-        The world is reset first, so it can be reused after a failure.
+        The first exception any device raises is re-raised here once every device has
+        stopped, or ``STOP_GRACE`` seconds after it: devices blocked in a collective are
+        woken with ``CommunicationError`` and evaluator loops watch ``stopped``; a device
+        that still runs (stuck in a call that cannot be interrupted) is named in the error
+        and left behind on a daemon thread, which cannot keep the process alive. Once one
+        device has returned, the others must return within the collective timeout (the
+        results are gathered as by a collective). Ctrl-C (``KeyboardInterrupt``) stops every
+        device the same way and is re-raised. The world is reset first, so it can be reused
+        after a failure.
         """
         self.reset()
         results: list[Any] = [None] * self.num_devices
-        errors: list[tuple[float, int, BaseException]] = []
+        errors: list[tuple[int, BaseException]] = []
+        finished: list[tuple[float, int]] = []
 
-        def body(device: int) -> None:
+        def body(device: int, communicator: LocalCommunicator) -> None:
             try:
-                results[device] = fn(self.communicator(device))
+                results[device] = fn(communicator)
             except BaseException as error:  # noqa: BLE001 -- re-raised by the caller
                 with self._condition:
-                    errors.append((time.monotonic(), device, error))
+                    errors.append((device, error))
                 self.abort(device, error)
+            finally:
+                with self._condition:
+                    finished.append((time.monotonic(), device))
+                    if communicator._generation == self._generation:
+                        self._returned.add(device)
+                    self._condition.notify_all()
 
-        threads = [threading.Thread(target=body, args=(d,), name=f"xla-spmd-device-{d}",
-                                    daemon=True) for d in range(self.num_devices)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        if errors:
-            # The root cause is the first failure recorded; the others were woken by it.
-            root = next((e for e in errors if not _is_induced(e[2])), errors[0])
-            raise root[2]
+        try:
+            for device in range(self.num_devices):
+                threading.Thread(target=body, args=(device, self.communicator(device)),
+                                 name=f"xla-spmd-device-{device}", daemon=True).start()
+            late, stuck = self._join(finished)
+        except KeyboardInterrupt:
+            self.abort(None, "interrupted (KeyboardInterrupt)")
+            self._join(finished)
+            raise
+        if late or errors:
+            self._raise_failure(errors, finished, late, stuck)
         return results
+
+    def _raise_failure(self, errors: list[tuple[int, BaseException]],
+                       finished: list[tuple[float, int]], late: list[int],
+                       stuck: list[int]) -> None:
+        """One error for a failed run: the devices that did not return in time, or else the
+        root cause (the first failure not induced by another), naming any device left
+        behind."""
+        if late:
+            raise CommunicationError(
+                f"devices {late} did not return within {self._timeout():g} s after device "
+                f"{finished[0][1]} returned; they were stopped"
+                + (f", and devices {stuck} left behind" if stuck else "")
+                + f". If they are only slow, {TIMEOUT_HINT}")
+        root = next((e for _, e in errors if not _is_induced(e)), errors[0][1])
+        if not stuck:
+            raise root
+        note = f"devices {stuck} were still running {STOP_GRACE:g} s later and were left behind"
+        if isinstance(root, CommunicationError):  # one error, with the device's frames
+            error = CommunicationError(f"{root}; {note}")
+            raise error.with_traceback(root.__traceback__) from None
+        root.add_note(note)
+        raise root
+
+    def _timeout(self) -> float:
+        return collective_timeout(self.timeout)
+
+    def _join(self, finished: list[tuple[float, int]]) -> tuple[list[int], list[int]]:
+        """Wait until every device returned, or give up: ``STOP_GRACE`` s after a failure,
+        or the collective timeout after the first device returned if no device is waiting
+        in a collective (then the others are stopped and get ``STOP_GRACE`` s more).
+        Returns the devices that had not returned by that timeout, and those still running
+        at the end."""
+        timeout = self._timeout()
+        late: list[int] = []
+        with self._condition:
+            while len(finished) < self.num_devices:
+                if self._failure_time is not None:
+                    deadline = self._failure_time + STOP_GRACE
+                elif finished:
+                    deadline = finished[0][0] + timeout
+                else:
+                    deadline = math.inf
+                remaining = deadline - time.monotonic()
+                if remaining > 0:
+                    # A short wait: Ctrl-C raises KeyboardInterrupt here only between waits
+                    # (Linux may deliver SIGINT to a device thread, which does not wake us).
+                    self._condition.wait(min(remaining, _POLL_SECONDS))
+                elif self._failure_time is not None:
+                    break
+                elif self._waiting:
+                    # A device in a collective reports the late ones itself, at its timeout.
+                    self._condition.wait(_POLL_SECONDS)
+                else:
+                    late = self._running(finished)
+                    self.abort(None, f"abandoned: devices {late} did not return")
+            return late, self._running(finished)
+
+    def _running(self, finished: list[tuple[float, int]]) -> list[int]:
+        done = {device for _, device in finished}
+        return [d for d in range(self.num_devices) if d not in done]
 
     # -- the rendezvous -------------------------------------------------------------------
 
-    def _arrive(self, device: int, kind: str, group: Group, signature: tuple, payload: Any,
-                compute: Compute) -> _Rendezvous:
+    def _arrive(self, device: int, generation: int, kind: str, group: Group, signature: tuple,
+                payload: Any, compute: Compute) -> _Rendezvous:
         key_group = tuple(sorted(group))
         with self._condition:
-            if self._failure is not None:
-                raise _peer_failed(f"{describe(kind, group)}: {self._failure}")
+            self._check_alive(device, generation, kind, group)
             counter = (device, key_group)
             sequence = self._sequence.get(counter, 0)
             self._sequence[counter] = sequence + 1
             key = (key_group, sequence)
             rendezvous = self._pending.get(key)
             if rendezvous is None:
-                rendezvous = _Rendezvous(kind, group, signature, sequence)
+                rendezvous = _Rendezvous(kind, group, signature, sequence, generation)
                 self._pending[key] = rendezvous
             elif rendezvous.error is None and (rendezvous.kind, rendezvous.group,
                                                rendezvous.signature) != (kind, group,
@@ -196,21 +292,41 @@ class LocalWorld:
         timeout = collective_timeout(self.timeout)
         deadline = time.monotonic() + timeout
         with self._condition:
-            while rendezvous.results is None and rendezvous.error is None:
-                if self._failure is not None:
-                    raise _peer_failed(f"{describe(kind, group)}: {self._failure}")
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    missing = [d for d in group if d not in rendezvous.inputs]
-                    raise CommunicationError(
-                        f"{describe(kind, group)} (call #{rendezvous.sequence} on that group)"
-                        f" timed out after {timeout:g} s on device {device}: devices "
-                        f"{missing} did not arrive; raise the timeout ({TIMEOUT_ENV}) if "
-                        "they are just slow")
-                self._condition.wait(remaining)
+            self._waiting.add(device)
+            try:
+                while rendezvous.results is None and rendezvous.error is None:
+                    self._check_alive(device, rendezvous.generation, kind, group)
+                    self._check_arrivals(device, rendezvous, deadline, timeout)
+                    self._condition.wait(_wait_seconds(deadline - time.monotonic()))
+            finally:
+                self._waiting.discard(device)
             if rendezvous.error is not None:
                 raise CommunicationError(f"{describe(kind, group)}: {rendezvous.error}")
             return rendezvous.results[group.index(device)]
+
+
+    def _check_arrivals(self, device: int, rendezvous: _Rendezvous, deadline: float,
+                        timeout: float) -> None:
+        """Raise if a member that has not arrived never will (it returned from the run), or
+        once the deadline passed."""
+        missing = [d for d in rendezvous.group if d not in rendezvous.inputs]
+        what = (f"{describe(rendezvous.kind, rendezvous.group)} (call #{rendezvous.sequence} "
+                f"on that group) on device {device}")
+        returned = [d for d in missing if d in self._returned]
+        if returned:
+            raise CommunicationError(
+                f"{what}: devices {returned} returned without making this call, so it can "
+                "never complete (the devices' control flow diverged)")
+        if time.monotonic() >= deadline:
+            raise timed_out(what, timeout, f"devices {missing} did not arrive")
+
+    def _check_alive(self, device: int, generation: int, kind: str, group: Group) -> None:
+        """Raise if the run has failed, or if ``device`` belongs to an abandoned run."""
+        if generation != self._generation:
+            raise _peer_failed(f"{describe(kind, group)}: device {device} belongs to a run "
+                               "of this world that was abandoned")
+        if self._failure is not None:
+            raise _peer_failed(f"{describe(kind, group)}: {self._failure}")
 
 
 def _peer_failed(message: str) -> CommunicationError:
@@ -219,8 +335,18 @@ def _peer_failed(message: str) -> CommunicationError:
     return error
 
 
-def _is_induced(error: BaseException) -> bool:
-    return getattr(error, "peer_failed", False)
+def _is_induced(error: BaseException | None) -> bool:
+    """True if ``error``, or an error it was raised from, only says that a peer failed."""
+    while error is not None:
+        if getattr(error, "peer_failed", False):
+            return True
+        error = error.__cause__
+    return False
+
+
+def _wait_seconds(remaining: float) -> float | None:
+    """A ``Condition.wait`` argument: None for no limit (it refuses ``inf``)."""
+    return None if remaining == math.inf else remaining
 
 
 class _LocalHandle:
@@ -254,9 +380,14 @@ def _same(value: Any) -> Any:
 class LocalCommunicator(BlockingCollectives):
     """One device's view of a ``LocalWorld``; implements ``Communicator``."""
 
-    def __init__(self, world: LocalWorld, device_id: int):
+    def __init__(self, world: LocalWorld, device_id: int, generation: int,
+                 stopped: threading.Event):
         self._world = world
         self._device = device_id
+        self._generation = generation
+        self.stopped = stopped
+        """Set when any device of this run failed or the run was interrupted: long
+        computations (evaluator loops) check it and stop."""
 
     @property
     def rank(self) -> int:
@@ -272,8 +403,8 @@ class LocalCommunicator(BlockingCollectives):
     def _start(self, kind: str, group: Sequence[int], signature: tuple, payload: Any,
                compute: Compute, finish: Callable[[Any], Any]) -> _LocalHandle:
         group = check_group(kind, self._device, group, self.size)
-        rendezvous = self._world._arrive(self._device, kind, group, signature, payload,
-                                         compute)
+        rendezvous = self._world._arrive(self._device, self._generation, kind, group,
+                                         signature, payload, compute)
         return _LocalHandle(self._world, self._device, rendezvous, finish)
 
     # -- nonblocking collectives --------------------------------------------------------------

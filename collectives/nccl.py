@@ -33,7 +33,7 @@ from xla_spmd.errors import CommunicationError
 
 from .base import (
     NAMED_REDUCERS,
-    TIMEOUT_ENV,
+    TIMEOUT_HINT,
     BlockingCollectives,
     CompletedHandle,
     Group,
@@ -180,7 +180,8 @@ class NcclCommunicator(BlockingCollectives):
                 raise CommunicationError(
                     f"{describe(kind, group)} (call #{sequence} on that group) timed out after "
                     f"{timeout:g} s on rank {self.rank}; the NCCL communicator was aborted. "
-                    f"Check that every member makes the same calls, or raise {TIMEOUT_ENV}.")
+                    f"Check that every member makes the same calls; if they are only slow, "
+                    f"{TIMEOUT_HINT}.")
             time.sleep(0.0001)
 
     def _stream(self) -> int:

@@ -13,6 +13,17 @@ def default_device_count():
     yield
 
 
+@pytest.fixture(autouse=True)
+def fresh_config():
+    """Every test reads the process options afresh (from its environment, which a test may
+    monkeypatch) and leaves no `xs.config.update` behind."""
+    from xla_spmd import config
+
+    config.reset()
+    yield
+    config.reset()
+
+
 @pytest.fixture
 def x64():
     """64-bit types on for one test (``xs.config.enable_x64``, as JAX's ``jax_enable_x64``):

@@ -313,6 +313,21 @@ def cmd_rules(args) -> int:
     return 0
 
 
+def _add_loop_cap(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--max-loop-iterations", type=int, default=None, metavar="N",
+                         help="stop a `while` loop with an error after N iterations (default "
+                              "10000000, or $XLA_SPMD_MAX_LOOP_ITERATIONS)")
+
+
+def _apply_options(args) -> None:
+    """Check the XLA_SPMD_* variables at start-up, then apply the command-line options."""
+    from xla_spmd import config
+
+    config.check()
+    if getattr(args, "max_loop_iterations", None) is not None:
+        config.update("max_loop_iterations", args.max_loop_iterations)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="xla-spmd", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -328,6 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--backend", default=None, metavar="NAME",
                      help="the backend that compiles and runs the program: reference, cpu "
                           "or gpu (default: XLA_SPMD_BACKEND, else reference)")
+    _add_loop_cap(run)
     run.set_defaults(handler=cmd_run)
 
     convert = commands.add_parser("convert", help="parse a program and print it back")
@@ -338,6 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
     interpret = commands.add_parser(
         "interpret", help="run a StableHLO interpreter test file (cases split by // -----)")
     interpret.add_argument("file", help="StableHLO file with check.* ops (.mlir)")
+    _add_loop_cap(interpret)
     interpret.set_defaults(handler=cmd_interpret)
     propagate = commands.add_parser(
         "propagate", help="infer every value's sharding; print StableHLO with sdy shardings")
@@ -371,6 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        _apply_options(args)
         code = args.handler(args)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
         return code
@@ -385,6 +403,14 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit would fail again
         return 128 + signal.SIGPIPE
+    except KeyboardInterrupt:
+        from xla_spmd.runtime.devices import launched_by_mpi
+
+        if launched_by_mpi():
+            raise  # the abort-on-error hook stops every rank (a plain exit could hang)
+        # Every in-process device has stopped by now (LocalWorld.run waits for them).
+        print(f"xla-spmd {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 def _agree_on_files(error: XlaSpmdError | None) -> None:

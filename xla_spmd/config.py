@@ -43,18 +43,25 @@ def _boolean(text: str | bool) -> bool:
 
 def _timeout(text: str | float) -> float:
     """Seconds > 0; ``inf``, ``none`` or ``nan`` mean no timeout (math.inf)."""
+    expected = "expected a positive number of seconds, or 'inf' for no limit"
     if isinstance(text, str) and text.strip().lower() in ("none", "inf", "infinity", "nan"):
         return math.inf
-    value = float(text)
-    if math.isnan(value) or math.isinf(value):
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise ValueError(expected) from None
+    if math.isnan(value) or value == math.inf:
         return math.inf
-    if value <= 0:
-        raise ValueError("expected a positive number of seconds, or 'inf' for no limit")
+    if value <= 0:  # -inf included
+        raise ValueError(expected)
     return value
 
 
 def _positive_int(text: str | int) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        value = 0
     if value < 1:
         raise ValueError("expected a positive integer")
     return value
@@ -161,6 +168,22 @@ def override(**values: Any) -> Iterator[None]:
                 _values.pop(name, None)
             else:
                 _values[name] = value
+
+
+def check() -> None:
+    """Read every option now, so a bad environment variable fails at start-up, naming it,
+    instead of in the middle of a run. The runtime calls this on first use."""
+    for name in OPTIONS:
+        __getattr__(name)
+
+
+def how_to_set(name: str, value: str = "VALUE") -> str:
+    """How a user changes option ``name``, for error messages.
+
+    >>> how_to_set("max_loop_iterations", "N")
+    "set XLA_SPMD_MAX_LOOP_ITERATIONS=N or call xs.config.update('max_loop_iterations', N)"
+    """
+    return f"set {OPTIONS[name].env}={value} or call xs.config.update({name!r}, {value})"
 
 
 def describe() -> str:

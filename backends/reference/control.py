@@ -1,8 +1,9 @@
 """Reference evaluation rules: control flow, tuples, async wrappers, custom calls, linalg.
 
 Invariants (op_semantics §14, §16): `while` runs ``state = body(state)`` while
-``cond(state)``, failing after `Context.max_loop_iterations`; `conditional` runs exactly one
-branch (an index outside ``[0, N)`` runs the last one); `call` and `fusion` evaluate their
+``cond(state)``, failing after `Context.max_loop_iterations` (the process option
+``max_loop_iterations``) and stopping when `Context.stop` is set; `conditional` runs exactly
+one branch (an index outside ``[0, N)`` runs the last one); `call` and `fusion` evaluate their
 computation; `opt-barrier`, `copy-start`/`copy-done` and the sharding markers are identities;
 `async-start` evaluates its wrapped computation and `async-done` returns that result.
 Custom calls go through `CUSTOM_CALLS`, a registry keyed by target name; an unknown target
@@ -22,7 +23,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from xla_spmd.backends.reference.evaluator import EVALUATE, Context, zeros_of
+import xla_spmd.config as config
+from xla_spmd.backends.reference.evaluator import (
+    EVALUATE,
+    Context,
+    stopped_error,
+    zeros_of,
+)
 from xla_spmd.backends.reference.reduction import top_k
 from xla_spmd.errors import EvaluationError
 from xla_spmd.ir import Instruction, Registry, TupleShape
@@ -42,13 +49,20 @@ from xla_spmd.ir.custom_calls import (
 def while_rule(inst: Instruction, operands: list, ctx: Context):
     (state,) = operands
     condition, body = inst.attrs.condition, inst.attrs.body
-    for _ in range(ctx.max_loop_iterations):
+    stop = ctx.stop
+    for iteration in range(ctx.max_loop_iterations):
+        if stop is not None and stop.is_set():
+            raise stopped_error(f"while {inst.name} (iteration {iteration})")
         if not bool(ctx.call(condition, [state])):
             return state
         state = ctx.call(body, [state])
-    raise EvaluationError(f"while {inst.name}: condition {condition.name} still true after "
-                          f"{ctx.max_loop_iterations} iterations (Context.max_loop_iterations)"
-                          "; raise the cap if the loop is meant to run longer")
+    cap = ctx.max_loop_iterations
+    where = f" on device {ctx.device_id}" if ctx.num_partitions * ctx.num_replicas > 1 else ""
+    raise EvaluationError(
+        f"while {inst.name}{where}: condition {condition.name} still true after {cap} "
+        "iterations, "
+        "the cap on loop iterations; if the loop is meant to run longer, raise the cap: pass "
+        "--max-loop-iterations N to xla-spmd, or " + config.how_to_set("max_loop_iterations", "N"))
 
 
 @EVALUATE.register("conditional")

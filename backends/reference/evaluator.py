@@ -19,10 +19,12 @@ array([-0., -1., -2.], dtype=float32)
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+import xla_spmd.config as config
 from xla_spmd.errors import EvaluationError, XlaSpmdError
 from xla_spmd.ir import ArrayShape, Computation, Instruction, Module, Registry, TupleShape
 
@@ -53,7 +55,17 @@ class Context:
     # over flattened device ids. When set, collectives run through it instead of `exchange`:
     # this is how the runtime executes programs on in-process devices and on MPI ranks.
     communicator: object | None = None
-    max_loop_iterations: int = 10_000_000
+    # A `while` loop stops with an error after this many iterations (the process option
+    # `max_loop_iterations`: XLA_SPMD_MAX_LOOP_ITERATIONS, --max-loop-iterations).
+    max_loop_iterations: int = field(default_factory=lambda: config.max_loop_iterations)
+    # Set (an object with `is_set()`, e.g. a threading.Event) when the run must stop: another
+    # device failed, or the user pressed Ctrl-C. Loops check it every iteration. Defaults to
+    # the communicator's `stopped`, where it has one (the in-process communicator).
+    stop: Any = None
+
+    def __post_init__(self) -> None:
+        if self.stop is None:
+            self.stop = getattr(self.communicator, "stopped", None)
 
     @property
     def device_id(self) -> int:
@@ -62,6 +74,15 @@ class Context:
     def call(self, computation: Computation, args: Sequence) -> object:
         """Evaluate a called computation (reducers, loop bodies, branches) on this device."""
         return evaluate_computation(computation, args, self)
+
+
+def stopped_error(what: str) -> EvaluationError:
+    """The error of a device that stops because the run was stopped (``Context.stop``); it is
+    marked as a consequence, so the caller reports the root cause instead."""
+    error = EvaluationError(f"{what}: stopped because another device failed or the job was "
+                            "interrupted")
+    error.peer_failed = True
+    return error
 
 
 def evaluate_computation(computation: Computation, args: Sequence, ctx: Context) -> object:

@@ -25,15 +25,22 @@ array([3., 3.], dtype=float32)
 from __future__ import annotations
 
 import itertools
+import math
 import threading
+import time
 from collections.abc import Sequence
 
 import numpy as np  # noqa: F401 (the doctest uses it)
 
+import xla_spmd.config as config
 from xla_spmd.backends.reference.collectives import check_device_ids
 from xla_spmd.backends.reference.evaluator import Context, coerce_argument, evaluate_computation
 from xla_spmd.errors import CommunicationError, EvaluationError
 from xla_spmd.ir import Computation, Instruction, Module
+
+STOP_GRACE = 2.0
+"""Seconds that devices get to stop after one failed, before the failure is reported."""
+_POLL_SECONDS = 0.1
 
 
 class _PeerFailed(CommunicationError):
@@ -55,7 +62,9 @@ class _Rendezvous:
         self.names: list = [None] * size
         self.result: tuple[list, list] = ([], [])
         self.failed: int | None = None
+        self.failed_at: float | None = None
         self.finished: set[int] = set()
+        self.stop = threading.Event()  # the devices' Context.stop: set when one fails
 
     def exchange(self, device: int, inst: Instruction, value) -> list:
         with self.condition:
@@ -70,9 +79,19 @@ class _Rendezvous:
                 self.generation += 1
                 self.condition.notify_all()
             else:
+                timeout = config.collective_timeout
+                deadline = time.monotonic() + timeout
                 while (self.generation == generation and self.failed is None
                        and not self.finished):
-                    self.condition.wait()
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        missing = [d for d, name in enumerate(self.names) if name is None]
+                        raise CommunicationError(
+                            f"device {device} waited {timeout:g} s at collective {inst.name}"
+                            f" for devices {missing}, which did not arrive; if they are only "
+                            "slow, raise the timeout: "
+                            + config.how_to_set("collective_timeout", "SECONDS"))
+                    self.condition.wait(None if remaining == math.inf else remaining)
                 if self.generation == generation:
                     self._check(device, inst)
             values, names = self.result
@@ -85,8 +104,8 @@ class _Rendezvous:
 
     def _check(self, device: int, inst: Instruction) -> None:
         if self.failed is not None:
-            raise _PeerFailed(f"device {device} stopped at {inst.name}: device {self.failed} "
-                              "failed")
+            why = "interrupted" if self.failed < 0 else f"device {self.failed} failed"
+            raise _PeerFailed(f"device {device} stopped at {inst.name}: {why}")
         if self.finished:
             raise CommunicationError(
                 f"device {device} waits at collective {inst.name}, but device(s) "
@@ -94,9 +113,11 @@ class _Rendezvous:
                 "diverged between devices)")
 
     def fail(self, device: int) -> None:
+        """Device ``device`` failed (-1: the run was interrupted): stop every device."""
         with self.condition:
             if self.failed is None:
-                self.failed = device
+                self.failed, self.failed_at = device, time.monotonic()
+            self.stop.set()
             self.condition.notify_all()
 
     def finish(self, device: int) -> None:
@@ -108,7 +129,7 @@ class _Rendezvous:
 def _caused_by_peer(error: BaseException | None) -> bool:
     """True if `error` (or an error it wraps) is a device stopping because a peer failed."""
     while error is not None:
-        if isinstance(error, _PeerFailed):
+        if isinstance(error, _PeerFailed) or getattr(error, "peer_failed", False):
             return True
         error = error.__cause__
     return False
@@ -116,7 +137,7 @@ def _caused_by_peer(error: BaseException | None) -> bool:
 
 def evaluate_spmd(module: Module, per_device_args: Sequence[Sequence],
                   num_devices: int | None = None, num_replicas: int | None = None,
-                  max_loop_iterations: int = 10_000_000) -> list:
+                  max_loop_iterations: int | None = None) -> list:
     """Run `module` on `num_devices` devices in lockstep; returns each device's result.
 
     By default the module runs on its own devices: ``num_partitions x replica_count`` from its
@@ -137,7 +158,7 @@ def evaluate_spmd(module: Module, per_device_args: Sequence[Sequence],
 
 def evaluate_mpmd(computations: Sequence[Computation], per_device_args: Sequence[Sequence],
                   num_replicas: int, num_partitions: int,
-                  max_loop_iterations: int = 10_000_000) -> list:
+                  max_loop_iterations: int | None = None) -> list:
     """Run ``computations[d]`` on device d (flattened id ``replica * num_partitions +
     partition``) in lockstep; returns each device's result.
 
@@ -155,6 +176,8 @@ def evaluate_mpmd(computations: Sequence[Computation], per_device_args: Sequence
     >>> evaluate_mpmd([f, g], [[np.float32(1)], [np.float32(2)]], 1, 2)
     [array(-1., dtype=float32), array(2., dtype=float32)]
     """
+    if max_loop_iterations is None:
+        max_loop_iterations = config.max_loop_iterations
     num_devices = num_replicas * num_partitions
     if num_devices < 1 or len(computations) != num_devices:
         raise EvaluationError(f"expected one program per device for {num_replicas} replicas "
@@ -183,7 +206,7 @@ def evaluate_mpmd(computations: Sequence[Computation], per_device_args: Sequence
         ctx = Context(partition_id=device % num_partitions, replica_id=device // num_partitions,
                       num_partitions=num_partitions, num_replicas=num_replicas,
                       exchange=lambda inst, value: rendezvous.exchange(device, inst, value),
-                      max_loop_iterations=max_loop_iterations)
+                      max_loop_iterations=max_loop_iterations, stop=rendezvous.stop)
         try:
             results[device] = evaluate_computation(computations[device], arguments[device], ctx)
         except BaseException as error:  # noqa: BLE001 - reported to the caller below
@@ -195,10 +218,14 @@ def evaluate_mpmd(computations: Sequence[Computation], per_device_args: Sequence
 
     threads = [threading.Thread(target=run, args=(d,), name=f"device-{d}", daemon=True)
                for d in range(num_devices)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    try:
+        for thread in threads:
+            thread.start()
+        _join(threads, rendezvous)
+    except KeyboardInterrupt:
+        rendezvous.fail(-1)  # every device stops at its next loop iteration or collective
+        _join(threads, rendezvous)
+        raise
     if errors:
         errors.sort(key=lambda e: (_caused_by_peer(e[2]), e[0]))
         _, device, error = errors[0]
@@ -206,6 +233,18 @@ def evaluate_mpmd(computations: Sequence[Computation], per_device_args: Sequence
                               f"{device % num_partitions}) failed: {type(error).__name__}: "
                               f"{error}") from error
     return results
+
+
+def _join(threads: list[threading.Thread], rendezvous: _Rendezvous) -> None:
+    """Wait for the device threads; after a failure, give them ``STOP_GRACE`` seconds to stop
+    (a device stuck in a call that cannot be interrupted stays behind on its daemon thread,
+    which cannot keep the process alive)."""
+    for thread in threads:
+        while thread.is_alive():
+            failed_at = rendezvous.failed_at
+            if failed_at is not None and time.monotonic() > failed_at + STOP_GRACE:
+                return
+            thread.join(_POLL_SECONDS)
 
 
 __all__ = ["evaluate_mpmd", "evaluate_spmd"]

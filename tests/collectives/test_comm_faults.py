@@ -44,6 +44,8 @@ def test_local_timeout_names_the_missing_devices():
     def body(comm):
         if comm.rank != 2:
             comm.all_reduce(np.ones(2), (0, 1, 2, 3))
+        else:
+            comm.stopped.wait()  # busy elsewhere until the run stops
 
     start = time.monotonic()
     with pytest.raises(CommunicationError) as info:
@@ -58,7 +60,8 @@ def test_local_timeout_names_the_missing_devices():
 def test_local_timeout_from_environment(monkeypatch):
     monkeypatch.setenv("XLA_SPMD_COLLECTIVE_TIMEOUT", "0.2")
     with pytest.raises(CommunicationError, match="all_gather .* timed out after 0.2 s"):
-        LocalWorld(2).run(lambda comm: comm.rank or comm.all_gather(np.ones(1), (0, 1)))
+        LocalWorld(2).run(lambda comm: comm.stopped.wait() if comm.rank
+                          else comm.all_gather(np.ones(1), (0, 1)))
 
 
 @pytest.mark.mpi

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 
 import ml_dtypes
@@ -145,6 +146,34 @@ def test_timeout_from_environment(monkeypatch):
     monkeypatch.setenv("XLA_SPMD_COLLECTIVE_TIMEOUT", "2.5")
     assert collective_timeout() == 2.5
     assert collective_timeout(1) == 1.0
-    monkeypatch.setenv("XLA_SPMD_COLLECTIVE_TIMEOUT", "soon")
-    with pytest.raises(CommunicationError, match="not a number"):
+
+
+@pytest.mark.parametrize("text", ["inf", "nan", "none", "Infinity"])
+def test_timeout_without_limit(monkeypatch, text):
+    monkeypatch.setenv("XLA_SPMD_COLLECTIVE_TIMEOUT", text)
+    assert collective_timeout() == math.inf
+    # A wait without limit works (Condition.wait refuses inf) and still ends when all arrive.
+    out = LocalWorld(2).run(lambda comm: comm.all_reduce(np.array([comm.rank]), (0, 1)))
+    assert [o.item() for o in out] == [1, 1]
+
+
+@pytest.mark.parametrize("text", ["0", "-5", "soon", "-inf"])
+def test_bad_timeout_names_the_variable(monkeypatch, text):
+    monkeypatch.setenv("XLA_SPMD_COLLECTIVE_TIMEOUT", text)
+    with pytest.raises(CommunicationError, match=f"XLA_SPMD_COLLECTIVE_TIMEOUT='{text}'"):
         collective_timeout()
+    with pytest.raises(CommunicationError, match="XLA_SPMD_COLLECTIVE_TIMEOUT"):
+        LocalWorld(2).run(lambda comm: comm.barrier((0, 1)))
+
+
+def test_timeout_from_config_overrides_environment(monkeypatch):
+    import xla_spmd as xs
+
+    monkeypatch.setenv("XLA_SPMD_COLLECTIVE_TIMEOUT", "100")
+    xs.config.update("collective_timeout", 0.2)
+    with pytest.raises(CommunicationError, match="timed out after 0.2 s") as info:
+        LocalWorld(2).run(lambda comm: comm.stopped.wait() if comm.rank
+                          else comm.barrier((0, 1)))
+    # The message says how to change the timeout.
+    assert "XLA_SPMD_COLLECTIVE_TIMEOUT=SECONDS" in str(info.value)
+    assert "xs.config.update('collective_timeout', SECONDS)" in str(info.value)

