@@ -37,6 +37,7 @@ import xla_spmd.config as config
 from xla_spmd.backends.cpu import compiler, kernels
 from xla_spmd.backends.cpu.emitter import render_module
 from xla_spmd.backends.cpu.program import CONTROL, BufferPool, Program, plan, run_fusion
+from xla_spmd.backends.reference.control import while_rule
 from xla_spmd.backends.reference.evaluator import (
     EVALUATE,
     Context,
@@ -186,17 +187,9 @@ class CpuExecutable:
     def _control(self, inst, operands: list, ctx: _CpuContext) -> object:
         attrs = inst.attrs
         if inst.op.name == "while":
-            condition, body = (self.programs[id(c)] for c in (attrs.condition, attrs.body))
-            (state,) = operands
-            for _ in range(ctx.max_loop_iterations):
-                if not bool(self.execute(condition, [state], ctx)):
-                    return state
-                state = self.execute(body, [state], ctx)
-            raise EvaluationError(
-                f"while {inst.name}: condition {attrs.condition.name} still true after "
-                f"{ctx.max_loop_iterations} iterations; raise xla_spmd.config."
-                "max_loop_iterations (XLA_SPMD_MAX_LOOP_ITERATIONS) if the loop is meant to "
-                "run longer")
+            # The reference rule: its cap, its stop flag and its errors; ctx.call runs the
+            # condition and body through their CPU plans.
+            return while_rule(inst, operands, ctx)
         if inst.op.name == "conditional":
             selector, *arguments = operands
             if attrs.branch_computations:
