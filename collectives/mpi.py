@@ -684,7 +684,9 @@ def install_abort_on_error() -> None:
             report_at = getattr(value, "report_at", time.time() + _REPORT_GRACE)
             time.sleep(max(0.0, min(report_at - time.time(), 600.0)))
         with lock:
-            if isinstance(value, XlaSpmdError):
+            if issubclass(kind, KeyboardInterrupt):
+                text = "KeyboardInterrupt: interrupted (Ctrl-C)\n"
+            elif isinstance(value, XlaSpmdError):
                 text = f"{kind.__name__}: {value}\n"
             else:
                 text = "".join(traceback.format_exception(kind, value, tb))
