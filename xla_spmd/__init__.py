@@ -58,11 +58,13 @@ _EXPORTS = {
     "tree_leaves": "xla_spmd.frontend.pytree",
     "tree_structure": "xla_spmd.frontend.pytree",
     "register_pytree_node": "xla_spmd.frontend.pytree",
+    "register_dataclass": "xla_spmd.frontend.pytree",
 }
 
 
 # Submodules reachable as attributes (xs.distributed.initialize(), xs.numpy, ...).
-_SUBMODULES = {"config", "distributed", "errors", "lax", "nn", "numpy", "pipeline", "random"}
+_SUBMODULES = {"config", "distributed", "errors", "lax", "nn", "numpy", "pipeline", "random",
+              "tree"}
 
 
 def __getattr__(name: str):

@@ -51,7 +51,8 @@ def compile_for_devices(module: Module) -> DeviceProgram | None:
     num_devices = topology().num_devices
     if mesh is None or mesh.size == 1 < num_devices:
         return None
-    program = pipeline.compile(module, mesh=mesh, devices=[d.id for d in local_devices()])
+    program = pipeline.compile(module, mesh=mesh,
+                               devices=[d.id for d in local_devices() if d.id < mesh.size])
     return DeviceProgram(program, Runner(program.module, program.executable))
 
 
@@ -125,7 +126,7 @@ class Array(ShardedArray):
     >>> y = xs.device_put(np.ones((2, 4), np.float32),
     ...                   xs.NamedSharding(xs.make_mesh({"x": 2}), xs.P("x")))
     >>> z = y * 2 + 1.0
-    >>> type(z).__name__, z.dtype, z.sharding.dim_axes(0) == y.sharding.dim_axes(0)
+    >>> type(z).__name__, z.dtype, z.sharding == y.sharding
     ('Array', dtype('float32'), True)
     >>> float(z.sum())
     24.0
@@ -136,7 +137,7 @@ class Array(ShardedArray):
         """`array` as an Array (a runtime ShardedArray shares its shards; others pass)."""
         if isinstance(array, cls) or not isinstance(array, ShardedArray):
             return array
-        out = cls(array.shape, array.dtype, array.sharding, array._shards)
+        out = cls(array.shape, array.dtype, array.tensor_sharding, array._shards)
         out.weak_type = array.weak_type
         return out
 
