@@ -63,8 +63,8 @@ _EXPORTS = {
 
 
 # Submodules reachable as attributes (xs.distributed.initialize(), xs.numpy, ...).
-_SUBMODULES = {"config", "distributed", "errors", "lax", "nn", "numpy", "pipeline", "random",
-              "tree"}
+_SUBMODULES = {"checkpoint", "config", "distributed", "errors", "lax", "nn", "numpy",
+               "pipeline", "random", "tree"}
 
 
 def __getattr__(name: str):
