@@ -152,3 +152,18 @@ def test_jax_mesh_constructors():
         xs.Mesh(np.array(xs.devices()[4:]).reshape(2, 2), ("a", "b"))
     with pytest.raises(ShardingError, match="2 axis sizes"):
         xs.make_mesh((2, 4), ("a",))
+
+
+def test_named_and_axis_based_shardings_compare_by_placement():
+    from xla_spmd.mesh import AxisRef
+    from xla_spmd.sharding import DimSharding, TensorSharding
+
+    mesh = xs.make_mesh({"d": 4, "e": 2})
+    named = NamedSharding(mesh, P("d"))
+    assert named == NamedSharding(mesh, P("d", None)) == NamedSharding(mesh, P(("d",)))
+    assert hash(named) == hash(NamedSharding(mesh, P("d", None)))
+    assert named != NamedSharding(mesh, P(None, "d"))
+    open_dims = TensorSharding(mesh, (DimSharding(("d",), is_closed=False), DimSharding()))
+    assert named == open_dims
+    sub_axis = TensorSharding(mesh, (DimSharding((AxisRef("d", (1, 2)),)), DimSharding()))
+    assert named != sub_axis

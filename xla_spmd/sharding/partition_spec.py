@@ -137,7 +137,11 @@ class NamedSharding:
 
     def __eq__(self, other) -> bool:
         """Equal when they place data alike (as JAX's: trailing ``None`` entries do not
-        count)."""
+        count); a `TensorSharding` that places it alike (closed or not) is equal too."""
+        if isinstance(other, TensorSharding):
+            other = user_sharding(other)
+            if isinstance(other, TensorSharding):  # sub-axes or unreduced: no spec says it
+                return False
         if not isinstance(other, NamedSharding):
             return NotImplemented
         return self._placement() == other._placement()
