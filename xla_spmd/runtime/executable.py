@@ -111,10 +111,12 @@ def execute(executable: Executable, per_device_args: Mapping[int, Sequence]
         raise XlaSpmdError(f"no arguments for devices {missing}")
     if top.kind == "mpi":
         (device,) = top.local_device_ids
+        communicator = mpi_communicator()
+        # every rank names the program, those that run none of it too: the collectives after
+        # it (a gather) are checked to come from the same program on every rank
+        communicator.set_program(program_fingerprint(executable))
         if device >= count:
             return {}
-        communicator = mpi_communicator()
-        communicator.set_program(program_fingerprint(executable))
         return {device: executable.run(device, per_device_args[device], communicator)}
     world = _local_world(count)
     with blas_threads_per_device(count):

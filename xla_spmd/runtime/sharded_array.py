@@ -180,13 +180,18 @@ _REPR_MAX_SIZE = 1000  # larger arrays are summarised without values
 
 
 def _held_whole(array: ShardedArray) -> bool:
-    """Whether this process's shards cover the whole array (no communication needed)."""
-    if topology().kind != "mpi":
+    """Whether every process holds the whole array (no communication needed). Every rank
+    decides alike, from the sharding alone: a rank that skipped the gather's collective while
+    another entered it would leave that one waiting (a mesh smaller than the job leaves some
+    ranks without data; an uneven shard may be empty on one device and whole on another)."""
+    top = topology()
+    if top.kind != "mpi":
         return True
-    covered = np.zeros(array.shape, bool)
-    for device in array._shards:
-        covered[array.tensor_sharding.shard_slices(array.shape, device)] = True
-    return bool(covered.all())
+    sharding = array.tensor_sharding
+    if sharding.mesh.size != top.num_devices:
+        return False
+    return all(tuple(s.stop - s.start for s in sharding.shard_slices(array.shape, d))
+               == tuple(array.shape) for d in range(top.num_devices))
 
 
 def _assemble(array: ShardedArray) -> np.ndarray:
