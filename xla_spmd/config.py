@@ -81,7 +81,7 @@ class Option:
 
 
 OPTIONS: dict[str, Option] = {option.name: option for option in (
-    Option("backend", "reference", "XLA_SPMD_BACKEND", _choice("reference", "cpu", "gpu"),
+    Option("backend", "cpu", "XLA_SPMD_BACKEND", _choice("reference", "cpu", "gpu"),
            "the backend that compiles and runs per-device programs"),
     Option("deterministic_collectives", True, "XLA_SPMD_DETERMINISTIC", _boolean,
            "reduce floats in group order on every communicator (bit-identical in-process, "
@@ -94,6 +94,9 @@ OPTIONS: dict[str, Option] = {option.name: option for option in (
     Option("enable_x64", False, "XLA_SPMD_ENABLE_X64", _boolean,
            "64-bit types, as JAX's jax_enable_x64: off narrows f64/s64/u64/c128 inputs and "
            "defaults to 32 bits (Python floats become f32); on keeps them"),
+    Option("cost_profile", "", "XLA_SPMD_COST_PROFILE", str,
+           "a JSON profile from `xla-spmd calibrate` that the cost model prices programs "
+           "with; empty: the built-in profile"),
 )}
 
 
