@@ -10,7 +10,7 @@
 from xla_spmd.mesh import AxisRef, Mesh, make_mesh
 
 from .gspmd import ImportedSharding, axes_to_hlo, finest_mesh, hlo_to_axes, hlo_tuple_to_axes
-from .partition_spec import UNCONSTRAINED, NamedSharding, P, PartitionSpec
+from .partition_spec import UNCONSTRAINED, NamedSharding, P, PartitionSpec, user_sharding
 from .sdy_text import (
     parse_sharding,
     parse_sharding_per_value,
@@ -24,5 +24,6 @@ __all__ = [
     "UNCONSTRAINED", "AxisRef", "DimSharding", "ImportedSharding", "Mesh", "NamedSharding", "P",
     "PartitionSpec", "TensorSharding", "axes_to_hlo", "finest_mesh", "hlo_to_axes",
     "hlo_tuple_to_axes", "make_mesh", "parse_sharding", "parse_sharding_per_value",
-    "print_sharding", "print_sharding_per_value", "tile_devices", "visualize_sharding",
+    "print_sharding", "print_sharding_per_value", "tile_devices", "user_sharding",
+    "visualize_sharding",
 ]
