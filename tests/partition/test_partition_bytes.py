@@ -1,5 +1,6 @@
 """Bytes moved: the classic patterns hit the textbook minimum; XLA's programs are matched."""
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -7,6 +8,7 @@ import pytest
 from classic_patterns import PATTERNS
 from spmd_oracle import check
 
+from xla_spmd.errors import ParseError
 from xla_spmd.ir import parse_hlo
 from xla_spmd.mesh import make_mesh
 from xla_spmd.partition import collective_table, plan_reshard
@@ -26,20 +28,41 @@ def test_classic_pattern_moves_textbook_minimum(name):
     assert totals(collective_table(spmd))["total"] == pytest.approx(minimum)
 
 
-@pytest.mark.parametrize("case", ["sharded_mlp_dp8", "sharded_mlp_fsdp8",
-                                  "sharded_mlp_megatron_2x4", "sharded_transformer_2x4",
-                                  "sharded_transformer_dp8", "sharded_wsc",
-                                  "sharded_shard_map", "sharded_shard_map_gspmd",
-                                  "sharded_mlp_megatron_2x4_gspmd", "sharded_wsc_gspmd"])
+def _sharded_cases():
+    manifest = json.loads((DATA / "MANIFEST.json").read_text())
+    return [c["name"] for c in manifest["cases"] if c["sharded"]]
+
+
+# XLA's bytes for programs whose optimized text uses a form our parser does not read yet
+# (sub-axes in mesh replica groups, issue 15 section 3), counted by hand from the file: an
+# all-to-all of two f32[..] operands of 512 B each over 2 devices (512 B) and a
+# collective-permute of a 1024 B shard (1024 B), once per resharded operand.
+_XLA_BY_HAND = {"sharded_transpose_2d": 512 + 1024, "sharded_mixed_ew": 2 * (512 + 1024)}
+
+# Programs where we still move more than XLA (issue 15 section 2): strict, so closing one
+# makes its case fail until it is taken off this list.
+_KNOWN_GAPS = {"sharded_argmax", "sharded_conv_grad", "sharded_scan_grad", "sharded_concat",
+               "sharded_mixed_ew", "sharded_sort", "sharded_transpose_2d"}
+
+
+def _xla_bytes(case):
+    try:
+        return totals(collective_table(parse_hlo(
+            (DATA / case / f"{case}.optimized.hlo").read_text())))["total"]
+    except ParseError:
+        return _XLA_BY_HAND[case]
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="moves more bytes than XLA"))
+    if c in _KNOWN_GAPS else c for c in _sharded_cases()])
 def test_jax_program_exact_and_no_more_bytes_than_xla(case):
     module = parse_hlo((DATA / case / f"{case}.hlo").read_text())
     arrays = np.load(DATA / case / f"{case}.npz")
     args = [arrays[f"arg{i}"] for i in range(len(module.entry.parameters))]
     outs = [arrays[f"out{i}"] for i in range(sum(k.startswith("out") for k in arrays))]
     spmd = check(module, args, propagate=True, rtol=1e-4, atol=1e-5, expected=outs)
-    xla = parse_hlo((DATA / case / f"{case}.optimized.hlo").read_text())
-    ours, theirs = totals(collective_table(spmd))["total"], totals(collective_table(xla))["total"]
-    assert ours <= theirs
+    assert totals(collective_table(spmd))["total"] <= _xla_bytes(case)
 
 
 def test_planner_formulas():

@@ -292,30 +292,40 @@ class _Planner:
         self.cur[dim] = prefix
 
     def move_or_gather(self) -> bool:
+        """Move the longest suffix of a dim's axes that another dim wants next in one
+        all-to-all; gather the dim's minor axis when no dim wants it."""
         for dim in range(len(self.cur)):
             if self.is_prefix(dim):
                 continue
+            if self.move(dim):
+                return True
             axis = self.cur[dim][-1]
             prefix = self.cur[dim][:-1]
-            size = self.global_dims[dim]
-            for other in range(len(self.cur)):
-                if other == dim or self.wants_next(other) != axis:
-                    continue
-                n = self.size((axis,))
-                if not (compatible(size, self.size(prefix), n) and compatible(
-                        self.global_dims[other], self.size(self.cur[other]), n)):
-                    continue
-                self.steps.append(Step("all-to-all", (axis,), dim, other,
-                                       bytes=(n - 1) / n * self.local_bytes_padded(other,
-                                                                                  (axis,))))
-                self.cur[dim] = prefix
-                self.cur[other] = self.cur[other] + (axis,)
-                return True
-            if compatible(size, self.size(prefix), self.size((axis,))):
+            if compatible(self.global_dims[dim], self.size(prefix), self.size((axis,))):
                 self.gather(dim, (axis,))
             else:
                 self.gather(dim, self.cur[dim])
             return True
+        return False
+
+    def move(self, dim: int) -> bool:
+        size = self.global_dims[dim]
+        for start in range(len(self.cur[dim])):
+            moved, prefix = self.cur[dim][start:], self.cur[dim][:start]
+            n = self.size(moved)
+            for other in range(len(self.cur)):
+                have = len(self.cur[other])
+                if (other == dim or not self.is_prefix(other)
+                        or self.dst[other][have:have + len(moved)] != moved):
+                    continue
+                if not (compatible(size, self.size(prefix), n) and compatible(
+                        self.global_dims[other], self.size(self.cur[other]), n)):
+                    continue
+                self.steps.append(Step("all-to-all", moved, dim, other, bytes=(n - 1) / n *
+                                       self.local_bytes_padded(other, moved)))
+                self.cur[dim] = prefix
+                self.cur[other] = self.cur[other] + moved
+                return True
         return False
 
     def replicate_all(self) -> None:
