@@ -3,8 +3,10 @@
 reduce: kept dims take the result's axes; reduced dims keep the axes the operand already has
 there (when free), so the op reduces locally (padding masked with the init value, the
 reducer's identity) and one all-reduce with the op's own reducer combines the partial results
-over the axes of the reduced dims. Variadic reduces (argmax) need their reduced dims
-replicated, since an all-reduce combines each operand alone.
+over the axes of the reduced dims. A variadic reduce (argmax: (value, index) pairs) reduces
+locally too; since an all-reduce combines each operand alone, the partial results of each
+device are all-gathered along a new minor dim and reduced again with the op's own reducer
+(as XLA does): (n-1) x the partial result instead of gathering the operand.
 
 Windowed ops keep a sharded windowed dim sharded with a halo exchange (halo.py) when that moves
 fewer bytes than gathering it; sort keeps its sorted dim replicated and the others local.
@@ -37,17 +39,16 @@ def reduce(low, inst, operands):
     for k, d in enumerate(kept):
         operand_axes[d] = out_axes[k]
     partial = []
-    if half == 1:
-        current = inputs[0].sharding
-        for d in reduced:
-            axes = []
-            for axis in current.dims[d].axes:
-                if any(axis.overlaps(u) for u in used) or any(axis.overlaps(p)
-                                                              for p in partial):
-                    break
-                axes.append(axis)
-            operand_axes[d] = tuple(axes)
-            partial.extend(axes)
+    current = inputs[0].sharding
+    for d in reduced:
+        axes = []
+        for axis in current.dims[d].axes:
+            if any(axis.overlaps(u) for u in used) or any(axis.overlaps(p)
+                                                          for p in partial):
+                break
+            axes.append(axis)
+        operand_axes[d] = tuple(axes)
+        partial.extend(axes)
     wanted = low.sharding(operand_axes)
     args = []
     for x, init in zip(inputs, inits):
@@ -61,6 +62,8 @@ def reduce(low, inst, operands):
         local_shape = TupleShape(tuple(low.local_shape(s, local_sharding)
                                        for s in inst.shape.elements))
         local = low.em.clone(inst, [a.inst for a in args], local_shape)
+        if partial:
+            local = _combine_partials(low, inst, local, partial, args[half:])
         value = low.explode(local, shardings, inst.shape)
         flat = [low.reshard(v, t) for v, t in zip(value.items, targets)]
         return unflatten(inst.shape, flat)
@@ -74,6 +77,20 @@ def reduce(low, inst, operands):
                                              sharding=local_sharding)
         value = PValue(inst_reduced, low.sharding(out_axes, kept_unreduced), inst.shape)
     return low.reshard(value, target)
+
+
+def _combine_partials(low, inst, local, partial, inits):
+    """The variadic reduce `inst` finished across the devices of `partial` axes: each
+    result's partial values all-gathered along a new minor dim, then reduced again."""
+    em = low.em
+    gathered = []
+    for index, shape in enumerate(local.shape.elements):
+        part = em.op("get-tuple-element", local, index=index)
+        part = em.reshape(part, shape.dims + (1,))
+        gathered.append(em.all_gather(part, shape.rank, partial))
+    rank = local.shape.elements[0].rank
+    return em.op("reduce", *gathered, *[i.inst for i in inits], shape=local.shape,
+                 dimensions=(rank,), to_apply=inst.attrs.to_apply)
 
 
 def _moving(window) -> set[int]:
