@@ -42,7 +42,7 @@ _XLA_BY_HAND = {"sharded_transpose_2d": 512 + 1024, "sharded_mixed_ew": 2 * (512
 # Programs where we still move more than XLA (issue 15 section 2): strict, so closing one
 # makes its case fail until it is taken off this list.
 _KNOWN_GAPS = {"sharded_conv_grad", "sharded_scan_grad", "sharded_concat",
-               "sharded_mixed_ew", "sharded_sort", "sharded_transpose_2d"}
+               "sharded_mixed_ew", "sharded_transpose_2d"}
 
 
 def _xla_bytes(case):

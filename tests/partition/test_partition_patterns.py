@@ -46,3 +46,34 @@ def test_argmax_over_sharded_dim_gathers_partial_pairs_not_the_operand(n):
     assert [r["kind"] for r in rows] == ["all-gather", "all-gather"]
     # (value, index) partial results of 6 rows from 4 devices, not the f32[6,n] operand
     assert totals(rows)["total"] == 3 * (6 * 4 + 6 * 4)
+
+
+ARGSORT = """HloModule argsort
+less {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  ROOT lt = pred[] compare(a, b), direction=LT
+}
+ENTRY e {
+  x = f32[{rows},16] parameter(0), sharding={devices=[1,8]<=[8]}
+  iota = s32[{rows},16] iota(), iota_dimension=1
+  s = (f32[{rows},16], s32[{rows},16]) sort(x, iota), dimensions={1}, is_stable=true, to_apply=less
+  v = f32[{rows},16] get-tuple-element(s), index=0
+  k = s32[{rows},16] get-tuple-element(s), index=1
+  ROOT t = (f32[{rows},16], s32[{rows},16]) tuple(v, k), sharding={{devices=[1,8]<=[8]}, {devices=[1,8]<=[8]}}
+}
+"""
+
+
+@pytest.mark.parametrize("rows, kinds", [(8, ["all-to-all"] * 3), (3, ["all-gather"])])
+def test_sort_along_sharded_dim_moves_its_axes_to_another_dim(rows, kinds):
+    module = parse_hlo(ARGSORT.replace("{rows}", str(rows)))
+    x = np.random.default_rng(rows).integers(-4, 4, (rows, 16)).astype(np.float32)
+    expected = np.argsort(x, axis=1, kind="stable").astype(np.int32)
+    spmd = check(module, [x], propagate=True,
+                 expected=[np.take_along_axis(x, expected, axis=1), expected])
+    # 8 rows: the keys all-to-all onto the rows (the iota is made where it is needed), both
+    # results back; 3 rows do not split 8 ways: the sorted dim is gathered, results sliced.
+    assert [r["kind"] for r in collective_table(spmd)] == kinds
