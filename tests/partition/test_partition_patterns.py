@@ -62,7 +62,8 @@ ENTRY e {
   s = (f32[{rows},16], s32[{rows},16]) sort(x, iota), dimensions={1}, is_stable=true, to_apply=less
   v = f32[{rows},16] get-tuple-element(s), index=0
   k = s32[{rows},16] get-tuple-element(s), index=1
-  ROOT t = (f32[{rows},16], s32[{rows},16]) tuple(v, k), sharding={{devices=[1,8]<=[8]}, {devices=[1,8]<=[8]}}
+  ROOT t = (f32[{rows},16], s32[{rows},16]) tuple(v, k),
+    sharding={{devices=[1,8]<=[8]}, {devices=[1,8]<=[8]}}
 }
 """
 
