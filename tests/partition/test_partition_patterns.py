@@ -78,3 +78,26 @@ def test_sort_along_sharded_dim_moves_its_axes_to_another_dim(rows, kinds):
     # 8 rows: the keys all-to-all onto the rows (the iota is made where it is needed), both
     # results back; 3 rows do not split 8 ways: the sorted dim is gathered, results sliced.
     assert [r["kind"] for r in collective_table(spmd)] == kinds
+
+
+TRANSPOSE = """HloModule transpose
+ENTRY e {
+  x = f32[{r},{c}] parameter(0), sharding={devices=[2,4]<=[8]}
+  t = f32[{c},{r}] transpose(x), dimensions={1,0}
+  ROOT y = f32[{c},{r}] add(t, t), sharding={devices=[2,4]<=[8]}
+}
+"""
+
+
+@pytest.mark.parametrize("r, c, kinds", [
+    (8, 16, ["all-to-all", "collective-permute"]),  # as XLA: split "y", move half, permute
+    (6, 10, None)])                                  # uneven: any plan, exact values
+def test_transpose_of_2d_sharded_array_all_to_all_then_permute(r, c, kinds):
+    module = parse_hlo(TRANSPOSE.replace("{r}", str(r)).replace("{c}", str(c)))
+    x = np.random.default_rng(r).standard_normal((r, c)).astype(np.float32)
+    spmd = check(module, [x], propagate=True, expected=[2 * x.T])
+    rows = collective_table(spmd)
+    if kinds is not None:
+        assert [row["kind"] for row in rows] == kinds
+        local = r * c // 8 * 4
+        assert totals(rows)["total"] == local / 2 + local

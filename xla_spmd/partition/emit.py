@@ -271,6 +271,9 @@ def _lower_step(em: Emitter, x: Instruction, step: Step, cur, unreduced, global_
         if not cur[dim]:
             x = em.slice_dim(x, dim, global_dims[dim])
         return x, cur, unreduced
+    if kind == "split":  # the same shards, named by finer sub-axes
+        cur[dim] = tuple(axes)
+        return x, cur, unreduced
     if kind == "all-to-all":
         return _lower_all_to_all(em, x, step, cur, unreduced, global_dims, mesh)
     if kind == "reduce-scatter":

@@ -91,6 +91,8 @@ class Step:
             return f"reduce-scatter dim {self.dim} over {_fmt(self.axes)}{cost}"
         if self.kind == "all-reduce":
             return f"all-reduce over {_fmt(self.axes)}{cost}"
+        if self.kind == "split":
+            return f"split dim {self.dim}'s axes as {_fmt(self.axes)}"
         if self.kind == "to-unreduced":
             return f"to-unreduced over {_fmt(self.axes)}"
         return f"collective-permute{cost}"
@@ -133,11 +135,63 @@ def _plan(mesh, global_dims, itemsize, src_dims, src_unreduced, dst_dims, dst_un
     best = greedy
     if permute is not None and permute.bytes < best.bytes:
         best = permute
-    sliced = _slice_then_permute(mesh, global_dims, itemsize, src_dims, src_unreduced,
-                                 dst_dims, dst_unreduced)
-    if sliced is not None and sliced.bytes < best.bytes:
-        best = sliced
+    for candidate in (_slice_then_permute, _split_then_permute):
+        plan = candidate(mesh, global_dims, itemsize, src_dims, src_unreduced, dst_dims,
+                         dst_unreduced)
+        if plan is not None and plan.bytes < best.bytes:
+            best = plan
     return best
+
+
+def split_minor(mesh, axis: AxisRef, k: int) -> tuple[AxisRef, AxisRef] | None:
+    """`axis` as (major, minor) sub-axes with a minor part of `k` devices; None if `k` does
+    not divide it. Both shard a dim exactly as `axis` alone does."""
+    full = mesh.shape[axis.name]
+    pre, size = axis.sub_axis or (1, full)
+    if size % k or size == k:
+        return None
+    major = size // k
+    return (AxisRef(axis.name, (pre, major)) if (pre, major) != (1, full) else AxisRef(axis.name),
+            AxisRef(axis.name, (pre * major, k)))
+
+
+def _split_then_permute(mesh, global_dims, itemsize, src_dims, src_unreduced, dst_dims,
+                        dst_unreduced) -> Plan | None:
+    """Tiles of another shape: move a minor factor k of one dim's devices to another dim with
+    one all-to-all (splitting the dim's minor axis into sub-axes, which moves nothing), then
+    permute the tiles into place (a 2-D-sharded transpose, as XLA does it)."""
+    if src_unreduced or dst_unreduced:
+        return None
+    src = [axes_size(mesh, a) for a in src_dims]
+    dst = [axes_size(mesh, a) for a in dst_dims]
+    changed = [d for d in range(len(src)) if src[d] != dst[d]]
+    if len(changed) != 2:
+        return None
+    grow, shrink = changed if dst[changed[0]] > src[changed[0]] else changed[::-1]
+    k = dst[grow] // src[grow]
+    if (dst[grow] % src[grow] or src[shrink] != dst[shrink] * k or not src_dims[shrink]
+            or global_dims[grow] % dst[grow] or global_dims[shrink] % src[shrink]):
+        return None
+    last = src_dims[shrink][-1]
+    if axes_size(mesh, (last,)) == k:
+        kept, moved = src_dims[shrink][:-1], last
+        steps = []
+    else:
+        parts = split_minor(mesh, last, k)
+        if parts is None:
+            return None
+        kept, moved = src_dims[shrink][:-1] + parts[:1], parts[1]
+        steps = [Step("split", kept + (moved,), shrink)]
+    middle = list(src_dims)
+    middle[shrink], middle[grow] = kept, tuple(src_dims[grow]) + (moved,)
+    local = math.prod(shard_dims(mesh, tuple(src_dims), global_dims)) * itemsize
+    steps.append(Step("all-to-all", (moved,), shrink, grow, bytes=(k - 1) / k * local))
+    if tuple(middle) == tuple(dst_dims):
+        return Plan(tuple(steps))
+    permute = _permute_plan(mesh, global_dims, itemsize, tuple(middle), (), dst_dims, ())
+    if permute is None:
+        return None
+    return Plan(tuple(steps) + permute.steps)
 
 
 def _slice_then_permute(mesh, global_dims, itemsize, src_dims, src_unreduced, dst_dims,
