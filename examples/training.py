@@ -32,7 +32,37 @@ def parse_args(description: str, steps: int = 20) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=steps)
     parser.add_argument("--log-every", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
+    add_checkpoint_flags(parser)
     return parser.parse_args()
+
+
+# ----- checkpoints: --checkpoint-dir, --checkpoint-every, --resume -----
+
+def add_checkpoint_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--checkpoint-dir", help="save sharded checkpoints here, every "
+                        "--checkpoint-every steps and at the end (keeps the last 3)")
+    parser.add_argument("--checkpoint-every", type=int, default=10)
+    parser.add_argument("--resume", action="store_true", help="continue from the latest "
+                        "checkpoint in --checkpoint-dir, on this run's mesh and strategy")
+
+
+def checkpoints(args, params, console):
+    """The checkpoint manager (None without --checkpoint-dir), the step to start from, and
+    the parameters: with --resume, the latest checkpoint's, placed like `params` (any mesh
+    and strategy; the data of step i depends on i only, so the run continues exactly)."""
+    if not args.checkpoint_dir:
+        if args.resume:
+            raise SystemExit("--resume needs --checkpoint-dir")
+        return None, 0, params
+    manager = xs.checkpoint.CheckpointManager(args.checkpoint_dir, max_to_keep=3,
+                                              save_interval_steps=args.checkpoint_every)
+    start = manager.latest_step() if args.resume else None
+    if start is None:
+        if args.resume:
+            console.print(f"no checkpoint in {args.checkpoint_dir}: starting at step 0")
+        return manager, 0, params
+    console.print(f"resuming from step {start} ({args.checkpoint_dir})")
+    return manager, start, manager.restore(start, target_shardings=params)
 
 
 def make_mesh(text: str) -> xs.Mesh:
@@ -109,17 +139,25 @@ def train(step, params, batches, *, args, items_per_step: int, unit: str, title:
                       no_color=not live)
     console.print(f"[bold]{title}[/]: mesh {args.mesh}, strategy {args.strategy}, "
                   f"{xs.device_count()} devices ({xs.process_count()} processes)")
+    manager, start, params = checkpoints(args, params, console)
     losses = []
     columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
                TimeElapsedColumn())
     with Progress(*columns, console=console, disable=not (speaker and live)) as progress:
-        task = progress.add_task("training", total=args.steps, info="")
-        start = time.perf_counter()
-        for i in range(args.steps):
+        task = progress.add_task("training", total=args.steps, completed=start, info="")
+        started = time.perf_counter()
+        for i in range(start, args.steps):
             params, loss = step(params, *batches(i))
             losses.append(float(np.asarray(loss)))
-            rate = items_per_step * (i + 1) / (time.perf_counter() - start)
+            if manager is not None:
+                manager.save(i + 1, params, {"mesh": args.mesh, "strategy": args.strategy})
+            rate = items_per_step * (i + 1 - start) / (time.perf_counter() - started)
             progress.update(task, advance=1, info=f"loss {losses[-1]:.4f}  {rate:,.0f} {unit}/s")
-            if (i + 1) % args.log_every == 0 or i == 0:
+            if (i + 1) % args.log_every == 0 or i == start:
                 progress.console.print(f"step {i + 1:4d}  loss {losses[-1]:.6f}")
+    if manager is not None:
+        if args.steps > start:
+            manager.save(args.steps, params, {"mesh": args.mesh, "strategy": args.strategy},
+                         force=True)
+        manager.close()
     return losses

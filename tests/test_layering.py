@@ -55,6 +55,11 @@ LAYERS = {
     "xla_spmd/api.py": ("xla_spmd.api",
                         {"xla_spmd.errors", "xla_spmd.ir", "xla_spmd.frontend",
                          "xla_spmd.pipeline", "xla_spmd.runtime"}),
+    # Checkpoints save and restore the runtime's ShardedArrays; under MPI their processes
+    # meet through their own communicator.
+    "xla_spmd/checkpoint": ("xla_spmd.checkpoint",
+                            {"xla_spmd.errors", "xla_spmd.mesh", "xla_spmd.sharding",
+                             "xla_spmd.runtime", "xla_spmd.collectives"}),
 }
 
 

@@ -62,7 +62,8 @@ _EXPORTS = {
 
 
 # Submodules reachable as attributes (xs.distributed.initialize(), xs.numpy, ...).
-_SUBMODULES = {"config", "distributed", "errors", "lax", "nn", "numpy", "pipeline", "random"}
+_SUBMODULES = {"checkpoint", "config", "distributed", "errors", "lax", "nn", "numpy",
+               "pipeline", "random"}
 
 
 def __getattr__(name: str):

@@ -69,6 +69,10 @@ class CommunicationError(XlaSpmdError):
     """A collective failed: a peer raised, or did not arrive in time."""
 
 
+class CheckpointError(XlaSpmdError):
+    """A checkpoint cannot be saved or restored: names the directory, step, leaf and chunk."""
+
+
 class MissingRuleError(XlaSpmdError, KeyError):
     """A registry has no entry for an opcode ("no sharding rule for 'dot'")."""
 
