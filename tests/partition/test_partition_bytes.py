@@ -41,7 +41,7 @@ _XLA_BY_HAND = {"sharded_transpose_2d": 512 + 1024, "sharded_mixed_ew": 2 * (512
 
 # Programs where we still move more than XLA (issue 15 section 2): strict, so closing one
 # makes its case fail until it is taken off this list.
-_KNOWN_GAPS = {"sharded_conv_grad", "sharded_scan_grad", "sharded_concat"}
+_KNOWN_GAPS = {"sharded_conv_grad", "sharded_scan_grad"}
 
 
 def _xla_bytes(case):

@@ -101,3 +101,27 @@ def test_transpose_of_2d_sharded_array_all_to_all_then_permute(r, c, kinds):
         assert [row["kind"] for row in rows] == kinds
         local = r * c // 8 * 4
         assert totals(rows)["total"] == local / 2 + local
+
+
+CONCAT = """HloModule concat
+ENTRY e {
+  a = f32[{n},{m}] parameter(0), sharding={devices=[8,1]<=[8]}
+  b = f32[{k},{m}] parameter(1), sharding={devices=[8,1]<=[8]}
+  ROOT c = f32[{t},{m}] concatenate(a, b), dimensions={0}, sharding={devices=[8,1]<=[8]}
+}
+"""
+
+
+@pytest.mark.parametrize("n, k, m, kinds", [
+    (64, 32, 16, ["all-to-all"] * 3),  # park the rows' axis on the columns, as XLA
+    (13, 6, 3, None)])                 # uneven rows, 3 columns: halo or gather, exact
+def test_concatenate_along_sharded_dim(n, k, m, kinds):
+    text = CONCAT
+    for key, value in {"n": n, "k": k, "m": m, "t": n + k}.items():
+        text = text.replace("{" + key + "}", str(value))
+    rng = np.random.default_rng(n)
+    a, b = (rng.standard_normal((r, m)).astype(np.float32) for r in (n, k))
+    spmd = check(parse_hlo(text), [a, b], propagate=True,
+                 expected=[np.concatenate([a, b])])
+    if kinds is not None:
+        assert [row["kind"] for row in collective_table(spmd)] == kinds

@@ -19,9 +19,10 @@ import dataclasses
 
 from xla_spmd.ir import TupleShape
 from xla_spmd.partition.halo import cheaper_than_gather, exchange, local_window, plan_window
+from xla_spmd.partition.park import moved_bytes, park
 from xla_spmd.partition.partitioner import PValue, unflatten
 from xla_spmd.partition.registry import HANDLERS
-from xla_spmd.partition.reshard import axes_size, plan_reshard
+from xla_spmd.partition.reshard import axes_size
 from xla_spmd.partition.uneven import mask_padding
 
 
@@ -173,9 +174,10 @@ def sort(low, inst, operands):
     (dim,) = inst.attrs.dimensions
     compute = target.replace(dims=[[] if d == dim else list(s.axes)
                                    for d, s in enumerate(target.dims)], unreduced=())
+    results = [(o.global_shape, t) for o, t in zip(operands, targets)]
     parked = park(low, operands[0], compute, dim)
-    if parked is not None and (moved_bytes(operands, parked, targets)
-                               < moved_bytes(operands, compute, targets)):
+    if parked is not None and (moved_bytes(operands, parked, results)
+                               < moved_bytes(operands, compute, results)):
         compute = parked
     args = [low.reshard(o, compute) for o in operands]
     if isinstance(inst.shape, TupleShape):
@@ -184,38 +186,3 @@ def sort(low, inst, operands):
         value = low.explode(local, [compute] * len(inst.shape.elements), inst.shape)
         return unflatten(inst.shape, [low.reshard(v, t) for v, t in zip(value.items, targets)])
     return low.reshard(low.emit(inst, args, compute), target)
-
-
-def park(low, operand, compute, dim):
-    """`compute` (`dim` replicated) with the axes `operand` has on `dim` moved onto the
-    largest other dim they divide evenly, so that an all-to-all, not an all-gather, frees
-    `dim` (GSPMD's sort along a sharded dim); None when no dim takes them."""
-    used = {a for d in compute.dims for a in d.axes}
-    moved = [a for a in operand.sharding.dims[dim].axes
-             if not any(a.overlaps(u) for u in used)]
-    if not moved:
-        return None
-    sizes = operand.global_shape.dims
-    best = None
-    for d, axes in enumerate(compute.dims):
-        if d == dim or sizes[d] % (axes_size(low.mesh, axes.axes + tuple(moved))):
-            continue
-        if best is None or sizes[d] // axes_size(low.mesh, axes.axes) > \
-                sizes[best] // axes_size(low.mesh, compute.dims[best].axes):
-            best = d
-    if best is None:
-        return None
-    return compute.replace(dims=[list(s.axes) + (moved if d == best else [])
-                                 for d, s in enumerate(compute.dims)])
-
-
-def moved_bytes(operands, compute, targets) -> float:
-    """Bytes to reshard `operands` to `compute` and results from `compute` to `targets`."""
-    total = 0.0
-    for value in operands:
-        shape = value.global_shape
-        total += plan_reshard(value.sharding, compute, shape.dims, shape.dtype.itemsize).bytes
-    for value, target in zip(operands, targets):
-        shape = value.global_shape
-        total += plan_reshard(compute, target, shape.dims, shape.dtype.itemsize).bytes
-    return total
