@@ -285,9 +285,11 @@ class _Planner:
                 best_dim, best_axes = dim, tuple(run)
         if best_axes:
             n = self.size(best_axes)
-            self.steps.append(Step("reduce-scatter", best_axes, best_dim,
-                                   bytes=(n - 1) / n * self.local_bytes_padded(best_dim,
-                                                                               best_axes)))
+            scatter = (n - 1) / n * self.local_bytes_padded(best_dim, best_axes)
+            if scatter >= 2 * (n - 1) / n * self.local_bytes():  # heavy padding: reduce all
+                best_axes = ()
+        if best_axes:
+            self.steps.append(Step("reduce-scatter", best_axes, best_dim, bytes=scatter))
             self.cur[best_dim] = self.cur[best_dim] + best_axes
             rest = tuple(a for a in drop if a not in best_axes)
         else:
