@@ -182,8 +182,12 @@ def _run_on_devices(module, inputs, devices: int | None, backend: str | None) ->
     elif devices:
         set_num_devices(devices)
     if any(isinstance(p.shape, TupleShape) for p in module.entry.parameters):
-        raise XlaSpmdError("running on devices needs array parameters; this program has "
-                           "tuple parameters (use_tuple_args)")
+        # use_tuple_args: each array of a tuple parameter is placed on its devices alone.
+        from xla_spmd.backends.reference import leaves
+        from xla_spmd.passes.parameters import flatten_tuple_parameters
+
+        module = flatten_tuple_parameters(module)
+        inputs = [leaf for value in inputs for leaf in leaves(value)]
     # A program with no sharding anywhere runs replicated: every device holds everything.
     mesh = None if _has_shardings(module) else make_mesh({"x": topology().num_devices})
     program = pipeline.compile(module, mesh=mesh, backend=backend,

@@ -117,7 +117,8 @@ UNARY_FUNCTIONS = {
     "log-plus-one": np.log1p,
     "sqrt": np.sqrt,
     "rsqrt": lambda x: 1 / np.sqrt(x),
-    "cbrt": lambda x: np.cbrt(x.astype(np.float64)) if x.dtype == np.float32 else np.cbrt(x),
+    "cbrt": lambda x: np.power(x, 1 / 3) if x.dtype.kind == "c"  # the principal root
+    else np.cbrt(x.astype(np.float64)) if x.dtype == np.float32 else np.cbrt(x),
     "tanh": np.tanh,
     "logistic": _logistic,
     "sine": np.sin,

@@ -28,6 +28,7 @@ import itertools
 
 import numpy as np
 
+from xla_spmd.backends.comparators import recognize_comparator
 from xla_spmd.backends.reference.elementwise import apply_binary, total_order_key
 from xla_spmd.backends.reference.evaluator import EVALUATE, Context, leaves
 from xla_spmd.backends.reference.numeric import compute_dtype, is_float
@@ -306,32 +307,63 @@ def select_and_scatter_rule(inst: Instruction, operands: list, ctx: Context):
 # sort, topk
 
 
-def _simple_comparator(computation: Computation, operand: np.ndarray):
-    """(descending?, key function) if the comparator is a compare LT/GT of operand 0's pair."""
-    root = computation.root
-    params = computation.parameters
-    if root.op.name != "compare" or len(computation.instructions) != len(params) + 1:
+def _key_order(ctx: Context, computation: Computation, arrays: list,
+               axis: int) -> np.ndarray | None:
+    """The stable sort order for a recognised lexicographic comparator (numpy's lexsort of
+    each key's values), or None when the comparator is not one or its keys hold NaNs under a
+    FLOAT compare (no strict weak order)."""
+    keys = recognize_comparator(computation)
+    if keys is None:
         return None
-    direction = root.attrs.direction.value
-    if direction not in ("LT", "GT") or len(params) < 2:
+    columns = []
+    for key in reversed(keys):  # np.lexsort takes the major key last
+        values = _key_values(ctx, computation, key, arrays[key.operand])
+        if values is None:
+            return None
+        # Dense ranks: equal keys tie, and a descending key is an ascending negated rank.
+        _, rank = np.unique(values, return_inverse=True)
+        rank = rank.reshape(values.shape)
+        columns.append(-rank if key.descending else rank)
+    moved = [np.moveaxis(c, axis, -1) for c in columns]
+    return np.moveaxis(np.lexsort(moved, axis=-1), -1, axis)
+
+
+def _key_values(ctx: Context, computation: Computation, key, operand: np.ndarray):
+    """The key expression evaluated on every element of `operand`, as sortable values."""
+    values = {id(key.parameter): operand}
+    needed = _reached(key.expression)
+    for inst in computation.instructions:
+        if id(inst) in values or id(inst) not in needed:
+            continue
+        args = [values[id(o)] for o in inst.operands]
+        if inst.op.name == "bitcast-convert":  # the rule reshapes to the scalar shape
+            values[id(inst)] = np.asarray(args[0]).view(inst.shape.dtype.numpy)
+        else:
+            with np.errstate(all="ignore"):
+                values[id(inst)] = np.broadcast_to(EVALUATE.lookup(inst.op.name)(
+                    inst, args, ctx), operand.shape)
+    result = np.asarray(values[id(key.expression)])
+    if result.dtype.kind == "c":
         return None
-    a, b = (id(o) for o in root.operands)
-    if (a, b) == (id(params[0]), id(params[1])):
-        descending = direction == "GT"
-    elif (a, b) == (id(params[1]), id(params[0])):
-        descending = direction == "LT"
-    else:
-        return None
-    kind = root.attrs.type.value if root.attrs.type is not None else None
-    if operand.dtype.kind == "c":
-        return None
-    if is_float(operand.dtype):
+    if is_float(result.dtype):
+        kind = key.comparison.value if key.comparison is not None else "FLOAT"
         if kind == "TOTALORDER":
-            return descending, total_order_key
-        if np.isnan(operand.astype(np.float64)).any():
-            return None  # FLOAT compares with NaN are no strict weak order: sort generally
-        return descending, lambda v: v.astype(np.float64)
-    return descending, lambda v: v
+            return total_order_key(result)
+        result = result.astype(np.float64)
+        if np.isnan(result).any():
+            return None
+    return result
+
+
+def _reached(root: Instruction) -> set[int]:
+    """The ids of `root` and every instruction it reads."""
+    stack, seen = [root], set()
+    while stack:
+        node = stack.pop()
+        if id(node) not in seen:
+            seen.add(id(node))
+            stack.extend(node.operands)
+    return seen
 
 
 def _argsort_stable(keys: np.ndarray, axis: int, descending: bool) -> np.ndarray:
@@ -405,16 +437,12 @@ def sort_rule(inst: Instruction, operands: list, ctx: Context):
     first = operands[0]
     if first.ndim == 0 or first.shape[axis] <= 1:
         return _pack(inst, [np.array(o) for o in operands])
-    simple = _simple_comparator(computation, first)
-    if simple is not None:
-        descending, key = simple
-        order = _argsort_stable(key(first), axis, descending)
-    else:
-        order = None
-        if is_elementwise(computation) and first.size * first.shape[axis] <= _PAIRWISE_LIMIT:
-            order = _sort_pairwise(ctx, computation, operands, axis)
-        if order is None:
-            order = _sort_general(ctx, computation, operands, axis)
+    order = _key_order(ctx, computation, operands, axis)
+    if order is None and is_elementwise(computation) \
+            and first.size * first.shape[axis] <= _PAIRWISE_LIMIT:
+        order = _sort_pairwise(ctx, computation, operands, axis)
+    if order is None:
+        order = _sort_general(ctx, computation, operands, axis)
     return _pack(inst, [np.take_along_axis(o, order, axis=axis) for o in operands])
 
 

@@ -568,3 +568,95 @@ def test_errors_name_line_and_column(text, line, column, message):
     assert (error.line, error.column) == (line, column), str(error)
     assert error.file == "bad.hlo"
     assert error.source_line == text.splitlines()[line - 1]
+
+
+def test_omitted_shape_in_a_reducer_is_inferred():
+    from xla_spmd.backends.reference import evaluate
+
+    module = parse_hlo("""HloModule m
+min_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT min = minimum(a, b)
+}
+ENTRY e {
+  p = f32[4] parameter(0)
+  init = f32[] constant(inf)
+  ROOT r = f32[] reduce(p, init), dimensions={0}, to_apply=min_f32
+}""")
+    reducer = next(c for c in module.computations if c.name == "min_f32")
+    assert str(reducer.root.shape) == "f32[]"
+    assert evaluate(module, [np.array([3, 1, 2, 5], np.float32)]) == 1.0
+
+
+def test_omitted_shape_of_a_parameter_is_an_error():
+    with pytest.raises(ParseError, match=r"3:7: parameter p needs its shape"):
+        parse_hlo("HloModule m\nENTRY e {\n  p = parameter(0)\n}")
+
+
+SUB_AXIS_GROUPS = """HloModule m, num_partitions=8
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+
+ENTRY e {
+  p = f32[4]{0} parameter(0)
+  ROOT r = f32[4]{0} all-reduce(p), channel_id=1, replica_groups=GROUPS, use_global_device_ids=true, to_apply=add
+}
+"""
+
+
+@pytest.mark.parametrize("groups, expected", [
+    # 'x' = 4 splits into (1)2 (major) and (2)2 (minor); device = 2 * x + y.
+    ("mesh['x'=4,'y'=2] {'x':(2)2}", ((0, 2), (1, 3), (4, 6), (5, 7))),
+    ("mesh['x'=4,'y'=2] {'x':(1)2}", ((0, 4), (1, 5), (2, 6), (3, 7))),
+    ("mesh['x'=4,'y'=2] {'y','x':(2)2}", ((0, 2, 1, 3), (4, 6, 5, 7))),
+    ("mesh['x'=4,'y'=2], device_ids=([2,4]T(1,0)) {'x':(2)2}",
+     ((0, 1), (4, 5), (2, 3), (6, 7))),
+])
+def test_mesh_replica_groups_with_sub_axes(groups, expected):
+    text = SUB_AXIS_GROUPS.replace("GROUPS", groups)
+    module = parse_hlo(text)
+    assert module.entry.root.attrs.replica_groups.explicit == expected
+    assert print_module(module).strip() == text.strip()
+
+
+def test_mesh_replica_group_sub_axis_must_divide_its_axis():
+    with pytest.raises(ParseError, match=r"sub-axis 'x':\(3\)2 does not divide mesh axis 'x'"):
+        parse_hlo(SUB_AXIS_GROUPS.replace("GROUPS", "mesh['x'=4,'y'=2] {'x':(3)2}"))
+
+
+@pytest.mark.parametrize("dtype, values, doubled", [
+    ("s2", "{1, -2, 0, -1}", [-2, 0, 0, -2]),           # 2-bit integers wrap around
+    ("u2", "{3, 0, 1, 2}", [2, 0, 2, 0]),
+    ("f8e3m4", "{1, 0.5, -2, 3.5}", [2, 1, -4, 7]),
+    ("f8e4m3", "{1, 0.5, -2, 3.5}", [2, 1, -4, 7]),
+    ("f6e2m3fn", "{1, 0.5, -2, 3}", [2, 1, -4, 6]),
+    ("f6e3m2fn", "{1, 0.5, -2, 3}", [2, 1, -4, 6]),
+    ("f4e2m1fn", "{1, 0.5, -2, 3}", [2, 1, -4, 6]),     # 6 is the largest f4e2m1fn
+    ("f8e8m0fnu", "{1, 0.5, 2, 4}", [2, 1, 4, 8]),      # powers of two only
+])
+def test_narrow_element_types(dtype, values, doubled):
+    from xla_spmd.backends.reference import evaluate
+
+    text = f"HloModule m\n\nENTRY e {{\n  c = {dtype}[4]{{0}} constant({values})\n" \
+           f"  ROOT a = {dtype}[4]{{0}} add(c, c)\n}}\n"
+    module = parse_hlo(text)
+    assert print_module(module).strip() == text.strip()
+    np.testing.assert_array_equal(np.asarray(evaluate(module, [])).astype(np.float64), doubled)
+
+
+def test_sub_axis_replica_groups_run_on_devices():
+    from xla_spmd.backends.reference import evaluate_spmd
+
+    module = parse_hlo(SUB_AXIS_GROUPS.replace("GROUPS", "mesh['x'=4,'y'=2] {'x':(2)2}"))
+    inputs = [[np.full(4, 10.0 ** d, np.float32)] for d in range(8)]
+    results = evaluate_spmd(module, inputs, 8)
+    # groups {0, 2}, {1, 3}, {4, 6}, {5, 7}
+    partner = {0: 2, 2: 0, 1: 3, 3: 1, 4: 6, 6: 4, 5: 7, 7: 5}
+    for device, result in enumerate(results):
+        np.testing.assert_array_equal(result, np.full(4, 10.0 ** device + 10.0 ** partner[device],
+                                                      np.float32))

@@ -184,3 +184,31 @@ def test_convert_complex_to_real_takes_the_real_part_first():
   return %0 : tensor<2xi32>
 }""")
     assert [i.opcode for i in module.entry.instructions] == ["parameter", "real", "convert"]
+
+
+LONELY_RECV = """
+module @lonely {
+  func.func @wait(%t : !stablehlo.token) -> (tensor<2xi32>, !stablehlo.token) {
+    %r:2 = "stablehlo.recv"(%t) {
+      channel_handle = #stablehlo.channel_handle<handle = 5, type = 3>, is_host_transfer = true
+    } : (!stablehlo.token) -> (tensor<2xi32>, !stablehlo.token)
+    return %r#0, %r#1 : tensor<2xi32>, !stablehlo.token
+  }
+  func.func @main() {
+    %t = stablehlo.after_all : !stablehlo.token
+    %r:2 = "interpreter.run_parallel"(%t) {programs = [[@wait]]}
+      : (!stablehlo.token) -> (tensor<2xi32>, !stablehlo.token)
+    func.return
+  }
+}
+"""
+
+
+def test_a_recv_nobody_sends_to_fails_naming_its_channel():
+    from xla_spmd import config
+
+    with config.override(collective_timeout=0.2):
+        report = run_text(LONELY_RECV, "lonely.mlir")
+    (result,) = report.results
+    assert result.status == "ERROR"
+    assert "nothing arrived on channel 5 within 0.2 s" in result.messages[0]

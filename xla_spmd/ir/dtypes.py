@@ -107,11 +107,13 @@ def _define(name: str, kind: Kind, bits: int, numpy_dtype, mlir: str) -> DType:
 
 
 PRED = _define("pred", Kind.PRED, 8, np.bool_, "i1")
+S2 = _define("s2", Kind.SIGNED, 2, ml_dtypes.int2, "i2")
 S4 = _define("s4", Kind.SIGNED, 4, ml_dtypes.int4, "i4")
 S8 = _define("s8", Kind.SIGNED, 8, np.int8, "i8")
 S16 = _define("s16", Kind.SIGNED, 16, np.int16, "i16")
 S32 = _define("s32", Kind.SIGNED, 32, np.int32, "i32")
 S64 = _define("s64", Kind.SIGNED, 64, np.int64, "i64")
+U2 = _define("u2", Kind.UNSIGNED, 2, ml_dtypes.uint2, "ui2")
 U4 = _define("u4", Kind.UNSIGNED, 4, ml_dtypes.uint4, "ui4")
 U8 = _define("u8", Kind.UNSIGNED, 8, np.uint8, "ui8")
 U16 = _define("u16", Kind.UNSIGNED, 16, np.uint16, "ui16")
@@ -129,6 +131,12 @@ F8E4M3FNUZ = _define("f8e4m3fnuz", Kind.FLOAT, 8, ml_dtypes.float8_e4m3fnuz, "f8
 F8E5M2FNUZ = _define("f8e5m2fnuz", Kind.FLOAT, 8, ml_dtypes.float8_e5m2fnuz, "f8E5M2FNUZ")
 F8E4M3B11FNUZ = _define("f8e4m3b11fnuz", Kind.FLOAT, 8, ml_dtypes.float8_e4m3b11fnuz,
                         "f8E4M3B11FNUZ")
+F8E3M4 = _define("f8e3m4", Kind.FLOAT, 8, ml_dtypes.float8_e3m4, "f8E3M4")
+F8E4M3 = _define("f8e4m3", Kind.FLOAT, 8, ml_dtypes.float8_e4m3, "f8E4M3")
+F8E8M0FNU = _define("f8e8m0fnu", Kind.FLOAT, 8, ml_dtypes.float8_e8m0fnu, "f8E8M0FNU")
+F6E2M3FN = _define("f6e2m3fn", Kind.FLOAT, 6, ml_dtypes.float6_e2m3fn, "f6E2M3FN")
+F6E3M2FN = _define("f6e3m2fn", Kind.FLOAT, 6, ml_dtypes.float6_e3m2fn, "f6E3M2FN")
+F4E2M1FN = _define("f4e2m1fn", Kind.FLOAT, 4, ml_dtypes.float4_e2m1fn, "f4E2M1FN")
 TOKEN = _define("token", Kind.TOKEN, 0, None, "!stablehlo.token")
 
 ALL_DTYPES: tuple[DType, ...] = tuple(DType._by_name.values())

@@ -285,9 +285,17 @@ class AttributeValueParser:
                 axis = self._quoted_axis()
                 if axis not in names:
                     raise s.error(f"mesh axis '{axis}' is not one of {names}", axis_pos)
-                if s.at(":"):
-                    raise s.error("sub-axes in mesh replica groups are not supported")
-                axes.append(axis)
+                part = None
+                if s.accept(":"):  # a sub-axis 'a':(pre_size)size
+                    s.expect("(", "to open the pre-size of a sub-axis")
+                    pre = s.integer("a sub-axis pre-size")
+                    s.expect(")", "after the pre-size of a sub-axis")
+                    part = (pre, s.integer("a sub-axis size"))
+                    full = sizes[names.index(axis)]
+                    if pre < 1 or part[1] < 1 or full % (pre * part[1]):
+                        raise s.error(f"sub-axis '{axis}':({pre}){part[1]} does not divide "
+                                      f"mesh axis '{axis}' of size {full}", axis_pos)
+                axes.append((axis, part))
                 if not s.accept(","):
                     s.expect("}", "or ',' in mesh axes")
                     break
@@ -297,11 +305,7 @@ class AttributeValueParser:
         if devices.size != total:
             raise s.error(f"device_ids list {devices.size} devices, the mesh has {total}",
                           start)
-        grid = devices.reshape(sizes) if sizes else devices
-        chosen = [names.index(a) for a in axes] if axes else list(range(len(names)))
-        others = [i for i in range(len(names)) if i not in chosen]
-        size = int(np.prod([sizes[i] for i in chosen])) if chosen else 1
-        groups = grid.transpose(others + chosen).reshape(-1, size) if sizes else grid[None]
+        groups = _mesh_axis_groups(devices, names, sizes, axes, s, start)
         return ReplicaGroups(explicit=tuple(tuple(int(d) for d in g) for g in groups),
                              mesh_axes_text=s.text[start:end])
 
@@ -316,6 +320,39 @@ class AttributeValueParser:
             s.pos = end + 1
             return name
         return s.word("a mesh axis name")
+
+
+def _mesh_axis_groups(devices, names, sizes, axes, s, start) -> np.ndarray:
+    """Replica groups over mesh `axes` ((name, None | (pre_size, size)) pairs): each mesh axis
+    is split at the sub-axis boundaries into finer dims, the chosen ones go minor."""
+    if not sizes:
+        return devices[None]
+    if not axes:
+        axes = [(name, None) for name in names]
+    bounds = [{1, size} for size in sizes]  # cumulative major sizes where each axis splits
+    for name, part in axes:
+        if part is not None:
+            bounds[names.index(name)] |= {part[0], part[0] * part[1]}
+    fine, spans = [], {}  # spans: (axis, major size) -> index of its fine dim
+    for axis, cuts in enumerate(bounds):
+        cuts = sorted(cuts)
+        for low, high in zip(cuts, cuts[1:]):
+            if high % low:
+                raise s.error(f"the sub-axes of mesh axis '{names[axis]}' overlap", start)
+            spans[(axis, low)] = len(fine)
+            fine.append(high // low)
+    chosen = []
+    for name, part in axes:
+        axis = names.index(name)
+        low, high = (1, sizes[axis]) if part is None else (part[0], part[0] * part[1])
+        cuts = sorted(c for c in bounds[axis] if low <= c < high)
+        picked = [spans[(axis, c)] for c in cuts]
+        if any(p in chosen for p in picked):
+            raise s.error(f"mesh axis '{name}' is named twice in the replica groups", start)
+        chosen.extend(picked)
+    others = [i for i in range(len(fine)) if i not in chosen]
+    size = int(np.prod([fine[i] for i in chosen])) if chosen else 1
+    return devices.reshape(fine).transpose(others + chosen).reshape(-1, size)
 
 
 _ENUMS = {AttrKind.DIRECTION: ComparisonDirection, AttrKind.COMPARISON_TYPE: ComparisonType,

@@ -353,7 +353,10 @@ class _ComputationParser(AttributeValueParser):
         s = self.s
         is_root, name, pos = s.marked_name("ROOT", "an instruction name")
         s.expect("=", f"after instruction name {name}")
-        shape = self.module.shape()
+        s.skip()
+        # XLA's parser infers an omitted shape (``min = minimum(a, b)`` in a reducer).
+        omitted = not s.at("(") and _DTYPE_RE.match(s.text, s.pos) is None
+        shape = None if omitted else self.module.shape()
         s.skip()
         opcode_pos = s.pos
         opcode = s.match(_OPCODE_RE, "an opcode")
@@ -362,6 +365,9 @@ class _ComputationParser(AttributeValueParser):
             close = difflib.get_close_matches(opcode, list(OPS), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
             raise s.error(f"unknown opcode '{opcode}'{hint}", opcode_pos)
+        if shape is None and op.name in ("parameter", "constant"):
+            raise s.error(f"{op.name} {name} needs its shape (e.g. f32[2] {op.name}(...))",
+                          opcode_pos)
         inst = _InstructionRecord(name, pos, shape, op, is_root=is_root)
         self.operands(inst)
         while s.accept(","):

@@ -17,6 +17,8 @@
 
 from __future__ import annotations
 
+import re
+
 from xla_spmd.errors import PartitionError
 from xla_spmd.ir import TupleShape, rewrite
 from xla_spmd.ir.custom_calls import (
@@ -111,6 +113,8 @@ def conditional(low, inst, operands):
 @HANDLERS.register("custom-call")
 def custom_call(low, inst, operands):
     target_name = inst.attrs.custom_call_target
+    if inst.frontend_attribute("xla.sdy.collective") == "all_reduce" and len(operands) == 1:
+        return sdy_all_reduce(low, inst, operands[0])
     if target_name in IDENTITY_TARGETS and len(operands) == 1:
         targets = low.targets(inst)
         flat = [low.reshard(v, t) for v, t in zip(leaves(operands[0]), targets)]
@@ -124,6 +128,61 @@ def custom_call(low, inst, operands):
     if target_name == SHARD_TO_FULL:
         return shard_to_full(low, inst, operands)
     return generic(low, inst, operands)
+
+
+_SDY_REDUCTIONS = {"sum": "add", "max": "maximum", "min": "minimum"}
+
+
+def sdy_all_reduce(low, inst, value):
+    """``sdy.all_reduce [op] {axes}``: each device's local value is one partial value along
+    `axes` (Shardy's semantics: the global program does not see it), combined by an all-reduce
+    over them; then resharded to the op's out_sharding."""
+    params = inst.frontend_attribute("xla.sdy.collective_params") or ""
+    words = re.match(r"\s*(\w*)\s*\{(.*)\}\s*$", params, re.S)
+    if words is None or (words.group(1) or "sum") not in _SDY_REDUCTIONS:
+        raise PartitionError(f"{inst.name}: sdy.all_reduce parameters {params!r}; expected "
+                             "[sum|max|min] {\"axis\", ...}")
+    axes = _axis_refs(words.group(2))
+    kind = _SDY_REDUCTIONS[words.group(1) or "sum"]
+    if kind == "add" and set(axes) <= set(value.sharding.unreduced):
+        return low.reshard(value, low.target(inst))  # the partial sums of its producer
+    if axes:
+        reducer = low.state.reducer(value.inst.shape.dtype, kind)
+        reduced = low.em.all_reduce(value.inst, axes, reducer)
+        value = PValue(reduced, value.sharding, value.global_shape)
+    return low.reshard(value, low.target(inst))
+
+
+def sdy_partial_axes(computations) -> dict:
+    """instruction -> the axes an ``sdy.all_reduce`` (sum) or ``sdy.reduce_scatter`` reads it
+    as partial over: its producer leaves those axes unreduced (e.g. a dot over a sharded
+    contracting dim; a parameter's local values are the partial sums)."""
+    partial: dict = {}
+    for computation in computations:
+        # Last use first: a result that a later reduction still reads as partial (a
+        # reduce_scatter over "x" feeding one over "y") passes those axes to its operand.
+        for inst in reversed(computation.instructions):
+            kind = inst.frontend_attribute("xla.sdy.collective") \
+                if inst.opcode == "custom-call" else None
+            params = inst.frontend_attribute("xla.sdy.collective_params") or ""
+            axes = None
+            if kind == "reduce_scatter":
+                axes = _axis_refs(params)
+            elif kind == "all_reduce":
+                words = re.match(r"\s*(\w*)\s*\{(.*)\}\s*$", params, re.S)
+                if words is not None and words.group(1) in ("", "sum"):
+                    axes = _axis_refs(words.group(2))
+            if axes is not None:
+                later = [a for a in partial.get(inst, ()) if a not in axes]
+                partial[inst.operands[0]] = axes + later
+    return partial
+
+
+def _axis_refs(text: str) -> list:
+    from xla_spmd.mesh import AxisRef
+
+    return [AxisRef(name, (int(pre), int(size)) if pre else None)
+            for name, pre, size in re.findall(r'"([^"]+)"(?::\((\d+)\)(\d+))?', text)]
 
 
 def _restrict(low, sharding, manual: set[str]):

@@ -103,13 +103,20 @@ class Lowering:
         """Closed dims and unreduced axes only; None means replicated."""
         if not isinstance(sharding, TensorSharding):
             return self.replicated(rank)
-        if sharding.mesh.shape != self.mesh.shape:
+        if sharding.mesh.shape != self.mesh.shape and not _axes_within(sharding.mesh,
+                                                                       self.mesh):
             raise PartitionError(f"sharding {sharding} is over mesh {sharding.mesh!r}, but the "
                                  f"module is partitioned over {self.mesh!r}")
         if sharding.rank != rank:
             raise PartitionError(f"sharding {sharding} has rank {sharding.rank}, the value has "
                                  f"rank {rank}")
-        return TensorSharding(self.mesh, [list(d.axes) for d in sharding.dims],
+        # A mesh of the same axes in another device order (Shardy's device_ids) keeps its
+        # order: `reshard` moves shards between the orders with a collective-permute.
+        reordered = sharding.mesh.shape == self.mesh.shape \
+            and sharding.mesh.all_device_ids != self.mesh.all_device_ids
+        mesh = sharding.mesh if reordered and (sharding.sharded_axes or sharding.unreduced) \
+            else self.mesh
+        return TensorSharding(mesh, [list(d.axes) for d in sharding.dims],
                               unreduced=list(sharding.unreduced))
 
     def targets(self, inst: Instruction) -> list[TensorSharding]:
@@ -118,7 +125,14 @@ class Lowering:
         given = inst.sharding if isinstance(inst.sharding, tuple) else (inst.sharding,)
         if len(given) != len(shapes):
             given = (None,) * len(shapes)
-        return [self.normalize(s, getattr(shape, "rank", 0)) for s, shape in zip(given, shapes)]
+        targets = [self.normalize(s, getattr(shape, "rank", 0))
+                   for s, shape in zip(given, shapes)]
+        partial = self.partitioner and self.partitioner.partial_axes.get(inst)
+        if partial and len(targets) == 1:  # read as partial sums by an sdy.all_reduce
+            (target,) = targets
+            extra = [a for a in partial if a not in target.unreduced]
+            targets = [target.replace(unreduced=tuple(target.unreduced) + tuple(extra))]
+        return targets
 
     def target(self, inst: Instruction) -> TensorSharding:
         return self.targets(inst)[0]
@@ -132,6 +146,12 @@ class Lowering:
             return value
         if value.global_shape.is_token:
             return value
+        source_mesh, target_mesh = value.sharding.mesh, target.mesh
+        if source_mesh.all_device_ids != self.mesh.all_device_ids:
+            value = self._reorder(value, self.mesh)
+        if target_mesh.all_device_ids != self.mesh.all_device_ids:
+            value = self.reshard(value, _on_mesh(target, self.mesh))
+            return self._reorder(value, target_mesh)
         plan = plan_reshard(value.sharding, target, value.global_shape.dims,
                             value.global_shape.dtype.itemsize)
         recompute = self.recompute.get(value.inst)
@@ -160,6 +180,15 @@ class Lowering:
             lambda t: self.reshard(whole, t),
             lambda t: plan_reshard(whole.sharding, t, shape.dims, shape.dtype.itemsize).bytes)
         return PValue(inst, target, shape)
+
+    def _reorder(self, value: PValue, mesh: Mesh) -> PValue:
+        """The same sharding over `mesh` (same axes, other device order): device d takes
+        the shard of the device at d's mesh coordinates in the value's current order."""
+        source = value.sharding.mesh
+        pairs = tuple((source.device_at(mesh.device_coords(d)), d) for d in range(mesh.size))
+        moved = self.em.op("collective-permute", value.inst, source_target_pairs=pairs,
+                           channel_id=self.state.channel())
+        return PValue(moved, _on_mesh(value.sharding, mesh), value.global_shape)
 
     def replicate(self, value: PValue) -> PValue:
         return self.reshard(value, self.replicated(value.global_shape.rank))
@@ -264,8 +293,14 @@ def _param_of(value):
     return first
 
 
+def _on_mesh(sharding: TensorSharding, mesh: Mesh) -> TensorSharding:
+    return TensorSharding(mesh, [list(d.axes) for d in sharding.dims],
+                          unreduced=list(sharding.unreduced))
+
+
 def _same(a: TensorSharding, b: TensorSharding) -> bool:
-    return (tuple(d.axes for d in a.dims) == tuple(d.axes for d in b.dims)
+    return (a.mesh.all_device_ids == b.mesh.all_device_ids
+            and tuple(d.axes for d in a.dims) == tuple(d.axes for d in b.dims)
             and tuple(a.unreduced) == tuple(b.unreduced))
 
 
@@ -280,6 +315,8 @@ class Partitioner:
         self.module = module
         self.state = ModuleState(mesh, names, max(channels, default=0) + 1)
         self.stripped: dict[str, Computation] = {}
+        from xla_spmd.partition.handlers_control import sdy_partial_axes
+        self.partial_axes = sdy_partial_axes(module.computations)
         # The named meshes that sharding text in the module (manual regions) refers to.
         self.meshes = {"mesh": mesh,
                        **parse_sdy_meshes(module.header_value("frontend_attributes") or "")}
@@ -307,14 +344,29 @@ class Partitioner:
 
 
 def find_mesh(module: Module) -> Mesh | None:
-    """The mesh of the module's shardings (the first TensorSharding found)."""
+    """The mesh of the module's shardings: the first one found, or the one whose axes hold
+    every other mesh's (Shardy lets a module's meshes use a subset of the axes)."""
+    meshes: list[Mesh] = []
     for computation in module.computations:
         for inst in computation.instructions:
             shardings = inst.sharding if isinstance(inst.sharding, tuple) else (inst.sharding,)
             for sharding in shardings:
-                if isinstance(sharding, TensorSharding):
-                    return sharding.mesh
-    return None
+                if isinstance(sharding, TensorSharding) and sharding.mesh not in meshes:
+                    meshes.append(sharding.mesh)
+    # A value placed on one device ({maximal device=k}) does not name the program's mesh.
+    meshes = [m for m in meshes if not m.is_maximal] or meshes
+    if not meshes:
+        return None
+    widest = max(meshes, key=lambda m: m.size)
+    if all(_axes_within(m, widest) for m in meshes):
+        return widest
+    return meshes[0]
+
+
+def _axes_within(mesh: Mesh, wider: Mesh) -> bool:
+    """Whether `mesh`'s axes are axes of `wider` (same sizes) in the default device order."""
+    return mesh.is_iota and wider.is_iota and all(
+        wider.shape.get(name) == size for name, size in mesh.shape.items())
 
 
 def partition(module: Module, mesh: Mesh | None = None) -> Module:

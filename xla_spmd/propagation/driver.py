@@ -247,8 +247,9 @@ def state_from_sharding(sharding: TensorSharding | None, rank: int, mesh: Mesh,
         raise ShardingError(f"sharding {sharding} has {sharding.rank} dims for a rank-{rank} "
                             f"value")
     if sharding.mesh.axis_names != mesh.axis_names or sharding.mesh.axis_sizes != \
-            mesh.axis_sizes:
-        # another mesh (a maximal one, say): kept as is; ops touching it are skipped
+            mesh.axis_sizes or sharding.mesh.all_device_ids != mesh.all_device_ids:
+        # another mesh (a maximal one, or another device order): kept as is; ops touching
+        # it are skipped
         return ValueState([d.axes for d in sharding.dims], [True] * rank, [None] * rank,
                           user=True, foreign=sharding)
     return ValueState([d.axes for d in sharding.dims], [d.is_closed for d in sharding.dims],

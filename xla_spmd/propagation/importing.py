@@ -20,13 +20,12 @@ from dataclasses import dataclass, field
 from xla_spmd.errors import ShardingError
 from xla_spmd.ir import Module, map_computations, rebind_called, rewrite
 from xla_spmd.ir.custom_calls import GLOBAL_TO_LOCAL, IN_SHARDINGS, OUT_SHARDINGS, SDY_SHARDING
-from xla_spmd.ir.hlo_sharding import HloSharding
-from xla_spmd.mesh import Mesh, parse_sdy_meshes
+from xla_spmd.ir.hlo_sharding import HloSharding, ShardingKind
+from xla_spmd.mesh import Mesh, make_mesh, parse_sdy_meshes
 from xla_spmd.sharding import (
     TensorSharding,
     finest_mesh,
     hlo_to_axes,
-    hlo_tuple_to_axes,
     parse_sharding,
     parse_sharding_per_value,
 )
@@ -71,6 +70,10 @@ def import_shardings(module: Module, mesh: Mesh | None = None) -> Imported:
     if mesh is not None and not meshes:
         meshes = {"mesh": mesh}
     gspmd_mesh = mesh or (next(iter(meshes.values())) if meshes else _finest_mesh(module))
+    if gspmd_mesh is None and module.num_partitions > 1:
+        # Only values placed on single devices: they run on the module's devices.
+        gspmd_mesh = make_mesh({"_axis_0": module.num_partitions})
+
     def convert(inst, operands):
         sharding = _sdy_sharding(inst, meshes)
         if sharding is None and isinstance(inst.sharding, HloSharding):
@@ -142,14 +145,23 @@ def _from_hlo(inst, mesh):
     hlo = inst.sharding
     try:
         if inst.shape.is_tuple:
-            if not hlo.is_tuple:
-                imported = [hlo_to_axes(hlo, leaf.rank, mesh) for leaf in leaves]
-            else:
-                imported = hlo_tuple_to_axes(hlo, [leaf.rank for leaf in leaves], mesh)
-            return tuple(None if i.fully_manual else i.sharding for i in imported)
-        imported = hlo_to_axes(hlo, leaves[0].rank, mesh)
+            elements = hlo.elements if hlo.is_tuple else (hlo,) * len(leaves)
+            if len(elements) != len(leaves):
+                raise ShardingError(f"{hlo} has {len(elements)} elements but the value has "
+                                    f"{len(leaves)}")
+            return tuple(_leaf_from_hlo(e, leaf.rank, mesh)
+                         for e, leaf in zip(elements, leaves))
+        return _leaf_from_hlo(hlo, leaves[0].rank, mesh)
     except ShardingError as error:
         raise ShardingError(f"{inst.name}: {error}") from None
+
+
+def _leaf_from_hlo(hlo, rank, mesh):
+    """A value on one device (``{maximal device=k}``) is whole there; the others compute it
+    too (a replicated, closed sharding) rather than receive it: the same values, no traffic."""
+    if hlo.kind is ShardingKind.MAXIMAL and mesh is not None and not mesh.is_maximal:
+        return TensorSharding.replicated_on(mesh, rank)
+    imported = hlo_to_axes(hlo, rank, mesh)
     return None if imported.fully_manual else imported.sharding
 
 

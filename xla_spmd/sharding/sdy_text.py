@@ -71,6 +71,7 @@ def parse_sharding_per_value(text: str, meshes: MeshResolver | None = None
     shardings: list[TensorSharding] = []
     if not cursor.accept("]"):
         while True:
+            cursor.accept("#sdy.sharding")  # MLIR also accepts the full attribute form
             shardings.append(parse_sharding_at(cursor, meshes or {}))
             if cursor.accept("]"):
                 break

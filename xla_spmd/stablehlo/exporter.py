@@ -31,6 +31,16 @@ from xla_spmd.stablehlo.lexer import escape
 from xla_spmd.stablehlo.types import print_type
 
 
+def is_manual_body_call(inst) -> bool:
+    """Whether `inst` calls the body of an ``sdy.manual_computation`` still framed by its
+    ``xla.sdy.GlobalToLocalShape`` (a partitioned program calls the body as a function)."""
+    if not inst.attrs.to_apply.name.startswith(MANUAL_BODY):
+        return False
+    sources = [o.operands[0] if o.opcode == "get-tuple-element" else o for o in inst.operands]
+    return all(o.opcode == "custom-call" and o.attrs.custom_call_target
+               == "xla.sdy.GlobalToLocalShape" for o in sources)
+
+
 class ExportError(XlaSpmdError):
     """A module construct with no StableHLO spelling."""
 
@@ -79,7 +89,7 @@ class ModuleExporter:
         for c in self.module.computations:
             for inst in c.instructions:
                 if inst.opcode == "call" and inst.attrs.to_apply is computation:
-                    return not (computation.name.startswith(MANUAL_BODY)
+                    return not (is_manual_body_call(inst)
                                 or inst.frontend_attribute("xla.sdy.named_computation"))
                 if inst.opcode == "custom-call" and computation in (
                         inst.attrs.called_computations or ()):
@@ -191,6 +201,8 @@ class FunctionExporter:
         """The lines of a region's body (ops and return); `arg_names` names the parameters
         (scalar regions) and `bindings` maps instructions to outer names."""
         lines: list[str] = []
+        for inst in computation.instructions:  # a computation used twice prints twice
+            self.names.pop(inst, None)
         for inst, name in (bindings or {}).items():
             self.names[inst] = name
         if arg_names is not None:

@@ -16,7 +16,7 @@ from xla_spmd.ir.custom_calls import (
     SHARDING_GROUP_ID,
 )
 from xla_spmd.sharding import TensorSharding
-from xla_spmd.stablehlo.exporter import MANUAL_BODY, ExportError, sharding_attr
+from xla_spmd.stablehlo.exporter import ExportError, is_manual_body_call, sharding_attr
 from xla_spmd.stablehlo.exporter_ops import API_NUMBERS, attr_dict, fn_type, printer, refs
 from xla_spmd.stablehlo.lexer import escape
 from xla_spmd.stablehlo.types import print_type
@@ -72,7 +72,7 @@ def _conditional(fx, inst, indent):
 @printer("call")
 def _call(fx, inst, indent):
     callee = inst.attrs.to_apply
-    if callee.name.startswith(MANUAL_BODY):
+    if is_manual_body_call(inst):
         return None  # printed with its xla.sdy.LocalToGlobalShape
     named = inst.frontend_attribute("xla.sdy.named_computation")
     if named is not None:

@@ -385,6 +385,14 @@ def _reduce_window(fx, inst, indent):
             f"{_window_props(a.window)}}}> ({region}){attr_dict(inst)} : {fn_type(inst)}")
 
 
+@printer("map")
+def _map(fx, inst, indent):
+    region = fx.scalar_region(inst.attrs.to_apply, indent)
+    dims = ", ".join(str(d) for d in inst.attrs.dimensions)
+    return (f'"stablehlo.map"({refs(fx, inst.operands)}) <{{dimensions = array<i64: {dims}>}}> '
+            f"({region}){attr_dict(inst)} : {fn_type(inst)}")
+
+
 @printer("select-and-scatter")
 def _select_and_scatter(fx, inst, indent):
     a = inst.attrs

@@ -129,6 +129,9 @@ class Scope:
         return inst
 
     def parameter(self, shape, base: str = "Arg") -> Instruction:
+        if any(getattr(leaf, "quantization", None) for leaf in shape.leaves()):
+            raise self.importer.error(self.node, "quantized arguments (!quant.uniform) of "
+                                                 "functions and regions are not supported")
         number = self.num_parameters
         self.num_parameters += 1
         return self.emit("parameter", shape=shape, parameter_number=number,
@@ -168,6 +171,8 @@ class ModuleImporter:
         self.converted: dict[str, Computation] = {}
         self.in_progress: set[str] = set()
         self.computation_names = set(self.functions)
+        # id(instruction) -> (instruction, Quantization) of quantized values (importer_quant)
+        self.quantized: dict[int, tuple] = {}
         self.region_counter = 0
         self.scanner = tree.scanner
         self.current_node: OpNode | None = None
@@ -296,7 +301,11 @@ class ModuleImporter:
 
     def block_ops(self, scope: Scope, block: Block) -> list[Instruction]:
         """Convert a block's ops; returns the values its terminator returns."""
-        from xla_spmd.stablehlo import importer_control, importer_sdy  # noqa: F401 (rules)
+        from xla_spmd.stablehlo import (  # noqa: F401 (rules)
+            importer_control,
+            importer_dynamic,
+            importer_sdy,
+        )
         from xla_spmd.stablehlo.importer_ops import convert_op
 
         for node in block.ops:

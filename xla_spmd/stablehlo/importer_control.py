@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from xla_spmd.ir import ArrayShape, ComparisonDirection, Literal, ReplicaGroups, TupleShape
+from xla_spmd.ir import (
+    PRED,
+    U32,
+    ArrayShape,
+    ComparisonDirection,
+    Literal,
+    ReplicaGroups,
+    SliceDim,
+    TupleShape,
+)
 from xla_spmd.stablehlo.importer import free_values
 from xla_spmd.stablehlo.importer_ops import (
     Dense,
@@ -252,6 +261,69 @@ def _collective_permute(importer, scope, node, operands):
 
 @converter("stablehlo.collective_broadcast")
 def _collective_broadcast(importer, scope, node, operands):
-    return scope.emit("collective-broadcast", operands, result_type(node),
-                      replica_groups=replica_groups(node.attrs.get("replica_groups")),
-                      channel_id=_channel(node))
+    """Spec: each operand travels from its group's source process: the first member, or with
+    ``has_dynamic_root`` the member the last operand names (one index per data operand)."""
+    groups = replica_groups(node.attrs.get("replica_groups"))
+    channel = _channel(node)
+    if not node.attrs.get("has_dynamic_root"):
+        results = [scope.emit("collective-broadcast", (x,), shape, replica_groups=groups,
+                              channel_id=channel)
+                   for x, shape in zip(operands, node.result_types)]
+        return results if len(results) != 1 else results[0]
+    *data, roots = operands
+    results = []
+    for index, x in enumerate(data):
+        # Every member's value side by side, then the root's: exact for every type.
+        size = len(groups.explicit[0]) if groups.explicit else 1
+        one = scope.emit("reshape", (x,), ArrayShape(x.shape.dtype, (1,) + x.shape.dims))
+        every = scope.emit("all-gather", (one,), ArrayShape(
+            x.shape.dtype, (size,) + x.shape.dims), dimensions=(0,), replica_groups=groups,
+            channel_id=channel, use_global_device_ids=bool(channel))
+        root = scope.emit("reshape", (scope.emit(
+            "slice", (roots,), ArrayShape(roots.shape.dtype, (1,)),
+            slice=(SliceDim(index, index + 1, 1),)),), ArrayShape(roots.shape.dtype, ()))
+        zero = scope.emit("constant", (), ArrayShape(roots.shape.dtype, ()),
+                          literal=Literal(np.zeros((), roots.shape.dtype.numpy)))
+        picked = scope.emit("dynamic-slice", (every, root) + (zero,) * x.shape.rank,
+                            ArrayShape(x.shape.dtype, (1,) + x.shape.dims),
+                            dynamic_slice_sizes=(1,) + x.shape.dims)
+        results.append(scope.emit("reshape", (picked,), x.shape))
+    return results if len(results) != 1 else results[0]
+
+
+@converter("stablehlo.collective_reduce")
+def _collective_reduce(importer, scope, node, operands):
+    """Spec: every group reduces its operands onto its first process (the root); the others,
+    and processes in no group, get zeros. An all-reduce, kept on the roots only."""
+    if node.attrs.get("has_dynamic_root"):
+        raise importer.error(node, "stablehlo.collective_reduce with has_dynamic_root is not "
+                                   "supported")
+    groups = replica_groups(node.attrs.get("replica_groups"))
+    channel = _channel(node)
+    # cross_partition with a channel: partition ids, the global device ids of one replica
+    # (a grid with several replicas and a channel is not modelled).
+    reduced = scope.emit("all-reduce", operands, single_or_tuple(node), replica_groups=groups,
+                         channel_id=channel, use_global_device_ids=bool(channel),
+                         to_apply=scalar_region(importer, scope, node))
+    values = scope.unpack(reduced) if len(node.result_types) != 1 else [reduced]
+    process = scope.emit("partition-id" if channel else "replica-id", (),
+                         ArrayShape(U32, ()))
+    is_root = None
+    for group in groups.explicit or ():
+        root = scope.emit("constant", (), ArrayShape(U32, ()),
+                          literal=Literal(np.array(group[0], np.uint32)))
+        same = scope.emit("compare", (process, root), ArrayShape(PRED, ()),
+                          direction=ComparisonDirection.EQ)
+        is_root = same if is_root is None else scope.emit("or", (is_root, same))
+    results = []
+    for value in values:
+        zeros = scope.emit("broadcast", (scope.emit(
+            "constant", (), ArrayShape(value.shape.dtype, ()),
+            literal=Literal(np.zeros((), value.shape.dtype.numpy))),), value.shape, dimensions=())
+        if is_root is None:
+            results.append(zeros)
+            continue
+        mask = scope.emit("broadcast", (is_root,), ArrayShape(PRED, value.shape.dims),
+                          dimensions=())
+        results.append(scope.emit("select", (mask, value, zeros)))
+    return results if len(results) != 1 else results[0]

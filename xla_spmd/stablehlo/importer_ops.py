@@ -6,6 +6,7 @@ instruction per result (a tuple-shaped instruction is unpacked by `convert_op`).
 
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -28,6 +29,7 @@ from xla_spmd.ir import (
 )
 from xla_spmd.sharding import TensorSharding, print_sharding_per_value
 from xla_spmd.stablehlo.importer import ModuleImporter, Scope, free_values
+from xla_spmd.stablehlo.importer_quant import convert_quantized, is_quantized_op
 from xla_spmd.stablehlo.syntax import Dense, OpNode, RawAttr, Symbol
 from xla_spmd.stablehlo.types import DenseLiteralError, parse_dense
 
@@ -55,6 +57,8 @@ def convert_op(importer: ModuleImporter, scope: Scope, node: OpNode) -> None:
     if fn is None:
         raise importer.error(node, unknown_op_message(node.name))
     operands = [scope.lookup(v) for v in node.operands]
+    if is_quantized_op(importer, node, operands):
+        fn = functools.partial(convert_quantized, fn)
     if not node.name.startswith("sdy.") and node.name != "stablehlo.custom_call":
         shardings = op_sharding(importer, node)
     else:
@@ -207,6 +211,10 @@ def _convert(importer, scope, node, operands):
         if x.shape.dtype == out.dtype:
             return x
         return scope.emit("convert", (x,), out)
+    if node.name == "stablehlo.bitcast_convert" and (x.shape.dtype.name == "pred") != (
+            out.dtype.name == "pred"):
+        from xla_spmd.stablehlo.importer_dynamic import bitcast_bits
+        return bitcast_bits(importer, scope, x, out)
     return scope.emit(node.name[10:].replace("_", "-"), operands, out)
 
 

@@ -28,13 +28,15 @@ programs with `evaluate_mpmd`; then each test function is evaluated as a module 
 
 from __future__ import annotations
 
+import queue
 import re
 import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from xla_spmd.backends.reference import evaluate
+import xla_spmd.config as config
+from xla_spmd.backends.reference import TOKEN_VALUE, evaluate
 from xla_spmd.backends.reference.control import CUSTOM_CALLS
 from xla_spmd.backends.reference.spmd import evaluate_mpmd
 from xla_spmd.errors import XlaSpmdError
@@ -122,6 +124,14 @@ class _CaseState:
         self.records: list[tuple[bool | None, str]] = []
         self.probes: dict[str, list[np.ndarray]] = {}
         self.lock = threading.Lock()
+        # The interpreter's queues: send/recv channels (by channel id), infeed and outfeed.
+        self.channels: dict[int, queue.Queue] = {}
+        self.infeed: queue.Queue = queue.Queue()
+        self.outfeed: list[np.ndarray] = []
+
+    def channel(self, channel_id: int) -> queue.Queue:
+        with self.lock:
+            return self.channels.setdefault(channel_id, queue.Queue())
 
 
 _STATE: _CaseState | None = None
@@ -142,8 +152,8 @@ def _run_case(chunk: str, path: str, index: int, start_line: int) -> list[CaseRe
         return [CaseResult(index, line, name, "ERROR", messages=[str(error)])]
     programs = {p.name for f in tree.functions for op in f.body.ops
                 if op.name == "interpreter.run_parallel"
-                for row in op.attrs.get("programs") or () for p in row
-                if isinstance(p, Symbol)}
+                for row in [*(op.attrs.get("programs") or ()), op.attrs.get("infeed") or ()]
+                for p in row if isinstance(p, Symbol)}
     tests = [f for f in tree.functions if not f.args and f.name not in programs] \
         or tree.functions[:1]
     results = []
@@ -197,6 +207,8 @@ def _check_converter(importer, scope, node, operands):
         args.append(scope.emit("constant", (), shape, literal=Literal(value)))
     if "max_ulp_difference" in node.attrs:
         config = str(node.attrs["max_ulp_difference"])
+    if "tolerance" in node.attrs and kind.startswith("expect_almost_eq"):
+        config = str(float(node.attrs["tolerance"]))
     if kind == "expect_serialized_eq":
         config = f"{node.attrs.get('probe_id', '')}#{int(node.attrs.get('iter', 0))}"
     scope.emit("custom-call", args, TupleShape(()), frontend=(("check.config", config),),
@@ -214,15 +226,18 @@ def _run_parallel_converter(importer, scope, node, operands):
     if not programs or not all(isinstance(row, (list, tuple)) for row in programs):
         raise importer.error(node, "expected programs = [[@f, ...], ...] (rows are replicas, "
                                    "columns partitions)")
-    if "infeed" in node.attrs:
-        raise importer.error(node, "interpreter.run_parallel with infeed is not supported")
+    infeed = node.attrs.get("infeed") or ()
+    if not all(isinstance(f, Symbol) for f in infeed):
+        raise importer.error(node, "expected infeed = [@f, ...] (functions whose results "
+                                   "fill the infeed queue, in order)")
     rows = [[p.name if isinstance(p, Symbol) else str(p) for p in row] for row in programs]
     if len({len(row) for row in rows}) != 1:
         raise importer.error(node, f"programs must be a rectangular grid, got rows of sizes "
                                    f"{[len(row) for row in rows]}")
     text = ";".join(",".join(row) for row in rows)
     inst = scope.emit("custom-call", operands, TupleShape(tuple(node.result_types)),
-                      frontend=(("programs", text),),
+                      frontend=(("programs", text),
+                                ("infeed", ",".join(f.name for f in infeed))),
                       custom_call_target="interpreter.run_parallel",
                       custom_call_has_side_effect=True)
     return scope.unpack(inst)
@@ -281,8 +296,8 @@ def _compare(kind: str, actual: np.ndarray, expected: np.ndarray, config: str) -
         return bool(np.all(nan | (_ulp_distance(a, b) <= limit)))
     a = np.asarray(actual).astype(np.complex128 if actual.dtype.kind == "c" else np.float64)
     b = np.asarray(expected).astype(a.dtype)
-    return bool(np.allclose(a, b, rtol=ALMOST_EQ_TOLERANCE, atol=ALMOST_EQ_TOLERANCE,
-                            equal_nan=True))
+    tolerance = float(config) if config else ALMOST_EQ_TOLERANCE
+    return bool(np.allclose(a, b, rtol=tolerance, atol=tolerance, equal_nan=True))
 
 
 def _check_rule(inst, operands, ctx):
@@ -328,6 +343,10 @@ def _run_parallel_rule(inst, operands, ctx):
     if state is None:
         raise XlaSpmdError("interpreter.run_parallel runs only under the interpreter "
                            "(run_interpreter_file)")
+    for name in filter(None, (inst.frontend_attribute("infeed") or "").split(",")):
+        values = evaluate(_import(state.tree, state.path, name), [])
+        for value in values if isinstance(values, tuple) else (values,):
+            state.infeed.put(np.asarray(value))
     entries = {name: _import(state.tree, state.path, name).entry for name in set(names)}
     computations = [entries[name] for name in names]
     per_device, start = [], 0
@@ -350,6 +369,78 @@ def _run_parallel_rule(inst, operands, ctx):
 def _function_node(tree, name: str):
     return next(f for f in tree.functions if f.name == name)
 
+
+# ---------------------------------------------------------------------------------------------
+# send / recv / infeed / outfeed against the interpreter's queues: a send puts its values on
+# its channel's queue, a recv takes the oldest values sent on its channel (waiting for them),
+# infeed takes from the queue that run_parallel's `infeed` functions fill, outfeed appends.
+
+
+def _queue_converter(importer, scope, node, operands):
+    kind = node.name[len("stablehlo."):]
+    channel = node.attrs.get("channel_handle")
+    channel_id = int(channel.get("handle", 0)) if isinstance(channel, dict) else 0
+    shape = node.result_types[0] if len(node.result_types) == 1 \
+        else TupleShape(tuple(node.result_types))
+    inst = scope.emit("custom-call", operands, shape,
+                      frontend=(("channel_id", str(channel_id)),),
+                      custom_call_target=f"interpreter.{kind}",
+                      custom_call_has_side_effect=True)
+    return inst if len(node.result_types) == 1 else scope.unpack(inst)
+
+
+for _kind in ("send", "recv", "infeed", "outfeed"):
+    converter(f"stablehlo.{_kind}")(_queue_converter)
+
+
+def _queue_state(inst) -> _CaseState:
+    state = _STATE
+    if state is None:
+        raise XlaSpmdError(f"{inst.attrs.custom_call_target} runs only under the "
+                           "interpreter (run_interpreter_file)")
+    return state
+
+
+def _send_rule(inst, operands, ctx):
+    state = _queue_state(inst)
+    channel = state.channel(int(inst.frontend_attribute("channel_id")))
+    channel.put([np.array(v, copy=True) for v in operands[:-1]])
+    return TOKEN_VALUE
+
+
+def _take(inst, source: queue.Queue, what: str):
+    try:
+        return source.get(timeout=config.collective_timeout)
+    except queue.Empty:
+        raise XlaSpmdError(f"{inst.name}: nothing arrived on {what} within "
+                           f"{config.collective_timeout:g} s (collective_timeout)") from None
+
+
+def _recv_rule(inst, operands, ctx):
+    state = _queue_state(inst)
+    channel_id = int(inst.frontend_attribute("channel_id"))
+    values = _take(inst, state.channel(channel_id), f"channel {channel_id}")
+    return tuple(values) + (TOKEN_VALUE,)
+
+
+def _infeed_rule(inst, operands, ctx):
+    state = _queue_state(inst)
+    count = len(inst.shape.elements) - 1
+    return tuple(_take(inst, state.infeed, "the infeed queue") for _ in range(count)) \
+        + (TOKEN_VALUE,)
+
+
+def _outfeed_rule(inst, operands, ctx):
+    state = _queue_state(inst)
+    with state.lock:
+        state.outfeed.extend(np.array(v, copy=True) for v in operands[:-1])
+    return TOKEN_VALUE
+
+
+for _kind, _rule in (("send", _send_rule), ("recv", _recv_rule), ("infeed", _infeed_rule),
+                     ("outfeed", _outfeed_rule)):
+    if f"interpreter.{_kind}" not in CUSTOM_CALLS:
+        CUSTOM_CALLS.register(f"interpreter.{_kind}")(_rule)
 
 for _kind in CHECKS:
     if f"check.{_kind}" not in CUSTOM_CALLS:

@@ -25,6 +25,7 @@ KEYWORDS = {
     "stablehlo.pad": {"low": "edge_padding_low", "high": "edge_padding_high",
                       "interior": "interior_padding"},
     "stablehlo.iota": {"dim": "iota_dimension"},
+    "stablehlo.dynamic_iota": {"dim": "iota_dimension"},
     "stablehlo.get_dimension_size": {"dim": "dimension"},
     "stablehlo.rng_bit_generator": {"algorithm": "rng_algorithm"},
     "stablehlo.rng": {"distribution": "rng_distribution"},
@@ -48,6 +49,8 @@ def parse_pretty(p, node: OpNode) -> None:
     else:
         _items(p, node)
         _signature(p, node)
+        if node.name.startswith("check.") and p.s.peek("{"):  # `: type {tolerance = ...}`
+            node.attrs.update(p.attr_dict())
 
 
 def _keyword_value(p):
@@ -73,8 +76,9 @@ def _int_list(text: str) -> tuple[int, ...]:
     return tuple(int(v) for v in re.findall(r"-?\d+", text))
 
 
-def _items(p, node: OpNode) -> None:
-    """Operands, ``key = value`` items and positional words up to the signature."""
+def _items(p, node: OpNode, attrs_first: bool = True) -> None:
+    """Operands, ``key = value`` items and positional words up to the signature (an attribute
+    dict may come before the positional values: ``sdy.constant {...} dense<...>``)."""
     s = p.s
     names = KEYWORDS.get(node.name, {})
     positional = []
@@ -138,6 +142,8 @@ def _items(p, node: OpNode) -> None:
         _positional(node, positional)
     if s.peek("{"):
         node.attrs.update(p.attr_dict())
+        if attrs_first and not positional and not s.peek(":"):
+            _items(p, node, attrs_first=False)
 
 
 def _positional(node: OpNode, values: list) -> None:

@@ -69,6 +69,17 @@ def parse_type(s: Scanner, depth: int = 0):
     if s.accept("complex<"):
         name = "complex<" + s.match(_ELEMENT, "an element type") + ">"
         s.expect(">")
+    elif s.peek("!quant.uniform"):
+        from xla_spmd.stablehlo.importer_quant import QuantizedShape, parse_quantization
+        s.accept("!quant.uniform")
+        body_pos = s.pos
+        body = s.balanced()[1:-1]
+        try:
+            quantization = parse_quantization(body, element_type)
+        except ParseError as error:
+            raise s.error(error.message, body_pos) from None
+        s.expect(">")
+        return QuantizedShape(quantization.storage, tuple(dims), quantization=quantization)
     else:
         name = s.match(_ELEMENT, "an element type")
     dtype = element_type(name, s)
@@ -100,7 +111,8 @@ _ITEM = re.compile(r'\s*(?:"0x[0-9A-Fa-f]*"|0x[0-9A-Fa-f]+|true|false|[-+]?(?:in
 
 
 def _bits_view(dtype: DType):
-    return {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[dtype.bits]
+    """The unsigned integer type holding `dtype`'s bits (sub-byte types take a byte)."""
+    return {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[max(dtype.bits, 8)]
 
 
 class DenseLiteralError(ParseError):
@@ -234,7 +246,11 @@ def parse_dense(body: str, shape: ArrayShape) -> np.ndarray:
         return i + 1
 
     if not tokens:
-        raise DenseLiteralError("empty dense literal; expected a value or '['", lead)
+        if shape.num_elements == 0:  # dense<> : tensor<0xi32>, a tensor without elements
+            return np.zeros(shape.dims, dtype.numpy)
+        raise DenseLiteralError(f"empty dense literal, but {print_type(shape)} has "
+                                f"{shape.num_elements} elements; expected a value or '['",
+                                lead)
     last = read(0, 0)
     depth_shape = [depth_counts[d] for d in sorted(depth_counts)]
     if last < len(tokens):

@@ -90,3 +90,13 @@ func.func @convert_bitcast() {
   check.expect_eq_const %r, dense<[[6, 5, 4], [3, 2, 1]]> : tensor<2x3xi8>
   func.return
 }
+
+// -----
+
+func.func @cbrt_complex_principal_root() {
+  // (-8)^(1/3) on the principal branch: 2 * (cos(pi/3) + i sin(pi/3))
+  %x = stablehlo.constant dense<[(-8.0, 0.0), (0.0, 27.0)]> : tensor<2xcomplex<f64>>
+  %r = stablehlo.cbrt %x : tensor<2xcomplex<f64>>
+  check.expect_almost_eq_const %r, dense<[(1.0, 1.7320508075688772), (2.598076211353316, 1.5)]> : tensor<2xcomplex<f64>>
+  func.return
+}

@@ -1,0 +1,128 @@
+"""Sorts whose comparator is a lexicographic LT/GT over keys take the key-sort path
+(backends/comparators.py); each is checked against calling the comparator itself."""
+
+import numpy as np
+import pytest
+
+from xla_spmd.backends.comparators import recognize_comparator
+from xla_spmd.backends.reference import evaluate
+from xla_spmd.backends.reference.evaluator import Context
+from xla_spmd.backends.reference.reduction import _sort_general
+from xla_spmd.ir import parse_hlo
+
+# XLA's top-k comparator: floats ordered through their bits, NaN above +inf (as written by
+# its SPMD partitioner tests), values compared GT.
+FLOAT_KEY = """
+  {side}_bits = s32[] bitcast-convert({param})
+  {side}_zero = s32[] constant(0)
+  {side}_negative = pred[] compare({side}_bits, {side}_zero), direction=LT
+  {side}_max = u32[] constant(2147483647)
+  {side}_ubits = u32[] bitcast-convert({param})
+  {side}_flipped = u32[] subtract({side}_max, {side}_ubits)
+  {side}_sflipped = s32[] bitcast-convert({side}_flipped)
+  {side}_key = s32[] select({side}_negative, {side}_sflipped, {side}_bits)"""
+
+TOPK = """HloModule topk
+compare-greater-than {
+  p.0.lhs = f32[] parameter(0)
+  p.0.rhs = f32[] parameter(1)
+  p.1.lhs = s32[] parameter(2)
+  p.1.rhs = s32[] parameter(3)""" + FLOAT_KEY.format(side="l", param="p.0.lhs") \
+    + FLOAT_KEY.format(side="r", param="p.0.rhs") + """
+  ROOT gt = pred[] compare(l_key, r_key), direction=GT
+}
+ENTRY e {
+  x = f32[SIZE] parameter(0)
+  iota = s32[SIZE] iota(), iota_dimension=0
+  ROOT sort = (f32[SIZE], s32[SIZE]) sort(x, iota), dimensions={0}, is_stable=true,
+    to_apply=compare-greater-than
+}"""
+
+LEXICOGRAPHIC = """HloModule lex
+cmp {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  lt = pred[] compare(a, b), direction=%s, type=TOTALORDER
+  eq = pred[] compare(a, b), direction=EQ, type=TOTALORDER
+  tie = pred[] compare(j, i), direction=GT
+  both = pred[] and(eq, tie)
+  ROOT r = pred[] or(lt, both)
+}
+ENTRY e {
+  x = f32[3,SIZE] parameter(0)
+  y = s32[3,SIZE] parameter(1)
+  ROOT sort = (f32[3,SIZE], s32[3,SIZE]) sort(x, y), dimensions={1}, to_apply=cmp
+}"""
+
+
+def _values(n, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-4, 5, n).astype(np.float32)  # many ties
+    x[rng.integers(0, n, n // 8)] = np.nan
+    x[rng.integers(0, n, n // 8)] = -0.0
+    x[rng.integers(0, n, n // 8)] = np.inf
+    return x
+
+
+def _by_comparator(module, operands, axis):
+    sort = module.entry.root
+    order = _sort_general(Context(), sort.attrs.to_apply, operands, axis)
+    return [np.take_along_axis(o, order, axis=axis) for o in operands]
+
+
+def test_topk_comparator_is_recognised():
+    module = parse_hlo(TOPK.replace("SIZE", "8"))
+    (key,) = recognize_comparator(module.entry.root.attrs.to_apply)
+    assert key.operand == 0 and key.descending
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_topk_sort_equals_calling_the_comparator(seed):
+    x = _values(64, seed)
+    module = parse_hlo(TOPK.replace("SIZE", "64"))
+    values, indices = evaluate(module, [x])
+    want = _by_comparator(module, [x, np.arange(64, dtype=np.int32)], 0)
+    np.testing.assert_array_equal(values, want[0])
+    np.testing.assert_array_equal(indices, want[1])
+
+
+def test_topk_sort_of_thousands_matches_numpy():
+    n = 4096
+    x = np.random.default_rng(7).permutation(n).astype(np.float32) - n / 2  # distinct
+    x[::97] = np.nan
+    values, indices = evaluate(parse_hlo(TOPK.replace("SIZE", str(n))), [x])
+    finite = np.argsort(-x[~np.isnan(x)], kind="stable")
+    nan_first = np.flatnonzero(np.isnan(x))
+    expected = np.concatenate([nan_first, np.flatnonzero(~np.isnan(x))[finite]])
+    np.testing.assert_array_equal(indices, expected)
+    np.testing.assert_array_equal(values, x[expected])
+
+
+@pytest.mark.parametrize("direction", ["LT", "GT"])
+def test_lexicographic_with_a_payload_tie_break(direction):
+    module = parse_hlo(LEXICOGRAPHIC.replace("SIZE", "40") % direction)
+    keys = recognize_comparator(module.entry.root.attrs.to_apply)
+    assert [(k.operand, k.descending) for k in keys] == [(0, direction == "GT"), (1, False)]
+    x = _values(120, 3).reshape(3, 40)
+    y = np.random.default_rng(1).integers(0, 5, (3, 40)).astype(np.int32)
+    got = evaluate(module, [x, y])
+    want = _by_comparator(module, [x, y], 1)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_other_comparators_are_not_recognised():
+    module = parse_hlo("""HloModule m
+cmp {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  na = f32[] abs(a)
+  ROOT lt = pred[] compare(na, b), direction=LT
+}
+ENTRY e {
+  x = f32[5] parameter(0)
+  ROOT s = f32[5] sort(x), dimensions={0}, to_apply=cmp
+}""")
+    assert recognize_comparator(module.entry.root.attrs.to_apply) is None
