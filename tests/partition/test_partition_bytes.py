@@ -39,11 +39,6 @@ def _sharded_cases():
 # collective-permute of a 1024 B shard (1024 B), once per resharded operand.
 _XLA_BY_HAND = {"sharded_transpose_2d": 512 + 1024, "sharded_mixed_ew": 2 * (512 + 1024)}
 
-# Programs where we still move more than XLA (issue 15 section 2): strict, so closing one
-# makes its case fail until it is taken off this list.
-_KNOWN_GAPS = {"sharded_scan_grad"}
-
-
 def _xla_bytes(case):
     try:
         return totals(collective_table(parse_hlo(
@@ -52,9 +47,7 @@ def _xla_bytes(case):
         return _XLA_BY_HAND[case]
 
 
-@pytest.mark.parametrize("case", [
-    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="moves more bytes than XLA"))
-    if c in _KNOWN_GAPS else c for c in _sharded_cases()])
+@pytest.mark.parametrize("case", _sharded_cases())
 def test_jax_program_exact_and_no_more_bytes_than_xla(case):
     module = parse_hlo((DATA / case / f"{case}.hlo").read_text())
     arrays = np.load(DATA / case / f"{case}.npz")
