@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from classic_patterns import PATTERNS
+from classic_patterns import PATTERNS, XLA_BY_HAND
 from spmd_oracle import check
 
 from xla_spmd.errors import ParseError
@@ -33,18 +33,12 @@ def _sharded_cases():
     return [c["name"] for c in manifest["cases"] if c["sharded"]]
 
 
-# XLA's bytes for programs whose optimized text uses a form our parser does not read yet
-# (sub-axes in mesh replica groups, issue 15 section 3), counted by hand from the file: an
-# all-to-all of two f32[..] operands of 512 B each over 2 devices (512 B) and a
-# collective-permute of a 1024 B shard (1024 B), once per resharded operand.
-_XLA_BY_HAND = {"sharded_transpose_2d": 512 + 1024, "sharded_mixed_ew": 2 * (512 + 1024)}
-
 def _xla_bytes(case):
     try:
         return totals(collective_table(parse_hlo(
             (DATA / case / f"{case}.optimized.hlo").read_text())))["total"]
     except ParseError:
-        return _XLA_BY_HAND[case]
+        return XLA_BY_HAND[case]
 
 
 @pytest.mark.parametrize("case", _sharded_cases())
