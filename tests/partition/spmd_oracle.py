@@ -22,9 +22,22 @@ def _flatten(value):
     return [value]
 
 
-def check(module, args, *, rtol=1e-5, atol=1e-5, propagate=False, expected=None):
-    """Partition `module`, run it on every device, compare with the reference (or with
-    `expected`); return the partitioned module."""
+def run_on_devices(spmd, per_device, n, backend):
+    """Every device's results: in lockstep on the reference evaluator, or compiled by
+    `backend` and run on one thread per in-process device."""
+    if backend == "reference":
+        return evaluate_spmd(spmd, per_device, n)
+    from xla_spmd.backends import get_backend
+    from xla_spmd.collectives import LocalWorld
+    executable = get_backend(backend).compile(spmd, tuple(range(n)))
+    return LocalWorld(n).run(lambda comm: tuple(executable.run(comm.rank,
+                                                               per_device[comm.rank], comm)))
+
+
+def check(module, args, *, rtol=1e-5, atol=1e-5, propagate=False, expected=None,
+          backend="reference"):
+    """Partition `module`, run it on every device (on `backend`), compare with the reference
+    (or with `expected`); return the partitioned module."""
     program = lower(module, propagate_shardings=propagate)
     module, spmd = program.module, program.spmd_module
     verify(spmd)
@@ -32,7 +45,7 @@ def check(module, args, *, rtol=1e-5, atol=1e-5, propagate=False, expected=None)
     params, results_shardings = signature(module)
     per_device = [[shard_array(arg, shardings[0], device) for arg, shardings in zip(args, params)]
                   for device in range(n)]
-    results = evaluate_spmd(spmd, per_device, n)
+    results = run_on_devices(spmd, per_device, n, backend)
     expected = _flatten(evaluate(module, args)) if expected is None else list(expected)
     shapes = shape_leaves(module.entry.root.shape)
     per_device_leaves = [_flatten(r) for r in results]

@@ -1,0 +1,13 @@
+"""The CPU backend (``get_backend("cpu")``): XLA-style fusion of each per-device program,
+code generation of every fusion with llvmlite for the host CPU, BLAS for dot, a schedule that
+starts collectives early and waits late, and a compilation cache in memory and on disk.
+
+Layout: ``fusion`` (which instructions one kernel computes), ``renderer`` and ``emitter`` (a
+fusion -> LLVM IR text), ``compiler`` (text -> machine code; the only importer of
+``llvmlite.binding``), ``kernels`` (numpy/BLAS kernels, collective starts), ``program`` (the
+schedule, liveness and peak bytes of one computation) and ``executable`` (running plans).
+"""
+
+from xla_spmd.backends.cpu.executable import BACKEND, CpuBackend, CpuExecutable
+
+__all__ = ["BACKEND", "CpuBackend", "CpuExecutable"]

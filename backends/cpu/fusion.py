@@ -1,0 +1,172 @@
+"""XLA-style fusion of one computation: loop fusion and reduction input fusion.
+
+A *fusion* is a set of instructions computed by one generated kernel: its root (the one value
+it writes), the members it computes on the way, and its inputs (the operands it reads). Two
+kinds:
+
+* **loop**: the root is an elementwise op (unary, binary, compare, select, clamp, convert,
+  bitcast-convert of one width); members are elementwise ops and the producers XLA fuses
+  into loops: broadcast, iota, scalar constants, and the index-only shape ops reshape,
+  bitcast (row-major), transpose, slice and reverse.
+* **reduce**: the root is a ``reduce`` of one array with a plain add/multiply/max/min/and/or
+  reducer (not float add/multiply: numpy's pairwise kernel runs those, bit-identical to the
+  reference); its data operand's producers are fused as in a loop fusion (input fusion).
+
+Invariants: a member other than the root has every user inside its fusion, except cheap
+producers (scalar constants, iota, broadcast), which are duplicated into each consumer as XLA
+does; the computation's root is never an inner member; every dtype is one the renderer
+handles (``renderer.SUPPORTED``). Instructions outside every fusion run as single kernels.
+
+Example: ``y = exp(x * broadcast(c)) ; s = reduce(y, add)`` where ``y`` has no other user
+gives one reduce fusion ``{broadcast, multiply, exp, reduce}`` with inputs ``x, c, init``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xla_spmd.backends.cpu.renderer import SUPPORTED, supports_instruction
+from xla_spmd.backends.reference.reduction import binary_reducer
+from xla_spmd.ir import ArrayShape, Computation, Family, Instruction
+
+_ELEMENTWISE = (Family.UNARY, Family.BINARY, Family.ELEMENTWISE)
+_INDEX_OPS = ("reshape", "bitcast", "transpose", "slice", "reverse", "broadcast")
+_CHEAP = ("constant", "iota", "broadcast")
+REDUCERS = ("add", "multiply", "maximum", "minimum", "and", "or")
+
+
+@dataclass(frozen=True, slots=True)
+class Fusion:
+    """One generated kernel: ``kind`` is ``"loop"`` or ``"reduce"``; ``members`` are in
+    topological order and end with ``root``; ``inputs`` are the values it reads."""
+
+    name: str
+    kind: str
+    root: Instruction
+    members: tuple[Instruction, ...]
+    inputs: tuple[Instruction, ...]
+
+    @property
+    def reducer(self) -> str | None:
+        return binary_reducer(self.root.attrs.to_apply) if self.kind == "reduce" else None
+
+
+def _array(inst: Instruction) -> bool:
+    return isinstance(inst.shape, ArrayShape) and inst.shape.dtype in SUPPORTED
+
+
+def _default_layout(shape: ArrayShape) -> bool:
+    return shape.layout is None or tuple(shape.layout) == tuple(range(shape.rank - 1, -1, -1))
+
+
+def can_be_root(inst: Instruction, libm: bool = False) -> bool:
+    """Whether ``inst`` may be the root of a generated kernel (``libm``: transcendentals
+    too, see ``renderer.TRANSCENDENTAL``)."""
+    if not _array(inst) or any(not _array(o) for o in inst.operands):
+        return False
+    if inst.op.family in _ELEMENTWISE:
+        return supports_instruction(inst, libm)
+    if inst.op.name == "reduce" and len(inst.operands) == 2:
+        reducer = binary_reducer(inst.attrs.to_apply)
+        # Float sums and products run in numpy's (pairwise) order, as the reference's do.
+        if inst.shape.dtype.is_float and reducer in ("add", "multiply"):
+            return False
+        return reducer in REDUCERS
+    return False
+
+
+def can_be_producer(inst: Instruction, libm: bool = False) -> bool:
+    """Whether ``inst`` may be computed inside a consumer's kernel."""
+    if not _array(inst) or any(not _array(o) for o in inst.operands):
+        return False
+    name = inst.op.name
+    if name == "constant":
+        return inst.shape.rank == 0
+    if name == "iota":
+        return True
+    if name in _INDEX_OPS:
+        if name == "bitcast":
+            return (_default_layout(inst.shape) and _default_layout(inst.operands[0].shape)
+                    and inst.shape.num_elements == inst.operands[0].shape.num_elements)
+        return True
+    return inst.op.family in _ELEMENTWISE and supports_instruction(inst, libm)
+
+
+def fuse(computation: Computation, prefix: str = "", libm: bool = False
+         ) -> tuple[list[Fusion], dict[int, Fusion]]:
+    """The fusions of ``computation`` and, by id of each root, its fusion (kernel names start
+    with ``prefix``; ``libm``: fuse transcendentals too). Instructions no fusion computes for
+    its consumers stay single kernels."""
+    users = computation.users()
+    owner: dict[int, Fusion] = {}      # id(member) -> fusion that owns it exclusively
+    fusions: list[Fusion] = []
+    root = computation.root
+    for inst in reversed(computation.instructions):
+        if id(inst) in owner or not can_be_root(inst, libm):
+            continue
+        banned: set[int] = set()
+        excluded = {id(i) for i in computation.instructions
+                    if not can_be_producer(i, libm)}
+        while True:
+            members = _grow(inst, users, owner, banned | excluded, root)
+            shared = _shared_members(inst, members, users, computation)
+            if not shared:
+                break
+            banned |= shared
+        order = [i for i in computation.instructions if id(i) in members]
+        inputs: dict[int, Instruction] = {}
+        for member in order:
+            for k, operand in enumerate(member.operands):
+                init = member is inst and inst.op.name == "reduce" and k == 1
+                if id(operand) not in members or init:  # a reduce reads its init as input
+                    inputs.setdefault(id(operand), operand)
+        kind = "reduce" if inst.op.name == "reduce" else "loop"
+        fusion = Fusion(f"{prefix}fusion_{len(fusions)}_{_clean(inst.name)}", kind, inst,
+                        tuple(order), tuple(inputs.values()))
+        fusions.append(fusion)
+        for member in order:
+            if member is inst or member.op.name not in _CHEAP:
+                owner[id(member)] = fusion
+    fusions.reverse()
+    return fusions, {id(f.root): f for f in fusions}
+
+
+def _grow(inst: Instruction, users: dict, owner: dict, banned: set, root: Instruction) -> dict:
+    """The members of the fusion rooted at ``inst``: producers absorbed while every user is
+    inside (cheap ones always), never a ``banned`` one."""
+    members = {id(inst): inst}
+    frontier = list(inst.operands[:1] if inst.op.name == "reduce" else inst.operands)
+    changed = True
+    while changed:
+        changed = False
+        for operand in list(frontier):
+            if (id(operand) in members or id(operand) in owner or id(operand) in banned
+                    or operand is root):
+                continue
+            inside = all(id(u) in members for u in users[operand])
+            if not inside and operand.op.name not in _CHEAP:
+                continue
+            members[id(operand)] = operand
+            frontier.extend(operand.operands)
+            changed = True
+    return members
+
+
+def _shared_members(inst: Instruction, members: dict, users: dict,
+                    computation: Computation) -> set[int]:
+    """Non-cheap members some of whose users reach them through a duplicated (cheap) member
+    that is needed outside: they must stay outside the fusion."""
+    exclusive = {id(inst)}
+    shared = set()
+    for member in reversed(computation.instructions):
+        if id(member) not in members or member is inst:
+            continue
+        if all(id(u) in exclusive for u in users[member]):
+            exclusive.add(id(member))
+        elif member.op.name not in _CHEAP:
+            shared.add(id(member))
+    return shared
+
+
+def _clean(name: str) -> str:
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in name)

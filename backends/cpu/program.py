@@ -1,0 +1,228 @@
+"""The plan of one computation: its schedule of steps, each a generated fusion, a kernel, a
+collective start or wait, a control-flow op running other plans, or a reference fallback.
+
+Invariants:
+
+* Steps follow the computation's topological order, except collectives: a collective starts
+  right after the step that produces its operand and is waited for right before the first
+  step that uses its result, so communication overlaps the compute between. Every device
+  runs the same plan, so every device starts collectives in the same order.
+* Liveness: each value is dropped after its last use (``Step.frees``); ``peak_bytes`` is the
+  largest sum of live array bytes over the schedule (arguments included). A dropped buffer
+  nothing else references goes back to its device's ``BufferPool``, from which later
+  outputs of the same shape and type are taken (in this run and the next ones).
+* Only what the root or a side-effecting op needs is scheduled; members of a fusion that
+  nothing outside it uses are computed only inside it.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from xla_spmd.backends.cpu import kernels
+from xla_spmd.backends.cpu.fusion import Fusion, fuse
+from xla_spmd.backends.cpu.renderer import TRANSCENDENTAL, accumulator_dtype
+from xla_spmd.backends.reference.evaluator import EVALUATE
+from xla_spmd.ir import Computation, Family, Instruction
+from xla_spmd.ir.module import has_side_effect
+
+CONTROL = ("while", "conditional", "call", "fusion")
+_SHARING = ("tuple", "get-tuple-element", "reshape", "bitcast", "transpose", "slice",
+            "broadcast")
+
+
+@dataclass(slots=True)
+class Step:
+    """One entry of the schedule: ``kind`` is ``fusion``, ``kernel``, ``ufunc`` (a
+    transcendental through numpy's ufunc, bit-identical to the reference), ``constant``,
+    ``start``, ``wait``, ``control`` or ``fallback``; ``slot`` receives the value; ``reads`` are the
+    operand slots; ``frees`` the slots dead after this step."""
+
+    kind: str
+    inst: Instruction
+    slot: int
+    reads: tuple[int, ...]
+    fusion: Fusion | None = None
+    function: object = None
+    value: object = None
+    frees: tuple[int, ...] = ()
+    cache: dict = field(default_factory=dict)   # per-device facts a kernel computes once
+
+
+@dataclass
+class Program:
+    """The schedule of one computation and what it needs at run time."""
+
+    computation: Computation
+    steps: list[Step]
+    parameter_slots: tuple[int, ...]
+    root_slot: int
+    fusions: list[Fusion]
+    peak_bytes: int = 0
+    counts: dict = field(default_factory=dict)
+
+
+def plan(computation: Computation, called: set[int], prefix: str = "", libm: bool = False
+         ) -> Program:
+    """The schedule of ``computation``; ``called`` are ids of computations that get their own
+    programs (the bodies of control flow); kernel names start with ``prefix``; ``libm``
+    generates code for transcendentals too."""
+    fusions, by_root = fuse(computation, prefix, libm)
+    slot_of = {id(inst): k for k, inst in enumerate(computation.instructions)}
+    required = _required(computation, by_root)
+    steps: list[Step] = []
+    for inst in computation.instructions:
+        if id(inst) not in required or inst.op.name == "parameter":
+            continue
+        slot = slot_of[id(inst)]
+        fusion = by_root.get(id(inst))
+        if fusion is not None:
+            reads = tuple(slot_of[id(i)] for i in fusion.inputs)
+            steps.append(Step("fusion", inst, slot, reads, fusion=fusion))
+            continue
+        reads = tuple(slot_of[id(o)] for o in inst.operands)
+        name = inst.op.name
+        if name == "constant" or (name == "iota" and kernels.kernel_for(inst) is None):
+            value = EVALUATE.lookup(name)(inst, [], None)
+            steps.append(Step("constant", inst, slot, reads, value=value))
+        elif kernels.can_start(inst):
+            steps.append(Step("start", inst, slot, reads))
+            # The operands stay alive until the wait: the communicator reads them meanwhile.
+            steps.append(Step("wait", inst, slot, (slot, *reads)))
+        elif name in CONTROL and all(id(c) in called for c in inst.called_computations()):
+            steps.append(Step("control", inst, slot, reads))
+        elif name in TRANSCENDENTAL:
+            steps.append(Step("ufunc", inst, slot, reads, function=EVALUATE.lookup(name)))
+        elif kernels.kernel_for(inst) is not None:
+            steps.append(Step("kernel", inst, slot, reads, function=kernels.kernel_for(inst)))
+        else:
+            steps.append(Step("fallback", inst, slot, reads, function=EVALUATE.lookup(name)))
+    steps = _overlap_collectives(steps)
+    parameters = tuple(slot_of[id(p)] for p in computation.parameters)
+    root_slot = slot_of[id(computation.root)]
+    program = Program(computation, steps, parameters, root_slot, fusions)
+    program.peak_bytes = _assign_lifetimes(program, computation)
+    for step in steps:
+        program.counts[step.kind] = program.counts.get(step.kind, 0) + 1
+    return program
+
+
+def _required(computation: Computation, by_root: dict[int, Fusion]) -> set[int]:
+    required = {id(computation.root)}
+    for inst in reversed(computation.instructions):
+        keep = (has_side_effect(inst) or inst.op.family in (Family.COLLECTIVE, Family.ASYNC))
+        if id(inst) not in required and not keep:
+            continue
+        required.add(id(inst))
+        fusion = by_root.get(id(inst))
+        for operand in (fusion.inputs if fusion is not None else inst.operands):
+            required.add(id(operand))
+    return required
+
+
+def _overlap_collectives(steps: list[Step]) -> list[Step]:
+    """Move each collective's start up to just after its operands' producers, and its wait
+    down to just before its first reader (in linear time; starts keep their order)."""
+    others = [s for s in steps if s.kind != "start"]
+    produced_at = {s.slot: k for k, s in enumerate(others) if s.kind != "start"}
+    after: dict[int, list[Step]] = {}
+    for step in steps:
+        if step.kind == "start":
+            position = max((produced_at[r] for r in step.reads if r in produced_at),
+                           default=-1)
+            after.setdefault(position, []).append(step)
+    started = list(after.get(-1, []))
+    for k, step in enumerate(others):
+        started.append(step)
+        started.extend(after.get(k, []))
+    rest = [s for s in started if s.kind != "wait"]
+    first_reader: dict[int, int] = {}
+    for k, step in enumerate(rest):
+        for slot in step.reads:
+            first_reader.setdefault(slot, k)
+    before: dict[int, list[Step]] = {}
+    for step in started:
+        if step.kind == "wait":
+            position = first_reader.get(step.slot, len(rest))
+            before.setdefault(position, []).append(step)
+    result = []
+    for k, step in enumerate(rest):
+        result.extend(before.get(k, []))
+        result.append(step)
+    result.extend(before.get(len(rest), []))
+    return result
+
+
+def _nbytes(shape) -> int:
+    return sum(leaf.byte_size for leaf in shape.leaves() if not leaf.is_token)
+
+
+def _assign_lifetimes(program: Program, computation: Computation) -> int:
+    """Set each step's ``frees`` (slots read for the last time there) and return the peak of
+    live bytes over the schedule."""
+    last: dict[int, int] = {}
+    for k, step in enumerate(program.steps):
+        for slot in step.reads:
+            last[slot] = k
+    last[program.root_slot] = len(program.steps)
+    instructions = computation.instructions
+    live = {slot: _nbytes(instructions[slot].shape) for slot in program.parameter_slots}
+    peak = sum(live.values())
+    for k, step in enumerate(program.steps):
+        if step.kind == "start":
+            continue
+        # Tuples and views share their operands' buffers.
+        shares = step.inst.op.name in _SHARING and step.kind == "kernel"
+        live[step.slot] = 0 if shares else _nbytes(step.inst.shape)
+        if step.kind == "fusion" and step.fusion.kind == "reduce":
+            scratch = step.inst.shape.num_elements * accumulator_dtype(
+                step.inst.shape.dtype).itemsize
+        else:
+            scratch = 0
+        peak = max(peak, sum(live.values()) + scratch)
+        frees = tuple(s for s in set(step.reads) if last.get(s) == k and s != step.slot)
+        step.frees = frees
+        for slot in frees:
+            live.pop(slot, None)
+    return peak
+
+
+class BufferPool:
+    """Free buffers of one device by (shape, dtype): reused instead of allocated, so big
+    outputs do not pay fresh pages every step."""
+
+    def __init__(self):
+        self._free: dict[tuple, list[np.ndarray]] = {}
+
+    def take(self, shape: tuple, dtype) -> np.ndarray:
+        stack = self._free.get((shape, np.dtype(dtype)))
+        return stack.pop() if stack else np.empty(shape, dtype)
+
+    def give(self, value) -> None:
+        """Keep ``value`` if it is a buffer only the caller references."""
+        # Two references: the caller's and getrefcount's argument.
+        if (type(value) is np.ndarray and value.flags.owndata and value.flags.writeable
+                and value.nbytes >= 4096 and sys.getrefcount(value) <= 3):
+            self._free.setdefault((value.shape, value.dtype), []).append(value)
+
+
+def run_fusion(step: Step, values: list, pool: BufferPool) -> np.ndarray:
+    """Run a generated fusion kernel on its inputs into an output from ``pool``."""
+    fusion, inst = step.fusion, step.inst
+    inputs = [np.ascontiguousarray(values[slot]) for slot in step.reads]
+    pointers = [a.ctypes.data for a in inputs]
+    if fusion.kind == "loop":
+        out = pool.take(inst.shape.dims, inst.shape.dtype.numpy)
+        if out.size:
+            step.function(out.ctypes.data, *pointers)
+        return out
+    accumulator = np.empty(inst.shape.dims, accumulator_dtype(inst.shape.dtype))
+    init = values[step.reads[fusion.inputs.index(inst.operands[1])]]
+    accumulator[...] = np.asarray(init).astype(accumulator.dtype)
+    if inst.operands[0].shape.num_elements:
+        step.function(accumulator.ctypes.data, *pointers)
+    dtype = inst.shape.dtype.numpy
+    return accumulator if accumulator.dtype == dtype else accumulator.astype(dtype)

@@ -1,0 +1,363 @@
+"""The CPU backend's performance goals (issue 14) as a table of ratios.
+
+    python scripts/bench_backend.py [--steps 3] [--quick]
+
+Rows: the training step of an MLP (batch 512, 4 layers of 2048x2048) and of a transformer
+block (batch 8, sequence 256, d 512, 8 heads, ff 2048) on mesh data=2,model=4 (8 in-process
+devices) and on 1 device, each on the cpu and the reference backend (and JAX with the same
+mesh and shardings, when JAX is installed); the README's small transformer on 8 devices over
+1 device; a fused chain of 8 elementwise ops on 64 MB against numpy.copyto's bandwidth; dot
+2048^3 f32 against numpy.matmul; the first call of the transformer block with a cold cache;
+the peak bytes per device the backend's buffer plan reports. Which BLAS kernel ran is printed
+(threadpoolctl). ``--quick`` shrinks the models (a smoke test of the script).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# JAX (when installed) runs the same mesh on 8 host devices.
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+
+import numpy as np  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import xla_spmd as xs  # noqa: E402
+import xla_spmd.numpy as xnp  # noqa: E402
+from xla_spmd.backends import get_backend  # noqa: E402
+from xla_spmd.collectives import LocalWorld  # noqa: E402
+from xla_spmd.frontend.pytree import tree_leaves  # noqa: E402
+from xla_spmd.ir import ArrayShape, Builder, Module  # noqa: E402
+from xla_spmd.ir.dtypes import F32  # noqa: E402
+from xla_spmd.partition import partition  # noqa: E402
+from xla_spmd.propagation import propagate  # noqa: E402
+from xla_spmd.runtime.executable import blas_threads_per_device  # noqa: E402
+from xla_spmd.runtime.sharded_array import device_put  # noqa: E402
+
+P = xs.PartitionSpec
+
+
+def blas_kernel() -> str:
+    from threadpoolctl import threadpool_info
+    infos = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+    return ", ".join(f"{i.get('internal_api')} {i.get('architecture')} "
+                     f"({i.get('num_threads')} threads)" for i in infos) or "none found"
+
+
+# ---------------------------------------------------------------------------------------------
+# Models (the issue's sizes)
+
+
+class Library:
+    """The array API a model is written against: xla-spmd's frontend or JAX."""
+
+    def __init__(self, numpy, value_and_grad):
+        self.np, self.value_and_grad = numpy, value_and_grad
+
+    def layer_norm(self, x, gain, bias):
+        mean = self.np.mean(x, axis=-1, keepdims=True)
+        centered = x - mean
+        variance = self.np.mean(centered * centered, axis=-1, keepdims=True)
+        return centered / self.np.sqrt(variance + 1e-5) * gain + bias
+
+    def softmax(self, x):
+        shifted = self.np.exp(x - self.np.max(x, axis=-1, keepdims=True))
+        return shifted / self.np.sum(shifted, axis=-1, keepdims=True)
+
+    def gelu(self, x):
+        return 0.5 * x * (1 + self.np.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+
+
+XS = Library(xnp, xs.value_and_grad)
+
+
+def mlp_model(quick: bool, lib: Library = XS):
+    width, batch, layers = (256, 64, 4) if quick else (2048, 512, 4)
+    rng = np.random.default_rng(0)
+    params = {f"w{i}": (rng.standard_normal((width, width)) / math.sqrt(width)).astype(
+        np.float32) for i in range(layers)}
+    x = rng.standard_normal((batch, width)).astype(np.float32)
+    y = rng.standard_normal((batch, width)).astype(np.float32)
+
+    def loss(p, x, y):
+        for i in range(layers):
+            x = x @ p[f"w{i}"]
+            x = lib.np.maximum(x, 0.0) if i < layers - 1 else x
+        return lib.np.mean((x - y) ** 2)
+
+    def step(p, x, y):
+        value, grads = lib.value_and_grad(loss)(p, x, y)
+        return {k: p[k] - 0.01 * grads[k] for k in p}, value
+
+    specs = {f"w{i}": P(None, "model") if i % 2 == 0 else P("model", None)
+             for i in range(layers)}
+    return step, (params, x, y), (specs, P("data", None), P("data", None))
+
+
+def block_model(quick: bool, lib: Library = XS):
+    batch, seq, d, heads, ff = (2, 32, 64, 8, 128) if quick else (8, 256, 512, 8, 2048)
+    rng = np.random.default_rng(0)
+
+    def dense(a, b):
+        return (rng.standard_normal((a, b)) / math.sqrt(a)).astype(np.float32)
+
+    params = {"wq": dense(d, d), "wk": dense(d, d), "wv": dense(d, d), "wo": dense(d, d),
+              "w1": dense(d, ff), "w2": dense(ff, d),
+              "g": np.ones(d, np.float32), "b": np.zeros(d, np.float32)}
+    x = rng.standard_normal((batch, seq, d)).astype(np.float32)
+    jnp = lib.np
+
+    def loss(p, x):
+        b, s, _ = x.shape
+        h = lib.layer_norm(x, p["g"], p["b"])
+        q, k, v = (jnp.reshape(h @ p[w], (b, s, heads, d // heads)) for w in ("wq", "wk", "wv"))
+        scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(d // heads)
+        mixed = jnp.einsum("bhqk,bkhd->bqhd", lib.softmax(scores), v)
+        x = x + jnp.reshape(mixed, (b, s, d)) @ p["wo"]
+        x = x + lib.gelu(lib.layer_norm(x, p["g"], p["b"]) @ p["w1"]) @ p["w2"]
+        return jnp.mean(x * x)
+
+    def step(p, x):
+        value, grads = lib.value_and_grad(loss)(p, x)
+        return {k: p[k] - 0.01 * grads[k] for k in p}, value
+
+    specs = {"wq": P(None, "model"), "wk": P(None, "model"), "wv": P(None, "model"),
+             "wo": P("model", None), "w1": P(None, "model"), "w2": P("model", None),
+             "g": P(None), "b": P(None)}
+    return step, (params, x), (specs, P("data", None, None))
+
+
+def readme_model():
+    example = _load_example("train_transformer")
+    params, roles = example.init_params(0)
+    tokens, targets = example.make_batches(0)(0)
+    from training import spec_for
+    specs = {k: spec_for("tp", roles[k], v.ndim) for k, v in params.items()}
+    return example.train_step, (params, tokens, targets), (specs, P("data", None),
+                                                            P("data", None))
+
+
+def _load_example(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---------------------------------------------------------------------------------------------
+# Running a sharded step on a backend
+
+
+class Prepared:
+    """A step traced, propagated and partitioned for ``mesh``, with per-device arguments."""
+
+    def __init__(self, model, mesh_axes: dict):
+        step, args, specs = model
+        mesh = xs.make_mesh(mesh_axes)
+        shardings = _shardings(mesh, specs, args)
+        xs.set_num_devices(mesh.size)
+        start = time.perf_counter()
+        lowered = xs.jit(step, in_shardings=shardings).lower(*args)
+        self.module = propagate(lowered.module, mesh=mesh)
+        self.spmd = partition(self.module, mesh, propagate=False)
+        self.frontend_seconds = time.perf_counter() - start
+        self.devices = mesh.size
+        leaves = tree_leaves(args)
+        parameters = self.module.entry.parameters
+        placed = [device_put(np.asarray(v), p.sharding) for v, p in zip(leaves, parameters)]
+        self.arguments = [[a.shard_data(d, padded=True) for a in placed]
+                          for d in range(self.devices)]
+
+    def run(self, executable) -> list:
+        if self.devices == 1:
+            return [executable.run(0, self.arguments[0], None)]
+        with blas_threads_per_device(self.devices):  # as the runtime shares the cores
+            return LocalWorld(self.devices).run(
+                lambda comm: executable.run(comm.rank, self.arguments[comm.rank], comm))
+
+
+def _shardings(mesh, specs, args):
+    def named(spec):
+        return xs.NamedSharding(mesh, spec)
+    params_specs = specs[0]
+    return ({k: named(params_specs[k]) for k in args[0]},) + tuple(named(s) for s in specs[1:])
+
+
+def step_seconds(prepared: Prepared, backend: str, steps: int) -> tuple[float, object]:
+    executable = get_backend(backend).compile(prepared.spmd, tuple(range(prepared.devices)))
+    prepared.run(executable)  # warm: first touches, BLAS start-up
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        prepared.run(executable)
+        times.append(time.perf_counter() - start)
+    return min(times), executable  # best of: the machine is shared
+
+
+# ---------------------------------------------------------------------------------------------
+# JAX, when installed: the same model, mesh and shardings
+
+
+def jax_step(model, quick: bool, mesh_axes: dict, steps: int) -> dict:
+    """JAX's lower + compile seconds, median step seconds and XLA's per-device bytes."""
+    import jax
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as JaxSpec
+
+    step, args, specs = model(quick, Library(jax.numpy, jax.value_and_grad))
+    sizes = tuple(mesh_axes.values())
+    mesh = Mesh(np.array(jax.devices()[:math.prod(sizes)]).reshape(sizes), tuple(mesh_axes))
+
+    def named(spec):
+        return NamedSharding(mesh, JaxSpec(*tuple(spec)))
+    shardings = ({k: named(specs[0][k]) for k in args[0]},) + tuple(named(s)
+                                                                     for s in specs[1:])
+    placed = jax.device_put(args, shardings)
+    start = time.perf_counter()
+    compiled = jax.jit(step, in_shardings=shardings).lower(*placed).compile()
+    first = time.perf_counter() - start
+    jax.block_until_ready(compiled(*placed))
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        jax.block_until_ready(compiled(*placed))
+        times.append(time.perf_counter() - start)
+    memory = compiled.memory_analysis()
+    peak = (memory.temp_size_in_bytes + memory.argument_size_in_bytes
+            + memory.output_size_in_bytes - memory.alias_size_in_bytes)
+    return {"first": first, "step": min(times), "bytes": peak}
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels
+
+
+def elementwise_chain(elements: int) -> Module:
+    b = Builder("main")
+    x = b.parameter(ArrayShape(F32, (elements,)), "x")
+    y = b.parameter(ArrayShape(F32, (elements,)), "y")
+    value = x
+    for k, opcode in enumerate(["multiply", "add", "maximum", "subtract", "multiply", "add",
+                                "minimum", "add"]):
+        value = b.op(opcode, value, y if k % 2 else x)
+    return Module.from_entry("chain", b.build(value))
+
+
+def best_of(function, repeats: int = 5) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def fused_chain_row(quick: bool) -> tuple[str, str, str]:
+    elements = (1 << 20) if quick else (16 << 20)  # 64 MB of f32
+    rng = np.random.default_rng(0)
+    x, y = (rng.standard_normal(elements).astype(np.float32) for _ in range(2))
+    executable = get_backend("cpu").compile(elementwise_chain(elements), (0,))
+    fused = best_of(lambda: executable.run(0, [x, y], None))
+    out = np.empty_like(x)
+    copy = best_of(lambda: np.copyto(out, x))
+    # The chain reads two arrays and writes one; copyto reads one and writes one.
+    chain_rate, copy_rate = 3 * x.nbytes / fused, 2 * x.nbytes / copy
+    return ("fused chain of 8 elementwise ops, 64 MB", f"{chain_rate / 1e9:.1f} GB/s vs "
+            f"copyto {copy_rate / 1e9:.1f} GB/s", f"{chain_rate / copy_rate:.0%} (goal ≥ 80%)")
+
+
+def dot_row(quick: bool) -> tuple[str, str, str]:
+    n = 512 if quick else 2048
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
+    builder = Builder("main")
+    pa, pb = (builder.parameter(ArrayShape(F32, (n, n)), name) for name in ("a", "b"))
+    root = builder.dot(pa, pb, lhs_contracting_dims=(1,), rhs_contracting_dims=(0,))
+    executable = get_backend("cpu").compile(Module.from_entry("dot", builder.build(root)),
+                                            (0,))
+    ours = best_of(lambda: executable.run(0, [a, b], None), 3)
+    numpy_time = best_of(lambda: np.matmul(a, b), 3)
+    flops = 2 * n ** 3
+    return (f"dot {n}³ f32", f"{flops / ours / 1e9:.1f} vs numpy {flops / numpy_time / 1e9:.1f}"
+            " GFLOP/s", f"{numpy_time / ours:.0%} (goal ≥ 90%)")
+
+
+def first_call_row(quick: bool, jax_seconds: float | None) -> tuple[str, str, str]:
+    from xla_spmd.backends.cpu import compiler
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["XLA_SPMD_CACHE_DIR"] = cache
+        compiler.clear_memory_cache()
+        start = time.perf_counter()
+        prepared = Prepared(block_model(quick), {"data": 2, "model": 4})
+        get_backend("cpu").compile(prepared.spmd, tuple(range(8)))
+        seconds = time.perf_counter() - start
+        del os.environ["XLA_SPMD_CACHE_DIR"]
+    ratio = (f"{seconds / jax_seconds:.2f}× JAX lower + compile ({jax_seconds:.2f} s)"
+             if jax_seconds else "JAX not installed")
+    return ("first call, transformer block, 8 devices, cold cache", f"{seconds:.2f} s (trace "
+            f"+ propagate + partition {prepared.frontend_seconds:.2f} s)", ratio)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="small models (smoke test)")
+    args = parser.parse_args()
+    console = Console(width=140)
+    jax_available = importlib.util.find_spec("jax") is not None
+    table = Table("measure", "value", "ratio")
+    jax_first = None
+    for name, model in (("MLP", mlp_model), ("transformer block", block_model)):
+        for mesh_axes in ({"data": 1, "model": 1}, {"data": 2, "model": 4}):
+            prepared = Prepared(model(args.quick), mesh_axes)
+            cpu, executable = step_seconds(prepared, "cpu", args.steps)
+            reference, _ = step_seconds(prepared, "reference", args.steps)
+            where = f"{prepared.devices} device{'s' if prepared.devices > 1 else ''}"
+            value = f"cpu {cpu * 1e3:.0f} ms, reference {reference * 1e3:.0f} ms"
+            ratio = f"{cpu / reference:.2f}× reference"
+            peak = executable.report()["peak_bytes"]
+            xla_bytes = "JAX not installed"
+            if jax_available:
+                jax = jax_step(model, args.quick, mesh_axes, args.steps)
+                value += f", JAX {jax['step'] * 1e3:.0f} ms"
+                ratio = f"{cpu / jax['step']:.2f}× JAX (goal ≤ 1.0), " + ratio
+                xla_bytes = f"{peak / jax['bytes']:.2f}× XLA {jax['bytes'] / 2**20:.1f} MiB"
+                if name == "transformer block" and prepared.devices == 8:
+                    jax_first = jax["first"]
+            table.add_row(f"{name} step, {where}", value, ratio)
+            table.add_row(f"  peak bytes per device ({where})", f"{peak / 2**20:.1f} MiB",
+                          xla_bytes + " (goal ≤ 1.1×)")
+    readme = [Prepared(readme_model(), axes) for axes in ({"data": 1, "model": 1},
+                                                           {"data": 2, "model": 4})]
+    one, _ = step_seconds(readme[0], "cpu", args.steps)
+    eight, _ = step_seconds(readme[1], "cpu", args.steps)
+    table.add_row("README's transformer step, 8 devices / 1 device (cpu)",
+                  f"{eight * 1e3:.1f} ms / {one * 1e3:.1f} ms", f"{eight / one:.2f}× (goal ≤ 3×)")
+    table.add_row("mpirun -n 8 / 8 in-process", "not measured by this script", "")
+    table.add_row(*fused_chain_row(args.quick))
+    table.add_row(*dot_row(args.quick))
+    table.add_row(*first_call_row(args.quick, jax_first))
+    console.print(table)
+    from xla_spmd.backends.cpu import compiler
+    host = compiler.host()
+    console.print(f"BLAS: {blas_kernel()}; code for {host['cpu']} ({host['features']}), "
+                  f"LLVM {host['llvm']}, llvmlite {host['llvmlite']}")
+
+
+if __name__ == "__main__":
+    main()
