@@ -170,3 +170,27 @@ def test_value_sliced_after_an_all_reduce_is_not_gathered_again():
     # partial sums -> rows over 8 devices (3 rows: all-reduce, then a free slice) ->
     # replicated: the all-reduced value is reused, no all-gather
     assert [row["kind"] for row in collective_table(spmd)] == ["all-reduce"]
+
+
+MIXED_CHAIN = """HloModule mixed
+ENTRY e {
+  a = f32[16,32] parameter(0), sharding={devices=[2,4]<=[8]}
+  b = f32[32,16] parameter(1), sharding={devices=[2,4]<=[8]}
+  t = f32[16,32] tanh(a), sharding={devices=[4,2]<=[2,4]T(1,0)}
+  bt = f32[16,32] transpose(b), dimensions={1,0}, sharding={devices=[4,2]<=[2,4]T(1,0)}
+  m = f32[16,32] multiply(t, bt), sharding={devices=[4,2]<=[2,4]T(1,0)}
+  ROOT r = f32[16,32] add(m, a), sharding={devices=[2,4]<=[8]}
+}
+"""
+
+
+def test_mixed_shardings_in_an_elementwise_chain_reshard_the_odd_operand_once():
+    module = parse_hlo(MIXED_CHAIN)
+    rng = np.random.default_rng(3)
+    a, b = (rng.standard_normal(p.shape.dims).astype(np.float32)
+            for p in module.entry.parameters)
+    spmd = check(module, [a, b], propagate=True, rtol=1e-5, atol=1e-5,
+                 expected=[np.tanh(a) * b.T + a])
+    # the chain stays in a's layout; only b.T (in the other layout) moves, once
+    assert [row["kind"] for row in collective_table(spmd)] == ["all-to-all",
+                                                               "collective-permute"]

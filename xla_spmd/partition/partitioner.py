@@ -91,6 +91,8 @@ class Lowering:
         # Local values that are cheaper to compute again in another sharding than to move
         # (constants, iotas, broadcasts): local instruction -> (recompute(target), its cost).
         self.recompute: dict[Instruction, object] = {}
+        # The users of each instruction of the computation being lowered (for look-ahead).
+        self.uses: dict[Instruction, list[Instruction]] = {}
 
     # -- shardings -------------------------------------------------------------------------
     def sharding(self, dims_axes, unreduced=()) -> TensorSharding:
@@ -229,6 +231,7 @@ class Lowering:
     def lower_body(self, computation: Computation, env: dict) -> object:
         """Partition `computation`'s instructions (parameters pre-bound in `env`)."""
         from xla_spmd.partition.registry import handler_for
+        self.uses = computation.users()
         for inst in computation.instructions:
             if inst in env:
                 continue
