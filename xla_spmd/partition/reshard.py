@@ -1,10 +1,14 @@
 """The resharding planner: sharding A -> sharding B of one tensor as a list of steps.
 
 A step is a local dynamic-slice (`Slice`: append axes to a dim, no communication), an
-`AllGather` (remove minor axes of a dim), an `AllToAll` (move the minor axis of one dim to the
-minor end of another), an `AllReduce` / `ReduceScatter` (resolve unreduced axes), a
-`CollectivePermute` (the same tiles on another device order) or `ToUnreduced` (replicated ->
-partial: keep the value on one device of each group, zeros elsewhere). The plan is pure data:
+`AllGather` (remove minor axes of a dim), an `AllToAll` (move the minor axes of one dim to the
+minor end of another, several at once), an `AllReduce` / `ReduceScatter` (resolve unreduced
+axes; all-reduce when the scattered dim would pad more than it saves), a `CollectivePermute`
+(the same tiles on another device order), a `Split` (name a dim's minor axis as two sub-axes:
+the same shards, so an all-to-all can move part of it: a 2-D-sharded transpose is split,
+all-to-all, permute, as XLA does it) or `ToUnreduced` (replicated -> partial: keep the value
+on one device of each group, zeros elsewhere). Candidate plans (greedy, permute, slice then
+permute, split then permute) are priced and the cheapest kept. The plan is pure data:
 `emit.lower_step` turns each step into instructions.
 
 Invariants of a plan: applying its steps in order to the source layout gives the target
