@@ -58,9 +58,14 @@ def make_batches(seed: int):
 def main() -> list[float]:
     args = parse_args(__doc__.split("\n")[0], steps=30)
     params, roles = init_params(args.seed)
-    step, params = sharded_step(train_step, make_mesh(args.mesh), args.strategy, params, roles)
+    step, params = sharded_step(train_step, make_mesh(args.mesh), args.strategy, params, roles,
+                                make_batches(args.seed)(0))
     return train(step, params, make_batches(args.seed), args=args, items_per_step=BATCH,
                  unit="samples", title="mlp")
+
+
+# What `xla-spmd bench` reads: the step, the parameters with their roles, the batches.
+step, (params, roles), batch = train_step, init_params(0), make_batches(0)
 
 
 if __name__ == "__main__":

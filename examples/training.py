@@ -6,6 +6,9 @@ A strategy maps each parameter to a PartitionSpec over the mesh axes "data" and 
     tp    Megatron: column-parallel then row-parallel weights on "model", batch on "data"
     fsdp  every parameter's first dim and the batch split over every device
     2d    Megatron on "model" and FSDP on "data" together, batch on "data"
+    auto  xs.auto_shard's choice (an integer program over the step's sharding choices)
+
+(xla_spmd.bench.strategies defines the hand-written four.)
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 import xla_spmd as xs
+from xla_spmd.bench.strategies import HAND_STRATEGIES, batch_spec, spec_for
 
-STRATEGIES = ("dp", "tp", "fsdp", "2d")
+STRATEGIES = (*HAND_STRATEGIES, "auto")
 
 
 def parse_args(description: str, steps: int = 20) -> argparse.Namespace:
@@ -80,27 +84,6 @@ def make_mesh(text: str) -> xs.Mesh:
     return mesh
 
 
-def spec_for(strategy: str, role: str, rank: int) -> xs.PartitionSpec:
-    """The PartitionSpec of a parameter by its role: "column" (d_in, d_out) weights whose
-    output dim is split by Megatron, "row" weights whose input dim is, or "vector"."""
-    every = ("data", "model")
-    if strategy == "dp" or (strategy != "fsdp" and role == "vector"):
-        return xs.P()
-    if strategy == "fsdp":
-        return xs.P(every, *([None] * (rank - 1)))
-    fsdp = "data" if strategy == "2d" else None
-    if role == "column":
-        return xs.P(fsdp, "model")
-    if role == "row":
-        return xs.P("model", fsdp)
-    return xs.P()
-
-
-def batch_spec(strategy: str, rank: int) -> xs.PartitionSpec:
-    split = ("data", "model") if strategy in ("dp", "fsdp") else "data"
-    return xs.P(split, *([None] * (rank - 1)))
-
-
 def shardings(mesh, strategy: str, roles: dict, params: dict) -> dict:
     return {name: xs.NamedSharding(mesh, spec_for(strategy, roles[name], params[name].ndim))
             for name in params}
@@ -118,12 +101,19 @@ def live_output() -> bool:
     return sys.stdout.isatty() and not launched
 
 
-def sharded_step(train_step, mesh, strategy: str, params: dict, roles: dict):
+def sharded_step(train_step, mesh, strategy: str, params: dict, roles: dict, batch=None):
     """`train_step(params, inputs, targets) -> (params, loss)` jitted with the strategy's
-    shardings, and the parameters placed on the devices by them."""
-    param_shardings = shardings(mesh, strategy, roles, params)
-    data = xs.NamedSharding(mesh, batch_spec(strategy, 2))
-    step = xs.jit(train_step, in_shardings=(param_shardings, data, data),
+    shardings, and the parameters placed on the devices by them. `auto` needs an example
+    `batch` (inputs, targets) and prints what it chose."""
+    if strategy == "auto":
+        plan = xs.auto_shard(train_step, mesh, params, *batch)
+        if xs.process_index() == 0:
+            print(plan)
+        param_shardings, inputs, targets = plan.in_shardings
+    else:
+        param_shardings = shardings(mesh, strategy, roles, params)
+        inputs = targets = xs.NamedSharding(mesh, batch_spec(strategy, 2))
+    step = xs.jit(train_step, in_shardings=(param_shardings, inputs, targets),
                   out_shardings=(param_shardings, xs.NamedSharding(mesh, xs.P())))
     return step, xs.device_put(params, param_shardings)
 

@@ -40,10 +40,11 @@ _EXPORTS = {
     "device_put": "xla_spmd.api",
     "Array": "xla_spmd.api",
     "ShardedArray": "xla_spmd.runtime",
-    "partition": "xla_spmd.partition",
     "specialize": "xla_spmd.partition",
     "evaluate": "xla_spmd.backends.reference",
     "evaluate_spmd": "xla_spmd.backends.reference",
+    "inspect": "xla_spmd.inspection",
+    "auto_shard": "xla_spmd.autoshard",
     "jit": "xla_spmd.api",
     "Lowered": "xla_spmd.frontend.jit",
     "with_sharding_constraint": "xla_spmd.frontend.jit",
@@ -62,8 +63,10 @@ _EXPORTS = {
 
 
 # Submodules reachable as attributes (xs.distributed.initialize(), xs.numpy, ...).
+# `xs.partition` is the partitioner's package (`xs.partition.partition(module, mesh)`): once
+# imported, Python makes a subpackage an attribute of its parent, so it cannot be a function.
 _SUBMODULES = {"checkpoint", "config", "distributed", "errors", "lax", "nn", "numpy",
-               "pipeline", "random"}
+               "partition", "pipeline", "random"}
 
 
 def __getattr__(name: str):

@@ -381,6 +381,9 @@ def build_parser() -> argparse.ArgumentParser:
     rules = commands.add_parser("rules", help="print each op's factor sharding rule")
     rules.add_argument("input", help="program file (.hlo or .mlir)")
     rules.set_defaults(handler=cmd_rules)
+
+    from xla_spmd.cli_tools import add_commands
+    add_commands(commands)  # calibrate, inspect, bench
     return parser
 
 

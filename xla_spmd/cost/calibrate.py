@@ -1,0 +1,213 @@
+"""Measure a machine profile: run small SPMD programs on the job's devices and time them.
+
+Every number is measured on all the job's devices at once (N in-process devices, or one
+per rank under ``mpirun``), through the backend ``xs.config.backend`` names, because that is
+how a step runs: devices share the cores, and the communicator's price depends on how many
+take part.
+
+* step overhead: a program that only copies a scalar;
+* per-instruction overhead: a chain of ``OPS`` negations of 8 floats, over the step overhead;
+* memory bandwidth: adding two vectors of ``VECTOR`` floats (12 bytes moved per element);
+* GEMM throughput: one ``GEMM x GEMM`` dot;
+* per collective kind and group size (the divisors of N from 2 up): a small and a large
+  message; the line through both gives alpha and beta;
+* the own price of each common small op (OPCODES), beyond its roofline time.
+
+Each program runs a few times and the fastest run counts, so a stray slow run does not.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from xla_spmd.cost.profile import COLLECTIVE_KINDS, Profile
+from xla_spmd.partition.report import collective_bytes
+
+OPS, VECTOR, GEMM, COPIES = 200, 1 << 20, 256, 8
+BETWEEN = 1                         # instructions between two collectives
+# Small ops whose own price (dispatch and bookkeeping of the backend) is measured apart:
+# name -> (HLO of one op on s = f32[16,16], operand names it reads). Others cost like negate.
+OPCODES = {
+    "dot": "f32[16,16] dot(s, s), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+    "reduce": "f32[16] reduce(s, z), dimensions={1}, to_apply=add",
+    "broadcast": "f32[16,16,4] broadcast(s), dimensions={0,1}",
+    "add": "f32[16,16] add(s, s)",
+    "multiply": "f32[16,16] multiply(s, s)",
+    "subtract": "f32[16,16] subtract(s, s)",
+    "divide": "f32[16,16] divide(s, s)",
+    "exponential": "f32[16,16] exponential(s)",
+    "compare": "pred[16,16] compare(s, s), direction=LT",
+    "select": "f32[16,16] select(p, s, s)",
+    "dynamic-slice": "f32[4,16] dynamic-slice(s, i, i), dynamic_slice_sizes={4,16}",
+    "dynamic-update-slice": "f32[16,16] dynamic-update-slice(s, q, i, i)",
+    "reshape": "f32[256] reshape(s)",
+    "transpose": "f32[16,16] transpose(s), dimensions={1,0}",
+    "convert": "bf16[16,16] convert(s)",
+    "concatenate": "f32[32,16] concatenate(s, s), dimensions={0}",
+    "iota": "s32[16,16] iota(), iota_dimension=0",
+    "constant": "f32[] constant(1)",
+    "copy": "f32[16,16] copy(s)",
+    "slice": "f32[8,16] slice(s), slice={[0:8], [0:16]}",
+    "pad": "f32[18,16] pad(s, z), padding=1_1x0_0",
+    "maximum": "f32[16,16] maximum(s, s)",
+}
+SMALL, LARGE = 64, 1 << 16          # floats per device in a collective's operand
+_ADD = "add { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT s = f32[] add(a, b) }\n"
+
+
+def _groups(n: int, size: int) -> str:
+    return "{" + ",".join("{" + ",".join(str(d) for d in range(g, g + size)) + "}"
+                          for g in range(0, n, size)) + "}"
+
+
+def _collective_program(kind: str, n: int, size: int, elements: int) -> str:
+    """`COPIES` collectives of one kind, each after a negation of the operand: as in a
+    step, devices arrive at each collective from compute (back-to-back collectives would
+    find every device already waiting, and price them too low). One alone would be lost in
+    the step's own overhead."""
+    header = f"HloModule calibrate, num_partitions={n}\n{_ADD}"
+    groups = f"replica_groups={_groups(n, size)}, use_global_device_ids=true"
+    if kind == "all-reduce":
+        shape, op = f"f32[{elements}]", f"all-reduce(x), {groups}, to_apply=add"
+    elif kind == "all-gather":
+        shape, op = f"f32[{elements * size}]", f"all-gather(x), dimensions={{0}}, {groups}"
+    elif kind == "reduce-scatter":
+        shape = f"f32[{elements // size}]"
+        op = f"reduce-scatter(x), dimensions={{0}}, {groups}, to_apply=add"
+    elif kind == "all-to-all":  # takes no use_global_device_ids: its groups are partitions
+        shape = f"f32[{elements}]"
+        op = f"all-to-all(x), dimensions={{0}}, replica_groups={_groups(n, size)}"
+    else:
+        pairs = ",".join(f"{{{d},{(d // size) * size + (d % size + 1) % size}}}"
+                         for d in range(n))
+        shape, op = f"f32[{elements}]", f"collective-permute(x), source_target_pairs={{{pairs}}}"
+    lines = []
+    for i in range(COPIES):
+        previous = "x"
+        for k in range(BETWEEN):
+            lines.append(f"n{i}_{k} = f32[{elements}] negate({previous})")
+            previous = f"n{i}_{k}"
+        lines.append(f"r{i} = {shape} {op.replace('(x)', f'({previous})')}, "
+                     f"channel_id={i + 1}")
+    names = ", ".join(f"r{i}" for i in range(COPIES))
+    return (f"{header}ENTRY e {{ x = f32[{elements}] parameter(0)\n " + "\n ".join(lines)
+            + f"\n ROOT t = ({', '.join([shape] * COPIES)}) tuple({names}) }}")
+
+
+def _opcode_program(n: int, text: str) -> str:
+    """`OPS` independent copies of one small op (see OPCODES), results dropped."""
+    lines = ["s = f32[16,16] parameter(0)", "z = f32[] constant(0)", "i = s32[] constant(0)",
+             "p = pred[16,16] compare(s, s), direction=GT",
+             "q = f32[4,16] slice(s), slice={[0:4], [0:16]}"]
+    lines += [f"o{k} = {text}" for k in range(OPS)]
+    lines.append("ROOT r = f32[] constant(0)")
+    return f"HloModule op, num_partitions={n}\n{_ADD}ENTRY e {{ " + "\n ".join(lines) + " }"
+
+
+def _chain_program(n: int) -> str:
+    lines = ["x0 = f32[8] parameter(0)"]
+    lines += [f"x{i + 1} = f32[8] negate(x{i})" for i in range(OPS)]
+    lines[-1] = "ROOT " + lines[-1]
+    return f"HloModule chain, num_partitions={n}\nENTRY e {{ " + "\n ".join(lines) + " }"
+
+
+def fastest(samples: list[float]) -> float:
+    """The time a measurement reports: the fastest run (on a shared machine the slower
+    runs carry other people's work; bench reports its steps the same way)."""
+    return min(samples)
+
+
+class _Runner:
+    """Runs HLO programs on the job's devices and times them (median of `repeats`)."""
+
+    def __init__(self, repeats: int):
+        from xla_spmd.runtime.devices import local_devices, topology
+
+        self.repeats = repeats
+        self.devices = [d.id for d in local_devices()]
+        self.num_devices = topology().num_devices
+
+    def time(self, text: str, make_args: Callable[[], list]) -> float:
+        from xla_spmd.ir import parse_hlo
+        from xla_spmd.pipeline import load_backend
+        from xla_spmd.runtime.executable import execute
+
+        executable = load_backend().compile(parse_hlo(text), tuple(self.devices))
+        args = {d: make_args() for d in self.devices}
+        execute(executable, args)  # warm up: threads, caches
+        samples = []
+        for _ in range(self.repeats):
+            start = time.perf_counter()
+            execute(executable, args)
+            samples.append(time.perf_counter() - start)
+        # Under MPI each rank times its own runs; the collectives keep them in step, and
+        # rank 0 writes the profile.
+        return fastest(samples)
+
+
+def calibrate(*, repeats: int = 5, quick: bool = False, progress=None) -> Profile:
+    """Measure this job's profile (see the module docstring). `quick` uses smaller
+    programs (for tests); `progress(text)` is told what is being measured."""
+    import xla_spmd.config as config
+    from xla_spmd.runtime.devices import topology
+
+    say = progress or (lambda text: None)
+    runner = _Runner(repeats)
+    n = runner.num_devices
+    vector, gemm, large = (VECTOR // 16, GEMM // 2, LARGE // 16) if quick else (
+        VECTOR, GEMM, LARGE)
+    rng = np.random.default_rng(0)
+
+    say("step overhead")
+    step = runner.time(f"HloModule empty, num_partitions={n}\nENTRY e {{ x = f32[] "
+                       "parameter(0)\n ROOT c = f32[] copy(x) }",
+                       lambda: [np.float32(1)])
+    say("instruction overhead")
+    chain = runner.time(_chain_program(n), lambda: [np.ones(8, np.float32)])
+    op = max((chain - step) / OPS, 1e-9)
+    say("memory bandwidth")
+    add = runner.time(f"HloModule bw, num_partitions={n}\nENTRY e {{ a = f32[{vector}] "
+                      f"parameter(0)\n b = f32[{vector}] parameter(1)\n ROOT c = "
+                      f"f32[{vector}] add(a, b) }}",
+                      lambda: [rng.random(vector, np.float32), rng.random(vector, np.float32)])
+    bandwidth = 12 * vector / max(add - step - op, 1e-9)
+    say("GEMM throughput")
+    dot = runner.time(f"HloModule gemm, num_partitions={n}\nENTRY e {{ a = f32[{gemm},{gemm}] "
+                      f"parameter(0)\n ROOT d = f32[{gemm},{gemm}] dot(a, a), "
+                      "lhs_contracting_dims={1}, rhs_contracting_dims={0} }",
+                      lambda: [rng.random((gemm, gemm), np.float32)])
+    gemm_flops = 2 * gemm ** 3 / max(dot - step - op, 1e-9)
+    by_opcode = {}
+    say("small ops, one kind at a time")
+    base = runner.time(_opcode_program(n, "f32[] constant(0)").replace(
+        "o0 = f32[] constant(0)", "o0 = f32[] constant(0)"), lambda: [np.ones((16, 16),
+                                                                           np.float32)])
+    for opcode, text in OPCODES.items():
+        seconds = runner.time(_opcode_program(n, text),
+                              lambda: [rng.random((16, 16), np.float32)])
+        by_opcode[opcode] = max((seconds - base) / OPS, 0.0) + op
+    collectives = {}
+    sizes = [g for g in range(2, n + 1) if n % g == 0]
+    for kind in COLLECTIVE_KINDS:
+        collectives[kind] = {}
+        for size in sizes:
+            say(f"{kind} over {size} devices")
+            points = []
+            for elements in (SMALL, large):
+                seconds = runner.time(_collective_program(kind, n, size, elements),
+                                      lambda e=elements: [rng.random(e, np.float32)])
+                moved = collective_bytes(kind, 4.0 * elements, size)
+                negate = BETWEEN * (op + 8.0 * elements / bandwidth)
+                points.append((moved, max((seconds - step) / COPIES - negate, 1e-9)))
+            (x0, t0), (x1, t1) = points
+            beta = max((t1 - t0) / (x1 - x0), 0.0)
+            collectives[kind][size] = (max(t0 - beta * x0, 1e-9), beta)
+    top = topology()
+    return Profile(name=f"calibrated: {config.backend} backend, {n} {top.kind} devices",
+                   backend=config.backend, communicator=top.kind, devices=n,
+                   step_overhead_s=step, op_overhead_s=op, gemm_flops=gemm_flops,
+                   memory_bandwidth=bandwidth, collectives=collectives,
+                   op_overhead_by_opcode=by_opcode)

@@ -1,0 +1,149 @@
+"""Machine profiles: the numbers the cost model prices a program with.
+
+A profile holds what `xla-spmd calibrate` measures for one backend, communicator and device
+count: the fixed price of running a step and of each instruction (an interpreter's dispatch,
+a kernel launch), GEMM throughput, memory bandwidth, and per collective kind and group size
+an alpha-beta line ``time = alpha + beta * bytes_per_device`` (bytes as
+`xla_spmd.partition.report.collective_bytes` counts them).
+
+Profiles are JSON files; `load_profile()` reads the one named by ``xs.config.cost_profile``
+(environment variable ``XLA_SPMD_COST_PROFILE``) and otherwise returns `DEFAULT_PROFILE`,
+numbers measured once on a 2-core machine running the reference evaluator with 8 in-process
+devices, so nothing needs a calibration first.
+
+>>> p = DEFAULT_PROFILE
+>>> round(p.collective_time("all-reduce", 4, 0.0) * 1e6) == round(p.alpha("all-reduce", 4) * 1e6)
+True
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from xla_spmd.errors import XlaSpmdError
+
+COLLECTIVE_KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+                    "collective-permute")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What one machine (backend x communicator x device count) costs."""
+
+    name: str
+    backend: str
+    communicator: str
+    devices: int
+    step_overhead_s: float        # running an empty program once on every device
+    op_overhead_s: float          # each instruction, beyond its roofline time
+    gemm_flops: float             # FLOP/s of one device while all devices compute at once
+    memory_bandwidth: float       # bytes/s of one device, likewise
+    # kind -> {group size: (alpha seconds, beta seconds per byte per device)}
+    collectives: dict[str, dict[int, tuple[float, float]]] = field(default_factory=dict)
+    # opcode -> its own per-instruction price where it differs from op_overhead_s
+    op_overhead_by_opcode: dict[str, float] = field(default_factory=dict)
+
+    def _line(self, kind: str, group_size: int) -> tuple[float, float]:
+        table = self.collectives.get(kind) or self.collectives.get("all-reduce") or {}
+        if not table:
+            return (self.op_overhead_s, 1.0 / self.memory_bandwidth)
+        if group_size in table:
+            return table[group_size]
+        # The nearest calibrated group size, alpha scaled by the log of the group size (the
+        # number of rounds of a tree or ring schedule grows with it).
+        nearest = min(table, key=lambda g: (abs(math.log2(max(g, 2)) -
+                                                math.log2(max(group_size, 2))), g))
+        alpha, beta = table[nearest]
+        scale = math.log2(max(group_size, 2)) / math.log2(max(nearest, 2))
+        return (alpha * scale, beta)
+
+    def alpha(self, kind: str, group_size: int) -> float:
+        return self._line(kind, group_size)[0]
+
+    def collective_time(self, kind: str, group_size: int, bytes_per_device: float) -> float:
+        """Predicted seconds of one collective; a group of one device costs nothing."""
+        if group_size <= 1:
+            return 0.0
+        alpha, beta = self._line(kind, group_size)
+        return alpha + beta * bytes_per_device
+
+    def overhead(self, opcode: str) -> float:
+        """The fixed price of one instruction of `opcode`."""
+        return self.op_overhead_by_opcode.get(opcode, self.op_overhead_s)
+
+    def compute_time(self, flops: float, bytes_moved: float, *, gemm: bool,
+                     opcode: str = "") -> float:
+        """Roofline seconds of one instruction: the larger of its FLOPs over GEMM throughput
+        (contractions only: elementwise FLOPs hide under their memory traffic) and its bytes
+        over memory bandwidth, plus the per-instruction overhead."""
+        compute = flops / self.gemm_flops if gemm else 0.0
+        return self.overhead(opcode) + max(compute, bytes_moved / self.memory_bandwidth)
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["collectives"] = {k: {str(g): list(v) for g, v in t.items()}
+                               for k, t in self.collectives.items()}
+        return json.dumps(data, indent=2)
+
+    @staticmethod
+    def from_json(text: str, source: str = "<profile>") -> Profile:
+        try:
+            data = json.loads(text)
+            collectives = {k: {int(g): (float(v[0]), float(v[1])) for g, v in t.items()}
+                           for k, t in data.pop("collectives", {}).items()}
+            profile = Profile(**data, collectives=collectives)
+        except (ValueError, TypeError, KeyError, IndexError) as error:
+            raise XlaSpmdError(f"{source}: not a cost profile ({error}); make one with "
+                               "`xla-spmd calibrate --output FILE`") from None
+        for name in ("gemm_flops", "memory_bandwidth"):
+            if not getattr(profile, name) > 0:
+                raise XlaSpmdError(f"{source}: {name} must be positive")
+        return profile
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_json() + "\n")
+
+
+def _default() -> Profile:
+    # `xla-spmd calibrate --devices 8 --repeats 9` on the project's shared 2-core machine
+    # (reference backend, in-process devices), rounded.
+    collectives = {
+        "all-reduce": {2: (0.00023, 7.2e-10), 4: (0.00025, 1.2e-10), 8: (0.00017, 2.6e-10)},
+        "all-gather": {2: (0.00019, 1.9e-09), 4: (0.00021, 1.7e-08), 8: (0.00015, 1.9e-08)},
+        "reduce-scatter": {2: (0.00028, 0.0), 4: (0.00026, 0.0), 8: (0.00024, 0.0)},
+        "all-to-all": {2: (0.00034, 4.1e-10), 4: (0.00034, 0.0), 8: (0.00031, 4.7e-09)},
+        "collective-permute": {2: (0.00021, 2.3e-09), 4: (0.00021, 4.1e-10), 8: (0.0002, 3.1e-09)},
+    }
+    by_opcode = {
+        "dot": 0.00096, "reduce": 0.00022, "broadcast": 0.00011, "add": 6.2e-05,
+        "multiply": 9.9e-05, "subtract": 5.9e-05, "divide": 6.1e-05, "exponential":
+        6.7e-05, "compare": 0.00014, "select": 6.2e-05, "dynamic-slice": 6e-05,
+        "dynamic-update-slice": 0.00022, "reshape": 3.4e-05, "transpose": 3.2e-05,
+        "convert": 0.00022, "concatenate": 3.5e-05, "iota": 0.00011, "constant":
+        2.7e-05, "copy": 5.4e-05, "slice": 3.2e-05, "pad": 0.00017, "maximum": 0.00028,
+    }
+    return Profile(name="built-in (reference backend, 8 in-process devices, 2 cores)",
+                   backend="reference", communicator="local", devices=8,
+                   step_overhead_s=0.0013, op_overhead_s=2.6e-05,
+                   gemm_flops=8000000000.0, memory_bandwidth=1100000000.0,
+                   collectives=collectives, op_overhead_by_opcode=by_opcode)
+
+
+DEFAULT_PROFILE = _default()
+
+
+def load_profile(path: str | Path | None = None) -> Profile:
+    """The profile at `path`, else at ``xs.config.cost_profile``, else the built-in one."""
+    import xla_spmd.config as config
+
+    path = path or config.cost_profile
+    if not path:
+        return DEFAULT_PROFILE
+    file = Path(path)
+    if not file.is_file():
+        raise XlaSpmdError(f"{path}: no such cost profile; make one with "
+                           "`xla-spmd calibrate --output FILE`")
+    return Profile.from_json(file.read_text(), str(path))
