@@ -81,7 +81,7 @@ class Option:
 
 
 OPTIONS: dict[str, Option] = {option.name: option for option in (
-    Option("backend", "reference", "XLA_SPMD_BACKEND", _choice("reference", "cpu", "gpu"),
+    Option("backend", "cpu", "XLA_SPMD_BACKEND", _choice("reference", "cpu", "gpu"),
            "the backend that compiles and runs per-device programs"),
     Option("deterministic_collectives", True, "XLA_SPMD_DETERMINISTIC", _boolean,
            "reduce floats in group order on every communicator (bit-identical in-process, "

@@ -186,7 +186,7 @@ def _group(inst: Instruction, ctx, groups: dict) -> list[int]:
 
 def _start_one(inst: Instruction, operand: np.ndarray, ctx, groups: dict):
     name, attrs, communicator = inst.op.name, inst.attrs, ctx.communicator
-    x = np.ascontiguousarray(operand)
+    x = np.asarray(operand, order="C")  # keeps 0-d arrays 0-d
     if name == "collective-permute":
         partitions = ctx.num_partitions
         if _has_channel(attrs):

@@ -212,7 +212,7 @@ class BufferPool:
 def run_fusion(step: Step, values: list, pool: BufferPool) -> np.ndarray:
     """Run a generated fusion kernel on its inputs into an output from ``pool``."""
     fusion, inst = step.fusion, step.inst
-    inputs = [np.ascontiguousarray(values[slot]) for slot in step.reads]
+    inputs = [np.asarray(values[slot], order="C") for slot in step.reads]
     pointers = [a.ctypes.data for a in inputs]
     if fusion.kind == "loop":
         out = pool.take(inst.shape.dims, inst.shape.dtype.numpy)
