@@ -34,7 +34,7 @@ BACKEND = get_backend("cpu")
 # Wrong values on the CPU backend, found by these programs and not fixed yet (strict: a fix
 # makes its case fail until it leaves this list). sharded_conv_grad without libm: 1 - tanh(conv)
 # is off by up to 2 (not reproduced without the conv; fine with libm and on the reference).
-CPU_BUGS = {("sharded_conv_grad", ".hlo", False)}
+CPU_BUGS: set = set()
 
 
 def _cpu_cases():
