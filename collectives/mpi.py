@@ -463,8 +463,10 @@ class MpiCommunicator(BlockingCollectives):
                  f"order, or raise {TIMEOUT_ENV} (seconds; 'inf' waits forever). The "
                  "communicator is unusable after this error.")
         error = CommunicationError(text)
-        waiting = [(rank, deadline_of(state)) for rank, state in states.items()
-                   if state is not None and state[0] == 1]
+        # The lowest rank waiting reports. A rank that cannot be asked may be reporting
+        # already (and aborting the job): wait for it too, then report if it did not.
+        waiting = [(rank, deadline_of(state) if state is not None else time.time())
+                   for rank, state in states.items() if state is None or state[0] == 1]
         error.reporter, report_deadline = min(waiting, default=(self._rank, time.time()))
         error.report_at = max(report_deadline, time.time()) + _REPORT_GRACE
         return error
@@ -682,7 +684,9 @@ def install_abort_on_error() -> None:
             report_at = getattr(value, "report_at", time.time() + _REPORT_GRACE)
             time.sleep(max(0.0, min(report_at - time.time(), 600.0)))
         with lock:
-            if isinstance(value, XlaSpmdError):
+            if issubclass(kind, KeyboardInterrupt):
+                text = "KeyboardInterrupt: interrupted (Ctrl-C)\n"
+            elif isinstance(value, XlaSpmdError):
                 text = f"{kind.__name__}: {value}\n"
             else:
                 text = "".join(traceback.format_exception(kind, value, tb))

@@ -47,6 +47,15 @@ class Mesh:
     device_ids: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
+        if _is_device_array(self.axis_names, self.axis_sizes):
+            # JAX's form, ``Mesh(device_array, axis_names)``: the array's shape gives the sizes
+            devices = np.asarray(self.axis_names, dtype=object)
+            object.__setattr__(self, "device_ids", tuple(
+                int(getattr(d, "id", d)) for d in devices.flat))
+            names = self.axis_sizes
+            object.__setattr__(self, "axis_names",
+                               (names,) if isinstance(names, str) else tuple(names))
+            object.__setattr__(self, "axis_sizes", devices.shape)
         names = tuple(self.axis_names)
         sizes = tuple(self.axis_sizes)
         if len(names) != len(sizes):
@@ -190,13 +199,30 @@ class Mesh:
         return f"<[{axes}], device_ids=[{', '.join(map(str, self.device_ids))}]>"
 
 
-def make_mesh(axes: Mapping[str, int] | Sequence[tuple[str, int]],
-              device_ids: Iterable[int] | None = None) -> Mesh:
-    """A mesh from ``{name: size}`` (major to minor), over iota or the given device ids.
+def make_mesh(axes: Mapping[str, int] | Sequence[tuple[str, int]] | Sequence[int],
+              axis_names: Sequence[str] | None = None, *,
+              device_ids: Iterable[int] | None = None, devices=None,
+              axis_types=None) -> Mesh:
+    """A mesh from ``{name: size}`` (major to minor), or as JAX's ``make_mesh(axis_shapes,
+    axis_names, devices=...)``, over iota or the given device ids (or devices: anything with
+    an ``id``). `axis_types` is accepted for JAX's signature; every axis here is Auto.
 
     >>> make_mesh({"x": 4}, device_ids=[3, 2, 1, 0]).devices.tolist()
     [3, 2, 1, 0]
+    >>> make_mesh((2, 4), ("a", "b"))
+    Mesh('a': 2, 'b': 4)
     """
+    if axis_names is not None:
+        names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+        shape = (axes,) if isinstance(axes, (int, np.integer)) else tuple(axes)
+        if len(names) != len(shape):
+            raise ShardingError(f"make_mesh: {len(shape)} axis sizes {shape} but "
+                                f"{len(names)} axis names {names}")
+        axes = list(zip(names, shape))
+    if devices is not None:
+        ids = [int(getattr(d, "id", d)) for d in np.asarray(devices, dtype=object).flat]
+        device_ids = ids[:math.prod(s for _, s in (axes.items() if isinstance(axes, Mapping)
+                                                    else axes))]
     items = list(axes.items()) if isinstance(axes, Mapping) else list(axes)
     ids = None if device_ids is None else tuple(int(d) for d in device_ids)
     return Mesh(tuple(n for n, _ in items), tuple(s for _, s in items), ids)
@@ -244,6 +270,18 @@ class DeviceGroups:
         return len(self.groups)
 
 
+def _is_device_array(first, second) -> bool:
+    """Whether ``Mesh(first, second)`` is JAX's ``Mesh(devices, axis_names)``."""
+    if isinstance(second, str):
+        second = (second,)
+    try:
+        names = tuple(second)
+    except TypeError:
+        return False
+    return bool(names) and all(isinstance(n, str) for n in names) and not (
+        isinstance(first, (tuple, list)) and all(isinstance(n, str) for n in first))
+
+
 def _check_device_ids(device_ids, names, sizes) -> tuple[int, ...] | None:
     if device_ids is None:
         return None
@@ -263,7 +301,8 @@ def _check_device_ids(device_ids, names, sizes) -> tuple[int, ...] | None:
             raise ShardingError(f"maximal mesh device id must be >= 0, got {ids[0]}")
         return ids
     if sorted(ids) != list(range(count)):
-        raise ShardingError(f"mesh device_ids must be a permutation of 0..{count - 1}, got "
+        raise ShardingError(f"mesh device_ids must be a permutation of 0..{count - 1} (a "
+                            f"mesh of {count} devices runs on the job's first {count}), got "
                             f"{list(ids)}")
     return None if ids == tuple(range(count)) else ids
 

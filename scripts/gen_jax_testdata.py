@@ -897,6 +897,152 @@ def _():
                 in_shardings=(ns(mesh, "x", "y"), ns(mesh, "y", None)))
 
 
+# One program per partitioning pattern whose collectives are compared with XLA's
+# (scripts/bench_partition_bytes.py, tests/partition/test_partition_bytes.py).
+
+@case("sharded_argmax", "argmax and max (variadic reduce) over a dim sharded 8 ways on mesh "
+      "(8,) 'x': local reduce, then (value, index) pairs combined across shards", sharded=True)
+def _():
+    mesh = mesh_of((8,), ("x",))
+    x = randn(120, 16, 64)
+
+    def f(x):
+        return jnp.argmax(x, axis=1).astype(jnp.int32), jnp.max(x, axis=1)
+    return dict(fn=f, args=(x,), mesh=mesh, in_shardings=(ns(mesh, None, "x"),),
+                out_shardings=(ns(mesh), ns(mesh)))
+
+
+@case("sharded_pad", "jnp.pad of a dim sharded 8 ways on mesh (8,) 'x' (low 2, high 3), the "
+      "result sharded the same way: a halo exchange", sharded=True)
+def _():
+    mesh = mesh_of((8,), ("x",))
+    x = randn(121, 64, 16)
+
+    def f(x):
+        return jnp.pad(x, ((3, 5), (0, 0))) * 2.0
+    return dict(fn=f, args=(x,), mesh=mesh, in_shardings=(ns(mesh, "x", None),),
+                out_shardings=ns(mesh, "x", None))
+
+
+@case("sharded_conv_grad", "gradient of a 3x3 SAME conv (NHWC) with the input spatially "
+      "sharded on H over mesh (8,) 'x', filter replicated", sharded=True)
+def _():
+    mesh = mesh_of((8,), ("x",))
+    x = randn(122, 2, 32, 8, 4)
+    w = randn(123, 3, 3, 4, 4, scale=0.3)
+
+    def loss(x, w):
+        y = lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return jnp.sum(jnp.tanh(y))
+
+    def f(x, w):
+        return jax.grad(loss, argnums=(0, 1))(x, w)
+    return dict(fn=f, args=(x, w), mesh=mesh,
+                in_shardings=(ns(mesh, None, "x"), ns(mesh)),
+                out_shardings=(ns(mesh, None, "x"), ns(mesh)))
+
+
+@case("sharded_scan_grad", "gradient of an RNN lax.scan whose carry (batch 16) is sharded on "
+      "mesh (8,) 'x', weights replicated", sharded=True)
+def _():
+    mesh = mesh_of((8,), ("x",))
+    xs = randn(124, 4, 16, 8)
+    w = randn(125, 8, 8, scale=0.4)
+    h0 = randn(126, 16, 8)
+
+    def loss(w, h0, xs):
+        def step(h, x):
+            h = jnp.tanh(h @ w + x)
+            return h, jnp.sum(h * h)
+        h, ys = lax.scan(step, h0, xs)
+        return jnp.sum(ys) + jnp.sum(h)
+
+    def f(w, h0, xs):
+        return jax.grad(loss, argnums=(0, 1))(w, h0, xs)
+    return dict(fn=f, args=(w, h0, xs), mesh=mesh,
+                in_shardings=(ns(mesh), ns(mesh, "x"), ns(mesh, None, "x")),
+                out_shardings=(ns(mesh), ns(mesh, "x")))
+
+
+@case("sharded_concat", "concatenate of two arrays along a dim sharded 8 ways on mesh (8,) "
+      "'x', the result sharded the same way", sharded=True)
+def _():
+    mesh = mesh_of((8,), ("x",))
+    a = randn(127, 64, 16)
+    b = randn(128, 32, 16)
+
+    def f(a, b):
+        return jnp.concatenate([a, b], axis=0) + 1.0
+    return dict(fn=f, args=(a, b), mesh=mesh,
+                in_shardings=(ns(mesh, "x", None), ns(mesh, "x", None)),
+                out_shardings=ns(mesh, "x", None))
+
+
+@case("sharded_mixed_ew", "elementwise chain over operands with different shardings on mesh "
+      "(2,4) ('x','y'), a transpose between them", sharded=True)
+def _():
+    mesh = mesh_of((2, 4), ("x", "y"))
+    a = randn(129, 32, 64)
+    b = randn(130, 64, 32)
+
+    def f(a, b):
+        return jnp.tanh(a) * b.T + a
+    return dict(fn=f, args=(a, b), mesh=mesh,
+                in_shardings=(ns(mesh, "x", "y"), ns(mesh, "x", "y")),
+                out_shardings=ns(mesh, "x", "y"))
+
+
+@case("sharded_sort", "jnp.sort along a dim sharded 8 ways on mesh (8,) 'x', the result "
+      "sharded the same way", sharded=True)
+def _():
+    mesh = mesh_of((8,), ("x",))
+    x = randn(131, 16, 64)
+
+    def f(x):
+        return jnp.sort(x, axis=1)
+    return dict(fn=f, args=(x,), mesh=mesh, in_shardings=(ns(mesh, None, "x"),),
+                out_shardings=ns(mesh, None, "x"))
+
+
+@case("sharded_reshape_merge", "reshape f32[16,32] -> f32[512] merging a dim sharded 8 ways "
+      "(the minor one) on mesh (8,) 'x', the result sharded on 'x'", sharded=True)
+def _():
+    mesh = mesh_of((8,), ("x",))
+    x = randn(132, 16, 32)
+
+    def f(x):
+        return x.reshape(512) * 3.0
+    return dict(fn=f, args=(x,), mesh=mesh, in_shardings=(ns(mesh, None, "x"),),
+                out_shardings=ns(mesh, "x"))
+
+
+@case("sharded_transpose_2d", "transpose of an array sharded on both dims over mesh (2,4) "
+      "('x','y'), the result sharded ('x','y') again", sharded=True)
+def _():
+    mesh = mesh_of((2, 4), ("x", "y"))
+    x = randn(133, 32, 64)
+
+    def f(x):
+        return x.T + 1.0
+    return dict(fn=f, args=(x,), mesh=mesh, in_shardings=(ns(mesh, "x", "y"),),
+                out_shardings=ns(mesh, "x", "y"))
+
+
+@case("sharded_wsc_chain", "with_sharding_constraint in the middle of an elementwise chain "
+      "on mesh (2,4) ('x','y'): rows -> columns -> rows", sharded=True)
+def _():
+    mesh = mesh_of((2, 4), ("x", "y"))
+    x = randn(134, 32, 64)
+
+    def f(x):
+        h = jnp.tanh(x)
+        h = lax.with_sharding_constraint(h, ns(mesh, None, ("x", "y")))
+        return jnp.exp(h) + x
+    return dict(fn=f, args=(x,), mesh=mesh, in_shardings=(ns(mesh, ("x", "y"), None),),
+                out_shardings=ns(mesh, ("x", "y"), None))
+
+
 # The same sharded programs lowered with Shardy switched off (GSPMD path): the
 # pre-optimization HLO then uses the classic `Sharding` / `SPMDFullToShardShape` /
 # `SPMDShardToFullShape` custom-calls and `sharding={...}` without xla.sdy.* attributes.

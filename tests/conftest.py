@@ -1,6 +1,12 @@
-"""Suite-wide fixtures."""
+"""Suite-wide fixtures, and hypothesis settings: every property test draws the same examples
+on every run and machine (derandomized, no example database), so an outcome never depends on
+the order tests ran in or on what an earlier run found."""
 
 import pytest
+from hypothesis import settings
+
+settings.register_profile("xla-spmd", derandomize=True, database=None)
+settings.load_profile("xla-spmd")
 
 
 @pytest.fixture(autouse=True)

@@ -59,6 +59,7 @@ _EXPORTS = {
     "tree_leaves": "xla_spmd.frontend.pytree",
     "tree_structure": "xla_spmd.frontend.pytree",
     "register_pytree_node": "xla_spmd.frontend.pytree",
+    "register_dataclass": "xla_spmd.frontend.pytree",
 }
 
 
@@ -66,7 +67,7 @@ _EXPORTS = {
 # `xs.partition` is the partitioner's package (`xs.partition.partition(module, mesh)`): once
 # imported, Python makes a subpackage an attribute of its parent, so it cannot be a function.
 _SUBMODULES = {"checkpoint", "config", "distributed", "errors", "lax", "nn", "numpy",
-               "partition", "pipeline", "random"}
+               "partition", "pipeline", "random", "tree"}
 
 
 def __getattr__(name: str):

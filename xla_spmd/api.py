@@ -52,7 +52,8 @@ def compile_for_devices(module: Module) -> DeviceProgram | None:
     num_devices = topology().num_devices
     if mesh is None or mesh.size == 1 < num_devices:
         return None
-    program = pipeline.compile(module, mesh=mesh, devices=[d.id for d in local_devices()])
+    program = pipeline.compile(module, mesh=mesh,
+                               devices=[d.id for d in local_devices() if d.id < mesh.size])
     return DeviceProgram(program, Runner(program.module, program.executable))
 
 
@@ -96,9 +97,25 @@ def jit(fn: Callable | None = None, *, in_shardings=None, out_shardings=None,
     return wrap if fn is None else wrap(fn)
 
 
-def shard_map(fn: Callable, mesh, in_specs, out_specs, axis_names=None):
+def shard_map(fn: Callable | None = None, mesh=None, in_specs=None, out_specs=None,
+              axis_names=None):
     """`xla_spmd.frontend.shard_map.shard_map`; called outside a trace, it runs through
-    `jit` on the mesh's devices."""
+    `jit` on the mesh's devices. Without `fn` it is a decorator factory, as JAX's
+    (``@shard_map(mesh=mesh, in_specs=P("x"), out_specs=P())``).
+
+    >>> import numpy as np, xla_spmd as xs, xla_spmd.lax as lax
+    >>> xs.set_num_devices(4)
+    >>> @xs.shard_map(mesh=xs.make_mesh({"x": 4}), in_specs=xs.P("x"), out_specs=xs.P())
+    ... def total(block):
+    ...     return lax.psum(block.sum(), "x")
+    >>> float(total(np.arange(8.0)))
+    28.0
+    """
+    if fn is None:
+        return functools.partial(shard_map, mesh=mesh, in_specs=in_specs,
+                                 out_specs=out_specs, axis_names=axis_names)
+    if mesh is None or in_specs is None or out_specs is None:
+        raise TypeError("shard_map needs mesh=, in_specs= and out_specs=")
     body = frontend_shard_map.shard_map(fn, mesh, in_specs, out_specs, axis_names)
     jitted = jit(body)
 
@@ -126,7 +143,7 @@ class Array(ShardedArray):
     >>> y = xs.device_put(np.ones((2, 4), np.float32),
     ...                   xs.NamedSharding(xs.make_mesh({"x": 2}), xs.P("x")))
     >>> z = y * 2 + 1.0
-    >>> type(z).__name__, z.dtype, z.sharding.dim_axes(0) == y.sharding.dim_axes(0)
+    >>> type(z).__name__, z.dtype, z.sharding == y.sharding
     ('Array', dtype('float32'), True)
     >>> float(z.sum())
     24.0
@@ -137,7 +154,7 @@ class Array(ShardedArray):
         """`array` as an Array (a runtime ShardedArray shares its shards; others pass)."""
         if isinstance(array, cls) or not isinstance(array, ShardedArray):
             return array
-        out = cls(array.shape, array.dtype, array.sharding, array._shards)
+        out = cls(array.shape, array.dtype, array.tensor_sharding, array._shards)
         out.weak_type = array.weak_type
         return out
 

@@ -36,7 +36,8 @@ import numpy as np
 import xla_spmd.config as config
 from xla_spmd.backends.cpu import compiler, kernels
 from xla_spmd.backends.cpu.emitter import render_module
-from xla_spmd.backends.cpu.program import CONTROL, BufferPool, Program, plan, run_fusion
+from xla_spmd.backends.cpu.program import CONTROL, Program, plan, run_fusion
+from xla_spmd.backends.reference.control import while_rule
 from xla_spmd.backends.reference.evaluator import (
     EVALUATE,
     Context,
@@ -116,8 +117,6 @@ class CpuExecutable:
                     step.function = library.function(step.fusion.name,
                                                      1 + len(step.fusion.inputs))
         self.fallback_runs: Counter = Counter()
-        # One pool per device: only that device's thread touches it during a run.
-        self.pools: dict[int, BufferPool] = {d: BufferPool() for d in self.devices}
         self._lock = threading.Lock()
 
     # -- running --------------------------------------------------------------------------
@@ -140,15 +139,12 @@ class CpuExecutable:
     def execute(self, program: Program, arguments: list, ctx: _CpuContext) -> object:
         """Run one plan on ``arguments`` (the computation's parameters)."""
         values: list = [None] * len(program.computation.instructions)
-        for slot, value in zip(program.parameter_slots, arguments):
-            values[slot] = value
+        for slot, argument in zip(program.parameter_slots, arguments):
+            values[slot] = argument
         del arguments
-        pool = self.pools.get(ctx.partition_id)
-        if pool is None:
-            pool = self.pools.setdefault(ctx.partition_id, BufferPool())
         for step in program.steps:
             try:
-                values[step.slot] = self._step(step, values, ctx, pool)
+                values[step.slot] = self._step(step, values, ctx)
             except _ERRORS as error:
                 if getattr(error, "located", False):
                     raise
@@ -156,15 +152,13 @@ class CpuExecutable:
                 located.located = True
                 raise located from error
             for slot in step.frees:
-                value, values[slot] = values[slot], None
-                pool.give(value)
-                del value
+                values[slot] = None
         return values[program.root_slot]
 
-    def _step(self, step, values: list, ctx: _CpuContext, pool: BufferPool) -> object:
+    def _step(self, step, values: list, ctx: _CpuContext) -> object:
         kind = step.kind
         if kind == "fusion":
-            return run_fusion(step, values, pool)
+            return run_fusion(step, values)
         if kind == "constant":
             return step.value
         if kind == "wait":
@@ -186,17 +180,9 @@ class CpuExecutable:
     def _control(self, inst, operands: list, ctx: _CpuContext) -> object:
         attrs = inst.attrs
         if inst.op.name == "while":
-            condition, body = (self.programs[id(c)] for c in (attrs.condition, attrs.body))
-            (state,) = operands
-            for _ in range(ctx.max_loop_iterations):
-                if not bool(self.execute(condition, [state], ctx)):
-                    return state
-                state = self.execute(body, [state], ctx)
-            raise EvaluationError(
-                f"while {inst.name}: condition {attrs.condition.name} still true after "
-                f"{ctx.max_loop_iterations} iterations; raise xla_spmd.config."
-                "max_loop_iterations (XLA_SPMD_MAX_LOOP_ITERATIONS) if the loop is meant to "
-                "run longer")
+            # The reference rule: its cap, its stop flag and its errors; ctx.call runs the
+            # condition and body through their CPU plans.
+            return while_rule(inst, operands, ctx)
         if inst.op.name == "conditional":
             selector, *arguments = operands
             if attrs.branch_computations:

@@ -8,16 +8,15 @@ Invariants:
   step that uses its result, so communication overlaps the compute between. Every device
   runs the same plan, so every device starts collectives in the same order.
 * Liveness: each value is dropped after its last use (``Step.frees``); ``peak_bytes`` is the
-  largest sum of live array bytes over the schedule (arguments included). A dropped buffer
-  nothing else references goes back to its device's ``BufferPool``, from which later
-  outputs of the same shape and type are taken (in this run and the next ones).
+  largest sum of live array bytes over the schedule (arguments included). Buffers are not
+  reused across steps yet: a pool keyed on Python reference counts returned buffers whose
+  memory was still in use (wrong values in a conv-gradient program), so it was removed.
 * Only what the root or a side-effecting op needs is scheduled; members of a fusion that
   nothing outside it uses are computed only inside it.
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -190,32 +189,13 @@ def _assign_lifetimes(program: Program, computation: Computation) -> int:
     return peak
 
 
-class BufferPool:
-    """Free buffers of one device by (shape, dtype): reused instead of allocated, so big
-    outputs do not pay fresh pages every step."""
-
-    def __init__(self):
-        self._free: dict[tuple, list[np.ndarray]] = {}
-
-    def take(self, shape: tuple, dtype) -> np.ndarray:
-        stack = self._free.get((shape, np.dtype(dtype)))
-        return stack.pop() if stack else np.empty(shape, dtype)
-
-    def give(self, value) -> None:
-        """Keep ``value`` if it is a buffer only the caller references."""
-        # Two references: the caller's and getrefcount's argument.
-        if (type(value) is np.ndarray and value.flags.owndata and value.flags.writeable
-                and value.nbytes >= 4096 and sys.getrefcount(value) <= 3):
-            self._free.setdefault((value.shape, value.dtype), []).append(value)
-
-
-def run_fusion(step: Step, values: list, pool: BufferPool) -> np.ndarray:
-    """Run a generated fusion kernel on its inputs into an output from ``pool``."""
+def run_fusion(step: Step, values: list) -> np.ndarray:
+    """Run a generated fusion kernel on its inputs into a fresh output."""
     fusion, inst = step.fusion, step.inst
     inputs = [np.asarray(values[slot], order="C") for slot in step.reads]
     pointers = [a.ctypes.data for a in inputs]
     if fusion.kind == "loop":
-        out = pool.take(inst.shape.dims, inst.shape.dtype.numpy)
+        out = np.empty(inst.shape.dims, inst.shape.dtype.numpy)
         if out.size:
             step.function(out.ctypes.data, *pointers)
         return out

@@ -209,3 +209,17 @@ def test_grad_all_gather_pmax_psum_scatter_on_8_devices():
     winners = (blocks == blocks.max(0)) * weights
     expected = winners.reshape(2, 4, 4, 1).transpose(0, 2, 1, 3).reshape(8, 4)
     np.testing.assert_allclose(np.asarray(g), expected, rtol=1e-6)
+
+
+def test_shard_map_as_a_decorator_factory():
+    mesh = make_mesh({"x": 8})
+
+    @xs.shard_map(mesh=mesh, in_specs=(P("x"), P()), out_specs=P("x"))
+    def scaled(block, scale):
+        return block * scale + lax.axis_index("x").astype(block.dtype)
+
+    x = np.arange(16.0, dtype=np.float32)
+    want = x * 3 + np.repeat(np.arange(8.0, dtype=np.float32), 2)
+    np.testing.assert_array_equal(np.asarray(scaled(x, np.float32(3))), want)
+    with pytest.raises(TypeError, match="needs mesh="):
+        xs.shard_map(lambda a: a, mesh=mesh)

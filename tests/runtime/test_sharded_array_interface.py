@@ -73,7 +73,7 @@ def test_indexing_methods_and_sizes(w, loss):
 
 
 def _axes(sharding):
-    return [sharding.dim_axes(d) for d in range(sharding.rank)]
+    return list(sharding.spec)
 
 
 def test_eager_math_stays_sharded_with_jax_dtypes(w, loss):

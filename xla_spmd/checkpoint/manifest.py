@@ -209,7 +209,8 @@ def chunk_shape_of(shape: tuple[int, ...], sharding: TensorSharding | None) -> t
 
 def record_of(leaf: Leaf) -> ArrayRecord:
     value = leaf.value
-    sharding = value.sharding.replace(mesh_name=None) if isinstance(value, ShardedArray) else None
+    sharding = value.tensor_sharding.replace(mesh_name=None) \
+        if isinstance(value, ShardedArray) else None
     if sharding is not None and sharding.unreduced:
         raise CheckpointError(f"checkpoint tree{leaf.path}: the array holds unreduced partial "
                               f"sums over {[str(a) for a in sharding.unreduced]}; reduce it first")

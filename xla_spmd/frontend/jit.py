@@ -24,12 +24,12 @@ from dataclasses import replace
 
 from xla_spmd.errors import ShardingError, XlaSpmdError
 from xla_spmd.frontend.dtypes import canonical_array, x64_enabled
-from xla_spmd.frontend.pytree import tree_flatten, tree_unflatten
+from xla_spmd.frontend.pytree import broadcast_prefix, tree_flatten, tree_unflatten
 from xla_spmd.frontend.tracing import Array, Trace, Value, aval_of, bind, current_trace, is_weak
 from xla_spmd.ir import Module
 from xla_spmd.ir.custom_calls import SHARDING
 from xla_spmd.mesh import print_mesh
-from xla_spmd.sharding import NamedSharding, PartitionSpec, TensorSharding
+from xla_spmd.sharding import NamedSharding, PartitionSpec, TensorSharding, user_sharding
 
 _SHARDING_TYPES = (NamedSharding, TensorSharding, PartitionSpec)
 
@@ -57,25 +57,17 @@ def to_tensor_sharding(sharding, rank: int, what: str) -> TensorSharding | None:
 
 
 def _shardings_per_leaf(shardings, trees: Sequence, what: str) -> list:
-    """Match `shardings` (one sharding for all, or one pytree prefix per tree) to leaves."""
-    if _is_sharding_leaf(shardings):
-        shardings = [shardings] * len(trees)
-    shardings = list(shardings)
-    if len(shardings) != len(trees):
-        raise ShardingError(f"{what}: {len(shardings)} shardings given for {len(trees)} "
-                            "values")
-    result = []
-    for index, (sharding, tree) in enumerate(zip(shardings, trees)):
-        leaves, treedef = tree_flatten(tree)
-        if _is_sharding_leaf(sharding):
-            result += [sharding] * len(leaves)
-            continue
-        sharding_leaves, sharding_def = tree_flatten(sharding, is_leaf=_is_sharding_leaf)
-        if sharding_def != treedef:
-            raise ShardingError(f"{what}[{index}]: sharding structure {sharding_def} does not "
-                                f"match the value structure {treedef}")
-        result += sharding_leaves
-    return result
+    """Match `shardings` (one sharding for all, or a pytree prefix of `trees`: a sharding
+    stands for the whole subtree at its place, at any level) to the leaves of `trees`."""
+    if not _is_sharding_leaf(shardings):
+        shardings = list(shardings)
+        if len(shardings) != len(trees):
+            raise ShardingError(f"{what}: {len(shardings)} shardings given for {len(trees)} "
+                                "values")
+    try:
+        return broadcast_prefix(shardings, list(trees), _is_sharding_leaf, what)
+    except XlaSpmdError as error:
+        raise ShardingError(str(error)) from None
 
 
 def _canonical(leaf):
@@ -132,15 +124,15 @@ class Lowered:
 
     @property
     def in_shardings(self):
-        """The parameters' shardings (TensorSharding or None) in the structure of the
+        """The parameters' shardings (NamedSharding or None) in the structure of the
         arguments, as JAX's ``(args, kwargs)`` pair."""
-        leaves = [p.sharding for p in self.module.entry.parameters]
+        leaves = [_shown(p.sharding) for p in self.module.entry.parameters]
         args, kwargs = tree_unflatten(self.in_tree, leaves)
         return tuple(args), kwargs
 
     @property
     def out_shardings(self):
-        """The results' shardings (TensorSharding or None) in the structure of the output."""
+        """The results' shardings (NamedSharding or None) in the structure of the output."""
         root = self.module.entry.root
         if self.out_tree.num_leaves == 1 and root.opcode != "tuple":
             leaves = [root.sharding]
@@ -148,7 +140,12 @@ class Lowered:
             leaves = list(root.sharding)
         else:
             leaves = [None] * self.out_tree.num_leaves
-        return tree_unflatten(self.out_tree, leaves)
+        return tree_unflatten(self.out_tree, [_shown(s) for s in leaves])
+
+
+def _shown(sharding):
+    """A sharding as users read it (`NamedSharding` where a PartitionSpec can say it)."""
+    return None if sharding is None else user_sharding(sharding)
 
 
 def _with_mesh_declarations(module: Module, declared=None) -> Module:
@@ -226,7 +223,7 @@ def _as_tuple(value) -> tuple:
 
 def _committed_sharding(leaf):
     """A sharded argument's own sharding (jit respects committed input shardings)."""
-    sharding = getattr(leaf, "sharding", None)
+    sharding = getattr(leaf, "tensor_sharding", None)
     return sharding if isinstance(sharding, TensorSharding) else None
 
 
@@ -280,7 +277,7 @@ class Jitted:
         static, dynamic, static_kwargs, dynamic_kwargs = self._split(args, kwargs)
         leaves, tree = tree_flatten((dynamic, dynamic_kwargs))
         leaves = [_canonical(leaf) for leaf in leaves]
-        signature = tuple((str(leaf.aval), leaf.weak_type, getattr(leaf, "sharding", None))
+        signature = tuple((str(leaf.aval), leaf.weak_type, getattr(leaf, "tensor_sharding", None))
                           for leaf in leaves)
         try:
             key = (tree, signature, tuple(sorted(static.items())),

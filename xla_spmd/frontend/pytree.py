@@ -122,6 +122,79 @@ def tree_unflatten(treedef: TreeDef, leaves) -> object:
     return build(treedef)
 
 
+def broadcast_prefix(prefix, tree, is_leaf: Callable | None = None,
+                     what: str = "prefix") -> list:
+    """One entry of `prefix` per leaf of `tree`: `prefix` is a pytree whose leaves (as
+    `is_leaf` says) each stand for the whole subtree at their place in `tree`, at any level
+    (as JAX matches ``in_shardings`` to arguments).
+
+    >>> broadcast_prefix(("a", {"x": "b", "y": "c"}), ([1, 2], {"x": (3, 4), "y": 5}))
+    ['a', 'a', 'b', 'b', 'c']
+    """
+    result: list = []
+
+    def visit(p, t, path: str) -> None:
+        if (is_leaf is not None and is_leaf(p)) or _node(p)[0] is None:
+            result.extend([p] * len(tree_flatten(t)[0]))
+            return
+        p_type, (p_children, p_aux) = _node(p)
+        t_type, t_flat = _node(t)
+        if t_type is None or t_type is not p_type or t_flat[1] != p_aux \
+                or len(t_flat[0]) != len(p_children):
+            found = tree_structure(t)
+            raise XlaSpmdError(f"{what}{path}: the {p_type.__name__} of {len(p_children)} "
+                               f"entries {_keys(p_aux)}is not a prefix of the value's "
+                               f"structure {found}")
+        keys = p_aux if p_type is dict else range(len(p_children))
+        for key, pc, tc in zip(keys, p_children, t_flat[0]):
+            visit(pc, tc, f"{path}[{key!r}]")
+
+    visit(prefix, tree, "")
+    return result
+
+
+def _keys(aux) -> str:
+    return f"(keys {list(aux)}) " if isinstance(aux, tuple) and aux else ""
+
+
+def register_dataclass(node_type: type, data_fields=None, meta_fields=None) -> type:
+    """Make a dataclass a container: `data_fields` are its children (by default every field
+    not named in `meta_fields`), `meta_fields` static data of its structure (as
+    ``jax.tree_util.register_dataclass``; usable as a decorator).
+
+    >>> import dataclasses
+    >>> @register_dataclass
+    ... @dataclasses.dataclass
+    ... class Params:
+    ...     w: object
+    ...     b: object
+    >>> tree_leaves(Params(1, (2, 3)))
+    [1, 2, 3]
+    """
+    import dataclasses
+
+    meta = tuple(meta_fields or ())
+    if data_fields is None:
+        data_fields = [f.name for f in dataclasses.fields(node_type) if f.name not in meta]
+    data = tuple(data_fields)
+
+    def flatten(node):
+        return [getattr(node, n) for n in data], tuple(getattr(node, n) for n in meta)
+
+    def unflatten(aux, children):
+        return node_type(**dict(zip(data, children)), **dict(zip(meta, aux)))
+    register_pytree_node(node_type, flatten, unflatten)
+    return node_type
+
+
+def register_pytree_node_class(node_type: type) -> type:
+    """Register a class with ``tree_flatten(self)`` and ``tree_unflatten(cls, aux,
+    children)`` methods (a decorator, as JAX's)."""
+    register_pytree_node(node_type, lambda n: n.tree_flatten(),
+                         lambda aux, children: node_type.tree_unflatten(aux, children))
+    return node_type
+
+
 def tree_leaves(tree, is_leaf: Callable | None = None) -> list:
     return tree_flatten(tree, is_leaf)[0]
 

@@ -154,6 +154,14 @@ class Array(Value):
     def aval(self):
         return self._aval
 
+    @property
+    def sharding(self):
+        """The whole value on one device (JAX's ``SingleDeviceSharding``): a `NamedSharding`
+        over a mesh of one device, with an empty spec."""
+        from xla_spmd.mesh import Mesh
+        from xla_spmd.sharding import NamedSharding, PartitionSpec
+        return NamedSharding(Mesh((), ()), PartitionSpec())
+
     def __array__(self, dtype=None, copy=None):
         return self.value if dtype is None else self.value.astype(dtype)
 

@@ -271,6 +271,9 @@ def _lower_step(em: Emitter, x: Instruction, step: Step, cur, unreduced, global_
         if not cur[dim]:
             x = em.slice_dim(x, dim, global_dims[dim])
         return x, cur, unreduced
+    if kind == "split":  # the same shards, named by finer sub-axes
+        cur[dim] = tuple(axes)
+        return x, cur, unreduced
     if kind == "all-to-all":
         return _lower_all_to_all(em, x, step, cur, unreduced, global_dims, mesh)
     if kind == "reduce-scatter":
@@ -303,9 +306,9 @@ def _lower_step(em: Emitter, x: Instruction, step: Step, cur, unreduced, global_
 
 
 def _lower_all_to_all(em: Emitter, x, step, cur, unreduced, global_dims, mesh):
-    (axis,) = step.axes
+    axes = tuple(step.axes)
     i, j = step.dim, step.dst_dim
-    n = mesh.axis_size(axis)
+    n = axes_size(mesh, axes)
     rank = x.shape.rank
     new_j = -(-global_dims[j] // (axes_size(mesh, cur[j]) * n))
     x = em.pad_dim(x, j, n * new_j)
@@ -313,10 +316,10 @@ def _lower_all_to_all(em: Emitter, x, step, cur, unreduced, global_dims, mesh):
     split = dims[:j] + [n, new_j] + dims[j + 1:]
     x = em.reshape(x, split)
     x = em.transpose(x, [j] + [k for k in range(rank + 1) if k != j])
-    cur[i] = cur[i][:-1]
-    cur[j] = cur[j] + (axis,)
+    cur[i] = cur[i][:-len(axes)]
+    cur[j] = cur[j] + axes
     x = em.op("all-to-all", x, dimensions=(0,), sharding=None,
-              **em.group_attrs([axis], global_ids=False))
+              **em.group_attrs(axes, global_ids=False))
     x = em.transpose(x, list(range(1, 1 + i)) + [0] + list(range(1 + i, rank + 1)))
     merged = [d for d in dims]
     merged[j] = new_j

@@ -21,8 +21,15 @@ import itertools
 import math
 from dataclasses import dataclass
 
+from xla_spmd.ir import WindowDim
 from xla_spmd.mesh import overlaps_any
-from xla_spmd.partition.halo import exchange, halo_bytes, local_window, plan_window
+from xla_spmd.partition.halo import (
+    exchange,
+    halo_bytes,
+    local_window,
+    plan_from_starts,
+    plan_window,
+)
 from xla_spmd.partition.registry import HANDLERS
 from xla_spmd.partition.reshard import axes_size, plan_reshard
 from xla_spmd.partition.uneven import zero_padding
@@ -44,11 +51,29 @@ class Factor:
     in_size: int = 0  # a spatial dim: the lhs size
     groups: int = 0  # feature / batch groups: shards must divide them
     group_attr: str = ""  # the attribute counting them
+    kernel_lhs: int | None = None  # a kernel spatial dim the window spans: its lhs dim
 
 
 def _lhs_plan(factor: Factor, mesh, axes):
+    if factor.kernel_lhs is not None:
+        return _kernel_plan(factor, axes_size(mesh, axes))
     return plan_window(factor.lhs, factor.window, factor.in_size, factor.size,
                        axes_size(mesh, axes))
+
+
+def _kernel_plan(factor: Factor, shards: int):
+    """A kernel spatial dim of size K that the window spans whole (a filter gradient: the
+    kernel is the output gradient), split in shards of c = K/N: device j correlates its c
+    kernel positions with the lhs window input starting at ``j*c - padding_low`` (a halo,
+    zeros outside), giving a partial sum of the whole output dim."""
+    w, size = factor.window, factor.size
+    if size % shards:
+        return None
+    c = size // shards
+    out = factor.in_size + w.padding_low + w.padding_high - size + 1
+    starts = [j * c - w.padding_low for j in range(shards)]
+    return plan_from_starts(factor.kernel_lhs, factor.in_size, shards, starts, c + out - 1,
+                            WindowDim(c))
 
 
 def dot_factors(inst, lhs_rank: int, rhs_rank: int) -> list[Factor]:
@@ -106,8 +131,14 @@ def conv_factors(inst) -> list[Factor]:
             Factor(lhs.shape.dims[dn.input_feature], dn.input_feature,
                    dn.kernel_input_feature, contracting=True)]
     for n, (i, o) in enumerate(zip(dn.input_spatial, dn.output_spatial)):
-        factors.append(Factor(out[o], lhs=i, out=o, window=a.window.dims[n], window_index=n,
+        w = a.window.dims[n]
+        factors.append(Factor(out[o], lhs=i, out=o, window=w, window_index=n,
                               in_size=lhs.shape.dims[i]))
+        k = dn.kernel_spatial[n]
+        if ((w.stride, w.lhs_dilation, w.rhs_dilation, w.reversal) == (1, 1, 1, False)
+                and w.size == rhs.shape.dims[k] > 1 and a.feature_group_count == 1):
+            factors.append(Factor(w.size, rhs=k, contracting=True, window=w, window_index=n,
+                                  in_size=lhs.shape.dims[i], kernel_lhs=i))
     return factors
 
 
@@ -158,7 +189,13 @@ def choose(low, factors, lhs: PValue, rhs: PValue, out_shape, target):
         rhs_axes = [()] * rhs.global_shape.rank
         out_axes = [()] * out_shape.rank
         unreduced = []
+        if any(axes and f.kernel_lhs is not None and any(
+                g.lhs == f.kernel_lhs and b for g, b in zip(factors, assignment))
+                for f, axes in zip(factors, assignment)):
+            continue  # an lhs dim is split by its output dim or by the kernel, not both
         for factor, axes in zip(factors, assignment):
+            if factor.kernel_lhs is not None and axes:
+                lhs_axes[factor.kernel_lhs] = axes
             if factor.lhs is not None:
                 lhs_axes[factor.lhs] = axes
             if factor.rhs is not None:
@@ -192,12 +229,14 @@ def contraction(low, inst, operands, factors):
                                                       target)
     x = low.reshard(lhs, lhs_sharding)
     y = low.reshard(rhs, rhs_sharding)
-    x = zero_padding(low, x, [f.lhs for f in factors if f.contracting])
+    x = zero_padding(low, x, [f.lhs for f in factors if f.contracting and f.lhs is not None])
     y = zero_padding(low, y, [f.rhs for f in factors if f.contracting])
     attrs = inst.attrs
     plans = {}
     for f in factors:
         axes = x.sharding.dims[f.lhs].axes if f.lhs is not None else ()
+        if f.kernel_lhs is not None:
+            axes = y.sharding.dims[f.rhs].axes
         if f.window is not None and axes:
             plans[f.window_index] = _lhs_plan(f, low.mesh, axes)
         if f.groups and axes:

@@ -8,9 +8,13 @@ for the ops whose data movement has no cheaper rule (rng, custom-call, fft, lina
 
 from __future__ import annotations
 
+import math
+
 from xla_spmd.ir import Family, TupleShape
 from xla_spmd.partition.registry import FAMILY_DEFAULTS, HANDLERS
+from xla_spmd.partition.reshard import plan_reshard
 from xla_spmd.partition.values import PTuple, PValue, leaves, shape_leaves, unflatten
+from xla_spmd.sharding import TensorSharding
 
 # Ops that keep partial sums partial: f(a + b) = f(a) + f(b).
 
@@ -20,16 +24,47 @@ def elementwise(low, inst, operands):
     compute = target
     if target.unreduced and not inst.op.linear:
         compute = target.replace(unreduced=())
+    if any(isinstance(operand, PTuple) for operand in operands):
+        return generic(low, inst, operands)
+    arrays = [o for o in operands if o.global_shape.rank or not inst.shape.rank]
+    compute = _cheapest(low, inst, arrays, compute)
     args = []
     for operand in operands:
-        if isinstance(operand, PTuple):
-            return generic(low, inst, operands)
         if operand.global_shape.rank == 0 and inst.shape.rank > 0:
             args.append(low.replicate(operand))
         else:
             args.append(low.reshard(operand, compute))
     result = low.emit(inst, args, compute)
+    if compute is not target and not target.unreduced:
+        return result  # consumers reshard it where they need to (at no greater cost)
     return low.reshard(result, target)
+
+
+def _cheapest(low, inst, operands, compute):
+    """`compute`, or an operand's sharding (as many tiles) that moves fewer bytes: those of
+    resharding the operands, then (ties) those of resharding the result to what its users
+    want. In a chain of mixed shardings the operand that differs is resharded, once."""
+    def key(sharding):
+        moved = sum(plan_reshard(o.sharding, sharding, o.global_shape.dims,
+                                 o.global_shape.dtype.itemsize).bytes for o in operands)
+        ahead = 0.0
+        for user in low.uses.get(inst, ()):
+            if isinstance(user.sharding, TensorSharding) and \
+                    getattr(user.shape, "dims", None) == inst.shape.dims:
+                ahead += plan_reshard(sharding, low.normalize(user.sharding, inst.shape.rank),
+                                      inst.shape.dims, inst.shape.dtype.itemsize).bytes
+        return moved, ahead
+    best, best_key = compute, None
+    tiles = math.prod(compute.tile_shape)
+    for operand in operands:
+        candidate = operand.sharding
+        if candidate.unreduced or math.prod(candidate.tile_shape) != tiles:
+            continue
+        best_key = best_key or key(compute)
+        candidate_key = key(candidate)
+        if candidate_key < best_key:
+            best, best_key = candidate, candidate_key
+    return best
 
 
 def generic(low, inst, operands):

@@ -3,11 +3,14 @@
 reduce: kept dims take the result's axes; reduced dims keep the axes the operand already has
 there (when free), so the op reduces locally (padding masked with the init value, the
 reducer's identity) and one all-reduce with the op's own reducer combines the partial results
-over the axes of the reduced dims. Variadic reduces (argmax) need their reduced dims
-replicated, since an all-reduce combines each operand alone.
+over the axes of the reduced dims. A variadic reduce (argmax: (value, index) pairs) reduces
+locally too; since an all-reduce combines each operand alone, the partial results of each
+device are all-gathered along a new minor dim and reduced again with the op's own reducer
+(as XLA does): (n-1) x the partial result instead of gathering the operand.
 
 Windowed ops keep a sharded windowed dim sharded with a halo exchange (halo.py) when that moves
-fewer bytes than gathering it; sort keeps its sorted dim replicated and the others local.
+fewer bytes than gathering it; sort keeps its sorted dim replicated, its axes parked on another
+dim when two all-to-alls move less than gathering it.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from xla_spmd.ir import TupleShape
 from xla_spmd.mesh import overlaps_any
 from xla_spmd.partition.halo import cheaper_than_gather, exchange, local_window, plan_window
 from xla_spmd.partition.handlers_windowed import select_and_scatter_halo
+from xla_spmd.partition.park import moved_bytes, park
 from xla_spmd.partition.registry import HANDLERS
 from xla_spmd.partition.reshard import axes_size
 from xla_spmd.partition.uneven import mask_padding
@@ -39,16 +43,15 @@ def reduce(low, inst, operands):
     for k, d in enumerate(kept):
         operand_axes[d] = out_axes[k]
     partial = []
-    if half == 1:
-        current = inputs[0].sharding
-        for d in reduced:
-            axes = []
-            for axis in current.dims[d].axes:
-                if overlaps_any(axis, used) or overlaps_any(axis, partial):
-                    break
-                axes.append(axis)
-            operand_axes[d] = tuple(axes)
-            partial.extend(axes)
+    current = inputs[0].sharding
+    for d in reduced:
+        axes = []
+        for axis in current.dims[d].axes:
+            if overlaps_any(axis, used) or overlaps_any(axis, partial):
+                break
+            axes.append(axis)
+        operand_axes[d] = tuple(axes)
+        partial.extend(axes)
     wanted = low.sharding(operand_axes)
     args = []
     for x, init in zip(inputs, inits):
@@ -62,6 +65,8 @@ def reduce(low, inst, operands):
         local_shape = TupleShape(tuple(low.local_shape(s, local_sharding)
                                        for s in inst.shape.elements))
         local = low.em.clone(inst, [a.inst for a in args], local_shape)
+        if partial:
+            local = _combine_partials(low, inst, local, partial, args[half:])
         value = low.explode(local, shardings, inst.shape)
         flat = [low.reshard(v, t) for v, t in zip(value.items, targets)]
         return unflatten(inst.shape, flat)
@@ -75,6 +80,20 @@ def reduce(low, inst, operands):
                                              sharding=local_sharding)
         value = PValue(inst_reduced, low.sharding(out_axes, kept_unreduced), inst.shape)
     return low.reshard(value, target)
+
+
+def _combine_partials(low, inst, local, partial, inits):
+    """The variadic reduce `inst` finished across the devices of `partial` axes: each
+    result's partial values all-gathered along a new minor dim, then reduced again."""
+    em = low.em
+    gathered = []
+    for index, shape in enumerate(local.shape.elements):
+        part = em.op("get-tuple-element", local, index=index)
+        part = em.reshape(part, shape.dims + (1,))
+        gathered.append(em.all_gather(part, shape.rank, partial))
+    rank = local.shape.elements[0].rank
+    return em.op("reduce", *gathered, *[i.inst for i in inits], shape=local.shape,
+                 dimensions=(rank,), to_apply=inst.attrs.to_apply)
 
 
 def _moving(window) -> set[int]:
@@ -155,6 +174,11 @@ def sort(low, inst, operands):
     (dim,) = inst.attrs.dimensions
     compute = target.replace(dims=[[] if d == dim else list(s.axes)
                                    for d, s in enumerate(target.dims)], unreduced=())
+    results = [(o.global_shape, t) for o, t in zip(operands, targets)]
+    parked = park(low, operands[0], compute, dim)
+    if parked is not None and (moved_bytes(operands, parked, results)
+                               < moved_bytes(operands, compute, results)):
+        compute = parked
     args = [low.reshard(o, compute) for o in operands]
     if isinstance(inst.shape, TupleShape):
         local_shape = TupleShape(tuple(low.local_shape(s, compute) for s in inst.shape.elements))

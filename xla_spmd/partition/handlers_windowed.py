@@ -40,8 +40,9 @@ from xla_spmd.partition.halo import (
     plan_from_starts,
     plan_window,
 )
+from xla_spmd.partition.park import moved_bytes, park
 from xla_spmd.partition.registry import HANDLERS
-from xla_spmd.partition.reshard import axes_size
+from xla_spmd.partition.reshard import axes_size, plan_reshard
 from xla_spmd.partition.uneven import mask_padding
 from xla_spmd.partition.values import PValue
 
@@ -125,9 +126,14 @@ def concatenate(low, inst, operands):
             plans.append(plan_window(dim, w, size, inst.shape.dims[dim],
                                      axes_size(low.mesh, axes)))
         offset += size
+    compute = _with_dims(target, (), {dim})
+    results = [(inst.shape, target)]
+    cost = moved_bytes(operands, compute, results)
+    parked = park(low, operands[0], compute, dim) if axes else None
+    if parked is not None and moved_bytes(operands, parked, results) < cost:
+        compute, cost = parked, moved_bytes(operands, parked, results)
     if (not axes or any(p is None for p in plans)
-            or not cheaper_than_gather(low, operands, wanted, plans)):
-        compute = _with_dims(target, (), {dim})
+            or _halo_bytes(low, operands, wanted, plans) > cost):
         args = [low.reshard(o, compute) for o in operands]
         return low.reshard(low.emit(inst, args, compute), target)
     em = low.em
@@ -143,6 +149,16 @@ def concatenate(low, inst, operands):
                        direction=ComparisonDirection.GE)
         result = em.op("select", inside, piece, result)
     return low.reshard(PValue(result, wanted, inst.shape), target)
+
+
+def _halo_bytes(low, operands, wanted, plans) -> float:
+    """Bytes of resharding `operands` to `wanted` and exchanging their halos by `plans`."""
+    total = 0.0
+    for operand, plan in zip(operands, plans):
+        shape = operand.global_shape
+        total += plan_reshard(operand.sharding, wanted, shape.dims, shape.dtype.itemsize).bytes
+        total += halo_bytes(low, shape, wanted, plan)
+    return total
 
 
 @HANDLERS.register("reverse")

@@ -40,7 +40,7 @@ from xla_spmd.ir import (
 from xla_spmd.mesh import Mesh, axes_within, make_mesh
 from xla_spmd.partition.emit import Emitter, ModuleState, local_dims, lower_plan
 from xla_spmd.partition.registry import handler_for
-from xla_spmd.partition.reshard import plan_reshard
+from xla_spmd.partition.reshard import Plan, plan_reshard
 from xla_spmd.partition.values import PTuple, PValue, leaves, shape_leaves, unflatten
 from xla_spmd.sharding import TensorSharding, declared_meshes, program_mesh
 
@@ -56,6 +56,8 @@ class Lowering:
         # Local values that are cheaper to compute again in another sharding than to move
         # (constants, iotas, broadcasts): local instruction -> (recompute(target), its cost).
         self.recompute: dict[Instruction, object] = {}
+        # The users of each instruction of the computation being lowered (for look-ahead).
+        self.uses: dict[Instruction, list[Instruction]] = {}
 
     # -- shardings -------------------------------------------------------------------------
     def sharding(self, dims_axes, unreduced=()) -> TensorSharding:
@@ -122,8 +124,29 @@ class Lowering:
         recompute = self.recompute.get(value.inst)
         if recompute is not None and plan.bytes > 0 and recompute[1](target) < plan.bytes:
             return recompute[0](target)
-        inst = lower_plan(self.em, value.inst, value.sharding, plan, value.global_shape.dims)
-        return PValue(inst, target, value.global_shape)
+        shape = value.global_shape
+        slices = len(plan.steps)
+        while slices and plan.steps[slices - 1].kind == "slice":
+            slices -= 1
+        if slices == len(plan.steps):
+            return PValue(lower_plan(self.em, value.inst, value.sharding, plan, shape.dims),
+                          target, shape)
+        # The plan ends in local slices: keep the value before them at hand, so that a later
+        # reshard to a less sharded layout starts from it (GSPMD's reshard cache).
+        whole = value
+        if slices:
+            dims = [list(d.axes) for d in target.dims]
+            for step in plan.steps[slices:]:
+                dims[step.dim] = dims[step.dim][:len(dims[step.dim]) - len(step.axes)]
+            middle = self.sharding(dims, target.unreduced)
+            whole = PValue(lower_plan(self.em, value.inst, value.sharding,
+                                      Plan(plan.steps[:slices]), shape.dims), middle, shape)
+        inst = lower_plan(self.em, whole.inst, whole.sharding, Plan(plan.steps[slices:]),
+                          shape.dims)
+        self.recompute[inst] = (
+            lambda t: self.reshard(whole, t),
+            lambda t: plan_reshard(whole.sharding, t, shape.dims, shape.dtype.itemsize).bytes)
+        return PValue(inst, target, shape)
 
     def _reorder(self, value: PValue, mesh: Mesh) -> PValue:
         """The same sharding over `mesh` (same axes, other device order): device d takes
@@ -172,6 +195,7 @@ class Lowering:
     # -- computations ----------------------------------------------------------------------
     def lower_body(self, computation: Computation, env: dict) -> object:
         """Partition `computation`'s instructions (parameters pre-bound in `env`)."""
+        self.uses = computation.users()
         for inst in computation.instructions:
             if inst in env:
                 continue

@@ -1,10 +1,14 @@
 """The resharding planner: sharding A -> sharding B of one tensor as a list of steps.
 
 A step is a local dynamic-slice (`Slice`: append axes to a dim, no communication), an
-`AllGather` (remove minor axes of a dim), an `AllToAll` (move the minor axis of one dim to the
-minor end of another), an `AllReduce` / `ReduceScatter` (resolve unreduced axes), a
-`CollectivePermute` (the same tiles on another device order) or `ToUnreduced` (replicated ->
-partial: keep the value on one device of each group, zeros elsewhere). The plan is pure data:
+`AllGather` (remove minor axes of a dim), an `AllToAll` (move the minor axes of one dim to the
+minor end of another, several at once), an `AllReduce` / `ReduceScatter` (resolve unreduced
+axes; all-reduce when the scattered dim would pad more than it saves), a `CollectivePermute`
+(the same tiles on another device order), a `Split` (name a dim's minor axis as two sub-axes:
+the same shards, so an all-to-all can move part of it: a 2-D-sharded transpose is split,
+all-to-all, permute, as XLA does it) or `ToUnreduced` (replicated -> partial: keep the value
+on one device of each group, zeros elsewhere). Candidate plans (greedy, permute, slice then
+permute, split then permute) are priced and the cheapest kept. The plan is pure data:
 `emit.lower_step` turns each step into instructions.
 
 Invariants of a plan: applying its steps in order to the source layout gives the target
@@ -86,6 +90,8 @@ class Step:
             return f"reduce-scatter dim {self.dim} over {_fmt(self.axes)}{cost}"
         if self.kind == "all-reduce":
             return f"all-reduce over {_fmt(self.axes)}{cost}"
+        if self.kind == "split":
+            return f"split dim {self.dim}'s axes as {_fmt(self.axes)}"
         if self.kind == "to-unreduced":
             return f"to-unreduced over {_fmt(self.axes)}"
         return f"collective-permute{cost}"
@@ -128,11 +134,63 @@ def _plan(mesh, global_dims, itemsize, src_dims, src_unreduced, dst_dims, dst_un
     best = greedy
     if permute is not None and permute.bytes < best.bytes:
         best = permute
-    sliced = _slice_then_permute(mesh, global_dims, itemsize, src_dims, src_unreduced,
-                                 dst_dims, dst_unreduced)
-    if sliced is not None and sliced.bytes < best.bytes:
-        best = sliced
+    for candidate in (_slice_then_permute, _split_then_permute):
+        plan = candidate(mesh, global_dims, itemsize, src_dims, src_unreduced, dst_dims,
+                         dst_unreduced)
+        if plan is not None and plan.bytes < best.bytes:
+            best = plan
     return best
+
+
+def split_minor(mesh, axis: AxisRef, k: int) -> tuple[AxisRef, AxisRef] | None:
+    """`axis` as (major, minor) sub-axes with a minor part of `k` devices; None if `k` does
+    not divide it. Both shard a dim exactly as `axis` alone does."""
+    full = mesh.shape[axis.name]
+    pre, size = axis.sub_axis or (1, full)
+    if size % k or size == k:
+        return None
+    major = size // k
+    return (AxisRef(axis.name, (pre, major)) if (pre, major) != (1, full) else AxisRef(axis.name),
+            AxisRef(axis.name, (pre * major, k)))
+
+
+def _split_then_permute(mesh, global_dims, itemsize, src_dims, src_unreduced, dst_dims,
+                        dst_unreduced) -> Plan | None:
+    """Tiles of another shape: move a minor factor k of one dim's devices to another dim with
+    one all-to-all (splitting the dim's minor axis into sub-axes, which moves nothing), then
+    permute the tiles into place (a 2-D-sharded transpose, as XLA does it)."""
+    if src_unreduced or dst_unreduced:
+        return None
+    src = [axes_size(mesh, a) for a in src_dims]
+    dst = [axes_size(mesh, a) for a in dst_dims]
+    changed = [d for d in range(len(src)) if src[d] != dst[d]]
+    if len(changed) != 2:
+        return None
+    grow, shrink = changed if dst[changed[0]] > src[changed[0]] else changed[::-1]
+    k = dst[grow] // src[grow]
+    if (dst[grow] % src[grow] or src[shrink] != dst[shrink] * k or not src_dims[shrink]
+            or global_dims[grow] % dst[grow] or global_dims[shrink] % src[shrink]):
+        return None
+    last = src_dims[shrink][-1]
+    if axes_size(mesh, (last,)) == k:
+        kept, moved = src_dims[shrink][:-1], last
+        steps = []
+    else:
+        parts = split_minor(mesh, last, k)
+        if parts is None:
+            return None
+        kept, moved = src_dims[shrink][:-1] + parts[:1], parts[1]
+        steps = [Step("split", kept + (moved,), shrink)]
+    middle = list(src_dims)
+    middle[shrink], middle[grow] = kept, tuple(src_dims[grow]) + (moved,)
+    local = math.prod(shard_dims(mesh, tuple(src_dims), global_dims)) * itemsize
+    steps.append(Step("all-to-all", (moved,), shrink, grow, bytes=(k - 1) / k * local))
+    if tuple(middle) == tuple(dst_dims):
+        return Plan(tuple(steps))
+    permute = _permute_plan(mesh, global_dims, itemsize, tuple(middle), (), dst_dims, ())
+    if permute is None:
+        return None
+    return Plan(tuple(steps) + permute.steps)
 
 
 def _slice_then_permute(mesh, global_dims, itemsize, src_dims, src_unreduced, dst_dims,
@@ -226,9 +284,11 @@ class _Planner:
                 best_dim, best_axes = dim, tuple(run)
         if best_axes:
             n = self.size(best_axes)
-            self.steps.append(Step("reduce-scatter", best_axes, best_dim,
-                                   bytes=(n - 1) / n * self.local_bytes_padded(best_dim,
-                                                                               best_axes)))
+            scatter = (n - 1) / n * self.local_bytes_padded(best_dim, best_axes)
+            if scatter >= 2 * (n - 1) / n * self.local_bytes():  # heavy padding: reduce all
+                best_axes = ()
+        if best_axes:
+            self.steps.append(Step("reduce-scatter", best_axes, best_dim, bytes=scatter))
             self.cur[best_dim] = self.cur[best_dim] + best_axes
             rest = tuple(a for a in drop if a not in best_axes)
         else:
@@ -287,30 +347,40 @@ class _Planner:
         self.cur[dim] = prefix
 
     def move_or_gather(self) -> bool:
+        """Move the longest suffix of a dim's axes that another dim wants next in one
+        all-to-all; gather the dim's minor axis when no dim wants it."""
         for dim in range(len(self.cur)):
             if self.is_prefix(dim):
                 continue
+            if self.move(dim):
+                return True
             axis = self.cur[dim][-1]
             prefix = self.cur[dim][:-1]
-            size = self.global_dims[dim]
-            for other in range(len(self.cur)):
-                if other == dim or self.wants_next(other) != axis:
-                    continue
-                n = self.size((axis,))
-                if not (compatible(size, self.size(prefix), n) and compatible(
-                        self.global_dims[other], self.size(self.cur[other]), n)):
-                    continue
-                self.steps.append(Step("all-to-all", (axis,), dim, other,
-                                       bytes=(n - 1) / n * self.local_bytes_padded(other,
-                                                                                  (axis,))))
-                self.cur[dim] = prefix
-                self.cur[other] = self.cur[other] + (axis,)
-                return True
-            if compatible(size, self.size(prefix), self.size((axis,))):
+            if compatible(self.global_dims[dim], self.size(prefix), self.size((axis,))):
                 self.gather(dim, (axis,))
             else:
                 self.gather(dim, self.cur[dim])
             return True
+        return False
+
+    def move(self, dim: int) -> bool:
+        size = self.global_dims[dim]
+        for start in range(len(self.cur[dim])):
+            moved, prefix = self.cur[dim][start:], self.cur[dim][:start]
+            n = self.size(moved)
+            for other in range(len(self.cur)):
+                have = len(self.cur[other])
+                if (other == dim or not self.is_prefix(other)
+                        or self.dst[other][have:have + len(moved)] != moved):
+                    continue
+                if not (compatible(size, self.size(prefix), n) and compatible(
+                        self.global_dims[other], self.size(self.cur[other]), n)):
+                    continue
+                self.steps.append(Step("all-to-all", moved, dim, other, bytes=(n - 1) / n *
+                                       self.local_bytes_padded(other, moved)))
+                self.cur[dim] = prefix
+                self.cur[other] = self.cur[other] + moved
+                return True
         return False
 
     def replicate_all(self) -> None:

@@ -4,7 +4,8 @@ simplification and collective optimizations, with a tiny pass manager.
 Every pass is a `Pass` (a named ``Module -> Module`` function) that returns the same module
 object when it changes nothing. Passes import only `xla_spmd.ir` and `xla_spmd.errors`.
 
-`optimize_spmd` is the sequence the partitioner runs on its output: simplify, cse, dce,
+`optimize_spmd` is the sequence the partitioner runs on its output: simplify, cse, unobserved
+while-loop carries passed through, dce,
 all-reduce + dynamic-slice → reduce-scatter, own-shard all-gather removal, no-op collective
 removal, combining, dce — repeated to a fixed point (at most `max_iterations` rounds). On
 an SPMD module shardings are informational, so it runs the passes with
@@ -52,12 +53,17 @@ from xla_spmd.passes.pass_manager import (
     transform_module,
 )
 from xla_spmd.passes.simplify import ROWS, simplify, simplify_pass
+from xla_spmd.passes.while_loops import (
+    pass_through_dead_carries,
+    pass_through_dead_carries_pass,
+)
 
 # After partitioning shardings are informational (for inspection), so these passes may
 # forward, merge and combine values whatever shardings they carry.
 SPMD_PASSES = (
     Pass("simplify", lambda m: simplify(m, respect_shardings=False)),
     Pass("cse", lambda m: cse(m, respect_shardings=False)),
+    pass_through_dead_carries_pass,
     dce_pass,
     create_reduce_scatter_pass,
     Pass("remove-own-shard-gather", lambda m: remove_own_shard_gather(m, respect_shardings=False)),
@@ -77,5 +83,6 @@ __all__ = [
     "combine_collectives_pass", "create_reduce_scatter", "create_reduce_scatter_pass", "cse",
     "cse_pass", "dce", "dce_pass", "fixed_point", "optimize_spmd", "remove_noop_collectives",
     "remove_noop_collectives_pass", "remove_own_shard_gather", "remove_own_shard_gather_pass",
-    "run_passes", "simplify", "simplify_pass", "transform_module",
+    "pass_through_dead_carries", "pass_through_dead_carries_pass", "run_passes", "simplify",
+    "simplify_pass", "transform_module",
 ]

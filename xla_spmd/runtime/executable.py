@@ -97,22 +97,29 @@ def program_fingerprint(executable: Executable) -> int:
 def execute(executable: Executable, per_device_args: Mapping[int, Sequence]
             ) -> dict[int, list[np.ndarray]]:
     """Run `executable` on this process's devices; `per_device_args[d]` are device d's
-    arguments (local shapes). Returns each local device's results, flattened."""
+    arguments (local shapes). Returns each local device's results, flattened. A program
+    partitioned for fewer devices than the job runs on the job's first devices (a process
+    that owns none of them runs nothing and returns no results)."""
     top = topology()
     module = executable.module
-    if module.num_partitions not in (1, top.num_devices):
+    if module.num_partitions > top.num_devices:
         raise XlaSpmdError(f"module {module.name} is partitioned for {module.num_partitions} "
                            f"devices, but this job has {top.num_devices}")
-    missing = [d for d in top.local_device_ids if d not in per_device_args]
+    count = module.num_partitions if module.num_partitions > 1 else top.num_devices
+    missing = [d for d in top.local_device_ids if d < count and d not in per_device_args]
     if missing:
         raise XlaSpmdError(f"no arguments for devices {missing}")
     if top.kind == "mpi":
         (device,) = top.local_device_ids
         communicator = mpi_communicator()
+        # every rank names the program, those that run none of it too: the collectives after
+        # it (a gather) are checked to come from the same program on every rank
         communicator.set_program(program_fingerprint(executable))
+        if device >= count:
+            return {}
         return {device: executable.run(device, per_device_args[device], communicator)}
-    world = _local_world(top.num_devices)
-    with blas_threads_per_device(top.num_devices):
+    world = _local_world(count)
+    with blas_threads_per_device(count):
         results = world.run(lambda comm: executable.run(
             comm.rank, per_device_args[comm.rank], comm))
     return dict(enumerate(results))

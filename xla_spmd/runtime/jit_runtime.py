@@ -24,9 +24,9 @@ import numpy as np
 from xla_spmd.backends import Executable
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import Module, TupleShape
-from xla_spmd.runtime.devices import local_devices, topology
+from xla_spmd.runtime.devices import topology
 from xla_spmd.runtime.executable import execute
-from xla_spmd.runtime.sharded_array import ShardedArray, device_put
+from xla_spmd.runtime.sharded_array import ShardedArray, device_put, mesh_local_devices
 from xla_spmd.sharding import TensorSharding
 
 
@@ -43,7 +43,7 @@ class Runner:
 
     def __init__(self, module: Module, executable: Executable):
         partitions, num_devices = executable.module.num_partitions, topology().num_devices
-        if partitions != num_devices:
+        if partitions > num_devices:
             raise XlaSpmdError(f"{module.name}: the shardings' mesh has {partitions} devices, "
                                f"this job has {num_devices}; use "
                                f"xs.set_num_devices({partitions}) or mpirun -n {partitions}")
@@ -58,7 +58,7 @@ class Runner:
     def _place(self, leaf, sharding: TensorSharding, number: int) -> ShardedArray:
         """The argument as a ShardedArray with the parameter's sharding; an argument sharded
         differently is gathered and placed again."""
-        if isinstance(leaf, ShardedArray) and leaf.sharding == sharding:
+        if isinstance(leaf, ShardedArray) and leaf.tensor_sharding == sharding.closed():
             return leaf
         value = leaf.gather() if isinstance(leaf, ShardedArray) else np.asarray(leaf)
         if value.ndim != sharding.rank:
@@ -69,7 +69,7 @@ class Runner:
     def __call__(self, leaves: list) -> list[ShardedArray]:
         placed = [self._place(leaf, sharding, i)
                   for i, (leaf, sharding) in enumerate(zip(leaves, self.parameter_shardings))]
-        devices = [d.id for d in local_devices()]
+        devices = [d.id for d in mesh_local_devices(self.executable.module.num_partitions)]
         per_device = execute(self.executable,
                              {d: [a.shard_data(d, padded=True) for a in placed] for d in devices})
         outputs = [ShardedArray.from_padded_shards(shape.dims, shape.dtype.numpy, sharding,
@@ -94,7 +94,7 @@ def donated_aliases(module: Module) -> dict[int, int]:
 def _hand_over(donated: ShardedArray, result: ShardedArray, argument, program: str) -> None:
     """Give the donated argument's buffers to the result it aliases: the result's values
     are written into them, and the argument the caller passed is deleted."""
-    if donated.sharding != result.sharding or donated.dtype != result.dtype:
+    if donated.tensor_sharding != result.tensor_sharding or donated.dtype != result.dtype:
         return  # nothing to reuse: the layouts differ
     for device, buffer in donated._shards.items():
         values = result._shards[device]

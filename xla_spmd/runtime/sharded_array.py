@@ -30,7 +30,7 @@ from xla_spmd.errors import ShardingError, XlaSpmdError
 from xla_spmd.ir.dtypes import canonical_array
 from xla_spmd.runtime.array_interface import ArrayInterface
 from xla_spmd.runtime.devices import Device, local_devices, topology
-from xla_spmd.sharding import NamedSharding, TensorSharding
+from xla_spmd.sharding import NamedSharding, TensorSharding, user_sharding
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +65,7 @@ class ShardedArray(ArrayInterface):
     def __init__(self, shape, dtype, sharding: TensorSharding, shards: dict[int, np.ndarray]):
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
-        self.sharding = sharding
+        self.tensor_sharding = sharding.closed()
         self._shard_data = shards
         self._global: np.ndarray | None = None
         self._deleted_by: str | None = None
@@ -98,6 +98,13 @@ class ShardedArray(ArrayInterface):
             trimmed[device] = data[tuple(slice(0, s.stop - s.start) for s in slices)]
         return cls(shape, dtype, sharding, trimmed)
 
+    @property
+    def sharding(self) -> NamedSharding | TensorSharding:
+        """As JAX's ``Array.sharding``: a `NamedSharding` (``.mesh``, ``.spec``), or the
+        axis-based `TensorSharding` where a PartitionSpec cannot say it (sub-axes);
+        `tensor_sharding` is always the axis-based form."""
+        return user_sharding(self.tensor_sharding)
+
     # What xs.jit reads of an argument: its IR type (and its sharding), without gathering.
     weak_type = False
 
@@ -120,7 +127,7 @@ class ShardedArray(ArrayInterface):
 
     @property
     def addressable_shards(self) -> list[Shard]:
-        return [Shard(Device(d, topology().process_index), self.sharding.shard_slices(
+        return [Shard(Device(d, topology().process_index), self.tensor_sharding.shard_slices(
             self.shape, d), data) for d, data in sorted(self._shards.items())]
 
     def shard_data(self, device: int, padded: bool = False) -> np.ndarray:
@@ -129,7 +136,7 @@ class ShardedArray(ArrayInterface):
         data = self._shards[device]
         if not padded:
             return data
-        target = self.sharding.shard_shape(self.shape)
+        target = self.tensor_sharding.shard_shape(self.shape)
         if data.shape == tuple(target):
             return data
         return np.pad(data, [(0, t - n) for n, t in zip(data.shape, target)])
@@ -173,20 +180,25 @@ _REPR_MAX_SIZE = 1000  # larger arrays are summarised without values
 
 
 def _held_whole(array: ShardedArray) -> bool:
-    """Whether this process's shards cover the whole array (no communication needed)."""
-    if topology().kind != "mpi":
+    """Whether every process holds the whole array (no communication needed). Every rank
+    decides alike, from the sharding alone: a rank that skipped the gather's collective while
+    another entered it would leave that one waiting (a mesh smaller than the job leaves some
+    ranks without data; an uneven shard may be empty on one device and whole on another)."""
+    top = topology()
+    if top.kind != "mpi":
         return True
-    covered = np.zeros(array.shape, bool)
-    for device in array._shards:
-        covered[array.sharding.shard_slices(array.shape, device)] = True
-    return bool(covered.all())
+    sharding = array.tensor_sharding
+    if sharding.mesh.size != top.num_devices:
+        return False
+    return all(tuple(s.stop - s.start for s in sharding.shard_slices(array.shape, d))
+               == tuple(array.shape) for d in range(top.num_devices))
 
 
 def _assemble(array: ShardedArray) -> np.ndarray:
     full = np.zeros(array.shape, array.dtype)
     owners: dict[tuple, int] = {}
     for device, data in array._shards.items():
-        slices = array.sharding.shard_slices(array.shape, device)
+        slices = array.tensor_sharding.shard_slices(array.shape, device)
         full[slices] = data
         owners.setdefault(tuple((s.start, s.stop) for s in slices), device)
     top = topology()
@@ -198,8 +210,8 @@ def _assemble(array: ShardedArray) -> np.ndarray:
 
     mine = np.zeros_like(full)
     for device in array._shards:
-        slices = array.sharding.shard_slices(array.shape, device)
-        holders = array.sharding.devices_holding(
+        slices = array.tensor_sharding.shard_slices(array.shape, device)
+        holders = array.tensor_sharding.devices_holding(
             array.shape, tuple(s.start for s in slices)) if array.size else [device]
         if device == min(holders):
             mine[slices] = full[slices]
@@ -208,33 +220,44 @@ def _assemble(array: ShardedArray) -> np.ndarray:
     return combined.view(array.dtype).reshape(array.shape)
 
 
+def check_mesh_fits(mesh_size: int, what: str) -> None:
+    """A mesh must fit in the job (it runs on the job's first `mesh_size` devices)."""
+    if mesh_size > topology().num_devices:
+        raise ShardingError(f"{what}: the sharding's mesh has {mesh_size} devices, the job "
+                            f"has {topology().num_devices}; use xs.set_num_devices({mesh_size})"
+                            f" or mpirun -n {mesh_size}")
+
+
+def mesh_local_devices(mesh_size: int) -> list[Device]:
+    """This process's devices that a mesh of `mesh_size` devices spans (the first ones)."""
+    return [d for d in local_devices() if d.id < mesh_size]
+
+
 def _put_one(value, sharding, what: str) -> ShardedArray:
     if isinstance(value, ShardedArray):
         value = value.gather()
     array = canonical_array(value)  # 64-bit types narrowed unless x64 is on, as in JAX
     tensor_sharding = as_tensor_sharding(sharding, array.shape, what)
-    if tensor_sharding.mesh.size != topology().num_devices:
-        raise ShardingError(f"{what}: the sharding's mesh has {tensor_sharding.mesh.size} "
-                            f"devices, the job has {topology().num_devices}")
-    # Each device owns a copy of its shard, as a device buffer would be.
+    check_mesh_fits(tensor_sharding.mesh.size, what)
+    # Each device owns a copy of its shard, as a device buffer would be. A mesh smaller than
+    # the job is over the job's first devices (as JAX's make_mesh takes them).
     shards = {d.id: np.array(array[tensor_sharding.shard_slices(array.shape, d.id)],
-                               order="C") for d in local_devices()}
+                               order="C") for d in mesh_local_devices(tensor_sharding.mesh.size)}
     return ShardedArray(array.shape, array.dtype, tensor_sharding, shards)
 
 
 def device_put(value, sharding):
     """Place an array (or a pytree of arrays) on the devices by a sharding (or a pytree of
     shardings of the same structure); this process keeps only its devices' shards."""
-    from xla_spmd.frontend.pytree import tree_flatten, tree_unflatten
+    from xla_spmd.frontend.pytree import broadcast_prefix, tree_flatten, tree_unflatten
 
     leaves, tree = tree_flatten(value)
-    if isinstance(sharding, (NamedSharding, TensorSharding)):
-        shardings = [sharding] * len(leaves)
-    else:
-        shardings, sharding_tree = tree_flatten(
-            sharding, is_leaf=lambda s: isinstance(s, (NamedSharding, TensorSharding)))
-        if len(shardings) != len(leaves):
-            raise ShardingError(f"device_put: {len(leaves)} arrays but {len(shardings)} "
-                                "shardings; give one sharding or a tree of the same structure")
+    try:
+        shardings = broadcast_prefix(
+            sharding, value, lambda s: isinstance(s, (NamedSharding, TensorSharding)),
+            "device_put shardings")
+    except XlaSpmdError as error:
+        raise ShardingError(f"{error}; give one sharding or a pytree prefix of the "
+                            "values") from None
     return tree_unflatten(tree, [_put_one(v, s, f"array {i}")
                                  for i, (v, s) in enumerate(zip(leaves, shardings))])

@@ -17,7 +17,7 @@ from .meshes import (
     program_mesh,
     sharding_mesh,
 )
-from .partition_spec import UNCONSTRAINED, NamedSharding, P, PartitionSpec
+from .partition_spec import UNCONSTRAINED, NamedSharding, P, PartitionSpec, user_sharding
 from .sdy_text import (
     parse_sharding,
     parse_sharding_per_value,
@@ -32,5 +32,6 @@ __all__ = [
     "PartitionSpec", "TensorSharding", "axes_to_hlo", "declare_meshes", "declared_meshes",
     "finest_mesh", "hlo_to_axes", "meshes_of", "program_mesh", "sharding_mesh",
     "hlo_tuple_to_axes", "make_mesh", "parse_sharding", "parse_sharding_per_value",
-    "print_sharding", "print_sharding_per_value", "tile_devices", "visualize_sharding",
+    "print_sharding", "print_sharding_per_value", "tile_devices", "user_sharding",
+    "visualize_sharding",
 ]

@@ -83,7 +83,7 @@ def _check_entry(entry, position: int) -> None:
                         f"axis names or P.UNCONSTRAINED, got {entry!r}")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class NamedSharding:
     """A mesh plus a PartitionSpec, as ``jax.sharding.NamedSharding``.
 
@@ -127,8 +127,60 @@ class NamedSharding:
     def shard_shape(self, global_shape) -> tuple[int, ...]:
         return self.to_tensor_sharding(len(global_shape)).shard_shape(global_shape)
 
+    def _placement(self) -> tuple:
+        """The spec without trailing replicated entries, one-axis tuples as names: what
+        decides where the data lives (``P("d")`` and ``P("d", None)`` place it alike)."""
+        entries = [e[0] if isinstance(e, tuple) and len(e) == 1 else e for e in self.spec]
+        while entries and entries[-1] is None:
+            entries.pop()
+        return self.mesh, tuple(entries)
+
+    def __eq__(self, other) -> bool:
+        """Equal when they place data alike (as JAX's: trailing ``None`` entries do not
+        count); a `TensorSharding` that places it alike (closed or not) is equal too."""
+        if isinstance(other, TensorSharding):
+            other = user_sharding(other)
+            if isinstance(other, TensorSharding):  # sub-axes or unreduced: no spec says it
+                return False
+        if not isinstance(other, NamedSharding):
+            return NotImplemented
+        return self._placement() == other._placement()
+
+    def __hash__(self) -> int:
+        return hash(self._placement())
+
+    def to_partition_spec(self) -> PartitionSpec:
+        """The spec (for code written against a `TensorSharding`'s method of this name)."""
+        return self.spec
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        """Whether every device holds the whole array."""
+        return not self.spec.axis_names() or all(
+            self.mesh.axis_size(name) == 1 for name in self.spec.axis_names())
+
+    @property
+    def num_devices(self) -> int:
+        return self.mesh.size
+
     def __repr__(self) -> str:
         return f"NamedSharding({self.mesh!r}, {self.spec!r})"
+
+
+def user_sharding(sharding: TensorSharding) -> NamedSharding | TensorSharding:
+    """What an array shows as its ``.sharding``: a `NamedSharding` (as JAX's arrays carry),
+    or the `TensorSharding` itself where a PartitionSpec cannot say it (sub-axes, unreduced
+    axes). Open dims are closed first: an array's sharding is settled.
+
+    >>> from xla_spmd.mesh import make_mesh
+    >>> mesh = make_mesh({"d": 2})
+    >>> user_sharding(TensorSharding(mesh, (DimSharding(("d",), is_closed=False),)))
+    NamedSharding(Mesh('d': 2), P('d'))
+    """
+    sharding = sharding.closed()
+    if sharding.unreduced or any(a.is_sub_axis for d in sharding.dims for a in d.axes):
+        return sharding
+    return NamedSharding(sharding.mesh, tensor_sharding_to_spec(sharding))
 
 
 def tensor_sharding_to_spec(sharding: TensorSharding) -> PartitionSpec:

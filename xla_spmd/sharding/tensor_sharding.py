@@ -222,6 +222,11 @@ class TensorSharding:
         wanted = tuple(int(i) // extent for i, extent in zip(index, shard, strict=True))
         return tuple(sorted(d for d in self.mesh.all_device_ids if self.shard_index(d) == wanted))
 
+    def closed(self) -> TensorSharding:
+        """This sharding with every dim closed and without priorities: what a value holds
+        once propagation is done (an array's sharding, not a constraint on it)."""
+        return self.replace(dims=[DimSharding(d.axes) for d in self.dims])
+
     # ----- conversions and text -----
     def to_partition_spec(self):
         """The JAX PartitionSpec (full axes only; open dims must be empty)."""

@@ -31,9 +31,22 @@ from test_partition_property import MESHES, build_program  # noqa: E402
 BACKEND = get_backend("cpu")
 
 
-@pytest.mark.parametrize("libm", [False, True], ids=["numpy-transcendentals", "libm"])
-@pytest.mark.parametrize("name, suffix", [(n, ".hlo") for n in ONE_DEVICE]
-                         + [(n, ".optimized.hlo") for n in OPTIMIZED])
+# Wrong values on the CPU backend, found by these programs and not fixed yet (strict: a fix
+# makes its case fail until it leaves this list). sharded_conv_grad without libm: 1 - tanh(conv)
+# is off by up to 2 (not reproduced without the conv; fine with libm and on the reference).
+CPU_BUGS: set = set()
+
+
+def _cpu_cases():
+    cases = [(n, ".hlo", libm) for n in ONE_DEVICE for libm in (False, True)]
+    cases += [(n, ".optimized.hlo", libm) for n in OPTIMIZED for libm in (False, True)]
+    return [pytest.param(*case, id=f"{case[0]}-{case[1]}-"
+                         f"{'libm' if case[2] else 'numpy-transcendentals'}",
+                         marks=[pytest.mark.xfail(strict=True, reason="CPU backend bug")]
+                         if case in CPU_BUGS else []) for case in cases]
+
+
+@pytest.mark.parametrize("name, suffix, libm", _cpu_cases())
 def test_xla_programs_give_jax_values_on_the_cpu_backend(name, suffix, libm):
     case, module, args, expected = load_case(name, suffix)
     if any(i["dtype"] == "bfloat16" for i in case["inputs"]):
