@@ -42,10 +42,10 @@ from xla_spmd.backends.reference.evaluator import (
     EVALUATE,
     Context,
     _describe,
-    coerce_argument,
     evaluate_computation,
     leaves,
 )
+from xla_spmd.backends.reference.executable import device_arguments
 from xla_spmd.errors import EvaluationError, XlaSpmdError
 from xla_spmd.ir import Computation, Module
 from xla_spmd.ir.hlo_printer import print_module
@@ -123,12 +123,7 @@ class CpuExecutable:
 
     def run(self, device: int, arguments: Sequence[np.ndarray], communicator: Any
             ) -> list[np.ndarray]:
-        params = self.module.entry.parameters
-        if len(arguments) != len(params):
-            raise XlaSpmdError(f"device {device}: {self.module.name} takes {len(params)} "
-                               f"arguments, got {len(arguments)}")
-        coerced = [coerce_argument(a, p.shape, f"device {device} argument {i} ({p.name})")
-                   for i, (a, p) in enumerate(zip(arguments, params))]
+        coerced = device_arguments(self.module, device, arguments)
         context = _CpuContext(self, partition_id=device,
                               num_partitions=self.module.num_partitions,
                               communicator=communicator,

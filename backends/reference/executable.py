@@ -20,6 +20,17 @@ from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import Module
 
 
+def device_arguments(module: Module, device: int, arguments: Sequence) -> list:
+    """Device ``device``'s ``arguments`` checked against ``module``'s entry parameters and
+    coerced to their types: how every backend's executable binds its inputs."""
+    params = module.entry.parameters
+    if len(arguments) != len(params):
+        raise XlaSpmdError(f"device {device}: {module.name} takes {len(params)} arguments, "
+                           f"got {len(arguments)}")
+    return [coerce_argument(a, p.shape, f"device {device} argument {i} ({p.name})")
+            for i, (a, p) in enumerate(zip(arguments, params))]
+
+
 class ReferenceExecutable:
     """A module bound to the reference evaluator (see ``xla_spmd.backends.base``)."""
 
@@ -29,12 +40,7 @@ class ReferenceExecutable:
 
     def run(self, device: int, arguments: Sequence[np.ndarray], communicator: Any
             ) -> list[np.ndarray]:
-        params = self.module.entry.parameters
-        if len(arguments) != len(params):
-            raise XlaSpmdError(f"device {device}: {self.module.name} takes {len(params)} "
-                               f"arguments, got {len(arguments)}")
-        coerced = [coerce_argument(a, p.shape, f"device {device} argument {i} ({p.name})")
-                   for i, (a, p) in enumerate(zip(arguments, params))]
+        coerced = device_arguments(self.module, device, arguments)
         context = Context(partition_id=device, num_partitions=self.module.num_partitions,
                           communicator=communicator)
         return leaves(evaluate_computation(self.module.entry, coerced, context))
