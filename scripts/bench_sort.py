@@ -8,38 +8,17 @@ write.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 from xla_spmd.backends.reference import evaluate
 from xla_spmd.ir import parse_hlo
 
-KEY = """
-  {side}_bits = s32[] bitcast-convert({param})
-  {side}_zero = s32[] constant(0)
-  {side}_negative = pred[] compare({side}_bits, {side}_zero), direction=LT
-  {side}_max = u32[] constant(2147483647)
-  {side}_ubits = u32[] bitcast-convert({param})
-  {side}_flipped = u32[] subtract({side}_max, {side}_ubits)
-  {side}_sflipped = s32[] bitcast-convert({side}_flipped)
-  {side}_key = s32[] select({side}_negative, {side}_sflipped, {side}_bits)"""
-
-PROGRAM = """HloModule topk
-greater {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  i = s32[] parameter(2)
-  j = s32[] parameter(3)""" + KEY.format(side="l", param="a") + KEY.format(side="r", param="b") \
-    + """
-  ROOT gt = pred[] compare(l_key, r_key), direction=GT
-}
-ENTRY e {
-  x = f32[SIZE] parameter(0)
-  iota = s32[SIZE] iota(), iota_dimension=0
-  ROOT sort = (f32[SIZE], s32[SIZE]) sort(x, iota), dimensions={0}, is_stable=true,
-    to_apply=greater
-}"""
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "backends"))
+from sort_programs import topk_program  # noqa: E402
 
 
 def main() -> int:
@@ -47,7 +26,7 @@ def main() -> int:
     parser.add_argument("--sizes", default="4096,65536")
     args = parser.parse_args()
     for size in (int(s) for s in args.sizes.split(",")):
-        module = parse_hlo(PROGRAM.replace("SIZE", str(size)))
+        module = parse_hlo(topk_program(size))
         x = np.random.default_rng(0).standard_normal(size).astype(np.float32)
         start = time.perf_counter()
         evaluate(module, [x])
