@@ -22,6 +22,7 @@ from xla_spmd.backends.reference.collectives import (
     _has_channel,
     _required_group,
 )
+from xla_spmd.backends.reference.contraction import dot_dimensions
 from xla_spmd.backends.reference.numeric import compute_dtype
 from xla_spmd.backends.reference.reduction import _fast_reduce, binary_reducer
 from xla_spmd.ir import ArrayShape, Instruction
@@ -82,10 +83,7 @@ def dot(inst: Instruction, operands: list, ctx) -> np.ndarray:
     attrs = inst.attrs
     result_dtype = inst.shape.dtype.numpy
     work = compute_dtype(result_dtype)
-    lb, lc = list(attrs.lhs_batch_dims), list(attrs.lhs_contracting_dims)
-    rb, rc = list(attrs.rhs_batch_dims), list(attrs.rhs_contracting_dims)
-    lf = [d for d in range(lhs.ndim) if d not in lb + lc]
-    rf = [d for d in range(rhs.ndim) if d not in rb + rc]
+    lb, lf, lc, rb, rc, rf = dot_dimensions(attrs, lhs.ndim, rhs.ndim)
     batch, m, k = _size(lb, lhs.shape), _size(lf, lhs.shape), _size(lc, lhs.shape)
     n = _size(rf, rhs.shape)
     # The reference's operand copies (astype keeps a transposed memory order), so BLAS sees

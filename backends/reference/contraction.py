@@ -43,16 +43,23 @@ def _size(array: np.ndarray, dims) -> int:
     return int(np.prod([array.shape[d] for d in dims], dtype=np.int64))
 
 
+def dot_dimensions(attrs, lhs_rank: int, rhs_rank: int) -> tuple[list[int], ...]:
+    """A dot's operand dims as (lhs batch, free, contracting, rhs batch, contracting, free):
+    the order in which both operands are laid out for one batched matmul."""
+    lb, lc = list(attrs.lhs_batch_dims), list(attrs.lhs_contracting_dims)
+    rb, rc = list(attrs.rhs_batch_dims), list(attrs.rhs_contracting_dims)
+    lf = [d for d in range(lhs_rank) if d not in lb + lc]
+    rf = [d for d in range(rhs_rank) if d not in rb + rc]
+    return lb, lf, lc, rb, rc, rf
+
+
 @EVALUATE.register("dot")
 def dot_rule(inst: Instruction, operands: list, ctx: Context):
     lhs, rhs = operands
     attrs = inst.attrs
     result_dtype = inst.shape.dtype.numpy
     work = _work_dtype(result_dtype)
-    lb, lc = list(attrs.lhs_batch_dims), list(attrs.lhs_contracting_dims)
-    rb, rc = list(attrs.rhs_batch_dims), list(attrs.rhs_contracting_dims)
-    lf = [d for d in range(lhs.ndim) if d not in lb + lc]
-    rf = [d for d in range(rhs.ndim) if d not in rb + rc]
+    lb, lf, lc, rb, rc, rf = dot_dimensions(attrs, lhs.ndim, rhs.ndim)
     batch = [lhs.shape[d] for d in lb]
     # (batch, free, contracting) @ (batch, contracting, free): one batched matmul.
     left = np.transpose(lhs, lb + lf + lc).astype(work).reshape(
