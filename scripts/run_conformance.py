@@ -2,22 +2,35 @@
 
     python scripts/run_conformance.py --stablehlo DIR   # StableHLO's stablehlo/tests/interpret
     python scripts/run_conformance.py --shardy DIR  # Shardy: executable_convert_global_to_local
+    python scripts/run_conformance.py --shardy-propagation DIR  # Shardy: propagation/test
 
 Each ``.mlir`` file of the StableHLO directory runs in our interpreter-convention runner
 (`xla_spmd.stablehlo.interpreter`); each file of the Shardy directory is converted global->local
 by our partitioner and run the way Shardy's ``run_sdy_interpreter_test.sh`` does
 (tests/partition/shardy_exec.py). Prints one line per failing case and the totals.
+
+Each file of the Shardy propagation directory (``shardy/dialect/sdy/transforms/propagation/test``)
+is run as its RUN line says: split at ``// -----``, each part imported, propagated with the
+strategy of the pass (``-sdy-basic-propagate`` basic, ``-sdy-aggressive-propagate``
+aggressive, ``-sdy-op-priority-propagate`` op-priority, ``-sdy-user-priority-propagate`` and
+``-sdy-propagation-pipeline`` user-priority; ``-sdy-populate-op-sharding-rules`` prints each
+op's rule instead) and exported; its CHECK lines are matched against the output by
+scripts/filecheck.py, one case per CHECK-LABEL. Prints the pass rate per file
+(``--failures`` also lists each failing case and why).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "partition"))
+sys.path.insert(0, str(ROOT / "scripts"))
 
+from filecheck import check_cases  # noqa: E402
 from shardy_exec import run_shardy_executable_test  # noqa: E402
 
 from xla_spmd.errors import XlaSpmdError  # noqa: E402
@@ -51,13 +64,75 @@ def run(directory: str, shardy: bool) -> tuple[int, int, int, int]:
     return passed_files, len(files), passed_cases, cases
 
 
+PROPAGATION_PASSES = {
+    "-sdy-basic-propagate": "basic",
+    "-sdy-aggressive-propagate": "aggressive",
+    "-sdy-op-priority-propagate": "op-priority",
+    "-sdy-user-priority-propagate": "user-priority",
+    "-sdy-propagation-pipeline": "user-priority",
+    "-sdy-populate-op-sharding-rules": "rules",
+}
+
+
+def propagation_output(text: str) -> str:
+    """What our propagation prints for a Shardy propagation lit test (all its parts)."""
+    from xla_spmd.cli import _stablehlo_with_meshes, rules_text
+    from xla_spmd.propagation import propagate
+    from xla_spmd.stablehlo import import_stablehlo
+
+    run_line = next((line for line in text.splitlines() if "RUN:" in line), "")
+    mode = next((m for flag, m in PROPAGATION_PASSES.items()
+                 if re.search(re.escape(flag) + r"(?![\w-])", run_line)), "user-priority")
+    parts = text.split("\n// -----") if "-split-input-file" in run_line else [text]
+    outputs = []
+    for part in parts:
+        try:
+            module = import_stablehlo(part)
+            outputs.append(rules_text(module) if mode == "rules"
+                           else _stablehlo_with_meshes(propagate(module, mode)))
+        except XlaSpmdError as error:
+            outputs.append(f"error: {str(error).splitlines()[0]}\n")
+        except Exception as error:  # noqa: BLE001 - a crash is a result to count, not to stop at
+            outputs.append(f"crash: {type(error).__name__}: {error}\n")
+    return "// -----\n".join(outputs)
+
+
+def run_propagation(directory: str, failures: bool) -> list[tuple[str, int, int]]:
+    rows = []
+    for path in sorted(Path(directory).glob("*.mlir")):
+        text = path.read_text()
+        cases = check_cases(text, propagation_output(text))
+        rows.append((path.stem, sum(c.ok for c in cases), len(cases)))
+        if failures:
+            for case in cases:
+                if not case.ok:
+                    print(f"FAIL {path.name} {case.label}: {case.failure[:200]}")
+    return rows
+
+
+def print_propagation_table(rows) -> None:
+    print("| file | cases | pass |")
+    print("|---|---|---|")
+    for name, ok, total in rows:
+        print(f"| {name} | {ok}/{total} | {100 * ok / max(total, 1):.0f}% |")
+    ok = sum(r[1] for r in rows)
+    total = sum(r[2] for r in rows)
+    print(f"| **all** | {ok}/{total} | {100 * ok / max(total, 1):.0f}% |")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stablehlo", help="StableHLO's stablehlo/tests/interpret directory")
     parser.add_argument("--shardy", help="Shardy's executable_convert_global_to_local directory")
+    parser.add_argument("--shardy-propagation", metavar="DIR",
+                        help="Shardy's shardy/dialect/sdy/transforms/propagation/test directory")
+    parser.add_argument("--failures", action="store_true",
+                        help="also list each failing propagation case")
     args = parser.parse_args()
-    if not args.stablehlo and not args.shardy:
-        parser.error("give --stablehlo DIR and/or --shardy DIR")
+    if not args.stablehlo and not args.shardy and not args.shardy_propagation:
+        parser.error("give --stablehlo DIR, --shardy DIR and/or --shardy-propagation DIR")
+    if args.shardy_propagation:
+        print_propagation_table(run_propagation(args.shardy_propagation, args.failures))
     for name, directory, shardy in (("StableHLO interpreter", args.stablehlo, False),
                                     ("Shardy global->local", args.shardy, True)):
         if directory:

@@ -291,11 +291,15 @@ def cmd_propagate(args) -> int:
 
 
 def cmd_rules(args) -> int:
+    print(rules_text(_load_program(args.input)), end="")
+    return 0
 
+
+def rules_text(module) -> str:
+    """StableHLO text of `module` with each op's ``sdy.sharding_rule`` attached (as Shardy's
+    ``-sdy-populate-op-sharding-rules`` prints it)."""
     from xla_spmd.ir import map_computations, rewrite
     from xla_spmd.propagation import sharding_rule
-
-    module = _load_program(args.input)
 
     def attach(computation, replaced):
         def fn(inst, operands):
@@ -308,9 +312,7 @@ def cmd_rules(args) -> int:
         return rewrite(computation, fn)
     text = _stablehlo_with_meshes(map_computations(module, attach))
     pattern = re.compile(r'mhlo\.frontend_attributes = \{sdy\.sharding_rule = "(.*?)"\}')
-    print(pattern.sub(lambda m: "sdy.sharding_rule = " + m.group(1).replace('\\"', '"'),
-                      text), end="")
-    return 0
+    return pattern.sub(lambda m: "sdy.sharding_rule = " + m.group(1).replace('\\"', '"'), text)
 
 
 def _add_loop_cap(command: argparse.ArgumentParser) -> None:

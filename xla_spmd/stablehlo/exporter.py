@@ -157,10 +157,14 @@ class FunctionExporter:
             returned.append(value)
             text = print_type(value.shape)
             result_texts.append(text + (" {" + ", ".join(attrs) + "}" if attrs else ""))
-        visibility = "public" if is_entry else "private"
+        # MLIR's form: public is the default and not printed; one result without
+        # attributes is not parenthesised.
+        visibility = "" if is_entry else "private "
         name = "main" if is_entry and computation.name.startswith("main") else computation.name
-        signature = (f"  func.func {visibility} @{_symbol(name)}({', '.join(args)}) -> "
-                     f"({', '.join(result_texts)}) {{")
+        results_text = (result_texts[0] if len(result_texts) == 1 and "{" not in result_texts[0]
+                        else f"({', '.join(result_texts)})")
+        signature = (f"  func.func {visibility}@{_symbol(name)}({', '.join(args)}) -> "
+                     f"{results_text} {{")
         lines = [signature]
         self.body(computation, lines, "    ", skip)
         lines.append(f"    return {', '.join(self.ref(v) for v in returned)} : "
