@@ -24,8 +24,21 @@ import gc
 from dataclasses import dataclass
 
 from xla_spmd.errors import ShardingError
-from xla_spmd.ir import Instruction, Module, map_computations, rebind_called, rewrite
-from xla_spmd.ir.custom_calls import GLOBAL_TO_LOCAL, GROUPS, SHARDING_GROUP_ID
+from xla_spmd.ir import (
+    Instruction,
+    Module,
+    make_instruction,
+    map_computations,
+    op_named,
+    rebind_called,
+    rewrite,
+)
+from xla_spmd.ir.custom_calls import (
+    FUNC_RESULT_SHARDING,
+    GLOBAL_TO_LOCAL,
+    GROUPS,
+    SHARDING_GROUP_ID,
+)
 from xla_spmd.mesh import AxisRef, Mesh
 from xla_spmd.propagation.driver import (
     OP_PRIORITY_LEVELS,
@@ -37,7 +50,7 @@ from xla_spmd.propagation.driver import (
 )
 from xla_spmd.propagation.graph import build_graph
 from xla_spmd.propagation.importing import has_foreign_shardings, import_shardings
-from xla_spmd.sharding import TensorSharding, sharding_mesh
+from xla_spmd.sharding import TensorSharding, is_unconstrained, sharding_mesh
 from xla_spmd.sharding.manual import manual_axes
 
 STRATEGIES = {
@@ -225,6 +238,27 @@ def _write_back(module: Module, graph, states, mesh) -> Module:
                     new = new.replace(sharding=sharding, frontend_attributes=attributes)
             if operands != inst.operands:
                 new = new.replace(operands=operands)
+            if inst is computation.root and computation is module.entry:
+                new = _result_shardings(new)
             return new
         return rewrite(computation, fn)
     return map_computations(module, rebuild)
+
+
+def _result_shardings(root: Instruction) -> Instruction:
+    """The entry's root with each returned value that has a propagated sharding and no
+    result sharding of its own wrapped in an ``xla.sdy.FuncResultSharding`` carrying it: as
+    Shardy, the function's results get the shardings inferred for the values they return."""
+    def wrap(value: Instruction) -> Instruction:
+        if getattr(value.attrs, "custom_call_target", None) == FUNC_RESULT_SHARDING or \
+                not isinstance(value.sharding, TensorSharding) or is_unconstrained(value.sharding):
+            return value
+        return make_instruction(f"{value.name}.result", op_named("custom-call"), (value,),
+                                op_named("custom-call").make_attrs(
+                                    custom_call_target=FUNC_RESULT_SHARDING,
+                                    custom_call_has_side_effect=True),
+                                value.shape, sharding=value.sharding)
+    if root.opcode != "tuple":
+        return wrap(root)
+    operands = tuple(wrap(o) for o in root.operands)
+    return root if operands == root.operands else root.replace(operands=operands)

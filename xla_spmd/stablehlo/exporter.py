@@ -25,7 +25,7 @@ from __future__ import annotations
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import Computation, Instruction, Module, TupleShape
 from xla_spmd.ir.custom_calls import FUNC_RESULT_SHARDING, MANUAL_BODY
-from xla_spmd.sharding import TensorSharding, print_sharding_per_value
+from xla_spmd.sharding import TensorSharding, is_unconstrained, print_sharding_per_value
 from xla_spmd.stablehlo.lexer import escape
 from xla_spmd.stablehlo.registry import PRINTERS
 from xla_spmd.stablehlo.scope import RESULT_INFO
@@ -54,6 +54,15 @@ def export_stablehlo(module: Module) -> str:
 def sharding_attr(inst: Instruction) -> str:
     """``#sdy.sharding_per_value<[...]>`` of an instruction's sharding (one or a tuple)."""
     return print_sharding_per_value(inst.sharding_leaves())
+
+
+def says_something(inst: Instruction, scalars: bool = True) -> bool:
+    """Whether `inst` has a sharding worth printing: some leaf constrains something (an
+    all-open, unsharded sharding is what no sharding means, and Shardy prints none; nor,
+    unless `scalars`, a scalar's ``[]``, which propagation gives every scalar op)."""
+    return any(isinstance(s, TensorSharding) and not is_unconstrained(s)
+               and (scalars or s.rank > 0 or s.replicated or s.unreduced)
+               for s in inst.sharding_leaves())
 
 
 class ModuleExporter:
@@ -245,7 +254,9 @@ class FunctionExporter:
 
 def _sharding_items(inst: Instruction) -> list[str]:
     items = []
-    if isinstance(inst.sharding, TensorSharding):
+    if not says_something(inst):
+        pass
+    elif isinstance(inst.sharding, TensorSharding):
         items.append(f"sdy.sharding = {inst.sharding}")
     elif isinstance(inst.sharding, tuple):
         items.append(f"sdy.sharding = {sharding_attr(inst)}")

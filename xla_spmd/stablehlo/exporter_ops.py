@@ -10,6 +10,7 @@ from xla_spmd.stablehlo.exporter import (
     ExportError,
     exported_frontend,
     is_tuple,
+    says_something,
     sharding_attr,
 )
 from xla_spmd.stablehlo.lexer import escape
@@ -39,7 +40,7 @@ def fn_type(inst: Instruction, operands=None) -> str:
 
 def attr_dict(inst: Instruction, items=(), with_sharding=True) -> str:
     items = list(items)
-    if with_sharding and inst.sharding is not None:
+    if with_sharding and says_something(inst, scalars=False):
         items.append(f"sdy.sharding = {sharding_attr(inst)}")
     frontend = [(k, v) for k, v in exported_frontend(inst) if k != "mhlo.sharding"]
     if with_sharding and frontend:
