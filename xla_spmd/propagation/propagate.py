@@ -93,7 +93,24 @@ def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _run(module, strategy, mesh, policy, groups)
+        result = _run(module, strategy, mesh, policy, groups)
+        # Functions nothing calls (Shardy propagates every function of a module): each on
+        # its own, as the entry of a module of its own.
+        reached = {c.name for c in Module.from_entry(module.name, module.entry).computations}
+        called = {callee.name for c in module.computations for i in c.instructions
+                  for callee in i.called_computations()}
+        roots = [c for c in module.computations
+                 if c.name not in reached and c.name not in called]
+        if roots:
+            extra = []
+            for root in roots:
+                out = _run(Module.from_entry(module.name, root, module.header), strategy, mesh,
+                           policy, ()).module
+                extra.extend(c for c in out.computations
+                             if c.name not in reached and c not in extra)
+            result.module = Module.from_entry(module.name, result.module.entry,
+                                              result.module.header, extra)
+        return result
     finally:
         if enabled:
             gc.enable()

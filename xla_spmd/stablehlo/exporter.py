@@ -96,6 +96,7 @@ class ModuleExporter:
         return "\n".join(lines) + "\n"
 
     def _is_function(self, computation: Computation) -> bool:
+        called = False
         for c in self.module.computations:
             for inst in c.instructions:
                 if inst.opcode == "call" and inst.attrs.to_apply is computation:
@@ -104,7 +105,8 @@ class ModuleExporter:
                 if inst.opcode == "custom-call" and computation in (
                         inst.attrs.called_computations or ()):
                     return True
-        return False
+                called = called or computation in inst.called_computations()
+        return not called   # a function nothing calls (regions are always called)
 
 
 def _symbol(name: str) -> str:

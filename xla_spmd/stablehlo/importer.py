@@ -144,8 +144,8 @@ class ModuleImporter:
         extra = [self.function(f.name) for f in tree.functions if f.name != entry_node.name]
         module = Module.from_entry(tree.name or "module", entry, self.header())
         reachable = {c.name for c in module.computations}
-        unreachable = sorted((c for c in extra if c.name not in reachable), key=lambda c: c.name)
-        if unreachable:  # text order does not matter: sort by name
+        unreachable = [c for c in extra if c.name not in reachable]
+        if unreachable:  # kept, in text order (MLIR prints every function, in order)
             module = Module.from_entry(module.name, entry, module.header, unreachable)
         return module
 
