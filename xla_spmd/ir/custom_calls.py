@@ -47,6 +47,8 @@ class Role(Enum):
 SHARDING = "Sharding"                                  # with_sharding_constraint
 FUNC_RESULT_SHARDING = "xla.sdy.FuncResultSharding"    # a function result's sharding
 PROPAGATION_BARRIER = "xla.sdy.PropagationBarrier"
+DATA_FLOW_EDGE = "xla.sdy.DataFlowEdge"            # sdy.data_flow_edge: holds its owner's sharding
+FUNC_DATA_FLOW_EDGE = "xla.sdy.FuncDataFlowEdge"   # sdy.func_data_flow_edge
 SHARDING_GROUP = "xla.sdy.ShardingGroup"
 GLOBAL_TO_LOCAL = "xla.sdy.GlobalToLocalShape"
 LOCAL_TO_GLOBAL = "xla.sdy.LocalToGlobalShape"
@@ -61,6 +63,8 @@ TARGETS: dict[str, Role] = {
     SHARDING: Role.MARKER,
     FUNC_RESULT_SHARDING: Role.MARKER,
     PROPAGATION_BARRIER: Role.MARKER,
+    DATA_FLOW_EDGE: Role.MARKER,
+    FUNC_DATA_FLOW_EDGE: Role.MARKER,
     "xla.sdy.ShardingConstraint": Role.MARKER,
     "mhlo.sharding": Role.MARKER,
     "LayoutConstraint": Role.MARKER,

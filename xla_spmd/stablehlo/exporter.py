@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import Computation, Instruction, Module, TupleShape
-from xla_spmd.ir.custom_calls import FUNC_RESULT_SHARDING, MANUAL_BODY
+from xla_spmd.ir.custom_calls import DATA_FLOW_EDGE, FUNC_RESULT_SHARDING, MANUAL_BODY
 from xla_spmd.sharding import TensorSharding, is_unconstrained, print_sharding_per_value
 from xla_spmd.stablehlo.lexer import escape
 from xla_spmd.stablehlo.registry import PRINTERS
@@ -125,6 +125,9 @@ class FunctionExporter:
         self.multi: set[Instruction] = set()
         # tuple-shaped instructions printed as several ops: the value of each element
         self.elements: dict[Instruction, list[str]] = {}
+        # while/case/barrier ops whose results go through sdy.data_flow_edge ops: the edges
+        # hold their shardings (Shardy prints none on the op itself)
+        self.edge_owners: set[Instruction] = set()
 
     def new_value(self) -> str:
         name = f"%{self.counter}"
@@ -194,6 +197,12 @@ class FunctionExporter:
     def body(self, computation: Computation, lines: list[str], indent: str, skip=()) -> None:
         users = computation.users()
         root = computation.root
+        for inst in computation.instructions:
+            if inst.opcode == "custom-call" and inst.operands and \
+                    inst.attrs.custom_call_target == DATA_FLOW_EDGE:
+                owner = inst.operands[0]
+                self.edge_owners.add(owner.operands[0] if owner.opcode == "get-tuple-element"
+                                     else owner)
         for inst in computation.instructions:
             if inst.opcode == "parameter" or inst in skip or inst in self.names:
                 continue

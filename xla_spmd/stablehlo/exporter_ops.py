@@ -190,7 +190,8 @@ def _get_tuple_element(fx, inst, indent):
 def _opt_barrier(fx, inst, indent):
     (packed,) = inst.operands
     values = packed.operands if packed.opcode == "tuple" else (packed,)
-    return (f"stablehlo.optimization_barrier {refs(fx, values)}{attr_dict(inst)} : "
+    return (f"stablehlo.optimization_barrier {refs(fx, values)}"
+            f"{attr_dict(inst, with_sharding=inst not in fx.edge_owners)} : "
             f"{', '.join(print_type(v.shape) for v in values)}")
 
 
