@@ -13,7 +13,7 @@ Each file of the Shardy propagation directory (``shardy/dialect/sdy/transforms/p
 is run as its RUN line says: split at ``// -----``, each part imported, propagated with the
 strategy of the pass (``-sdy-basic-propagate`` basic, ``-sdy-aggressive-propagate``
 aggressive, ``-sdy-op-priority-propagate`` op-priority, ``-sdy-user-priority-propagate`` and
-``-sdy-propagation-pipeline`` user-priority; ``-sdy-populate-op-sharding-rules`` prints each
+``-sdy-propagation-pipeline`` user-priority, then every sharding closed; ``-sdy-populate-op-sharding-rules`` prints each
 op's rule instead) and exported; its CHECK lines are matched against the output by
 scripts/filecheck.py, one case per CHECK-LABEL. Prints the pass rate per file
 (``--failures`` also lists each failing case and why).
@@ -69,7 +69,7 @@ PROPAGATION_PASSES = {
     "-sdy-aggressive-propagate": "aggressive",
     "-sdy-op-priority-propagate": "op-priority",
     "-sdy-user-priority-propagate": "user-priority",
-    "-sdy-propagation-pipeline": "user-priority",
+    "-sdy-propagation-pipeline": "pipeline",
     "-sdy-populate-op-sharding-rules": "rules",
 }
 
@@ -93,13 +93,16 @@ def propagation_output(text: str) -> str:
 
 def _run_part(text: str, mode: str) -> tuple[str, bool]:
     from xla_spmd.cli import _stablehlo_with_meshes, rules_text
-    from xla_spmd.propagation import propagate
+    from xla_spmd.propagation import close_shardings, propagate
     from xla_spmd.stablehlo import import_stablehlo
 
     try:
         module = import_stablehlo(text)
-        return (rules_text(module) if mode == "rules"
-                else _stablehlo_with_meshes(propagate(module, mode))), True
+        if mode == "rules":
+            return rules_text(module), True
+        if mode == "pipeline":
+            return _stablehlo_with_meshes(close_shardings(propagate(module))), True
+        return _stablehlo_with_meshes(propagate(module, mode)), True
     except XlaSpmdError as error:
         return f"error: {str(error).splitlines()[0]}\n", False
     except Exception as error:  # noqa: BLE001 - a crash is a result to count, not to stop at

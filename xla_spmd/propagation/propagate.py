@@ -169,6 +169,28 @@ def _run(module, strategy, mesh, policy, groups) -> Result:
     return Result(_write_back(module, graph, states, mesh), propagator, initial, module)
 
 
+def close_shardings(module: Module) -> Module:
+    """Shardy's export after propagation (the end of ``sdy-propagation-pipeline``): every
+    sharding closed and without priorities; values with no sharding to speak of keep
+    none (an all-open, unsharded sharding stays as it is, meaning "none")."""
+    def close(leaf):
+        return leaf.closed() if isinstance(leaf, TensorSharding) else leaf
+
+    def rebuild(computation, replaced):
+        def fn(inst, operands):
+            new = rebind_called(inst, replaced)
+            leaves = inst.sharding_leaves()
+            if any(isinstance(s, TensorSharding) and not is_unconstrained(s) for s in leaves):
+                sharding = inst.sharding
+                new = new.replace(sharding=tuple(close(s) for s in sharding)
+                                  if isinstance(sharding, tuple) else close(sharding))
+            if operands != inst.operands:
+                new = new.replace(operands=operands)
+            return new
+        return rewrite(computation, fn)
+    return map_computations(module, rebuild)
+
+
 def _set_groups(propagator, graph, module, groups) -> None:
     members: dict[str, list[int]] = {}
     for (instance, inst), _value_ids in graph.inst_values.items():
@@ -249,6 +271,10 @@ def _write_back(module: Module, graph, states, mesh) -> Module:
                 if values is not None and not inst.shape.is_token:
                     shardings = tuple(state_to_sharding(states[v], mesh) for v in values)
                     sharding = shardings if inst.shape.is_tuple else shardings[0]
+                    if inst.sharding is None and not inst.shape.is_tuple and \
+                            inst.shape.rank == 0 and sharding == TensorSharding(
+                                mesh, [], mesh_name=sharding.mesh_name):
+                        sharding = None   # a scalar has one sharding; Shardy writes none
                     # the imported sdy text is now stale: the instruction holds the result
                     attributes = tuple((k, v) for k, v in new.frontend_attributes
                                        if k != "xla.sdy.sharding")

@@ -128,6 +128,13 @@ class FunctionExporter:
         # while/case/barrier ops whose results go through sdy.data_flow_edge ops: the edges
         # hold their shardings (Shardy prints none on the op itself)
         self.edge_owners: set[Instruction] = set()
+        self.result_counts: dict[Instruction, int] = {}  # results printed, where fewer
+        self.iter_args = 0
+
+    def iter_arg(self) -> str:
+        """The next loop-carried value's name, as MLIR names them."""
+        self.iter_args += 1
+        return "%iterArg" if self.iter_args == 1 else f"%iterArg_{self.iter_args - 2}"
 
     def new_value(self) -> str:
         name = f"%{self.counter}"
@@ -221,9 +228,10 @@ class FunctionExporter:
         return implicit_users and (users or inst is root)
 
     def region(self, computation: Computation, indent: str, arg_names=None,
-               bindings=None) -> list[str]:
+               bindings=None, returns: int | None = None) -> list[str]:
         """The lines of a region's body (ops and return); `arg_names` names the parameters
-        (scalar regions) and `bindings` maps instructions to outer names."""
+        (scalar regions), `bindings` maps instructions to outer names, `returns` is how
+        many of the root's values the region returns (all by default)."""
         lines: list[str] = []
         for inst in computation.instructions:  # a computation used twice prints twice
             self.names.pop(inst, None)
@@ -233,7 +241,7 @@ class FunctionExporter:
             for param, name in zip(computation.parameters, arg_names):
                 self.names[param] = name
         self.body(computation, lines, indent)
-        returned = self._root_values(computation)
+        returned = self._root_values(computation)[:returns]
         lines.append(f"{indent}stablehlo.return {', '.join(self.ref(v) for v in returned)} : "
                      f"{', '.join(print_type(v.shape) for v in returned)}")
         return lines
@@ -312,7 +320,7 @@ def emit(fx: FunctionExporter, inst: Instruction, lines: list[str], indent: str,
         return
     fx.names[inst] = base
     if isinstance(inst.shape, TupleShape) and inst.opcode != "tuple":
-        count = len(inst.shape.elements)
+        count = fx.result_counts.get(inst, len(inst.shape.elements))
         fx.multi.add(inst)
         lhs = f"{base}:{count} = " if count else ""
     else:

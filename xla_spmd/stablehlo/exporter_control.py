@@ -26,6 +26,7 @@ from xla_spmd.stablehlo.exporter import (
 )
 from xla_spmd.stablehlo.exporter_ops import API_NUMBERS, attr_dict, fn_type, printer, refs
 from xla_spmd.stablehlo.lexer import escape
+from xla_spmd.stablehlo.scope import WHILE_OPERANDS
 from xla_spmd.stablehlo.types import print_type
 
 
@@ -41,15 +42,24 @@ def _elements(fx, packed):
 def _while(fx, inst, indent):
     (state,) = inst.operands
     values = _elements(fx, state)
-    names = [fx.new_arg().replace("%arg", "%iterArg_") for _ in values]
+    # values past the op's own operands are outer values its regions capture
+    count = int(inst.frontend_attribute(WHILE_OPERANDS) or len(values))
+    names = [fx.iter_arg() for _ in values[:count]]
+    bound = names + [fx.ref(v) for v in values[count:]]
     inits = ", ".join(f"{n} = {fx.ref(v)}" for n, v in zip(names, values))
-    types = ", ".join(print_type(v.shape) for v in values)
+    types = ", ".join(print_type(v.shape) for v in values[:count])
     inner = indent + "  "
     cond = fx.region(inst.attrs.condition, inner,
-                     bindings=fx.tuple_param_bindings(inst.attrs.condition, names))
+                     bindings=fx.tuple_param_bindings(inst.attrs.condition, bound))
     body = fx.region(inst.attrs.body, inner,
-                     bindings=fx.tuple_param_bindings(inst.attrs.body, names))
-    sharding = attr_dict(inst, with_sharding=inst not in fx.edge_owners)
+                     bindings=fx.tuple_param_bindings(inst.attrs.body, bound), returns=count)
+    fx.result_counts[inst] = count
+    shown = inst
+    if isinstance(inst.sharding, tuple):
+        shown = inst.replace(sharding=inst.sharding[:count])
+    shown = shown.replace(frontend_attributes=tuple(
+        (k, v) for k, v in inst.frontend_attributes if k != WHILE_OPERANDS))
+    sharding = attr_dict(shown, with_sharding=inst not in fx.edge_owners)
     return (f"stablehlo.while({inits}){' attributes' + sharding if sharding else ''} : {types}"
             f"\n{indent}cond {{\n" + "\n".join(cond) + f"\n{indent}}} do {{\n"
             + "\n".join(body) + f"\n{indent}}}")

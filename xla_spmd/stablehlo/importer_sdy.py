@@ -126,8 +126,10 @@ def _propagation_barrier(importer, scope, node, operands):
 
 @converter("sdy.data_flow_edge")
 def _data_flow_edge(importer, scope, node, operands):
+    # kept even when unused (it is part of the program as written)
     return scope.emit("custom-call", operands, node.result_types[0],
-                      sharding=node.attrs.get("sharding"), custom_call_target=DATA_FLOW_EDGE)
+                      sharding=node.attrs.get("sharding"), custom_call_target=DATA_FLOW_EDGE,
+                      custom_call_has_side_effect=True)
 
 
 @converter("sdy.func_data_flow_edge")
