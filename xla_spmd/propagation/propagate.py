@@ -37,6 +37,7 @@ from xla_spmd.ir.custom_calls import (
     FUNC_RESULT_SHARDING,
     GLOBAL_TO_LOCAL,
     GROUPS,
+    MANUAL_BODY,
     SHARDING_GROUP_ID,
 )
 from xla_spmd.mesh import AxisRef, Mesh
@@ -260,6 +261,8 @@ def _write_back(module: Module, graph, states, mesh) -> Module:
     first_instance: dict[str, int] = {}
     for index, computation in enumerate(graph.instances):
         first_instance.setdefault(computation.name, index)
+    functions = {inst.attrs.to_apply.name for c in module.computations for inst in c.instructions
+                 if inst.op.name == "call" and is_function_call(inst)}
 
     def rebuild(computation, replaced):
         instance = first_instance.get(computation.name)
@@ -281,15 +284,23 @@ def _write_back(module: Module, graph, states, mesh) -> Module:
                     new = new.replace(sharding=sharding, frontend_attributes=attributes)
             if operands != inst.operands:
                 new = new.replace(operands=operands)
-            if inst is computation.root and computation is module.entry:
+            if inst is computation.root and (computation is module.entry
+                                             or computation.name in functions):
                 new = _result_shardings(new)
             return new
         return rewrite(computation, fn)
     return map_computations(module, rebuild)
 
 
+def is_function_call(inst: Instruction) -> bool:
+    """Whether call `inst` calls a function of the program (not a manual computation's or a
+    named computation's body, nor a composite's decomposition)."""
+    return not (inst.attrs.to_apply.name.startswith(MANUAL_BODY) or inst.attrs.is_composite
+                or inst.frontend_attribute("xla.sdy.named_computation") is not None)
+
+
 def _result_shardings(root: Instruction) -> Instruction:
-    """The entry's root with each returned value that has a propagated sharding and no
+    """A function's root with each returned value that has a propagated sharding and no
     result sharding of its own wrapped in an ``xla.sdy.FuncResultSharding`` carrying it: as
     Shardy, the function's results get the shardings inferred for the values they return."""
     def wrap(value: Instruction) -> Instruction:

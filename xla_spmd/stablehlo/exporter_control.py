@@ -109,7 +109,7 @@ def _call(fx, inst, indent):
                 f"{fn_type(inst)}")
     if inst.attrs.is_composite:
         return _composite(fx, inst, callee)
-    return (f"func.call @{callee.name}({refs(fx, inst.operands)})"
+    return (f"call @{callee.name}({refs(fx, inst.operands)})"
             f"{attr_dict(inst)} : {fn_type(inst)}")
 
 
