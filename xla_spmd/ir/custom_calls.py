@@ -118,4 +118,5 @@ IN_SHARDINGS = "xla.sdy.in_shardings"          # a manual entry's operand shardi
 OUT_SHARDINGS = "xla.sdy.out_shardings"        # a manual exit's result shardings
 MANUAL_AXES = "xla.sdy.manual_axes"            # the mesh axes a manual region is manual over
 SHARDING_GROUP_ID = "xla.sdy.sharding_group_id"
+ALLOWED_DIRECTION = "xla.sdy.allowed_direction"  # a propagation barrier's allowed_direction
 MANUAL_BODY = "xla.sdy.manual_computation_body"  # name prefix of a manual region's body

@@ -128,6 +128,9 @@ class Propagator:
             queued[index] = False
             node = nodes[index]
             direction = level.direction(node)
+            if node.rule.direction != BOTH:
+                direction = (direction[0] and node.rule.direction[0],
+                             direction[1] and node.rule.direction[1])
             if direction == NONE:
                 continue
             changed = self.visit(index, node, direction, level)

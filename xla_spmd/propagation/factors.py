@@ -55,6 +55,9 @@ class OpShardingRule:
     types: tuple[FactorType, ...]
     blocked: frozenset[int] = frozenset()
     is_custom: bool = False
+    # which way shardings may cross the op: (operands -> results, results -> operands);
+    # a propagation barrier allows one way or none (not part of Shardy's rule text)
+    direction: tuple[bool, bool] = (True, True)
 
     @property
     def num_factors(self) -> int:

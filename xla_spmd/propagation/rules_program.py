@@ -9,8 +9,16 @@ table of known targets; unknown targets get no rule (conservative: nothing flows
 
 from __future__ import annotations
 
+import dataclasses
+
 from xla_spmd.ir import OPS, Family
-from xla_spmd.ir.custom_calls import MANUAL_BOUNDARIES, Role, targets_with
+from xla_spmd.ir.custom_calls import (
+    ALLOWED_DIRECTION,
+    MANUAL_BOUNDARIES,
+    PROPAGATION_BARRIER,
+    Role,
+    targets_with,
+)
 from xla_spmd.propagation.factors import FactorType, RuleBuilder
 from xla_spmd.propagation.registry import RULES, builder_for, no_rule
 from xla_spmd.propagation.rules_shape import pointwise_rule
@@ -70,6 +78,10 @@ def collective_resizing_rule(inst):
     return b.build()
 
 
+# sdy.propagation_barrier's allowed_direction: (operand -> result, result -> operand)
+BARRIER_DIRECTIONS = {"BOTH": (True, True), "FORWARD": (True, False),
+                      "BACKWARD": (False, True), "NONE": (False, False)}
+
 # Custom-call targets whose result is the operand, elementwise (Shardy's list plus the
 # markers JAX's HLO carries). "Sharding" is a sharding constraint: the driver also pins it.
 POINTWISE_TARGETS = targets_with(Role.MARKER, Role.GROUP, Role.POINTWISE, Role.FULL_TO_SHARD,
@@ -88,7 +100,11 @@ def custom_call_rule(inst):
         if b is None or len(b.result_dims) != 1 or any(
                 d != b.result_dims[0] for d in b.operand_dims if len(d) > 0):
             return None
-        return pointwise_rule(inst)
+        rule = pointwise_rule(inst)
+        allowed = inst.frontend_attribute(ALLOWED_DIRECTION)
+        if target == PROPAGATION_BARRIER and allowed is not None:
+            rule = dataclasses.replace(rule, direction=BARRIER_DIRECTIONS[allowed])
+        return rule
     if target == "mhlo.topk" or target == "TopK":
         b = builder_for(inst)
         if b is None or len(b.operand_dims) != 1:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from xla_spmd.ir.custom_calls import (
+    ALLOWED_DIRECTION,
     DATA_FLOW_EDGE,
     FUNC_DATA_FLOW_EDGE,
     GLOBAL_TO_LOCAL,
@@ -197,9 +198,9 @@ def _custom_call(fx, inst, indent):
     if target == FUNC_DATA_FLOW_EDGE and operand:
         return f"sdy.func_data_flow_edge {operand}{attr_dict(inst)} : {print_type(inst.shape)}"
     if target == PROPAGATION_BARRIER and operand:
-        direction = inst.frontend_attribute("xla.sdy.allowed_direction") or "NONE"
+        direction = inst.frontend_attribute(ALLOWED_DIRECTION) or "NONE"
         plain = inst.replace(frontend_attributes=tuple(
-            (k, v) for k, v in inst.frontend_attributes if k != "xla.sdy.allowed_direction"))
+            (k, v) for k, v in inst.frontend_attributes if k != ALLOWED_DIRECTION))
         return (f"sdy.propagation_barrier {operand} allowed_direction={direction}"
                 f"{attr_dict(plain)} : {print_type(inst.shape)}")
     items = []

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from xla_spmd.ir import TupleShape
 from xla_spmd.ir.custom_calls import (
+    ALLOWED_DIRECTION,
     DATA_FLOW_EDGE,
     FUNC_DATA_FLOW_EDGE,
     GLOBAL_TO_LOCAL,
@@ -120,7 +121,7 @@ def _sharding_group(importer, scope, node, operands):
 def _propagation_barrier(importer, scope, node, operands):
     direction = node.attrs.get("allowed_direction", "NONE")
     return scope.emit("custom-call", operands, node.result_types[0],
-                      frontend=(("xla.sdy.allowed_direction", str(direction)),),
+                      frontend=((ALLOWED_DIRECTION, str(direction)),),
                       custom_call_target=PROPAGATION_BARRIER)
 
 
