@@ -28,7 +28,7 @@ from xla_spmd.ir.custom_calls import DATA_FLOW_EDGE, FUNC_RESULT_SHARDING, MANUA
 from xla_spmd.sharding import TensorSharding, is_unconstrained, print_sharding_per_value
 from xla_spmd.stablehlo.lexer import escape
 from xla_spmd.stablehlo.registry import PRINTERS
-from xla_spmd.stablehlo.scope import RESULT_INFO
+from xla_spmd.stablehlo.scope import RESULT_INFO, VISIBILITY
 from xla_spmd.stablehlo.types import print_type
 
 
@@ -180,7 +180,8 @@ class FunctionExporter:
             result_texts.append(text + (" {" + ", ".join(attrs) + "}" if attrs else ""))
         # MLIR's form: public is the default and not printed; one result without
         # attributes is not parenthesised.
-        visibility = "" if is_entry else "private "
+        public = is_entry or (VISIBILITY, "public") in computation.extras
+        visibility = "" if public else "private "
         name = "main" if is_entry and computation.name.startswith("main") else computation.name
         results_text = (result_texts[0] if len(result_texts) == 1 and "{" not in result_texts[0]
                         else f"({', '.join(result_texts)})")

@@ -40,7 +40,7 @@ from xla_spmd.sharding.meshes import MESH_ATTRS_KEY, meshes_header
 from xla_spmd.stablehlo.importer_ops import convert_op
 from xla_spmd.stablehlo.importer_shardings import arg_sharding, common_gspmd_mesh, finish_results
 from xla_spmd.stablehlo.lexer import Scanner
-from xla_spmd.stablehlo.scope import Scope
+from xla_spmd.stablehlo.scope import VISIBILITY, Scope
 from xla_spmd.stablehlo.syntax import Block, FuncNode, ModuleNode, OpNode, parse_text
 from xla_spmd.stablehlo.types import print_type
 
@@ -140,6 +140,7 @@ class ModuleImporter:
                              else None)
         entry_node = self.functions.get("main") or next(
             (f for f in tree.functions if f.visibility == "public"), tree.functions[0])
+        self.entry_node = entry_node
         entry = self.function(entry_node.name)
         extra = [self.function(f.name) for f in tree.functions if f.name != entry_node.name]
         module = Module.from_entry(tree.name or "module", entry, self.header())
@@ -189,6 +190,8 @@ class ModuleImporter:
         results = self.block_ops(scope, node.body)
         self.check_results(scope.node, node, results)
         root, extras = finish_results(self, scope, node, results)
+        if node.visibility == "public" and node is not self.entry_node:
+            extras = tuple(extras) + ((VISIBILITY, "public"),)  # printed so again
         computation = scope.build(root, extras)
         self.converted[name] = computation
         self.in_progress.discard(name)
