@@ -83,6 +83,7 @@ class ModuleImporter:
         self.functions = {f.name: f for f in tree.functions}
         self.converted: dict[str, Computation] = {}
         self.in_progress: set[str] = set()
+        self.entry_node = None   # the function that becomes the entry (set by run)
         self.computation_names = set(self.functions)
         # id(instruction) -> (instruction, Quantization) of quantized values (importer_quant)
         self.quantized: dict[int, tuple] = {}
