@@ -191,7 +191,7 @@ class ModuleImporter:
         results = self.block_ops(scope, node.body)
         self.check_results(scope.node, node, results)
         root, extras = finish_results(self, scope, node, results)
-        if node.visibility == "public" and node is not self.entry_node:
+        if node.visibility == "public" and self.entry_node not in (None, node):
             extras = tuple(extras) + ((VISIBILITY, "public"),)  # printed so again
         computation = scope.build(root, extras)
         self.converted[name] = computation
