@@ -21,7 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-_DIRECTIVE = re.compile(r"//\s*(CHECK(?:-(?:LABEL|NEXT|SAME|NOT|DAG|EMPTY))?):(.*)$")
+_DIRECTIVE = re.compile(
+    r"//\s*(CHECK(?:-(?:LABEL|NEXT|SAME|NOT|DAG|EMPTY))?)(\{LITERAL\})?:(.*)$")
 _HSPACE = re.compile(r"[ \t]+")
 
 
@@ -30,6 +31,7 @@ class Check:
     kind: str       # "CHECK", "CHECK-NEXT", ...
     pattern: str    # as written, whitespace canonicalised
     line: int       # line in the test file
+    literal: bool = False   # CHECK{LITERAL}: no {{regex}} or [[VAR]] in the pattern
 
 
 @dataclass
@@ -48,13 +50,15 @@ def parse_checks(text: str) -> list[Check]:
     for number, line in enumerate(text.splitlines(), 1):
         m = _DIRECTIVE.search(line)
         if m:
-            pattern = _HSPACE.sub(" ", m.group(2).strip())
-            checks.append(Check(m.group(1), pattern, number))
+            pattern = _HSPACE.sub(" ", m.group(3).strip())
+            checks.append(Check(m.group(1), pattern, number, bool(m.group(2))))
     return checks
 
 
-def _compile(pattern: str, variables: dict[str, str]):
+def _compile(pattern: str, variables: dict[str, str], literal: bool = False):
     """The regex of a FileCheck pattern and the variables it defines (name -> group)."""
+    if literal:
+        return re.compile(re.escape(pattern).replace(r"\ ", "[ \t]+")), {}
     out = []
     defines = {}
     i = 0
@@ -104,8 +108,8 @@ class _Matcher:
                 hi = mid - 1
         return lo
 
-    def search(self, pattern: str, start: int, end: int):
-        regex, defines = _compile(pattern, self.variables)
+    def search(self, check: Check, start: int, end: int):
+        regex, defines = _compile(check.pattern, self.variables, check.literal)
         for m in regex.finditer(self.text, start, end):
             return m, defines
         return None, defines
@@ -134,7 +138,7 @@ def _run_block(matcher: _Matcher, checks: list[Check], start: int, end: int) -> 
                 i += 1
             taken: list[tuple[int, int]] = []
             for dag in group:
-                regex, defines = _compile(dag.pattern, matcher.variables)
+                regex, defines = _compile(dag.pattern, matcher.variables, dag.literal)
                 found = None
                 for m in regex.finditer(matcher.text, pos, end):
                     if all(m.end() <= a or m.start() >= b for a, b in taken):
@@ -153,7 +157,7 @@ def _run_block(matcher: _Matcher, checks: list[Check], start: int, end: int) -> 
             continue
         if check.kind == "CHECK-SAME":
             line_end = matcher.text.find("\n", pos)
-            m, defines = matcher.search(check.pattern, pos, end if line_end == -1
+            m, defines = matcher.search(check, pos, end if line_end == -1
                                         else min(end, line_end))
         elif check.kind == "CHECK-EMPTY":
             nxt = matcher.text.find("\n", pos)
@@ -165,7 +169,7 @@ def _run_block(matcher: _Matcher, checks: list[Check], start: int, end: int) -> 
             i += 1
             continue
         else:
-            m, defines = matcher.search(check.pattern, pos, end)
+            m, defines = matcher.search(check, pos, end)
         if m is None:
             return f"line {check.line}: {check.kind} not found: {check.pattern}"
         if check.kind == "CHECK-NEXT" and matcher.line_of(m.start()) != last_line + 1:
@@ -182,7 +186,7 @@ def _run_block(matcher: _Matcher, checks: list[Check], start: int, end: int) -> 
 
 def _no_nots(matcher: _Matcher, nots: list[Check], start: int, end: int) -> str:
     for check in nots:
-        m, _ = matcher.search(check.pattern, start, end)
+        m, _ = matcher.search(check, start, end)
         if m is not None:
             return f"line {check.line}: CHECK-NOT matched: {check.pattern}"
     return ""
@@ -203,7 +207,7 @@ def check_cases(test_text: str, output: str) -> list[Case]:
         if case.checks[0].kind != "CHECK-LABEL":
             starts.append(0)
             continue
-        m, defines = matcher.search(case.checks[0].pattern, pos, len(output))
+        m, defines = matcher.search(case.checks[0], pos, len(output))
         if m is None:
             starts.append(None)
             case.failure = f"line {case.checks[0].line}: label not found"
