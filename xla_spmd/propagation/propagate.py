@@ -51,7 +51,7 @@ from xla_spmd.propagation.driver import (
 )
 from xla_spmd.propagation.graph import build_graph
 from xla_spmd.propagation.importing import has_foreign_shardings, import_shardings
-from xla_spmd.sharding import TensorSharding, is_unconstrained, sharding_mesh
+from xla_spmd.sharding import DimSharding, TensorSharding, is_unconstrained, sharding_mesh
 from xla_spmd.sharding.manual import manual_axes
 
 STRATEGIES = {
@@ -167,6 +167,9 @@ def _run(module, strategy, mesh, policy, groups) -> Result:
         for level in levels:
             propagator.run_level(level)
         del round_priority
+    if user_rounds:   # priorities are spent: Shardy's user-priority pass drops them
+        for state in states:
+            state.priority = [None] * len(state.priority)
     return Result(_write_back(module, graph, states, mesh), propagator, initial, module)
 
 
@@ -307,11 +310,14 @@ def _result_shardings(root: Instruction) -> Instruction:
         if getattr(value.attrs, "custom_call_target", None) == FUNC_RESULT_SHARDING or \
                 not isinstance(value.sharding, TensorSharding) or is_unconstrained(value.sharding):
             return value
+        # the result was an open, empty sharding that propagation filled: open still
+        sharding = value.sharding.replace(
+            dims=[DimSharding(d.axes, is_closed=False) for d in value.sharding.dims])
         return make_instruction(f"{value.name}.result", op_named("custom-call"), (value,),
                                 op_named("custom-call").make_attrs(
                                     custom_call_target=FUNC_RESULT_SHARDING,
                                     custom_call_has_side_effect=True),
-                                value.shape, sharding=value.sharding)
+                                value.shape, sharding=sharding)
     if root.opcode != "tuple":
         return wrap(root)
     operands = tuple(wrap(o) for o in root.operands)
