@@ -153,15 +153,23 @@ class Propagator:
         sizes = rule.factor_sizes
         n_operands = len(node.operands)
         views = []
+        prefixes = node.prefixes or ((),) * len(tensors)
         for position, value in enumerate(tensors):
             state = states[value]
             factors = {}
+            fixed = prefixes[position]
             for d, factor_list in enumerate(rule.tensors[position]):
+                axes = state.axes[d]
+                if fixed and fixed[d]:
+                    if tuple(axes[:len(fixed[d])]) != tuple(fixed[d]):
+                        return []   # the fixed (manual) axes are not there: nothing to do
+                    axes = axes[len(fixed[d]):]
                 if factor_list:
-                    project_dim(state.axes[d], factor_list, sizes, state.closed[d],
+                    project_dim(axes, factor_list, sizes, state.closed[d],
                                 self.axis_sizes, factors)
             can_update = direction[1] if position < n_operands else direction[0]
-            views.append(TensorView(factors, state.excluded, can_update,
+            excluded = tuple(state.excluded) + tuple(a for dim in fixed for a in dim)
+            views.append(TensorView(factors, excluded, can_update,
                                     not self.graph.values[value].is_sink, self.sizes[value]))
         eligible = [f for f, kind in enumerate(rule.types)
                     if kind in level.factor_types and f not in rule.blocked]
@@ -179,7 +187,9 @@ class Propagator:
                 continue
             mapping = rule.tensors[position]
             state = states[value]
-            new = [unproject_dim(mapping[d], views[position].factors, sizes, self.axis_sizes)
+            fixed = prefixes[position]
+            new = [tuple(fixed[d] if fixed else ()) + tuple(unproject_dim(
+                       mapping[d], views[position].factors, sizes, self.axis_sizes))
                    if mapping[d] else state.axes[d] for d in range(len(mapping))]
             if not self.set_axes(value, new):
                 continue

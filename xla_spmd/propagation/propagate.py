@@ -23,7 +23,7 @@ from __future__ import annotations
 import gc
 from dataclasses import dataclass
 
-from xla_spmd.errors import ShardingError
+from xla_spmd.errors import ShardingError, XlaSpmdError
 from xla_spmd.ir import (
     Instruction,
     Module,
@@ -37,7 +37,10 @@ from xla_spmd.ir.custom_calls import (
     FUNC_RESULT_SHARDING,
     GLOBAL_TO_LOCAL,
     GROUPS,
+    IN_SHARDINGS,
+    LOCAL_TO_GLOBAL,
     MANUAL_BODY,
+    OUT_SHARDINGS,
     SHARDING_GROUP_ID,
 )
 from xla_spmd.mesh import AxisRef, Mesh
@@ -51,8 +54,15 @@ from xla_spmd.propagation.driver import (
 )
 from xla_spmd.propagation.graph import build_graph
 from xla_spmd.propagation.importing import has_foreign_shardings, import_shardings
-from xla_spmd.sharding import DimSharding, TensorSharding, is_unconstrained, sharding_mesh
-from xla_spmd.sharding.manual import manual_axes
+from xla_spmd.sharding import (
+    DimSharding,
+    TensorSharding,
+    declared_meshes,
+    is_unconstrained,
+    print_sharding_per_value,
+    sharding_mesh,
+)
+from xla_spmd.sharding.manual import boundary_shardings, manual_axes
 
 STRATEGIES = {
     # name: (policy, op-priority levels, user-priority rounds)
@@ -142,9 +152,37 @@ def _run(module, strategy, mesh, policy, groups) -> Result:
                 axes.extend(a for a in manual_axes(source) if a not in axes)
         return axes
 
-    graph = build_graph(module.entry, manual_axes_of)
+    meshes = declared_meshes(module) or {mesh_name: mesh}
+    boundaries: dict[Instruction, tuple] = {}
+
+    def boundary_of(inst: Instruction):
+        target = getattr(inst.attrs, "custom_call_target", None)
+        if target not in (GLOBAL_TO_LOCAL, LOCAL_TO_GLOBAL):
+            return None
+        try:
+            shardings = boundary_shardings(inst, meshes)
+        except XlaSpmdError:
+            return None     # no or unreadable boundary shardings: nothing crosses
+        manual = set(manual_axes(inst))
+        prefixes = []
+        for sharding in shardings:
+            dims = []
+            for dim in sharding.dims:
+                count = 0
+                while count < len(dim.axes) and dim.axes[count].name in manual:
+                    count += 1
+                dims.append(tuple(dim.axes[:count]))
+            prefixes.append(tuple(dims))
+        boundaries[inst] = shardings
+        return target == GLOBAL_TO_LOCAL, prefixes
+
+    graph = build_graph(module.entry, manual_axes_of, boundary_of)
     states = [state_from_sharding(None, v.shape.rank, mesh, v.manual_axes, mesh_name)
               for v in graph.values]
+    for (_, inst), value_ids in graph.boundary_values.items():
+        for value, sharding in zip(value_ids, boundaries[inst]):
+            states[value] = state_from_sharding(sharding, graph.values[value].shape.rank, mesh,
+                                                graph.values[value].manual_axes)
     initial: dict[int, set[str]] = {}
     for (_, inst), value_ids in graph.inst_values.items():
         shardings = inst.sharding_leaves()
@@ -285,6 +323,9 @@ def _write_back(module: Module, graph, states, mesh) -> Module:
                     attributes = tuple((k, v) for k, v in new.frontend_attributes
                                        if k != "xla.sdy.sharding")
                     new = new.replace(sharding=sharding, frontend_attributes=attributes)
+            if instance is not None and (instance, inst) in graph.boundary_values:
+                new = _boundary_shardings(new, [state_to_sharding(states[v], mesh) for v in
+                                                graph.boundary_values[instance, inst]])
             if operands != inst.operands:
                 new = new.replace(operands=operands)
             if inst is computation.root and (computation is module.entry
@@ -293,6 +334,14 @@ def _write_back(module: Module, graph, states, mesh) -> Module:
             return new
         return rewrite(computation, fn)
     return map_computations(module, rebuild)
+
+
+def _boundary_shardings(inst: Instruction, shardings) -> Instruction:
+    """A manual computation's boundary with its in (or out) shardings as propagated."""
+    key = IN_SHARDINGS if inst.attrs.custom_call_target == GLOBAL_TO_LOCAL else OUT_SHARDINGS
+    text = print_sharding_per_value(shardings)
+    return inst.replace(frontend_attributes=tuple(
+        (k, text if k == key else v) for k, v in inst.frontend_attributes))
 
 
 def is_function_call(inst: Instruction) -> bool:
