@@ -360,8 +360,10 @@ def _result_shardings(root: Instruction) -> Instruction:
                 not isinstance(value.sharding, TensorSharding) or is_unconstrained(value.sharding):
             return value
         # the result was an open, empty sharding that propagation filled: open still
+        # (replicated axes are a statement about the value, not propagated to the result)
         sharding = value.sharding.replace(
-            dims=[DimSharding(d.axes, is_closed=False) for d in value.sharding.dims])
+            dims=[DimSharding(d.axes, is_closed=False) for d in value.sharding.dims],
+            replicated=())
         return make_instruction(f"{value.name}.result", op_named("custom-call"), (value,),
                                 op_named("custom-call").make_attrs(
                                     custom_call_target=FUNC_RESULT_SHARDING,
