@@ -299,20 +299,20 @@ def rules_text(module) -> str:
     """StableHLO text of `module` with each op's ``sdy.sharding_rule`` attached (as Shardy's
     ``-sdy-populate-op-sharding-rules`` prints it)."""
     from xla_spmd.ir import map_computations, rewrite
+    from xla_spmd.ir.custom_calls import SHARDING_RULE
     from xla_spmd.propagation import sharding_rule
 
     def attach(computation, replaced):
         def fn(inst, operands):
             rule = sharding_rule(inst)
             target = getattr(inst.attrs, "custom_call_target", "")
-            if rule is None or target == "Sharding" or target.startswith("xla.sdy."):
+            if rule is None or target == "Sharding" or target.startswith("xla.sdy.") or \
+                    inst.frontend_attribute(SHARDING_RULE) is not None:
                 return None     # sdy's own ops print as themselves, without a rule
-            return inst.replace(operands=operands, frontend_attributes=(
-                ("sdy.sharding_rule", str(rule)),))
+            return inst.replace(operands=operands, frontend_attributes=tuple(
+                inst.frontend_attributes) + ((SHARDING_RULE, str(rule)),))
         return rewrite(computation, fn)
-    text = _stablehlo_with_meshes(map_computations(module, attach))
-    pattern = re.compile(r'mhlo\.frontend_attributes = \{sdy\.sharding_rule = "(.*?)"\}')
-    return pattern.sub(lambda m: "sdy.sharding_rule = " + m.group(1).replace('\\"', '"'), text)
+    return _stablehlo_with_meshes(map_computations(module, attach))
 
 
 def _add_loop_cap(command: argparse.ArgumentParser) -> None:

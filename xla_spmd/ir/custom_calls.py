@@ -118,5 +118,6 @@ IN_SHARDINGS = "xla.sdy.in_shardings"          # a manual entry's operand shardi
 OUT_SHARDINGS = "xla.sdy.out_shardings"        # a manual exit's result shardings
 MANUAL_AXES = "xla.sdy.manual_axes"            # the mesh axes a manual region is manual over
 SHARDING_GROUP_ID = "xla.sdy.sharding_group_id"
+SHARDING_RULE = "sdy.sharding_rule"            # an op's own #sdy.op_sharding_rule<...>
 ALLOWED_DIRECTION = "xla.sdy.allowed_direction"  # a propagation barrier's allowed_direction
 MANUAL_BODY = "xla.sdy.manual_computation_body"  # name prefix of a manual region's body

@@ -315,10 +315,6 @@ def _write_back(module: Module, graph, states, mesh) -> Module:
                 if values is not None and not inst.shape.is_token:
                     shardings = tuple(state_to_sharding(states[v], mesh) for v in values)
                     sharding = shardings if inst.shape.is_tuple else shardings[0]
-                    if inst.sharding is None and not inst.shape.is_tuple and \
-                            inst.shape.rank == 0 and sharding == TensorSharding(
-                                mesh, [], mesh_name=sharding.mesh_name):
-                        sharding = None   # a scalar has one sharding; Shardy writes none
                     # the imported sdy text is now stale: the instruction holds the result
                     attributes = tuple((k, v) for k, v in new.frontend_attributes
                                        if k != "xla.sdy.sharding")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from xla_spmd.ir import ArrayShape, Instruction
+from xla_spmd.ir.custom_calls import SHARDING_RULE
 from xla_spmd.sharding import TensorSharding
 from xla_spmd.stablehlo.exporter import (
     ExportError,
@@ -42,7 +43,11 @@ def attr_dict(inst: Instruction, items=(), with_sharding=True) -> str:
     items = list(items)
     if with_sharding and says_something(inst, scalars=False):
         items.append(f"sdy.sharding = {sharding_attr(inst)}")
-    frontend = [(k, v) for k, v in exported_frontend(inst) if k != "mhlo.sharding"]
+    rule = inst.frontend_attribute(SHARDING_RULE)
+    if rule is not None:
+        items.append(f"sdy.sharding_rule = {rule}")
+    frontend = [(k, v) for k, v in exported_frontend(inst)
+                if k not in ("mhlo.sharding", SHARDING_RULE)]
     if with_sharding and frontend:
         items.append("mhlo.frontend_attributes = {" + ", ".join(
             f"{k} = {escape(v)}" for k, v in frontend) + "}")

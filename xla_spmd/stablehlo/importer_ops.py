@@ -33,6 +33,7 @@ from xla_spmd.sharding import TensorSharding, print_sharding_per_value
 from xla_spmd.stablehlo.importer_quant import convert_quantized, is_quantized_op
 from xla_spmd.stablehlo.registry import CONVERTERS
 from xla_spmd.stablehlo.scope import Scope, free_values
+from xla_spmd.ir.custom_calls import SHARDING_RULE
 from xla_spmd.stablehlo.syntax import Dense, OpNode, RawAttr, Symbol
 from xla_spmd.stablehlo.types import PLAIN_ELEMENTWISE, DenseLiteralError, parse_dense
 
@@ -76,10 +77,18 @@ def convert_op(importer: ModuleImporter, scope: Scope, node: OpNode) -> None:
         values = scope.unpack(results)
     else:
         values = [results]
-    if shardings is not None:
+    rule = node.attrs.get("sdy.sharding_rule")
+    if (shardings is not None or rule is not None) and (values or not isinstance(results,
+                                                                                 list)):
         target = results if not isinstance(results, list) else values[0]
-        sharding = shardings[0] if len(shardings) == 1 else tuple(shardings)
-        new = target.replace(sharding=sharding)
+        changes = {}
+        if shardings is not None:
+            changes["sharding"] = shardings[0] if len(shardings) == 1 else tuple(shardings)
+        if rule is not None:   # a user's rule: propagation uses it instead of the built-in
+            text = rule.text if isinstance(rule, RawAttr) else str(rule)
+            changes["frontend_attributes"] = tuple(target.frontend_attributes) + (
+                (SHARDING_RULE, text),)
+        new = target.replace(**changes)
         scope.instructions[scope.instructions.index(target)] = new
         if target is values[0]:
             values = [new] + values[1:]
