@@ -24,6 +24,7 @@ from xla_spmd.propagation.registry import RULES, builder_for, no_rule
 from xla_spmd.propagation.rules_shape import pointwise_rule
 
 NEED = FactorType.NEED_REPLICATION
+PASS = FactorType.PASS_THROUGH
 
 RULES.register(*(name for name, op in OPS.items() if op.family is Family.LEAF))(no_rule)
 RULES.register("tuple", "get-tuple-element", "opt-barrier")(no_rule)
@@ -105,15 +106,72 @@ def custom_call_rule(inst):
         if target == PROPAGATION_BARRIER and allowed is not None:
             rule = dataclasses.replace(rule, direction=BARRIER_DIRECTIONS[allowed])
         return rule
-    if target == "mhlo.topk" or target == "TopK":
+    rule = CUSTOM_CALL_RULES.get(target)
+    if rule is not None:
         b = builder_for(inst)
-        if b is None or len(b.operand_dims) != 1:
-            return None
-        x = b.operand_dims[0]
-        out = RuleBuilder([x], b.result_dims)
-        for d, size in enumerate(x[:-1]):
-            out.add(size, [d], [d] * len(b.result_dims))
-        out.add(x[-1], [len(x) - 1], [None] * len(b.result_dims), NEED)
-        out.add(b.result_dims[0][-1], [None], [len(x) - 1] * len(b.result_dims))
-        return out.build()
+        return None if b is None else rule(b)
     return None   # unknown target: no rule, nothing propagates through (as Shardy)
+
+
+def _pointwise_all(b: RuleBuilder):
+    """Every operand and result of one shape, dim by dim (X64Combine's two halves too)."""
+    shapes = set(b.operand_dims) | set(b.result_dims)
+    if len(shapes) != 1:
+        return None
+    b.pointwise(b.result_dims[0])
+    return b.build()
+
+
+def _top_k(b: RuleBuilder):
+    """TopK along the last dim: that dim is one factor of the operand's size on every tensor,
+    which must be replicated and never propagated (the results are k long)."""
+    if len(b.operand_dims) != 1 or not b.operand_dims[0]:
+        return None
+    x = b.operand_dims[0]
+    last = len(x) - 1
+    for d, size in enumerate(x):
+        b.add(size, [d], [d] * len(b.result_dims), NEED if d == last else PASS,
+              blocked=d == last)
+    return b.build()
+
+
+def _eigh(b: RuleBuilder):
+    """``(..., n, n) -> (..., n, n) vectors, (..., n) values``."""
+    x = b.operand_dims[0]
+    for d, size in enumerate(x):
+        b.add(size, [d], [d, d if d < len(x) - 2 else (d - 1 if d == len(x) - 1 else None)])
+    return b.build()
+
+
+def _qr(b: RuleBuilder):
+    """``(..., m, n) -> (..., m, n), taus (..., k)``: the matrix dims are replicated."""
+    x, taus = b.operand_dims[0], b.result_dims[1]
+    batch = len(x) - 2
+    for d, size in enumerate(x):
+        b.add(size, [d], [d, d if d < batch else None], PASS if d < batch else NEED)
+    b.add(taus[-1], [None], [None, len(taus) - 1], NEED)
+    return b.build()
+
+
+def _householder_product(b: RuleBuilder):
+    """``(..., m, n), taus (..., k) -> (..., m, n)``: the matrix dims are replicated."""
+    x, taus = b.operand_dims
+    batch = len(x) - 2
+    for d, size in enumerate(x):
+        b.add(size, [d, d if d < batch else None], [d], PASS if d < batch else NEED)
+    b.add(taus[-1], [None, len(taus) - 1], [None], NEED)
+    return b.build()
+
+
+# Custom-call targets with a factor rule of their own (Shardy's registry of custom calls).
+CUSTOM_CALL_RULES = {
+    "CompactWyHelper": _pointwise_all,
+    "X64Combine": _pointwise_all,
+    "xla.megascale.provide_metadata": _pointwise_all,
+    "mhlo.topk": _top_k,
+    "TopK": _top_k,
+    "Eigh": _eigh,
+    "Qr": _qr,
+    "QrDecompositionBlock": _qr,
+    "ProductOfElementaryHouseholderReflectors": _householder_product,
+}
