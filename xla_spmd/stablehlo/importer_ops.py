@@ -70,17 +70,10 @@ def convert_op(importer: ModuleImporter, scope: Scope, node: OpNode) -> None:
     except (ValueError, KeyError, IndexError, TypeError, ArithmeticError,
             AttributeError) as error:
         raise importer.error(node, malformed_message(node, error)) from None
-    if isinstance(results, list):
-        values = results
-    elif len(node.results) > 1 or (isinstance(results.shape, TupleShape)
-                                   and len(node.result_types) != 1):
-        values = scope.unpack(results)
-    else:
-        values = [results]
     rule = node.attrs.get("sdy.sharding_rule")
-    if (shardings is not None or rule is not None) and (values or not isinstance(results,
-                                                                                 list)):
-        target = results if not isinstance(results, list) else values[0]
+    target = results if not isinstance(results, list) else (results[0] if results else None)
+    if (shardings is not None or rule is not None) and target is not None:
+        # set before a multi-result op is unpacked, so its elements read the new op
         changes = {}
         if shardings is not None:
             changes["sharding"] = shardings[0] if len(shardings) == 1 else tuple(shardings)
@@ -90,9 +83,14 @@ def convert_op(importer: ModuleImporter, scope: Scope, node: OpNode) -> None:
                 (SHARDING_RULE, text),)
         new = target.replace(**changes)
         scope.instructions[scope.instructions.index(target)] = new
-        if target is values[0]:
-            values = [new] + values[1:]
-        values = [new if v is target else v for v in values]
+        results = new if not isinstance(results, list) else [new] + results[1:]
+    if isinstance(results, list):
+        values = results
+    elif len(node.results) > 1 or (isinstance(results.shape, TupleShape)
+                                   and len(node.result_types) != 1):
+        values = scope.unpack(results)
+    else:
+        values = [results]
     if len(values) != len(node.results):
         raise importer.error(node, f"produces {len(values)} values but {len(node.results)} "
                                    "result names are bound")
