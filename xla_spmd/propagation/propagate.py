@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from xla_spmd.errors import ShardingError, XlaSpmdError
 from xla_spmd.ir import (
+    Computation,
     Instruction,
     Module,
     make_instruction,
@@ -324,11 +325,11 @@ def _write_back(module: Module, graph, states, mesh) -> Module:
                                                 graph.boundary_values[instance, inst]])
             if operands != inst.operands:
                 new = new.replace(operands=operands)
-            if inst is computation.root and (computation is module.entry
-                                             or computation.name in functions):
-                new = _result_shardings(new)
             return new
-        return rewrite(computation, fn)
+        rebuilt = rewrite(computation, fn)
+        if computation is module.entry or computation.name in functions:
+            rebuilt = _result_shardings(rebuilt)
+        return rebuilt
     return map_computations(module, rebuild)
 
 
@@ -347,11 +348,18 @@ def is_function_call(inst: Instruction) -> bool:
                 or inst.frontend_attribute("xla.sdy.named_computation") is not None)
 
 
-def _result_shardings(root: Instruction) -> Instruction:
-    """A function's root with each returned value that has a propagated sharding and no
+def _result_shardings(computation: Computation) -> Computation:
+    """A function with each returned value that has a propagated sharding and no
     result sharding of its own wrapped in an ``xla.sdy.FuncResultSharding`` carrying it: as
     Shardy, the function's results get the shardings inferred for the values they return."""
+    made: dict[Instruction, Instruction] = {}
+
     def wrap(value: Instruction) -> Instruction:
+        if value not in made:
+            made[value] = _wrapped(value)
+        return made[value]
+
+    def _wrapped(value: Instruction) -> Instruction:
         if getattr(value.attrs, "custom_call_target", None) == FUNC_RESULT_SHARDING or \
                 not isinstance(value.sharding, TensorSharding) or is_unconstrained(value.sharding):
             return value
@@ -365,7 +373,18 @@ def _result_shardings(root: Instruction) -> Instruction:
                                     custom_call_target=FUNC_RESULT_SHARDING,
                                     custom_call_has_side_effect=True),
                                 value.shape, sharding=sharding)
+    root = computation.root
     if root.opcode != "tuple":
-        return wrap(root)
-    operands = tuple(wrap(o) for o in root.operands)
-    return root if operands == root.operands else root.replace(operands=operands)
+        new_root = wrap(root)
+        added = (new_root,) if new_root is not root else ()
+    else:
+        operands = tuple(wrap(o) for o in root.operands)
+        added = tuple(dict.fromkeys(n for n, o in zip(operands, root.operands) if n is not o))
+        new_root = root if not added else root.replace(operands=operands)
+        added += (new_root,) if added else ()
+    if not added:
+        return computation
+    kept = tuple(i for i in computation.instructions if i is not root or new_root is root)
+    if root.opcode != "tuple":
+        kept = computation.instructions
+    return Computation(computation.name, kept + added, new_root, computation.extras)
