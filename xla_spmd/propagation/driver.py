@@ -170,7 +170,8 @@ class Propagator:
             can_update = direction[1] if position < n_operands else direction[0]
             excluded = tuple(state.excluded) + tuple(a for dim in fixed for a in dim)
             views.append(TensorView(factors, excluded, can_update,
-                                    not self.graph.values[value].is_sink, self.sizes[value]))
+                                    not self.graph.values[value].is_sink, self.sizes[value],
+                                    is_result=position >= n_operands))
         eligible = [f for f, kind in enumerate(rule.types)
                     if kind in level.factor_types and f not in rule.blocked]
         if level.defer_conflicts and self.policy is aggressive:
