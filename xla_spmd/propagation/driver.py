@@ -254,6 +254,12 @@ def state_from_sharding(sharding: TensorSharding | None, rank: int, mesh: Mesh,
     if sharding.rank != rank:
         raise ShardingError(f"sharding {sharding} has {sharding.rank} dims for a rank-{rank} "
                             f"value")
+    if not sharding.mesh.axis_names and sharding.mesh.device_ids is None:
+        # the empty mesh (``<[]>``, not a maximal one): no axes on any mesh, so the
+        # propagation mesh's, open dims open to it (Shardy replaces the mesh)
+        return ValueState([()] * rank, [d.is_closed for d in sharding.dims],
+                          [d.priority for d in sharding.dims], excluded=manual,
+                          user=True, mesh_name=mesh_name)
     if sharding.mesh.axis_names != mesh.axis_names or sharding.mesh.axis_sizes != \
             mesh.axis_sizes or sharding.mesh.all_device_ids != mesh.all_device_ids:
         # another mesh (a maximal one, or another device order): kept as is; ops touching

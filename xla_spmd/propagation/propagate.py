@@ -183,7 +183,7 @@ def _run(module, strategy, mesh, policy, groups) -> Result:
     for (_, inst), value_ids in graph.boundary_values.items():
         for value, sharding in zip(value_ids, boundaries[inst]):
             states[value] = state_from_sharding(sharding, graph.values[value].shape.rank, mesh,
-                                                graph.values[value].manual_axes)
+                                                graph.values[value].manual_axes, mesh_name)
     initial: dict[int, set[str]] = {}
     for (_, inst), value_ids in graph.inst_values.items():
         shardings = inst.sharding_leaves()
@@ -193,7 +193,7 @@ def _run(module, strategy, mesh, policy, groups) -> Result:
             if not isinstance(sharding, TensorSharding) or states[value].user:
                 continue
             states[value] = state_from_sharding(sharding, graph.values[value].shape.rank, mesh,
-                                                graph.values[value].manual_axes)
+                                                graph.values[value].manual_axes, mesh_name)
             initial[value] = {a.name for d in sharding.dims for a in d.axes}
     for (_, inst), value_ids in graph.inst_values.items():
         if getattr(inst.attrs, "custom_call_target", None) == GLOBAL_TO_LOCAL:
