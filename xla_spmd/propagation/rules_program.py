@@ -62,20 +62,24 @@ def collective_pointwise_rule(inst):
 @RULES.register("all-gather", "reduce-scatter", "all-to-all")
 def collective_resizing_rule(inst):
     """Pointwise, except the gathered/scattered/split dim: one need-replication factor each
-    on the operand and the result (their sizes differ)."""
+    on the operand and the result (their sizes differ). The operands of a variadic one share
+    their factors, as Shardy's registry: pass-through dims first, then the resized ones."""
     b = builder_for(inst)
     if b is None:
         return None
     n = len(b.operand_dims)
-    special = set(inst.attrs.dimensions or ())
-    for k in range(n):
-        for d, size in enumerate(b.operand_dims[k]):
-            own = [d if t == k else None for t in range(n)]
-            if d in special or size != b.result_dims[k][d]:
-                b.add(size, own, [None] * n, NEED)
-                b.add(b.result_dims[k][d], [None] * n, own, NEED)
-            else:
-                b.add(size, own, own)
+    if any(b.operand_dims[k] != b.operand_dims[0] or b.result_dims[k] != b.result_dims[0]
+           for k in range(n)):
+        return None
+    x, out = b.operand_dims[0], b.result_dims[0]
+    special = set(inst.attrs.dimensions or ()) | {d for d in range(len(x)) if x[d] != out[d]}
+    every = lambda d: [d] * n  # noqa: E731
+    for d, size in enumerate(x):
+        if d not in special:
+            b.add(size, every(d), every(d))
+    for d in sorted(special):
+        b.add(x[d], every(d), [None] * n, NEED)
+        b.add(out[d], [None] * n, every(d), NEED)
     return b.build()
 
 
