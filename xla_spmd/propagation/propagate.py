@@ -326,7 +326,7 @@ def _write_back(module: Module, graph, states, mesh) -> Module:
             if operands != inst.operands:
                 new = new.replace(operands=operands)
             return new
-        rebuilt = rewrite(computation, fn)
+        rebuilt = _in_order_of(rewrite(computation, fn), computation)
         if computation is module.entry or computation.name in functions:
             rebuilt = _result_shardings(rebuilt)
         return rebuilt
@@ -346,6 +346,19 @@ def is_function_call(inst: Instruction) -> bool:
     named computation's body, nor a composite's decomposition)."""
     return not (inst.attrs.to_apply.name.startswith(MANUAL_BODY) or inst.attrs.is_composite
                 or inst.frontend_attribute("xla.sdy.named_computation") is not None)
+
+
+def _in_order_of(rebuilt: Computation, original: Computation) -> Computation:
+    """`rebuilt` (the same instructions, resharded) in `original`'s order, so that the
+    program reads as written."""
+    if rebuilt is original:
+        return rebuilt
+    index = {inst.name: i for i, inst in enumerate(original.instructions)}
+    if len(index) != len(original.instructions) or \
+            any(inst.name not in index for inst in rebuilt.instructions):
+        return rebuilt
+    ordered = tuple(sorted(rebuilt.instructions, key=lambda inst: index[inst.name]))
+    return Computation(rebuilt.name, ordered, rebuilt.root, rebuilt.extras)
 
 
 def _result_shardings(computation: Computation) -> Computation:
