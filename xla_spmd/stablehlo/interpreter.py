@@ -183,8 +183,8 @@ def _run_case(chunk: str, path: str, index: int, start_line: int) -> list[CaseRe
     return results
 
 
-def _import(tree, path: str, entry: str) -> Module:
-    importer = ModuleImporter(tree, path)
+def _import(tree, path: str, entry: str, devices: tuple[int, int] | None = None) -> Module:
+    importer = ModuleImporter(tree, path, devices)
     computation = importer.function(entry)
     return Module.from_entry(tree.name or "case", computation, importer.header())
 
@@ -354,7 +354,9 @@ def _run_parallel_rule(inst, operands, ctx):
         values = evaluate(_import(state.tree, state.path, name), [])
         for value in values if isinstance(values, tuple) else (values,):
             state.infeed.put(np.asarray(value))
-    entries = {name: _import(state.tree, state.path, name).entry for name in set(names)}
+    devices = (len(rows), len(rows[0]))
+    entries = {name: _import(state.tree, state.path, name, devices).entry
+               for name in set(names)}
     computations = [entries[name] for name in names]
     per_device, start = [], 0
     for computation in computations:
