@@ -1,7 +1,7 @@
-"""gather, scatter and dynamic-slice under every combination of sharded operand dims, sharded
-index dims and result shardings, on a 2x4 mesh, against the unpartitioned program on the reference
-backend (issue 16: ``x[i]`` of a 2-D-sharded array declared a local shape the op did not
-have). Indices include negative and out-of-range values, which gather and dynamic-slice
+"""gather, scatter and dynamic-slice under every combination of sharded operand dims,
+sharded index dims and result shardings, on a 2x4 mesh, against the unpartitioned program on
+the reference backend (issue 16: ``x[i]`` of a 2-D-sharded array declared a local shape the
+op did not have). Indices include negative and out-of-range values, which gather and dynamic-slice
 clamp."""
 
 import itertools

@@ -5,8 +5,8 @@ and values (NaN, infinities, signed zeros, subnormals and integer extremes inclu
 Exact ops must be bit-identical (any NaN matches any NaN). Transcendentals must be within 2 ulp
 of the correctly rounded value, computed in ``np.longdouble`` (64-bit or wider mantissa on the
 machines we run on): numpy's own kernels are not that oracle, SVML's f32 ``tanh`` or ``atan2``
-sit up to 3 ulp from glibc's. Each op is tested alone and fused behind a broadcast and a transpose, and the report must show it
-was compiled (no fallback).
+sit up to 3 ulp from glibc's. Each op is tested alone and fused behind a broadcast and a
+transpose, and the report must show it was compiled (no fallback).
 """
 
 import ml_dtypes
