@@ -13,10 +13,10 @@ Each file of the Shardy propagation directory (``shardy/dialect/sdy/transforms/p
 is run as its RUN line says: split at ``// -----``, each part imported, propagated with the
 strategy of the pass (``-sdy-basic-propagate`` basic, ``-sdy-aggressive-propagate``
 aggressive, ``-sdy-op-priority-propagate`` op-priority, ``-sdy-user-priority-propagate`` and
-``-sdy-propagation-pipeline`` user-priority, then every sharding closed; ``-sdy-populate-op-sharding-rules`` prints each
-op's rule instead) and exported; its CHECK lines are matched against the output by
-scripts/filecheck.py, one case per CHECK-LABEL. Prints the pass rate per file
-(``--failures`` also lists each failing case and why).
+``-sdy-propagation-pipeline`` user-priority, then every sharding closed;
+``-sdy-populate-op-sharding-rules`` prints each op's rule instead) and exported; its CHECK
+lines are matched against the output by scripts/filecheck.py, one case per CHECK-LABEL.
+Prints the pass rate per file (``--failures`` also lists each failing case and why).
 """
 
 from __future__ import annotations
