@@ -1,7 +1,6 @@
 """MLIR tensor types and ``dense<...>`` literals, read and written.
 
->>> from xla_spmd.stablehlo.float_text import format_float
-from xla_spmd.stablehlo.lexer import Scanner
+>>> from xla_spmd.stablehlo.lexer import Scanner
 >>> shape = parse_type(Scanner("tensor<4x8xbf16>"))
 >>> str(shape), print_type(shape)
 ('bf16[4,8]', 'tensor<4x8xbf16>')
