@@ -105,13 +105,22 @@ _FIRST_FUNCTION = re.compile(r'func\.func\s+(?:(?:public|private|nested)\s+)?'
                              r'@([\w$.\-]+|"[^"]*")')
 
 
+def split_input(text: str) -> list[tuple[str, int]]:
+    """The cases of `text` split at ``// -----`` lines (as ``--split-input-file`` does), each
+    with the file line it starts at."""
+    chunks, start_line = [], 1
+    for chunk in _SPLIT.split(text):
+        chunks.append((chunk, start_line))
+        start_line += chunk.count("\n")
+    return chunks
+
+
 def run_text(text: str, path: str = "<text>") -> InterpreterReport:
+    """Run every case of interpreter-convention `text`; see the module docstring."""
     results = []
-    start_line = 1
-    for index, chunk in enumerate(_SPLIT.split(text), start=1):
+    for index, (chunk, start_line) in enumerate(split_input(text), start=1):
         if chunk.strip() and "func.func" in chunk:
             results.extend(_run_case(chunk, path, index, start_line))
-        start_line += chunk.count("\n")
     return InterpreterReport(path, results)
 
 
