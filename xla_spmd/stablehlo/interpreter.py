@@ -253,6 +253,13 @@ def run_main(text: str, path: str = "<text>", arguments=(), first_line: int = 1)
     tree = parse_text(source, path)
     if not tree.functions:
         return []
+    seen: set[str] = set()
+    for function in tree.functions:
+        if function.name in seen:
+            line = source.count("\n", 0, function.pos) + 1
+            raise XlaSpmdError(f"{path}:{line}: redefinition of symbol @{function.name} (to "
+                               "run '// -----' cases as modules of their own, split the input)")
+        seen.add(function.name)
     entry = next((f for f in tree.functions if f.name == "main"), None)
     if entry is None and len(tree.functions) == 1:
         entry = tree.functions[0]
@@ -341,9 +348,35 @@ def _run_parallel_converter(importer, scope, node, operands):
 def _print_converter(importer, scope, node, operands):
     if len(operands) != 1:
         raise importer.error(node, f"expected one operand, got {len(operands)}")
-    scope.emit("custom-call", operands, TupleShape(()), frontend=(("name", node.operands[0]),),
+    name = next((found for f in importer.tree.functions
+                 if (found := _printed_name(f.body, 0, {}, node)) is not None),
+                node.operands[0])
+    scope.emit("custom-call", operands, TupleShape(()), frontend=(("name", name),),
                custom_call_target="interpreter.print", custom_call_has_side_effect=True)
     return []
+
+
+def _printed_name(block, first_id: int, visible: dict, target) -> str | None:
+    """How MLIR's printer names the operand of the print op `target` when it prints the op
+    defining it, if `target` is inside `block`: each function numbers its ops' results from
+    %0, a region's own ops first, then each nested region continuing from where its parent
+    region's numbering ended; an op with k > 1 results prints as ``%N:k``. A block argument
+    (which MLIR does not print as ``%name = ``) keeps its name in the source."""
+    visible = dict(visible)
+    next_id = first_id
+    for op in block.ops:
+        for result in op.results:
+            visible[result] = f"%{next_id}" + (f":{len(op.results)}" if len(op.results) > 1
+                                               else "")
+        next_id += bool(op.results)
+    for op in block.ops:
+        if op is target:
+            return visible.get(op.operands[0], op.operands[0])
+        for region in op.regions:
+            found = _printed_name(region, next_id, visible, target)
+            if found is not None:
+                return found
+    return None
 
 
 @converter("interpreter.probe")
@@ -448,8 +481,8 @@ _PRINT_LOCK = threading.Lock()  # one value printed at a time, whichever device 
 
 
 def _print_rule(inst, operands, ctx):
-    """``interpreter.print %x``: ``%x = <the value>`` on stdout, as the StableHLO interpreter
-    prints it. The name is the operand's name in the source (MLIR would print it renumbered)."""
+    """``interpreter.print %x``: ``%N = <the value>`` on stdout, as the StableHLO interpreter
+    prints it (%N: the name MLIR's printer gives %x, see `_printed_name`)."""
     text = print_value(operands[0], inst.operands[0].shape)
     with _PRINT_LOCK:
         sys.stdout.write(f"{inst.frontend_attribute('name')} = {text}\n")
