@@ -7,7 +7,8 @@ in this process (``2>&1`` sends its errors down the pipe too); the next may be
 ``FileCheck %s [--check-prefix=P | --check-prefixes=P,Q]``, our `filecheck` subset. Other
 commands make the line UNSUPPORTED. ``%s`` is the file itself.
 
->>> [(r.line, r.status) for r in replay_text("// RUN: stablehlo-translate --interpret %s | FileCheck %s\\n"
+>>> [(r.line, r.status) for r in replay_text(
+...     "// RUN: stablehlo-translate --interpret %s | FileCheck %s\\n"
 ...     "func.func @main() -> tensor<i32> {\\n"
 ...     "  %0 = stablehlo.constant dense<7> : tensor<i32>\\n"
 ...     "  func.return %0 : tensor<i32>\\n}\\n// CHECK: tensor<i32> {7}\\n", "t.mlir")]

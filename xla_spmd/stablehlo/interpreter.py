@@ -242,10 +242,12 @@ def run_main(text: str, path: str = "<text>", arguments=(), first_line: int = 1)
     run_parallel work as in `run_text`; a failing check stops the run with an error.
     `first_line` is the line of the file `text` starts at, for error locations.
 
-    >>> [(v.tolist(), str(t)) for v, t in run_main('''func.func @main(%a: tensor<2xi32>) -> tensor<2xi32> {
+    >>> program = '''func.func @main(%a: tensor<2xi32>) -> tensor<2xi32> {
     ...   %0 = stablehlo.add %a, %a : tensor<2xi32>
     ...   func.return %0 : tensor<2xi32>
-    ... }''', arguments=parse_arguments("[dense<[1, 2]> : tensor<2xi32>]"))]
+    ... }'''
+    >>> arguments = parse_arguments("[dense<[1, 2]> : tensor<2xi32>]")
+    >>> [(v.tolist(), str(t)) for v, t in run_main(program, arguments=arguments)]
     [([2, 4], 's32[2]')]
     """
     global _STATE
