@@ -280,7 +280,10 @@ def _interpret_main(args) -> int:
     text = read_text(args.file)
     show = print_value_dense if args.print_dense else print_value
     failed = False
-    for chunk, line in split_input(text) if args.split_input_file else [(text, 1)]:
+    for index, (chunk, line) in enumerate(split_input(text) if args.split_input_file
+                                          else [(text, 1)]):
+        if index:
+            print()  # mlir-translate separates the cases' outputs with an empty line
         try:
             for value, shape in run_main(chunk, args.file, arguments, line):
                 print(show(value, shape))

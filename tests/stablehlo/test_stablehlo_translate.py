@@ -89,7 +89,7 @@ def test_split_input_file_runs_every_case_and_reports_failures(capsys, tmp_path)
     text = good + "// -----\n" + failing + "// -----\n" + good
     code, out, err = run(capsys, tmp_path, text, "--split-input-file")
     assert code == 2
-    assert out == "tensor<ui8> {9}\ntensor<ui8> {9}\n"
+    assert out == "tensor<ui8> {9}\n\n\ntensor<ui8> {9}\n"  # an empty line between cases
     assert "program.mlir:6: @main: check.expect_eq_const failed" in err
     code, _, err = run(capsys, tmp_path, text, "--print-results")  # one module: two @main
     assert code == 2 and "program.mlir:6: redefinition of symbol @main" in err
