@@ -5,7 +5,10 @@
     python scripts/run_conformance.py --shardy-propagation DIR  # Shardy: propagation/test
 
 Each ``.mlir`` file of the StableHLO directory runs in our interpreter-convention runner
-(`xla_spmd.stablehlo.interpreter`); each file of the Shardy directory is converted global->local
+(`xla_spmd.stablehlo.interpreter`), except files whose ``// RUN:`` lines pipe into FileCheck:
+those lines are replayed, one case each, with ``xla-spmd interpret --print-results`` for
+``stablehlo-translate --interpret`` and our FileCheck subset (tests/stablehlo/run_lines.py,
+filecheck.py). Each file of the Shardy directory is converted global->local
 by our partitioner and run the way Shardy's ``run_sdy_interpreter_test.sh`` does
 (tests/partition/shardy_exec.py). Prints one line per failing case and the totals.
 
@@ -15,7 +18,9 @@ strategy of the pass (``-sdy-basic-propagate`` basic, ``-sdy-aggressive-propagat
 aggressive, ``-sdy-op-priority-propagate`` op-priority, ``-sdy-user-priority-propagate`` and
 ``-sdy-propagation-pipeline`` user-priority, then every sharding closed;
 ``-sdy-populate-op-sharding-rules`` prints each op's rule instead) and exported; its CHECK
-lines are matched against the output by scripts/filecheck.py, one case per CHECK-LABEL.
+lines are matched against the output by our FileCheck subset (tests/stablehlo/filecheck.py),
+one case per CHECK-LABEL: each label's block of the output, from its match to the next
+label's, is checked on its own.
 Prints the pass rate per file (``--failures`` also lists each failing case and why).
 """
 
@@ -28,18 +33,28 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "partition"))
-sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "tests" / "stablehlo"))
 
-from filecheck import check_cases  # noqa: E402
+from filecheck import FileCheckError, filecheck, parse_directives  # noqa: E402
+from run_lines import has_filecheck, replay_file  # noqa: E402
 from shardy_exec import run_shardy_executable_test  # noqa: E402
 
 from xla_spmd.errors import XlaSpmdError  # noqa: E402
-from xla_spmd.stablehlo.interpreter import run_interpreter_file  # noqa: E402
+from xla_spmd.stablehlo.interpreter import (  # noqa: E402
+    CaseResult,
+    InterpreterReport,
+    run_interpreter_file,
+)
 
 
 def _report(path: Path, shardy: bool):
     if shardy:
         return run_shardy_executable_test(path.read_text(), str(path))
+    if has_filecheck(path.read_text()):
+        statuses = {"PASS": "PASS", "FAIL": "FAIL", "UNSUPPORTED": "SKIP"}
+        return InterpreterReport(str(path), [
+            CaseResult(index, run.line, "RUN", statuses[run.status], messages=run.messages)
+            for index, run in enumerate(replay_file(str(path)), start=1)])
     return run_interpreter_file(str(path))
 
 
@@ -118,16 +133,68 @@ def _functions(text: str) -> list[str]:
     return [prefix + text[a:b] for a, b in zip(starts, starts[1:] + [len(text)])]
 
 
+def label_cases(test_text: str, output: str) -> list[tuple[str, str]]:
+    """(label, '' or why it fails) per CHECK-LABEL of `test_text` against `output`: labels
+    are found in order and cut the output into blocks (as FileCheck's labels do); each
+    label's directives are checked against its block."""
+    lines = test_text.splitlines()
+    cases: list[list] = []
+    for directive in parse_directives(test_text):
+        if directive.kind == "-LABEL" or not cases:
+            cases.append([])
+        cases[-1].append(directive)
+    starts: list[int | None] = []
+    position = 0
+    for directives in cases:
+        first = directives[0]
+        if first.kind != "-LABEL":
+            starts.append(0)
+            continue
+        found = _label_line(lines[first.line - 1], output, position)
+        starts.append(found)
+        if found is not None:
+            position = output.find("\n", found) + 1 or len(output)
+    results = []
+    for k, directives in enumerate(cases):
+        label = directives[0].pattern if directives[0].kind == "-LABEL" else "<top>"
+        if starts[k] is None:
+            results.append((label, f"line {directives[0].line}: label not found"))
+            continue
+        end = next((s for s in starts[k + 1:] if s is not None), len(output))
+        try:
+            filecheck("\n".join(lines[d.line - 1] for d in directives),
+                      output[starts[k]:end])
+            results.append((label, ""))
+        except FileCheckError as error:
+            results.append((label, str(error).splitlines()[0]))
+    return results
+
+
+def _label_line(label_line: str, output: str, start: int) -> int | None:
+    """The start of the first line of `output` from `start` on that the label matches (a
+    label's block holds its whole line), or None."""
+    line_start = start
+    while line_start < len(output):
+        line_end = output.find("\n", line_start)
+        line_end = len(output) if line_end < 0 else line_end
+        try:
+            filecheck(label_line, output[line_start:line_end])
+            return line_start
+        except FileCheckError:
+            line_start = line_end + 1
+    return None
+
+
 def run_propagation(directory: str, failures: bool) -> list[tuple[str, int, int]]:
     rows = []
     for path in sorted(Path(directory).glob("*.mlir")):
         text = path.read_text()
-        cases = check_cases(text, propagation_output(text))
-        rows.append((path.stem, sum(c.ok for c in cases), len(cases)))
+        cases = label_cases(text, propagation_output(text))
+        rows.append((path.stem, sum(not why for _, why in cases), len(cases)))
         if failures:
-            for case in cases:
-                if not case.ok:
-                    print(f"FAIL {path.name} {case.label}: {case.failure[:200]}")
+            for label, why in cases:
+                if why:
+                    print(f"FAIL {path.name} {label}: {why[:200]}")
     return rows
 
 
