@@ -43,6 +43,7 @@ KERNELS = {
     "reshape": lambda rt, inst, ops, ctx: rt.xp.reshape(ops[0], inst.shape.dims),
     "bitcast": lambda rt, inst, ops, ctx: rt.xp.reshape(ops[0], inst.shape.dims),
     "transpose": lambda rt, inst, ops, ctx: rt.xp.transpose(ops[0], inst.attrs.dimensions),
+    "reverse": lambda rt, inst, ops, ctx: rt.xp.flip(ops[0], tuple(inst.attrs.dimensions)),
     "slice": lambda rt, inst, ops, ctx: ops[0][tuple(slice(s.start, s.limit, s.stride)
                                                      for s in inst.attrs.slice)],
     "concatenate": lambda rt, inst, ops, ctx: rt.xp.concatenate(
