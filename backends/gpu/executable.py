@@ -38,10 +38,17 @@ from xla_spmd.backends.cpu.program import Program, plan
 from xla_spmd.backends.gpu import compiler, kernels
 from xla_spmd.backends.gpu.emitter import render_source
 from xla_spmd.backends.gpu.renderer import accumulator_type
-from xla_spmd.backends.gpu.runtime import CupyRuntime, HostStandIn, cupy_module, local_rank
+from xla_spmd.backends.gpu.runtime import (
+    CupyRuntime,
+    HostStandIn,
+    cupy_module,
+    gpu_for_device,
+    local_rank,
+)
 from xla_spmd.backends.reference.evaluator import EVALUATE, leaves
 from xla_spmd.backends.reference.executable import device_arguments
 from xla_spmd.ir import ArrayShape, Module
+from xla_spmd.ir.dtypes import BF16
 
 
 class _Done:
@@ -82,6 +89,9 @@ class GpuExecutable(CpuExecutable):
         used = [s.fusion for p in self.programs.values() for s in p.steps if s.fusion]
         self.cuda_source = render_source(used)
         mpi = local_rank() is not None
+        # Under mpirun the runtime hands run() an NCCL communicator on gpu_of(device); in one
+        # process the devices' collectives go through the host (in-process communicator).
+        self.collectives = None if host_stand_in or not mpi else "nccl"
         if host_stand_in:
             self.runtime = HostStandIn()
         else:
@@ -98,6 +108,10 @@ class GpuExecutable(CpuExecutable):
         self._lock = threading.Lock()
 
     # -- running --------------------------------------------------------------------------
+
+    def gpu_of(self, device: int) -> int:
+        """The GPU index device ``device`` runs on in this process."""
+        return gpu_for_device(device, self.runtime.visible, local_rank() is not None)
 
     def run(self, device: int, arguments: Sequence, communicator: Any) -> list[np.ndarray]:
         rt = self.runtime
@@ -160,10 +174,17 @@ class GpuExecutable(CpuExecutable):
             operands = [rt.xp.asarray(x, order="C") for x in operands]
         if communicator is None:
             handle = _Done(EVALUATE.lookup(inst.op.name)(inst, operands, ctx))
+        elif on_host:
+            handle = cpu_kernels.start(inst, operands, ctx, step.cache)
+            return _Uploaded(handle, lambda value: _to_device(rt, value, inst.shape))
+        elif inst.op.name in _REDUCING and inst.operands[0].shape.dtype is BF16:
+            # bf16 lives on the GPU as bits: reduce in f32 (as the host communicators fold
+            # it) and round once.
+            widened = [rt.widen(x, BF16) for x in operands]
+            handle = cpu_kernels.start(inst, widened, ctx, step.cache)
+            return _Uploaded(handle, lambda value: _narrowed(rt, value))
         else:
             handle = cpu_kernels.start(inst, operands, ctx, step.cache)
-        if on_host:
-            return _Uploaded(handle, lambda value: _to_device(rt, value, inst.shape))
         return handle
 
     # -- inspection -----------------------------------------------------------------------
@@ -190,6 +211,15 @@ class GpuExecutable(CpuExecutable):
 
     def _target_line(self, report: dict) -> str:
         return f"device: {report['device']}"
+
+
+_REDUCING = ("all-reduce", "reduce-scatter")
+
+
+def _narrowed(rt, value):
+    if isinstance(value, tuple):
+        return tuple(_narrowed(rt, v) for v in value)
+    return rt.narrow(value, BF16)
 
 
 def _to_host(rt, value, shape):

@@ -29,9 +29,9 @@ DTYPES = sorted(SUPPORTED, key=lambda d: d.name)
 _SPECIAL = ("compare", "convert", "bitcast-convert", "select", "clamp")
 
 
-def _try(b: Builder, build):
+def _try(b: Builder, opcode: str, *operands, **attrs):
     try:
-        inst = build()
+        inst = b.op(opcode, *operands, **attrs)
     except Exception:  # noqa: BLE001 -- shape inference refuses the combination
         return None
     return inst if supports_instruction(inst, libm=True) else None
@@ -51,20 +51,20 @@ def _cases_for(dtype: DType) -> tuple[Module, list[str]]:
                 name in _SPECIAL):
             continue
         operands = (x,) if op.family is Family.UNARY else (x, y)
-        found.append(_try(b, lambda: b.op(name, *operands)))
+        found.append(_try(b, name, *operands))
     for direction, kind in itertools.product(("EQ", "NE", "LT", "LE", "GT", "GE"),
                                              (None, "FLOAT", "TOTALORDER", "SIGNED",
                                               "UNSIGNED")):
         attrs = {"direction": ComparisonDirection[direction]} | (
             {"type": ComparisonType[kind]} if kind else {})
-        found.append(_try(b, lambda: b.op("compare", x, y, **attrs)))
+        found.append(_try(b, "compare", x, y, **attrs))
     for target in DTYPES:
         out = ArrayShape(target, (2, 3))
-        found.append(_try(b, lambda: b.op("convert", x, shape=out)))
+        found.append(_try(b, "convert", x, shape=out))
         if target.bits == dtype.bits:
-            found.append(_try(b, lambda: b.op("bitcast-convert", x, shape=out)))
-    found.append(_try(b, lambda: b.op("select", p, x, y)))
-    found.append(_try(b, lambda: b.op("clamp", x, y, z)))
+            found.append(_try(b, "bitcast-convert", x, shape=out))
+    found.append(_try(b, "select", p, x, y))
+    found.append(_try(b, "clamp", x, y, z))
     found = [inst for inst in found if inst is not None]
     return Module.from_entry("m", b.build(b.tuple(*found))), [i.name for i in found]
 
