@@ -103,7 +103,7 @@ class GpuExecutable(CpuExecutable):
                 if step.kind in ("kernel", "ufunc", "fallback"):
                     kernel = kernels.kernel_for(step.inst)
                     step.kind = "kernel" if kernel is not None else "fallback"
-                    step.function = kernel or EVALUATE.lookup(step.inst.op.name)
+                    step.function = kernel
         self.fallback_runs: Counter = Counter()
         self._lock = threading.Lock()
 
@@ -141,7 +141,9 @@ class GpuExecutable(CpuExecutable):
             return values[step.slot].wait()
         operands = [values[slot] for slot in step.reads]
         if kind == "kernel":
-            return step.function(rt, step.inst, operands, ctx)
+            result = step.function(rt, step.inst, operands, ctx)
+            if result is not NotImplemented:
+                return result
         if kind == "start":
             return self._start(step, operands, ctx)
         if kind == "control":
@@ -149,7 +151,8 @@ class GpuExecutable(CpuExecutable):
         with self._lock:
             self.fallback_runs[step.inst.op.name] += 1
         host = [_to_host(rt, v, o.shape) for v, o in zip(operands, step.inst.operands)]
-        return _to_device(rt, step.function(step.inst, host, ctx), step.inst.shape)
+        rule = EVALUATE.lookup(step.inst.op.name)
+        return _to_device(rt, rule(step.inst, host, ctx), step.inst.shape)
 
     def _fusion(self, step, values: list):
         rt, fusion, inst = self.runtime, step.fusion, step.inst

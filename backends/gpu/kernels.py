@@ -5,7 +5,8 @@ and products of ``reduce``.
 
 ``kernel_for(inst)`` is the kernel ``kernel(rt, inst, operands, ctx) -> value`` of an
 instruction, or None: the executable then runs the reference rule on the host (operands
-copied down, the result copied up) and counts the fallback.
+copied down, the result copied up) and counts the fallback. A kernel that finds at run time
+that it cannot decide (a sort key holding NaN) returns ``NotImplemented``: the same fallback.
 
 Dot: operands are moved to ``(batch, free, contracting)`` and ``(batch, contracting, free)``
 order, widened to the accumulation type (f32 for f16/bf16, integers in their own type, which
@@ -16,13 +17,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from xla_spmd.backends.comparators import recognize_comparator
 from xla_spmd.backends.cpu.kernels import _default_layout, _size
 from xla_spmd.backends.gpu.renderer import SUPPORTED
 from xla_spmd.backends.reference.contraction import dot_dimensions
 from xla_spmd.backends.reference.numeric import compute_dtype
 from xla_spmd.backends.reference.reduction import binary_reducer
 from xla_spmd.ir import ArrayShape, Instruction
+from xla_spmd.ir.attributes import ComparisonType
 from xla_spmd.ir.dtypes import PRED
+from xla_spmd.ir.opdefs import default_comparison_type
 
 
 def _broadcast(rt, inst, operands, ctx):
@@ -92,6 +96,69 @@ def reduce(rt, inst: Instruction, operands: list, ctx):
     return rt.narrow(rt.xp.asarray(combined, work), dtype)
 
 
+# ---------------------------------------------------------------------------------------------
+# Sort: a recognised lexicographic comparator over the operands themselves becomes stable
+# argsorts, minor key first (each sort keeps the order of the previous one among its ties).
+
+
+def _sort_values(rt, key, operand, dtype):
+    """The values ``key`` orders ``operand`` by, or None (the host rule decides)."""
+    xp = rt.xp
+    kind = key.comparison or default_comparison_type(dtype)
+    values = rt.widen(operand, dtype)
+    if dtype.is_float:
+        values = values.astype(np.float64 if dtype.bits == 64 else np.float32, copy=False)
+        if kind is ComparisonType.TOTALORDER:
+            signed = values.view(np.int64 if dtype.bits == 64 else np.int32)
+            mask = np.iinfo(signed.dtype).max
+            return xp.where(signed < 0, signed ^ signed.dtype.type(mask), signed)
+        # NaN under a FLOAT compare is no strict weak order: the reference's rule decides.
+        return None if bool(xp.isnan(values).any()) else values
+    if kind is ComparisonType.SIGNED and not dtype.is_signed and dtype is not PRED:
+        return values.view(f"i{dtype.bits // 8}")
+    if kind is ComparisonType.UNSIGNED and dtype.is_signed:
+        return values.view(f"u{dtype.bits // 8}")
+    return values
+
+
+def _stable_argsort(xp, values, axis: int, descending: bool):
+    if not descending:
+        return xp.argsort(values, axis=axis, kind="stable")
+    # Descending with ties in input order: sort the reversed slice ascending, map back.
+    n = values.shape[axis]
+    order = xp.argsort(xp.flip(values, axis=axis), axis=axis, kind="stable")
+    return xp.flip(n - 1 - order, axis=axis)
+
+
+def sort(rt, inst: Instruction, operands: list, ctx):
+    """``sort`` by argsorts (see ``_sortable``); NotImplemented sends it to the host rule."""
+    xp = rt.xp
+    (axis,) = inst.attrs.dimensions
+    order = None
+    if operands[0].ndim and operands[0].shape[axis] > 1:
+        for key in reversed(recognize_comparator(inst.attrs.to_apply)):
+            values = _sort_values(rt, key, operands[key.operand],
+                                  inst.operands[key.operand].shape.dtype)
+            if values is None:
+                return NotImplemented
+            if order is not None:
+                values = xp.take_along_axis(values, order, axis=axis)
+            step = _stable_argsort(xp, values, axis, key.descending)
+            order = step if order is None else xp.take_along_axis(order, step, axis=axis)
+    results = [x.copy() if order is None else xp.take_along_axis(x, order, axis=axis)
+               for x in operands]
+    return tuple(results) if len(inst.operands) > 1 or not isinstance(
+        inst.shape, ArrayShape) else results[0]
+
+
+def _sortable(inst: Instruction) -> bool:
+    """A sort whose comparator is a lexicographic LT/GT of the operands themselves."""
+    keys = recognize_comparator(inst.attrs.to_apply)
+    return keys is not None and all(
+        key.expression is key.parameter and inst.operands[key.operand].shape.dtype in SUPPORTED
+        for key in keys)
+
+
 def kernel_for(inst: Instruction):
     """The kernel that runs ``inst`` on the device, or None (a counted host fallback)."""
     name = inst.op.name
@@ -102,6 +169,8 @@ def kernel_for(inst: Instruction):
         if name == "copy" and isinstance(inst.shape, ArrayShape) and inst.shape.dtype.bits < 8:
             return None
         return KERNELS[name]
+    if name == "sort":
+        return sort if _sortable(inst) else None
     if not isinstance(inst.shape, ArrayShape):
         return None
     dtype = inst.shape.dtype

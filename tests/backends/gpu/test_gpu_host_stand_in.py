@@ -201,3 +201,47 @@ ENTRY %e () -> f32[2] {
                           env=dict(os.environ, XLA_SPMD_BACKEND="gpu"))
     assert done.returncode != 0
     assert "the GPU backend needs" in done.stderr and "Traceback" not in done.stderr
+
+
+SORT = """HloModule m
+%lexicographic (a: s32[], b: s32[], c: f32[], d: f32[], e: u8[], f: u8[]) -> pred[] {
+  %a = s32[] parameter(0)
+  %b = s32[] parameter(1)
+  %c = f32[] parameter(2)
+  %d = f32[] parameter(3)
+  %e = u8[] parameter(4)
+  %f = u8[] parameter(5)
+  %lt = pred[] compare(%a, %b), direction=LT
+  %eq = pred[] compare(%a, %b), direction=EQ
+  %gt = pred[] compare(%c, %d), direction=GT, type=KIND
+  %tie = pred[] and(%eq, %gt)
+  ROOT %r = pred[] or(%lt, %tie)
+}
+ENTRY %e (k: s32[3,40], v: f32[3,40], p: u8[3,40]) -> (s32[3,40], f32[3,40], u8[3,40]) {
+  %k = s32[3,40] parameter(0)
+  %v = f32[3,40] parameter(1)
+  %p = u8[3,40] parameter(2)
+  ROOT %s = (s32[3,40], f32[3,40], u8[3,40]) sort(%k, %v, %p), dimensions={1},
+    is_stable=true, to_apply=%lexicographic
+}"""
+
+
+@pytest.mark.parametrize("kind, nan", [("FLOAT", False), ("TOTALORDER", True),
+                                       ("FLOAT", True)])
+def test_host_only_sorts_by_stable_argsorts_and_nan_keys_fall_back(kind, nan):
+    module = parse_hlo(SORT.replace("KIND", kind))
+    rng = np.random.default_rng(3)
+    values = rng.integers(-3, 3, (3, 40)).astype(np.float32)   # many ties on both keys
+    values[0, 5] = -0.0
+    if nan:
+        values[1, ::7] = np.nan
+    args = [rng.integers(0, 4, (3, 40), dtype=np.int32), values,
+            np.tile(np.arange(40, dtype=np.uint8), (3, 1))]    # the payload shows stability
+    executable = STAND_IN.compile(module, (0,))
+    got = executable.run(0, args, None)
+    for g, w in zip(got, leaves(evaluate(module, args))):
+        np.testing.assert_array_equal(g, w)
+    report = executable.report()
+    assert report["fallbacks"] == {} and report["steps"]["kernel"] == 1
+    host_decides = kind == "FLOAT" and nan
+    assert report["fallback_runs"] == ({"sort": 1} if host_decides else {})
