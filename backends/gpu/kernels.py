@@ -20,6 +20,7 @@ import numpy as np
 from xla_spmd.backends.comparators import recognize_comparator
 from xla_spmd.backends.cpu.kernels import _default_layout, _size
 from xla_spmd.backends.gpu.renderer import SUPPORTED
+from xla_spmd.backends.reference import random
 from xla_spmd.backends.reference.contraction import dot_dimensions
 from xla_spmd.backends.reference.numeric import compute_dtype
 from xla_spmd.backends.reference.reduction import binary_reducer
@@ -151,6 +152,15 @@ def sort(rt, inst: Instruction, operands: list, ctx):
         inst.shape, ArrayShape) else results[0]
 
 
+def rng_bit_generator(rt, inst: Instruction, operands: list, ctx):
+    """XLA's Threefry/Philox expansions, bit-exact with the reference (its own code over
+    ``xp``); the small state is read on the host."""
+    state = rt.to_host(operands[0], inst.operands[0].shape)
+    new_state, bits = random.rng_bit_generator(inst, state, rt.xp)
+    out = inst.shape.elements[1].dtype
+    return rt.to_device(new_state, inst.shape.elements[0]), bits.view(rt.storage(out))
+
+
 def _sortable(inst: Instruction) -> bool:
     """A sort whose comparator is a lexicographic LT/GT of the operands themselves."""
     keys = recognize_comparator(inst.attrs.to_apply)
@@ -171,6 +181,8 @@ def kernel_for(inst: Instruction):
         return KERNELS[name]
     if name == "sort":
         return sort if _sortable(inst) else None
+    if name == "rng-bit-generator":
+        return rng_bit_generator if inst.shape.elements[1].dtype in SUPPORTED else None
     if not isinstance(inst.shape, ArrayShape):
         return None
     dtype = inst.shape.dtype

@@ -97,6 +97,10 @@ class HostStandIn:
         """``x`` (of IR dtype ``dtype``) as an array of its compute dtype."""
         return x
 
+    def storage(self, dtype) -> np.dtype:
+        """The array dtype values of IR dtype ``dtype`` are kept in."""
+        return dtype.numpy
+
     def narrow(self, x, dtype) -> np.ndarray:
         """A compute-dtype array rounded to IR dtype ``dtype``'s storage."""
         return x.astype(dtype.numpy)
@@ -153,6 +157,9 @@ class CupyRuntime:
             return (x.astype(np.uint32) << 16).view(np.float32)
         return x
 
+    def storage(self, dtype) -> np.dtype:
+        return _device_dtype(dtype)
+
     def narrow(self, x, dtype):
         if dtype is BF16:
             # Round to nearest even on the bits, NaN stays a quiet NaN (the renderer's rule).
@@ -174,7 +181,7 @@ class CupyRuntime:
         cupy, root = self.cupy, fusion.root
         inputs = [cupy.asarray(x, order="C") for x in inputs]
         if accumulator is None:
-            out = cupy.empty(root.shape.dims, _device_dtype(root.shape.dtype))
+            out = cupy.empty(root.shape.dims, self.storage(root.shape.dtype))
         else:
             out = accumulator
         if out.size:
