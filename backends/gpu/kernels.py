@@ -1,7 +1,9 @@
 """Kernels of the ops the GPU backend runs outside generated fusions, written once over the
-array module ``rt.xp`` (CuPy on a GPU, numpy in the host-only check): data movement, dot
-through ``xp.matmul`` (cuBLAS on a GPU, batch dims as a batched GEMM), and the float sums
-and products of ``reduce``.
+array module ``rt.xp`` (CuPy on a GPU, numpy in the host-only check): data movement (pad and
+dynamic slices too, their start indices read on the host), dot
+through ``xp.matmul`` (cuBLAS on a GPU, batch dims as a batched GEMM), convolution as a GEMM
+per kernel tap, the float sums and products of ``reduce``, sort by stable argsorts, and the
+rng-bit-generator.
 
 ``kernel_for(inst)`` is the kernel ``kernel(rt, inst, operands, ctx) -> value`` of an
 instruction, or None: the executable then runs the reference rule on the host (operands
@@ -20,10 +22,12 @@ import numpy as np
 from xla_spmd.backends.comparators import recognize_comparator
 from xla_spmd.backends.cpu.kernels import _default_layout, _size
 from xla_spmd.backends.gpu.renderer import SUPPORTED
-from xla_spmd.backends.reference import random
+from xla_spmd.backends.reference import contraction, random
 from xla_spmd.backends.reference.contraction import dot_dimensions
+from xla_spmd.backends.reference.indexing import _clamped_window, _start_indices
 from xla_spmd.backends.reference.numeric import compute_dtype
 from xla_spmd.backends.reference.reduction import binary_reducer
+from xla_spmd.backends.reference.shape_ops import pad
 from xla_spmd.ir import ArrayShape, Instruction
 from xla_spmd.ir.attributes import ComparisonType
 from xla_spmd.ir.dtypes import PRED
@@ -62,6 +66,31 @@ KERNELS = {
 }
 
 
+def _window(rt, inst: Instruction, index_operands: list, sizes) -> tuple[slice, ...]:
+    """The clamped window of a dynamic slice (its few start indices read on the host)."""
+    host = [rt.to_host(x, o.shape) for x, o in zip(index_operands, inst.operands[-len(
+        index_operands):])]
+    dims = inst.operands[0].shape.dims
+    return _clamped_window(_start_indices(host, len(dims)), sizes, dims)
+
+
+def _dynamic_slice(rt, inst, operands, ctx):
+    window = _window(rt, inst, operands[1:], inst.attrs.dynamic_slice_sizes)
+    return operands[0][window].copy()
+
+
+def _dynamic_update_slice(rt, inst, operands, ctx):
+    x, update = operands[:2]
+    result = x.copy()
+    result[_window(rt, inst, operands[2:], update.shape)] = update
+    return result
+
+
+KERNELS["dynamic-slice"] = _dynamic_slice
+KERNELS["dynamic-update-slice"] = _dynamic_update_slice
+KERNELS["pad"] = lambda rt, inst, ops, ctx: pad(ops[0], ops[1], inst.attrs.padding, rt.xp)
+
+
 def _ordered(rt, x, order: list, dtype, work: np.dtype):
     x = rt.widen(x, dtype)
     if order != sorted(order):
@@ -81,6 +110,14 @@ def dot(rt, inst: Instruction, operands: list, ctx):
     right = _ordered(rt, rhs, rb + rc + rf, inst.operands[1].shape.dtype, work)
     product = rt.xp.matmul(left.reshape(batch, m, k), right.reshape(batch, k, n))
     return rt.narrow(product.reshape(inst.shape.dims), dtype)
+
+
+def convolution(rt, inst: Instruction, operands: list, ctx):
+    """``convolution`` as the reference computes it (a GEMM per kernel tap, ``xp.matmul``:
+    cuBLAS on a GPU) in the accumulation type."""
+    lhs, rhs = (rt.widen(x, o.shape.dtype) for x, o in zip(operands, inst.operands))
+    work = compute_dtype(inst.shape.dtype.numpy)
+    return rt.narrow(contraction.convolution(inst, lhs, rhs, work, rt.xp), inst.shape.dtype)
 
 
 def reduce(rt, inst: Instruction, operands: list, ctx):
@@ -190,6 +227,8 @@ def kernel_for(inst: Instruction):
         return None
     if name == "dot":
         return dot
+    if name == "convolution":
+        return convolution
     if (name == "reduce" and len(inst.operands) == 2 and dtype.is_float
             and binary_reducer(inst.attrs.to_apply) in ("add", "multiply")):
         return reduce
