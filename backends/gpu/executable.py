@@ -169,26 +169,25 @@ class GpuExecutable(CpuExecutable):
     def _start(self, step, operands: list, ctx: _CpuContext):
         rt, inst = self.runtime, step.inst
         communicator = ctx.communicator
+        # Host communicators (and one device, where the reference rule runs) take host
+        # arrays: the operands go down and the result comes back up at the wait.
         on_host = isinstance(rt, HostStandIn) or not getattr(
             communicator, "accepts_device_arrays", False)
         if on_host:
             operands = [_to_host(rt, x, o.shape) for x, o in zip(operands, inst.operands)]
-        else:
-            operands = [rt.xp.asarray(x, order="C") for x in operands]
-        if communicator is None:
-            handle = _Done(EVALUATE.lookup(inst.op.name)(inst, operands, ctx))
-        elif on_host:
-            handle = cpu_kernels.start(inst, operands, ctx, step.cache)
+            if communicator is None:
+                handle = _Done(EVALUATE.lookup(inst.op.name)(inst, operands, ctx))
+            else:
+                handle = cpu_kernels.start(inst, operands, ctx, step.cache)
             return _Uploaded(handle, lambda value: _to_device(rt, value, inst.shape))
-        elif inst.op.name in _REDUCING and inst.operands[0].shape.dtype is BF16:
+        operands = [rt.xp.asarray(x, order="C") for x in operands]
+        if inst.op.name in _REDUCING and inst.operands[0].shape.dtype is BF16:
             # bf16 lives on the GPU as bits: reduce in f32 (as the host communicators fold
             # it) and round once.
             widened = [rt.widen(x, BF16) for x in operands]
             handle = cpu_kernels.start(inst, widened, ctx, step.cache)
             return _Uploaded(handle, lambda value: _narrowed(rt, value))
-        else:
-            handle = cpu_kernels.start(inst, operands, ctx, step.cache)
-        return handle
+        return cpu_kernels.start(inst, operands, ctx, step.cache)
 
     # -- inspection -----------------------------------------------------------------------
 
