@@ -1,6 +1,6 @@
 """Kernels of the ops the GPU backend runs outside generated fusions, written once over the
 array module ``rt.xp`` (CuPy on a GPU, numpy in the host-only check): data movement (pad and
-dynamic slices too, their start indices read on the host), dot
+dynamic slices too, their start indices read on the host; gather by fancy indexing), dot
 through ``xp.matmul`` (cuBLAS on a GPU, batch dims as a batched GEMM), convolution as a GEMM
 per kernel tap, the float sums and products of ``reduce``, sort by stable argsorts, and the
 rng-bit-generator.
@@ -22,7 +22,7 @@ import numpy as np
 from xla_spmd.backends.comparators import recognize_comparator
 from xla_spmd.backends.cpu.kernels import _default_layout, _size
 from xla_spmd.backends.gpu.renderer import SUPPORTED
-from xla_spmd.backends.reference import contraction, random
+from xla_spmd.backends.reference import contraction, indexing, random
 from xla_spmd.backends.reference.contraction import dot_dimensions
 from xla_spmd.backends.reference.indexing import _clamped_window, _start_indices
 from xla_spmd.backends.reference.numeric import compute_dtype
@@ -88,6 +88,7 @@ def _dynamic_update_slice(rt, inst, operands, ctx):
 
 KERNELS["dynamic-slice"] = _dynamic_slice
 KERNELS["dynamic-update-slice"] = _dynamic_update_slice
+KERNELS["gather"] = lambda rt, inst, ops, ctx: indexing.gather(inst, ops[0], ops[1], rt.xp)
 KERNELS["pad"] = lambda rt, inst, ops, ctx: pad(ops[0], ops[1], inst.attrs.padding, rt.xp)
 
 

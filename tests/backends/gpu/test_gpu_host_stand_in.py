@@ -112,21 +112,32 @@ ENTRY %e (a: bf16[3,4,5], b: bf16[3,5,2], c: s32[4,6], d: s32[6,3], f: f32[4,6])
 
 def test_host_only_ops_without_a_gpu_kernel_fall_back_and_are_counted():
     module = parse_hlo("""HloModule m
-ENTRY %e (x: f32[5], i: s32[2,1]) -> f32[2] {
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %e (x: f32[5], i: s32[2,1], u: f32[2]) -> (f32[2], f32[5]) {
   %x = f32[5] parameter(0)
   %i = s32[2,1] parameter(1)
+  %u = f32[2] parameter(2)
   %r = f32[5] reverse(%x), dimensions={0}
-  ROOT %g = f32[2] gather(%r, %i), offset_dims={}, collapsed_slice_dims={0},
+  %g = f32[2] gather(%r, %i), offset_dims={}, collapsed_slice_dims={0},
     start_index_map={0}, index_vector_dim=1, slice_sizes={1}
+  %s = f32[5] scatter(%x, %i, %u), update_window_dims={}, inserted_window_dims={0},
+    scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add
+  ROOT %t = (f32[2], f32[5]) tuple(%g, %s)
 }""")
     executable = STAND_IN.compile(module, (0,))
-    args = [np.arange(5, dtype=np.float32), np.array([[4], [1]], np.int32)]
+    args = [np.arange(5, dtype=np.float32), np.array([[4], [1]], np.int32),
+            np.array([10, 20], np.float32)]
     for _ in range(2):
-        (got,) = executable.run(0, args, None)
-        np.testing.assert_array_equal(got, evaluate(module, args))
+        got = executable.run(0, args, None)
+        for g, w in zip(got, leaves(evaluate(module, args))):
+            np.testing.assert_array_equal(g, w)
     report = executable.report()
-    assert report["fallbacks"] == {"gather": 1}
-    assert report["fallback_runs"] == {"gather": 2}
+    assert report["fallbacks"] == {"scatter": 1}
+    assert report["fallback_runs"] == {"scatter": 2}
     assert "[fallback]" in executable.as_text()
 
 
