@@ -3,9 +3,14 @@
 One device per MPI rank, as in ``mpi.py``: the MPI communicator gives ranks, sizes and
 carries each group's NCCL unique id (rank 0 of the group creates it and broadcasts it with
 ``Bcast`` as an int64 array). Buffers are CuPy arrays (numpy inputs are copied to the
-GPU); results are fresh CuPy arrays. Work is queued on CuPy's current stream; a handle's
-``wait()`` polls a CUDA event against the collective timeout and aborts the NCCL
-communicator if it expires.
+GPU); results are fresh CuPy arrays (``accepts_device_arrays``: the GPU backend hands its
+device buffers over as they are).
+
+Streams: communication runs on a stream of its own. A ``*_start`` orders it after the work
+already queued on the caller's (compute) stream with an event, and records an event on the
+communication stream when its work is queued; compute queued meanwhile overlaps it. A
+handle's ``wait()`` polls that event against the collective timeout (aborting the NCCL
+communicator if it expires) and orders the caller's stream after it.
 
 Reductions: NCCL's own sum/prod/min/max for float16/32/64 and 8/32/64-bit integers (bool
 is moved as uint8, where or = max and and = min); bitwise and/or, complex and custom
@@ -23,6 +28,7 @@ a GPU raises ``CommunicationError``.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -72,6 +78,20 @@ def _nccl_types(nccl: Any) -> dict[np.dtype, int]:
     return {np.dtype(t): getattr(nccl, name) for t, name in pairs if hasattr(nccl, name)}
 
 
+def _on_comm_stream(start: Callable) -> Callable:
+    """Run a ``*_start`` on the communication stream, ordered after the caller's stream."""
+
+    @functools.wraps(start)
+    def wrapped(self: NcclCommunicator, *args: Any, **kwargs: Any) -> Any:
+        with self._after_compute():
+            handle = start(self, *args, **kwargs)
+        if not isinstance(handle, _NcclHandle):  # done at once: its value is read now
+            self._cupy.cuda.get_current_stream().wait_event(self._comm_stream.record())
+        return handle
+
+    return wrapped
+
+
 _NCCL_OPS = {"sum": "NCCL_SUM", "prod": "NCCL_PROD", "min": "NCCL_MIN", "max": "NCCL_MAX"}
 _BOOL_AS_UINT8 = {"sum": "max", "or": "max", "max": "max", "prod": "min", "and": "min",
                   "min": "min"}
@@ -86,7 +106,7 @@ class _NcclHandle:
         self._owner = owner
         self._nccl_comm = nccl_comm
         self._event = owner._cupy.cuda.Event(disable_timing=True)
-        self._event.record()
+        self._event.record(owner._comm_stream)
         self._finish = finish
         self._what = what
         self._keep = keep
@@ -96,7 +116,12 @@ class _NcclHandle:
     def wait(self) -> Any:
         if not self._done:
             self._owner._poll(self._event, self._nccl_comm, self._what)
-            self._value = self._finish()
+            # The caller's stream reads what the communication stream wrote.
+            self._owner._cupy.cuda.get_current_stream().wait_event(self._event)
+            with self._owner._comm_stream:
+                self._value = self._finish()
+            self._owner._cupy.cuda.get_current_stream().wait_event(
+                self._owner._comm_stream.record())
             self._done = True
             self._finish = self._keep = self._nccl_comm = None
         return self._value
@@ -109,6 +134,8 @@ class NcclCommunicator(BlockingCollectives):
     ``COMM_WORLD``). ``device``: the CUDA device of this rank (default rank modulo the
     visible devices). ``timeout`` and ``deterministic`` as for ``MpiCommunicator``.
     """
+
+    accepts_device_arrays = True
 
     def __init__(self, mpi: Any = None, device: int | None = None,
                  timeout: float | None = None, deterministic: bool | None = None):
@@ -125,6 +152,7 @@ class NcclCommunicator(BlockingCollectives):
         self._device = self._cupy.cuda.Device(self._mpi.rank % count if device is None
                                               else device)
         self._device.use()
+        self._comm_stream = self._cupy.cuda.Stream(non_blocking=True)
         self.timeout = timeout
         self.deterministic = (config.deterministic_collectives if deterministic is None
                               else deterministic)
@@ -185,7 +213,13 @@ class NcclCommunicator(BlockingCollectives):
             time.sleep(0.0001)
 
     def _stream(self) -> int:
-        return self._cupy.cuda.get_current_stream().ptr
+        return self._comm_stream.ptr
+
+    def _after_compute(self) -> Any:
+        """Order the communication stream after the caller's queued work, and make it the
+        current stream for the ``with`` block (the staging copies run on it too)."""
+        self._comm_stream.wait_event(self._cupy.cuda.get_current_stream().record())
+        return self._comm_stream
 
     def _array(self, x: Any) -> Any:
         return self._cupy.asarray(x, order="C")  # keeps 0-d arrays 0-d
@@ -239,6 +273,7 @@ class NcclCommunicator(BlockingCollectives):
 
     # -- nonblocking collectives --------------------------------------------------------------
 
+    @_on_comm_stream
     def all_reduce_start(self, x: Any, group: Sequence[int], op: ReduceOp = "sum") -> Any:
         group = check_group("all_reduce", self.rank, group, self.size)
         op, x = canonical_op(op), self._array(x)
@@ -254,6 +289,7 @@ class NcclCommunicator(BlockingCollectives):
         gathered = self._gather(comm, x, len(group))
         return self._handle(comm, lambda: self._fold(gathered, op), what, x)
 
+    @_on_comm_stream
     def all_gather_start(self, x: Any, group: Sequence[int], axis: int = 0) -> Any:
         group = check_group("all_gather", self.rank, group, self.size)
         x = self._array(x)
@@ -272,6 +308,7 @@ class NcclCommunicator(BlockingCollectives):
         return self._cupy.ascontiguousarray(
             self._cupy.stack(self._cupy.split(x, parts, axis=axis)))
 
+    @_on_comm_stream
     def reduce_scatter_start(self, x: Any, group: Sequence[int], axis: int = 0,
                              op: ReduceOp = "sum") -> Any:
         group = check_group("reduce_scatter", self.rank, group, self.size)
@@ -289,6 +326,7 @@ class NcclCommunicator(BlockingCollectives):
         received = self._exchange(comm, stacked, group)
         return self._handle(comm, lambda: self._fold(received, op), what, stacked)
 
+    @_on_comm_stream
     def all_to_all_start(self, x: Any, group: Sequence[int], split_axis: int = 0,
                          concat_axis: int = 0) -> Any:
         group = check_group("all_to_all", self.rank, group, self.size)
@@ -301,6 +339,7 @@ class NcclCommunicator(BlockingCollectives):
             comm, lambda: self._cupy.concatenate(list(received), axis=concat_axis), what,
             stacked)
 
+    @_on_comm_stream
     def collective_permute_start(self, x: Any, pairs: Sequence[tuple[int, int]]) -> Any:
         pairs = check_pairs(self.rank, pairs, self.size)
         x = self._array(x)
@@ -321,6 +360,7 @@ class NcclCommunicator(BlockingCollectives):
         self._nccl.groupEnd()
         return self._handle(comm, lambda: out, what, x)
 
+    @_on_comm_stream
     def broadcast_start(self, x: Any, group: Sequence[int], root: int) -> Any:
         group = check_group("broadcast", self.rank, group, self.size)
         if root not in group:
@@ -332,6 +372,7 @@ class NcclCommunicator(BlockingCollectives):
                        group.index(root), self._stream())
         return self._handle(comm, lambda: out, what, x)
 
+    @_on_comm_stream
     def barrier_start(self, group: Sequence[int]) -> Any:
         group = check_group("barrier", self.rank, group, self.size)
         comm, what = self.group_comm(group), self._what("barrier", group)

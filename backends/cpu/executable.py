@@ -234,9 +234,13 @@ class CpuExecutable:
         report = self.report()
         lines.append(f"steps: {report['steps']}; fused instructions: "
                      f"{report['fused_instructions']}; fallbacks: {report['fallbacks'] or 0}")
-        host = report["host"]
-        lines.append(f"host: {host['cpu']} ({host['features']}), LLVM {host['llvm']}")
+        lines.append(self._target_line(report))
         return "\n".join(lines)
+
+    def _target_line(self, report: dict) -> str:
+        """The last line of ``as_text``: what the code was generated for."""
+        host = report["host"]
+        return f"host: {host['cpu']} ({host['features']}), LLVM {host['llvm']}"
 
 
 class CpuBackend:

@@ -184,7 +184,10 @@ def _group(inst: Instruction, ctx, groups: dict) -> list[int]:
 
 def _start_one(inst: Instruction, operand: np.ndarray, ctx, groups: dict):
     name, attrs, communicator = inst.op.name, inst.attrs, ctx.communicator
-    x = np.asarray(operand, order="C")  # keeps 0-d arrays 0-d
+    # keeps 0-d arrays 0-d; a device array (CuPy, for a communicator that takes them) is
+    # passed as it is, made contiguous by its backend
+    x = operand if hasattr(operand, "__cuda_array_interface__") else np.asarray(operand,
+                                                                                 order="C")
     if name == "collective-permute":
         partitions = ctx.num_partitions
         if _has_channel(attrs):

@@ -72,7 +72,7 @@ def dot_rule(inst: Instruction, operands: list, ctx: Context):
     return _finish(product.reshape(shape), result_dtype)
 
 
-def _dilate_and_pad(x: np.ndarray, window) -> np.ndarray:
+def _dilate_and_pad(x: np.ndarray, window, xp) -> np.ndarray:
     """Base-dilate and pad (negative padding crops) the spatial dims of (N, C, spatial...)."""
     for s, w in enumerate(window.dims):
         axis = s + 2
@@ -80,14 +80,14 @@ def _dilate_and_pad(x: np.ndarray, window) -> np.ndarray:
         if w.lhs_dilation > 1 and n > 0:
             shape = list(x.shape)
             shape[axis] = (n - 1) * w.lhs_dilation + 1
-            dilated = np.zeros(shape, dtype=x.dtype)
+            dilated = xp.zeros(shape, dtype=x.dtype)
             index = [slice(None)] * x.ndim
             index[axis] = slice(None, None, w.lhs_dilation)
             dilated[tuple(index)] = x
             x = dilated
         widths = [(0, 0)] * x.ndim
         widths[axis] = (max(w.padding_low, 0), max(w.padding_high, 0))
-        x = np.pad(x, widths)
+        x = xp.pad(x, widths)
         index = [slice(None)] * x.ndim
         index[axis] = slice(max(-w.padding_low, 0), x.shape[axis] - max(-w.padding_high, 0))
         x = x[tuple(index)]
@@ -97,29 +97,35 @@ def _dilate_and_pad(x: np.ndarray, window) -> np.ndarray:
 @EVALUATE.register("convolution")
 def convolution_rule(inst: Instruction, operands: list, ctx: Context):
     lhs, rhs = operands
+    work = _work_dtype(inst.shape.dtype.numpy)
+    return _finish(convolution(inst, lhs, rhs, work), inst.shape.dtype.numpy)
+
+
+def convolution(inst: Instruction, lhs, rhs, work: np.dtype, xp=np):
+    """``convolution`` in dtype ``work``, as one GEMM per kernel tap (im2col a tap at a
+    time), accumulated in tap order; ``xp`` is the operands' array module (numpy here, CuPy on
+    the GPU backend)."""
     attrs = inst.attrs
     dn, window = attrs.dim_labels, attrs.window
     groups, batch_groups = attrs.feature_group_count, attrs.batch_group_count
     if groups > 1 and batch_groups > 1:
         raise EvaluationError(f"convolution {inst.name}: feature_group_count={groups} and "
                               f"batch_group_count={batch_groups} cannot both exceed 1")
-    result_dtype = inst.shape.dtype.numpy
-    work = _work_dtype(result_dtype)
-    x = np.transpose(lhs, (dn.input_batch, dn.input_feature) + dn.input_spatial).astype(work)
-    kernel = np.transpose(rhs, (dn.kernel_output_feature, dn.kernel_input_feature)
+    x = xp.transpose(lhs, (dn.input_batch, dn.input_feature) + dn.input_spatial).astype(work)
+    kernel = xp.transpose(rhs, (dn.kernel_output_feature, dn.kernel_input_feature)
                           + dn.kernel_spatial).astype(work)
     flips = tuple(s + 2 for s, w in enumerate(window.dims) if w.reversal)
     if flips:
-        kernel = np.flip(kernel, axis=flips)
+        kernel = xp.flip(kernel, axis=flips)
     out_spatial = tuple(inst.shape.dims[d] for d in dn.output_spatial)
     n, c = x.shape[:2]
     o = kernel.shape[0]
     g = max(groups, batch_groups)
     m = int(np.prod(out_spatial, dtype=np.int64))
-    padded = _dilate_and_pad(x, window)
+    padded = _dilate_and_pad(x, window, xp)
     # Groups: lhs (g, batch_g, channels_g, ...) against kernel (g, out_g, channels_g).
     batch_g, channels_g, out_g = n // batch_groups, c // groups, o // g
-    total = np.zeros((g, out_g, batch_g * m), dtype=work)
+    total = xp.zeros((g, out_g, batch_g * m), dtype=work)
     kernel = kernel.reshape((g, out_g) + kernel.shape[1:])
     with np.errstate(all="ignore"):
         for offsets in itertools.product(*(range(w.size) for w in window.dims)):
@@ -134,8 +140,8 @@ def convolution_rule(inst: Instruction, operands: list, ctx: Context):
             else:
                 taps = taps.reshape(n, g, channels_g, m).transpose(1, 2, 0, 3)
             taps = taps.reshape(g, channels_g, batch_g * m)
-            total += np.matmul(kernel[(Ellipsis,) + tuple(offsets)], taps)
+            total += xp.matmul(kernel[(Ellipsis,) + tuple(offsets)], taps)
     # (g, out_g, batch_g, spatial) -> (batch, feature, spatial) -> the output's layout.
     result = total.reshape((o, batch_g) + out_spatial).swapaxes(0, 1)
     order = (dn.output_batch, dn.output_feature) + dn.output_spatial
-    return _finish(np.transpose(result, np.argsort(order)), result_dtype)
+    return xp.transpose(result, tuple(int(d) for d in np.argsort(order)))

@@ -73,18 +73,18 @@ def dynamic_update_slice_rule(inst, operands, ctx):
 # Gather
 
 
-def _index_vectors(indices, index_vector_dim: int) -> np.ndarray:
+def _index_vectors(indices, index_vector_dim: int, xp=np) -> np.ndarray:
     """The start vectors, with the index vector moved to the last dim: [batch..., k]."""
-    indices = as_int64_indices(indices)
+    indices = as_int64_indices(indices, xp)
     if index_vector_dim == indices.ndim:
         return indices[..., None]
-    return np.moveaxis(indices, index_vector_dim, -1)
+    return xp.moveaxis(indices, index_vector_dim, -1)
 
 
-def _batch_iota(batch_shape, position: int) -> np.ndarray:
+def _batch_iota(batch_shape, position: int, xp=np) -> np.ndarray:
     shape = [1] * len(batch_shape)
     shape[position] = batch_shape[position]
-    return np.arange(batch_shape[position]).reshape(shape)
+    return xp.arange(batch_shape[position]).reshape(shape)
 
 
 def _batch_position(index_dim: int, index_vector_dim: int) -> int:
@@ -92,29 +92,29 @@ def _batch_position(index_dim: int, index_vector_dim: int) -> int:
 
 
 def _starts(vectors, operand_dims, index_map, batching_dims, index_batching_dims,
-            index_vector_dim, clamp_sizes=None) -> list[np.ndarray]:
+            index_vector_dim, clamp_sizes=None, xp=np) -> list[np.ndarray]:
     """Per operand dim, the start of each position's window (shape = batch shape)."""
     batch_shape = vectors.shape[:-1]
-    starts = [np.zeros(batch_shape, np.int64) for _ in operand_dims]
+    starts = [xp.zeros(batch_shape, np.int64) for _ in operand_dims]
     for k, d in enumerate(index_map):
         start = vectors[..., k]
         if clamp_sizes is not None:
-            start = np.clip(start, 0, operand_dims[d] - clamp_sizes[d])
+            start = xp.clip(start, 0, operand_dims[d] - clamp_sizes[d])
         starts[d] = start
     for d, index_dim in zip(batching_dims, index_batching_dims):
         position = _batch_position(index_dim, index_vector_dim)
-        starts[d] = starts[d] + _batch_iota(batch_shape, position)
-    return [np.broadcast_to(s, batch_shape) for s in starts]
+        starts[d] = starts[d] + _batch_iota(batch_shape, position, xp)
+    return [xp.broadcast_to(s, batch_shape) for s in starts]
 
 
-def _window_indices(starts, window_sizes) -> tuple[np.ndarray, ...]:
+def _window_indices(starts, window_sizes, xp=np) -> tuple[np.ndarray, ...]:
     """Full index arrays of shape batch + window_sizes, one per operand dim."""
     batch_rank, rank = starts[0].ndim, len(starts)
     full = []
     for d, (start, size) in enumerate(zip(starts, window_sizes)):
         offset_shape = [1] * rank
         offset_shape[d] = size
-        offsets = np.arange(size).reshape(offset_shape)
+        offsets = xp.arange(size).reshape(offset_shape)
         full.append(start.reshape(start.shape + (1,) * rank) + offsets.reshape(
             (1,) * batch_rank + tuple(offset_shape)))
     return tuple(full)
@@ -122,14 +122,19 @@ def _window_indices(starts, window_sizes) -> tuple[np.ndarray, ...]:
 
 @EVALUATE.register("gather")
 def gather_rule(inst, operands, ctx):
-    operand, indices = np.asarray(operands[0]), operands[1]
+    return gather(inst, np.asarray(operands[0]), operands[1])
+
+
+def gather(inst, operand, indices, xp=np):
+    """``gather`` of ``operand`` at ``indices`` by fancy indexing; ``xp`` is their array
+    module (numpy, or CuPy on the GPU backend)."""
     attrs = inst.attrs
-    vectors = _index_vectors(indices, attrs.index_vector_dim)
+    vectors = _index_vectors(indices, attrs.index_vector_dim, xp)
     sizes = attrs.slice_sizes
     starts = _starts(vectors, operand.shape, attrs.start_index_map, attrs.operand_batching_dims,
-                     attrs.start_indices_batching_dims, attrs.index_vector_dim, sizes)
+                     attrs.start_indices_batching_dims, attrs.index_vector_dim, sizes, xp)
     batch_shape = vectors.shape[:-1]
-    gathered = operand[_window_indices(starts, sizes)] if operand.size else np.zeros(
+    gathered = operand[_window_indices(starts, sizes, xp)] if operand.size else xp.zeros(
         batch_shape + tuple(sizes), operand.dtype)
     # Drop collapsed and batching dims, keeping the offset dims in operand order.
     dropped = set(attrs.collapsed_slice_dims) | set(attrs.operand_batching_dims)
@@ -140,7 +145,7 @@ def gather_rule(inst, operands, ctx):
     offset_axes = iter(range(len(batch_shape), len(batch_shape) + len(kept)))
     permutation = [next(offset_axes) if r in attrs.offset_dims else next(batch_axes)
                    for r in range(len(inst.shape.dims))]
-    return np.asarray(np.transpose(gathered, permutation), order="C")
+    return xp.asarray(xp.transpose(gathered, permutation), order="C")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -149,11 +149,12 @@ def convert(array, dtype) -> np.ndarray:
     return to_storage(array, target)
 
 
-def as_int64_indices(array) -> np.ndarray:
-    """Index values as int64, saturating huge unsigned values (so clamping still works)."""
-    array = np.asarray(array)
+def as_int64_indices(array, xp=np) -> np.ndarray:
+    """Index values as int64, saturating huge unsigned values (so clamping still works);
+    ``xp`` is the array module (numpy, or CuPy on the GPU backend)."""
+    array = xp.asarray(array)
     if array.dtype.kind == "u" and array.dtype.itemsize == 8:
-        array = np.minimum(array, np.uint64(np.iinfo(np.int64).max))
+        array = xp.minimum(array, np.uint64(np.iinfo(np.int64).max))
     if array.dtype in _SUB_BYTE_INTS:
         return array.astype(np.int64)
     return array.astype(np.int64)

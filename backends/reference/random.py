@@ -35,12 +35,13 @@ def _rotl(x: np.ndarray, r: int) -> np.ndarray:
     return (x << _U32(r)) | (x >> _U32(32 - r))
 
 
-def threefry2x32(k0, k1, x0, x1) -> tuple[np.ndarray, np.ndarray]:
-    """Threefry-2x32 with 20 rounds on uint32 arrays (keys broadcast)."""
+def threefry2x32(k0, k1, x0, x1, xp=np) -> tuple[np.ndarray, np.ndarray]:
+    """Threefry-2x32 with 20 rounds on uint32 arrays (keys broadcast); ``xp`` is the array
+    module of the counters (numpy, or CuPy on the GPU backend)."""
     k0, k1 = np.asarray(k0, _U32), np.asarray(k1, _U32)
     ks = (k0, k1, _U32(0x1BD11BDA) ^ k0 ^ k1)
-    x0 = np.asarray(x0, _U32) + ks[0]
-    x1 = np.asarray(x1, _U32) + ks[1]
+    x0 = xp.asarray(x0, _U32) + ks[0]
+    x1 = xp.asarray(x1, _U32) + ks[1]
     for group in range(5):
         for r in _ROTATIONS[group % 2]:
             x0 = x0 + x1
@@ -51,10 +52,10 @@ def threefry2x32(k0, k1, x0, x1) -> tuple[np.ndarray, np.ndarray]:
     return x0, x1
 
 
-def philox4x32(key: tuple, counters: list) -> list:
-    """Philox-4x32 with 10 rounds; `counters` is four uint32 arrays."""
+def philox4x32(key: tuple, counters: list, xp=np) -> list:
+    """Philox-4x32 with 10 rounds; `counters` is four uint32 arrays (of module ``xp``)."""
     k0, k1 = (np.asarray(k, _U32) for k in key)
-    x = [np.asarray(c, _U32) for c in counters]
+    x = [xp.asarray(c, _U32) for c in counters]
     for round_index in range(10):
         if round_index:
             k0 = k0 + _U32(0x9E3779B9)
@@ -67,8 +68,8 @@ def philox4x32(key: tuple, counters: list) -> list:
     return x
 
 
-def _words(value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    value = np.asarray(value, np.uint64)
+def _words(value: np.ndarray, xp=np) -> tuple[np.ndarray, np.ndarray]:
+    value = xp.asarray(value, np.uint64)
     return value.astype(_U32), (value >> np.uint64(32)).astype(_U32)
 
 
@@ -76,18 +77,18 @@ def _join(low: np.ndarray, high: np.ndarray) -> np.ndarray:
     return low.astype(np.uint64) | (high.astype(np.uint64) << np.uint64(32))
 
 
-def _threefry_counters(key, counter, dims):
+def _threefry_counters(key, counter, dims, xp):
     count = int(np.prod(dims, dtype=np.int64))
-    counters = np.uint64(counter) + np.arange(count, dtype=np.uint64)
+    counters = np.uint64(counter) + xp.arange(count, dtype=np.uint64)
     k0, k1 = _words(key)
-    x0, x1 = threefry2x32(k0, k1, *_words(counters))
+    x0, x1 = threefry2x32(k0, k1, *_words(counters, xp), xp=xp)
     return x0.reshape(dims), x1.reshape(dims), count
 
 
-def _three_fry(state: np.ndarray, dims: tuple, bits: int):
+def _three_fry(state: np.ndarray, dims: tuple, bits: int, xp):
     key, counter = state[0], state[1]
     if bits == 64:
-        x0, x1, count = _threefry_counters(key, counter, dims)
+        x0, x1, count = _threefry_counters(key, counter, dims, xp)
         output = _join(x0, x1)
     else:
         # XLA splits the first even dim, else the largest (first of equals).
@@ -95,13 +96,13 @@ def _three_fry(state: np.ndarray, dims: tuple, bits: int):
         if split is None and dims and max(dims) > 1:
             split = int(np.argmax(dims))
         if split is None:
-            x0, _, count = _threefry_counters(key, counter, dims)
+            x0, _, count = _threefry_counters(key, counter, dims, xp)
             output = x0
         else:
             half = list(dims)
             half[split] = -(-dims[split] // 2)
-            x0, x1, count = _threefry_counters(key, counter, tuple(half))
-            both = np.stack([x0, x1], axis=split + 1)
+            x0, x1, count = _threefry_counters(key, counter, tuple(half), xp)
+            both = xp.stack([x0, x1], axis=split + 1)
             padded = list(dims)
             padded[split] = half[split] * 2
             output = both.reshape(padded)[tuple(slice(0, n) for n in dims)]
@@ -110,7 +111,7 @@ def _three_fry(state: np.ndarray, dims: tuple, bits: int):
     return new_state, output
 
 
-def _philox(state: np.ndarray, dims: tuple, bits: int):
+def _philox(state: np.ndarray, dims: tuple, bits: int, xp):
     key = state[0]
     low = np.uint64(state[1])
     # The 128-bit counter is (state[1], state[2]); with a u64[2] state XLA takes the key as
@@ -119,14 +120,14 @@ def _philox(state: np.ndarray, dims: tuple, bits: int):
     count = int(np.prod(dims, dtype=np.int64))
     words_needed = count * 2 if bits == 64 else count
     blocks = -(-words_needed // 4)
-    offsets = np.arange(blocks, dtype=np.uint64)
+    offsets = xp.arange(blocks, dtype=np.uint64)
     counter_low = low + offsets
     counter_high = high + (counter_low < low).astype(np.uint64)  # carry into the high word
-    x = philox4x32(_words(key), [*_words(counter_low), *_words(counter_high)])
+    x = philox4x32(_words(key), [*_words(counter_low, xp), *_words(counter_high, xp)], xp)
     if bits == 64:
-        numbers = np.stack([_join(x[0], x[1]), _join(x[2], x[3])], axis=1).reshape(-1)
+        numbers = xp.stack([_join(x[0], x[1]), _join(x[2], x[3])], axis=1).reshape(-1)
     else:
-        numbers = np.stack(x, axis=1).reshape(-1)
+        numbers = xp.stack(x, axis=1).reshape(-1)
     output = numbers[:count].reshape(dims)
     new_low = low + np.uint64(blocks)
     new_state = np.array(state, dtype=np.uint64)
@@ -138,7 +139,14 @@ def _philox(state: np.ndarray, dims: tuple, bits: int):
 
 @EVALUATE.register("rng-bit-generator")
 def rng_bit_generator_rule(inst: Instruction, operands: list, ctx: Context):
-    (state,) = operands
+    new_state, bits = rng_bit_generator(inst, np.asarray(operands[0]))
+    return new_state, bits.view(inst.shape.elements[1].dtype.numpy)
+
+
+def rng_bit_generator(inst: Instruction, state: np.ndarray, xp=np) -> tuple:
+    """(new state, the bits as unsigned integers of the output's width) of ``inst`` from its
+    ``state`` (a small host array); the bits are computed with array module ``xp`` (numpy
+    here, CuPy on the GPU backend)."""
     out_shape = inst.shape.elements[1]
     dtype = out_shape.dtype
     bits = dtype.bits
@@ -150,13 +158,12 @@ def rng_bit_generator_rule(inst: Instruction, operands: list, ctx: Context):
     with np.errstate(over="ignore"):
         if algorithm is RngAlgorithm.THREE_FRY:
             new_state, raw = _three_fry(np.asarray(state, np.uint64), out_shape.dims,
-                                        generate_bits)
+                                        generate_bits, xp)
         else:  # PHILOX, and DEFAULT, which XLA's CPU and GPU backends run as PHILOX
             new_state, raw = _philox(np.asarray(state, np.uint64), out_shape.dims,
-                                     generate_bits)
+                                     generate_bits, xp)
     unsigned = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[bits]
-    output = raw.astype(unsigned).view(dtype.numpy)
-    return new_state.astype(inst.shape.elements[0].dtype.numpy), output
+    return new_state.astype(inst.shape.elements[0].dtype.numpy), raw.astype(unsigned)
 
 
 @EVALUATE.register("rng")

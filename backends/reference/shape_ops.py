@@ -128,11 +128,13 @@ def concatenate_rule(inst, operands, ctx):
     return np.concatenate(operands, axis=inst.attrs.dimensions[0])
 
 
-def pad(x: np.ndarray, value, padding) -> np.ndarray:
-    """HLO pad: interior padding first, then edges, which may be negative (cutting)."""
+def pad(x: np.ndarray, value, padding, xp=np) -> np.ndarray:
+    """HLO pad: interior padding first, then edges, which may be negative (cutting); ``xp``
+    is the array module of ``x`` (numpy, or CuPy on the GPU backend)."""
     grown = [max(p.low, 0) + n + max(n - 1, 0) * p.interior + max(p.high, 0)
              for p, n in zip(padding, x.shape)]
-    result = np.full(grown, value, dtype=x.dtype)
+    result = xp.empty(grown, dtype=x.dtype)
+    result[...] = value
     placed = tuple(slice(max(p.low, 0), max(p.low, 0) + max(n - 1, 0) * (p.interior + 1) + 1,
                          p.interior + 1) if n else slice(0, 0)
                    for p, n in zip(padding, x.shape))

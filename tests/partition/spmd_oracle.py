@@ -25,12 +25,13 @@ def _flatten(value):
 
 def run_on_devices(spmd, per_device, n, backend):
     """Every device's results: in lockstep on the reference evaluator, or compiled by
-    `backend` and run on one thread per in-process device."""
+    `backend` (a name or a Backend) and run on one thread per in-process device."""
     if backend == "reference":
         return evaluate_spmd(spmd, per_device, n)
     from xla_spmd.backends import get_backend
     from xla_spmd.collectives import LocalWorld
-    executable = get_backend(backend).compile(spmd, tuple(range(n)))
+    backend = get_backend(backend) if isinstance(backend, str) else backend
+    executable = backend.compile(spmd, tuple(range(n)))
     return LocalWorld(n).run(lambda comm: tuple(executable.run(comm.rank,
                                                                per_device[comm.rank], comm)))
 

@@ -4,7 +4,8 @@
 and returns each one's results (flattened). In-process devices are threads, one per device
 (`LocalWorld.run`), that exchange data through `xla_spmd.collectives.local`, sharing the
 cores' BLAS threads; under MPI this process runs its one device and collectives go through
-`xla_spmd.collectives.mpi`. The program is the same; only the communicator differs.
+`xla_spmd.collectives.mpi` (or NCCL, `xla_spmd.collectives.nccl`, for a GPU executable).
+The program is the same; only the communicator differs.
 
 >>> import numpy as np, xla_spmd as xs
 >>> from xla_spmd.backends import get_backend
@@ -42,6 +43,7 @@ from xla_spmd.runtime.devices import topology
 
 _local_worlds: dict[int, object] = {}
 _mpi_communicator = None
+_nccl_communicator = None
 
 
 def _local_world(num_devices: int):
@@ -62,6 +64,17 @@ def mpi_communicator():
         install_abort_on_error()
         _mpi_communicator = MpiCommunicator()
     return _mpi_communicator
+
+
+def nccl_communicator(gpu: int):
+    """This rank's NCCL communicator on GPU ``gpu`` (for executables whose collectives run on
+    the GPU: ``executable.collectives == "nccl"``); unique ids travel over the MPI one."""
+    global _nccl_communicator
+    if _nccl_communicator is None:
+        from xla_spmd.collectives.nccl import NcclCommunicator
+
+        _nccl_communicator = NcclCommunicator(mpi=mpi_communicator(), device=gpu)
+    return _nccl_communicator
 
 
 @contextlib.contextmanager
@@ -117,6 +130,8 @@ def execute(executable: Executable, per_device_args: Mapping[int, Sequence]
         communicator.set_program(program_fingerprint(executable))
         if device >= count:
             return {}
+        if getattr(executable, "collectives", None) == "nccl":
+            communicator = nccl_communicator(executable.gpu_of(device))
         return {device: executable.run(device, per_device_args[device], communicator)}
     world = _local_world(count)
     with blas_threads_per_device(count):
