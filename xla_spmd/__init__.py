@@ -60,6 +60,20 @@ _EXPORTS = {
     "tree_structure": "xla_spmd.frontend.pytree",
     "register_pytree_node": "xla_spmd.frontend.pytree",
     "register_dataclass": "xla_spmd.frontend.pytree",
+    "vmap": "xla_spmd.frontend.transforms",
+    "jvp": "xla_spmd.frontend.transforms",
+    "linearize": "xla_spmd.frontend.transforms",
+    "jacfwd": "xla_spmd.frontend.transforms",
+    "jacrev": "xla_spmd.frontend.transforms",
+    "hessian": "xla_spmd.frontend.transforms",
+    "remat": "xla_spmd.frontend.transforms",
+    "checkpoint_policies": "xla_spmd.frontend.transforms",
+    "custom_vjp": "xla_spmd.frontend.transforms",
+    "custom_jvp": "xla_spmd.frontend.transforms",
+    "eval_shape": "xla_spmd.frontend.transforms",
+    "ShapeDtypeStruct": "xla_spmd.frontend.transforms",
+    "device_get": "xla_spmd.api",
+    "block_until_ready": "xla_spmd.api",
 }
 
 

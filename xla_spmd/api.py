@@ -318,3 +318,26 @@ def device_put(value, sharding):
     """`xla_spmd.runtime.device_put`, returning `Array`s (whose math runs on the devices)."""
     from xla_spmd.frontend.pytree import tree_map
     return tree_map(Array.of, runtime_device_put(value, sharding))
+
+
+def device_get(tree):
+    """The values of a pytree of arrays as numpy arrays on the host (JAX's ``device_get``);
+    leaves that are not arrays are returned as they are."""
+    from xla_spmd.frontend.pytree import tree_map
+
+    def get(x):
+        if isinstance(x, ShardedArray) or hasattr(x, "__array__"):
+            return np.asarray(x)
+        return x
+    return tree_map(get, tree)
+
+
+def block_until_ready(tree):
+    """Wait until every array of `tree` is computed, and return `tree` (JAX's
+    ``block_until_ready``)."""
+    from xla_spmd.frontend.pytree import tree_leaves
+    for leaf in tree_leaves(tree):
+        wait = getattr(leaf, "block_until_ready", None)
+        if wait is not None:
+            wait()
+    return tree

@@ -17,6 +17,12 @@ from xla_spmd.ir import Computation, Registry, TupleShape
 VJP = Registry("VJP")
 """opcode -> rule(ct, inst, operands, out) -> one cotangent (or None) per operand."""
 
+CUSTOM_RULE = "xla_spmd.custom_vjp"
+"""The frontend attribute of a ``call`` with a user-defined VJP (custom_vjp, custom_jvp): its
+value is the key of the rule in `CUSTOM_RULES`."""
+CUSTOM_RULES: dict[str, object] = {}
+"""key -> rule(cotangent leaves of the call's results, operands) -> operand cotangents."""
+
 
 def differentiable(aval) -> bool:
     if isinstance(aval, TupleShape):

@@ -16,6 +16,8 @@ from __future__ import annotations
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax
 from xla_spmd.frontend.ad import (
+    CUSTOM_RULE,
+    CUSTOM_RULES,
     VJP,
     backward,
     differentiable,
@@ -143,6 +145,9 @@ def _call(ct, inst, ops, out):
     from xla_spmd.frontend.shard_map import Manual, psum_replicated
     callee = inst.attrs.to_apply
     ct_leaves = flat_cotangent(ct, inst.shape)
+    custom = inst.frontend_attribute(CUSTOM_RULE)
+    if custom is not None:  # custom_vjp / custom_jvp: the user's rule, on this trace's values
+        return CUSTOM_RULES[custom](ct_leaves, list(ops))
     m = len(ops)
     # A shard_map body call: the VJP sums each operand's cotangent over the manual axes
     # that operand is replicated over.
