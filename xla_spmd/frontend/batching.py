@@ -25,8 +25,8 @@ import dataclasses
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax
 from xla_spmd.frontend.tracing import (
-    aval_of,
     attrs_dict,
+    aval_of,
     bind,
     finish,
     fresh_name,
@@ -491,7 +491,7 @@ def _conditional(inst, operands, batched, size):
         chosen = lax.clamp(lax.constant(0, S32), index, lax.constant(last, S32))
         out = results[last]
         for k in reversed(range(last)):
-            out = _select_leaves(lax.compare(chosen, lax.constant(k, S32), "EQ"),
+            out = _select_leaves(lax.compare(chosen, lax.full((size,), k, S32), "EQ"),
                                  results[k], out)
         return out
     return _select_leaves(index, results[0], results[1])
