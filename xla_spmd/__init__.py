@@ -30,6 +30,7 @@ _EXPORTS = {
     "PartitionSpec": "xla_spmd.sharding",
     "P": "xla_spmd.sharding",
     "visualize_sharding": "xla_spmd.sharding",
+    "render_sharding": "xla_spmd.sharding",
     "HloSharding": "xla_spmd.ir.hlo_sharding",
     "devices": "xla_spmd.runtime",
     "local_devices": "xla_spmd.runtime",

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import xla_spmd.cost as cost
 import xla_spmd.numpy as xnp
 import xla_spmd.pipeline as pipeline
 from xla_spmd.frontend import jit as frontend_jit
@@ -84,6 +85,20 @@ class Jitted(frontend_jit.Jitted):
     def spmd_module(self, lowered: frontend_jit.Lowered) -> Module | None:
         compiled = self.device_program(lowered)
         return None if compiled is None else compiled.program.spmd_module
+
+    def propagated_module(self, lowered: frontend_jit.Lowered) -> Module | None:
+        compiled = self.device_program(lowered)
+        return None if compiled is None else compiled.program.module
+
+    @staticmethod
+    def cost_analysis(module: Module) -> dict:
+        """FLOPs and bytes accessed of one device running `module` (see `Compiled`)."""
+        return cost.totals(module)
+
+    @staticmethod
+    def memory_analysis(module: Module):
+        """Per-device memory of `module` (see `Compiled`)."""
+        return cost.memory_stats(module)
 
 
 def jit(fn: Callable | None = None, *, in_shardings=None, out_shardings=None,
@@ -178,6 +193,50 @@ class Array(ShardedArray):
     def __pos__(self):
         return self
 
+    @property
+    def at(self):
+        """Out-of-place updates run on the devices, as ``jax.Array.at``:
+        ``x.at[i].set(v)``, ``.add``, ``.multiply``, ``.min``, ``.max``, ``.get()``."""
+        return _AtHelper(self)
+
+
+class _AtHelper:
+    def __init__(self, array: Array):
+        self.array = array
+
+    def __getitem__(self, index):
+        return _AtRef(self.array, index)
+
+
+class _AtRef:
+    def __init__(self, array: Array, index):
+        self.array, self.index = array, index
+
+    def _update(self, method: str, values):
+        static, dynamic = _split_index(self.index)
+        if static is None:
+            raise TypeError("x.at[mask] with a boolean mask has a data-dependent shape; use "
+                            "xnp.where")
+        return _eager("at", static, method)(self.array, values, *dynamic)
+
+    def get(self):
+        return self.array[self.index]
+
+    def set(self, values):
+        return self._update("set", values)
+
+    def add(self, values):
+        return self._update("add", values)
+
+    def multiply(self, values):
+        return self._update("multiply", values)
+
+    def min(self, values):  # noqa: A003 (JAX's name)
+        return self._update("min", values)
+
+    def max(self, values):  # noqa: A003
+        return self._update("max", values)
+
 
 _EAGER: dict = {}  # (function name, static arguments) -> its jitted program (a few hundred)
 
@@ -189,8 +248,15 @@ def _eager(name: str, *static):
     if key not in _EAGER:
         if len(_EAGER) >= 256:  # many distinct static arguments: start over
             _EAGER.clear()
-        function = getattr(xnp, name)
-        if name == "getitem":
+        function = getattr(xnp, name, None)
+        if name == "at":
+            index, method = static
+
+            def update(x, values, *arrays):
+                ref = xnp.asarray(x).at[_join_index(index, arrays)]
+                return getattr(ref, method)(values)
+            _EAGER[key] = jit(update)
+        elif name == "getitem":
             _EAGER[key] = jit(lambda x, *arrays: function(x, _join_index(static[0], arrays)))
         else:
             _EAGER[key] = jit(lambda *args: function(*args, *static))

@@ -130,6 +130,14 @@ class ShardedArray(ArrayInterface):
         return [Shard(Device(d, topology().process_index), self.tensor_sharding.shard_slices(
             self.shape, d), data) for d, data in sorted(self._shards.items())]
 
+    def addressable_data(self, index: int):
+        """The data of this process's `index`-th shard (as JAX's ``addressable_data``)."""
+        shards = self.addressable_shards
+        if not -len(shards) <= index < len(shards):
+            raise IndexError(f"addressable_data({index}): this process holds {len(shards)} "
+                             "shards")
+        return shards[index].data
+
     def shard_data(self, device: int, padded: bool = False) -> np.ndarray:
         """Device `device`'s shard; `padded` pads uneven shards to the ceiling shard shape
         (what a partitioned program takes), with zeros."""

@@ -25,7 +25,7 @@ from .sdy_text import (
     print_sharding_per_value,
 )
 from .tensor_sharding import DimSharding, TensorSharding
-from .visualize import tile_devices, visualize_sharding
+from .visualize import render_sharding, tile_devices, visualize_sharding
 
 __all__ = [
     "UNCONSTRAINED", "AxisRef", "DimSharding", "ImportedSharding", "Mesh", "NamedSharding", "P",
@@ -34,4 +34,5 @@ __all__ = [
     "hlo_tuple_to_axes", "make_mesh", "parse_sharding", "parse_sharding_per_value",
     "print_sharding", "print_sharding_per_value", "tile_devices", "user_sharding",
     "visualize_sharding",
+    "render_sharding",
 ]
