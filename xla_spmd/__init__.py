@@ -74,6 +74,9 @@ _EXPORTS = {
     "eval_shape": "xla_spmd.frontend.transforms",
     "ShapeDtypeStruct": "xla_spmd.frontend.transforms",
     "device_get": "xla_spmd.api",
+    "make_array_from_callback": "xla_spmd.api",
+    "make_array_from_single_device_arrays": "xla_spmd.api",
+    "make_array_from_process_local_data": "xla_spmd.api",
     "block_until_ready": "xla_spmd.api",
 }
 

@@ -407,3 +407,23 @@ def block_until_ready(tree):
         if wait is not None:
             wait()
     return tree
+
+
+def make_array_from_callback(shape, sharding, data_callback, dtype=None) -> Array:
+    """`xla_spmd.runtime.make_array_from_callback`, as an `Array`."""
+    from xla_spmd.runtime import sharded_array
+    return Array.of(sharded_array.make_array_from_callback(shape, sharding, data_callback,
+                                                           dtype))
+
+
+def make_array_from_single_device_arrays(shape, sharding, arrays) -> Array:
+    """`xla_spmd.runtime.make_array_from_single_device_arrays`, as an `Array`."""
+    from xla_spmd.runtime import sharded_array
+    return Array.of(sharded_array.make_array_from_single_device_arrays(shape, sharding, arrays))
+
+
+def make_array_from_process_local_data(sharding, local_data, global_shape=None) -> Array:
+    """`xla_spmd.runtime.make_array_from_process_local_data`, as an `Array`."""
+    from xla_spmd.runtime import sharded_array
+    return Array.of(sharded_array.make_array_from_process_local_data(sharding, local_data,
+                                                                     global_shape))
