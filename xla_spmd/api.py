@@ -113,7 +113,7 @@ def jit(fn: Callable | None = None, *, in_shardings=None, out_shardings=None,
 
 
 def shard_map(fn: Callable | None = None, mesh=None, in_specs=None, out_specs=None,
-              axis_names=None):
+              axis_names=None, check_vma: bool = True):
     """`xla_spmd.frontend.shard_map.shard_map`; called outside a trace, it runs through
     `jit` on the mesh's devices. Without `fn` it is a decorator factory, as JAX's
     (``@shard_map(mesh=mesh, in_specs=P("x"), out_specs=P())``).
@@ -128,10 +128,11 @@ def shard_map(fn: Callable | None = None, mesh=None, in_specs=None, out_specs=No
     """
     if fn is None:
         return functools.partial(shard_map, mesh=mesh, in_specs=in_specs,
-                                 out_specs=out_specs, axis_names=axis_names)
+                                 out_specs=out_specs, axis_names=axis_names,
+                                 check_vma=check_vma)
     if mesh is None or in_specs is None or out_specs is None:
         raise TypeError("shard_map needs mesh=, in_specs= and out_specs=")
-    body = frontend_shard_map.shard_map(fn, mesh, in_specs, out_specs, axis_names)
+    body = frontend_shard_map.shard_map(fn, mesh, in_specs, out_specs, axis_names, check_vma)
     jitted = jit(body)
 
     @functools.wraps(fn)
