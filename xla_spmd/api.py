@@ -17,7 +17,6 @@ array([24., 32.], dtype=float32)
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,7 +26,6 @@ import numpy as np
 import xla_spmd.cost as cost
 import xla_spmd.numpy as xnp
 import xla_spmd.pipeline as pipeline
-from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import jit as frontend_jit
 from xla_spmd.frontend import shard_map as frontend_shard_map
 from xla_spmd.frontend.pytree import tree_unflatten
@@ -433,64 +431,17 @@ def make_array_from_process_local_data(sharding, local_data, global_shape=None) 
 
 
 # ---------------------------------------------------------------------------------------------
-# Sharding in types, as far as it goes here: the current mesh, reshard, typeof
-
-_MESHES: list = []  # the meshes of enclosing `use_mesh` blocks, innermost last
-
-
-@contextlib.contextmanager
-def use_mesh(mesh):
-    """Within the block, a bare `PartitionSpec` given to `reshard` means a sharding over
-    `mesh` (JAX's ``jax.sharding.use_mesh`` / ``jax.set_mesh`` as a context manager)."""
-    _MESHES.append(mesh)
-    try:
-        yield mesh
-    finally:
-        _MESHES.pop()
-
-
-set_mesh = use_mesh
-
-
-def _named(sharding, value, what: str):
-    from xla_spmd.sharding import NamedSharding, PartitionSpec
-    if not isinstance(sharding, PartitionSpec):
-        return sharding
-    mesh = _MESHES[-1] if _MESHES else getattr(typeof(value).sharding, "mesh", None)
-    if mesh is None:
-        raise XlaSpmdError(f"{what}: a PartitionSpec needs a mesh; give a NamedSharding, or "
-                           "call it inside `with xs.use_mesh(mesh):`")
-    return NamedSharding(mesh, sharding)
+# Sharding in types, as far as it goes here (the current mesh and typeof: frontend.jit)
 
 
 def reshard(x, out_shardings):
     """`x` (a pytree) resharded to `out_shardings` (a sharding or PartitionSpec, or a pytree
     prefix of them), as JAX's ``reshard``: inside a traced function a hard sharding
     constraint, outside it a transfer to the devices (`device_put`)."""
-    from xla_spmd.frontend.pytree import broadcast_prefix, tree_flatten
-    from xla_spmd.sharding import NamedSharding, PartitionSpec, TensorSharding
+    from xla_spmd.frontend.pytree import tree_flatten
     leaves, tree = tree_flatten(x)
-    shardings = broadcast_prefix(out_shardings, x, lambda s: isinstance(
-        s, (NamedSharding, PartitionSpec, TensorSharding)), "reshard out_shardings")
-    named = [_named(s, v, "reshard") for s, v in zip(shardings, leaves)]
+    named = frontend_jit.shardings_for(out_shardings, x, "reshard")
     if current_trace() is not None:
         return tree_unflatten(tree, [frontend_jit.with_sharding_constraint(v, s)
                                      for v, s in zip(leaves, named)])
     return tree_unflatten(tree, [device_put(v, s) for v, s in zip(leaves, named)])
-
-
-def typeof(x):
-    """The type of `x`: shape, dtype and sharding (a `ShapeDtypeStruct`), as JAX's
-    ``typeof``. The sharding is the array's own, or for a traced value the one it was given
-    (an argument's in_sharding, a constraint, a reshard); None where propagation decides."""
-    from xla_spmd.frontend.tracing import Tracer, aval_of
-    from xla_spmd.frontend.transforms import ShapeDtypeStruct
-    from xla_spmd.sharding import TensorSharding, user_sharding
-    aval = aval_of(x)
-    if isinstance(x, Tracer):
-        sharding = x.inst.sharding
-        sharding = user_sharding(sharding) if isinstance(sharding, TensorSharding) else None
-    else:
-        sharding = getattr(x, "sharding", None) if isinstance(x, ShardedArray) else None
-    return ShapeDtypeStruct(aval.dims, aval.dtype.numpy, sharding=sharding,
-                            weak_type=bool(getattr(x, "weak_type", False)))

@@ -16,6 +16,7 @@ devices.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import warnings
@@ -559,3 +560,55 @@ def _single_device_module(module: Module) -> Module:
                 "devices), and the frontend's jit runs programs on one device; use xs.jit "
                 "(xla_spmd.api), which runs it on the mesh's devices")
     return strip_manual_boundaries(module)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sharding in types, as far as it goes here: the current mesh and typeof
+
+_MESHES: list = []  # the meshes of enclosing `use_mesh` blocks, innermost last
+
+
+@contextlib.contextmanager
+def use_mesh(mesh):
+    """Within the block, a bare `PartitionSpec` given to ``xs.reshard`` means a sharding over
+    `mesh` (JAX's ``jax.sharding.use_mesh`` / ``jax.set_mesh`` as a context manager)."""
+    _MESHES.append(mesh)
+    try:
+        yield mesh
+    finally:
+        _MESHES.pop()
+
+
+set_mesh = use_mesh
+
+
+def shardings_for(shardings, tree, what: str) -> list:
+    """One sharding per leaf of `tree` from a sharding or PartitionSpec (or a pytree prefix
+    of them); a bare spec is over the `use_mesh` mesh, else over the leaf's own mesh."""
+    per_leaf = broadcast_prefix(shardings, tree, _is_sharding_leaf, what)
+    out = []
+    for sharding, leaf in zip(per_leaf, tree_flatten(tree)[0]):
+        if isinstance(sharding, PartitionSpec):
+            mesh = _MESHES[-1] if _MESHES else getattr(typeof(leaf).sharding, "mesh", None)
+            if mesh is None:
+                raise XlaSpmdError(f"{what}: a PartitionSpec needs a mesh; give a "
+                                   "NamedSharding, or call it inside `with xs.use_mesh(mesh):`")
+            sharding = NamedSharding(mesh, sharding)
+        out.append(sharding)
+    return out
+
+
+def typeof(x):
+    """The type of `x`: shape, dtype and sharding (a `ShapeDtypeStruct`), as JAX's
+    ``typeof``. The sharding is the array's own, or for a traced value the one it was given
+    (an argument's in_sharding, a constraint, a reshard); None where propagation decides."""
+    from xla_spmd.frontend.tracing import Tracer, is_distributed
+    from xla_spmd.frontend.transforms import ShapeDtypeStruct
+    aval = aval_of(x)
+    if isinstance(x, Tracer):
+        sharding = x.inst.sharding
+        sharding = user_sharding(sharding) if isinstance(sharding, TensorSharding) else None
+    else:
+        sharding = getattr(x, "sharding", None) if is_distributed(x) else None
+    return ShapeDtypeStruct(aval.dims, aval.dtype.numpy, sharding=sharding,
+                            weak_type=bool(getattr(x, "weak_type", False)))
