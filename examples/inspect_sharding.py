@@ -66,7 +66,7 @@ def main() -> None:
         ranges = ", ".join(f"{start}:{start + size}" for start, size in offsets)
         print(f"  device {device}: coords {mesh.device_coords(device)}  holds [{ranges}]")
     if len(shape) <= 2:
-        print(xs.visualize_sharding(sharding, shape, use_color=not args.no_color))
+        xs.visualize_sharding(sharding, shape, use_color=not args.no_color)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from xla_spmd.iota import IotaForm, canonicalize_iota, find_iota
 
 from .axis import AxisRef, as_axis_ref, overlaps_any
 from .mesh import (
+    AxisType,
     DeviceGroups,
     Mesh,
     axes_within,
@@ -28,6 +29,7 @@ from .text import (
 )
 
 __all__ = [
+    "AxisType",
     "AxisRef", "Cursor", "DeviceGroups", "IotaForm", "Mesh", "as_axis_ref", "axes_within",
     "axis_digits", "canonicalize_iota", "check_disjoint", "merge_sub_axes", "overlaps_any",
     "find_iota", "make_mesh", "parse_mesh", "parse_mesh_at", "parse_mesh_decl", "parse_sdy_meshes",

@@ -23,6 +23,7 @@ import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 
 import numpy as np
 
@@ -199,13 +200,25 @@ class Mesh:
         return f"<[{axes}], device_ids=[{', '.join(map(str, self.device_ids))}]>"
 
 
+class AxisType(Enum):
+    """How a mesh axis is sharded, as JAX's ``jax.sharding.AxisType``. Here every axis is
+    propagated as Auto: Explicit is accepted (JAX 0.10's default) and behaves as Auto
+    (shardings are inferred by propagation, not checked while tracing); Manual is what
+    shard_map makes of an axis in its body."""
+
+    Auto = "auto"
+    Explicit = "explicit"
+    Manual = "manual"
+
+
 def make_mesh(axes: Mapping[str, int] | Sequence[tuple[str, int]] | Sequence[int],
               axis_names: Sequence[str] | None = None, *,
               device_ids: Iterable[int] | None = None, devices=None,
               axis_types=None) -> Mesh:
     """A mesh from ``{name: size}`` (major to minor), or as JAX's ``make_mesh(axis_shapes,
     axis_names, devices=...)``, over iota or the given device ids (or devices: anything with
-    an ``id``). `axis_types` is accepted for JAX's signature; every axis here is Auto.
+    an ``id``). `axis_types` (one `AxisType` per axis) is checked and accepted for JAX's
+    signature; every axis here is propagated as Auto.
 
     >>> make_mesh({"x": 4}, device_ids=[3, 2, 1, 0]).devices.tolist()
     [3, 2, 1, 0]
@@ -224,6 +237,11 @@ def make_mesh(axes: Mapping[str, int] | Sequence[tuple[str, int]] | Sequence[int
         device_ids = ids[:math.prod(s for _, s in (axes.items() if isinstance(axes, Mapping)
                                                     else axes))]
     items = list(axes.items()) if isinstance(axes, Mapping) else list(axes)
+    if axis_types is not None:
+        types = (axis_types,) if isinstance(axis_types, AxisType) else tuple(axis_types)
+        if len(types) != len(items) or not all(isinstance(t, AxisType) for t in types):
+            raise ShardingError(f"make_mesh: axis_types must be one AxisType per axis "
+                                f"({len(items)}), got {axis_types!r}")
     ids = None if device_ids is None else tuple(int(d) for d in device_ids)
     return Mesh(tuple(n for n, _ in items), tuple(s for _, s in items), ids)
 

@@ -40,3 +40,11 @@ def test_inspect_sharding_reports_bad_spec_without_traceback():
     result = run("examples/inspect_sharding.py", "--spec", "data,model", "--shape", "8")
     assert result.returncode != 0
     assert "Traceback" not in result.stderr and "rank 1" in result.stderr
+
+
+def test_transforms_example_sharded_equals_unsharded():
+    result = run("examples/transforms.py")
+    assert result.returncode == 0, result.stderr
+    differences = [float(line.rsplit("=", 1)[1]) for line in result.stdout.splitlines()
+                   if "max |sharded - unsharded|" in line]
+    assert len(differences) == 4 and max(differences) < 1e-5, result.stdout

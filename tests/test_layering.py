@@ -51,10 +51,12 @@ LAYERS = {
                          {"xla_spmd.errors", "xla_spmd.config", "xla_spmd.ir", "xla_spmd.mesh",
                           "xla_spmd.sharding", "xla_spmd.backends", "xla_spmd.collectives",
                           "xla_spmd.frontend.pytree"}),
-    # The user API at the top joins frontend tracing, the pipeline and the runtime.
+    # The user API at the top joins frontend tracing, the pipeline and the runtime (and
+    # prices compiled programs with the cost model: Compiled.cost_analysis).
     "xla_spmd/api.py": ("xla_spmd.api",
                         {"xla_spmd.errors", "xla_spmd.ir", "xla_spmd.frontend",
-                         "xla_spmd.numpy", "xla_spmd.pipeline", "xla_spmd.runtime"}),
+                         "xla_spmd.numpy", "xla_spmd.pipeline", "xla_spmd.runtime",
+                         "xla_spmd.cost"}),
     # Checkpoints save and restore the runtime's ShardedArrays; under MPI their processes
     # meet through their own communicator.
     "xla_spmd/checkpoint": ("xla_spmd.checkpoint",

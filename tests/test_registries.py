@@ -13,6 +13,7 @@ import xla_spmd.partition  # noqa: F401 (fills HANDLERS)
 import xla_spmd.propagation as propagation
 import xla_spmd.stablehlo  # noqa: F401 (fills CONVERTERS and PRINTERS)
 from xla_spmd.frontend.ad import VJP
+from xla_spmd.frontend.batching import BATCH
 from xla_spmd.ir import OPS, Family
 from xla_spmd.partition.registry import FAMILY_DEFAULTS, HANDLERS
 from xla_spmd.stablehlo.registry import CONVERTERS, PRINTERS
@@ -29,6 +30,8 @@ EXPECTED_GAPS = {
     "VJP": ASYNC_PAIRS | {"bitcast-convert", "cholesky", "collective-broadcast", "complex",
                           "fft", "fusion", "imag", "map", "parameter", "real",
                           "select-and-scatter", "triangular-solve"},
+    # Leaves have no operands, so they are never batched; async halves are XLA-internal.
+    "batching": ASYNC_PAIRS | {name for name, op in OPS.items() if op.family is Family.LEAF},
     # The exporter prints programs as JAX lowers them: no async halves, fusions, rng or
     # bitcasts (XLA-internal forms), and parameters are function arguments.
     "StableHLO printer": ASYNC_PAIRS | {"bitcast", "fusion", "parameter", "rng",
@@ -45,6 +48,8 @@ def _covered(name: str) -> set[str]:
         return set(HANDLERS) | {n for n, op in OPS.items() if op.family in FAMILY_DEFAULTS}
     if name == "VJP":
         return set(VJP)
+    if name == "batching":
+        return set(BATCH)
     return set(PRINTERS)
 
 

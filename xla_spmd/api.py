@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import xla_spmd.cost as cost
 import xla_spmd.numpy as xnp
 import xla_spmd.pipeline as pipeline
 from xla_spmd.frontend import jit as frontend_jit
@@ -85,6 +86,20 @@ class Jitted(frontend_jit.Jitted):
         compiled = self.device_program(lowered)
         return None if compiled is None else compiled.program.spmd_module
 
+    def propagated_module(self, lowered: frontend_jit.Lowered) -> Module | None:
+        compiled = self.device_program(lowered)
+        return None if compiled is None else compiled.program.module
+
+    @staticmethod
+    def cost_analysis(module: Module) -> dict:
+        """FLOPs and bytes accessed of one device running `module` (see `Compiled`)."""
+        return cost.totals(module)
+
+    @staticmethod
+    def memory_analysis(module: Module):
+        """Per-device memory of `module` (see `Compiled`)."""
+        return cost.memory_stats(module)
+
 
 def jit(fn: Callable | None = None, *, in_shardings=None, out_shardings=None,
         static_argnums=(), static_argnames=(), donate_argnums=()):
@@ -98,7 +113,7 @@ def jit(fn: Callable | None = None, *, in_shardings=None, out_shardings=None,
 
 
 def shard_map(fn: Callable | None = None, mesh=None, in_specs=None, out_specs=None,
-              axis_names=None):
+              axis_names=None, check_vma: bool = True):
     """`xla_spmd.frontend.shard_map.shard_map`; called outside a trace, it runs through
     `jit` on the mesh's devices. Without `fn` it is a decorator factory, as JAX's
     (``@shard_map(mesh=mesh, in_specs=P("x"), out_specs=P())``).
@@ -113,10 +128,11 @@ def shard_map(fn: Callable | None = None, mesh=None, in_specs=None, out_specs=No
     """
     if fn is None:
         return functools.partial(shard_map, mesh=mesh, in_specs=in_specs,
-                                 out_specs=out_specs, axis_names=axis_names)
+                                 out_specs=out_specs, axis_names=axis_names,
+                                 check_vma=check_vma)
     if mesh is None or in_specs is None or out_specs is None:
         raise TypeError("shard_map needs mesh=, in_specs= and out_specs=")
-    body = frontend_shard_map.shard_map(fn, mesh, in_specs, out_specs, axis_names)
+    body = frontend_shard_map.shard_map(fn, mesh, in_specs, out_specs, axis_names, check_vma)
     jitted = jit(body)
 
     @functools.wraps(fn)
@@ -178,6 +194,50 @@ class Array(ShardedArray):
     def __pos__(self):
         return self
 
+    @property
+    def at(self):
+        """Out-of-place updates run on the devices, as ``jax.Array.at``:
+        ``x.at[i].set(v)``, ``.add``, ``.multiply``, ``.min``, ``.max``, ``.get()``."""
+        return _AtHelper(self)
+
+
+class _AtHelper:
+    def __init__(self, array: Array):
+        self.array = array
+
+    def __getitem__(self, index):
+        return _AtRef(self.array, index)
+
+
+class _AtRef:
+    def __init__(self, array: Array, index):
+        self.array, self.index = array, index
+
+    def _update(self, method: str, values):
+        static, dynamic = _split_index(self.index)
+        if static is None:
+            raise TypeError("x.at[mask] with a boolean mask has a data-dependent shape; use "
+                            "xnp.where")
+        return _eager("at", static, method)(self.array, values, *dynamic)
+
+    def get(self):
+        return self.array[self.index]
+
+    def set(self, values):
+        return self._update("set", values)
+
+    def add(self, values):
+        return self._update("add", values)
+
+    def multiply(self, values):
+        return self._update("multiply", values)
+
+    def min(self, values):  # noqa: A003 (JAX's name)
+        return self._update("min", values)
+
+    def max(self, values):  # noqa: A003
+        return self._update("max", values)
+
 
 _EAGER: dict = {}  # (function name, static arguments) -> its jitted program (a few hundred)
 
@@ -189,8 +249,15 @@ def _eager(name: str, *static):
     if key not in _EAGER:
         if len(_EAGER) >= 256:  # many distinct static arguments: start over
             _EAGER.clear()
-        function = getattr(xnp, name)
-        if name == "getitem":
+        function = getattr(xnp, name, None)
+        if name == "at":
+            index, method = static
+
+            def update(x, values, *arrays):
+                ref = xnp.asarray(x).at[_join_index(index, arrays)]
+                return getattr(ref, method)(values)
+            _EAGER[key] = jit(update)
+        elif name == "getitem":
             _EAGER[key] = jit(lambda x, *arrays: function(x, _join_index(static[0], arrays)))
         else:
             _EAGER[key] = jit(lambda *args: function(*args, *static))
@@ -318,3 +385,63 @@ def device_put(value, sharding):
     """`xla_spmd.runtime.device_put`, returning `Array`s (whose math runs on the devices)."""
     from xla_spmd.frontend.pytree import tree_map
     return tree_map(Array.of, runtime_device_put(value, sharding))
+
+
+def device_get(tree):
+    """The values of a pytree of arrays as numpy arrays on the host (JAX's ``device_get``);
+    leaves that are not arrays are returned as they are."""
+    from xla_spmd.frontend.pytree import tree_map
+
+    def get(x):
+        if isinstance(x, ShardedArray) or hasattr(x, "__array__"):
+            return np.asarray(x)
+        return x
+    return tree_map(get, tree)
+
+
+def block_until_ready(tree):
+    """Wait until every array of `tree` is computed, and return `tree` (JAX's
+    ``block_until_ready``)."""
+    from xla_spmd.frontend.pytree import tree_leaves
+    for leaf in tree_leaves(tree):
+        wait = getattr(leaf, "block_until_ready", None)
+        if wait is not None:
+            wait()
+    return tree
+
+
+def make_array_from_callback(shape, sharding, data_callback, dtype=None) -> Array:
+    """`xla_spmd.runtime.make_array_from_callback`, as an `Array`."""
+    from xla_spmd.runtime import sharded_array
+    return Array.of(sharded_array.make_array_from_callback(shape, sharding, data_callback,
+                                                           dtype))
+
+
+def make_array_from_single_device_arrays(shape, sharding, arrays) -> Array:
+    """`xla_spmd.runtime.make_array_from_single_device_arrays`, as an `Array`."""
+    from xla_spmd.runtime import sharded_array
+    return Array.of(sharded_array.make_array_from_single_device_arrays(shape, sharding, arrays))
+
+
+def make_array_from_process_local_data(sharding, local_data, global_shape=None) -> Array:
+    """`xla_spmd.runtime.make_array_from_process_local_data`, as an `Array`."""
+    from xla_spmd.runtime import sharded_array
+    return Array.of(sharded_array.make_array_from_process_local_data(sharding, local_data,
+                                                                     global_shape))
+
+
+# ---------------------------------------------------------------------------------------------
+# Sharding in types, as far as it goes here (the current mesh and typeof: frontend.jit)
+
+
+def reshard(x, out_shardings):
+    """`x` (a pytree) resharded to `out_shardings` (a sharding or PartitionSpec, or a pytree
+    prefix of them), as JAX's ``reshard``: inside a traced function a hard sharding
+    constraint, outside it a transfer to the devices (`device_put`)."""
+    from xla_spmd.frontend.pytree import tree_flatten
+    leaves, tree = tree_flatten(x)
+    named = frontend_jit.shardings_for(out_shardings, x, "reshard")
+    if current_trace() is not None:
+        return tree_unflatten(tree, [frontend_jit.with_sharding_constraint(v, s)
+                                     for v, s in zip(leaves, named)])
+    return tree_unflatten(tree, [device_put(v, s) for v, s in zip(leaves, named)])

@@ -63,7 +63,7 @@ def test_shardings_attached_to_parameters_and_results():
     assert str(p0.sharding) == str(NamedSharding(MESH, P("x", None)).to_tensor_sharding(2))
     assert str(p1.sharding) == str(NamedSharding(MESH, P(None, "y")).to_tensor_sharding(2))
     assert lowered.module.entry.root.sharding is not None
-    text = lowered.as_text()
+    text = lowered.as_text(dialect="hlo")
     assert "parameter(0)" in text and "tanh" in text and '"x"' in text
 
 
@@ -119,12 +119,12 @@ def test_donate_argnums_writes_input_output_alias():
     f = xs.jit(lambda p, x, s: ({"w": p["w"] - x.sum() * s}, x * 2.0, x.sum()),
                static_argnums=2, donate_argnums=(0, 1))
     lowered = f.lower({"w": np.ones((2, 2))}, np.ones(3), 0.1)
-    text = lowered.as_text()
+    text = lowered.as_text(dialect="hlo")
     assert text.splitlines()[0] == ("HloModule jit_lambda, input_output_alias={ "
                                     "{0}: (0, {}, may-alias), {1}: (1, {}, may-alias) }")
     assert print_module(parse_hlo(text)) == text
     single = xs.jit(lambda x: x + 1.0, donate_argnums=0).lower(np.ones(2))
-    assert "input_output_alias={ {}: (0, {}, may-alias) }" in single.as_text()
+    assert "input_output_alias={ {}: (0, {}, may-alias) }" in single.as_text(dialect="hlo")
     with pytest.warns(UserWarning, match="not aliased"):
         xs.jit(lambda x: x.sum(), donate_argnums=0).lower(np.ones(3))
     with pytest.raises(Exception, match="donate_argnums"):

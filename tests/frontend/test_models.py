@@ -57,7 +57,7 @@ def test_mlp_training_step_matches_numpy_and_shows_shardings():
     np.testing.assert_allclose(float(loss), expected_loss, rtol=1e-5)
     for k in params:
         np.testing.assert_allclose(np.asarray(new_params[k]), expected[k], rtol=1e-5, atol=1e-6)
-    text = step.lower(params, x, y).as_text()
+    text = step.lower(params, x, y).as_text(dialect="hlo")
     # HLO text carries the GSPMD form and, as XLA prints it, the Shardy form beside it.
     assert r'{}, {\"model\"}' in text and r'{\"data\"}, {}' in text
     assert "sharding={devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}" in text
@@ -135,7 +135,7 @@ def test_transformer_block_forward_matches_numpy():
     forward = xs.jit(block, in_shardings=(_block_shardings(), NamedSharding(MESH, P("data"))))
     np.testing.assert_allclose(np.asarray(forward(params, x)), numpy_block(params, x),
                                rtol=2e-4, atol=2e-5)
-    text = forward.lower(params, x).as_text()
+    text = forward.lower(params, x).as_text(dialect="hlo")
     assert "dot(" in text and "reduce(" in text and r'{\"data\"}, {}, {}' in text
 
 
@@ -168,7 +168,7 @@ def test_transformer_training_step_matches_numpy_gradients(x64):
         numeric = (numpy_loss(plus) - numpy_loss(minus)) / (2 * eps)
         np.testing.assert_allclose(np.sum(gradient * direction), numeric, rtol=1e-6, atol=1e-9)
     lowered = step.lower(params, x, y)
-    text = lowered.as_text()
+    text = lowered.as_text(dialect="hlo")
     assert 'custom_call_target="Sharding"' in text
     sharded = [p for p in lowered.module.entry.parameters if p.sharding is not None]
     assert len(sharded) == len(lowered.module.entry.parameters)

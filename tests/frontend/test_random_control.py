@@ -15,7 +15,7 @@ def test_keys_are_deterministic_and_split_differs():
     np.testing.assert_array_equal(a, b)
     k1, k2 = xr.split(k)
     assert not np.array_equal(np.asarray(xr.uniform(k1, (8,))), np.asarray(xr.uniform(k2, (8,))))
-    lowered = xs.jit(lambda k: xr.uniform(k, (4,))).lower(k).as_text()
+    lowered = xs.jit(lambda k: xr.uniform(k, (4,))).lower(k).as_text(dialect="hlo")
     # threefry2x32 in plain u32 ops (as JAX lowers it): adds, rotations, xors
     assert "shift-right-logical" in lowered and "xor(" in lowered
 
@@ -43,7 +43,7 @@ def test_while_loop_and_fori_loop_with_captures():
 
     y, z = xs.jit(f)(np.float32(2.0), 3)
     assert float(y) == 54.0 and float(z) == 2.0 + 3 * 2.0
-    text = xs.jit(f).lower(np.float32(2.0), 3).as_text()
+    text = xs.jit(f).lower(np.float32(2.0), 3).as_text(dialect="hlo")
     assert "while(" in text and "known_trip_count" in text
 
 

@@ -29,8 +29,10 @@ OUT_SPECS = (P("x", "y"), P("x", "y"), P("x", None), P("x", "y"), P("x", "y"), P
 
 
 def lowered(mesh, a, b):
+    # all_gather's result still varies over "y" (as JAX's): returned with out_spec P("x",
+    # None), this is a program of JAX's untyped shard_map (check_vma=False)
     f = xs.jit(xs.shard_map(body, mesh, in_specs=(P("x", "y"), P("y", None)),
-                            out_specs=OUT_SPECS))
+                            out_specs=OUT_SPECS, check_vma=False))
     return f, f.lower(a, b)
 
 
@@ -192,7 +194,7 @@ def test_grad_all_gather_pmax_psum_scatter_on_8_devices():
     x = RNG8.standard_normal((8, 4)).astype(np.float32)
     r = RNG8.standard_normal((8, 4)).astype(np.float32)
     gather = xs.shard_map(lambda xb: lax.all_gather(xb, "data", tiled=True), MESH8,
-                          in_specs=(P("data"),), out_specs=P())
+                          in_specs=(P("data"),), out_specs=P(), check_vma=False)
     g = _grad8(lambda x: xnp.sum(gather(x) * r), (x,), _named("data"))
     np.testing.assert_allclose(np.asarray(g), r, rtol=1e-6)
     # psum_scatter of an operand replicated over "model" sums its 4 copies

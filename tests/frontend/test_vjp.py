@@ -339,14 +339,14 @@ def test_window_dilated_pool_picks_the_winner_select_and_scatter_picks(monkeypat
 def test_psum_of_a_pytree_is_one_variadic_all_reduce():
     text = xs.jit(lambda a, b: xs.shard_map(_tuple_collectives, make_mesh({"x": 1}),
                                             (P("x"), P("x")), P("x"))(a, b)).lower(
-        np.ones(4), np.ones(4)).as_text()
+        np.ones(4), np.ones(4)).as_text(dialect="hlo")
     assert text.count(" all-reduce(") == 2
 
 
 def test_stop_gradient_is_a_marked_copy_with_zero_derivative():
     f = lambda x: xnp.sum(x * lax.stop_gradient(x))  # noqa: E731
     np.testing.assert_allclose(np.asarray(xs.grad(f)(np.array([1.0, 3.0]))), [1.0, 3.0])
-    text = xs.jit(xs.grad(f)).lower(np.ones(2)).as_text()
+    text = xs.jit(xs.grad(f)).lower(np.ones(2)).as_text(dialect="hlo")
     assert 'frontend_attributes={xla_spmd.stop_gradient="true"}' in text
     # Through a loop body (the mark survives re-tracing): d/dc of c * sg(c), twice.
     loop = lambda x: lax.fori_loop(0, 2, lambda i, c: c * lax.stop_gradient(c), x)  # noqa: E731

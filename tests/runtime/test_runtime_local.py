@@ -11,7 +11,7 @@ import xla_spmd as xs
 from xla_spmd.backends import get_backend
 from xla_spmd.errors import ShardingError, XlaSpmdError
 from xla_spmd.runtime import ShardedArray, execute, topology
-from xla_spmd.sharding import hlo_to_axes
+from xla_spmd.sharding import hlo_to_axes, render_sharding
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "jax"
 
@@ -118,8 +118,8 @@ ENTRY %e (x: f32[2]) -> f32[2] {
 def test_visualize_a_sharded_array():
     mesh = xs.make_mesh({"data": 2, "model": 4})
     placed = xs.device_put(np.zeros((4, 8)), xs.NamedSharding(mesh, xs.P("data", "model")))
-    picture = xs.visualize_sharding(placed, use_color=False)
-    assert picture == xs.visualize_sharding(placed.sharding, (4, 8), use_color=False)
+    picture = render_sharding(placed, use_color=False)
+    assert picture == render_sharding(placed.sharding, (4, 8), use_color=False)
     assert all(str(d) in picture for d in range(8))
 
 

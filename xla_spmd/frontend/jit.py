@@ -16,6 +16,7 @@ devices.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import warnings
@@ -105,9 +106,9 @@ class Lowered:
         compiled.as_text()  # compile now, so that errors surface here as in JAX
         return compiled
 
-    def as_text(self, dialect: str = "hlo") -> str:
-        """The program as HLO text, or (``dialect="stablehlo"``) as StableHLO MLIR with Shardy
-        attributes, as ``jax.jit(f).lower(...).as_text()`` prints it."""
+    def as_text(self, dialect: str = "stablehlo") -> str:
+        """The program as StableHLO MLIR with Shardy attributes, as
+        ``jax.jit(f).lower(...).as_text()`` prints it, or (``dialect="hlo"``) as HLO text."""
         if dialect == "hlo":
             from xla_spmd.ir.hlo_printer import print_module
             return print_module(self.module)
@@ -122,18 +123,34 @@ class Lowered:
     def __str__(self) -> str:
         return self.as_text()
 
+    def compiler_ir(self, dialect: str = "stablehlo"):
+        """The program in the compiler's IR: StableHLO text (the default, as JAX's MLIR
+        module prints), or with ``dialect="hlo"`` the HLO `Module` itself."""
+        if dialect == "hlo":
+            return self.module
+        return self.as_text(dialect)
+
     @property
     def in_shardings(self):
         """The parameters' shardings (NamedSharding or None) in the structure of the
         arguments, as JAX's ``(args, kwargs)`` pair."""
-        leaves = [_shown(p.sharding) for p in self.module.entry.parameters]
-        args, kwargs = tree_unflatten(self.in_tree, leaves)
-        return tuple(args), kwargs
+        return self.parameter_shardings(self.module)
 
     @property
     def out_shardings(self):
         """The results' shardings (NamedSharding or None) in the structure of the output."""
-        root = self.module.entry.root
+        return self.result_shardings(self.module)
+
+    def parameter_shardings(self, module: Module):
+        """The shardings of `module`'s parameters (this program, or the propagated one) in
+        the structure of the arguments."""
+        leaves = [_shown(p.sharding) for p in module.entry.parameters]
+        args, kwargs = tree_unflatten(self.in_tree, leaves)
+        return tuple(args), kwargs
+
+    def result_shardings(self, module: Module):
+        """The shardings of `module`'s results in the structure of the output."""
+        root = module.entry.root
         if self.out_tree.num_leaves == 1 and root.opcode != "tuple":
             leaves = [root.sharding]
         elif isinstance(root.sharding, tuple):
@@ -141,6 +158,31 @@ class Lowered:
         else:
             leaves = [None] * self.out_tree.num_leaves
         return tree_unflatten(self.out_tree, [_shown(s) for s in leaves])
+
+
+class Traced:
+    """A traced program (``jax.jit(f).trace(...)``): the `module`, the result shapes and
+    dtypes (`out_info`), and `lower()`."""
+
+    def __init__(self, lowered: Lowered):
+        self._lowered = lowered
+
+    @property
+    def module(self) -> Module:
+        return self._lowered.module
+
+    @property
+    def out_info(self):
+        """`ShapeDtypeStruct`s of the results, in the structure of the output."""
+        from xla_spmd.frontend.transforms import ShapeDtypeStruct
+        root = self.module.entry.root
+        shapes = ([root.shape] if self._lowered.out_tree.num_leaves == 1 and
+                  root.opcode != "tuple" else [o.shape for o in root.operands])
+        return tree_unflatten(self._lowered.out_tree, [
+            ShapeDtypeStruct(s.dims, s.dtype.numpy) for s in shapes])
+
+    def lower(self) -> Lowered:
+        return self._lowered
 
 
 def _shown(sharding):
@@ -179,17 +221,51 @@ class Compiled:
         self.lowered = lowered
         self._text: str | None = None
 
+    def device_module(self) -> Module:
+        """The per-device program: the partitioned SPMD module when the program is sharded,
+        else the one-device module."""
+        jitted = self.lowered._jitted
+        module = jitted.spmd_module(self.lowered) if jitted is not None else None
+        return module if module is not None else _single_device_module(self.lowered.module)
+
     def as_text(self) -> str:
-        """The per-device program as HLO text: the partitioned SPMD module when the program
-        is sharded (what XLA's ``compiled.as_text()`` shows), else the one-device module."""
+        """The per-device program as HLO text (what XLA's ``compiled.as_text()`` shows)."""
         if self._text is None:
             from xla_spmd.ir.hlo_printer import print_module
-            jitted = self.lowered._jitted
-            module = jitted.spmd_module(self.lowered) if jitted is not None else None
-            if module is None:
-                module = _single_device_module(self.lowered.module)
-            self._text = print_module(module)
+            self._text = print_module(self.device_module())
         return self._text
+
+    def cost_analysis(self) -> dict:
+        """FLOPs and bytes accessed of one device (``{"flops": ..., "bytes accessed": ...}``,
+        as XLA's cost analysis)."""
+        return self._analysis().cost_analysis(self.device_module())
+
+    def memory_analysis(self):
+        """Per-device argument, output, temporary and peak bytes (JAX's
+        ``CompiledMemoryStats`` fields)."""
+        return self._analysis().memory_analysis(self.device_module())
+
+    @property
+    def input_shardings(self):
+        """The shardings the compiled program takes its arguments in (after propagation),
+        as ``(args, kwargs)``."""
+        return self.lowered.parameter_shardings(self._propagated())
+
+    @property
+    def output_shardings(self):
+        """The shardings of the compiled program's results (after propagation)."""
+        return self.lowered.result_shardings(self._propagated())
+
+    def _propagated(self) -> Module:
+        jitted = self.lowered._jitted
+        module = jitted.propagated_module(self.lowered) if jitted is not None else None
+        return module if module is not None else self.lowered.module
+
+    def _analysis(self):
+        jitted = self.lowered._jitted
+        if jitted is None or not hasattr(jitted, "cost_analysis"):
+            raise XlaSpmdError("cost and memory analysis need a program compiled by xs.jit")
+        return jitted
 
     def __str__(self) -> str:
         return self.as_text()
@@ -291,6 +367,10 @@ class Jitted:
     def lower(self, *args, **kwargs) -> Lowered:
         """Trace for these arguments (or hit the cache) and return the `Lowered` program."""
         return self._lower(args, kwargs)[0]
+
+    def trace(self, *args, **kwargs) -> Traced:
+        """Trace for these arguments: the `Traced` program (``.lower()`` goes on)."""
+        return Traced(self.lower(*args, **kwargs))
 
     def _lower(self, args, kwargs):
         key, parts, leaves, in_tree = self._key(args, kwargs)
@@ -407,6 +487,10 @@ class Jitted:
         """The per-device program of `lowered` (None here: it runs on one device)."""
         return None
 
+    def propagated_module(self, lowered: Lowered) -> Module | None:
+        """`lowered` with every value's sharding (None here: it is not partitioned)."""
+        return None
+
 
 def _alias_header(donated: list[int], parameter_shapes, output_shapes,
                   tuple_root: bool) -> tuple:
@@ -476,3 +560,55 @@ def _single_device_module(module: Module) -> Module:
                 "devices), and the frontend's jit runs programs on one device; use xs.jit "
                 "(xla_spmd.api), which runs it on the mesh's devices")
     return strip_manual_boundaries(module)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sharding in types, as far as it goes here: the current mesh and typeof
+
+_MESHES: list = []  # the meshes of enclosing `use_mesh` blocks, innermost last
+
+
+@contextlib.contextmanager
+def use_mesh(mesh):
+    """Within the block, a bare `PartitionSpec` given to ``xs.reshard`` means a sharding over
+    `mesh` (JAX's ``jax.sharding.use_mesh`` / ``jax.set_mesh`` as a context manager)."""
+    _MESHES.append(mesh)
+    try:
+        yield mesh
+    finally:
+        _MESHES.pop()
+
+
+set_mesh = use_mesh
+
+
+def shardings_for(shardings, tree, what: str) -> list:
+    """One sharding per leaf of `tree` from a sharding or PartitionSpec (or a pytree prefix
+    of them); a bare spec is over the `use_mesh` mesh, else over the leaf's own mesh."""
+    per_leaf = broadcast_prefix(shardings, tree, _is_sharding_leaf, what)
+    out = []
+    for sharding, leaf in zip(per_leaf, tree_flatten(tree)[0]):
+        if isinstance(sharding, PartitionSpec):
+            mesh = _MESHES[-1] if _MESHES else getattr(typeof(leaf).sharding, "mesh", None)
+            if mesh is None:
+                raise XlaSpmdError(f"{what}: a PartitionSpec needs a mesh; give a "
+                                   "NamedSharding, or call it inside `with xs.use_mesh(mesh):`")
+            sharding = NamedSharding(mesh, sharding)
+        out.append(sharding)
+    return out
+
+
+def typeof(x):
+    """The type of `x`: shape, dtype and sharding (a `ShapeDtypeStruct`), as JAX's
+    ``typeof``. The sharding is the array's own, or for a traced value the one it was given
+    (an argument's in_sharding, a constraint, a reshard); None where propagation decides."""
+    from xla_spmd.frontend.tracing import Tracer, is_distributed
+    from xla_spmd.frontend.transforms import ShapeDtypeStruct
+    aval = aval_of(x)
+    if isinstance(x, Tracer):
+        sharding = x.inst.sharding
+        sharding = user_sharding(sharding) if isinstance(sharding, TensorSharding) else None
+    else:
+        sharding = getattr(x, "sharding", None) if is_distributed(x) else None
+    return ShapeDtypeStruct(aval.dims, aval.dtype.numpy, sharding=sharding,
+                            weak_type=bool(getattr(x, "weak_type", False)))

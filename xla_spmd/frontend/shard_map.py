@@ -39,6 +39,7 @@ from xla_spmd.frontend.tracing import (
     reducer,
     trace_computation,
 )
+from xla_spmd.frontend.vma import COLLECTIVE_AXES, NO_CHECK_VMA
 from xla_spmd.ir import OPS, S32, U32, ArrayShape, Module, ReplicaGroups, TupleShape
 from xla_spmd.ir.custom_calls import (
     GLOBAL_TO_LOCAL,
@@ -67,6 +68,7 @@ class Manual:
     mesh: Mesh
     axes: tuple[str, ...]
     channels: itertools.count = field(default_factory=lambda: itertools.count(1))
+    check_vma: bool = True  # values typed by the axes they vary over (frontend.vma)
 
 
 def _manual_axes_text(axes) -> str:
@@ -103,20 +105,44 @@ def _factors(mesh: Mesh, sharding, dims, what: str) -> list[int]:
     return factors
 
 
-def shard_map(fn: Callable, mesh: Mesh, in_specs, out_specs, axis_names=None):
+def shard_map(fn: Callable, mesh: Mesh, in_specs, out_specs, axis_names=None,
+              check_vma: bool = True):
     """Run `fn` per device on local shards: inputs split by `in_specs`, outputs assembled by
-    `out_specs` (PartitionSpecs, or pytrees of them matching arguments / results)."""
+    `out_specs` (PartitionSpecs, or pytrees of them matching arguments / results).
+
+    With `check_vma` (the default, as JAX's) values are typed by the manual axes they vary
+    over (`xla_spmd.frontend.vma`): an output must not vary over an axis its out_spec
+    leaves out, and gradients of invariant values are summed over the devices."""
     axes = tuple(axis_names) if axis_names else mesh.axis_names
 
     def wrapped(*args):
         if current_trace() is None:
             from xla_spmd.frontend.jit import jit
             return jit(wrapped)(*args)
-        return _shard_map(fn, mesh, axes, in_specs, out_specs, args)
+        return _shard_map(fn, mesh, axes, in_specs, out_specs, args, check_vma)
     return wrapped
 
 
-def _shard_map(fn, mesh, axes, in_specs, out_specs, args):
+def spec_axes(sharding) -> frozenset:
+    """The mesh axes a sharding uses (what a value of it varies over)."""
+    return frozenset(a.name for d in range(sharding.rank) for a in sharding.dim_axes(d))
+
+
+def _check_outputs_vary_as_specified(outputs, out_specs_leaves, out_shardings, axes):
+    from xla_spmd.frontend.vma import vma_of
+    every = frozenset(axes)
+    for i, (o, spec, sharding) in enumerate(zip(outputs, out_specs_leaves, out_shardings)):
+        extra = (vma_of(o, every) & every) - spec_axes(sharding)
+        if extra:
+            names = ", ".join(repr(a) for a in axes if a in extra)
+            raise XlaSpmdError(
+                f"shard_map out_specs {spec} for output {i} ({o.aval}): the value varies "
+                f"over manual axis {names}, which the spec does not name; reduce it over "
+                f"{names} (psum, pmean), name the axis in out_specs, or pass check_vma=False "
+                "(as JAX's shard_map)")
+
+
+def _shard_map(fn, mesh, axes, in_specs, out_specs, args, check_vma=True):
     from xla_spmd.frontend.numpy_core import asarray
     leaves, in_tree = tree_flatten(args)
     leaves = [asarray(x) for x in leaves]
@@ -130,13 +156,18 @@ def _shard_map(fn, mesh, axes, in_specs, out_specs, args):
     out_info = {}
 
     def body(*tracers):
+        if tracers:  # the inputs vary over the manual axes their in_specs name
+            tracers[0].trace.parameter_vmas = {
+                id(t.inst): spec_axes(s) & frozenset(axes)
+                for t, s in zip(tracers, in_shardings)}
         out = fn(*tree_unflatten(in_tree, tracers))
         out_leaves, out_info["tree"] = tree_flatten(out)
         out_info["value"] = out
         return [asarray(o) for o in out_leaves]
 
     name = fresh_name(MANUAL_BODY)
-    trace, outputs = trace_computation(body, local, name, manual=Manual(mesh, axes))
+    trace, outputs = trace_computation(body, local, name,
+                                       manual=Manual(mesh, axes, check_vma=check_vma))
     if trace.captures:
         raise XlaSpmdError("a shard_map body closes over traced values; pass them as "
                            "arguments (with in_specs) instead")
@@ -150,19 +181,37 @@ def _shard_map(fn, mesh, axes, in_specs, out_specs, args):
         out_shardings.append(sharding)
         global_avals.append(ArrayShape(o.shape.dtype,
                                        tuple(n * f for n, f in zip(o.shape.dims, factors))))
+    if check_vma:
+        with trace:
+            _check_outputs_vary_as_specified(
+                [_tracer_of(trace, o) for o in outputs], out_specs_leaves, out_shardings,
+                axes)
     for sharding in (*in_shardings, *out_shardings):  # the program declares the mesh
         if sharding.mesh_name:
             declare_mesh(sharding.mesh_name, sharding.mesh)
     manual = (MANUAL_AXES, _manual_axes_text(axes))
+    untyped = [] if check_vma else [(NO_CHECK_VMA, "false")]
     locals_ = boundary(GLOBAL_TO_LOCAL, leaves, local,
-                       [(IN_SHARDINGS, print_sharding_per_value(in_shardings)), manual])
+                       [(IN_SHARDINGS, print_sharding_per_value(in_shardings)), manual,
+                        *untyped])
     result = bind("call", *locals_, to_apply=computation,
-                  frontend_attributes=(("inlineable", "false"),))
+                  frontend_attributes=(("inlineable", "false"), *untyped))
     local_outs = [result] if len(outputs) == 1 else [
         lax.get_tuple_element(result, i) for i in range(len(outputs))]
     globals_ = boundary(LOCAL_TO_GLOBAL, local_outs, global_avals,
-                        [manual, (OUT_SHARDINGS, print_sharding_per_value(out_shardings))])
+                        [manual, (OUT_SHARDINGS, print_sharding_per_value(out_shardings)),
+                         *untyped])
     return tree_unflatten(out_info["tree"], globals_)
+
+
+def _tracer_of(trace, inst):
+    from xla_spmd.frontend.tracing import Tracer
+    return Tracer(trace, inst)
+
+
+def is_typed(inst) -> bool:
+    """Whether the shard_map of this body call or boundary checks varying axes."""
+    return inst.frontend_attribute(NO_CHECK_VMA) is None
 
 
 def boundary(target: str, values, avals, attributes) -> list:
@@ -188,15 +237,17 @@ def transpose_boundary(ct, inst, ops) -> list:
     from xla_spmd.frontend.ad import flat_cotangent
     attrs = dict(inst.frontend_attributes)
     manual = (MANUAL_AXES, attrs[MANUAL_AXES])
+    untyped = [] if is_typed(inst) else [(NO_CHECK_VMA, "false")]
     cts = flat_cotangent(ct, inst.shape)
     if inst.attrs.custom_call_target == GLOBAL_TO_LOCAL:
         target = LOCAL_TO_GLOBAL
-        attributes = [manual, (OUT_SHARDINGS, attrs[IN_SHARDINGS])]
+        attributes = [manual, (OUT_SHARDINGS, attrs[IN_SHARDINGS]), *untyped]
     else:
         target = GLOBAL_TO_LOCAL
-        attributes = [(IN_SHARDINGS, attrs[OUT_SHARDINGS]), manual]
-        region = manual_region(inst, declared_meshes())
-        cts = [_split(c, region, s) for c, s in zip(cts, region.out_shardings)]
+        attributes = [(IN_SHARDINGS, attrs[OUT_SHARDINGS]), manual, *untyped]
+        if not is_typed(inst):  # typed: an invariant result's cotangent is invariant too
+            region = manual_region(inst, declared_meshes())
+            cts = [_split(c, region, s) for c, s in zip(cts, region.out_shardings)]
     return boundary(target, cts, [o.aval for o in ops], attributes)
 
 
@@ -280,7 +331,8 @@ def _groups(manual: Manual, axis_name) -> ReplicaGroups:
 
 def _group_kwargs(manual: Manual, axis_name, global_ids: bool = True) -> dict:
     kwargs = {"replica_groups": _groups(manual, axis_name),
-              "channel_id": next(manual.channels)}
+              "channel_id": next(manual.channels),
+              "frontend_attributes": ((COLLECTIVE_AXES, ",".join(_axes(axis_name))),)}
     if global_ids:
         kwargs["use_global_device_ids"] = True
     return kwargs

@@ -16,6 +16,8 @@ from __future__ import annotations
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax
 from xla_spmd.frontend.ad import (
+    CUSTOM_RULE,
+    CUSTOM_RULES,
     VJP,
     backward,
     differentiable,
@@ -140,25 +142,41 @@ def _conditional(ct, inst, ops, out):
 
 @VJP.register("call")
 def _call(ct, inst, ops, out):
-    from xla_spmd.frontend.shard_map import Manual, psum_replicated
+    from xla_spmd.frontend.shard_map import Manual, is_typed, psum_replicated, spec_axes
+    from xla_spmd.frontend.vma import declare, vma_of
     callee = inst.attrs.to_apply
     ct_leaves = flat_cotangent(ct, inst.shape)
+    custom = inst.frontend_attribute(CUSTOM_RULE)
+    if custom is not None:  # custom_vjp / custom_jvp: the user's rule, on this trace's values
+        return CUSTOM_RULES[custom](ct_leaves, list(ops))
     m = len(ops)
     # A shard_map body call: the VJP sums each operand's cotangent over the manual axes
-    # that operand is replicated over.
+    # that operand is replicated over (typed: where the body broadcast it, see vma.py).
     region = manual_region(inst, declared_meshes())
+    typed = region is not None and is_typed(inst)
 
     def pullback(*args):
         primal, cts = args[:m], args[m:]
-        _, env = linearize_computation(callee, list(primal))
+        every = frozenset(region.axes) if typed else frozenset()
+        if typed:  # the operands vary as their shardings say, cotangents as their outputs
+            declare(args[0].trace, {id(a.inst): every if s is None else spec_axes(s) & every
+                                    for a, s in zip(primal, region.in_shardings)})
+        root, env = linearize_computation(callee, list(primal))
+        if typed:
+            outputs = callee.root.operands if callee.root.opcode == "tuple" else [callee.root]
+            declare(args[0].trace, {id(c.inst): vma_of(env[id(o)], every)
+                                    for c, o in zip(cts, outputs)})
         operand_cts = backward(callee, env, unflat_cotangent(cts, inst.shape))
         leaves = []
         for c, o in zip(operand_cts, ops):
             leaves += flat_cotangent(c, o.aval)
-        return leaves if region is None else psum_replicated(leaves, region)
+        if region is None:
+            return leaves
+        # typed: the implicit broadcasts of invariant operands were transposed on the way
+        return leaves if typed else psum_replicated(leaves, region)
 
     name = MANUAL_BODY if callee.name.startswith(MANUAL_BODY) else "vjp_call"
-    manual = None if region is None else Manual(region.mesh, region.axes)
+    manual = None if region is None else Manual(region.mesh, region.axes, check_vma=typed)
     trace, outputs = trace_computation(pullback, [o.aval for o in ops] +
                                        [c.aval for c in ct_leaves], fresh_name(name),
                                        manual=manual)

@@ -18,7 +18,8 @@ import numpy as np
 from xla_spmd.frontend import lax, numpy_index, numpy_reductions, numpy_shape
 from xla_spmd.frontend import numpy_core as xnp
 from xla_spmd.frontend.ad import VJP
-from xla_spmd.frontend.tracing import bind, fresh_name, rebind, reducer
+from xla_spmd.frontend.tracing import bind, current_trace, fresh_name, rebind, reducer
+from xla_spmd.frontend.vma import typed as vma_typed
 from xla_spmd.ir import (
     PRED,
     S32,
@@ -377,7 +378,8 @@ def _topk(ct, inst, ops, out):
 def _group_attrs(inst) -> dict:
     a = inst.attrs
     return {"replica_groups": a.replica_groups, "channel_id": a.channel_id,
-            "use_global_device_ids": a.use_global_device_ids}
+            "use_global_device_ids": a.use_global_device_ids,
+            "frontend_attributes": inst.frontend_attributes}
 
 
 @VJP.register("all-reduce")
@@ -395,10 +397,19 @@ def _all_reduce(ct, inst, ops, out):
         if c is None:
             result.append(None)
             continue
+        result.append(_psum_transpose(c, inst, x, kind, y))
+    return result
+
+
+def _psum_transpose(c, inst, x, kind: str, y):
+    """The transpose of a psum (or the sum part of pmax/pmin's): the identity in a typed
+    shard_map body (JAX's check_vma: the operand varies); else a psum."""
+    if vma_typed(current_trace()):
+        summed = c
+    else:
         summed = bind("all-reduce", c, to_apply=reducer("add", c.aval.dtype),
                       **_group_attrs(inst))
-        result.append(summed if kind == "add" else summed * xnp.astype(x == y, c.dtype))
-    return result
+    return summed if kind == "add" else summed * xnp.astype(x == y, c.dtype)
 
 
 @VJP.register("all-gather")

@@ -130,6 +130,14 @@ class ShardedArray(ArrayInterface):
         return [Shard(Device(d, topology().process_index), self.tensor_sharding.shard_slices(
             self.shape, d), data) for d, data in sorted(self._shards.items())]
 
+    def addressable_data(self, index: int):
+        """The data of this process's `index`-th shard (as JAX's ``addressable_data``)."""
+        shards = self.addressable_shards
+        if not -len(shards) <= index < len(shards):
+            raise IndexError(f"addressable_data({index}): this process holds {len(shards)} "
+                             "shards")
+        return shards[index].data
+
     def shard_data(self, device: int, padded: bool = False) -> np.ndarray:
         """Device `device`'s shard; `padded` pads uneven shards to the ceiling shard shape
         (what a partitioned program takes), with zeros."""
@@ -261,3 +269,89 @@ def device_put(value, sharding):
                             "values") from None
     return tree_unflatten(tree, [_put_one(v, s, f"array {i}")
                                  for i, (v, s) in enumerate(zip(leaves, shardings))])
+
+
+# ---------------------------------------------------------------------------------------------
+# The multi-process input path: each process supplies its own devices' shards
+
+
+def make_array_from_callback(shape, sharding, data_callback, dtype=None) -> ShardedArray:
+    """A global array of `shape` whose shards come from ``data_callback(index)`` (a tuple of
+    slices into the global array), called once per device of this process, as JAX's
+    ``make_array_from_callback``."""
+    return _from_shards(shape, sharding, lambda device, index: data_callback(index),
+                        "make_array_from_callback", dtype)
+
+
+def make_array_from_single_device_arrays(shape, sharding, arrays) -> ShardedArray:
+    """A global array from one array per device of this process (in device order), each
+    that device's shard, as JAX's ``make_array_from_single_device_arrays``."""
+    what = "make_array_from_single_device_arrays"
+    shape = tuple(int(d) for d in shape)
+    devices = mesh_local_devices(as_tensor_sharding(sharding, shape, what).mesh.size)
+    arrays = list(arrays)
+    if len(arrays) != len(devices):
+        raise ShardingError(f"{what}: {len(arrays)} arrays for the {len(devices)} devices of "
+                            "this process in the mesh")
+    by_device = {d.id: a for d, a in zip(devices, arrays)}
+    return _from_shards(shape, sharding, lambda device, index: np.asarray(by_device[device]),
+                        what, None)
+
+
+def _from_shards(shape, sharding, data_for, what: str, dtype) -> ShardedArray:
+    """A global array whose shard on each device of this process is
+    ``data_for(device id, index)``, checked against the shard's shape and the others' dtype."""
+    shape = tuple(int(d) for d in shape)
+    tensor_sharding = as_tensor_sharding(sharding, shape, what)
+    check_mesh_fits(tensor_sharding.mesh.size, what)
+    shards: dict[int, np.ndarray] = {}
+    for device in mesh_local_devices(tensor_sharding.mesh.size):
+        index = tensor_sharding.shard_slices(shape, device.id)
+        data = canonical_array(data_for(device.id, index))
+        if dtype is not None:
+            data = data.astype(canonical_array(np.zeros((), dtype)).dtype)
+        expected = tuple(len(range(*s.indices(n))) for s, n in zip(index, shape))
+        if data.shape != expected:
+            raise ShardingError(f"{what}: got shape {data.shape} for index {index} (device "
+                                f"{device.id}); the shard has shape {expected}")
+        if shards and data.dtype != next(iter(shards.values())).dtype:
+            raise ShardingError(f"{what}: got {data.dtype} for device {device.id} and "
+                                f"{next(iter(shards.values())).dtype} before")
+        shards[device.id] = np.array(data, order="C")
+    if not shards and dtype is None:
+        raise ShardingError(f"{what}: this process holds no device of the mesh; give dtype=")
+    result_dtype = next(iter(shards.values())).dtype if shards else np.dtype(dtype)
+    return ShardedArray(shape, result_dtype, tensor_sharding, shards)
+
+
+def make_array_from_process_local_data(sharding, local_data, global_shape=None
+                                       ) -> ShardedArray:
+    """A global array from the block of it this process's devices hold (`local_data`), as
+    JAX's ``make_array_from_process_local_data``: in one process that is the whole array.
+    `global_shape` defaults to the local block scaled by how many blocks the processes
+    split each dimension into."""
+    local_data = canonical_array(local_data)
+    rank = local_data.ndim
+    tensor_sharding = as_tensor_sharding(sharding, (1,) * rank if global_shape is None
+                                         else tuple(global_shape),
+                                         "make_array_from_process_local_data")
+    devices = [d.id for d in mesh_local_devices(tensor_sharding.mesh.size)]
+    if global_shape is None:
+        probe = tuple(tensor_sharding.num_shards(i) * max(local_data.shape[i], 1)
+                      for i in range(rank))
+        global_shape = []
+        for i in range(rank):
+            local_blocks = {tensor_sharding.shard_slices(probe, d)[i].start for d in devices}
+            global_shape.append(local_data.shape[i] * tensor_sharding.num_shards(i)
+                                // max(len(local_blocks), 1))
+    global_shape = tuple(int(d) for d in global_shape)
+    slices = [tensor_sharding.shard_slices(global_shape, d) for d in devices]
+    low = [min((s[i].start or 0) for s in slices) if slices else 0 for i in range(rank)]
+    high = [max(s[i].stop for s in slices) if slices else 0 for i in range(rank)]
+    if tuple(h - lo for lo, h in zip(low, high)) != local_data.shape:
+        raise ShardingError(f"make_array_from_process_local_data: this process's devices hold "
+                            f"the block {[slice(lo, h) for lo, h in zip(low, high)]} of the "
+                            f"global shape {global_shape}; local data has shape "
+                            f"{local_data.shape}")
+    return make_array_from_callback(global_shape, tensor_sharding, lambda index: local_data[
+        tuple(slice(s.start - lo, s.stop - lo) for s, lo in zip(index, low))])

@@ -4,7 +4,7 @@
 >>> from xla_spmd.mesh import make_mesh
 >>> from .partition_spec import NamedSharding, P
 >>> sharding = NamedSharding(make_mesh({"x": 2, "y": 2}), P("x"))
->>> print(visualize_sharding(sharding, (4, 4), use_color=False))
+>>> visualize_sharding(sharding, (4, 4), use_color=False)
 ┌──────────┐
 │          │
 │   0,1    │
@@ -47,18 +47,18 @@ def tile_devices(sharding: TensorSharding, shape: Sequence[int]
     return {region: tuple(sorted(devices)) for region, devices in tiles.items()}
 
 
-def visualize_sharding(sharding, shape: Sequence[int] | None = None, *,
-                       use_color: bool | None = None, console: Console | None = None,
-                       cell_width: int = 10) -> str:
-    """Render the tiles of a 1-D or 2-D array; print to ``console`` if given, return the text.
+def render_sharding(sharding, shape: Sequence[int] | None = None, *,
+                    use_color: bool | None = None, cell_width: int = 10) -> str:
+    """The picture `visualize_sharding` prints, as text: one box per tile of a 1-D or 2-D
+    array, sized in proportion to the tile (uneven tiles are drawn to scale).
 
     `sharding` is a TensorSharding or NamedSharding with the array's `shape`, or a sharded
     array (anything with ``.sharding`` and ``.shape``, such as the runtime's ShardedArray).
     Without colour the result is plain box-drawing text (stable for tests and logs).
-    ``use_color=None`` colours only for a terminal: ``console``'s, or else ``sys.stdout``.
+    ``use_color=None`` colours only when ``sys.stdout`` is a terminal.
     """
     if use_color is None:
-        use_color = console.is_terminal if console is not None else _stdout_is_terminal()
+        use_color = _stdout_is_terminal()
     if shape is None:
         if not (hasattr(sharding, "sharding") and hasattr(sharding, "shape")):
             raise ShardingError("visualize_sharding: give the array's shape with a sharding, "
@@ -72,36 +72,58 @@ def visualize_sharding(sharding, shape: Sequence[int] | None = None, *,
                             f"rank {len(shape)}")
     sharding.check_rank(shape)
     tiles = tile_devices(sharding, shape)
+    grid = shape if len(shape) == 2 else (1, shape[0])
     if len(shape) == 1:
         tiles = {((0, 1), region[0]): devices for region, devices in tiles.items()}
     rows = sorted({region[0] for region in tiles})
     cols = sorted({region[1] for region in tiles})
     groups = sorted(set(tiles.values()))
-    # Widen the cells so the longest device list fits on one line.
+    # Widen the cells so the longest device list fits on one line; then size each column
+    # and row in proportion to its tiles' extent.
     cell_width = max(cell_width, 2 + max((len(",".join(map(str, g))) for g in groups),
                                          default=0))
+    widths = [max(2 + max(len(",".join(map(str, tiles.get((r, c), ())))) for r in rows),
+                  round(cell_width * len(cols) * c[1] / max(grid[1], 1))) for c in cols]
+    heights = [max(0, round(len(rows) * r[1] / max(grid[0], 1))) for r in rows]
     table = Table(show_header=False, show_lines=True, padding=0, box=_box(), pad_edge=False)
-    for _ in cols:
-        table.add_column(width=cell_width, justify="center")
-    for row in rows:
+    for width in widths:
+        table.add_column(width=width, justify="center")
+    for row, height in zip(rows, heights):
         cells = []
         for col in cols:
             devices = tiles.get((row, col), ())
             label = ",".join(map(str, devices))
             style = f"white on {_COLORS[groups.index(devices) % len(_COLORS)]}" \
                 if use_color and devices else ""
-            cells.append(Padding(Text(label, justify="center"), (1, 0), style=style,
+            cells.append(Padding(Text(label, justify="center"), (height, 0), style=style,
                                  expand=True))
         table.add_row(*cells)
     buffer = io.StringIO()
-    width = (cell_width + 1) * len(cols) + 1
+    width = sum(w + 1 for w in widths) + 1
     render = Console(file=buffer, width=width, color_system="truecolor" if use_color else None,
                      force_terminal=use_color, no_color=not use_color, highlight=False)
     render.print(table)
-    text = buffer.getvalue().rstrip("\n")
+    return buffer.getvalue().rstrip("\n")
+
+
+def visualize_sharding(*args, use_color: bool | None = None, console: Console | None = None,
+                       cell_width: int = 10) -> None:
+    """Print which devices hold which tile of a 1-D or 2-D array, as JAX's
+    ``jax.debug.visualize_array_sharding(array)`` and ``visualize_sharding(shape,
+    sharding)`` do; returns nothing (`render_sharding` gives the text).
+
+    Takes a sharded array, ``(sharding, shape)``, or JAX's order ``(shape, sharding)``;
+    prints to `console` when given, else to standard output.
+    """
+    if len(args) == 2 and isinstance(args[0], (tuple, list)):
+        args = (args[1], args[0])
+    if console is not None and use_color is None:
+        use_color = console.is_terminal
+    text = render_sharding(*args, use_color=use_color, cell_width=cell_width)
     if console is not None:
-        console.print(table)
-    return text
+        console.print(Text.from_ansi(text))
+    else:
+        print(text)
 
 
 def _stdout_is_terminal() -> bool:
