@@ -41,8 +41,7 @@ from xla_spmd.collectives import LocalWorld  # noqa: E402
 from xla_spmd.frontend.pytree import tree_leaves  # noqa: E402
 from xla_spmd.ir import ArrayShape, Builder, Module  # noqa: E402
 from xla_spmd.ir.dtypes import F32  # noqa: E402
-from xla_spmd.partition import partition  # noqa: E402
-from xla_spmd.propagation import propagate  # noqa: E402
+from xla_spmd.pipeline import lower  # noqa: E402
 from xla_spmd.runtime.executable import blas_threads_per_device  # noqa: E402
 from xla_spmd.runtime.sharded_array import device_put  # noqa: E402
 
@@ -170,8 +169,8 @@ class Prepared:
         xs.set_num_devices(mesh.size)
         start = time.perf_counter()
         lowered = xs.jit(step, in_shardings=shardings).lower(*args)
-        self.module = propagate(lowered.module, mesh=mesh)
-        self.spmd = partition(self.module, mesh, propagate=False)
+        program = lower(lowered.module, mesh=mesh)  # as xs.jit runs it: optimized SPMD
+        self.module, self.spmd = program.module, program.spmd_module
         self.frontend_seconds = time.perf_counter() - start
         self.devices = mesh.size
         leaves = tree_leaves(args)

@@ -34,9 +34,9 @@ from typing import Any
 import numpy as np
 
 import xla_spmd.config as config
-from xla_spmd.backends.cpu import compiler, kernels
-from xla_spmd.backends.cpu.emitter import render_module
-from xla_spmd.backends.cpu.program import CONTROL, Program, plan, run_fusion
+from xla_spmd.backends.cpu import compiler, kernels, launch
+from xla_spmd.backends.cpu.emitter import object_entry_name, render_module
+from xla_spmd.backends.cpu.program import CONTROL, Program, Step, plan, run_fusion
 from xla_spmd.backends.reference.control import while_rule
 from xla_spmd.backends.reference.evaluator import (
     EVALUATE,
@@ -106,7 +106,8 @@ class CpuExecutable:
         fusions = [f for p in self.programs.values() for f in p.fusions]
         used = {id(s.fusion) for p in self.programs.values() for s in p.steps if s.fusion}
         fusions = [f for f in fusions if id(f) in used]
-        self.llvm_ir = render_module(fusions)
+        data_offset = compiler.array_data_offset()
+        self.llvm_ir = render_module(fusions, data_offset)
         self.cache_key = compiler.cache_key(print_module(module) + "\n" + self.llvm_ir)
         # Held here: the machine code must outlive every step that calls into it.
         self.library = library = compiler.compile_library(
@@ -118,6 +119,50 @@ class CpuExecutable:
                                                      1 + len(step.fusion.inputs))
         self.fallback_runs: Counter = Counter()
         self._lock = threading.Lock()
+        self.launches: dict[int, list[tuple]] = {
+            key: [(self._launch(step, library, data_offset), step.slot, step.frees)
+                  for step in program.steps]
+            for key, program in self.programs.items()}
+
+    def _launch(self, step: Step, library, data_offset: int | None) -> launch.Launch:
+        """``step`` bound into a closure ``(values, ctx) -> value`` (see ``launch``)."""
+        kind, inst = step.kind, step.inst
+        if kind == "fusion":
+            if data_offset is None:
+                return lambda values, ctx: run_fusion(step, values)
+            entry = library.function(object_entry_name(step.fusion),
+                                     1 + len(step.fusion.inputs))
+            return launch.fusion_launch(step, entry)
+        if kind == "constant":
+            value = step.value
+            return lambda values, ctx: value
+        if kind == "wait":
+            slot = step.slot
+            return lambda values, ctx: values[slot].wait()
+        if kind == "kernel":
+            return launch.kernel_launch(step)
+        if kind == "ufunc":
+            return launch.generic_launch(step, step.function)
+        reads = step.reads
+        if kind == "start":
+            evaluate, cache = EVALUATE.lookup(inst.op.name), step.cache
+
+            def start(values, ctx):
+                operands = [values[s] for s in reads]
+                if ctx.communicator is None:
+                    return _Done(evaluate(inst, operands, ctx))
+                return kernels.start(inst, operands, ctx, cache)
+            return start
+        if kind == "control":
+            return lambda values, ctx: self._control(inst, [values[s] for s in reads], ctx)
+        counted = launch.generic_launch(step, step.function)
+        name, lock, runs = inst.op.name, self._lock, self.fallback_runs
+
+        def fallback(values, ctx):
+            with lock:
+                runs[name] += 1
+            return counted(values, ctx)
+        return fallback
 
     # -- running --------------------------------------------------------------------------
 
@@ -137,40 +182,21 @@ class CpuExecutable:
         for slot, argument in zip(program.parameter_slots, arguments):
             values[slot] = argument
         del arguments
-        for step in program.steps:
-            try:
-                values[step.slot] = self._step(step, values, ctx)
-            except _ERRORS as error:
-                if getattr(error, "located", False):
-                    raise
-                located = EvaluationError(_describe(program.computation, step.inst, error))
-                located.located = True
-                raise located from error
-            for slot in step.frees:
-                values[slot] = None
+        index = 0
+        try:
+            for launch_step, slot, frees in self.launches[id(program.computation)]:
+                values[slot] = launch_step(values, ctx)
+                for dead in frees:
+                    values[dead] = None
+                index += 1
+        except _ERRORS as error:
+            if getattr(error, "located", False):
+                raise
+            inst = program.steps[index].inst
+            located = EvaluationError(_describe(program.computation, inst, error))
+            located.located = True
+            raise located from error
         return values[program.root_slot]
-
-    def _step(self, step, values: list, ctx: _CpuContext) -> object:
-        kind = step.kind
-        if kind == "fusion":
-            return run_fusion(step, values)
-        if kind == "constant":
-            return step.value
-        if kind == "wait":
-            return values[step.slot].wait()
-        operands = [values[slot] for slot in step.reads]
-        if kind in ("kernel", "ufunc"):
-            return step.function(step.inst, operands, ctx)
-        if kind == "start":
-            if ctx.communicator is None:
-                return _Done(EVALUATE.lookup(step.inst.op.name)(
-                    step.inst, operands, ctx))
-            return kernels.start(step.inst, operands, ctx, step.cache)
-        if kind == "control":
-            return self._control(step.inst, operands, ctx)
-        with self._lock:
-            self.fallback_runs[step.inst.op.name] += 1
-        return step.function(step.inst, operands, ctx)
 
     def _control(self, inst, operands: list, ctx: _CpuContext) -> object:
         attrs = inst.attrs
