@@ -173,7 +173,8 @@ class CpuExecutable:
                               num_partitions=self.module.num_partitions,
                               communicator=communicator,
                               max_loop_iterations=config.max_loop_iterations)
-        result = self.execute(self.programs[id(self.module.entry)], coerced, context)
+        with np.errstate(all="ignore"):  # IEEE results, no warnings: as every reference rule
+            result = self.execute(self.programs[id(self.module.entry)], coerced, context)
         return [np.asarray(leaf) for leaf in leaves(result)]
 
     def execute(self, program: Program, arguments: list, ctx: _CpuContext) -> object:

@@ -102,7 +102,7 @@ def dot_launch(step: Step) -> Launch:
     left_shape, right_shape, out_shape = (batch, m, k), (batch, k, n), (batch, m, n)
     dims = inst.shape.dims
     a, b = step.reads
-    matmul, errstate = np.matmul, np.errstate
+    matmul = np.matmul
 
     def operand(x, order, in_order, shape):
         # The reference's operand copies (see kernels.dot): an operand already in order is
@@ -115,8 +115,7 @@ def dot_launch(step: Step) -> Launch:
         left = operand(values[a], left_order, left_sorted, left_shape)
         right = operand(values[b], right_order, right_sorted, right_shape)
         out = _empty(dims, work)
-        with errstate(all="ignore"):
-            matmul(left, right, out=out.reshape(out_shape))
+        matmul(left, right, out=out.reshape(out_shape))  # under run()'s errstate
         return out if work == result_dtype else out.astype(result_dtype)
     return launch_dot
 
@@ -129,6 +128,18 @@ def reduce_launch(step: Step) -> Launch:
     axes = tuple(sorted(inst.attrs.dimensions))
     dtype = inst.shape.dtype.numpy
     a, b = step.reads
+    if name in ("add", "multiply") and dtype.kind == "f" and compute_dtype(dtype) == dtype:
+        # _fast_reduce's steps for a float type computed in itself: its copy of the data
+        # (skipped when that copy would have the same layout), numpy's reduction, then the
+        # initial value combined first.
+        ufunc = np.add if name == "add" else np.multiply
+
+        def launch_float(values, ctx):
+            x = values[a]
+            if not (type(x) is np.ndarray and x.dtype == dtype and x.flags.c_contiguous):
+                x = _asarray(x).astype(dtype)
+            return _asarray(ufunc(values[b], ufunc.reduce(x, axis=axes, dtype=dtype)))
+        return launch_float
 
     def launch_reduce(values, ctx):
         return _fast_reduce(name, _asarray(values[a]), _asarray(values[b]), axes, dtype)
