@@ -23,6 +23,8 @@ from xla_spmd.backends.reference.collectives import (
     _required_group,
 )
 from xla_spmd.backends.reference.contraction import dot_dimensions
+from xla_spmd.backends.reference.evaluator import EVALUATE
+from xla_spmd.backends.reference.indexing import _reducer_kind
 from xla_spmd.backends.reference.numeric import compute_dtype
 from xla_spmd.backends.reference.reduction import _fast_reduce, binary_reducer
 from xla_spmd.ir import ArrayShape, Instruction
@@ -111,6 +113,12 @@ def reduce(inst: Instruction, operands: list, ctx) -> np.ndarray:
 KERNELS["reduce"] = reduce
 
 
+# The indexing ops run through precomputed launches (``indexing.LAUNCHES``); the reference
+# rule is their kernel with the reference calling convention.
+INDEXING = ("gather", "scatter", "dynamic-slice", "dynamic-update-slice")
+KERNELS.update({name: EVALUATE.lookup(name) for name in INDEXING})
+
+
 def kernel_for(inst: Instruction):
     """The kernel that runs ``inst``, or None (the reference rule runs it)."""
     name = inst.op.name
@@ -126,6 +134,10 @@ def kernel_for(inst: Instruction):
     if name == "reduce" and (len(inst.operands) != 2
                              or binary_reducer(inst.attrs.to_apply) is None):
         return None
+    if name == "scatter" and (len(inst.operands) != 3 or inst.operands[0].shape.dtype
+                              != inst.operands[2].shape.dtype
+                              or _reducer_kind(inst.attrs.to_apply) is None):
+        return None  # a reducer called per element: the reference's loop
     return KERNELS.get(name)
 
 

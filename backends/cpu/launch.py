@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from xla_spmd.backends.cpu import kernels
+from xla_spmd.backends.cpu import indexing, kernels
 from xla_spmd.backends.cpu.program import Step
 from xla_spmd.backends.cpu.renderer import accumulator_dtype
 from xla_spmd.backends.reference.contraction import dot_dimensions
@@ -190,6 +190,8 @@ def kernel_launch(step: Step) -> Launch:
         return dot_launch(step)
     if name == "reduce":
         return reduce_launch(step)
+    if name in indexing.LAUNCHES:
+        return indexing.LAUNCHES[name](step)
     return generic_launch(step, kernels.KERNELS[name])
 
 
