@@ -3,8 +3,8 @@
 import numpy as np
 
 import xla_spmd.backends.reference  # noqa: F401 (register every rule)
-from xla_spmd.backends.reference.evaluator import evaluate
 from xla_spmd.backends import get_backend
+from xla_spmd.backends.reference.evaluator import evaluate
 from xla_spmd.ir import ArrayShape, Builder, DType, Module, TupleShape
 
 
