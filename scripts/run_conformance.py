@@ -2,31 +2,59 @@
 
     python scripts/run_conformance.py --stablehlo DIR   # StableHLO's stablehlo/tests/interpret
     python scripts/run_conformance.py --shardy DIR  # Shardy: executable_convert_global_to_local
+    python scripts/run_conformance.py --shardy-propagation DIR  # Shardy: propagation/test
 
 Each ``.mlir`` file of the StableHLO directory runs in our interpreter-convention runner
-(`xla_spmd.stablehlo.interpreter`); each file of the Shardy directory is converted global->local
+(`xla_spmd.stablehlo.interpreter`), except files whose ``// RUN:`` lines pipe into FileCheck:
+those lines are replayed, one case each, with ``xla-spmd interpret --print-results`` for
+``stablehlo-translate --interpret`` and our FileCheck subset (tests/stablehlo/run_lines.py,
+filecheck.py). Each file of the Shardy directory is converted global->local
 by our partitioner and run the way Shardy's ``run_sdy_interpreter_test.sh`` does
 (tests/partition/shardy_exec.py). Prints one line per failing case and the totals.
+
+Each file of the Shardy propagation directory (``shardy/dialect/sdy/transforms/propagation/test``)
+is run as its RUN line says: split at ``// -----``, each part imported, propagated with the
+strategy of the pass (``-sdy-basic-propagate`` basic, ``-sdy-aggressive-propagate``
+aggressive, ``-sdy-op-priority-propagate`` op-priority, ``-sdy-user-priority-propagate`` and
+``-sdy-propagation-pipeline`` user-priority, then every sharding closed;
+``-sdy-populate-op-sharding-rules`` prints each op's rule instead) and exported; its CHECK
+lines are matched against the output by our FileCheck subset (tests/stablehlo/filecheck.py),
+one case per CHECK-LABEL: each label's block of the output, from its match to the next
+label's, is checked on its own.
+Prints the pass rate per file (``--failures`` also lists each failing case and why).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "partition"))
+sys.path.insert(0, str(ROOT / "tests" / "stablehlo"))
 
+from filecheck import FileCheckError, filecheck, parse_directives  # noqa: E402
+from run_lines import has_filecheck, replay_file  # noqa: E402
 from shardy_exec import run_shardy_executable_test  # noqa: E402
 
 from xla_spmd.errors import XlaSpmdError  # noqa: E402
-from xla_spmd.stablehlo.interpreter import run_interpreter_file  # noqa: E402
+from xla_spmd.stablehlo.interpreter import (  # noqa: E402
+    CaseResult,
+    InterpreterReport,
+    run_interpreter_file,
+)
 
 
 def _report(path: Path, shardy: bool):
     if shardy:
         return run_shardy_executable_test(path.read_text(), str(path))
+    if has_filecheck(path.read_text()):
+        statuses = {"PASS": "PASS", "FAIL": "FAIL", "UNSUPPORTED": "SKIP"}
+        return InterpreterReport(str(path), [
+            CaseResult(index, run.line, "RUN", statuses[run.status], messages=run.messages)
+            for index, run in enumerate(replay_file(str(path)), start=1)])
     return run_interpreter_file(str(path))
 
 
@@ -51,13 +79,148 @@ def run(directory: str, shardy: bool) -> tuple[int, int, int, int]:
     return passed_files, len(files), passed_cases, cases
 
 
+PROPAGATION_PASSES = {
+    "-sdy-basic-propagate": "basic",
+    "-sdy-aggressive-propagate": "aggressive",
+    "-sdy-op-priority-propagate": "op-priority",
+    "-sdy-user-priority-propagate": "user-priority",
+    "-sdy-propagation-pipeline": "pipeline",
+    "-sdy-populate-op-sharding-rules": "rules",
+}
+
+
+def propagation_output(text: str) -> str:
+    """What our propagation prints for a Shardy propagation lit test (all its parts)."""
+    run_line = next((line for line in text.splitlines() if "RUN:" in line), "")
+    mode = next((m for flag, m in PROPAGATION_PASSES.items()
+                 if re.search(re.escape(flag) + r"(?![\w-])", run_line)), "user-priority")
+    parts = text.split("\n// -----") if "-split-input-file" in run_line else [text]
+    outputs = []
+    for part in parts:
+        output, ok = _run_part(part, mode)
+        if not ok and len(functions := _functions(part)) > 1:
+            # One file of many independent functions (no split markers): an op we cannot
+            # read costs its own function's case only.
+            output = "".join(_run_part(f, mode)[0] for f in functions)
+        outputs.append(output)
+    return "// -----\n".join(outputs)
+
+
+def _run_part(text: str, mode: str) -> tuple[str, bool]:
+    from xla_spmd.cli import _stablehlo_with_meshes, rules_text
+    from xla_spmd.propagation import close_shardings, propagate
+    from xla_spmd.stablehlo import import_stablehlo
+
+    try:
+        module = import_stablehlo(text)
+        if mode == "rules":
+            return rules_text(module), True
+        if mode == "pipeline":
+            return _stablehlo_with_meshes(close_shardings(propagate(module))), True
+        return _stablehlo_with_meshes(propagate(module, mode)), True
+    except XlaSpmdError as error:
+        return f"error: {str(error).splitlines()[0]}\n", False
+    except Exception as error:  # noqa: BLE001 - a crash is a result to count, not to stop at
+        return f"crash: {type(error).__name__}: {error}\n", False
+
+
+def _functions(text: str) -> list[str]:
+    """Each top-level ``func.func`` of `text` with the declarations before the first one."""
+    starts = [m.start() for m in re.finditer(r"^func\.func", text, re.M)]
+    if not starts:
+        return [text]
+    prefix = text[:starts[0]]
+    return [prefix + text[a:b] for a, b in zip(starts, starts[1:] + [len(text)])]
+
+
+def label_cases(test_text: str, output: str) -> list[tuple[str, str]]:
+    """(label, '' or why it fails) per CHECK-LABEL of `test_text` against `output`: labels
+    are found in order and cut the output into blocks (as FileCheck's labels do); each
+    label's directives are checked against its block."""
+    lines = test_text.splitlines()
+    cases: list[list] = []
+    for directive in parse_directives(test_text):
+        if directive.kind == "-LABEL" or not cases:
+            cases.append([])
+        cases[-1].append(directive)
+    starts: list[int | None] = []
+    position = 0
+    for directives in cases:
+        first = directives[0]
+        if first.kind != "-LABEL":
+            starts.append(0)
+            continue
+        found = _label_line(lines[first.line - 1], output, position)
+        starts.append(found)
+        if found is not None:
+            position = output.find("\n", found) + 1 or len(output)
+    results = []
+    for k, directives in enumerate(cases):
+        label = directives[0].pattern if directives[0].kind == "-LABEL" else "<top>"
+        if starts[k] is None:
+            results.append((label, f"line {directives[0].line}: label not found"))
+            continue
+        end = next((s for s in starts[k + 1:] if s is not None), len(output))
+        try:
+            filecheck("\n".join(lines[d.line - 1] for d in directives),
+                      output[starts[k]:end])
+            results.append((label, ""))
+        except FileCheckError as error:
+            results.append((label, str(error).splitlines()[0]))
+    return results
+
+
+def _label_line(label_line: str, output: str, start: int) -> int | None:
+    """The start of the first line of `output` from `start` on that the label matches (a
+    label's block holds its whole line), or None."""
+    line_start = start
+    while line_start < len(output):
+        line_end = output.find("\n", line_start)
+        line_end = len(output) if line_end < 0 else line_end
+        try:
+            filecheck(label_line, output[line_start:line_end])
+            return line_start
+        except FileCheckError:
+            line_start = line_end + 1
+    return None
+
+
+def run_propagation(directory: str, failures: bool) -> list[tuple[str, int, int]]:
+    rows = []
+    for path in sorted(Path(directory).glob("*.mlir")):
+        text = path.read_text()
+        cases = label_cases(text, propagation_output(text))
+        rows.append((path.stem, sum(not why for _, why in cases), len(cases)))
+        if failures:
+            for label, why in cases:
+                if why:
+                    print(f"FAIL {path.name} {label}: {why[:200]}")
+    return rows
+
+
+def print_propagation_table(rows) -> None:
+    print("| file | cases | pass |")
+    print("|---|---|---|")
+    for name, ok, total in rows:
+        print(f"| {name} | {ok}/{total} | {100 * ok / max(total, 1):.0f}% |")
+    ok = sum(r[1] for r in rows)
+    total = sum(r[2] for r in rows)
+    print(f"| **all** | {ok}/{total} | {100 * ok / max(total, 1):.0f}% |")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stablehlo", help="StableHLO's stablehlo/tests/interpret directory")
     parser.add_argument("--shardy", help="Shardy's executable_convert_global_to_local directory")
+    parser.add_argument("--shardy-propagation", metavar="DIR",
+                        help="Shardy's shardy/dialect/sdy/transforms/propagation/test directory")
+    parser.add_argument("--failures", action="store_true",
+                        help="also list each failing propagation case")
     args = parser.parse_args()
-    if not args.stablehlo and not args.shardy:
-        parser.error("give --stablehlo DIR and/or --shardy DIR")
+    if not args.stablehlo and not args.shardy and not args.shardy_propagation:
+        parser.error("give --stablehlo DIR, --shardy DIR and/or --shardy-propagation DIR")
+    if args.shardy_propagation:
+        print_propagation_table(run_propagation(args.shardy_propagation, args.failures))
     for name, directory, shardy in (("StableHLO interpreter", args.stablehlo, False),
                                     ("Shardy global->local", args.shardy, True)):
         if directory:

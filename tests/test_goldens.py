@@ -3,7 +3,10 @@ has its expected output beside it (``<case>.expected.mlir`` / ``.hlo``, or ``<ca
 for the error a bad input must give). ``pytest --update-goldens`` rewrites the expected files
 from what the passes print now (read the diff before committing it).
 
-propagation: StableHLO with Shardy shardings in, the propagated module exported back out.
+propagation: StableHLO with Shardy shardings in, the propagated module exported back out
+(``// propagate: basic`` on the first line picks the strategy; ``pipeline`` is Shardy's
+``sdy-propagation-pipeline``). Cases are named after the behaviour they pin, and compared
+with Shardy's own lit tests where one exists (scripts/run_conformance.py --shardy-propagation).
 partition: HLO with shardings on every value in, the SPMD module printed out.
 """
 
@@ -15,7 +18,7 @@ import pytest
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import parse_hlo, print_module, verify
 from xla_spmd.partition import partition
-from xla_spmd.propagation import import_shardings, propagate
+from xla_spmd.propagation import close_shardings, import_shardings, propagate
 from xla_spmd.sharding import declare_meshes, meshes_of
 from xla_spmd.stablehlo import export_stablehlo, import_stablehlo
 
@@ -23,7 +26,16 @@ GOLDEN = Path(__file__).parent / "golden"
 
 
 def _propagation(text: str) -> str:
-    module = propagate(import_stablehlo(text))
+    """A first line ``// propagate: <strategy>`` picks the strategy (default: the full
+    user-priority one); ``pipeline`` is Shardy's whole pipeline (user-priority, then every
+    sharding closed)."""
+    first = text.split("\n", 1)[0]
+    strategy = first.split(":", 1)[1].strip() if first.startswith("// propagate:") else None
+    module = import_stablehlo(text)
+    if strategy == "pipeline":
+        module = close_shardings(propagate(module))
+    else:
+        module = propagate(module, strategy)
     return export_stablehlo(declare_meshes(module, meshes_of(module)))
 
 

@@ -44,7 +44,8 @@ def test_user_priority_p0_before_p1():
     got = shardings(propagate(Module.from_entry("m", b.build(out))))
     assert got["sum"] == text('{"y", ?}, {?}')
     assert got["nx"] == text('{"y", ?}, {?}')
-    assert got["x"] == text('{"x"}p1, {?}')            # a user sharding is never overwritten
+    # a user sharding is never overwritten; its priority, spent, is dropped (as Shardy)
+    assert got["x"] == text('{"x"}, {?}')
 
 
 def test_priority_ignored_without_user_priority_strategy():

@@ -118,8 +118,9 @@ def test_dynamic_slice_and_update():
     assert rule_text(ds) == ("#sdy.op_sharding_rule<([i, j], [], [])->([i, j]) {i=4, j=8} "
                              "need_replication={j} blocked_propagation={j}>")
     dus = b.dynamic_update_slice(x, ds, i, i)
+    # as Shardy's registry (op_sharding_rule_registry.mlir): the update's own factor is free
     assert rule_text(dus) == ("#sdy.op_sharding_rule<([i, j], [i, k], [], [])->([i, j]) "
-                              "{i=4, j=8, k=2} need_replication={k}>")
+                              "{i=4, j=8, k=2}>")
 
 
 def test_sort_need_replication():
@@ -162,3 +163,54 @@ def test_collectives_and_custom_calls():
     assert rule_text(constraint) == "#sdy.op_sharding_rule<([i, j])->([i, j]) {i=4, j=8}>"
     opaque = b.custom_call(x, custom_call_target="my_kernel", shape=shape(4, 8))
     assert sharding_rule(opaque) is None
+
+
+# Custom calls and ops whose rules Shardy's registry test (op_sharding_rule_registry.mlir)
+# spells out: the expected texts are copied from it.
+SHARDY_REGISTRY_CASES = {
+    "eigh": ("%0:2 = stablehlo.custom_call @Eigh(%arg0) : (tensor<8x4x4xf32>) -> "
+             "(tensor<8x4x4xf32>, tensor<8x4xf32>)", ["tensor<8x4x4xf32>"],
+             "([i, j, k])->([i, j, k], [i, k]) {i=8, j=4, k=4}"),
+    "qr": ("%0:2 = stablehlo.custom_call @Qr(%arg0) : (tensor<8x5x3xf32>) -> "
+           "(tensor<8x5x3xf32>, tensor<8x3xf32>)", ["tensor<8x5x3xf32>"],
+           "([i, j, k])->([i, j, k], [i, l]) {i=8, j=5, k=3, l=3} need_replication={j, k, l}"),
+    "householder": ("%0 = stablehlo.custom_call @ProductOfElementaryHouseholderReflectors("
+                    "%arg0, %arg1) : (tensor<8x12x16xf32>, tensor<8x5xf32>) -> "
+                    "tensor<8x12x16xf32>", ["tensor<8x12x16xf32>", "tensor<8x5xf32>"],
+                    "([i, j, k], [i, l])->([i, j, k]) {i=8, j=12, k=16, l=5} "
+                    "need_replication={j, k, l}"),
+    "topk": ("%0:2 = stablehlo.custom_call @mhlo.topk(%arg0) {mhlo.attributes = {k = 2 : i64, "
+             "largest = true}, mhlo.version = 1 : i64} : (tensor<16x8xf32>) -> "
+             "(tensor<16x2xf32>, tensor<16x2xi32>)", ["tensor<16x8xf32>"],
+             "([i, j])->([i, j], [i, j]) {i=16, j=8} need_replication={j} "
+             "blocked_propagation={j}"),
+    "x64_combine": ("%0 = stablehlo.custom_call @X64Combine(%arg0, %arg1) : (tensor<8x2xui32>, "
+                    "tensor<8x2xui32>) -> tensor<8x2xui64>", ["tensor<8x2xui32>"] * 2,
+                    "([i, j], [i, j])->([i, j]) {i=8, j=2}"),
+    "rfft": ("%0 = stablehlo.fft %arg0, type = RFFT, length = [32, 64] : "
+             "(tensor<8x32x64xf32>) -> tensor<8x32x33xcomplex<f32>>", ["tensor<8x32x64xf32>"],
+             "([i, j, k])->([i, j, k]) {i=8, j=32, k=64} need_replication={j, k} "
+             "blocked_propagation={k}"),
+    "all_gather_variadic": ('%0:2 = "stablehlo.all_gather"(%arg0, %arg1) {all_gather_dim = 1 : '
+                            "i64, replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>} : "
+                            "(tensor<2x2xi64>, tensor<2x2xi64>) -> (tensor<2x4xi64>, "
+                            "tensor<2x4xi64>)", ["tensor<2x2xi64>"] * 2,
+                            "([i, j], [i, j])->([i, k], [i, k]) {i=2, j=2, k=4} "
+                            "need_replication={j, k}"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHARDY_REGISTRY_CASES))
+def test_rules_as_shardy_registry(name):
+    from xla_spmd.stablehlo import import_stablehlo
+
+    op, args, expected = SHARDY_REGISTRY_CASES[name]
+    params = ", ".join(f"%arg{i}: {t}" for i, t in enumerate(args))
+    result = op.split(" -> ")[-1]
+    names = "%0#0" if op.startswith("%0:") else "%0"
+    rtype = result.strip("()").split(", ")[0] if op.startswith("%0:") else result
+    module = import_stablehlo(f"func.func @main({params}) -> {rtype} {{\n  {op}\n"
+                              f"  return {names} : {rtype}\n}}")
+    (inst,) = [i for i in module.entry.instructions
+               if i.op.name not in ("parameter", "get-tuple-element", "tuple")]
+    assert rule_text(inst) == f"#sdy.op_sharding_rule<{expected}>"

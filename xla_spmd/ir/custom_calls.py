@@ -47,6 +47,8 @@ class Role(Enum):
 SHARDING = "Sharding"                                  # with_sharding_constraint
 FUNC_RESULT_SHARDING = "xla.sdy.FuncResultSharding"    # a function result's sharding
 PROPAGATION_BARRIER = "xla.sdy.PropagationBarrier"
+DATA_FLOW_EDGE = "xla.sdy.DataFlowEdge"            # sdy.data_flow_edge: holds its owner's sharding
+FUNC_DATA_FLOW_EDGE = "xla.sdy.FuncDataFlowEdge"   # sdy.func_data_flow_edge
 SHARDING_GROUP = "xla.sdy.ShardingGroup"
 GLOBAL_TO_LOCAL = "xla.sdy.GlobalToLocalShape"
 LOCAL_TO_GLOBAL = "xla.sdy.LocalToGlobalShape"
@@ -61,6 +63,8 @@ TARGETS: dict[str, Role] = {
     SHARDING: Role.MARKER,
     FUNC_RESULT_SHARDING: Role.MARKER,
     PROPAGATION_BARRIER: Role.MARKER,
+    DATA_FLOW_EDGE: Role.MARKER,
+    FUNC_DATA_FLOW_EDGE: Role.MARKER,
     "xla.sdy.ShardingConstraint": Role.MARKER,
     "mhlo.sharding": Role.MARKER,
     "LayoutConstraint": Role.MARKER,
@@ -83,7 +87,7 @@ TARGETS: dict[str, Role] = {
     # check.expect_* ops of StableHLO interpreter test files, and the interpreter's helpers.
     **{f"check.{kind}": Role.INTERPRETER for kind in INTERPRETER_CHECKS},
     **{f"interpreter.{helper}": Role.INTERPRETER for helper in (
-        "run_parallel", "probe", "send", "recv", "infeed", "outfeed")},
+        "run_parallel", "probe", "print", "send", "recv", "infeed", "outfeed")},
 }
 
 
@@ -114,4 +118,6 @@ IN_SHARDINGS = "xla.sdy.in_shardings"          # a manual entry's operand shardi
 OUT_SHARDINGS = "xla.sdy.out_shardings"        # a manual exit's result shardings
 MANUAL_AXES = "xla.sdy.manual_axes"            # the mesh axes a manual region is manual over
 SHARDING_GROUP_ID = "xla.sdy.sharding_group_id"
+SHARDING_RULE = "sdy.sharding_rule"            # an op's own #sdy.op_sharding_rule<...>
+ALLOWED_DIRECTION = "xla.sdy.allowed_direction"  # a propagation barrier's allowed_direction
 MANUAL_BODY = "xla.sdy.manual_computation_body"  # name prefix of a manual region's body

@@ -39,7 +39,8 @@ class TensorView:
     excluded: tuple = ()          # replicated, unreduced and manual axes
     can_update: bool = True       # the propagation direction allows changing it
     is_source: bool = True        # False for split constants: they follow, never lead
-    size: int = 0                 # bytes, for aggressive's source choice
+    size: int = 0                 # bytes
+    is_result: bool = False       # a result of the op (aggressive updates those first)
     updated: set = field(default_factory=set)
 
 
@@ -153,7 +154,15 @@ def basic(views: list[TensorView], factors, sizes, axis_sizes: AxisSizes) -> lis
 
 def aggressive(views: list[TensorView], factors, sizes, axis_sizes: AxisSizes,
                defer_conflicts: bool = False) -> list[Update]:
-    """Shardy's aggressive strategy: each factor from its largest source; larger first.
+    """Shardy's aggressive strategy.
+
+    Per factor, the longest axes compatible with every tensor that has it (conflicts between
+    tensors cut the list there, as in `basic`); its source is the largest tensor holding that
+    prefix. Factors then go in order -- larger source first; on elementwise ops (every tensor
+    has every factor) the most sharded factor first; then lower source and factor numbers --
+    and each tensor, results before operands, takes what it can of each factor's axes without
+    reusing an axis an earlier factor gave it. On elementwise ops an operand takes no more
+    sideways than a result already has.
 
     With `defer_conflicts`, a tensor that two factors both want an axis for gets neither
     yet (the driver retries at the last op-priority level). Our choice, not Shardy's: by then
@@ -162,26 +171,46 @@ def aggressive(views: list[TensorView], factors, sizes, axis_sizes: AxisSizes,
     ``dx = dy[{"data"}, {}] . W[{"data"}, {}]^T`` keeps dx batch-sharded like the rest of the
     backward pass instead of following the (larger) weight.
     """
+    elementwise = all(set(v.factors) == set(views[0].factors) for v in views)
+    candidates: dict[int, tuple] = {}
     order = []
     for f in factors:
-        best = None
-        for t, view in enumerate(views):
-            fs = view.factors.get(f)
-            if fs is None or not fs.axes or not view.is_source:
-                continue
-            if best is None or view.size > views[best].size:
-                best = t
-        if best is not None:
-            order.append((-views[best].size, best, f))
+        members = [t for t, v in enumerate(views) if f in v.factors and v.is_source]
+        axes = compatible_major_axes([views[t].factors[f].axes for t in members], axis_sizes)
+        if not axes:
+            continue
+        source, best = None, -1
+        for t in members:
+            have = views[t].factors[f].axes
+            if have[:len(axes)] == axes[:len(have)] and len(have) >= len(axes):
+                size = math.prod(sizes[g] for g in views[t].factors)
+                if size > best:
+                    source, best = t, size
+        if source is None:
+            continue
+        candidates[f] = axes
+        sharded = axis_sizes.product(list(axes)) if elementwise else 0
+        order.append((-best, -sharded, source, f))
     order.sort()
-    contested = _contested(views, order) if defer_conflicts else set()
+    contested = _contested(views, order, candidates) if defer_conflicts else set()
     updates: list[Update] = []
-    for _, source, f in order:
-        candidate = views[source].factors[f].axes
-        for t, view in enumerate(views):
+    positions = list(range(len(views)))
+    results_first = [t for t in positions if views[t].is_result] + \
+        [t for t in positions if not views[t].is_result]
+    for t in results_first:
+        view = views[t]
+        if not view.can_update:
+            continue
+        for _, _, source, f in order:
             fs = view.factors.get(f)
-            if fs is None or t == source or not view.can_update or (t, f) in contested:
+            if fs is None or (t, f) in contested:
                 continue
+            candidate = candidates[f]
+            if elementwise and not view.is_result:
+                for other in views:
+                    ofs = other.factors.get(f) if other.is_result else None
+                    if ofs is not None and _is_prefix(ofs.axes, candidate):
+                        candidate = ofs.axes
             if not _is_prefix(fs.axes, candidate):
                 continue
             new = truncate_for(view, f, candidate, sizes[f], axis_sizes)
@@ -191,16 +220,16 @@ def aggressive(views: list[TensorView], factors, sizes, axis_sizes: AxisSizes,
     return updates
 
 
-def _contested(views, order) -> set[tuple[int, int]]:
+def _contested(views, order, candidates) -> set[tuple[int, int]]:
     """(tensor, factor) pairs where two factors would give one tensor overlapping axes."""
     contested = set()
     for t, view in enumerate(views):
         if not view.can_update:
             continue
         wanted = []
-        for _, source, f in order:
+        for _, _, source, f in order:
             fs = view.factors.get(f)
-            candidate = views[source].factors[f].axes
+            candidate = candidates[f]
             if fs is not None and t != source and _is_prefix(fs.axes, candidate):
                 wanted.append((f, candidate[len(fs.axes):]))
         for i, (f, axes) in enumerate(wanted):

@@ -128,6 +128,9 @@ class Propagator:
             queued[index] = False
             node = nodes[index]
             direction = level.direction(node)
+            if node.rule.direction != BOTH:
+                direction = (direction[0] and node.rule.direction[0],
+                             direction[1] and node.rule.direction[1])
             if direction == NONE:
                 continue
             changed = self.visit(index, node, direction, level)
@@ -150,16 +153,25 @@ class Propagator:
         sizes = rule.factor_sizes
         n_operands = len(node.operands)
         views = []
+        prefixes = node.prefixes or ((),) * len(tensors)
         for position, value in enumerate(tensors):
             state = states[value]
             factors = {}
+            fixed = prefixes[position]
             for d, factor_list in enumerate(rule.tensors[position]):
+                axes = state.axes[d]
+                if fixed and fixed[d]:
+                    if tuple(axes[:len(fixed[d])]) != tuple(fixed[d]):
+                        return []   # the fixed (manual) axes are not there: nothing to do
+                    axes = axes[len(fixed[d]):]
                 if factor_list:
-                    project_dim(state.axes[d], factor_list, sizes, state.closed[d],
+                    project_dim(axes, factor_list, sizes, state.closed[d],
                                 self.axis_sizes, factors)
             can_update = direction[1] if position < n_operands else direction[0]
-            views.append(TensorView(factors, state.excluded, can_update,
-                                    not self.graph.values[value].is_sink, self.sizes[value]))
+            excluded = tuple(state.excluded) + tuple(a for dim in fixed for a in dim)
+            views.append(TensorView(factors, excluded, can_update,
+                                    not self.graph.values[value].is_sink, self.sizes[value],
+                                    is_result=position >= n_operands))
         eligible = [f for f, kind in enumerate(rule.types)
                     if kind in level.factor_types and f not in rule.blocked]
         if level.defer_conflicts and self.policy is aggressive:
@@ -176,7 +188,9 @@ class Propagator:
                 continue
             mapping = rule.tensors[position]
             state = states[value]
-            new = [unproject_dim(mapping[d], views[position].factors, sizes, self.axis_sizes)
+            fixed = prefixes[position]
+            new = [tuple(fixed[d] if fixed else ()) + tuple(unproject_dim(
+                       mapping[d], views[position].factors, sizes, self.axis_sizes))
                    if mapping[d] else state.axes[d] for d in range(len(mapping))]
             if not self.set_axes(value, new):
                 continue
@@ -240,6 +254,12 @@ def state_from_sharding(sharding: TensorSharding | None, rank: int, mesh: Mesh,
     if sharding.rank != rank:
         raise ShardingError(f"sharding {sharding} has {sharding.rank} dims for a rank-{rank} "
                             f"value")
+    if not sharding.mesh.axis_names and sharding.mesh.device_ids is None:
+        # the empty mesh (``<[]>``, not a maximal one): no axes on any mesh, so the
+        # propagation mesh's, open dims open to it (Shardy replaces the mesh)
+        return ValueState([()] * rank, [d.is_closed for d in sharding.dims],
+                          [d.priority for d in sharding.dims], excluded=manual,
+                          user=True, mesh_name=mesh_name)
     if sharding.mesh.axis_names != mesh.axis_names or sharding.mesh.axis_sizes != \
             mesh.axis_sizes or sharding.mesh.all_device_ids != mesh.all_device_ids:
         # another mesh (a maximal one, or another device order): kept as is; ops touching

@@ -22,9 +22,12 @@ per tensor; factor types are pass-through unless listed in ``reduction``,
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
+
+from xla_spmd.errors import ShardingError
 
 
 class FactorType(Enum):
@@ -55,6 +58,9 @@ class OpShardingRule:
     types: tuple[FactorType, ...]
     blocked: frozenset[int] = frozenset()
     is_custom: bool = False
+    # which way shardings may cross the op: (operands -> results, results -> operands);
+    # a propagation barrier allows one way or none (not part of Shardy's rule text)
+    direction: tuple[bool, bool] = (True, True)
 
     @property
     def num_factors(self) -> int:
@@ -141,3 +147,57 @@ class RuleBuilder:
         return OpShardingRule(tuple(self._sizes), freeze(self._operands),
                               freeze(self._results), tuple(self._types),
                               frozenset(self._blocked), is_custom)
+
+
+_RULE = re.compile(r"\s*(?:#sdy\.op_sharding_rule<)?\s*\((.*?)\)\s*->\s*\((.*?)\)\s*"
+                   r"(?:\{([^}]*)\})?(.*?)>?\s*$", re.S)
+_FACTOR = re.compile(r"z_\d+|[a-z]")
+
+
+def parse_rule(text: str, where: str = "") -> OpShardingRule:
+    """The rule of Shardy's ``#sdy.op_sharding_rule<...>`` text (`to_text` read back).
+
+    >>> print(parse_rule("#sdy.op_sharding_rule<([i, k], [k, j])->([i, j]) {i=8, j=16, k=8} "
+    ...                  "reduction={k}>"))
+    #sdy.op_sharding_rule<([i, k], [k, j])->([i, j]) {i=8, j=16, k=8} reduction={k}>
+    """
+    match = _RULE.fullmatch(text)
+    if match is None:
+        raise ShardingError(f"{where}: cannot read the sharding rule {text!r}")
+    operands, results, sizes_text, tail = match.groups()
+    names: dict[str, int] = {}
+    sizes: list[int] = []
+    for item in filter(None, (p.strip() for p in (sizes_text or "").split(","))):
+        name, _, size = item.partition("=")
+        names[name.strip()] = len(sizes)
+        sizes.append(int(size))
+
+    def factor(name: str) -> int:
+        if name not in names:
+            raise ShardingError(f"{where}: the sharding rule {text!r} uses factor {name!r} "
+                                "without a size")
+        return names[name]
+
+    def tensors(part: str):
+        out = []
+        for tensor in re.findall(r"\[([^\]]*)\]", part):
+            dims = [d.strip() for d in tensor.split(",")] if tensor.strip() else []
+            out.append(tuple(tuple(factor(f) for f in _FACTOR.findall(d)) for d in dims))
+        return tuple(out)
+
+    types = [FactorType.PASS_THROUGH] * len(sizes)
+    blocked: set[int] = set()
+    for kind, listed in re.findall(r"(\w+)=\{([^}]*)\}", tail):
+        members = [factor(f.strip()) for f in listed.split(",") if f.strip()]
+        if kind == "blocked_propagation":
+            blocked.update(members)
+            continue
+        try:
+            factor_type = FactorType(kind)
+        except ValueError:
+            raise ShardingError(f"{where}: unknown factor kind {kind!r} in the sharding rule "
+                                f"{text!r}") from None
+        for f in members:
+            types[f] = factor_type
+    return OpShardingRule(tuple(sizes), tensors(operands), tensors(results), tuple(types),
+                          frozenset(blocked), is_custom=bool(re.search(r",\s*custom\b", tail)))

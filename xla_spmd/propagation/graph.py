@@ -50,6 +50,9 @@ class Node:
     kind: str = "op"            # "op" or "edge"
     label: str = ""
     single_use: bool = True
+    # per tensor, per dim: leading axes fixed and hidden from propagation (the manual axes
+    # of a manual computation's boundary sharding); None: none anywhere
+    prefixes: tuple | None = None
 
     @property
     def tensors(self) -> tuple[int, ...]:
@@ -65,6 +68,9 @@ class Graph:
     inst_values: dict[tuple[int, Instruction], tuple[int, ...]] = field(default_factory=dict)
     instances: list[Computation] = field(default_factory=list)
     use_counts: list[int] = field(default_factory=list)
+    # (instance, manual boundary) -> the values of its in/out shardings (Shardy's edges)
+    boundary_values: dict[tuple[int, Instruction], tuple[int, ...]] = field(
+        default_factory=dict)
 
     def new_value(self, inst, leaf, shape, instance, manual_axes=()) -> int:
         self.values.append(Value(inst, leaf, shape, instance, manual_axes))
@@ -95,19 +101,24 @@ def _leaf_offsets(shape: TupleShape) -> list[int]:
     return offsets
 
 
-def build_graph(entry: Computation, manual_axes_of=None) -> Graph:
+def build_graph(entry: Computation, manual_axes_of=None, boundary_of=None) -> Graph:
     """The graph of `entry` and every computation it reaches through control flow.
 
     `manual_axes_of(inst)` gives the manual axes a call's body runs under (shard_map).
+    `boundary_of(inst)` gives, for a manual computation's boundary (entry or exit), whether
+    it enters and the per-dim manual axes of each of its global tensors' shardings, or None:
+    each global tensor then links to a value holding its boundary sharding (an identity
+    edge), and that value to the local tensor inside through the free axes only.
     """
     graph = Graph()
-    _instantiate(graph, entry, None, (), manual_axes_of)
+    _instantiate(graph, entry, None, (), (manual_axes_of, boundary_of))
     for node in graph.nodes:
         node.single_use = all(graph.use_counts[v] <= 1 for v in node.operands)
     return graph
 
 
-def _instantiate(graph: Graph, computation: Computation, params, manual, manual_axes_of) -> int:
+def _instantiate(graph: Graph, computation: Computation, params, manual, hooks) -> int:
+    manual_axes_of, boundary_of = hooks
     instance = len(graph.instances)
     graph.instances.append(computation)
     values = graph.inst_values
@@ -133,21 +144,47 @@ def _instantiate(graph: Graph, computation: Computation, params, manual, manual_
             continue
         if name in CONTROL:
             values[instance, inst] = _control(graph, inst, operand_values, instance, manual,
-                                              manual_axes_of)
+                                              hooks)
             continue
         results = tuple(graph.new_value(inst, k, leaf, instance, manual)
                         for k, leaf in enumerate(inst.shape.leaves()))
         values[instance, inst] = results
         for _k, v in enumerate(results):
             graph.values[v].is_sink = _is_sink(inst, graph, operand_values)
+        flat = tuple(v for vs in operand_values for v in vs)
+        boundary = boundary_of(inst) if boundary_of is not None else None
+        if boundary is not None:
+            _boundary(graph, inst, instance, manual, boundary, flat, results)
+            continue
         rule = sharding_rule(inst)
         if rule is None:
             continue
-        flat = tuple(v for vs in operand_values for v in vs)
         if len(flat) != len(rule.operands):
             continue
         graph.add_node(Node(inst, rule, flat, results, "op", inst.name))
     return instance
+
+
+def _boundary(graph, inst, instance, manual, boundary, operands, results) -> None:
+    entering, prefixes = boundary
+    outer, inner = (operands, results) if entering else (results, operands)
+    if len(outer) != len(inner) or len(prefixes) != len(outer):
+        return
+    edges = []
+    for k, (g, local) in enumerate(zip(outer, inner)):
+        shape = graph.values[g].shape
+        edge = graph.new_value(inst, k, shape, instance, manual)
+        edges.append(edge)
+        ends = ((g,), (edge,)) if entering else ((edge,), (g,))
+        graph.add_node(Node(None, identity_rule(shape, 1, 1), *ends, "edge",
+                            f"{inst.name} (manual boundary {k})"))
+        local_shape = graph.values[local].shape
+        none = tuple(() for _ in local_shape.dims)
+        ends = ((edge,), (local,)) if entering else ((local,), (edge,))
+        fixed = (tuple(prefixes[k]), none) if entering else (none, tuple(prefixes[k]))
+        graph.add_node(Node(None, identity_rule(local_shape, 1, 1), *ends, "edge",
+                            f"{inst.name} (manual boundary {k}, free axes)", prefixes=fixed))
+    graph.boundary_values[instance, inst] = tuple(edges)
 
 
 def _is_sink(inst, graph, operand_values) -> bool:
@@ -162,7 +199,8 @@ def _is_sink(inst, graph, operand_values) -> bool:
                                       for v in vs)
 
 
-def _control(graph, inst, operand_values, instance, manual, manual_axes_of):
+def _control(graph, inst, operand_values, instance, manual, hooks):
+    manual_axes_of = hooks[0]
     name = inst.op.name
     values = graph.inst_values
     flat = [v for vs in operand_values for v in vs]
@@ -171,14 +209,14 @@ def _control(graph, inst, operand_values, instance, manual, manual_axes_of):
         inner_manual = manual
         if manual_axes_of is not None:
             inner_manual = tuple(manual) + tuple(manual_axes_of(inst))
-        child = _instantiate(graph, callee, list(operand_values), inner_manual, manual_axes_of)
+        child = _instantiate(graph, callee, list(operand_values), inner_manual, hooks)
         return values[child, callee.root]
     if name == "while":
         results = tuple(graph.new_value(inst, k, leaf, instance, manual)
                         for k, leaf in enumerate(inst.shape.leaves()))
         # body parameter, condition parameter and result alias (the edge targets)
-        cond = _instantiate(graph, inst.attrs.condition, [results], manual, manual_axes_of)
-        body = _instantiate(graph, inst.attrs.body, [results], manual, manual_axes_of)
+        cond = _instantiate(graph, inst.attrs.condition, [results], manual, hooks)
+        body = _instantiate(graph, inst.attrs.body, [results], manual, hooks)
         del cond
         root = values[body, inst.attrs.body.root]
         for k, v in enumerate(results):
@@ -191,7 +229,7 @@ def _control(graph, inst, operand_values, instance, manual, manual_axes_of):
                                                   inst.attrs.false_computation)
     roots = []
     for b, branch in enumerate(branches):
-        child = _instantiate(graph, branch, [operand_values[b + 1]], manual, manual_axes_of)
+        child = _instantiate(graph, branch, [operand_values[b + 1]], manual, hooks)
         roots.append(values[child, branch.root])
     results = tuple(graph.new_value(inst, k, leaf, instance, manual)
                     for k, leaf in enumerate(inst.shape.leaves()))

@@ -23,9 +23,27 @@ from __future__ import annotations
 import gc
 from dataclasses import dataclass
 
-from xla_spmd.errors import ShardingError
-from xla_spmd.ir import Instruction, Module, map_computations, rebind_called, rewrite
-from xla_spmd.ir.custom_calls import GLOBAL_TO_LOCAL, GROUPS, SHARDING_GROUP_ID
+from xla_spmd.errors import ShardingError, XlaSpmdError
+from xla_spmd.ir import (
+    Computation,
+    Instruction,
+    Module,
+    make_instruction,
+    map_computations,
+    op_named,
+    rebind_called,
+    rewrite,
+)
+from xla_spmd.ir.custom_calls import (
+    FUNC_RESULT_SHARDING,
+    GLOBAL_TO_LOCAL,
+    GROUPS,
+    IN_SHARDINGS,
+    LOCAL_TO_GLOBAL,
+    MANUAL_BODY,
+    OUT_SHARDINGS,
+    SHARDING_GROUP_ID,
+)
 from xla_spmd.mesh import AxisRef, Mesh
 from xla_spmd.propagation.driver import (
     OP_PRIORITY_LEVELS,
@@ -37,8 +55,15 @@ from xla_spmd.propagation.driver import (
 )
 from xla_spmd.propagation.graph import build_graph
 from xla_spmd.propagation.importing import has_foreign_shardings, import_shardings
-from xla_spmd.sharding import TensorSharding, sharding_mesh
-from xla_spmd.sharding.manual import manual_axes
+from xla_spmd.sharding import (
+    DimSharding,
+    TensorSharding,
+    declared_meshes,
+    is_unconstrained,
+    print_sharding_per_value,
+    sharding_mesh,
+)
+from xla_spmd.sharding.manual import boundary_shardings, manual_axes
 
 STRATEGIES = {
     # name: (policy, op-priority levels, user-priority rounds)
@@ -80,7 +105,24 @@ def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _run(module, strategy, mesh, policy, groups)
+        result = _run(module, strategy, mesh, policy, groups)
+        # Functions nothing calls (Shardy propagates every function of a module): each on
+        # its own, as the entry of a module of its own.
+        reached = {c.name for c in Module.from_entry(module.name, module.entry).computations}
+        called = {callee.name for c in module.computations for i in c.instructions
+                  for callee in i.called_computations()}
+        roots = [c for c in module.computations
+                 if c.name not in reached and c.name not in called]
+        if roots:
+            extra = []
+            for root in roots:
+                out = _run(Module.from_entry(module.name, root, module.header), strategy, mesh,
+                           policy, ()).module
+                extra.extend(c for c in out.computations
+                             if c.name not in reached and c not in extra)
+            result.module = Module.from_entry(module.name, result.module.entry,
+                                              result.module.header, extra)
+        return result
     finally:
         if enabled:
             gc.enable()
@@ -111,9 +153,37 @@ def _run(module, strategy, mesh, policy, groups) -> Result:
                 axes.extend(a for a in manual_axes(source) if a not in axes)
         return axes
 
-    graph = build_graph(module.entry, manual_axes_of)
+    meshes = declared_meshes(module) or {mesh_name: mesh}
+    boundaries: dict[Instruction, tuple] = {}
+
+    def boundary_of(inst: Instruction):
+        target = getattr(inst.attrs, "custom_call_target", None)
+        if target not in (GLOBAL_TO_LOCAL, LOCAL_TO_GLOBAL):
+            return None
+        try:
+            shardings = boundary_shardings(inst, meshes)
+        except XlaSpmdError:
+            return None     # no or unreadable boundary shardings: nothing crosses
+        manual = set(manual_axes(inst))
+        prefixes = []
+        for sharding in shardings:
+            dims = []
+            for dim in sharding.dims:
+                count = 0
+                while count < len(dim.axes) and dim.axes[count].name in manual:
+                    count += 1
+                dims.append(tuple(dim.axes[:count]))
+            prefixes.append(tuple(dims))
+        boundaries[inst] = shardings
+        return target == GLOBAL_TO_LOCAL, prefixes
+
+    graph = build_graph(module.entry, manual_axes_of, boundary_of)
     states = [state_from_sharding(None, v.shape.rank, mesh, v.manual_axes, mesh_name)
               for v in graph.values]
+    for (_, inst), value_ids in graph.boundary_values.items():
+        for value, sharding in zip(value_ids, boundaries[inst]):
+            states[value] = state_from_sharding(sharding, graph.values[value].shape.rank, mesh,
+                                                graph.values[value].manual_axes, mesh_name)
     initial: dict[int, set[str]] = {}
     for (_, inst), value_ids in graph.inst_values.items():
         shardings = inst.sharding_leaves()
@@ -123,7 +193,7 @@ def _run(module, strategy, mesh, policy, groups) -> Result:
             if not isinstance(sharding, TensorSharding) or states[value].user:
                 continue
             states[value] = state_from_sharding(sharding, graph.values[value].shape.rank, mesh,
-                                                graph.values[value].manual_axes)
+                                                graph.values[value].manual_axes, mesh_name)
             initial[value] = {a.name for d in sharding.dims for a in d.axes}
     for (_, inst), value_ids in graph.inst_values.items():
         if getattr(inst.attrs, "custom_call_target", None) == GLOBAL_TO_LOCAL:
@@ -136,7 +206,32 @@ def _run(module, strategy, mesh, policy, groups) -> Result:
         for level in levels:
             propagator.run_level(level)
         del round_priority
+    if user_rounds:   # priorities are spent: Shardy's user-priority pass drops them
+        for state in states:
+            state.priority = [None] * len(state.priority)
     return Result(_write_back(module, graph, states, mesh), propagator, initial, module)
+
+
+def close_shardings(module: Module) -> Module:
+    """Shardy's export after propagation (the end of ``sdy-propagation-pipeline``): every
+    sharding closed and without priorities; values with no sharding to speak of keep
+    none (an all-open, unsharded sharding stays as it is, meaning "none")."""
+    def close(leaf):
+        return leaf.closed() if isinstance(leaf, TensorSharding) else leaf
+
+    def rebuild(computation, replaced):
+        def fn(inst, operands):
+            new = rebind_called(inst, replaced)
+            leaves = inst.sharding_leaves()
+            if any(isinstance(s, TensorSharding) and not is_unconstrained(s) for s in leaves):
+                sharding = inst.sharding
+                new = new.replace(sharding=tuple(close(s) for s in sharding)
+                                  if isinstance(sharding, tuple) else close(sharding))
+            if operands != inst.operands:
+                new = new.replace(operands=operands)
+            return new
+        return rewrite(computation, fn)
+    return map_computations(module, rebuild)
 
 
 def _set_groups(propagator, graph, module, groups) -> None:
@@ -208,6 +303,8 @@ def _write_back(module: Module, graph, states, mesh) -> Module:
     first_instance: dict[str, int] = {}
     for index, computation in enumerate(graph.instances):
         first_instance.setdefault(computation.name, index)
+    functions = {inst.attrs.to_apply.name for c in module.computations for inst in c.instructions
+                 if inst.op.name == "call" and is_function_call(inst)}
 
     def rebuild(computation, replaced):
         instance = first_instance.get(computation.name)
@@ -223,8 +320,84 @@ def _write_back(module: Module, graph, states, mesh) -> Module:
                     attributes = tuple((k, v) for k, v in new.frontend_attributes
                                        if k != "xla.sdy.sharding")
                     new = new.replace(sharding=sharding, frontend_attributes=attributes)
+            if instance is not None and (instance, inst) in graph.boundary_values:
+                new = _boundary_shardings(new, [state_to_sharding(states[v], mesh) for v in
+                                                graph.boundary_values[instance, inst]])
             if operands != inst.operands:
                 new = new.replace(operands=operands)
             return new
-        return rewrite(computation, fn)
+        rebuilt = _in_order_of(rewrite(computation, fn), computation)
+        if computation is module.entry or computation.name in functions:
+            rebuilt = _result_shardings(rebuilt)
+        return rebuilt
     return map_computations(module, rebuild)
+
+
+def _boundary_shardings(inst: Instruction, shardings) -> Instruction:
+    """A manual computation's boundary with its in (or out) shardings as propagated."""
+    key = IN_SHARDINGS if inst.attrs.custom_call_target == GLOBAL_TO_LOCAL else OUT_SHARDINGS
+    text = print_sharding_per_value(shardings)
+    return inst.replace(frontend_attributes=tuple(
+        (k, text if k == key else v) for k, v in inst.frontend_attributes))
+
+
+def is_function_call(inst: Instruction) -> bool:
+    """Whether call `inst` calls a function of the program (not a manual computation's or a
+    named computation's body, nor a composite's decomposition)."""
+    return not (inst.attrs.to_apply.name.startswith(MANUAL_BODY) or inst.attrs.is_composite
+                or inst.frontend_attribute("xla.sdy.named_computation") is not None)
+
+
+def _in_order_of(rebuilt: Computation, original: Computation) -> Computation:
+    """`rebuilt` (the same instructions, resharded) in `original`'s order, so that the
+    program reads as written."""
+    if rebuilt is original:
+        return rebuilt
+    index = {inst.name: i for i, inst in enumerate(original.instructions)}
+    if len(index) != len(original.instructions) or \
+            any(inst.name not in index for inst in rebuilt.instructions):
+        return rebuilt
+    ordered = tuple(sorted(rebuilt.instructions, key=lambda inst: index[inst.name]))
+    return Computation(rebuilt.name, ordered, rebuilt.root, rebuilt.extras)
+
+
+def _result_shardings(computation: Computation) -> Computation:
+    """A function with each returned value that has a propagated sharding and no
+    result sharding of its own wrapped in an ``xla.sdy.FuncResultSharding`` carrying it: as
+    Shardy, the function's results get the shardings inferred for the values they return."""
+    made: dict[Instruction, Instruction] = {}
+
+    def wrap(value: Instruction) -> Instruction:
+        if value not in made:
+            made[value] = _wrapped(value)
+        return made[value]
+
+    def _wrapped(value: Instruction) -> Instruction:
+        if getattr(value.attrs, "custom_call_target", None) == FUNC_RESULT_SHARDING or \
+                not isinstance(value.sharding, TensorSharding) or is_unconstrained(value.sharding):
+            return value
+        # the result was an open, empty sharding that propagation filled: open still
+        # (replicated axes are a statement about the value, not propagated to the result)
+        sharding = value.sharding.replace(
+            dims=[DimSharding(d.axes, is_closed=False) for d in value.sharding.dims],
+            replicated=())
+        return make_instruction(f"{value.name}.result", op_named("custom-call"), (value,),
+                                op_named("custom-call").make_attrs(
+                                    custom_call_target=FUNC_RESULT_SHARDING,
+                                    custom_call_has_side_effect=True),
+                                value.shape, sharding=sharding)
+    root = computation.root
+    if root.opcode != "tuple":
+        new_root = wrap(root)
+        added = (new_root,) if new_root is not root else ()
+    else:
+        operands = tuple(wrap(o) for o in root.operands)
+        added = tuple(dict.fromkeys(n for n, o in zip(operands, root.operands) if n is not o))
+        new_root = root if not added else root.replace(operands=operands)
+        added += (new_root,) if added else ()
+    if not added:
+        return computation
+    kept = tuple(i for i in computation.instructions if i is not root or new_root is root)
+    if root.opcode != "tuple":
+        kept = computation.instructions
+    return Computation(computation.name, kept + added, new_root, computation.extras)

@@ -17,13 +17,18 @@ is left alone, as Shardy does). A missing entry is an error naming the op.
 from __future__ import annotations
 
 from xla_spmd.ir import ArrayShape, Instruction, Registry
-from xla_spmd.propagation.factors import OpShardingRule, RuleBuilder
+from xla_spmd.ir.custom_calls import SHARDING_RULE
+from xla_spmd.propagation.factors import OpShardingRule, RuleBuilder, parse_rule
 
 RULES = Registry("sharding")
 
 
 def sharding_rule(inst: Instruction) -> OpShardingRule | None:
-    """The factor rule of `inst`, or None when the driver handles the op without one."""
+    """The factor rule of `inst`, or None when the driver handles the op without one. A
+    rule written on the op (``sdy.sharding_rule``) wins over the built-in one."""
+    written = inst.frontend_attribute(SHARDING_RULE)
+    if written is not None:
+        return parse_rule(written, inst.name)
     return RULES.lookup(inst.op.name)(inst)
 
 

@@ -228,9 +228,8 @@ def fft_rule(inst):
             b.add(size, [d], [d])
         elif x[d] == out[d]:
             b.add(size, [d], [d], NEED)
-        else:   # the truncated dim of rfft/irfft
-            b.add(size, [d], [None], NEED, blocked=True)
-            b.add(out[d], [None], [d], NEED, blocked=True)
+        else:   # the truncated (or expanded) dim of rfft/irfft: one factor, the operand's
+            b.add(size, [d], [d], NEED, blocked=True)
     return b.build()
 
 

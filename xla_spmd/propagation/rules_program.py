@@ -9,13 +9,22 @@ table of known targets; unknown targets get no rule (conservative: nothing flows
 
 from __future__ import annotations
 
+import dataclasses
+
 from xla_spmd.ir import OPS, Family
-from xla_spmd.ir.custom_calls import MANUAL_BOUNDARIES, Role, targets_with
+from xla_spmd.ir.custom_calls import (
+    ALLOWED_DIRECTION,
+    MANUAL_BOUNDARIES,
+    PROPAGATION_BARRIER,
+    Role,
+    targets_with,
+)
 from xla_spmd.propagation.factors import FactorType, RuleBuilder
 from xla_spmd.propagation.registry import RULES, builder_for, no_rule
 from xla_spmd.propagation.rules_shape import pointwise_rule
 
 NEED = FactorType.NEED_REPLICATION
+PASS = FactorType.PASS_THROUGH
 
 RULES.register(*(name for name, op in OPS.items() if op.family is Family.LEAF))(no_rule)
 RULES.register("tuple", "get-tuple-element", "opt-barrier")(no_rule)
@@ -53,22 +62,30 @@ def collective_pointwise_rule(inst):
 @RULES.register("all-gather", "reduce-scatter", "all-to-all")
 def collective_resizing_rule(inst):
     """Pointwise, except the gathered/scattered/split dim: one need-replication factor each
-    on the operand and the result (their sizes differ)."""
+    on the operand and the result (their sizes differ). The operands of a variadic one share
+    their factors, as Shardy's registry: pass-through dims first, then the resized ones."""
     b = builder_for(inst)
     if b is None:
         return None
     n = len(b.operand_dims)
-    special = set(inst.attrs.dimensions or ())
-    for k in range(n):
-        for d, size in enumerate(b.operand_dims[k]):
-            own = [d if t == k else None for t in range(n)]
-            if d in special or size != b.result_dims[k][d]:
-                b.add(size, own, [None] * n, NEED)
-                b.add(b.result_dims[k][d], [None] * n, own, NEED)
-            else:
-                b.add(size, own, own)
+    if any(b.operand_dims[k] != b.operand_dims[0] or b.result_dims[k] != b.result_dims[0]
+           for k in range(n)):
+        return None
+    x, out = b.operand_dims[0], b.result_dims[0]
+    special = set(inst.attrs.dimensions or ()) | {d for d in range(len(x)) if x[d] != out[d]}
+    every = lambda d: [d] * n  # noqa: E731
+    for d, size in enumerate(x):
+        if d not in special:
+            b.add(size, every(d), every(d))
+    for d in sorted(special):
+        b.add(x[d], every(d), [None] * n, NEED)
+        b.add(out[d], [None] * n, every(d), NEED)
     return b.build()
 
+
+# sdy.propagation_barrier's allowed_direction: (operand -> result, result -> operand)
+BARRIER_DIRECTIONS = {"BOTH": (True, True), "FORWARD": (True, False),
+                      "BACKWARD": (False, True), "NONE": (False, False)}
 
 # Custom-call targets whose result is the operand, elementwise (Shardy's list plus the
 # markers JAX's HLO carries). "Sharding" is a sharding constraint: the driver also pins it.
@@ -88,16 +105,77 @@ def custom_call_rule(inst):
         if b is None or len(b.result_dims) != 1 or any(
                 d != b.result_dims[0] for d in b.operand_dims if len(d) > 0):
             return None
-        return pointwise_rule(inst)
-    if target == "mhlo.topk" or target == "TopK":
+        rule = pointwise_rule(inst)
+        allowed = inst.frontend_attribute(ALLOWED_DIRECTION)
+        if target == PROPAGATION_BARRIER and allowed is not None:
+            rule = dataclasses.replace(rule, direction=BARRIER_DIRECTIONS[allowed])
+        return rule
+    rule = CUSTOM_CALL_RULES.get(target)
+    if rule is not None:
         b = builder_for(inst)
-        if b is None or len(b.operand_dims) != 1:
-            return None
-        x = b.operand_dims[0]
-        out = RuleBuilder([x], b.result_dims)
-        for d, size in enumerate(x[:-1]):
-            out.add(size, [d], [d] * len(b.result_dims))
-        out.add(x[-1], [len(x) - 1], [None] * len(b.result_dims), NEED)
-        out.add(b.result_dims[0][-1], [None], [len(x) - 1] * len(b.result_dims))
-        return out.build()
+        return None if b is None else rule(b)
     return None   # unknown target: no rule, nothing propagates through (as Shardy)
+
+
+def _pointwise_all(b: RuleBuilder):
+    """Every operand and result of one shape, dim by dim (X64Combine's two halves too)."""
+    shapes = set(b.operand_dims) | set(b.result_dims)
+    if len(shapes) != 1:
+        return None
+    b.pointwise(b.result_dims[0])
+    return b.build()
+
+
+def _top_k(b: RuleBuilder):
+    """TopK along the last dim: that dim is one factor of the operand's size on every tensor,
+    which must be replicated and never propagated (the results are k long)."""
+    if len(b.operand_dims) != 1 or not b.operand_dims[0]:
+        return None
+    x = b.operand_dims[0]
+    last = len(x) - 1
+    for d, size in enumerate(x):
+        b.add(size, [d], [d] * len(b.result_dims), NEED if d == last else PASS,
+              blocked=d == last)
+    return b.build()
+
+
+def _eigh(b: RuleBuilder):
+    """``(..., n, n) -> (..., n, n) vectors, (..., n) values``."""
+    x = b.operand_dims[0]
+    for d, size in enumerate(x):
+        b.add(size, [d], [d, d if d < len(x) - 2 else (d - 1 if d == len(x) - 1 else None)])
+    return b.build()
+
+
+def _qr(b: RuleBuilder):
+    """``(..., m, n) -> (..., m, n), taus (..., k)``: the matrix dims are replicated."""
+    x, taus = b.operand_dims[0], b.result_dims[1]
+    batch = len(x) - 2
+    for d, size in enumerate(x):
+        b.add(size, [d], [d, d if d < batch else None], PASS if d < batch else NEED)
+    b.add(taus[-1], [None], [None, len(taus) - 1], NEED)
+    return b.build()
+
+
+def _householder_product(b: RuleBuilder):
+    """``(..., m, n), taus (..., k) -> (..., m, n)``: the matrix dims are replicated."""
+    x, taus = b.operand_dims
+    batch = len(x) - 2
+    for d, size in enumerate(x):
+        b.add(size, [d, d if d < batch else None], [d], PASS if d < batch else NEED)
+    b.add(taus[-1], [None, len(taus) - 1], [None], NEED)
+    return b.build()
+
+
+# Custom-call targets with a factor rule of their own (Shardy's registry of custom calls).
+CUSTOM_CALL_RULES = {
+    "CompactWyHelper": _pointwise_all,
+    "X64Combine": _pointwise_all,
+    "xla.megascale.provide_metadata": _pointwise_all,
+    "mhlo.topk": _top_k,
+    "TopK": _top_k,
+    "Eigh": _eigh,
+    "Qr": _qr,
+    "QrDecompositionBlock": _qr,
+    "ProductOfElementaryHouseholderReflectors": _householder_product,
+}

@@ -124,9 +124,9 @@ def dynamic_update_slice_rule(inst):
     for d, size in enumerate(x):
         if update[d] == size:
             b.add(size, [d, d, *nulls], [d])
-        else:   # the operand/result keep their sharding; the update must be replicated there
+        else:   # the operand/result dim and the (smaller) update dim are factors apart
             b.add(size, [d, None, *nulls], [d])
-            b.add(update[d], [None, d, *nulls], [None], NEED)
+            b.add(update[d], [None, d, *nulls], [None])
     return b.build()
 
 
@@ -151,6 +151,8 @@ def get_dimension_size_rule(inst):
 @RULES.register("reshape", "bitcast")
 def reshape_rule(inst):
     b = builder_for(inst)
+    if 0 in b.operand_dims[0] or 0 in inst.shape.dims:
+        return None     # an empty array: nothing to shard (Shardy gives no rule)
     return reshape_factors(b, b.operand_dims[0], inst.shape.dims).build()
 
 

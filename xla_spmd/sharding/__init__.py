@@ -24,14 +24,15 @@ from .sdy_text import (
     print_sharding,
     print_sharding_per_value,
 )
-from .tensor_sharding import DimSharding, TensorSharding
+from .tensor_sharding import DimSharding, TensorSharding, is_unconstrained
 from .visualize import tile_devices, visualize_sharding
 
 __all__ = [
     "UNCONSTRAINED", "AxisRef", "DimSharding", "ImportedSharding", "Mesh", "NamedSharding", "P",
     "PartitionSpec", "TensorSharding", "axes_to_hlo", "declare_meshes", "declared_meshes",
     "finest_mesh", "hlo_to_axes", "meshes_of", "program_mesh", "sharding_mesh",
-    "hlo_tuple_to_axes", "make_mesh", "parse_sharding", "parse_sharding_per_value",
+    "hlo_tuple_to_axes", "is_unconstrained", "make_mesh", "parse_sharding",
+    "parse_sharding_per_value",
     "print_sharding", "print_sharding_per_value", "tile_devices", "user_sharding",
     "visualize_sharding",
 ]

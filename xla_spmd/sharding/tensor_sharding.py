@@ -279,3 +279,11 @@ class TensorSharding:
             tuple(self.replicated if replicated is None else replicated),
             tuple(self.unreduced if unreduced is None else unreduced),
             self.mesh_name if mesh_name is ... else mesh_name)
+
+
+def is_unconstrained(sharding: TensorSharding) -> bool:
+    """Whether `sharding` says nothing: a dim or more, every dim open and unsharded, no
+    replicated or unreduced axes (Shardy leaves such a value without a ``sdy.sharding``).
+    A scalar's ``[]`` is a statement (written by a user, it stays)."""
+    return (bool(sharding.dims) and not sharding.replicated and not sharding.unreduced
+            and all(d.is_open and not d.axes for d in sharding.dims))

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import Computation, Instruction, Module, TupleShape
-from xla_spmd.ir.custom_calls import FUNC_RESULT_SHARDING, MANUAL_BODY
-from xla_spmd.sharding import TensorSharding, print_sharding_per_value
+from xla_spmd.ir.custom_calls import DATA_FLOW_EDGE, FUNC_RESULT_SHARDING, MANUAL_BODY
+from xla_spmd.sharding import TensorSharding, is_unconstrained, print_sharding_per_value
 from xla_spmd.stablehlo.lexer import escape
 from xla_spmd.stablehlo.registry import PRINTERS
-from xla_spmd.stablehlo.scope import RESULT_INFO
+from xla_spmd.stablehlo.scope import RESULT_INFO, VISIBILITY
 from xla_spmd.stablehlo.types import print_type
 
 
@@ -54,6 +54,15 @@ def export_stablehlo(module: Module) -> str:
 def sharding_attr(inst: Instruction) -> str:
     """``#sdy.sharding_per_value<[...]>`` of an instruction's sharding (one or a tuple)."""
     return print_sharding_per_value(inst.sharding_leaves())
+
+
+def says_something(inst: Instruction, scalars: bool = True) -> bool:
+    """Whether `inst` has a sharding worth printing: some leaf constrains something (an
+    all-open, unsharded sharding is what no sharding means, and Shardy prints none; nor,
+    unless `scalars`, a scalar's ``[]``, which propagation gives every scalar op)."""
+    return any(isinstance(s, TensorSharding) and not is_unconstrained(s)
+               and (scalars or s.rank > 0 or s.replicated or s.unreduced)
+               for s in inst.sharding_leaves())
 
 
 class ModuleExporter:
@@ -87,6 +96,7 @@ class ModuleExporter:
         return "\n".join(lines) + "\n"
 
     def _is_function(self, computation: Computation) -> bool:
+        called = False
         for c in self.module.computations:
             for inst in c.instructions:
                 if inst.opcode == "call" and inst.attrs.to_apply is computation:
@@ -95,7 +105,8 @@ class ModuleExporter:
                 if inst.opcode == "custom-call" and computation in (
                         inst.attrs.called_computations or ()):
                     return True
-        return False
+                called = called or computation in inst.called_computations()
+        return not called   # a function nothing calls (regions are always called)
 
 
 def _symbol(name: str) -> str:
@@ -114,6 +125,16 @@ class FunctionExporter:
         self.multi: set[Instruction] = set()
         # tuple-shaped instructions printed as several ops: the value of each element
         self.elements: dict[Instruction, list[str]] = {}
+        # while/case/barrier ops whose results go through sdy.data_flow_edge ops: the edges
+        # hold their shardings (Shardy prints none on the op itself)
+        self.edge_owners: set[Instruction] = set()
+        self.result_counts: dict[Instruction, int] = {}  # results printed, where fewer
+        self.iter_args = 0
+
+    def iter_arg(self) -> str:
+        """The next loop-carried value's name, as MLIR names them."""
+        self.iter_args += 1
+        return "%iterArg" if self.iter_args == 1 else f"%iterArg_{self.iter_args - 2}"
 
     def new_value(self) -> str:
         name = f"%{self.counter}"
@@ -157,10 +178,15 @@ class FunctionExporter:
             returned.append(value)
             text = print_type(value.shape)
             result_texts.append(text + (" {" + ", ".join(attrs) + "}" if attrs else ""))
-        visibility = "public" if is_entry else "private"
+        # MLIR's form: public is the default and not printed; one result without
+        # attributes is not parenthesised.
+        public = is_entry or (VISIBILITY, "public") in computation.extras
+        visibility = "" if public else "private "
         name = "main" if is_entry and computation.name.startswith("main") else computation.name
-        signature = (f"  func.func {visibility} @{_symbol(name)}({', '.join(args)}) -> "
-                     f"({', '.join(result_texts)}) {{")
+        results_text = (result_texts[0] if len(result_texts) == 1 and "{" not in result_texts[0]
+                        else f"({', '.join(result_texts)})")
+        signature = (f"  func.func {visibility}@{_symbol(name)}({', '.join(args)}) -> "
+                     f"{results_text} {{")
         lines = [signature]
         self.body(computation, lines, "    ", skip)
         lines.append(f"    return {', '.join(self.ref(v) for v in returned)} : "
@@ -180,6 +206,12 @@ class FunctionExporter:
         users = computation.users()
         root = computation.root
         for inst in computation.instructions:
+            if inst.opcode == "custom-call" and inst.operands and \
+                    inst.attrs.custom_call_target == DATA_FLOW_EDGE:
+                owner = inst.operands[0]
+                self.edge_owners.add(owner.operands[0] if owner.opcode == "get-tuple-element"
+                                     else owner)
+        for inst in computation.instructions:
             if inst.opcode == "parameter" or inst in skip or inst in self.names:
                 continue
             if inst.opcode == "tuple" and self._implicit_tuple(inst, users[inst], root):
@@ -197,9 +229,10 @@ class FunctionExporter:
         return implicit_users and (users or inst is root)
 
     def region(self, computation: Computation, indent: str, arg_names=None,
-               bindings=None) -> list[str]:
+               bindings=None, returns: int | None = None) -> list[str]:
         """The lines of a region's body (ops and return); `arg_names` names the parameters
-        (scalar regions) and `bindings` maps instructions to outer names."""
+        (scalar regions), `bindings` maps instructions to outer names, `returns` is how
+        many of the root's values the region returns (all by default)."""
         lines: list[str] = []
         for inst in computation.instructions:  # a computation used twice prints twice
             self.names.pop(inst, None)
@@ -209,7 +242,7 @@ class FunctionExporter:
             for param, name in zip(computation.parameters, arg_names):
                 self.names[param] = name
         self.body(computation, lines, indent)
-        returned = self._root_values(computation)
+        returned = self._root_values(computation)[:returns]
         lines.append(f"{indent}stablehlo.return {', '.join(self.ref(v) for v in returned)} : "
                      f"{', '.join(print_type(v.shape) for v in returned)}")
         return lines
@@ -241,7 +274,9 @@ class FunctionExporter:
 
 def _sharding_items(inst: Instruction) -> list[str]:
     items = []
-    if isinstance(inst.sharding, TensorSharding):
+    if not says_something(inst):
+        pass
+    elif isinstance(inst.sharding, TensorSharding):
         items.append(f"sdy.sharding = {inst.sharding}")
     elif isinstance(inst.sharding, tuple):
         items.append(f"sdy.sharding = {sharding_attr(inst)}")
@@ -286,7 +321,7 @@ def emit(fx: FunctionExporter, inst: Instruction, lines: list[str], indent: str,
         return
     fx.names[inst] = base
     if isinstance(inst.shape, TupleShape) and inst.opcode != "tuple":
-        count = len(inst.shape.elements)
+        count = fx.result_counts.get(inst, len(inst.shape.elements))
         fx.multi.add(inst)
         lhs = f"{base}:{count} = " if count else ""
     else:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 
 from xla_spmd.ir.custom_calls import (
+    ALLOWED_DIRECTION,
+    DATA_FLOW_EDGE,
+    FUNC_DATA_FLOW_EDGE,
     GLOBAL_TO_LOCAL,
     IN_SHARDINGS,
     LOCAL_TO_GLOBAL,
@@ -16,9 +19,15 @@ from xla_spmd.ir.custom_calls import (
     SHARDING_GROUP_ID,
 )
 from xla_spmd.sharding import TensorSharding
-from xla_spmd.stablehlo.exporter import ExportError, is_manual_body_call, sharding_attr
+from xla_spmd.stablehlo.exporter import (
+    ExportError,
+    is_manual_body_call,
+    says_something,
+    sharding_attr,
+)
 from xla_spmd.stablehlo.exporter_ops import API_NUMBERS, attr_dict, fn_type, printer, refs
 from xla_spmd.stablehlo.lexer import escape
+from xla_spmd.stablehlo.scope import WHILE_OPERANDS
 from xla_spmd.stablehlo.types import print_type
 
 
@@ -34,15 +43,24 @@ def _elements(fx, packed):
 def _while(fx, inst, indent):
     (state,) = inst.operands
     values = _elements(fx, state)
-    names = [fx.new_arg().replace("%arg", "%iterArg_") for _ in values]
+    # values past the op's own operands are outer values its regions capture
+    count = int(inst.frontend_attribute(WHILE_OPERANDS) or len(values))
+    names = [fx.iter_arg() for _ in values[:count]]
+    bound = names + [fx.ref(v) for v in values[count:]]
     inits = ", ".join(f"{n} = {fx.ref(v)}" for n, v in zip(names, values))
-    types = ", ".join(print_type(v.shape) for v in values)
+    types = ", ".join(print_type(v.shape) for v in values[:count])
     inner = indent + "  "
     cond = fx.region(inst.attrs.condition, inner,
-                     bindings=fx.tuple_param_bindings(inst.attrs.condition, names))
+                     bindings=fx.tuple_param_bindings(inst.attrs.condition, bound))
     body = fx.region(inst.attrs.body, inner,
-                     bindings=fx.tuple_param_bindings(inst.attrs.body, names))
-    sharding = attr_dict(inst)
+                     bindings=fx.tuple_param_bindings(inst.attrs.body, bound), returns=count)
+    fx.result_counts[inst] = count
+    shown = inst
+    if isinstance(inst.sharding, tuple):
+        shown = inst.replace(sharding=inst.sharding[:count])
+    shown = shown.replace(frontend_attributes=tuple(
+        (k, v) for k, v in inst.frontend_attributes if k != WHILE_OPERANDS))
+    sharding = attr_dict(shown, with_sharding=inst not in fx.edge_owners)
     return (f"stablehlo.while({inits}){' attributes' + sharding if sharding else ''} : {types}"
             f"\n{indent}cond {{\n" + "\n".join(cond) + f"\n{indent}}} do {{\n"
             + "\n".join(body) + f"\n{indent}}}")
@@ -65,7 +83,8 @@ def _conditional(fx, inst, indent):
     name = "stablehlo.case" if a.branch_computations else "stablehlo.if"
     results = inst.shape.elements if hasattr(inst.shape, "elements") else (inst.shape,)
     result_text = ", ".join(print_type(r) for r in results)
-    return (f'"{name}"({fx.ref(inst.operands[0])}) ({", ".join(regions)}){attr_dict(inst)} : '
+    return (f'"{name}"({fx.ref(inst.operands[0])}) ({", ".join(regions)})'
+            f"{attr_dict(inst, with_sharding=inst not in fx.edge_owners)} : "
             f"({print_type(inst.operands[0].shape)}) -> ({result_text})")
 
 
@@ -91,7 +110,7 @@ def _call(fx, inst, indent):
                 f"{fn_type(inst)}")
     if inst.attrs.is_composite:
         return _composite(fx, inst, callee)
-    return (f"func.call @{callee.name}({refs(fx, inst.operands)})"
+    return (f"call @{callee.name}({refs(fx, inst.operands)})"
             f"{attr_dict(inst)} : {fn_type(inst)}")
 
 
@@ -172,10 +191,18 @@ def _custom_call(fx, inst, indent):
         group = inst.frontend_attribute(SHARDING_GROUP_ID) or "0"
         return (f"sdy.sharding_group {operand} group_id={group} : "
                 f"{print_type(inst.operands[0].shape)}")
-    if target == PROPAGATION_BARRIER and operand and inst.sharding is None:
-        direction = inst.frontend_attribute("xla.sdy.allowed_direction") or "NONE"
-        return (f"sdy.propagation_barrier {operand} allowed_direction={direction} : "
-                f"{print_type(inst.shape)}")
+    if target == DATA_FLOW_EDGE and operand:
+        sharding = (f" sharding=<{inst.sharding.body_text()}>"
+                    if says_something(inst, scalars=False) else "")
+        return f"sdy.data_flow_edge {operand}{sharding} : {print_type(inst.shape)}"
+    if target == FUNC_DATA_FLOW_EDGE and operand:
+        return f"sdy.func_data_flow_edge {operand}{attr_dict(inst)} : {print_type(inst.shape)}"
+    if target == PROPAGATION_BARRIER and operand:
+        direction = inst.frontend_attribute(ALLOWED_DIRECTION) or "NONE"
+        plain = inst.replace(frontend_attributes=tuple(
+            (k, v) for k, v in inst.frontend_attributes if k != ALLOWED_DIRECTION))
+        return (f"sdy.propagation_barrier {operand} allowed_direction={direction}"
+                f"{attr_dict(plain)} : {print_type(inst.shape)}")
     items = []
     for key, value in inst.extras:
         if key == "backend_config":

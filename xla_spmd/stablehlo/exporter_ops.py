@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from xla_spmd.ir import ArrayShape, Instruction
+from xla_spmd.ir.custom_calls import SHARDING_RULE
 from xla_spmd.sharding import TensorSharding
 from xla_spmd.stablehlo.exporter import (
     ExportError,
     exported_frontend,
     is_tuple,
+    says_something,
     sharding_attr,
 )
 from xla_spmd.stablehlo.lexer import escape
@@ -39,9 +41,13 @@ def fn_type(inst: Instruction, operands=None) -> str:
 
 def attr_dict(inst: Instruction, items=(), with_sharding=True) -> str:
     items = list(items)
-    if with_sharding and inst.sharding is not None:
+    if with_sharding and says_something(inst, scalars=False):
         items.append(f"sdy.sharding = {sharding_attr(inst)}")
-    frontend = [(k, v) for k, v in exported_frontend(inst) if k != "mhlo.sharding"]
+    rule = inst.frontend_attribute(SHARDING_RULE)
+    if rule is not None:
+        items.append(f"sdy.sharding_rule = {rule}")
+    frontend = [(k, v) for k, v in exported_frontend(inst)
+                if k not in ("mhlo.sharding", SHARDING_RULE)]
     if with_sharding and frontend:
         items.append("mhlo.frontend_attributes = {" + ", ".join(
             f"{k} = {escape(v)}" for k, v in frontend) + "}")
@@ -189,7 +195,8 @@ def _get_tuple_element(fx, inst, indent):
 def _opt_barrier(fx, inst, indent):
     (packed,) = inst.operands
     values = packed.operands if packed.opcode == "tuple" else (packed,)
-    return (f"stablehlo.optimization_barrier {refs(fx, values)}{attr_dict(inst)} : "
+    return (f"stablehlo.optimization_barrier {refs(fx, values)}"
+            f"{attr_dict(inst, with_sharding=inst not in fx.edge_owners)} : "
             f"{', '.join(print_type(v.shape) for v in values)}")
 
 

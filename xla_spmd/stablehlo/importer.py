@@ -40,7 +40,7 @@ from xla_spmd.sharding.meshes import MESH_ATTRS_KEY, meshes_header
 from xla_spmd.stablehlo.importer_ops import convert_op
 from xla_spmd.stablehlo.importer_shardings import arg_sharding, common_gspmd_mesh, finish_results
 from xla_spmd.stablehlo.lexer import Scanner
-from xla_spmd.stablehlo.scope import Scope
+from xla_spmd.stablehlo.scope import VISIBILITY, Scope
 from xla_spmd.stablehlo.syntax import Block, FuncNode, ModuleNode, OpNode, parse_text
 from xla_spmd.stablehlo.types import print_type
 
@@ -91,6 +91,7 @@ class ModuleImporter:
         self.functions = {f.name: f for f in tree.functions}
         self.converted: dict[str, Computation] = {}
         self.in_progress: set[str] = set()
+        self.entry_node = None   # the function that becomes the entry (set by run)
         self.computation_names = set(self.functions)
         # id(instruction) -> (instruction, Quantization) of quantized values (importer_quant)
         self.quantized: dict[int, tuple] = {}
@@ -148,12 +149,13 @@ class ModuleImporter:
                              else None)
         entry_node = self.functions.get("main") or next(
             (f for f in tree.functions if f.visibility == "public"), tree.functions[0])
+        self.entry_node = entry_node
         entry = self.function(entry_node.name)
         extra = [self.function(f.name) for f in tree.functions if f.name != entry_node.name]
         module = Module.from_entry(tree.name or "module", entry, self.header())
         reachable = {c.name for c in module.computations}
-        unreachable = sorted((c for c in extra if c.name not in reachable), key=lambda c: c.name)
-        if unreachable:  # text order does not matter: sort by name
+        unreachable = [c for c in extra if c.name not in reachable]
+        if unreachable:  # kept, in text order (MLIR prints every function, in order)
             module = Module.from_entry(module.name, entry, module.header, unreachable)
         return module
 
@@ -197,6 +199,8 @@ class ModuleImporter:
         results = self.block_ops(scope, node.body)
         self.check_results(scope.node, node, results)
         root, extras = finish_results(self, scope, node, results)
+        if node.visibility == "public" and self.entry_node not in (None, node):
+            extras = tuple(extras) + ((VISIBILITY, "public"),)  # printed so again
         computation = scope.build(root, extras)
         self.converted[name] = computation
         self.in_progress.discard(name)

@@ -23,7 +23,7 @@ from xla_spmd.stablehlo.importer_ops import (
     symbol_name,
 )
 from xla_spmd.stablehlo.importer_shardings import gspmd_sharding
-from xla_spmd.stablehlo.scope import free_values
+from xla_spmd.stablehlo.scope import WHILE_OPERANDS, free_values
 from xla_spmd.stablehlo.syntax import RawAttr
 
 API_VERSIONS = {1: "API_VERSION_ORIGINAL", 2: "API_VERSION_STATUS_RETURNING",
@@ -47,7 +47,9 @@ def _while(importer, scope, node, operands):
     state = scope.emit("tuple", list(operands) + [scope.lookup(c) for c in captures])
     cond = importer.region(cond_block, "cond", "tuple", captures, outer=scope)
     body = importer.region(body_block, "body", "tuple", captures, outer=scope)
-    loop = scope.emit("while", (state,), state.shape, condition=cond, body=body)
+    frontend = ((WHILE_OPERANDS, str(len(operands))),) if captures else ()
+    loop = scope.emit("while", (state,), state.shape, condition=cond, body=body,
+                      frontend=frontend)
     return scope.unpack(loop)[:len(operands)]
 
 

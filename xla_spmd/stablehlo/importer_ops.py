@@ -29,6 +29,7 @@ from xla_spmd.ir import (
     TupleShape,
     Window,
 )
+from xla_spmd.ir.custom_calls import SHARDING_RULE
 from xla_spmd.sharding import TensorSharding, print_sharding_per_value
 from xla_spmd.stablehlo.importer_quant import convert_quantized, is_quantized_op
 from xla_spmd.stablehlo.registry import CONVERTERS
@@ -69,6 +70,20 @@ def convert_op(importer: ModuleImporter, scope: Scope, node: OpNode) -> None:
     except (ValueError, KeyError, IndexError, TypeError, ArithmeticError,
             AttributeError) as error:
         raise importer.error(node, malformed_message(node, error)) from None
+    rule = node.attrs.get("sdy.sharding_rule")
+    target = results if not isinstance(results, list) else (results[0] if results else None)
+    if (shardings is not None or rule is not None) and target is not None:
+        # set before a multi-result op is unpacked, so its elements read the new op
+        changes = {}
+        if shardings is not None:
+            changes["sharding"] = shardings[0] if len(shardings) == 1 else tuple(shardings)
+        if rule is not None:   # a user's rule: propagation uses it instead of the built-in
+            text = rule.text if isinstance(rule, RawAttr) else str(rule)
+            changes["frontend_attributes"] = tuple(target.frontend_attributes) + (
+                (SHARDING_RULE, text),)
+        new = target.replace(**changes)
+        scope.instructions[scope.instructions.index(target)] = new
+        results = new if not isinstance(results, list) else [new] + results[1:]
     if isinstance(results, list):
         values = results
     elif len(node.results) > 1 or (isinstance(results.shape, TupleShape)
@@ -76,14 +91,6 @@ def convert_op(importer: ModuleImporter, scope: Scope, node: OpNode) -> None:
         values = scope.unpack(results)
     else:
         values = [results]
-    if shardings is not None:
-        target = results if not isinstance(results, list) else values[0]
-        sharding = shardings[0] if len(shardings) == 1 else tuple(shardings)
-        new = target.replace(sharding=sharding)
-        scope.instructions[scope.instructions.index(target)] = new
-        if target is values[0]:
-            values = [new] + values[1:]
-        values = [new if v is target else v for v in values]
     if len(values) != len(node.results):
         raise importer.error(node, f"produces {len(values)} values but {len(node.results)} "
                                    "result names are bound")

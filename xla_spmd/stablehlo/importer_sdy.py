@@ -13,6 +13,10 @@
 ``sdy.sharding_group``      custom-call ``xla.sdy.ShardingGroup`` (no result),
                             ``xla.sdy.sharding_group_id``
 ``sdy.propagation_barrier`` custom-call ``xla.sdy.PropagationBarrier``
+``sdy.data_flow_edge``      custom-call ``xla.sdy.DataFlowEdge``, its ``sharding`` on the
+                            instruction (the sharding of the while/case/barrier result or
+                            block argument it follows)
+``sdy.func_data_flow_edge`` custom-call ``xla.sdy.FuncDataFlowEdge``, sharding on it
 ``sdy.constant``            ``constant``
 ``sdy.all_gather`` & co     custom-call ``Sharding`` carrying ``out_sharding`` (on the global
                             view an explicit collective is a reshard to it), frontend
@@ -25,6 +29,9 @@ from __future__ import annotations
 
 from xla_spmd.ir import TupleShape
 from xla_spmd.ir.custom_calls import (
+    ALLOWED_DIRECTION,
+    DATA_FLOW_EDGE,
+    FUNC_DATA_FLOW_EDGE,
     GLOBAL_TO_LOCAL,
     IN_SHARDINGS,
     LOCAL_TO_GLOBAL,
@@ -114,8 +121,25 @@ def _sharding_group(importer, scope, node, operands):
 def _propagation_barrier(importer, scope, node, operands):
     direction = node.attrs.get("allowed_direction", "NONE")
     return scope.emit("custom-call", operands, node.result_types[0],
-                      frontend=(("xla.sdy.allowed_direction", str(direction)),),
+                      frontend=((ALLOWED_DIRECTION, str(direction)),),
                       custom_call_target=PROPAGATION_BARRIER)
+
+
+@converter("sdy.data_flow_edge")
+def _data_flow_edge(importer, scope, node, operands):
+    # kept even when unused (it is part of the program as written)
+    return scope.emit("custom-call", operands, node.result_types[0],
+                      sharding=node.attrs.get("sharding"), custom_call_target=DATA_FLOW_EDGE,
+                      custom_call_has_side_effect=True)
+
+
+@converter("sdy.func_data_flow_edge")
+def _func_data_flow_edge(importer, scope, node, operands):
+    sharding = node.attrs.get("sdy.sharding")
+    if isinstance(sharding, (tuple, list)):
+        (sharding,) = sharding
+    return scope.emit("custom-call", operands, node.result_types[0], sharding=sharding,
+                      custom_call_target=FUNC_DATA_FLOW_EDGE)
 
 
 def _collective(importer, scope, node, operands):

@@ -18,6 +18,11 @@ if TYPE_CHECKING:
 # A function result's ``jax.result_info`` is kept as frontend attribute
 # ``jax.result_info.<result index>`` of the function's root, which HLO text carries.
 RESULT_INFO = "jax.result_info"
+# On a while whose regions capture outer values (carried as extra loop values in HLO): how
+# many of its operands the StableHLO op had, so that the exporter writes the captures back.
+WHILE_OPERANDS = "stablehlo.while_operands"
+# On a computation: a function other than the entry that is public (others print private).
+VISIBILITY = "visibility"
 
 
 class Scope:
