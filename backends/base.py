@@ -52,6 +52,11 @@ class Executable(Protocol):
         Called concurrently from one thread per in-process device."""
         ...
 
+    # Optional: an executable with ``lockstep = True`` also has
+    # ``run_together(arguments_by_device, communicators_by_device) -> results_by_device``,
+    # which runs a whole in-process world of devices on the calling thread; the runtime then
+    # calls it instead of ``run`` on one thread per device (see the CPU backend).
+
 
 @runtime_checkable
 class Backend(Protocol):

@@ -37,13 +37,11 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import xla_spmd as xs  # noqa: E402
 import xla_spmd.numpy as xnp  # noqa: E402
 from xla_spmd.backends import get_backend  # noqa: E402
-from xla_spmd.collectives import LocalWorld  # noqa: E402
 from xla_spmd.frontend.pytree import tree_leaves  # noqa: E402
 from xla_spmd.ir import ArrayShape, Builder, Module  # noqa: E402
 from xla_spmd.ir.dtypes import F32  # noqa: E402
-from xla_spmd.partition import partition  # noqa: E402
-from xla_spmd.propagation import propagate  # noqa: E402
-from xla_spmd.runtime.executable import blas_threads_per_device  # noqa: E402
+from xla_spmd.pipeline import lower  # noqa: E402
+from xla_spmd.runtime.executable import execute  # noqa: E402
 from xla_spmd.runtime.sharded_array import device_put  # noqa: E402
 
 P = xs.PartitionSpec
@@ -170,8 +168,8 @@ class Prepared:
         xs.set_num_devices(mesh.size)
         start = time.perf_counter()
         lowered = xs.jit(step, in_shardings=shardings).lower(*args)
-        self.module = propagate(lowered.module, mesh=mesh)
-        self.spmd = partition(self.module, mesh, propagate=False)
+        program = lower(lowered.module, mesh=mesh)  # as xs.jit runs it: optimized SPMD
+        self.module, self.spmd = program.module, program.spmd_module
         self.frontend_seconds = time.perf_counter() - start
         self.devices = mesh.size
         leaves = tree_leaves(args)
@@ -183,9 +181,9 @@ class Prepared:
     def run(self, executable) -> list:
         if self.devices == 1:
             return [executable.run(0, self.arguments[0], None)]
-        with blas_threads_per_device(self.devices):  # as the runtime shares the cores
-            return LocalWorld(self.devices).run(
-                lambda comm: executable.run(comm.rank, self.arguments[comm.rank], comm))
+        # As the runtime runs it: one thread per device sharing the cores' BLAS threads, or
+        # every device on this thread where the executable runs in lockstep.
+        return list(execute(executable, dict(enumerate(self.arguments))).values())
 
 
 def _shardings(mesh, specs, args):

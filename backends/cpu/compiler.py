@@ -87,6 +87,21 @@ def host() -> dict[str, str]:
             "llvmlite": llvmlite.__version__}
 
 
+@functools.cache
+def array_data_offset() -> int | None:
+    """The byte offset of the data pointer in a numpy array object (``PyArrayObject.data``,
+    16 on 64-bit CPython), found by probing arrays; None if it cannot be found (then kernels
+    are called with data pointers taken in Python)."""
+    import numpy as np
+    probes = [np.arange(k + 3, dtype=np.int8)[k:] for k in range(3)]
+    pointer_size = ctypes.sizeof(ctypes.c_void_p)
+    for offset in range(0, 8 * pointer_size, pointer_size):
+        if all(ctypes.c_void_p.from_address(id(a) + offset).value == a.ctypes.data
+               for a in probes):
+            return offset
+    return None
+
+
 def cache_key(program_text: str) -> str:
     """The cache key of a program: its text with the compiler and CPU it is compiled for."""
     from xla_spmd.backends.cpu.renderer import RENDERER_VERSION

@@ -224,12 +224,36 @@ def _function(name: str, params: str, dims: tuple, body: list[str]) -> str:
     return "\n".join(lines)
 
 
-def render_module(fusions: list[Fusion]) -> str:
-    """The LLVM IR module of every fusion, one function each (named ``fusion.name``)."""
+def render_module(fusions: list[Fusion], data_offset: int | None = None) -> str:
+    """The LLVM IR module of every fusion, one function each (named ``fusion.name``), and,
+    when ``data_offset`` is given, each one's object entry (see ``render_object_entry``)."""
     declarations: set[str] = set()
     functions = []
     for fusion in fusions:
         emitter = _FusionEmitter(fusion)
         functions.append(emitter.render())
         declarations |= emitter.w.declarations
+        if data_offset is not None:
+            functions.append(render_object_entry(fusion, data_offset))
     return "\n".join(sorted(declarations)) + "\n\n" + "\n\n".join(functions) + "\n"
+
+
+def object_entry_name(fusion: Fusion) -> str:
+    """The name of ``fusion``'s object entry."""
+    return f"{fusion.name}_objects"
+
+
+def render_object_entry(fusion: Fusion, data_offset: int) -> str:
+    """``@<name>_objects``: the fusion called with the addresses of numpy array objects
+    (``id(array)``), each array's data pointer read at byte ``data_offset`` of the object
+    (``PyArrayObject.data``). Every array must be C-contiguous and of the fusion's dtype."""
+    arity = 1 + len(fusion.inputs)
+    names = ["%out"] + [f"%in{j}" for j in range(len(fusion.inputs))]
+    lines = [f"define void @{object_entry_name(fusion)}("
+             + ", ".join(f"ptr {n}" for n in names) + ") nounwind {", "entry:"]
+    for k, name in enumerate(names):
+        lines += [f"  %field{k} = getelementptr i8, ptr {name}, i64 {data_offset}",
+                  f"  %data{k} = load ptr, ptr %field{k}"]
+    arguments = ", ".join(f"ptr %data{k}" for k in range(arity))
+    lines += [f"  call void @{fusion.name}({arguments})", "  ret void", "}"]
+    return "\n".join(lines)

@@ -28,15 +28,15 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 import xla_spmd.config as config
-from xla_spmd.backends.cpu import compiler, kernels
-from xla_spmd.backends.cpu.emitter import render_module
-from xla_spmd.backends.cpu.program import CONTROL, Program, plan, run_fusion
+from xla_spmd.backends.cpu import compiler, kernels, launch
+from xla_spmd.backends.cpu.emitter import object_entry_name, render_module
+from xla_spmd.backends.cpu.program import CONTROL, Program, Step, plan, run_fusion
 from xla_spmd.backends.reference.control import while_rule
 from xla_spmd.backends.reference.evaluator import (
     EVALUATE,
@@ -47,7 +47,7 @@ from xla_spmd.backends.reference.evaluator import (
 )
 from xla_spmd.backends.reference.executable import device_arguments
 from xla_spmd.errors import EvaluationError, XlaSpmdError
-from xla_spmd.ir import Computation, Module
+from xla_spmd.ir import Computation, Family, Module
 from xla_spmd.ir.hlo_printer import print_module
 
 _ERRORS = (XlaSpmdError, ValueError, TypeError, IndexError, ArithmeticError)
@@ -93,6 +93,31 @@ def _control_computations(module: Module) -> list[Computation]:
     return list(found.values())
 
 
+LOCKSTEP_MAX_BYTES = 4 << 20
+"""The largest peak bytes per device of a program run in lockstep on one thread: above it
+the kernels' time dominates, and one thread per device runs them on every core."""
+
+
+def _located(program: Program, index: int, error: Exception) -> Exception:
+    """``error`` raised at step ``index`` of ``program``, with the failing instruction
+    printed around it (once: an error located in a called plan passes through)."""
+    if getattr(error, "located", False):
+        return error
+    located = EvaluationError(_describe(program.computation, program.steps[index].inst, error))
+    located.located = True
+    return located
+
+
+def _communicates_only_at_starts(programs, entry: Program) -> bool:
+    """Whether every collective of every plan is a start/wait pair of the ``entry`` plan."""
+    for program in programs:
+        for step in program.steps:
+            communicates = step.inst.op.family in (Family.COLLECTIVE, Family.ASYNC)
+            if communicates and not (program is entry and step.kind in ("start", "wait")):
+                return False
+    return True
+
+
 class CpuExecutable:
     """A module compiled for the CPU (see ``xla_spmd.backends.base.Executable``)."""
 
@@ -106,7 +131,8 @@ class CpuExecutable:
         fusions = [f for p in self.programs.values() for f in p.fusions]
         used = {id(s.fusion) for p in self.programs.values() for s in p.steps if s.fusion}
         fusions = [f for f in fusions if id(f) in used]
-        self.llvm_ir = render_module(fusions)
+        data_offset = compiler.array_data_offset()
+        self.llvm_ir = render_module(fusions, data_offset)
         self.cache_key = compiler.cache_key(print_module(module) + "\n" + self.llvm_ir)
         # Held here: the machine code must outlive every step that calls into it.
         self.library = library = compiler.compile_library(
@@ -118,18 +144,112 @@ class CpuExecutable:
                                                      1 + len(step.fusion.inputs))
         self.fallback_runs: Counter = Counter()
         self._lock = threading.Lock()
+        self.launches: dict[int, list[tuple]] = {
+            key: [(self._launch(step, library, data_offset), step.slot, step.frees)
+                  for step in program.steps]
+            for key, program in self.programs.items()}
+        entry = self.programs[id(module.entry)]
+        self.lockstep = (entry.peak_bytes <= LOCKSTEP_MAX_BYTES
+                         and _communicates_only_at_starts(self.programs.values(), entry))
+        """Whether ``run_together`` may run this program (see there)."""
+
+    def _launch(self, step: Step, library, data_offset: int | None) -> launch.Launch:
+        """``step`` bound into a closure ``(values, ctx) -> value`` (see ``launch``)."""
+        kind, inst = step.kind, step.inst
+        if kind == "fusion":
+            if data_offset is None:
+                return lambda values, ctx: run_fusion(step, values)
+            entry = library.function(object_entry_name(step.fusion),
+                                     1 + len(step.fusion.inputs))
+            return launch.fusion_launch(step, entry)
+        if kind == "constant":
+            value = step.value
+            return lambda values, ctx: value
+        if kind == "wait":
+            slot = step.slot
+            return lambda values, ctx: values[slot].wait()
+        if kind == "kernel":
+            return launch.kernel_launch(step)
+        if kind == "ufunc":
+            return launch.generic_launch(step, step.function)
+        reads = step.reads
+        if kind == "start":
+            evaluate, cache = EVALUATE.lookup(inst.op.name), step.cache
+
+            def start(values, ctx):
+                operands = [values[s] for s in reads]
+                if ctx.communicator is None:
+                    return _Done(evaluate(inst, operands, ctx))
+                return kernels.start(inst, operands, ctx, cache)
+            return start
+        if kind == "control":
+            return lambda values, ctx: self._control(inst, [values[s] for s in reads], ctx)
+        counted = launch.generic_launch(step, step.function)
+        name, lock, runs = inst.op.name, self._lock, self.fallback_runs
+
+        def fallback(values, ctx):
+            with lock:
+                runs[name] += 1
+            return counted(values, ctx)
+        return fallback
 
     # -- running --------------------------------------------------------------------------
 
     def run(self, device: int, arguments: Sequence[np.ndarray], communicator: Any
             ) -> list[np.ndarray]:
         coerced = device_arguments(self.module, device, arguments)
-        context = _CpuContext(self, partition_id=device,
-                              num_partitions=self.module.num_partitions,
-                              communicator=communicator,
-                              max_loop_iterations=config.max_loop_iterations)
-        result = self.execute(self.programs[id(self.module.entry)], coerced, context)
+        context = self._context(device, communicator)
+        with np.errstate(all="ignore"):  # IEEE results, no warnings: as every reference rule
+            result = self.execute(self.programs[id(self.module.entry)], coerced, context)
         return [np.asarray(leaf) for leaf in leaves(result)]
+
+    def run_together(self, arguments: Mapping[int, Sequence[np.ndarray]],
+                     communicators: Mapping[int, Any]) -> dict[int, list[np.ndarray]]:
+        """Run every device of ``arguments`` on the calling thread, in lockstep: each step of
+        the plan for every device before the next step. Only where ``self.lockstep``: every
+        collective is a start and a wait of the entry plan, so every member of a collective
+        has started it before any member waits, and every member must be among the devices
+        (``communicators[d]`` is device d's). Results are those of ``run`` on one thread per
+        device, bit for bit (the same kernels, the communicators' own folds); a small program
+        runs faster so, as its time is Python's and one thread holds no lock for others.
+        Returns each device's results, flattened."""
+        if not self.lockstep:
+            raise XlaSpmdError(f"{self.module.name}: run_together needs a program whose "
+                               "collectives are all start/wait steps of the entry, and small")
+        if sorted(arguments) != list(range(len(arguments))) or set(communicators) != set(
+                arguments):
+            raise XlaSpmdError(f"{self.module.name}: run_together runs a whole world of "
+                               f"devices 0..n-1 with a communicator each; got devices "
+                               f"{sorted(arguments)}, communicators {sorted(communicators)}")
+        program = self.programs[id(self.module.entry)]
+        states = []
+        for device, device_args in arguments.items():
+            values: list = [None] * len(program.computation.instructions)
+            coerced = device_arguments(self.module, device, device_args)
+            for slot, argument in zip(program.parameter_slots, coerced):
+                values[slot] = argument
+            states.append((values, self._context(device, communicators[device])))
+        index = 0
+        with np.errstate(all="ignore"):
+            try:
+                for launch_step, slot, frees in self.launches[id(program.computation)]:
+                    for values, ctx in states:
+                        values[slot] = launch_step(values, ctx)
+                        for dead in frees:
+                            values[dead] = None
+                    index += 1
+            except _ERRORS as error:
+                located = _located(program, index, error)
+                if located is error:
+                    raise
+                raise located from error
+        return {device: [np.asarray(leaf) for leaf in leaves(values[program.root_slot])]
+                for device, (values, _) in zip(arguments, states)}
+
+    def _context(self, device: int, communicator: Any) -> _CpuContext:
+        return _CpuContext(self, partition_id=device, num_partitions=self.module.num_partitions,
+                           communicator=communicator,
+                           max_loop_iterations=config.max_loop_iterations)
 
     def execute(self, program: Program, arguments: list, ctx: _CpuContext) -> object:
         """Run one plan on ``arguments`` (the computation's parameters)."""
@@ -137,40 +257,19 @@ class CpuExecutable:
         for slot, argument in zip(program.parameter_slots, arguments):
             values[slot] = argument
         del arguments
-        for step in program.steps:
-            try:
-                values[step.slot] = self._step(step, values, ctx)
-            except _ERRORS as error:
-                if getattr(error, "located", False):
-                    raise
-                located = EvaluationError(_describe(program.computation, step.inst, error))
-                located.located = True
-                raise located from error
-            for slot in step.frees:
-                values[slot] = None
+        index = 0
+        try:
+            for launch_step, slot, frees in self.launches[id(program.computation)]:
+                values[slot] = launch_step(values, ctx)
+                for dead in frees:
+                    values[dead] = None
+                index += 1
+        except _ERRORS as error:
+            located = _located(program, index, error)
+            if located is error:
+                raise
+            raise located from error
         return values[program.root_slot]
-
-    def _step(self, step, values: list, ctx: _CpuContext) -> object:
-        kind = step.kind
-        if kind == "fusion":
-            return run_fusion(step, values)
-        if kind == "constant":
-            return step.value
-        if kind == "wait":
-            return values[step.slot].wait()
-        operands = [values[slot] for slot in step.reads]
-        if kind in ("kernel", "ufunc"):
-            return step.function(step.inst, operands, ctx)
-        if kind == "start":
-            if ctx.communicator is None:
-                return _Done(EVALUATE.lookup(step.inst.op.name)(
-                    step.inst, operands, ctx))
-            return kernels.start(step.inst, operands, ctx, step.cache)
-        if kind == "control":
-            return self._control(step.inst, operands, ctx)
-        with self._lock:
-            self.fallback_runs[step.inst.op.name] += 1
-        return step.function(step.inst, operands, ctx)
 
     def _control(self, inst, operands: list, ctx: _CpuContext) -> object:
         attrs = inst.attrs

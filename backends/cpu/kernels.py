@@ -15,6 +15,8 @@ the reference's computation, with the output preallocated.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from xla_spmd.backends.reference.collectives import (
@@ -23,6 +25,8 @@ from xla_spmd.backends.reference.collectives import (
     _required_group,
 )
 from xla_spmd.backends.reference.contraction import dot_dimensions
+from xla_spmd.backends.reference.evaluator import EVALUATE
+from xla_spmd.backends.reference.indexing import _reducer_kind
 from xla_spmd.backends.reference.numeric import compute_dtype
 from xla_spmd.backends.reference.reduction import _fast_reduce, binary_reducer
 from xla_spmd.ir import ArrayShape, Instruction
@@ -51,19 +55,6 @@ KERNELS = {
 }
 
 
-def _broadcast(inst, operands, ctx):
-    (x,) = operands
-    dims = inst.attrs.dimensions
-    placed = [1] * inst.shape.rank
-    order = sorted(range(len(dims)), key=lambda i: dims[i])
-    for i in order:
-        placed[dims[i]] = inst.shape.dims[dims[i]]
-    return np.broadcast_to(np.transpose(x, order).reshape(placed), inst.shape.dims)
-
-
-KERNELS["broadcast"] = _broadcast
-
-
 # ---------------------------------------------------------------------------------------------
 # Dot
 
@@ -72,43 +63,103 @@ def _size(dims, shape) -> int:
     return int(np.prod([shape[d] for d in dims], dtype=np.int64))
 
 
-def _ordered(x: np.ndarray, order: list, work: np.dtype) -> np.ndarray:
-    if order == sorted(order) and x.flags.c_contiguous:
-        return x.astype(work, copy=False)
-    return np.transpose(x, order).astype(work)
+Launch = Callable[[list, object], object]
+"""A kernel bound to its instruction: ``launch(values, ctx)`` reads its operands from
+``values`` at the instruction's ``reads`` (see ``backends/cpu/launch.py``)."""
+
+_asarray, _empty = np.asarray, np.empty
 
 
-def dot(inst: Instruction, operands: list, ctx) -> np.ndarray:
-    lhs, rhs = operands
-    attrs = inst.attrs
+def dot_kernel(inst: Instruction, reads: tuple) -> Launch:
+    """Dot through BLAS (``numpy.matmul`` into a preallocated output), its shapes, orders and
+    dtypes decided once: the operands are moved to ``(batch, free, contracting)`` and
+    ``(batch, contracting, free)`` order as the reference's copies are, so BLAS sees the same
+    layouts and sums in the same order (bit for bit); an operand already in order is used as
+    it is (the reference's copy of it is C-ordered too). Runs under ``np.errstate``
+    (``run`` sets it)."""
+    lhs_shape, rhs_shape = (o.shape.dims for o in inst.operands)
     result_dtype = inst.shape.dtype.numpy
     work = compute_dtype(result_dtype)
-    lb, lf, lc, rb, rc, rf = dot_dimensions(attrs, lhs.ndim, rhs.ndim)
-    batch, m, k = _size(lb, lhs.shape), _size(lf, lhs.shape), _size(lc, lhs.shape)
-    n = _size(rf, rhs.shape)
-    # The reference's operand copies (astype keeps a transposed memory order), so BLAS sees
-    # the same layouts and sums in the same order: results agree bit for bit. An operand
-    # already in order is used as it is (the reference's copy of it is C-ordered too).
-    left = _ordered(lhs, lb + lf + lc, work).reshape(batch, m, k)
-    right = _ordered(rhs, rb + rc + rf, work).reshape(batch, k, n)
-    out = np.empty(inst.shape.dims, work)
-    with np.errstate(all="ignore"):
-        np.matmul(left, right, out=out.reshape(batch, m, n))
-    return out if work == result_dtype else out.astype(result_dtype)
+    lb, lf, lc, rb, rc, rf = dot_dimensions(inst.attrs, len(lhs_shape), len(rhs_shape))
+    batch, m, k = (_size(d, lhs_shape) for d in (lb, lf, lc))
+    n = _size(rf, rhs_shape)
+    left_order, right_order = lb + lf + lc, rb + rc + rf
+    left_sorted, right_sorted = left_order == sorted(left_order), right_order == sorted(
+        right_order)
+    left_shape, right_shape, out_shape = (batch, m, k), (batch, k, n), (batch, m, n)
+    dims = inst.shape.dims
+    a, b = reads
+    matmul = np.matmul
+
+    def operand(x, order, in_order, shape):
+        if in_order and x.flags.c_contiguous:
+            return x.astype(work, copy=False).reshape(shape)
+        return np.transpose(x, order).astype(work).reshape(shape)
+
+    def launch_dot(values, ctx):
+        left = operand(values[a], left_order, left_sorted, left_shape)
+        right = operand(values[b], right_order, right_sorted, right_shape)
+        out = _empty(dims, work)
+        matmul(left, right, out=out.reshape(out_shape))  # under run()'s errstate
+        return out if work == result_dtype else out.astype(result_dtype)
+    return launch_dot
 
 
-KERNELS["dot"] = dot
+def reduce_kernel(inst: Instruction, reads: tuple) -> Launch:
+    """A reduce with a plain binary reducer: numpy's ufunc reduction (pairwise for sums), the
+    reference's own kernel (so sums agree bit for bit), reducer and axes decided once."""
+    name = binary_reducer(inst.attrs.to_apply)
+    axes = tuple(sorted(inst.attrs.dimensions))
+    dtype = inst.shape.dtype.numpy
+    a, b = reads
+    if name in ("add", "multiply") and dtype.kind == "f" and compute_dtype(dtype) == dtype:
+        # _fast_reduce's steps for a float type computed in itself: its copy of the data
+        # (skipped when that copy would have the same layout), numpy's reduction, then the
+        # initial value combined first.
+        ufunc = np.add if name == "add" else np.multiply
+
+        def launch_float(values, ctx):
+            x = values[a]
+            if not (type(x) is np.ndarray and x.dtype == dtype and x.flags.c_contiguous):
+                x = _asarray(x).astype(dtype)
+            return _asarray(ufunc(values[b], ufunc.reduce(x, axis=axes, dtype=dtype)))
+        return launch_float
+
+    def launch_reduce(values, ctx):
+        return _fast_reduce(name, _asarray(values[a]), _asarray(values[b]), axes, dtype)
+    return launch_reduce
 
 
-def reduce(inst: Instruction, operands: list, ctx) -> np.ndarray:
-    """A reduce with a plain binary reducer: numpy's ufunc reduction (pairwise for sums),
-    the reference's own kernel, so sums agree bit for bit."""
-    x, init = operands
-    return _fast_reduce(binary_reducer(inst.attrs.to_apply), x, np.asarray(init),
-                        tuple(sorted(inst.attrs.dimensions)), inst.shape.dtype.numpy)
+def broadcast_kernel(inst: Instruction, reads: tuple) -> Launch:
+    """Broadcast as a numpy view."""
+    dims = inst.attrs.dimensions
+    placed = [1] * inst.shape.rank
+    order = tuple(sorted(range(len(dims)), key=lambda i: dims[i]))
+    for i in order:
+        placed[dims[i]] = inst.shape.dims[dims[i]]
+    placed, shape = tuple(placed), inst.shape.dims
+    (a,) = reads
+    broadcast_to = np.broadcast_to
+    if order == tuple(range(len(order))):
+        return lambda values, ctx: broadcast_to(_asarray(values[a]).reshape(placed), shape)
+    return lambda values, ctx: broadcast_to(
+        _asarray(values[a]).transpose(order).reshape(placed), shape)
 
 
-KERNELS["reduce"] = reduce
+def _as_kernel(builder):
+    """A kernel builder with the reference calling convention ``(inst, operands, ctx)``."""
+    return lambda inst, operands, ctx: builder(inst, tuple(range(len(operands))))(
+        list(operands), ctx)
+
+
+KERNELS.update(broadcast=_as_kernel(broadcast_kernel), dot=_as_kernel(dot_kernel),
+               reduce=_as_kernel(reduce_kernel))
+
+
+# The indexing ops run through precomputed launches (``indexing.LAUNCHES``); the reference
+# rule is their kernel with the reference calling convention.
+INDEXING = ("gather", "scatter", "dynamic-slice", "dynamic-update-slice")
+KERNELS.update({name: EVALUATE.lookup(name) for name in INDEXING})
 
 
 def kernel_for(inst: Instruction):
@@ -126,6 +177,10 @@ def kernel_for(inst: Instruction):
     if name == "reduce" and (len(inst.operands) != 2
                              or binary_reducer(inst.attrs.to_apply) is None):
         return None
+    if name == "scatter" and (len(inst.operands) != 3 or inst.operands[0].shape.dtype
+                              != inst.operands[2].shape.dtype
+                              or _reducer_kind(inst.attrs.to_apply) is None):
+        return None  # a reducer called per element: the reference's loop
     return KERNELS.get(name)
 
 

@@ -210,11 +210,19 @@ def _scatter_loop(computation, outputs, updates, targets, sources, ctx):
 @EVALUATE.register("scatter")
 def scatter_rule(inst, operands, ctx):
     count = len(operands) // 2
-    inputs, indices, updates = operands[:count], operands[count], operands[count + 1:]
+    indices, updates = operands[count], operands[count + 1:]
+    targets, sources = _scatter_targets(inst, np.shape(operands[0]), indices,
+                                        np.shape(updates[0]))
+    return apply_scatter(inst, operands, targets, sources, ctx)
+
+
+def apply_scatter(inst, operands, targets: np.ndarray, sources: np.ndarray, ctx):
+    """Scatter's result from its flat ``targets`` in the operand and the matching flat
+    ``sources`` in the updates (in sequential order, in-bounds windows only)."""
+    count = len(operands) // 2
+    inputs, updates = operands[:count], operands[count + 1:]
     result_shapes = inst.shape.elements if count > 1 else (inst.shape,)
     outputs = [np.array(x, dtype=s.dtype.numpy) for x, s in zip(inputs, result_shapes)]
-    operand_shape = outputs[0].shape
-    targets, sources = _scatter_targets(inst, operand_shape, indices, np.shape(updates[0]))
     kind = _reducer_kind(inst.attrs.to_apply) if count == 1 else None
     if kind == "current" or targets.size == 0:
         pass

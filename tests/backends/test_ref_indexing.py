@@ -1,14 +1,30 @@
 """Reference evaluator: dynamic-slice, dynamic-update-slice, gather, scatter (op_semantics §9,
-§10), checked by hand and against element-by-element transcriptions of the spec."""
+§10), checked by hand and against element-by-element transcriptions of the spec. Every test
+runs on the reference evaluator and again on the CPU backend (its indexing kernels)."""
 
+import functools
 import itertools
+import sys
 
 import numpy as np
 import pytest
-from ref_helpers import run_op, shape_of
+import ref_helpers
+from ref_helpers import evaluate_on, run_op, shape_of  # noqa: F401 (run_op: see backend)
 
 from xla_spmd.backends.reference.evaluator import evaluate
 from xla_spmd.ir import F32, S32, ArrayShape, Builder, Module, TupleShape
+
+
+@pytest.fixture(autouse=True, params=["reference", "cpu"])
+def backend(request, monkeypatch):
+    """The backend this module's tests evaluate on (``run_op`` and ``evaluate`` go to it)."""
+    module = sys.modules[__name__]
+    monkeypatch.setattr(module, "run_op", functools.partial(ref_helpers.run_op,
+                                                             backend=request.param))
+    monkeypatch.setattr(module, "evaluate",
+                        lambda m, arrays: evaluate_on(request.param, m, list(arrays)))
+    return request.param
+
 
 # ---------------------------------------------------------------------------------------------
 # Dynamic slices

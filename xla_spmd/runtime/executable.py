@@ -3,9 +3,11 @@
 `execute(executable, per_device_args)` runs the program on every device this process owns
 and returns each one's results (flattened). In-process devices are threads, one per device
 (`LocalWorld.run`), that exchange data through `xla_spmd.collectives.local`, sharing the
-cores' BLAS threads; under MPI this process runs its one device and collectives go through
-`xla_spmd.collectives.mpi` (or NCCL, `xla_spmd.collectives.nccl`, for a GPU executable).
-The program is the same; only the communicator differs.
+cores' BLAS threads, or, where the executable offers it (`lockstep`, a small program on the
+CPU backend), all on the calling thread, step by step (`run_together`). Under MPI this
+process runs its one device and collectives go through `xla_spmd.collectives.mpi` (or NCCL,
+`xla_spmd.collectives.nccl`, for a GPU executable). The program is the same; only the
+communicator differs.
 
 >>> import numpy as np, xla_spmd as xs
 >>> from xla_spmd.backends import get_backend
@@ -134,6 +136,13 @@ def execute(executable: Executable, per_device_args: Mapping[int, Sequence]
             communicator = nccl_communicator(executable.gpu_of(device))
         return {device: executable.run(device, per_device_args[device], communicator)}
     world = _local_world(count)
+    if getattr(executable, "lockstep", False):
+        # The backend runs every device on this thread, step by step (a small program: its
+        # time is Python's, which threads would only serialise on the GIL); BLAS keeps every
+        # core, as one call runs at a time.
+        world.reset()
+        return executable.run_together({d: per_device_args[d] for d in range(count)},
+                                       {d: world.communicator(d) for d in range(count)})
     with blas_threads_per_device(count):
         results = world.run(lambda comm: executable.run(
             comm.rank, per_device_args[comm.rank], comm))

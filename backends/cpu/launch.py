@@ -1,0 +1,117 @@
+"""Launch plans: each step of a program bound once, at compile time, into a closure
+``launch(values, ctx) -> value`` that does only what must happen per call.
+
+A small program (the README's transformer: ~250 steps per device, arrays of a few KB) spends
+its time in Python, not in kernels, and with N in-process devices that Python runs N times
+under one GIL. So everything that depends only on the instruction is decided here: shapes,
+dtypes, axes, transposes, reducers, and which kernel to call. What is left per call is
+reading the operand slots, allocating the output and calling the kernel.
+
+Generated kernels are called with the addresses of the numpy array objects (``id()``) through
+an entry that reads each array's data pointer itself (``emitter.render_object_entry``): taking
+``ndarray.ctypes.data`` in Python costs more than a small kernel. Every array passed that way
+is a C-contiguous ``numpy.ndarray`` held by a local of the launch for the whole call.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from xla_spmd.backends.cpu import indexing, kernels
+from xla_spmd.backends.cpu.program import Step
+from xla_spmd.backends.cpu.renderer import accumulator_dtype
+
+Launch = kernels.Launch
+
+_asarray = np.asarray
+_empty = np.empty
+
+
+def _contiguous(value) -> np.ndarray:
+    """``value`` as a C-contiguous ndarray (0-d kept 0-d; numpy scalars become arrays)."""
+    return _asarray(value, order="C")
+
+
+def fusion_launch(step: Step, function) -> Launch:
+    """A generated loop or reduce fusion; ``function`` is its object entry (array ids)."""
+    fusion, inst = step.fusion, step.inst
+    reads = step.reads
+    dims, dtype = inst.shape.dims, inst.shape.dtype.numpy
+    if fusion.kind == "loop":
+        if inst.shape.num_elements == 0:
+            return lambda values, ctx: _empty(dims, dtype)
+        if len(reads) == 1:
+            (a,) = reads
+
+            def launch_one(values, ctx):
+                x = _contiguous(values[a])
+                out = _empty(dims, dtype)
+                function(id(out), id(x))
+                return out
+            return launch_one
+        if len(reads) == 2:
+            a, b = reads
+
+            def launch_two(values, ctx):
+                x, y = _contiguous(values[a]), _contiguous(values[b])
+                out = _empty(dims, dtype)
+                function(id(out), id(x), id(y))
+                return out
+            return launch_two
+
+        def launch_loop(values, ctx):
+            inputs = [_contiguous(values[s]) for s in reads]
+            out = _empty(dims, dtype)
+            function(id(out), *map(id, inputs))
+            return out
+        return launch_loop
+    work = accumulator_dtype(inst.shape.dtype)
+    init_slot = reads[fusion.inputs.index(inst.operands[1])]
+    empty_input = inst.operands[0].shape.num_elements == 0
+
+    def launch_reduce(values, ctx):
+        accumulator = np.full(dims, values[init_slot], work)
+        if not empty_input:
+            inputs = [_contiguous(values[s]) for s in reads]
+            function(id(accumulator), *map(id, inputs))
+        return accumulator if work == dtype else accumulator.astype(dtype)
+    return launch_reduce
+
+
+def kernel_launch(step: Step) -> Launch:
+    """A kernel step: data movement bound to its attributes; dot and reduce as above; any
+    other kernel through ``kernels.KERNELS`` with the reference calling convention."""
+    inst, name, reads = step.inst, step.inst.op.name, step.reads
+    if name in ("reshape", "bitcast"):
+        (a,) = reads
+        dims = inst.shape.dims
+        return lambda values, ctx: _asarray(values[a]).reshape(dims)
+    if name == "transpose":
+        (a,) = reads
+        permutation = tuple(inst.attrs.dimensions)
+        return lambda values, ctx: _asarray(values[a]).transpose(permutation)
+    if name == "slice":
+        (a,) = reads
+        index = tuple(slice(s.start, s.limit, s.stride) for s in inst.attrs.slice)
+        return lambda values, ctx: values[a][index]
+    if name == "get-tuple-element":
+        (a,) = reads
+        element = inst.attrs.index
+        return lambda values, ctx: values[a][element]
+    if name == "tuple":
+        return lambda values, ctx: tuple([values[s] for s in reads])
+    if name == "broadcast":
+        return kernels.broadcast_kernel(inst, reads)
+    if name == "dot":
+        return kernels.dot_kernel(inst, reads)
+    if name == "reduce":
+        return kernels.reduce_kernel(inst, reads)
+    if name in indexing.LAUNCHES:
+        return indexing.LAUNCHES[name](step)
+    return generic_launch(step, kernels.KERNELS[name])
+
+
+def generic_launch(step: Step, function) -> Launch:
+    """``function(inst, operands, ctx)``: a rule with the reference calling convention."""
+    inst, reads = step.inst, step.reads
+    return lambda values, ctx: function(inst, [values[s] for s in reads], ctx)
