@@ -166,18 +166,21 @@ def measure_io(params: dict, work: Path, repeats: int) -> dict[str, float]:
 
 
 def measure_async(params: dict, mesh, work: Path) -> dict[str, float]:
-    """Median step time alone and while an async save runs; the save's blocking part."""
+    """Median step time alone (just before and just after the save, so that a change of
+    load on a shared machine shows on both sides) and while an async save runs; the save's
+    blocking part."""
     step, state, x = training_step(mesh)
     state = step(state, x)  # compile
-    alone, state = step_times(step, state, x, 10)
+    before, state = step_times(step, state, x, 10)
     start = time.perf_counter()
     handle = xs.checkpoint.save(work / "ckpt", params, step=0)
     snapshot = time.perf_counter() - start
     during, state = step_times(step, state, x, 3, until=handle.done)
     handle.wait()
-    return {"alone": statistics.median(alone), "during": statistics.median(during),
-            "steps": len(during), "snapshot": snapshot,
-            "whole": time.perf_counter() - start}
+    whole = time.perf_counter() - start
+    after, state = step_times(step, state, x, 10)
+    return {"alone": statistics.median(before + after), "during": statistics.median(during),
+            "steps": len(during), "snapshot": snapshot, "whole": whole}
 
 
 def main() -> None:

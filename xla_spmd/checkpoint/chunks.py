@@ -12,8 +12,9 @@ layout and no other (`check_array_metadata` refuses anything else):
   and read the same way, each piece straight into the destination shard where the bytes
   for it lie contiguously in the file (else into scratch and copied).
 
-File I/O releases the GIL; the checksum is taken over pieces of `PIECE_BYTES`, so neither
-holds the GIL long while a training step runs beside a save.
+File I/O and the checksum (the ``crc32c`` package, told to release the GIL: google-crc32c,
+which zarr-python uses, holds it, and a save beside a training step then stalls the step
+several times over) run without the GIL, piece by piece (`PIECE_BYTES`).
 
 Worked example: a (5, 8) float32 chunk ``c/1/0`` of a (10, 8) array is 160 bytes of
 elements and 4 of CRC32C; restoring rows 3:7 of that array reads rows 3:5 from ``c/0/0``
@@ -29,7 +30,6 @@ import os
 import sys
 from pathlib import Path
 
-import google_crc32c
 import numpy as np
 
 from xla_spmd.errors import CheckpointError
@@ -38,6 +38,21 @@ CRC_BYTES = 4
 PIECE_BYTES = 1 << 20  # checksum and write granularity: short GIL holds
 SCRATCH_BYTES = 8 << 20  # bytes read at most at once for parts no destination wants
 MIN_RUN_BYTES = 1 << 16  # shorter contiguous runs: read the chunk whole and copy
+
+
+def _crc32c():
+    """The crc32c module, or a CheckpointError saying how to install it."""
+    try:
+        import crc32c
+    except ImportError:
+        raise CheckpointError("xla_spmd.checkpoint needs the crc32c package: "
+                              "pip install 'xla-spmd[checkpoint]'") from None
+    return crc32c
+
+
+def _extend(crc: int, data) -> int:
+    """CRC32C of the bytes so far (`crc`) extended over `data`, without the GIL."""
+    return _crc32c().crc32c(data, crc, gil_release_mode=1)
 
 
 def chunk_key(chunk: tuple[int, ...]) -> str:
@@ -66,7 +81,7 @@ def write_chunk(path: Path, data: np.ndarray, chunk_shape: tuple[int, ...]) -> i
         crc = 0
         for start in range(0, len(raw), PIECE_BYTES):
             piece = raw[start:start + PIECE_BYTES]
-            crc = google_crc32c.extend(crc, piece)
+            crc = _extend(crc, piece)
             _write_all(descriptor, piece)
         _write_all(descriptor, np.uint32(crc).astype("<u4").tobytes())
         os.fsync(descriptor)
@@ -181,14 +196,13 @@ class ChunkReader:
             values[tuple(slice(lo - s, h - s) for lo, h, s in zip(low, high, starts))]
 
     def _read_exact(self, file, chunk, target: np.ndarray, crc: int) -> int:
-        """Fill `target` (uint8) from `file`, extending `crc` over it piece by piece (the
-        checksum takes numpy arrays, not memoryviews)."""
+        """Fill `target` (uint8) from `file`, extending `crc` over it piece by piece."""
         done = 0
         while done < len(target):
             count = file.readinto(target[done:done + PIECE_BYTES])
             if not count:
                 raise self._corrupt(chunk, "the file ends early")
-            crc = google_crc32c.extend(crc, target[done:done + count])
+            crc = _extend(crc, target[done:done + count])
             done += count
         return crc
 
