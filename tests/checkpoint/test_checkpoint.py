@@ -390,6 +390,19 @@ def test_corrupt_and_foreign_chunks_name_the_file_and_array(tmp_path):
     (array / "zarr.json").write_text("\x80\x04pickle?")
     with pytest.raises(CheckpointError, match=r"cannot read .*layer.w/zarr.json"):
         xs.checkpoint.restore(tmp_path)
+    meta["shape"] = [8, 5]
+    (array / "zarr.json").write_text(json.dumps(meta))
+    chunk.unlink()
+    chunk.mkdir()
+    with pytest.raises(CheckpointError, match=r"chunk c/1/0 of array 'layer.w' .* cannot be "
+                                              r"read: .*directory"):
+        xs.checkpoint.restore(tmp_path)
+    manifest = json.loads((tmp_path / "2" / "manifest.json").read_text())
+    manifest["arrays"]["layer.w"]["chunk_shape"] = [0, 5]
+    (tmp_path / "2" / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(CheckpointError, match=r"manifest.json: array 'layer.w': 'chunk_shape' "
+                                              r"\[0, 5\] must give each of the 2 dims"):
+        xs.checkpoint.restore(tmp_path)
 
 
 @pytest.mark.parametrize("target", ["x4", "3", "2x2x2"])

@@ -127,30 +127,35 @@ class ChunkReader:
         destination = destination.view(self.stored)
         runs = self._runs(chunk, destination, box)
         try:
-            file = open(path, "rb", buffering=0)
+            with open(path, "rb", buffering=0) as file:
+                self._read_file(file, chunk, destination, box, runs)
         except FileNotFoundError:
             raise CheckpointError(f"{self.where}: chunk {chunk_key(chunk)} of array "
                                   f"{self.name!r} is missing ({path}); the checkpoint is "
                                   "damaged") from None
-        with file:
-            size = os.fstat(file.fileno()).st_size
-            if size != self.chunk_bytes + CRC_BYTES:
-                raise self._corrupt(chunk, f"{size} bytes, expected "
-                                           f"{self.chunk_bytes + CRC_BYTES}")
-            if hasattr(os, "posix_fadvise"):
-                os.posix_fadvise(file.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
-            if runs is None:
-                self._read_whole(file, chunk, destination, box)
-                return
-            crc, position, scratch = 0, 0, None
-            for offset, target in runs:
-                if offset > position:
-                    crc, scratch = self._skip(file, chunk, offset - position, crc, scratch)
-                crc = self._read_exact(file, chunk, target, crc)
-                position = offset + len(target)
-            if position < self.chunk_bytes:
-                crc, _ = self._skip(file, chunk, self.chunk_bytes - position, crc, scratch)
-            self._check_crc(file, chunk, crc)
+        except OSError as error:
+            raise CheckpointError(f"{self.where}: chunk {chunk_key(chunk)} of array "
+                                  f"{self.name!r} ({path}) cannot be read: {error}") from None
+
+    def _read_file(self, file, chunk, destination: np.ndarray, box, runs) -> None:
+        size = os.fstat(file.fileno()).st_size
+        if size != self.chunk_bytes + CRC_BYTES:
+            raise self._corrupt(chunk, f"{size} bytes, expected "
+                                       f"{self.chunk_bytes + CRC_BYTES}")
+        if hasattr(os, "posix_fadvise"):
+            os.posix_fadvise(file.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
+        if runs is None:
+            self._read_whole(file, chunk, destination, box)
+            return
+        crc, position, scratch = 0, 0, None
+        for offset, target in runs:
+            if offset > position:
+                crc, scratch = self._skip(file, chunk, offset - position, crc, scratch)
+            crc = self._read_exact(file, chunk, target, crc)
+            position = offset + len(target)
+        if position < self.chunk_bytes:
+            crc, _ = self._skip(file, chunk, self.chunk_bytes - position, crc, scratch)
+        self._check_crc(file, chunk, crc)
 
     def _runs(self, chunk, destination: np.ndarray, box) -> list | None:
         """The (file offset, destination bytes) runs that lie contiguously in both, in file

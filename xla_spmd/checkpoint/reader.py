@@ -17,14 +17,17 @@ from pathlib import Path
 import numpy as np
 
 from xla_spmd.checkpoint import layout
-from xla_spmd.checkpoint.manifest import ArrayRecord, decode_tree, read_manifest, stored_dtype
 from xla_spmd.checkpoint.chunks import ChunkReader, check_array_metadata
+from xla_spmd.checkpoint.manifest import ArrayRecord, decode_tree, read_manifest, stored_dtype
 from xla_spmd.checkpoint.writer import wait_for_saves
 from xla_spmd.errors import CheckpointError, ShardingError
 from xla_spmd.mesh import Mesh
 from xla_spmd.runtime import ShardedArray, topology
-from xla_spmd.runtime.sharded_array import as_tensor_sharding, check_mesh_fits, \
-    mesh_local_devices
+from xla_spmd.runtime.sharded_array import (
+    as_tensor_sharding,
+    check_mesh_fits,
+    mesh_local_devices,
+)
 from xla_spmd.sharding import NamedSharding, TensorSharding
 
 READER_THREADS = 8  # reads (file I/O, checksums) release the GIL and overlap
