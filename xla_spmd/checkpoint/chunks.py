@@ -157,12 +157,18 @@ class ChunkReader:
             crc, _ = self._skip(file, chunk, self.chunk_bytes - position, crc, scratch)
         self._check_crc(file, chunk, crc)
 
-    def _runs(self, chunk, destination: np.ndarray, box) -> list | None:
-        """The (file offset, destination bytes) runs that lie contiguously in both, in file
-        order; None where they are too short to read one by one."""
+    def _overlap(self, chunk, box):
+        """The chunk's first element, and the low and high corners of its overlap with
+        `box`, in global coordinates."""
         starts = [i * c for i, c in zip(chunk, self.chunk_shape)]
         low = [max(b.start, s) for b, s in zip(box, starts)]
         high = [min(b.stop, s + c) for b, s, c in zip(box, starts, self.chunk_shape)]
+        return starts, low, high
+
+    def _runs(self, chunk, destination: np.ndarray, box) -> list | None:
+        """The (file offset, destination bytes) runs that lie contiguously in both, in file
+        order; None where they are too short to read one by one."""
+        starts, low, high = self._overlap(chunk, box)
         extent = [h - lo for lo, h in zip(low, high)]
         box_extent = [b.stop - b.start for b in box]
         # Dims after `k` are whole in the chunk, the box and the overlap alike.
@@ -193,9 +199,7 @@ class ChunkReader:
         crc = self._read_exact(file, chunk, buffer, 0)
         self._check_crc(file, chunk, crc)
         values = buffer.view(self.stored).reshape(self.chunk_shape)
-        starts = [i * c for i, c in zip(chunk, self.chunk_shape)]
-        low = [max(b.start, s) for b, s in zip(box, starts)]
-        high = [min(b.stop, s + c) for b, s, c in zip(box, starts, self.chunk_shape)]
+        starts, low, high = self._overlap(chunk, box)
         destination[tuple(slice(lo - b.start, h - b.start) for lo, h, b in
                           zip(low, high, box))] = \
             values[tuple(slice(lo - s, h - s) for lo, h, s in zip(low, high, starts))]
