@@ -4,7 +4,10 @@
     python scripts/run_conformance.py --shardy DIR  # Shardy: executable_convert_global_to_local
 
 Each ``.mlir`` file of the StableHLO directory runs in our interpreter-convention runner
-(`xla_spmd.stablehlo.interpreter`); each file of the Shardy directory is converted global->local
+(`xla_spmd.stablehlo.interpreter`), except files whose ``// RUN:`` lines pipe into FileCheck:
+those lines are replayed, one case each, with ``xla-spmd interpret --print-results`` for
+``stablehlo-translate --interpret`` and our FileCheck subset (tests/stablehlo/run_lines.py,
+filecheck.py). Each file of the Shardy directory is converted global->local
 by our partitioner and run the way Shardy's ``run_sdy_interpreter_test.sh`` does
 (tests/partition/shardy_exec.py). Prints one line per failing case and the totals.
 """
@@ -17,16 +20,27 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "partition"))
+sys.path.insert(0, str(ROOT / "tests" / "stablehlo"))
 
+from run_lines import has_filecheck, replay_file  # noqa: E402
 from shardy_exec import run_shardy_executable_test  # noqa: E402
 
 from xla_spmd.errors import XlaSpmdError  # noqa: E402
-from xla_spmd.stablehlo.interpreter import run_interpreter_file  # noqa: E402
+from xla_spmd.stablehlo.interpreter import (  # noqa: E402
+    CaseResult,
+    InterpreterReport,
+    run_interpreter_file,
+)
 
 
 def _report(path: Path, shardy: bool):
     if shardy:
         return run_shardy_executable_test(path.read_text(), str(path))
+    if has_filecheck(path.read_text()):
+        statuses = {"PASS": "PASS", "FAIL": "FAIL", "UNSUPPORTED": "SKIP"}
+        return InterpreterReport(str(path), [
+            CaseResult(index, run.line, "RUN", statuses[run.status], messages=run.messages)
+            for index, run in enumerate(replay_file(str(path)), start=1)])
     return run_interpreter_file(str(path))
 
 

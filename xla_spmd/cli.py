@@ -5,6 +5,8 @@
     xla-spmd partition PROGRAM.hlo [--json] [--format hlo|mlir] [--device K]
     xla-spmd convert IN.hlo OUT.hlo
     xla-spmd interpret CASES.mlir
+    xla-spmd interpret PROGRAM.mlir --print-results [--args="[dense<..> : tensor<..>, ...]"]
+                       [--print-dense] [--split-input-file]
 
 Errors in the input (a parse error, a wrong argument) print one clear message and exit with
 status 2; nothing the user gave is loaded with pickle.
@@ -256,12 +258,42 @@ def cmd_interpret(args) -> int:
     if Path(args.file).suffix != ".mlir":
         raise XlaSpmdError(f"{args.file}: interpret runs StableHLO interpreter test files "
                            "(.mlir); to evaluate a program use `xla-spmd run`")
+    if args.print_results or args.args is not None or args.print_dense \
+            or args.split_input_file:
+        return _interpret_main(args)
     report = run_text(read_text(args.file), args.file)
     if not report.results:
         raise XlaSpmdError(f"{args.file}: no test cases: expected func.func test functions "
                            "with check.* ops, cases separated by '// -----' lines")
     print(report)
     return 0 if report.ok else 1
+
+
+def _interpret_main(args) -> int:
+    """As ``stablehlo-translate --interpret``: run each module's main function on --args and
+    print its results; with --split-input-file every ``// -----`` case is a module of its own,
+    and one that fails is reported while the others still run."""
+    from xla_spmd.stablehlo.interpreter import parse_arguments, run_main, split_input
+    from xla_spmd.stablehlo.value_text import print_value, print_value_dense
+
+    arguments = parse_arguments(args.args) if args.args is not None else []
+    text = read_text(args.file)
+    show = print_value_dense if args.print_dense else print_value
+    failed = False
+    for index, (chunk, line) in enumerate(split_input(text) if args.split_input_file
+                                          else [(text, 1)]):
+        if index:
+            print()  # mlir-translate separates the cases' outputs with an empty line
+        try:
+            for value, shape in run_main(chunk, args.file, arguments, line):
+                print(show(value, shape))
+        except XlaSpmdError as error:
+            if not args.split_input_file:
+                raise
+            sys.stdout.flush()
+            print(f"xla-spmd interpret: error: {error}", file=sys.stderr)
+            failed = True
+    return 2 if failed else 0
 
 
 def _load_program(path: str):
@@ -354,6 +386,17 @@ def build_parser() -> argparse.ArgumentParser:
     interpret = commands.add_parser(
         "interpret", help="run a StableHLO interpreter test file (cases split by // -----)")
     interpret.add_argument("file", help="StableHLO file with check.* ops (.mlir)")
+    translate = interpret.add_argument_group(
+        "as stablehlo-translate --interpret (any of these options): run the module's main "
+        "function and print its results")
+    translate.add_argument("--print-results", action="store_true",
+                           help="run main and print its results (no other option needed)")
+    translate.add_argument("--args", default=None, metavar="[dense<..> : tensor<..>, ...]",
+                           help="main's arguments, e.g. --args='[dense<1> : tensor<2xi32>]'")
+    translate.add_argument("--print-dense", "--interpreter-print-dense", action="store_true",
+                           help="print results as dense<...> : tensor<...> attributes")
+    translate.add_argument("--split-input-file", action="store_true",
+                           help="each '// -----' case is a module of its own")
     _add_loop_cap(interpret)
     interpret.set_defaults(handler=cmd_interpret)
     propagate = commands.add_parser(

@@ -83,7 +83,7 @@ TARGETS: dict[str, Role] = {
     # check.expect_* ops of StableHLO interpreter test files, and the interpreter's helpers.
     **{f"check.{kind}": Role.INTERPRETER for kind in INTERPRETER_CHECKS},
     **{f"interpreter.{helper}": Role.INTERPRETER for helper in (
-        "run_parallel", "probe", "send", "recv", "infeed", "outfeed")},
+        "run_parallel", "probe", "print", "send", "recv", "infeed", "outfeed")},
 }
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import queue
 import re
+import sys
 import threading
 from dataclasses import dataclass, field
 
@@ -39,13 +40,15 @@ import xla_spmd.config as config
 from xla_spmd.backends.reference import TOKEN_VALUE, evaluate
 from xla_spmd.backends.reference.control import CUSTOM_CALLS
 from xla_spmd.backends.reference.spmd import evaluate_mpmd
-from xla_spmd.errors import XlaSpmdError
+from xla_spmd.errors import ParseError, XlaSpmdError
 from xla_spmd.ir import Literal, Module, TupleShape
 from xla_spmd.ir.custom_calls import INTERPRETER_CHECKS
 from xla_spmd.stablehlo.importer import ModuleImporter
 from xla_spmd.stablehlo.importer_ops import converter
-from xla_spmd.stablehlo.syntax import Dense, Symbol, parse_text
-from xla_spmd.stablehlo.types import parse_dense
+from xla_spmd.stablehlo.lexer import Scanner
+from xla_spmd.stablehlo.syntax import Dense, Parser, Symbol, parse_text
+from xla_spmd.stablehlo.types import parse_dense, print_type
+from xla_spmd.stablehlo.value_text import print_value
 
 CHECKS = INTERPRETER_CHECKS
 ALMOST_EQ_TOLERANCE = 1e-4  # the StableHLO interpreter's tolerance for expect_almost_eq
@@ -102,13 +105,22 @@ _FIRST_FUNCTION = re.compile(r'func\.func\s+(?:(?:public|private|nested)\s+)?'
                              r'@([\w$.\-]+|"[^"]*")')
 
 
+def split_input(text: str) -> list[tuple[str, int]]:
+    """The cases of `text` split at ``// -----`` lines (as ``--split-input-file`` does), each
+    with the file line it starts at."""
+    chunks, start_line = [], 1
+    for chunk in _SPLIT.split(text):
+        chunks.append((chunk, start_line))
+        start_line += chunk.count("\n")
+    return chunks
+
+
 def run_text(text: str, path: str = "<text>") -> InterpreterReport:
+    """Run every case of interpreter-convention `text`; see the module docstring."""
     results = []
-    start_line = 1
-    for index, chunk in enumerate(_SPLIT.split(text), start=1):
+    for index, (chunk, start_line) in enumerate(split_input(text), start=1):
         if chunk.strip() and "func.func" in chunk:
             results.extend(_run_case(chunk, path, index, start_line))
-        start_line += chunk.count("\n")
     return InterpreterReport(path, results)
 
 
@@ -190,6 +202,97 @@ def _import(tree, path: str, entry: str, devices: tuple[int, int] | None = None)
 
 
 # ---------------------------------------------------------------------------------------------
+# stablehlo-translate --interpret: run a module's entry function, hand back its results
+
+_ARGS_USAGE = "i.e. --args=[dense<1> : tensor<2xi32>, ...]"
+
+
+def parse_arguments(text: str) -> list[Dense]:
+    """The values of stablehlo-translate's ``--args``: an array of ``dense<...> : type``.
+
+    >>> [a.value.tolist() for a in parse_arguments("[dense<1> : tensor<2xi32>]")]
+    [[1, 1]]
+    """
+    parser = Parser(Scanner(text, "--args"))
+    try:
+        value = parser.attr_value()
+        parser.s.skip()
+        if not parser.s.at_end():
+            raise parser.s.error(f"expected the end of the array but found {parser.s.found()}")
+    except ParseError as error:
+        value = error
+    if not isinstance(value, list):
+        detail = f": {value}" if isinstance(value, ParseError) else f"; got {text!r}"
+        # stablehlo-translate's words, misspelling included: its tests check them.
+        raise XlaSpmdError(f"--args: expectected array attribute string for args, "
+                           f"{_ARGS_USAGE}{detail}")
+    for index, item in enumerate(value):
+        if not isinstance(item, Dense) or item.shape is None:
+            found = f"dense<{item.body}> without a type" if isinstance(item, Dense) \
+                else repr(item)
+            raise XlaSpmdError(f"--args: expected dense elements attribute for args elements, "
+                               f"{_ARGS_USAGE}; argument {index} is {found}")
+    return value
+
+
+def run_main(text: str, path: str = "<text>", arguments=(), first_line: int = 1) -> list:
+    """Run a module as ``stablehlo-translate --interpret`` does and return its results as
+    (value, type) pairs: the function named ``main`` (or the module's only function) on
+    `arguments` (`Dense` values, as `parse_arguments` returns). Checks, probes, prints and
+    run_parallel work as in `run_text`; a failing check stops the run with an error.
+    `first_line` is the line of the file `text` starts at, for error locations.
+
+    >>> program = '''func.func @main(%a: tensor<2xi32>) -> tensor<2xi32> {
+    ...   %0 = stablehlo.add %a, %a : tensor<2xi32>
+    ...   func.return %0 : tensor<2xi32>
+    ... }'''
+    >>> arguments = parse_arguments("[dense<[1, 2]> : tensor<2xi32>]")
+    >>> [(v.tolist(), str(t)) for v, t in run_main(program, arguments=arguments)]
+    [([2, 4], 's32[2]')]
+    """
+    global _STATE
+    source = "\n" * (first_line - 1) + text
+    tree = parse_text(source, path)
+    if not tree.functions:
+        return []
+    seen: set[str] = set()
+    for function in tree.functions:
+        if function.name in seen:
+            line = source.count("\n", 0, function.pos) + 1
+            raise XlaSpmdError(f"{path}:{line}: redefinition of symbol @{function.name} (to "
+                               "run '// -----' cases as modules of their own, split the input)")
+        seen.add(function.name)
+    entry = next((f for f in tree.functions if f.name == "main"), None)
+    if entry is None and len(tree.functions) == 1:
+        entry = tree.functions[0]
+    if entry is None:
+        raise XlaSpmdError(f"{path}: module must have entry func with name main (it has "
+                           f"{', '.join('@' + f.name for f in tree.functions)})")
+    where = f"{path}:{source.count(chr(10), 0, entry.pos) + 1}: @{entry.name}"
+    types = [arg[1] for arg in entry.args]
+    if len(arguments) != len(types):
+        raise XlaSpmdError(f"{where}: incorrect number of arguments specified, provided "
+                           f"{len(arguments)} inputs but function expected {len(types)} "
+                           f"(give them with --args)")
+    for index, (argument, expected) in enumerate(zip(arguments, types)):
+        if print_type(argument.shape) != print_type(expected):
+            raise XlaSpmdError(f"{where}: invalid input argument type at index {index}, input "
+                               f"type was {print_type(argument.shape)} but entry function "
+                               f"expected {print_type(expected)}")
+    _STATE = state = _CaseState(tree, path)
+    try:
+        values = evaluate(_import(tree, path, entry.name), [a.value for a in arguments])
+    finally:
+        _STATE = None
+    failed = [message for ok, message in state.records if ok is False]
+    if failed:
+        raise XlaSpmdError(f"{where}: " + "; ".join(failed))
+    if len(entry.result_types) == 1:
+        values = (values,)
+    return list(zip(values, entry.result_types))
+
+
+# ---------------------------------------------------------------------------------------------
 # Import: checks and run_parallel as custom calls
 
 
@@ -241,6 +344,41 @@ def _run_parallel_converter(importer, scope, node, operands):
                       custom_call_target="interpreter.run_parallel",
                       custom_call_has_side_effect=True)
     return scope.unpack(inst)
+
+
+@converter("interpreter.print")
+def _print_converter(importer, scope, node, operands):
+    if len(operands) != 1:
+        raise importer.error(node, f"expected one operand, got {len(operands)}")
+    name = next((found for f in importer.tree.functions
+                 if (found := _printed_name(f.body, 0, {}, node)) is not None),
+                node.operands[0])
+    scope.emit("custom-call", operands, TupleShape(()), frontend=(("name", name),),
+               custom_call_target="interpreter.print", custom_call_has_side_effect=True)
+    return []
+
+
+def _printed_name(block, first_id: int, visible: dict, target) -> str | None:
+    """How MLIR's printer names the operand of the print op `target` when it prints the op
+    defining it, if `target` is inside `block`: each function numbers its ops' results from
+    %0, a region's own ops first, then each nested region continuing from where its parent
+    region's numbering ended; an op with k > 1 results prints as ``%N:k``. A block argument
+    (which MLIR does not print as ``%name = ``) keeps its name in the source."""
+    visible = dict(visible)
+    next_id = first_id
+    for op in block.ops:
+        for result in op.results:
+            visible[result] = f"%{next_id}" + (f":{len(op.results)}" if len(op.results) > 1
+                                               else "")
+        next_id += bool(op.results)
+    for op in block.ops:
+        if op is target:
+            return visible.get(op.operands[0], op.operands[0])
+        for region in op.regions:
+            found = _printed_name(region, next_id, visible, target)
+            if found is not None:
+                return found
+    return None
 
 
 @converter("interpreter.probe")
@@ -339,6 +477,19 @@ def _probe_rule(inst, operands, ctx):
             state.probes.setdefault(inst.frontend_attribute("probe_id") or "", []).append(
                 np.array(operands[0], copy=True))
     return operands[0]
+
+
+_PRINT_LOCK = threading.Lock()  # one value printed at a time, whichever device thread prints
+
+
+def _print_rule(inst, operands, ctx):
+    """``interpreter.print %x``: ``%N = <the value>`` on stdout, as the StableHLO interpreter
+    prints it (%N: the name MLIR's printer gives %x, see `_printed_name`)."""
+    text = print_value(operands[0], inst.operands[0].shape)
+    with _PRINT_LOCK:
+        sys.stdout.write(f"{inst.frontend_attribute('name')} = {text}\n")
+        sys.stdout.flush()
+    return ()
 
 
 def _run_parallel_rule(inst, operands, ctx):
@@ -456,5 +607,7 @@ for _kind in CHECKS:
         CUSTOM_CALLS.register(f"check.{_kind}")(_check_rule)
 if "interpreter.run_parallel" not in CUSTOM_CALLS:
     CUSTOM_CALLS.register("interpreter.run_parallel")(_run_parallel_rule)
+if "interpreter.print" not in CUSTOM_CALLS:
+    CUSTOM_CALLS.register("interpreter.print")(_print_rule)
 if "interpreter.probe" not in CUSTOM_CALLS:
     CUSTOM_CALLS.register("interpreter.probe")(_probe_rule)

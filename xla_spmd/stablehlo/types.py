@@ -19,6 +19,7 @@ import numpy as np
 
 from xla_spmd.errors import MAX_NESTING, TOO_DEEP, ParseError
 from xla_spmd.ir import OPS, TOKEN_SHAPE, ArrayShape, DType, Family, TupleShape
+from xla_spmd.stablehlo.float_text import format_float
 from xla_spmd.stablehlo.lexer import Scanner
 
 # Unary and binary HLO ops spelled ``stablehlo.<opcode with '_' for '-'>`` with no attributes;
@@ -315,32 +316,23 @@ def _from_hex_payload(digits: str, shape: ArrayShape, offset: int = 0) -> np.nda
     return flat.reshape(shape.dims)
 
 
-def _format_float(value, dtype: DType) -> str:
-    value_f = float(value)
-    if not np.isfinite(value_f):
-        base = dtype.real_type
-        bits = np.array(value, base.numpy).view(_bits_view(base))[()]
-        return f"0x{int(bits):0{base.bits // 4}X}"
-    short = f"{value_f:.6e}"
-    if np.array(float(short), np.float64).astype(dtype.real_type.numpy) == value:
-        return short
-    return repr(value_f)
-
-
 def _format(value, dtype: DType) -> str:
     if dtype.is_pred:
         return "true" if value else "false"
     if dtype.is_complex:
-        return f"({_format_float(value.real, dtype)}, {_format_float(value.imag, dtype)})"
+        real = dtype.real_type
+        return f"({format_float(value.real, real)},{format_float(value.imag, real)})"
     if dtype.is_float:
-        return _format_float(value, dtype)
+        return format_float(value, dtype)
     return str(int(value))
 
 
 def print_dense(array: np.ndarray) -> str:
-    """``dense<...>`` as MLIR prints it: a splat, nested lists, or a hex payload (> 100
-    elements)."""
+    """``dense<...>`` as MLIR prints it: a splat, nested lists, a hex payload (> 100
+    elements), or ``dense<>`` when there are no elements."""
     dtype = DType.from_numpy(array.dtype)
+    if not array.size:
+        return "dense<>"
     if array.size and (array.size == 1 or _all_equal(array)):
         return f"dense<{_format(array.reshape(-1)[0], dtype)}>"
     if array.size > 100:
