@@ -301,3 +301,120 @@ def test_a_save_killed_midway_leaves_the_previous_checkpoint(tmp_path):
 def test_docstring_examples(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
+
+
+def zarr_array(folder: Path, name: str):
+    """The array as stock zarr-python opens it (the independent reader)."""
+    import zarr
+
+    return zarr.open_array(zarr.storage.LocalStore(folder, read_only=True), path=name,
+                           zarr_format=3)
+
+
+def test_stock_zarr_reads_what_save_writes(tmp_path):
+    rng = np.random.default_rng(2)
+    values = {"uneven": rng.standard_normal((10, 7)).astype(np.float32),
+              "columns": rng.standard_normal((3, 11)).astype(np.float32),
+              "bf16": rng.standard_normal((5, 6)).astype(ml_dtypes.bfloat16),
+              "ints": rng.integers(-9, 9, (7,)).astype(np.int16),
+              "flags": rng.integers(0, 2, (6, 2)).astype(bool),
+              "scalar": np.array(3.25, np.float32)}
+    specs = {"uneven": ("x", None), "columns": (None, "x"), "bf16": (None, "x"),
+             "ints": ("x",), "flags": (), "scalar": ()}
+    tree = {name: put(values[name], {"x": 4}, specs[name]) for name in values}
+    xs.checkpoint.save(tmp_path, tree, step=1, async_=False)
+    for name, expected in values.items():
+        stored = zarr_array(tmp_path / "1", name)[...]
+        expected = np.asarray(expected)
+        if expected.dtype == ml_dtypes.bfloat16:
+            expected = expected.view(np.uint16)  # Zarr v3 has no bfloat16: raw bits
+        assert stored.dtype == expected.dtype
+        np.testing.assert_array_equal(stored, expected)
+
+
+BOXES = [(slice(0, 10), slice(0, 7)), (slice(3, 7), slice(0, 7)), (slice(2, 9), slice(1, 6)),
+         (slice(9, 10), slice(6, 7)), (slice(0, 1), slice(0, 7)), (slice(4, 5), slice(2, 3))]
+
+
+@pytest.mark.parametrize("run_bytes", [0, 1 << 30])  # runs straight into place / whole chunks
+@pytest.mark.parametrize("spec", [("x", None), (None, "x"), ("x", "y")])
+def test_chunk_reader_agrees_with_zarr_python(tmp_path, monkeypatch, run_bytes, spec):
+    from xla_spmd.checkpoint import chunks
+
+    monkeypatch.setattr(chunks, "MIN_RUN_BYTES", run_bytes)
+    values = np.random.default_rng(3).standard_normal((10, 7))
+    axes = {"x": 3, "y": 2} if "y" in spec else {"x": 3}
+    xs.checkpoint.save(tmp_path, {"w": put(values, axes, spec)}, step=1, async_=False)
+    record = xs.checkpoint.read_manifest(tmp_path).arrays["w"]
+    reader = chunks.ChunkReader(tmp_path / "1", "w", record.shape, record.dtype,
+                                record.chunk_shape, "test")
+    oracle = zarr_array(tmp_path / "1", "w")
+    for box in BOXES:
+        destination = np.full([b.stop - b.start for b in box], np.nan, np.float32)
+        for chunk in reader.chunks_in(box):
+            reader.read_into(chunk, destination, box)
+        np.testing.assert_array_equal(destination, oracle[box])
+
+
+def test_corrupt_and_foreign_chunks_name_the_file_and_array(tmp_path):
+    saved_weights(tmp_path)
+    array = tmp_path / "2" / "layer.w"
+    chunk = array / "c" / "1" / "0"
+    original = chunk.read_bytes()
+    with pytest.raises(ValueError, match="checksum"):  # zarr-python agrees it is damaged
+        data = bytearray(original)
+        data[-1] ^= 1
+        chunk.write_bytes(bytes(data))
+        zarr_array(tmp_path / "2", "layer.w")[...]
+    with pytest.raises(CheckpointError, match=r"leaf \['layer'\]\['w'\]: chunk c/1/0 of "
+                                              r"array 'layer.w' \(.*c/1/0\) is corrupt: "
+                                              r"checksum mismatch"):
+        xs.checkpoint.restore(tmp_path)
+    chunk.write_bytes(original[:-7])
+    with pytest.raises(CheckpointError, match=r"chunk c/1/0 of array 'layer.w' .* is "
+                                              r"corrupt: 37 bytes, expected 44"):
+        xs.checkpoint.restore(tmp_path)
+    chunk.write_bytes(original)
+    meta = json.loads((array / "zarr.json").read_text())
+    meta["codecs"].append({"name": "gzip", "configuration": {"level": 1}})
+    (array / "zarr.json").write_text(json.dumps(meta))
+    with pytest.raises(CheckpointError, match=r"leaf \['layer'\]\['w'\]: .*layer.w/zarr.json"
+                                              r": codecs .*gzip.*bytes \+ crc32c"):
+        xs.checkpoint.restore(tmp_path)
+    meta["codecs"].pop()
+    meta["shape"] = [9, 5]
+    (array / "zarr.json").write_text(json.dumps(meta))
+    with pytest.raises(CheckpointError, match=r"zarr.json: shape is \[9, 5\], expected "
+                                              r"\[8, 5\]"):
+        xs.checkpoint.restore(tmp_path)
+    (array / "zarr.json").write_text("\x80\x04pickle?")
+    with pytest.raises(CheckpointError, match=r"cannot read .*layer.w/zarr.json"):
+        xs.checkpoint.restore(tmp_path)
+    meta["shape"] = [8, 5]
+    (array / "zarr.json").write_text(json.dumps(meta))
+    chunk.unlink()
+    chunk.mkdir()
+    with pytest.raises(CheckpointError, match=r"chunk c/1/0 of array 'layer.w' .* cannot be "
+                                              r"read: .*directory"):
+        xs.checkpoint.restore(tmp_path)
+    manifest = json.loads((tmp_path / "2" / "manifest.json").read_text())
+    manifest["arrays"]["layer.w"]["chunk_shape"] = [0, 5]
+    (tmp_path / "2" / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(CheckpointError, match=r"manifest.json: array 'layer.w': 'chunk_shape' "
+                                              r"\[0, 5\] must give each of the 2 dims"):
+        xs.checkpoint.restore(tmp_path)
+
+
+@pytest.mark.parametrize("target", ["x4", "3", "2x2x2"])
+def test_restore_onto_a_mesh_smaller_than_the_job(tmp_path, target):
+    weights = np.random.default_rng(4).standard_normal((10, 7)).astype(np.float32)
+    xs.checkpoint.save(tmp_path, {"w": put(weights, {"data": 2, "model": 4},
+                                           ("data", "model"))}, step=0, async_=False)
+    xs.set_num_devices(12)  # a larger job; the target mesh is its first devices
+    axes, specs = MESHES[target]
+    mesh = xs.make_mesh(axes)
+    restored = xs.checkpoint.restore(tmp_path, {"w": xs.NamedSharding(mesh, xs.P(*specs[0]))})
+    check_placed(restored["w"], weights, axes, specs[0])
+    np.testing.assert_array_equal(np.asarray(restored["w"]), weights)
+    saved_mesh = xs.checkpoint.restore(tmp_path)["w"]  # as saved: 8 of the 12 devices
+    check_placed(saved_mesh, weights, {"data": 2, "model": 4}, ("data", "model"))

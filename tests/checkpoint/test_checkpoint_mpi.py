@@ -36,7 +36,7 @@ def test_each_rank_writes_its_own_shards_and_reads_what_it_needs(tmp_path):
     result = mpirun(4, HERE / "mpi_programs" / "save_by_rank.py", tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(4)]
-    assert all(rank["correct"] for rank in ranks)
+    assert all(rank["correct"] and rank["small_correct"] for rank in ranks)
     # Mesh x=2, y=2 (device = 2x + y). Each chunk is the (ceiling) shard shape plus a 4-byte
     # CRC32C: a (6, 5) f32 by P("x", "y") in (3, 3) chunks of 40 bytes; (4, 4) f32 by
     # P(None, "y") in (4, 2) chunks of 36, written by devices 0 and 1 (2, 3 hold copies);
@@ -58,6 +58,10 @@ def test_each_rank_writes_its_own_shards_and_reads_what_it_needs(tmp_path):
     for device, rank in enumerate(ranks):
         x, y = divmod(device, 2)
         assert sorted(rank["read"]) == sorted(shared | {f"a/c/{y}/{x}"})
+    # On mesh x=2 "a" by P("x", None): device 0 needs rows 0:3 (chunks c/0/0, c/0/1),
+    # device 1 rows 3:6 (c/1/0, c/1/1); ranks 2 and 3 are not in the mesh and read nothing.
+    assert [sorted(key for key in rank["small_read"] if key.startswith("a/"))
+            for rank in ranks] == [["a/c/0/0", "a/c/0/1"], ["a/c/1/0", "a/c/1/1"], [], []]
 
 
 def test_a_rank_killed_mid_save_leaves_the_previous_checkpoint(tmp_path):

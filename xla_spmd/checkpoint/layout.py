@@ -101,11 +101,13 @@ def fsync_dir(path: Path) -> None:
         os.close(descriptor)
 
 
-def fsync_tree(files: Iterable[Path], top: Path) -> None:
-    """fsync each file, then every folder from each file's up to `top` (included)."""
+def fsync_tree(files: Iterable[Path], top: Path, files_synced: bool = False) -> None:
+    """fsync each file (unless `files_synced`), then every folder from each file's up to
+    `top` (included)."""
     folders: set[Path] = set()
     for path in files:
-        fsync_file(path)
+        if not files_synced:
+            fsync_file(path)
         folder = path.parent
         while folder not in folders:
             folders.add(folder)

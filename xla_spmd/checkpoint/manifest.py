@@ -179,6 +179,9 @@ class ArrayRecord:
             raise CheckpointError(f"{where}: expected an object, got {entry!r}")
         shape = _int_list(entry.get("shape"), "shape", where)
         chunks = _int_list(entry.get("chunk_shape"), "chunk_shape", where)
+        if len(chunks) != len(shape) or 0 in chunks:
+            raise CheckpointError(f"{where}: 'chunk_shape' {chunks} must give each of the "
+                                  f"{len(shape)} dims an extent >= 1")
         path = entry.get("path")
         if not isinstance(path, str):
             raise CheckpointError(f"{where}: 'path' must be a string")

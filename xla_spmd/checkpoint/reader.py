@@ -1,15 +1,15 @@
 """`restore`: each process reads the slices its devices need, onto any mesh and sharding.
 
-For each array, each of this process's devices reads its target shard (under MPI: the one
-device's shard); Zarr reads only the chunks that region touches and checks each one's
-CRC32C. Every chunk in the region must exist: Zarr would read a
-missing chunk as zeros, so its absence is an error, as is a failed checksum, each naming
-the leaf, the chunk and its file.
+For each array, each of this process's devices in the target mesh reads its target shard
+(under MPI: the one device's shard, or none where the mesh is smaller than the job). Only
+the chunks that region touches are read (chunks.py), straight into the shard, and each
+one's CRC32C is checked. Every chunk in the region must exist (Zarr would read a missing
+chunk as zeros): its absence is an error, as is a failed checksum, each naming the leaf,
+the array, the chunk and its file.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,12 +17,17 @@ from pathlib import Path
 import numpy as np
 
 from xla_spmd.checkpoint import layout
+from xla_spmd.checkpoint.chunks import ChunkReader, check_array_metadata
 from xla_spmd.checkpoint.manifest import ArrayRecord, decode_tree, read_manifest, stored_dtype
-from xla_spmd.checkpoint.writer import chunk_key, wait_for_saves, zarr_module
+from xla_spmd.checkpoint.writer import wait_for_saves
 from xla_spmd.errors import CheckpointError, ShardingError
 from xla_spmd.mesh import Mesh
-from xla_spmd.runtime import ShardedArray, local_devices, topology
-from xla_spmd.runtime.sharded_array import as_tensor_sharding
+from xla_spmd.runtime import ShardedArray, topology
+from xla_spmd.runtime.sharded_array import (
+    as_tensor_sharding,
+    check_mesh_fits,
+    mesh_local_devices,
+)
 from xla_spmd.sharding import NamedSharding, TensorSharding
 
 READER_THREADS = 8  # reads (file I/O, checksums) release the GIL and overlap
@@ -33,7 +38,7 @@ def restore(directory: str | os.PathLike, target_shardings=None, step: int | Non
 
     `target_shardings` says where the arrays go:
 
-    * None: the shardings they were saved with (the job must have as many devices);
+    * None: the shardings they were saved with (the job needs at least as many devices);
     * a `Mesh`: each array's saved PartitionSpec on this mesh (same axis names, any sizes);
     * a tree of the saved structure whose leaves are `NamedSharding`/`TensorSharding`, or
       arrays with a ``.sharding`` (a ShardedArray: its shape and dtype must match too), or
@@ -59,13 +64,11 @@ def restore(directory: str | os.PathLike, target_shardings=None, step: int | Non
     _match(manifest.tree, target_shardings, "", manifest.arrays, targets, folder)
     plans = [_ArrayRead(folder, manifest.arrays[name], sharding)
              for name, sharding in targets.items()]
-    # Every region of every array at once: reading is I/O and checksums, which release
-    # the GIL.
-    reads = [(plan, key) for plan in plans for key in plan.reads]
+    # Every chunk of every array at once: reading is file I/O, which releases the GIL.
+    reads = [read for plan in plans for read in plan.chunk_reads()]
     with ThreadPoolExecutor(max(1, min(READER_THREADS, len(reads)))) as pool:
-        for (plan, key), data in zip(reads, pool.map(lambda read: read[0].read(read[1]),
-                                                     reads)):
-            plan.reads[key] = data
+        for _ in pool.map(lambda read: read[0].read_into(*read[1:]), reads):
+            pass
     values = {plan.record.name: plan.result() for plan in plans}
     return decode_tree(manifest.tree, lambda name, path: values[name], where=str(folder))
 
@@ -124,7 +127,7 @@ def _target_sharding(record: ArrayRecord, target, where: str) -> TensorSharding 
     saved = record.sharding
     try:
         if target is None:
-            if saved is not None and saved.mesh.size != topology().num_devices:
+            if saved is not None and saved.mesh.size > topology().num_devices:
                 raise CheckpointError(
                     f"{where}: saved on {saved.mesh.size} devices ({saved.mesh!r}), this job "
                     f"has {topology().num_devices}; pass target_shardings (a Mesh or a tree "
@@ -150,37 +153,37 @@ def _target_sharding(record: ArrayRecord, target, where: str) -> TensorSharding 
 
 
 class _ArrayRead:
-    """One array's restore: the region each local device needs, each distinct region read
-    once, straight into the array its device keeps (replicas in one process get copies)."""
+    """One array's restore: the region each local device needs (those of a mesh smaller
+    than the job: its first devices), each distinct region read once, straight into the
+    array its device keeps (replicas in one process get copies)."""
 
     def __init__(self, folder: Path, record: ArrayRecord, sharding: TensorSharding | None):
-        zarr = zarr_module()
-        if sharding is not None and sharding.mesh.size != topology().num_devices:
-            raise CheckpointError(f"{folder}: leaf {record.path}: the target mesh has "
-                                  f"{sharding.mesh.size} devices, the job has "
-                                  f"{topology().num_devices}")
-        self.folder, self.record, self.sharding = folder, record, sharding
+        where = f"{folder}: leaf {record.path}"
+        self.record, self.sharding = record, sharding
         if sharding is None:
             self.regions = {None: tuple(slice(0, n) for n in record.shape)}
         else:
+            try:
+                check_mesh_fits(sharding.mesh.size, f"leaf {record.path}")
+            except ShardingError as error:
+                raise CheckpointError(f"{folder}: {error}") from None
             self.regions = {d.id: sharding.shard_slices(record.shape, d.id)
-                            for d in local_devices()}
-        self.reads: dict[tuple, np.ndarray | None] = {
-            _key(region): None for region in self.regions.values()
-            if all(r.start < r.stop for r in region)}
-        store = zarr.storage.LocalStore(folder, read_only=True)
-        self.array = zarr.open_array(store, path=record.name, zarr_format=3)
-        if (tuple(self.array.shape) != record.shape
-                or self.array.dtype != stored_dtype(record.dtype)):
-            raise CheckpointError(
-                f"{folder / record.name}: leaf {record.path}: the Zarr array is "
-                f"{self.array.dtype}{list(self.array.shape)}, the manifest says "
-                f"{stored_dtype(record.dtype)}{list(record.shape)}")
+                            for d in mesh_local_devices(sharding.mesh.size)}
+        stored = stored_dtype(record.dtype)
+        check_array_metadata(folder, record.name, record.shape, stored, record.chunk_shape,
+                             where)
+        self.chunks = ChunkReader(folder, record.name, record.shape, stored,
+                                  record.chunk_shape, where)
+        self.reads: dict[tuple, np.ndarray] = {
+            _key(region): np.empty([r.stop - r.start for r in region], record.dtype)
+            for region in self.regions.values() if all(r.start < r.stop for r in region)}
 
-    def read(self, key: tuple) -> np.ndarray:
-        region = tuple(slice(start, stop) for start, stop in key)
-        return _read_checked(self.folder, self.record, self.array, region).view(
-            self.record.dtype)
+    def chunk_reads(self) -> list:
+        """Every (chunk, destination, region) this array's restore reads."""
+        return [(self.chunks, chunk, destination, region)
+                for key, destination in self.reads.items()
+                for region in [tuple(slice(start, stop) for start, stop in key)]
+                for chunk in self.chunks.chunks_in(region)]
 
     def result(self):
         shards, used = {}, set()
@@ -199,33 +202,3 @@ class _ArrayRead:
 
 def _key(region: tuple[slice, ...]) -> tuple[tuple[int, int], ...]:
     return tuple((r.start, r.stop) for r in region)
-
-
-def _chunks_in(box: tuple[slice, ...], chunk_shape: tuple[int, ...]):
-    if any(b.start >= b.stop for b in box):
-        return []
-    ranges = [range(b.start // c, (b.stop - 1) // c + 1) for b, c in zip(box, chunk_shape)]
-    return list(itertools.product(*ranges))
-
-
-def _read_checked(folder: Path, record: ArrayRecord, array, box) -> np.ndarray:
-    chunks = _chunks_in(box, record.chunk_shape)
-    for chunk in chunks:
-        file = folder / record.name / chunk_key(chunk)
-        if not file.is_file():
-            raise CheckpointError(f"{folder}: leaf {record.path}: chunk {chunk_key(chunk)} "
-                                  f"of array {record.name!r} is missing ({file}); the "
-                                  "checkpoint is damaged")
-    try:
-        return np.asarray(array[box])
-    except ValueError as error:
-        for chunk in chunks:  # find the chunk that fails
-            try:
-                array.blocks[chunk]
-            except ValueError as chunk_error:
-                file = folder / record.name / chunk_key(chunk)
-                raise CheckpointError(
-                    f"{folder}: leaf {record.path}: chunk {chunk_key(chunk)} of array "
-                    f"{record.name!r} ({file}) is corrupt: {chunk_error}") from None
-        raise CheckpointError(f"{folder}: leaf {record.path}: array {record.name!r} cannot "
-                              f"be read: {error}") from None

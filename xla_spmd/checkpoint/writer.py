@@ -6,6 +6,9 @@ Invariants:
   edge chunks), written once, by the lowest device id holding it; a replicated array is
   written by device 0 alone; nothing is gathered or sent between processes;
 * every chunk carries a CRC32C checksum (Zarr's ``crc32c`` codec), checked on restore;
+* zarr-python creates the group and each array's ``zarr.json`` (so stock Zarr reads the
+  checkpoint); the chunk files are written by chunks.py, from the shards as they are (an
+  async save copies them first), without zarr-python's per-chunk machinery;
 * the checkpoint becomes visible in one rename, after every process has written and fsynced
   its chunks (layout.py); under MPI the processes meet at barriers that also agree on
   failure, so no process commits what another failed to write. A barrier waits for the
@@ -31,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from xla_spmd.checkpoint import layout
+from xla_spmd.checkpoint.chunks import chunk_key, write_chunk
 from xla_spmd.checkpoint.manifest import (
     MANIFEST,
     ArrayRecord,
@@ -44,6 +48,7 @@ from xla_spmd.errors import CheckpointError
 from xla_spmd.runtime import ShardedArray, topology
 
 WRITER_THREADS = 2  # writing is bound by the disk and fsync: more threads gain nothing
+BACKGROUND_NICE = 10  # CPU niceness of an async save's writer threads
 
 
 def zarr_module():
@@ -54,11 +59,6 @@ def zarr_module():
         raise CheckpointError("xla_spmd.checkpoint needs zarr-python 3: "
                               "pip install 'xla-spmd[checkpoint]'") from None
     return zarr
-
-
-def chunk_key(chunk: tuple[int, ...]) -> str:
-    """Zarr v3's default chunk key: ``c/1/0`` (``c`` for a 0-d array)."""
-    return "/".join(["c", *map(str, chunk)])
 
 
 @dataclass
@@ -103,6 +103,16 @@ def _own_shards(array: ShardedArray, record: ArrayRecord) -> list:
         lowest[index] = min(device, lowest.get(index, device))
     return [(shard.index, shard.data) for shard in array.addressable_shards
             if lowest[sharding.shard_index(shard.device.id)] == shard.device.id]
+
+
+def lower_thread_priority() -> None:
+    """Let the calling thread yield the CPU to the training step (Linux: a thread's nice
+    value is its own); nowhere else does this matter enough to try."""
+    if hasattr(os, "setpriority") and hasattr(threading, "get_native_id"):
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
+        except OSError:
+            pass  # not permitted here: the save runs at normal priority
 
 
 class _Processes:
@@ -224,7 +234,7 @@ def save(directory: str | os.PathLike, tree, *, step: int, metadata: Any = None,
     manifest = Manifest(step, metadata, structure, records, top.num_devices,
                         top.process_count)
     writes = plan_writes(leaves, records, top.process_index, snapshot=async_)
-    job = _SaveJob(root, manifest, writes, processes(), on_commit)
+    job = _SaveJob(root, manifest, writes, processes(), on_commit, background=async_)
     handle = SaveHandle(final, step, sum(write.data.nbytes for write in writes))
     if not async_:
         job.run()
@@ -247,8 +257,9 @@ class _SaveJob:
     that agrees on failure between the phases."""
 
     def __init__(self, root: Path, manifest: Manifest, writes: list[ChunkWrite],
-                 group: _Processes, on_commit):
+                 group: _Processes, on_commit, background: bool):
         self.root, self.manifest, self.writes, self.group = root, manifest, writes, group
+        self.background = background
         self.on_commit = on_commit
         self.partial = layout.partial_dir(root, manifest.step)
         self.what = f"saving step {manifest.step} to {root}"
@@ -287,22 +298,22 @@ class _SaveJob:
                 attributes={"xla_spmd_dtype": record.dtype.name, "path": record.path})
 
     def _write(self) -> None:
-        zarr = zarr_module()
+        """Write this process's chunks (chunks.py: no zarr-python on this path), in
+        `WRITER_THREADS` threads, at low CPU priority in a background save."""
         if not self.writes:
             return
-        store = zarr.storage.LocalStore(self.partial)
-        # Every chunk is written, zeros too (Zarr skips chunks equal to the fill value by
-        # default): on restore, a missing chunk means damage.
-        arrays = {name: zarr.open_array(store, path=name, zarr_format=3).with_config(
-            {"write_empty_chunks": True}) for name in {write.name for write in self.writes}}
+        records = self.manifest.arrays
 
         def write(item: ChunkWrite) -> Path:
-            arrays[item.name][item.region] = item.data
-            return self.partial / item.name / chunk_key(item.chunk)
+            if self.background:
+                lower_thread_priority()
+            path = self.partial / item.name / chunk_key(item.chunk)
+            write_chunk(path, item.data, records[item.name].chunk_shape)
+            return path
 
         with ThreadPoolExecutor(min(WRITER_THREADS, len(self.writes))) as pool:
             files = list(pool.map(write, self.writes))
-        layout.fsync_tree(files, self.partial)
+        layout.fsync_tree(files, self.partial, files_synced=True)
 
     def _commit(self) -> None:
         manifest = self.partial / MANIFEST
