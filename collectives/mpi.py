@@ -30,14 +30,20 @@ every member, naming both calls, instead of returning wrong data or crashing ins
 **Nonblocking collectives.** ``*_start`` posts the header exchange at once and returns a
 handle; the payload stages are posted as the handle progresses (at every later ``*_start``
 and while any ``wait`` polls). Payload stages on one group are posted in call order, so
-every member posts them in the same order, as MPI requires.
+every member posts them in the same order, as MPI requires. A blocking call (``all_reduce``
+and the like) with nothing else in flight says so in its header; when every member says
+so, the payload stages are MPI's own blocking collectives (no Python in their loop), and
+otherwise every member posts the nonblocking ones (the two never match in MPI).
 
 **Failures.** Every wait polls against a deadline (``xla_spmd.config.collective_timeout``,
 ``$XLA_SPMD_COLLECTIVE_TIMEOUT``, default 300 s), backing off as the wait grows, and raises
 ``CommunicationError`` naming the collective, its group, its call number and the members
 that never reached it, read from the other ranks' arrival beacons (``beacon.py``; they work
 across nodes). One rank reports: the lowest rank waiting. MPI cannot cancel a collective,
-so after a timeout the communicator is unusable: let the error propagate.
+so after a timeout the communicator is unusable: let the error propagate. A blocking
+payload stage cannot be polled (every member passed the header exchange, so it is only late
+when a member stopped inside the collective): a watchdog thread stops the job at its
+deadline with the same report (``abort_job``).
 ``install_abort_on_error()`` makes an uncaught exception print once and ``MPI_Abort`` the
 job, so no rank hangs.
 
