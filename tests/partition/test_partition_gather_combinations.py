@@ -1,7 +1,7 @@
-"""gather and dynamic-slice under every combination of sharded operand dims, sharded index dims
-and result shardings, on a 2x4 mesh, against the unpartitioned program on the reference
-backend (issue 16: ``x[i]`` of a 2-D-sharded array declared a local shape the op did not
-have). Indices include negative and out-of-range values, which gather and dynamic-slice
+"""gather, scatter and dynamic-slice under every combination of sharded operand dims,
+sharded index dims and result shardings, on a 2x4 mesh, against the unpartitioned program on
+the reference backend (issue 16: ``x[i]`` of a 2-D-sharded array declared a local shape the
+op did not have). Indices include negative and out-of-range values, which gather and dynamic-slice
 clamp."""
 
 import itertools
@@ -126,3 +126,69 @@ def test_dynamic_slice_every_sharding_combination(dims, sizes):
                         f"{_name(operand_sharding)}, result "
                         f"{'open' if result_sharding is None else _name(result_sharding)}: "
                         f"{error}") from error
+
+
+def _combiner(op: str):
+    rb = Builder(f"combine_{op}")
+    p, q = rb.parameter(ArrayShape(F32, ())), rb.parameter(ArrayShape(F32, ()))
+    return rb.build(q if op == "set" else rb.op(op, p, q))
+
+
+# (name, operand dims, index dims, update dims, scatter attributes): x.at[ids].op(u) by rows,
+# by columns, and at points with a window. Updates whose window would leave the operand are
+# skipped, which out-of-range indices exercise.
+SCATTERS = [
+    ("rows", (8, 12), (6, 1), (6, 12), dict(update_window_dims=(1,), inserted_window_dims=(0,),
+                                           scatter_dims_to_operand_dims=(0,),
+                                           index_vector_dim=1)),
+    ("columns", (8, 12), (6, 1), (8, 6), dict(update_window_dims=(0,), inserted_window_dims=(1,),
+                                             scatter_dims_to_operand_dims=(1,),
+                                             index_vector_dim=1)),
+    ("points_window", (8, 12), (4, 2), (4, 3), dict(update_window_dims=(1,),
+                                                   inserted_window_dims=(0,),
+                                                   scatter_dims_to_operand_dims=(0, 1),
+                                                   index_vector_dim=1)),
+]
+
+
+@pytest.mark.parametrize("combiner", ["add", "set", "maximum"])
+@pytest.mark.parametrize("case", SCATTERS, ids=[c[0] for c in SCATTERS])
+def test_scatter_every_sharding_combination(case, combiner):
+    """Scatter with out-of-range indices (their updates are skipped) under every sharding of
+    operand, indices and updates. ``add`` and ``maximum`` draw repeated indices too; ``set``
+    draws distinct ones, since XLA leaves the winner of a repeated index unspecified."""
+    name, operand_dims, index_dims, update_dims, attrs = case
+    vector_dim = attrs["index_vector_dim"]
+    rng = np.random.default_rng(len(name))
+    count = 0
+    for operand_sharding in _shardings(len(operand_dims)):
+        for index_sharding in _shardings(len(index_dims)):
+            if index_sharding.dim_axes(vector_dim):
+                continue
+            for update_sharding in _shardings(len(update_dims)):
+                b = Builder("main")
+                operand = b.parameter(ArrayShape(F32, operand_dims), sharding=operand_sharding)
+                indices = b.parameter(ArrayShape(S32, index_dims), sharding=index_sharding)
+                updates = b.parameter(ArrayShape(F32, update_dims), sharding=update_sharding)
+                out = b.scatter(operand, indices, updates, to_apply=_combiner(combiner),
+                                **attrs)
+                module = Module.from_entry("m", b.build(out))
+                points = index_dims[0]
+                if combiner == "set":  # distinct rows/columns/points, some out of range
+                    span = max(operand_dims) + 4
+                    flat = rng.permutation(span ** index_dims[1])[:points]
+                    ids = np.stack(np.unravel_index(flat, (span,) * index_dims[1]), axis=1) - 2
+                else:
+                    ids = rng.integers(-2, max(operand_dims) + 2, index_dims)
+                args = [rng.standard_normal(operand_dims).astype(np.float32),
+                        ids.astype(np.int32).reshape(index_dims),
+                        rng.standard_normal(update_dims).astype(np.float32)]
+                try:
+                    check(module, args, propagate=True)
+                except Exception as error:
+                    raise AssertionError(
+                        f"{name} {combiner}: operand {_name(operand_sharding)}, indices "
+                        f"{_name(index_sharding)}, updates {_name(update_sharding)}: {error}"
+                    ) from error
+                count += 1
+    assert count >= 7 * 3

@@ -94,6 +94,25 @@ def test_shard_index_matches_gspmd_tile_array(sharding):
         assert sharding.shard_index(device) == tile[:sharding.rank]
 
 
+def test_equal_named_and_tensor_shardings_hash_alike():
+    """Python's rule (a == b implies hash(a) == hash(b)), across the two sharding types."""
+    mesh = make_mesh({"data": 2, "model": 4})
+    specs = [P(), P("data"), P("data", None), P(("data",)), P(None, "model"),
+             P(("data", "model")), P("model", "data"), P(UNCONSTRAINED, "model")]
+    named = [NamedSharding(mesh, spec) for spec in specs]
+    tensors = [n.to_tensor_sharding(2) for n in named] + [
+        n.to_tensor_sharding(3, mesh_name=None) for n in named] + [
+        TensorSharding(mesh, [DimSharding(["data"], is_closed=False), DimSharding()])]
+    everything = named + tensors
+    pairs = 0
+    for a, b in itertools.product(everything, repeat=2):
+        if a == b:
+            pairs += a is not b
+            assert hash(a) == hash(b), (a, b)
+    assert pairs > len(everything)  # cross-type equalities were exercised
+    assert len({*named, *tensors}) < len(everything)
+
+
 @pytest.mark.parametrize("build, message", [
     (lambda m: TensorSharding(m, [["z"]]), 'dim 0 of the sharding uses axis "z", which is not'),
     (lambda m: TensorSharding(m, [["x"], ["x"]]), 'axis "x" is used twice: in dim 0 and in dim 1'),

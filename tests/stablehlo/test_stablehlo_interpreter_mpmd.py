@@ -6,7 +6,7 @@ import pytest
 
 from xla_spmd.backends.reference import evaluate_spmd
 from xla_spmd.backends.reference.spmd import evaluate_mpmd
-from xla_spmd.errors import EvaluationError
+from xla_spmd.errors import EvaluationError, ParseError
 from xla_spmd.ir.hlo_parser import parse_hlo
 from xla_spmd.ir.hlo_printer import print_module
 from xla_spmd.stablehlo import export_stablehlo, import_stablehlo
@@ -212,3 +212,51 @@ def test_a_recv_nobody_sends_to_fails_naming_its_channel():
     (result,) = report.results
     assert result.status == "ERROR"
     assert "nothing arrived on channel 5 within 0.2 s" in result.messages[0]
+
+
+def _cross_replica_and_partition_gather(result_width: int) -> str:
+    """Four devices (2 replicas x 2 partitions) all-gather with replica_groups [[0, 1]] and a
+    channel: one group of every device. Device (r, p) holds [10r + p]."""
+    return f"""
+func.func @gather(%x : tensor<1xi64>) -> tensor<{result_width}xi64> {{
+  %0 = "stablehlo.all_gather"(%x) {{all_gather_dim = 0 : i64,
+      replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>,
+      channel_handle = #stablehlo.channel_handle<handle=1, type=0>
+  }} : (tensor<1xi64>) -> tensor<{result_width}xi64>
+  return %0 : tensor<{result_width}xi64>
+}}
+func.func @main() {{
+  %d00 = stablehlo.constant dense<[0]> : tensor<1xi64>
+  %d01 = stablehlo.constant dense<[1]> : tensor<1xi64>
+  %d10 = stablehlo.constant dense<[10]> : tensor<1xi64>
+  %d11 = stablehlo.constant dense<[11]> : tensor<1xi64>
+  %r:4 = "interpreter.run_parallel"(%d00, %d01, %d10, %d11) {{
+    programs = [[@gather, @gather], [@gather, @gather]]
+  }} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) ->
+       (tensor<{result_width}xi64>, tensor<{result_width}xi64>, tensor<{result_width}xi64>,
+        tensor<{result_width}xi64>)
+  check.expect_eq_const %r#0, dense<[0, 10, 1, 11]> : tensor<4xi64>
+  check.expect_eq_const %r#3, dense<[0, 10, 1, 11]> : tensor<4xi64>
+  func.return
+}}"""
+
+
+def test_cross_replica_and_partition_groups_are_partition_major():
+    """StableHLO's cross_replica_and_partition group is ``[(r, p) for p for r in group]``
+    (spec, 'cross_replica_and_partition'; StableHLO issue 1933): partition 0's replicas first,
+    where XLA's HLO order would give [0, 1, 10, 11]. The group spans every partition, so the
+    result is 4 wide though the listed group has 2 members."""
+    (result,) = run_text(_cross_replica_and_partition_gather(4)).results
+    assert result.status == "PASS", result.messages
+
+
+def test_cross_replica_and_partition_result_width_is_checked():
+    # Under run_parallel the device counts are known: the group has 4 members.
+    (result,) = run_text(_cross_replica_and_partition_gather(3)).results
+    assert result.status == "ERROR"
+    assert "declared shape s64[3] differs from the inferred s64[4]" in result.messages[0]
+    # Without them, the width must be the listed group size times some partition count.
+    gather = _cross_replica_and_partition_gather(6).split("func.func @main")[0]
+    assert import_stablehlo(gather).entry.root.shape.dims == (6,)
+    with pytest.raises(ParseError, match="by the group size 2 times a partition count"):
+        import_stablehlo(_cross_replica_and_partition_gather(3).split("func.func @main")[0])

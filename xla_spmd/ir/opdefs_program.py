@@ -183,12 +183,23 @@ def _infer_all_reduce(operands, attrs, declared):
     return shapes[0] if len(shapes) == 1 else TupleShape(tuple(shapes))
 
 
+def _spans_partitions(attrs) -> bool:
+    """Whether the groups are cross_replica_and_partition: each listed replica group taken
+    across every partition, so the group size is a multiple of the listed one that depends on
+    the partition count, which the op does not state."""
+    return attrs.channel_id is not None and attrs.channel_id > 0 \
+        and not attrs.use_global_device_ids
+
+
 def _infer_resized(name, grow: bool):
     def infer(operands, attrs, declared):
         shapes = _leaves(operands)
         n = group_size(attrs)
         if n is None:
             return _declared(name, declared)
+        if declared is not None and _spans_partitions(attrs):
+            _check_resized_by_partitions(name, shapes, declared, attrs.dimensions, n, grow)
+            return declared
         (dim,) = attrs.dimensions
         out = []
         for s in shapes:
@@ -204,6 +215,23 @@ def _infer_resized(name, grow: bool):
             out.append(ArrayShape(s.dtype, tuple(dims)))
         return out[0] if len(out) == 1 else TupleShape(tuple(out))
     return infer
+
+
+def _check_resized_by_partitions(name, shapes, declared, dimensions, n, grow) -> None:
+    """A declared shape of a cross_replica_and_partition collective: dimension ``dim`` is
+    resized by the listed group size ``n`` times some partition count."""
+    (dim,) = dimensions
+    results = declared.elements if isinstance(declared, TupleShape) else (declared,)
+    if len(results) != len(shapes):
+        _fail(name, f"{len(shapes)} operands but {len(results)} results")
+    for s, r in zip(shapes, results):
+        ok = (isinstance(r, ArrayShape) and r.dtype == s.dtype and r.rank == s.rank
+              and 0 <= dim < s.rank
+              and all(a == b for d, (a, b) in enumerate(zip(s.dims, r.dims)) if d != dim))
+        big, small = (r.dims[dim], s.dims[dim]) if grow else (s.dims[dim], r.dims[dim])
+        if not ok or (big % (small * n) if small else big):
+            _fail(name, f"declared {r} is not {s} resized along dimension {dim} by the group "
+                        f"size {n} times a partition count")
 
 
 def _infer_all_to_all(operands, attrs, declared):

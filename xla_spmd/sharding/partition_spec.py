@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from xla_spmd.errors import ShardingError
 from xla_spmd.mesh import Mesh
 
-from .tensor_sharding import DimSharding, TensorSharding
+from .tensor_sharding import DimSharding, TensorSharding, placement_key
 
 
 class _Unconstrained:
@@ -147,7 +147,10 @@ class NamedSharding:
         return self._placement() == other._placement()
 
     def __hash__(self) -> int:
-        return hash(self._placement())
+        """As an equal `TensorSharding`'s (``placement_key``)."""
+        return hash(placement_key(self.mesh, [
+            () if entry is None or entry is UNCONSTRAINED else
+            (entry,) if isinstance(entry, str) else tuple(entry) for entry in self.spec]))
 
     def to_partition_spec(self) -> PartitionSpec:
         """The spec (for code written against a `TensorSharding`'s method of this name)."""

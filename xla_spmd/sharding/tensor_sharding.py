@@ -76,6 +76,15 @@ def _as_dim(dim: DimSharding | Sequence[AxisRef | str] | str | None) -> DimShard
     return DimSharding(tuple(dim))
 
 
+def placement_key(mesh: Mesh, dims: Sequence[Sequence[object]]) -> tuple:
+    """What decides where a sharded array's data lives: the mesh and, per dim, its axes, with
+    trailing unsharded dims dropped. `TensorSharding` and `NamedSharding` hash by it."""
+    key = [tuple(axes) for axes in dims]
+    while key and not key[-1]:
+        key.pop()
+    return mesh, tuple(key)
+
+
 @dataclass(frozen=True, slots=True)
 class TensorSharding:
     """A tensor's sharding over a mesh; plain data that knows nothing of ops.
@@ -109,6 +118,13 @@ class TensorSharding:
             order = self.mesh.axis_names
             object.__setattr__(self, field, tuple(
                 sorted(refs, key=lambda ref: (order.index(ref.name), ref.pre_size))))
+
+    def __hash__(self) -> int:
+        """By placement alone, so that a `NamedSharding` equal to this one (it places data
+        alike, whether dims are open or closed) hashes alike too; equal shardings agree on it
+        a fortiori."""
+        return hash(placement_key(self.mesh, [
+            [axis if axis.is_sub_axis else axis.name for axis in dim.axes] for dim in self.dims]))
 
     def _check_axis(self, axis: AxisRef, where: str, seen: list[tuple[AxisRef, str]]) -> None:
         if not self.mesh.has_axis(axis.name):

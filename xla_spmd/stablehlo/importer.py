@@ -76,8 +76,16 @@ def module_mesh_attributes(module: Module) -> dict[str, str]:
 
 
 class ModuleImporter:
-    def __init__(self, tree: ModuleNode, filename: str | None):
+    def __init__(self, tree: ModuleNode, filename: str | None,
+                 devices: tuple[int, int] | None = None):
+        """``devices``: (replicas, partitions) the module runs on, when the caller knows them
+        (``interpreter.run_parallel``); else read from ``mhlo.num_replicas`` and
+        ``mhlo.num_partitions``, when the module states them."""
         self.tree = tree
+        if devices is None and "mhlo.num_partitions" in tree.attrs:
+            devices = (int(tree.attrs.get("mhlo.num_replicas", 1)),
+                       int(tree.attrs["mhlo.num_partitions"]))
+        self.devices = devices
         self.filename = filename
         self.counter = 0
         self.functions = {f.name: f for f in tree.functions}

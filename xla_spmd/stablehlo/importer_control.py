@@ -190,27 +190,43 @@ def _channel(node):
     return None
 
 
-def _group_attrs(node):
-    return dict(replica_groups=replica_groups(node.attrs.get("replica_groups")),
-                channel_id=_channel(node),
-                use_global_device_ids=bool(node.attrs.get("use_global_device_ids", False)))
+def _group_attrs(node, importer=None):
+    """The HLO group attributes of a collective. StableHLO orders a cross_replica_and_partition
+    group partition-major, ``[(r, p) for p in partitions for r in group]``, where XLA (and our
+    HLO) is replica-major; when the device counts are known (``importer.devices``), such a
+    group of an all-reduce, all-gather or reduce-scatter (pass the importer for those) becomes
+    flattened ids in StableHLO's order."""
+    groups = replica_groups(node.attrs.get("replica_groups"))
+    channel = _channel(node)
+    global_ids = bool(node.attrs.get("use_global_device_ids", False))
+    devices = importer.devices if importer is not None else None
+    if channel is not None and not global_ids and devices is not None:
+        replicas, partitions = devices
+        listed = (groups.groups if groups is not None else ()) or (tuple(range(replicas)),)
+        groups = ReplicaGroups.listed([[r * partitions + p for p in range(partitions)
+                                        for r in group] for group in listed])
+        global_ids = True
+    return dict(replica_groups=groups, channel_id=channel, use_global_device_ids=global_ids)
 
 
 @converter("stablehlo.all_reduce")
 def _all_reduce(importer, scope, node, operands):
-    return scope.emit("all-reduce", operands, single_or_tuple(node), **_group_attrs(node),
+    return scope.emit("all-reduce", operands, single_or_tuple(node),
+                      **_group_attrs(node, importer),
                       to_apply=scalar_region(importer, scope, node))
 
 
 @converter("stablehlo.all_gather")
 def _all_gather(importer, scope, node, operands):
-    return scope.emit("all-gather", operands, single_or_tuple(node), **_group_attrs(node),
+    return scope.emit("all-gather", operands, single_or_tuple(node),
+                      **_group_attrs(node, importer),
                       dimensions=(int(node.attrs["all_gather_dim"]),))
 
 
 @converter("stablehlo.reduce_scatter")
 def _reduce_scatter(importer, scope, node, operands):
-    return scope.emit("reduce-scatter", operands, single_or_tuple(node), **_group_attrs(node),
+    return scope.emit("reduce-scatter", operands, single_or_tuple(node),
+                      **_group_attrs(node, importer),
                       dimensions=(int(node.attrs["scatter_dimension"]),),
                       to_apply=scalar_region(importer, scope, node))
 

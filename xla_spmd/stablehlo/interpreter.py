@@ -183,8 +183,8 @@ def _run_case(chunk: str, path: str, index: int, start_line: int) -> list[CaseRe
     return results
 
 
-def _import(tree, path: str, entry: str) -> Module:
-    importer = ModuleImporter(tree, path)
+def _import(tree, path: str, entry: str, devices: tuple[int, int] | None = None) -> Module:
+    importer = ModuleImporter(tree, path, devices)
     computation = importer.function(entry)
     return Module.from_entry(tree.name or "case", computation, importer.header())
 
@@ -266,13 +266,20 @@ def _show(array) -> str:
     return np.array2string(np.asarray(array), threshold=64, separator=", ").replace("\n", " ")
 
 
-def _ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Units in the last place between same-typed floats, exactly, as ``uint64``.
+
+    Sign-magnitude bit patterns map onto an ordered integer line (-0 one below +0). The
+    distance is below 2**64, so unsigned wrap-around subtraction is exact; float64 keys would
+    round 64-bit patterns to multiples of 512. NaNs are the caller's to handle.
+
+    >>> int(ulp_distance(np.float64([1.0]), np.nextafter(np.float64([1.0]), 2))[0])
+    1
+    """
     bits = {2: np.int16, 4: np.int32, 8: np.int64}[a.dtype.itemsize]
-    ia, ib = a.view(bits).astype(np.int64), b.view(bits).astype(np.int64)
-    top = np.int64(1) << (8 * a.dtype.itemsize - 1)
-    ia = np.where(ia < 0, top - ia, ia + top)
-    ib = np.where(ib < 0, top - ib, ib + top)
-    return np.abs(ia - ib)
+    ka, kb = (np.where(k < 0, k ^ np.iinfo(bits).max, k).astype(np.int64)
+              for k in (a.view(bits), b.view(bits)))
+    return np.maximum(ka, kb).view(np.uint64) - np.minimum(ka, kb).view(np.uint64)
 
 
 def _compare(kind: str, actual: np.ndarray, expected: np.ndarray, config: str) -> bool:
@@ -293,7 +300,7 @@ def _compare(kind: str, actual: np.ndarray, expected: np.ndarray, config: str) -
             return _compare("expect_close", a.real, b.real, config) and \
                 _compare("expect_close", a.imag, b.imag, config)
         nan = np.isnan(a.astype(np.float64)) & np.isnan(b.astype(np.float64))
-        return bool(np.all(nan | (_ulp_distance(a, b) <= limit)))
+        return bool(np.all(nan | (ulp_distance(a, b) <= limit)))
     a = np.asarray(actual).astype(np.complex128 if actual.dtype.kind == "c" else np.float64)
     b = np.asarray(expected).astype(a.dtype)
     tolerance = float(config) if config else ALMOST_EQ_TOLERANCE
@@ -347,7 +354,9 @@ def _run_parallel_rule(inst, operands, ctx):
         values = evaluate(_import(state.tree, state.path, name), [])
         for value in values if isinstance(values, tuple) else (values,):
             state.infeed.put(np.asarray(value))
-    entries = {name: _import(state.tree, state.path, name).entry for name in set(names)}
+    devices = (len(rows), len(rows[0]))
+    entries = {name: _import(state.tree, state.path, name, devices).entry
+               for name in set(names)}
     computations = [entries[name] for name in names]
     per_device, start = [], 0
     for computation in computations:
