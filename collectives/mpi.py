@@ -170,7 +170,7 @@ def _chunks(total: int, parts: int) -> tuple[np.ndarray, np.ndarray]:
 Stage = tuple[Any, str, tuple]
 """One payload stage as ``(communicator, blocking MPI call name, arguments)``: posted as
 that call's nonblocking twin (``Alltoallv`` -> ``Ialltoallv``), or made as the blocking call
-itself where nothing else is in flight."""
+itself when every member waits for the collective at once."""
 Steps = Generator[Stage | list, None, Any]
 """A collective's payload stages: yields each stage (or a list of MPI requests already
 posted), returns the result."""
@@ -241,8 +241,8 @@ class _MpiHandle:
                         owner._retire(self)
                         raise
                     if self._inline is not None:
-                        # Every member's payload, read in place: the folds and copies that
-                        # use it make fresh arrays.
+                        # Every member's payload, read in place: results made from it are
+                        # fresh arrays or views of this call's own receive buffer.
                         x, size = self._inline, self._inline.nbytes
                         rows = blocks[:, _HEADER_BYTES:_HEADER_BYTES + size]
                         self._inline = rows.view(x.dtype).reshape((len(rows),) + x.shape)
