@@ -132,34 +132,39 @@ class BlockingCollectives:
     """The blocking collectives, each its nonblocking twin followed by `wait()`; every
     communicator inherits them and implements only the `*_start` methods."""
 
+    def _start_and_wait(self, start: Callable[..., Handle], *args: Any) -> Any:
+        """A blocking collective: ``start(*args)``, then wait (a communicator that can do
+        better when it knows the caller waits at once overrides this)."""
+        return start(*args).wait()
+
     def all_reduce(self, x, group: Sequence[int], op: ReduceOp = "sum"):
         """Reduce ``x`` over ``group`` with ``op``."""
-        return self.all_reduce_start(x, group, op).wait()
+        return self._start_and_wait(self.all_reduce_start, x, group, op)
 
     def all_gather(self, x, group: Sequence[int], axis: int = 0):
         """Concatenate every member's ``x`` along ``axis`` in group order."""
-        return self.all_gather_start(x, group, axis).wait()
+        return self._start_and_wait(self.all_gather_start, x, group, axis)
 
     def reduce_scatter(self, x, group: Sequence[int], axis: int = 0, op: ReduceOp = "sum"):
         """Reduce, split along ``axis`` into ``len(group)`` chunks; member k gets chunk k."""
-        return self.reduce_scatter_start(x, group, axis, op).wait()
+        return self._start_and_wait(self.reduce_scatter_start, x, group, axis, op)
 
     def all_to_all(self, x, group: Sequence[int], split_axis: int = 0, concat_axis: int = 0):
         """Send chunk j of ``x`` (split along ``split_axis``) to member j; concatenate what
         arrives along ``concat_axis`` in sender order."""
-        return self.all_to_all_start(x, group, split_axis, concat_axis).wait()
+        return self._start_and_wait(self.all_to_all_start, x, group, split_axis, concat_axis)
 
     def collective_permute(self, x, pairs: Sequence[tuple[int, int]]):
         """Send ``x`` along ``(source, target)`` pairs; a device no pair targets gets zeros."""
-        return self.collective_permute_start(x, pairs).wait()
+        return self._start_and_wait(self.collective_permute_start, x, pairs)
 
     def broadcast(self, x, group: Sequence[int], root: int):
         """Every member gets device ``root``'s ``x``."""
-        return self.broadcast_start(x, group, root).wait()
+        return self._start_and_wait(self.broadcast_start, x, group, root)
 
     def barrier(self, group: Sequence[int]) -> None:
         """Wait until every member of ``group`` has arrived."""
-        self.barrier_start(group).wait()
+        self._start_and_wait(self.barrier_start, group)
 
 
 class CompletedHandle:

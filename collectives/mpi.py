@@ -30,14 +30,20 @@ every member, naming both calls, instead of returning wrong data or crashing ins
 **Nonblocking collectives.** ``*_start`` posts the header exchange at once and returns a
 handle; the payload stages are posted as the handle progresses (at every later ``*_start``
 and while any ``wait`` polls). Payload stages on one group are posted in call order, so
-every member posts them in the same order, as MPI requires.
+every member posts them in the same order, as MPI requires. A blocking call (``all_reduce``
+and the like) with nothing else in flight says so in its header; when every member says
+so, the payload stages are MPI's own blocking collectives (no Python in their loop), and
+otherwise every member posts the nonblocking ones (the two never match in MPI).
 
 **Failures.** Every wait polls against a deadline (``xla_spmd.config.collective_timeout``,
 ``$XLA_SPMD_COLLECTIVE_TIMEOUT``, default 300 s), backing off as the wait grows, and raises
 ``CommunicationError`` naming the collective, its group, its call number and the members
 that never reached it, read from the other ranks' arrival beacons (``beacon.py``; they work
 across nodes). One rank reports: the lowest rank waiting. MPI cannot cancel a collective,
-so after a timeout the communicator is unusable: let the error propagate.
+so after a timeout the communicator is unusable: let the error propagate. A blocking
+payload stage cannot be polled (every member passed the header exchange, so it is only late
+when a member stopped inside the collective): a watchdog thread stops the job at its
+deadline with the same report (``abort_job``).
 ``install_abort_on_error()`` makes an uncaught exception print once and ``MPI_Abort`` the
 job, so no rank hangs.
 
@@ -50,6 +56,8 @@ array([4., 4., 4.])
 
 from __future__ import annotations
 
+import functools
+import math
 import sys
 import threading
 import time
@@ -86,10 +94,19 @@ from .header import stable_hash
 _PERMUTE_TAG = 7301
 # Every collective starts with one fixed-size exchange over its group: the call header, and
 # the payload itself when it has at most _INLINE_BYTES (then that exchange is the whole
-# collective: small collectives take one round trip, as MPI's own do).
-_INLINE_BYTES = 4096
+# collective: small collectives take one round trip, as MPI's own do). The block fits Open
+# MPI's shared-memory eager limit (4 KiB with its own headers), so the exchange is one
+# message per step: a larger one needs a rendezvous, a round trip more, on every call.
 _HEADER_BYTES = header.HEADER_WORDS * 8
-_BLOCK_BYTES = _HEADER_BYTES + _INLINE_BYTES
+_BLOCK_BYTES = 4032
+_INLINE_BYTES = _BLOCK_BYTES - _HEADER_BYTES
+# The header's last word is free (header.py); its first byte says the member waits for the
+# collective at once, with nothing else in flight. It is not compared: the members make
+# blocking payload stages when all of them say so.
+_CHECKED_BYTES = _HEADER_BYTES - 8
+_WAITS_AT_ONCE = _CHECKED_BYTES
+# At most this many distinct calls' header words are kept (a program has a few hundred).
+_MAX_HEADERS = 4096
 # Below this many bytes gathered per member, a float all-reduce gathers every member's whole
 # buffer and folds locally: one round trip instead of two.
 _SMALL_REDUCE_BYTES = 1 << 16
@@ -99,6 +116,8 @@ _SMALL_REDUCE_BYTES = 1 << 16
 _SPIN_SECONDS = 0.05
 _IDLE_SECONDS = 1.0
 _MAX_SLEEP = 0.02
+# How often the watchdog looks at a blocking payload stage (see MpiCommunicator._post).
+_WATCH_INTERVAL = 0.1
 # How long a rank that will not report waits for the reporting rank to stop the job.
 _REPORT_GRACE = 3.0
 
@@ -125,6 +144,7 @@ def _contiguous(x: Any) -> np.ndarray:
     return array
 
 
+@functools.cache
 def _fingerprint(group: Group) -> int:
     """The same nonzero number for a group on every rank (no Python hash randomisation)."""
     return stable_hash(group) | 1
@@ -147,8 +167,13 @@ def _chunks(total: int, parts: int) -> tuple[np.ndarray, np.ndarray]:
     return counts, offsets
 
 
-Steps = Generator[list, None, Any]
-"""A collective's payload stages: yields each stage's MPI requests, returns the result."""
+Stage = tuple[Any, str, tuple]
+"""One payload stage as ``(communicator, blocking MPI call name, arguments)``: posted as
+that call's nonblocking twin (``Alltoallv`` -> ``Ialltoallv``), or made as the blocking call
+itself when every member waits for the collective at once."""
+Steps = Generator[Stage | list, None, Any]
+"""A collective's payload stages: yields each stage (or a list of MPI requests already
+posted), returns the result."""
 MakeSteps = Callable[[np.ndarray | None], Steps]
 """Given every member's payload stacked in group order when it travelled inline with the
 header (else None), a collective's payload stages."""
@@ -164,7 +189,7 @@ class _MpiHandle:
     """A collective in flight: its header exchange, then its payload stages."""
 
     __slots__ = ("_owner", "group", "what", "_blocks", "_inline", "_requests", "_make_steps",
-                 "_steps", "done", "_value", "_busy")
+                 "_steps", "done", "_value", "_busy", "_blocking")
 
     def __init__(self, owner: MpiCommunicator, group: Group, what: tuple,
                  blocks: np.ndarray, inline: np.ndarray | None, request: Any,
@@ -180,6 +205,7 @@ class _MpiHandle:
         self.done = False
         self._value = None
         self._busy = False
+        self._blocking = False  # every member waits at once: blocking payload stages
 
     def advance(self, block: bool) -> bool:
         """Move through the stages as far as possible (to the end when ``block``); True
@@ -204,8 +230,10 @@ class _MpiHandle:
                 if self._blocks is not None:
                     blocks, self._blocks = self._blocks, None
                     try:
-                        owner._check_headers(blocks[:, :_HEADER_BYTES].view(np.int64),
-                                             self.group, self.what)
+                        heads = blocks[:, :_CHECKED_BYTES]
+                        if not (heads == heads[0]).all():
+                            owner._check_headers(heads.view(np.int64), self.group, self.what)
+                        self._blocking = bool(blocks[:, _WAITS_AT_ONCE].all())
                     except CommunicationError as error:
                         # Nothing of the payload was posted, and nothing will be: the group
                         # stays usable, and every wait on this handle raises the error.
@@ -213,9 +241,11 @@ class _MpiHandle:
                         owner._retire(self)
                         raise
                     if self._inline is not None:
+                        # Every member's payload, read in place: results made from it are
+                        # fresh arrays or views of this call's own receive buffer.
                         x, size = self._inline, self._inline.nbytes
                         rows = blocks[:, _HEADER_BYTES:_HEADER_BYTES + size]
-                        self._inline = rows.copy().view(x.dtype).reshape((len(rows),) + x.shape)
+                        self._inline = rows.view(x.dtype).reshape((len(rows),) + x.shape)
                     continue
             if self._steps is None:
                 if not owner._first_in_group(self, block):
@@ -223,11 +253,14 @@ class _MpiHandle:
                 self._steps = self._make_steps(self._inline)
                 self._make_steps = self._inline = None
             try:
-                self._requests = next(self._steps)
+                stage = next(self._steps)
             except StopIteration as stop:
                 self._value, self._steps = stop.value, None
                 self.done = True
                 owner._retire(self)
+            else:
+                self._requests = (stage if type(stage) is list else
+                                  owner._post(stage, self.what, self._blocking))
         return True
 
     def wait(self) -> Any:
@@ -264,6 +297,11 @@ class MpiCommunicator(BlockingCollectives):
         self._in_flight: dict[Group, deque[_MpiHandle]] = {}
         self._progressing = False
         self._scratch_buffers: dict[Group, np.ndarray] = {}
+        self._headers: dict[tuple, np.ndarray] = {}  # header words (call #0) by call
+        self._watched: tuple | None = None  # the blocking stage in progress, its deadline
+        self._watchdog: threading.Thread | None = None
+        self._closed = False
+        self._waits_at_once = False  # set while a blocking call starts its collective
         self._beacons = Beacons(self._comm)
         world = tuple(range(self._size))
         self._group_comms[world] = (self._comm, self._comm.Dup())
@@ -289,6 +327,16 @@ class MpiCommunicator(BlockingCollectives):
         carries it, so ranks running different programs are caught at their first
         collective."""
         self.program = int(fingerprint) & 0x7FFFFFFFFFFFFFFF
+
+    def _start_and_wait(self, start: Callable[..., Any], *args: Any) -> Any:
+        """A blocking collective: started marked as waited for at once (so its payload
+        stages may be MPI's blocking calls, see ``_post``), then waited for."""
+        self._waits_at_once = True
+        try:
+            handle = start(*args)
+        finally:
+            self._waits_at_once = False
+        return handle.wait()
 
     # -- sub-communicators ------------------------------------------------------------------
 
@@ -337,6 +385,7 @@ class MpiCommunicator(BlockingCollectives):
             if payload is not self._comm:
                 payload.Free()
         self._group_comms.clear()
+        self._closed = True
         self._beacons.close()
         self._comm.Free()
 
@@ -350,9 +399,19 @@ class MpiCommunicator(BlockingCollectives):
         sequence = self._sequence.get(group, 0)
         self._sequence[group] = sequence + 1
         self._beacons.entered(_fingerprint(group), sequence)
-        block = np.zeros(_BLOCK_BYTES, np.uint8)
-        block[:_HEADER_BYTES].view(np.int64)[:] = header.encode(sequence, kind, op, x, args,
-                                                                 pairs, self.program)
+        key = (kind, op, None if x is None else (x.dtype, x.shape), args, pairs, self.program)
+        words = self._headers.get(key)
+        if words is None:
+            if len(self._headers) > _MAX_HEADERS:
+                self._headers.clear()
+            words = self._headers[key] = header.encode(0, kind, op, x, args, pairs,
+                                                        self.program)
+        block = np.empty(_BLOCK_BYTES, np.uint8)
+        mine = block[:_HEADER_BYTES].view(np.int64)
+        mine[:] = words
+        mine[0] = sequence  # header word 0 is the call number
+        if self._waits_at_once and not self._in_flight:
+            block[_WAITS_AT_ONCE] = 1
         inline = x is not None and x.nbytes <= _INLINE_BYTES
         if inline:
             block[_HEADER_BYTES:_HEADER_BYTES + x.nbytes] = x.reshape(-1).view(np.uint8)
@@ -360,6 +419,11 @@ class MpiCommunicator(BlockingCollectives):
         request = comms[1].Iallgather(block, blocks)
         handle = _MpiHandle(self, group, (kind, group, sequence), blocks,
                             x if inline else None, request, make_steps)
+        if self._waits_at_once:
+            # The caller waits at once: testing now would only give the CPU away (Open MPI
+            # yields in a test that finds nothing to do when ranks outnumber cores).
+            self._in_flight.setdefault(group, deque()).append(handle)
+            return handle
         self._progress()
         self._in_flight.setdefault(group, deque()).append(handle)
         handle.advance(block=False)
@@ -393,6 +457,50 @@ class MpiCommunicator(BlockingCollectives):
                         break
         finally:
             self._progressing = False
+
+    def _post(self, stage: Stage, what: tuple[str, Group, int], blocking: bool
+              ) -> list | None:
+        """Post a payload stage: its MPI requests, or None once made as a blocking call.
+
+        Blocking is for a collective that every member's header says it waits for at once,
+        with nothing else in flight (a blocking call such as ``all_reduce``; MPI requires
+        every member to choose alike, as blocking and nonblocking collectives never
+        match): MPI's own blocking collective, with no Python in its loop, is the fastest
+        way to move the bytes. It cannot deadlock: every member is in this collective (it
+        passed the header exchange) and has nothing else to progress. A member that stops
+        between the header and the payload (it hangs in its own code) cannot be waited out
+        by polling, so the watchdog stops the job at the deadline instead, with the usual
+        report."""
+        comm, name, args = stage
+        if not blocking:
+            return [getattr(comm, "I" + name.lower())(*args)]
+        timeout = collective_timeout(self.timeout)
+        kind, group, sequence = what
+        self._beacons.waiting(header.KINDS.index(kind), _fingerprint(group), sequence,
+                              time.time() + timeout)
+        watched = self._watched = (what, time.monotonic() + timeout, timeout)
+        if self._watchdog is None and timeout < math.inf:
+            self._watchdog = threading.Thread(target=self._watch, name="xla-spmd-watchdog",
+                                              daemon=True)
+            self._watchdog.start()
+        try:
+            getattr(comm, name)(*args)
+        finally:
+            if self._watched is watched:
+                self._watched = None
+            self._beacons.running()
+        return None
+
+    def _watch(self) -> None:
+        """The watchdog thread: stops the job when a blocking stage outlives its deadline
+        (see ``_post``)."""
+        while not self._closed:
+            time.sleep(_WATCH_INTERVAL)
+            watched = self._watched
+            if watched is not None and time.monotonic() > watched[1]:
+                what, _, timeout = watched
+                error = self._timeout_error(what, timeout)
+                abort_job(type(error), error, None)
 
     def _check_headers(self, headers: np.ndarray, group: Group, what: tuple) -> None:
         found = header.mismatch(headers, group)
@@ -501,11 +609,11 @@ class MpiCommunicator(BlockingCollectives):
                 return fold(list(x[None] if rows is None else rows), op)
             if native is not None:
                 out = np.empty_like(x)
-                yield [comm.Iallreduce(x, out, native)]
+                yield comm, "Allreduce", (x, out, native)
                 return out
             if x.nbytes * parts <= _SMALL_REDUCE_BYTES:
                 gathered = np.empty((parts,) + x.shape, x.dtype)
-                yield [comm.Iallgather(_bytes(x), _bytes(gathered))]
+                yield comm, "Allgather", (_bytes(x), _bytes(gathered))
                 return fold(list(gathered), op)
             return (yield from self._ordered_all_reduce(x, group, comm, op))
 
@@ -528,15 +636,14 @@ class MpiCommunicator(BlockingCollectives):
         item = x.itemsize
         mine = int(counts[me])
         received = self._scratch(group, parts * mine * item).view(x.dtype).reshape(parts, mine)
-        yield [comm.Ialltoallv(
+        yield comm, "Alltoallv", (
             [flat.view(np.uint8), counts * item, offsets * item, self._MPI.BYTE],
             [received.reshape(-1).view(np.uint8), np.full(parts, mine * item),
-             np.arange(parts) * (mine * item), self._MPI.BYTE])]
+             np.arange(parts) * (mine * item), self._MPI.BYTE])
         out = np.empty_like(flat)
         fold(list(received), op, out=out[offsets[me]:offsets[me] + mine])
-        yield [comm.Iallgatherv(self._MPI.IN_PLACE,
-                                [out.view(np.uint8), counts * item, offsets * item,
-                                 self._MPI.BYTE])]
+        yield comm, "Allgatherv", (self._MPI.IN_PLACE, [out.view(np.uint8), counts * item,
+                                                        offsets * item, self._MPI.BYTE])
         return out.reshape(x.shape)
 
     def all_gather_start(self, x: np.ndarray, group: Sequence[int], axis: int = 0
@@ -548,7 +655,7 @@ class MpiCommunicator(BlockingCollectives):
         def steps(rows: np.ndarray | None) -> Steps:
             if rows is None:
                 rows = np.empty((len(group),) + x.shape, x.dtype)
-                yield [comms[0].Iallgather(_bytes(x), _bytes(rows))]
+                yield comms[0], "Allgather", (_bytes(x), _bytes(rows))
             return concat_stacked("all_gather", rows, axis)
 
         return self._start("all_gather", group, comms, None, x, steps, (axis,))
@@ -571,11 +678,11 @@ class MpiCommunicator(BlockingCollectives):
                              for row in rows], op)
             if native is not None:
                 out = np.empty_like(stacked[0])
-                yield [comms[0].Ireduce_scatter_block(stacked, out, native)]
+                yield comms[0], "Reduce_scatter_block", (stacked, out, native)
                 return out
             received = self._scratch(group, stacked.nbytes).view(x.dtype).reshape(
                 stacked.shape)
-            yield [comms[0].Ialltoall(_bytes(stacked), _bytes(received))]
+            yield comms[0], "Alltoall", (_bytes(stacked), _bytes(received))
             return fold(list(received), op)
 
         return self._start("reduce_scatter", group, comms, op_name(op), x, steps,
@@ -591,7 +698,7 @@ class MpiCommunicator(BlockingCollectives):
         def steps(rows: np.ndarray | None) -> Steps:
             if rows is None:
                 received = np.empty_like(stacked)
-                yield [comms[0].Ialltoall(_bytes(stacked), _bytes(received))]
+                yield comms[0], "Alltoall", (_bytes(stacked), _bytes(received))
             else:
                 me = group.index(self._rank)
                 received = np.stack([split_stacked("all_to_all", row, len(group),
@@ -646,7 +753,7 @@ class MpiCommunicator(BlockingCollectives):
             if rows is not None:
                 return rows[group.index(root)]
             out = np.array(x, copy=True) if self._rank == root else np.empty_like(x)
-            yield [comms[0].Ibcast(_bytes(out), root=group.index(root))]
+            yield comms[0], "Bcast", (_bytes(out), group.index(root))
             return out
 
         return self._start("broadcast", group, comms, None, x, steps, (root,))
@@ -659,40 +766,47 @@ class MpiCommunicator(BlockingCollectives):
 
 
 _installed = False
+_abort_lock = threading.Lock()
+
+
+def abort_job(kind: type, value: BaseException, tb: Any) -> None:
+    """Report an error that ends the job, once, and ``MPI_Abort`` every rank: the rank the
+    error names as its reporter (a collective's lowest waiting rank, or a group's first
+    member for ranks that disagree) reports at once, else rank 0; other ranks wait a moment
+    for that report and the abort it brings, and report themselves only if it does not come
+    (they failed alone). Errors of ours (``XlaSpmdError``) print their message; anything
+    else its traceback."""
+    MPI = _mpi()
+    rank = MPI.COMM_WORLD.Get_rank()
+    if rank != getattr(value, "reporter", 0):
+        report_at = getattr(value, "report_at", time.time() + _REPORT_GRACE)
+        time.sleep(max(0.0, min(report_at - time.time(), 600.0)))
+    with _abort_lock:
+        if issubclass(kind, KeyboardInterrupt):
+            text = "KeyboardInterrupt: interrupted (Ctrl-C)\n"
+        elif isinstance(value, XlaSpmdError):
+            text = f"{kind.__name__}: {value}\n"
+        else:
+            text = "".join(traceback.format_exception(kind, value, tb))
+        sys.stderr.write(f"xla-spmd: rank {rank} failed, aborting all ranks:\n{text}")
+        sys.stderr.flush()
+        MPI.COMM_WORLD.Abort(1)
 
 
 def install_abort_on_error() -> None:
     """Make an uncaught exception on any rank (main thread or other threads) stop the whole
-    job with ``MPI_Abort``, reported once: by the rank the error names as its reporter (a
-    collective's lowest waiting rank, or a group's first member for ranks that disagree),
-    else by rank 0. Other ranks wait a moment for that report and the abort it brings, and
-    report themselves only if it does not come (they failed alone). Errors of ours
-    (``XlaSpmdError``) print their message; anything else its traceback. Idempotent."""
+    job with ``MPI_Abort``, reported once (``abort_job``). Idempotent."""
     global _installed
     if _installed:
         return
     MPI = _mpi()
     previous_hook = sys.excepthook
-    lock = threading.Lock()
 
     def abort(kind: type, value: BaseException, tb: Any) -> None:
         if issubclass(kind, KeyboardInterrupt) and MPI.COMM_WORLD.Get_size() == 1:
             previous_hook(kind, value, tb)
             return
-        rank = MPI.COMM_WORLD.Get_rank()
-        if rank != getattr(value, "reporter", 0):
-            report_at = getattr(value, "report_at", time.time() + _REPORT_GRACE)
-            time.sleep(max(0.0, min(report_at - time.time(), 600.0)))
-        with lock:
-            if issubclass(kind, KeyboardInterrupt):
-                text = "KeyboardInterrupt: interrupted (Ctrl-C)\n"
-            elif isinstance(value, XlaSpmdError):
-                text = f"{kind.__name__}: {value}\n"
-            else:
-                text = "".join(traceback.format_exception(kind, value, tb))
-            sys.stderr.write(f"xla-spmd: rank {rank} failed, aborting all ranks:\n{text}")
-            sys.stderr.flush()
-            MPI.COMM_WORLD.Abort(1)
+        abort_job(kind, value, tb)
 
     def thread_hook(args: threading.ExceptHookArgs) -> None:
         if args.exc_type is SystemExit:

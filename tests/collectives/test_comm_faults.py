@@ -95,6 +95,20 @@ def test_mpi_timeout_names_collective_group_and_missing_ranks(mpirun):
 
 @pytest.mark.mpi
 @pytest.mark.slow
+def test_mpi_member_stuck_in_a_blocking_payload_stage_stops_the_job(mpirun):
+    start = time.monotonic()
+    completed = mpirun("fault_program.py", "stall", ranks=4, timeout=30)
+    assert time.monotonic() - start < 20  # rank 3 sleeps 30 s; the watchdog cuts it short
+    assert completed.returncode != 0
+    assert completed.stdout.count("timed out after 2 s") == 1, completed.stdout
+    assert "all_reduce over replica group (0, 1, 2, 3) (call #1 on that group) timed out " \
+           "after 2 s on rank 0: every member reached it, so the transfer itself stalled" in \
+        completed.stdout, completed.stdout
+    assert "Traceback" not in completed.stdout
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
 def test_mpi_ranks_that_disagree_raise_on_every_rank_naming_both_calls(mpirun):
     completed = mpirun("disagree_program.py", ranks=4, timeout=60)
     assert completed.returncode == 0, completed.stdout

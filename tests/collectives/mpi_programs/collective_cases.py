@@ -186,6 +186,7 @@ def build_cases(world: int) -> list[Case]:
             cases.append(Case(f"permute-{perm_name}-{dtype.name}", run_cp, expect_cp))
 
     cases.append(_async_case(world, inp))
+    cases.append(_mixed_waits_case(world, inp))
     return cases
 
 
@@ -224,6 +225,30 @@ def _async_case(world: int, inp) -> Case:
         ]
 
     return Case("async-mixed", run, expect)
+
+
+def _mixed_waits_case(world: int, inp) -> Case:
+    """Even devices make blocking calls; odd ones start two collectives and wait later. Under
+    MPI the members must still move the payloads alike (blocking MPI calls only when every
+    member waits at once); buffers are large enough to have payload stages."""
+    everyone = tuple(range(world))
+    f32 = np.dtype(np.float32)
+    reduced, gathered = (world * 4096,), (world, 1024)
+
+    def run(comm):
+        d = comm.rank
+        a, b = inp(d, f32, reduced, 31), inp(d, f32, gathered, 32)
+        if d % 2 == 0:
+            return [comm.all_reduce(a, everyone, "sum"), comm.all_gather(b, everyone, 1)]
+        first = comm.all_reduce_start(a, everyone, "sum")
+        second = comm.all_gather_start(b, everyone, 1)
+        return [first.wait(), second.wait()]
+
+    def expect(d):
+        return [reference_fold([inp(e, f32, reduced, 31) for e in everyone], "sum"),
+                np.concatenate([inp(e, f32, gathered, 32) for e in everyone], 1)]
+
+    return Case("mixed-waits", run, expect)
 
 
 def mismatch(result: Any, expected: Any, exact: bool) -> str | None:

@@ -4,6 +4,9 @@
   ``install_abort_on_error`` the job must stop at once with the error printed once.
 * ``timeout``: rank 3 never joins an all-reduce; the others must fail with a
   ``CommunicationError`` naming the collective and group after the 2 s timeout.
+* ``stall``: every rank makes a blocking all-reduce large enough to have payload stages
+  (MPI's blocking calls, as every member waits at once), and rank 3 stops inside it, after
+  the header exchange; the watchdog must stop the job after the 2 s timeout, reported once.
 """
 
 from __future__ import annotations
@@ -34,6 +37,18 @@ def main(mode: str) -> None:
             comm.barrier(tuple(range(comm.size - 1)))
             comm.timeout = 2.0
             comm.all_reduce(np.ones(4), everyone, "sum")
+    elif mode == "stall":
+        comm.barrier(everyone)
+        comm.timeout = 2.0
+        if comm.rank == 3:
+            post = MpiCommunicator._post
+
+            def stuck(self, *args):
+                time.sleep(30)
+                return post(self, *args)
+
+            MpiCommunicator._post = stuck
+        comm.all_reduce(np.ones(1 << 16, np.float32), everyone, "sum")
     print(f"rank {comm.rank} finished, which it should not", flush=True)
 
 
