@@ -106,6 +106,12 @@ class GpuExecutable(CpuExecutable):
                     step.function = kernel
         self.fallback_runs: Counter = Counter()
         self._lock = threading.Lock()
+        # The CPU executable's ``execute`` runs these: each step through ``_step`` (one
+        # device per thread or rank; never ``run_together``).
+        self.launches = {key: [(self._bound(step), step.slot, step.frees)
+                               for step in program.steps]
+                         for key, program in self.programs.items()}
+        self.lockstep = False
 
     # -- running --------------------------------------------------------------------------
 
@@ -135,6 +141,9 @@ class GpuExecutable(CpuExecutable):
                               max_loop_iterations=config.max_loop_iterations)
         return leaves(self.execute(self.programs[id(self.module.entry)], list(arguments),
                                    context))
+
+    def _bound(self, step):
+        return lambda values, ctx: self._step(step, values, ctx)
 
     def _step(self, step, values: list, ctx: _CpuContext) -> object:
         rt, kind = self.runtime, step.kind
