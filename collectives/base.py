@@ -202,6 +202,8 @@ def timed_out(what: str, timeout: float, missing: str) -> CommunicationError:
 
 def canonical_op(op: ReduceOp) -> ReduceOp:
     """The canonical name of a named reduction, or the callable itself."""
+    if op.__class__ is str and op in NAMED_REDUCERS:
+        return op
     if callable(op):
         return op
     if isinstance(op, str):
@@ -324,12 +326,19 @@ def fold(arrays: Sequence[np.ndarray], op: ReduceOp, out: np.ndarray | None = No
         raise CommunicationError(
             f"reduction {op!r} needs boolean or integer data, got {dtype}")
     in_place = isinstance(op, str)
-    if out is not None and compute == dtype and in_place:
+    rest = arrays[1:]
+    if in_place and compute == dtype and rest:
+        # The first step writes the accumulator (no copy of the first array first): one
+        # pass over the data fewer, the same operations in the same order.
+        acc = reducer(arrays[0], rest[0],
+                      out=np.empty(arrays[0].shape, dtype) if out is None else out)
+        rest = rest[1:]
+    elif out is not None and compute == dtype and in_place:
         acc = out
         np.copyto(acc, arrays[0])
     else:
         acc = np.array(arrays[0], dtype=compute, copy=True)
-    for item in arrays[1:]:
+    for item in rest:
         value = item if compute == dtype else item.astype(compute)
         if in_place:
             reducer(acc, value, out=acc)
