@@ -110,8 +110,12 @@ class Beacons:
         self.state[9 + 2 * slot] = sequence + 1
 
     def waiting(self, kind: int, fingerprint: int, sequence: int, deadline: float) -> None:
-        self.state[1:5] = (kind, fingerprint, sequence, int(min(deadline, 1e15) * 1000))
-        self.state[0] = 1
+        state = self.state  # word by word: cheaper than assigning a tuple to a slice
+        state[1] = kind
+        state[2] = fingerprint
+        state[3] = sequence
+        state[4] = int(min(deadline, 1e15) * 1000)
+        state[0] = 1
 
     def running(self) -> None:
         self.state[0] = 0
