@@ -16,11 +16,13 @@ usual SPMD rule -- all members of a group make the same sequence of collective c
 ``LocalWorld``, so results agree bit for bit in-process, under MPI and on any machine,
 whatever algorithm the MPI library picks. An all-reduce moves the bytes a ring all-reduce
 does: an ``Alltoallv`` gives member k chunk k of every member's buffer, member k folds its
-chunk in group order, and an ``Allgatherv`` shares the folded chunks. Small buffers are
-gathered whole and folded locally (one round trip). Reduce-scatter is an ``Alltoall`` and
-a fold. Integer and boolean reductions are exact in any order and use MPI's own. With
-``deterministic=False`` (or ``XLA_SPMD_DETERMINISTIC=0``) float32/64 and complex sums and
-products use MPI's reduction too: faster on some networks, reproducible on none.
+chunk in group order, and an ``Allgatherv`` shares the folded chunks. Small buffers (up to
+``_SMALL_REDUCE_BYTES`` gathered) are gathered whole and folded locally (one round trip).
+Reduce-scatter is an ``Alltoall`` and a fold. Large results are made in recycled buffers
+(``_Recycler``): a fresh one costs a page fault per page. Integer and boolean reductions
+are exact in any order and use MPI's own. With ``deterministic=False`` (or
+``XLA_SPMD_DETERMINISTIC=0``) float32/64 and complex sums and products use MPI's reduction
+too: faster on some networks, reproducible on none.
 
 **Call headers.** Before any payload moves, the members of a group exchange a small header
 (kind, reduction, dtype, shape, arguments, per-group call number, program fingerprint; see

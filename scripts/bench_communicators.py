@@ -10,18 +10,21 @@ Run under MPI, e.g.::
 
     mpirun -n 4 python scripts/bench_communicators.py [--max-bytes 16M] [--repeats 20]
 
-Rank 0 prints, per message size (bytes per rank), the median time of our call, of the
-raw mpi4py call (``Allreduce`` / ``Allgather`` into a preallocated buffer), of the raw call
-into a freshly allocated buffer (what ours does: it returns a new array the caller owns,
-and first-touch page faults on a fresh large buffer are a real cost), the ratios ours/raw
-and ours/raw-with-allocation, and the bus bandwidth of ours in GB/s (nccl-tests
-conventions: all-reduce busbw = S/t * 2(n-1)/n with S the per-rank bytes; all-gather
-busbw = S*n/t * (n-1)/n).
+Our call and the raw calls it is compared with run in turn within every repeat, so that a
+load that comes and goes on a shared machine weighs on them alike; compare ratios, not
+times, across runs. Rank 0 prints the load average and, per message size (bytes per rank),
+the median time of our call, of the raw mpi4py call (``Allreduce`` / ``Allgather`` into a
+preallocated buffer), of the raw call into a freshly allocated buffer (what ours does: it
+returns a new array the caller owns, and first-touch page faults on a fresh large buffer
+are a real cost), the ratios ours/raw and ours/raw-with-allocation, and the bus bandwidth
+of ours in GB/s (nccl-tests conventions: all-reduce busbw = S/t * 2(n-1)/n with S the
+per-rank bytes; all-gather busbw = S*n/t * (n-1)/n).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -37,16 +40,23 @@ def parse_bytes(text: str) -> int:
     return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
 
 
-def timed(fn, comm, repeats: int) -> float:
-    fn()  # warm up (and create sub-communicators)
-    times = []
-    for _ in range(repeats):
-        comm.Barrier()
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
+def timed(fns, comm, repeats: int) -> list[float]:
+    """The median time of each of ``fns``, run in turn within every repeat (each repeat in a
+    rotated order), so that a load that comes and goes on a shared machine weighs on every
+    one of them alike; each run is timed on its slowest rank."""
+    for fn in fns:
+        fn()  # warm up (and create sub-communicators)
+    times = [[] for _ in fns]
+    for repeat in range(repeats):
+        for k in range(len(fns)):
+            k = (k + repeat) % len(fns)
+            comm.Barrier()
+            start = time.perf_counter()
+            fns[k]()
+            times[k].append(time.perf_counter() - start)
     # The slowest rank defines a collective's time.
-    return comm.allreduce(statistics.median(times), op=MPI.MAX)
+    slowest = np.max(comm.allgather(np.array(times)), axis=0)
+    return [statistics.median(row) for row in slowest]
 
 
 def measure(ours: MpiCommunicator, fast: MpiCommunicator, raw, size: int, repeats: int
@@ -58,7 +68,7 @@ def measure(ours: MpiCommunicator, fast: MpiCommunicator, raw, size: int, repeat
     reduced = np.empty_like(x)
     gathered = np.empty((n,) + x.shape, x.dtype)
     rows = []
-    t_header = timed(lambda: ours.barrier(group), world, repeats)
+    (t_header,) = timed([lambda: ours.barrier(group)], world, repeats)
     for name, mine, theirs, theirs_fresh, factor in (
         ("all_reduce", lambda: ours.all_reduce(x, group, "sum"),
          lambda: raw.Allreduce(x, reduced, MPI.SUM),
@@ -70,9 +80,7 @@ def measure(ours: MpiCommunicator, fast: MpiCommunicator, raw, size: int, repeat
          lambda: raw.Allgather(x, gathered),
          lambda: raw.Allgather(x, np.empty_like(gathered)), (n - 1)),
     ):
-        t_ours = timed(mine, world, repeats)
-        t_raw = timed(theirs, world, repeats)
-        t_fresh = timed(theirs_fresh, world, repeats)
+        t_ours, t_raw, t_fresh = timed([mine, theirs, theirs_fresh], world, repeats)
         rows.append((name, size, t_ours, t_raw, t_fresh, size * factor / t_ours / 1e9,
                      t_header))
     return rows
@@ -90,13 +98,16 @@ def main() -> None:
     raw = world.Dup()
     n = world.Get_size()
     rows = []
+    load = os.getloadavg()[0]
     size = parse_bytes(args.min_bytes)
     while size <= parse_bytes(args.max_bytes):
         repeats = max(3, args.repeats if size <= (1 << 22) else args.repeats // 4)
         rows += measure(ours, fast, raw, size, repeats)
         size *= 4
     if world.Get_rank() == 0:
-        print(f"{n} ranks, float32, median of up to {args.repeats} runs, slowest rank")
+        print(f"{n} ranks, float32, median of up to {args.repeats} runs (ours and raw "
+              f"interleaved), slowest rank; load average {load:.1f} at start, "
+              f"{os.getloadavg()[0]:.1f} at end, {os.cpu_count()} cores")
         print(f"{'collective':<15} {'bytes/rank':>10} {'ours (us)':>10} {'raw (us)':>10} "
               f"{'raw+alloc':>10} {'ours/raw':>8} {'ours/r+a':>8} {'busbw GB/s':>10} "
               f"{'header (us)':>11} {'share':>6}")
