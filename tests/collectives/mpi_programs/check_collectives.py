@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import weakref
 
 import numpy as np
 
@@ -56,6 +57,7 @@ def main() -> int:
                 expected.tobytes():
             failures.append(f"rank {comm.rank}: deterministic all-reduce of {size} is not "
                             "the left fold in group order")
+    failures += check_recycled_results(comm, everyone_group)
     for line in failures:
         print(line, flush=True)
     failed = comm.mpi_comm.allreduce(len(failures))
@@ -64,6 +66,47 @@ def main() -> int:
     comm.free()
     fast.free()
     return 1 if failed else 0
+
+
+def check_recycled_results(comm: MpiCommunicator, group: tuple[int, ...]) -> list[str]:
+    """Large results (1 MiB and up) are made in recycled buffers: one the caller still holds,
+    even through a slice alone, is never written again; one it dropped is reused, and holds
+    the new result."""
+    failures = []
+    rank, world = comm.rank, len(group)
+
+    def rows(k: int) -> list[np.ndarray]:
+        return [np.random.default_rng(1000 * k + r).standard_normal(1 << 18).astype(np.float32)
+                for r in range(world)]
+
+    def left_fold(arrays: list[np.ndarray]) -> np.ndarray:
+        total = arrays[0].copy()
+        for row in arrays[1:]:
+            total += row
+        return total
+
+    held = [(comm.all_reduce(rows(k)[rank], group, "sum"), left_fold(rows(k))) for k in range(3)]
+    tail = comm.all_reduce(rows(3)[rank], group, "sum")[1:]  # only a slice survives
+    gathered = comm.all_gather(rows(4)[rank], group, 0)
+    for k in range(5, 8):  # later calls of the same sizes
+        comm.all_reduce(rows(k)[rank], group, "sum")
+        comm.all_gather(rows(k)[rank], group, 0)
+    for k, (got, want) in enumerate(held):
+        if got.tobytes() != want.tobytes():
+            failures.append(f"rank {rank}: held all-reduce result {k} was overwritten")
+    if tail.tobytes() != left_fold(rows(3))[1:].tobytes():
+        failures.append(f"rank {rank}: a slice of a dropped result was overwritten")
+    if gathered.tobytes() != np.concatenate(rows(4)).tobytes():
+        failures.append(f"rank {rank}: a held all-gather result was overwritten")
+    first = comm.all_reduce(rows(8)[rank], group, "sum")
+    buffer = weakref.ref(first.base)  # the recycled buffer the result is a view of
+    del first
+    second = comm.all_reduce(rows(9)[rank], group, "sum")
+    if buffer() is None or second.base is not buffer():
+        failures.append(f"rank {rank}: a dropped large result's buffer was not reused")
+    if second.tobytes() != left_fold(rows(9)).tobytes():
+        failures.append(f"rank {rank}: a reused buffer does not hold the new result")
+    return failures
 
 
 if __name__ == "__main__":
