@@ -313,7 +313,8 @@ def _write_back(module: Module, graph, states, mesh) -> Module:
             new = rebind_called(inst, replaced)
             if instance is not None:
                 values = graph.inst_values.get((instance, inst))
-                if values is not None and not inst.shape.is_token:
+                if values is not None and not inst.shape.is_token and \
+                        not _says_nothing(inst, values, states):
                     shardings = tuple(state_to_sharding(states[v], mesh) for v in values)
                     sharding = shardings if inst.shape.is_tuple else shardings[0]
                     # the imported sdy text is now stale: the instruction holds the result
@@ -331,6 +332,24 @@ def _write_back(module: Module, graph, states, mesh) -> Module:
             rebuilt = _result_shardings(rebuilt)
         return rebuilt
     return map_computations(module, rebuild)
+
+
+def _says_nothing(inst: Instruction, values, states) -> bool:
+    """Whether propagation has nothing to say about `inst`'s one result: a scalar nobody
+    gave a sharding (a scalar has no factors, so nothing reaches it). Shardy leaves it
+    without a sharding; the partitioner reads none as replicated.
+
+    >>> from xla_spmd.propagation.driver import ValueState
+    >>> from xla_spmd.ir import Builder, ArrayShape, F32
+    >>> b = Builder("f")
+    >>> x = b.parameter(ArrayShape(F32, ()))
+    >>> _says_nothing(x, [0], [ValueState([], [], [])])
+    True
+    """
+    if inst.shape.is_tuple or len(values) != 1:
+        return False
+    state = states[values[0]]
+    return not state.axes and not state.user and not state.replicated and not state.unreduced
 
 
 def _boundary_shardings(inst: Instruction, shardings) -> Instruction:
