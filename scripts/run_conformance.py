@@ -108,7 +108,7 @@ def propagation_output(text: str) -> str:
 
 def _run_part(text: str, mode: str) -> tuple[str, bool]:
     from xla_spmd.cli import _stablehlo_with_meshes, rules_text
-    from xla_spmd.propagation import close_shardings, propagate
+    from xla_spmd.propagation import propagate, propagation_pipeline
     from xla_spmd.stablehlo import import_stablehlo
 
     try:
@@ -116,7 +116,7 @@ def _run_part(text: str, mode: str) -> tuple[str, bool]:
         if mode == "rules":
             return rules_text(module), True
         if mode == "pipeline":
-            return _stablehlo_with_meshes(close_shardings(propagate(module))), True
+            return _stablehlo_with_meshes(propagation_pipeline(module)), True
         return _stablehlo_with_meshes(propagate(module, mode)), True
     except XlaSpmdError as error:
         return f"error: {str(error).splitlines()[0]}\n", False

@@ -42,6 +42,7 @@ from xla_spmd.ir.custom_calls import (
     LOCAL_TO_GLOBAL,
     MANUAL_BODY,
     OUT_SHARDINGS,
+    SDY_CONSTANT,
     SHARDING_GROUP_ID,
 )
 from xla_spmd.mesh import AxisRef, Mesh
@@ -55,6 +56,7 @@ from xla_spmd.propagation.driver import (
 )
 from xla_spmd.propagation.graph import build_graph
 from xla_spmd.propagation.importing import has_foreign_shardings, import_shardings
+from xla_spmd.propagation.splitting import split_constants
 from xla_spmd.sharding import (
     DimSharding,
     TensorSharding,
@@ -212,10 +214,18 @@ def _run(module, strategy, mesh, policy, groups) -> Result:
     return Result(_write_back(module, graph, states, mesh), propagator, initial, module)
 
 
+def propagation_pipeline(module: Module, **options) -> Module:
+    """Shardy's ``sdy-propagation-pipeline``: constants split per use
+    (`split_constants`), user-priority propagation (`propagate`; `options` go to it), then
+    every sharding closed (`close_shardings`)."""
+    return close_shardings(propagate(split_constants(module), **options))
+
+
 def close_shardings(module: Module) -> Module:
     """Shardy's export after propagation (the end of ``sdy-propagation-pipeline``): every
     sharding closed and without priorities; values with no sharding to speak of keep
-    none (an all-open, unsharded sharding stays as it is, meaning "none")."""
+    none (an all-open, unsharded sharding stays as it is, meaning "none"). Constants are
+    Shardy's ``sdy.constant`` (its import turns every constant into one)."""
     def close(leaf):
         return leaf.closed() if isinstance(leaf, TensorSharding) else leaf
 
@@ -227,10 +237,13 @@ def close_shardings(module: Module) -> Module:
                 sharding = inst.sharding
                 new = new.replace(sharding=tuple(close(s) for s in sharding)
                                   if isinstance(sharding, tuple) else close(sharding))
+            if inst.opcode == "constant" and inst.frontend_attribute(SDY_CONSTANT) is None:
+                new = new.replace(frontend_attributes=tuple(new.frontend_attributes)
+                                  + ((SDY_CONSTANT, "true"),))
             if operands != inst.operands:
                 new = new.replace(operands=operands)
             return new
-        return rewrite(computation, fn)
+        return _in_order_of(rewrite(computation, fn), computation)
     return map_computations(module, rebuild)
 
 

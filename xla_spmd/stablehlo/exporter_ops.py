@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from xla_spmd.ir import ArrayShape, Instruction
-from xla_spmd.ir.custom_calls import SHARDING_RULE
+from xla_spmd.ir.custom_calls import SDY_CONSTANT, SHARDING_RULE
 from xla_spmd.sharding import TensorSharding
 from xla_spmd.stablehlo.exporter import (
     ExportError,
@@ -115,6 +115,10 @@ def _reduce_precision(fx, inst, indent):
 @printer("constant")
 def _constant(fx, inst, indent):
     value = np.asarray(inst.attrs.literal.value)
+    if inst.frontend_attribute(SDY_CONSTANT) is not None:
+        plain = inst.replace(frontend_attributes=tuple(
+            (k, v) for k, v in inst.frontend_attributes if k != SDY_CONSTANT))
+        return f"sdy.constant{attr_dict(plain)} {print_dense(value)} : {print_type(inst.shape)}"
     return f"stablehlo.constant{attr_dict(inst)} {print_dense(value)} : {print_type(inst.shape)}"
 
 
