@@ -46,6 +46,7 @@ from xla_spmd.ir.custom_calls import (
     SHARDING_GROUP_ID,
 )
 from xla_spmd.mesh import AxisRef, Mesh
+from xla_spmd.propagation.constraints import apply_sharding_constraints, constraints_to_reshards
 from xla_spmd.propagation.driver import (
     OP_PRIORITY_LEVELS,
     SINGLE_LEVEL,
@@ -216,9 +217,14 @@ def _run(module, strategy, mesh, policy, groups) -> Result:
 
 def propagation_pipeline(module: Module, **options) -> Module:
     """Shardy's ``sdy-propagation-pipeline``: constants split per use
-    (`split_constants`), user-priority propagation (`propagate`; `options` go to it), then
-    every sharding closed (`close_shardings`)."""
-    return close_shardings(propagate(split_constants(module), **options))
+    (`split_constants`), closed sharding constraints applied to their unsharded inputs
+    (`apply_sharding_constraints`), user-priority propagation (`propagate`; `options` go to
+    it), every sharding closed (`close_shardings`), the constraints left made reshards
+    (`constraints_to_reshards`)."""
+    if has_foreign_shardings(module):
+        module = import_shardings(module, options.get("mesh")).module
+    module = apply_sharding_constraints(split_constants(module))
+    return constraints_to_reshards(close_shardings(propagate(module, **options)))
 
 
 def close_shardings(module: Module) -> Module:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from xla_spmd.ir import Computation, Instruction, Module, map_computations, rebind_called
 from xla_spmd.ir.custom_calls import GROUPS
+from xla_spmd.propagation.constraints import rebuild_in_order
 
 _SHAPE_OPS = frozenset({"broadcast", "reshape", "slice"})
 
@@ -117,16 +118,4 @@ def _split(computation: Computation, replaced: dict) -> Computation:
 
 
 def _rebound(computation: Computation, replaced: dict) -> Computation:
-    if not any(rebind_called(i, replaced) is not i for i in computation.instructions):
-        return computation
-    final: dict[Instruction, Instruction] = {}
-    instructions = []
-    for inst in computation.instructions:
-        new = rebind_called(inst, replaced)
-        operands = tuple(final.get(o, o) for o in new.operands)
-        if operands != new.operands:
-            new = new.replace(operands=operands)
-        final[inst] = new
-        instructions.append(new)
-    return Computation(computation.name, tuple(instructions), final[computation.root],
-                       computation.extras)
+    return rebuild_in_order(computation, replaced, {})

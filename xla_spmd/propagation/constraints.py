@@ -1,0 +1,103 @@
+"""Shardy's pipeline steps around sharding constraints.
+
+- `apply_sharding_constraints` (``sdy-apply-sharding-constraints``, before propagating): a
+  value with no sharding of its own takes the sharding of a fully closed constraint on it,
+  unless another constraint (or manual computation) on it wants a different one, or it is a
+  target of a data-flow edge (a while/case result, a region argument). So the value is
+  computed in the layout the constraint asks for, rather than resharded to it.
+- `constraints_to_reshards` (``sdy-sharding-constraint-to-reshard``, after): the
+  constraints left are reshards (``copy`` with a sharding, printed ``sdy.reshard``).
+
+>>> from xla_spmd.ir import Builder, ArrayShape, F32, Module
+>>> from xla_spmd.mesh import make_mesh
+>>> from xla_spmd.sharding import TensorSharding
+>>> b = Builder("main")
+>>> x = b.parameter(ArrayShape(F32, (8, 8)))
+>>> y = b.add(x, x)
+>>> c = b.op("custom-call", y, shape=y.shape, custom_call_target="Sharding",
+...          sharding=TensorSharding(make_mesh({"a": 2}), [["a"], []]))
+>>> out = apply_sharding_constraints(Module.from_entry("m", b.build(c)))
+>>> print(out.entry.instructions[1].sharding)
+#sdy.sharding<@mesh, [{"a"}, {}]>
+>>> print(constraints_to_reshards(out).entry.root.opcode)
+copy
+"""
+
+from __future__ import annotations
+
+from xla_spmd.ir import Computation, Instruction, Module, map_computations, op_named, rebind_called
+from xla_spmd.ir.custom_calls import DATA_FLOW_EDGE, GLOBAL_TO_LOCAL, IN_SHARDINGS, SHARDING
+from xla_spmd.sharding import TensorSharding
+
+
+def is_constraint(inst: Instruction) -> bool:
+    """Whether `inst` is a sharding constraint (not an explicit sdy collective, which
+    imports as one too)."""
+    return (inst.opcode == "custom-call" and inst.attrs.custom_call_target == SHARDING
+            and inst.frontend_attribute("xla.sdy.collective") is None
+            and isinstance(inst.sharding, TensorSharding))
+
+
+def apply_sharding_constraints(module: Module) -> Module:
+    """Each unsharded value constrained by a closed constraint takes its sharding (module
+    doc)."""
+    def rebuild(computation: Computation, replaced: dict) -> Computation:
+        users = computation.users()
+        new_sharding: dict[Instruction, TensorSharding] = {}
+        for inst in computation.instructions:
+            if not is_constraint(inst):
+                continue
+            value = inst.operands[0]
+            sharding = inst.sharding
+            if value in new_sharding or value.sharding is not None or value.shape.is_tuple \
+                    or not all(d.is_closed for d in sharding.dims) or _is_edge_target(value):
+                continue
+            if any(_wants_other(user, value, sharding) for user in users.get(value, ())):
+                continue
+            new_sharding[value] = sharding
+        return rebuild_in_order(computation, replaced,
+                                {i: i.replace(sharding=s) for i, s in new_sharding.items()})
+    return map_computations(module, rebuild)
+
+
+def _is_edge_target(value: Instruction) -> bool:
+    return value.opcode == "get-tuple-element" or (
+        value.opcode == "custom-call" and value.attrs.custom_call_target == DATA_FLOW_EDGE)
+
+
+def _wants_other(user: Instruction, value: Instruction, sharding: TensorSharding) -> bool:
+    if is_constraint(user):
+        return user.sharding != sharding
+    if user.opcode == "custom-call" and user.attrs.custom_call_target == GLOBAL_TO_LOCAL:
+        return user.frontend_attribute(IN_SHARDINGS) is not None   # conservative: skip
+    return False
+
+
+def constraints_to_reshards(module: Module) -> Module:
+    """Every sharding constraint left a reshard (``copy`` with the sharding)."""
+    copy = op_named("copy")
+
+    def rebuild(computation: Computation, replaced: dict) -> Computation:
+        return rebuild_in_order(computation, replaced, {
+            inst: inst.replace(op=copy, attrs=copy.make_attrs())
+            for inst in computation.instructions if is_constraint(inst)})
+    return map_computations(module, rebuild)
+
+
+def rebuild_in_order(computation: Computation, replaced: dict,
+                     changed: dict[Instruction, Instruction]) -> Computation:
+    """`computation` with each instruction in `changed` replaced (its users rewired), the
+    called computations rebuilt (`replaced`, as map_computations gives), order kept."""
+    final: dict[Instruction, Instruction] = {}
+    instructions = []
+    for inst in computation.instructions:
+        new = rebind_called(changed.get(inst, inst), replaced)
+        operands = tuple(final.get(o, o) for o in new.operands)
+        if operands != new.operands:
+            new = new.replace(operands=operands)
+        final[inst] = new
+        instructions.append(new)
+    if all(final[i] is i for i in computation.instructions):
+        return computation
+    return Computation(computation.name, tuple(instructions), final[computation.root],
+                       computation.extras)
