@@ -51,8 +51,11 @@ def test_dot_general_batch():
     ((8, 4), (2, 16), "([ij, k])->([i, jk]) {i=2, j=4, k=4}"),
     ((8, 4), (32,), "([i, j])->([ij]) {i=8, j=4}"),
     ((32,), (8, 4), "([ij])->([i, j]) {i=8, j=4}"),
-    ((6, 4), (4, 6), "([ij, kn])->([il, mn]) {i=2, j=3, k=2, l=2, m=3, n=2}"),
-    ((4, 8), (1, 4, 8, 1), "([i, j])->([k, i, j, l]) {i=4, j=8, k=1, l=1}"),
+    # Shardy's walk (op_sharding_rule_registry.cc): 2 shared, 3 | 2 apart, then 3 for the
+    # output (behind), 2 for the input to converge, 2 shared
+    ((6, 4), (4, 6), "([ij, mn])->([ik, ln]) {i=2, j=3, k=2, l=3, m=2, n=2}"),
+    ((3, 2), (2, 3), "([i, l])->([j, k]) {i=3, j=2, k=3, l=2}"),
+    ((4, 8), (1, 4, 8, 1), "([j, k])->([i, j, k, l]) {i=1, j=4, k=8, l=1}"),
 ])
 def test_reshape(source, target, expected):
     b = Builder("m")
@@ -66,7 +69,7 @@ def test_elementwise_transpose_broadcast():
     assert rule_text(b.add(x, x)) == (
         "#sdy.op_sharding_rule<([i, j], [i, j])->([i, j]) {i=4, j=8}>")
     assert rule_text(b.transpose(x, dimensions=(1, 0))) == (
-        "#sdy.op_sharding_rule<([i, j])->([j, i]) {i=4, j=8}>")
+        "#sdy.op_sharding_rule<([j, i])->([i, j]) {i=8, j=4}>")   # by result dim
     assert rule_text(b.broadcast(x, dimensions=(0, 2), shape=shape(4, 3, 8))) == (
         "#sdy.op_sharding_rule<([i, k])->([i, j, k]) {i=4, j=3, k=8}>")
     p = b.parameter(shape(4, 8, dtype=PRED))
@@ -88,8 +91,8 @@ def test_reduce_and_reduce_window():
         "#sdy.op_sharding_rule<([i, j, k], [])->([i, k]) {i=4, j=8, k=16} reduction={j}>")
     window = Window.make((1, 2, 1), (1, 2, 1))
     assert rule_text(b.reduce_window(x, zero, window=window, to_apply=adder)) == (
-        "#sdy.op_sharding_rule<([i, j, k], [])->([i, j, k]) {i=4, j=8, k=16} "
-        "permutation={j}>")
+        "#sdy.op_sharding_rule<([i, j, k], [])->([i, j, k]) {i=4, j=4, k=16} "
+        "permutation={j}>")   # sized as the result: the number of windows
 
 
 def test_slice_pad_concat_reverse():
@@ -118,9 +121,13 @@ def test_dynamic_slice_and_update():
     assert rule_text(ds) == ("#sdy.op_sharding_rule<([i, j], [], [])->([i, j]) {i=4, j=8} "
                              "need_replication={j} blocked_propagation={j}>")
     dus = b.dynamic_update_slice(x, ds, i, i)
-    # as Shardy's registry (op_sharding_rule_registry.mlir): the update's own factor is free
+    # as Shardy's registry (op_sharding_rule_registry.mlir): the update's own factor needs
+    # replication, unless every start index is a constant
     assert rule_text(dus) == ("#sdy.op_sharding_rule<([i, j], [i, k], [], [])->([i, j]) "
-                              "{i=4, j=8, k=2}>")
+                              "{i=4, j=8, k=2} need_replication={k}>")
+    c = b.constant(0, S32)
+    assert rule_text(b.dynamic_update_slice(x, ds, c, c)) == (
+        "#sdy.op_sharding_rule<([i, j], [i, k], [], [])->([i, j]) {i=4, j=8, k=2}>")
 
 
 def test_sort_need_replication():

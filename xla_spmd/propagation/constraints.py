@@ -10,7 +10,8 @@
 
 >>> from xla_spmd.ir import Builder, ArrayShape, F32, Module
 >>> from xla_spmd.mesh import make_mesh
->>> from xla_spmd.sharding import TensorSharding
+>>> from xla_spmd.propagation.rebuild import rebuild_in_order
+from xla_spmd.sharding import TensorSharding
 >>> b = Builder("main")
 >>> x = b.parameter(ArrayShape(F32, (8, 8)))
 >>> y = b.add(x, x)
@@ -25,8 +26,9 @@ copy
 
 from __future__ import annotations
 
-from xla_spmd.ir import Computation, Instruction, Module, map_computations, op_named, rebind_called
+from xla_spmd.ir import Computation, Instruction, Module, map_computations, op_named
 from xla_spmd.ir.custom_calls import DATA_FLOW_EDGE, GLOBAL_TO_LOCAL, IN_SHARDINGS, SHARDING
+from xla_spmd.propagation.rebuild import rebuild_in_order
 from xla_spmd.sharding import TensorSharding
 
 
@@ -82,22 +84,3 @@ def constraints_to_reshards(module: Module) -> Module:
             inst: inst.replace(op=copy, attrs=copy.make_attrs())
             for inst in computation.instructions if is_constraint(inst)})
     return map_computations(module, rebuild)
-
-
-def rebuild_in_order(computation: Computation, replaced: dict,
-                     changed: dict[Instruction, Instruction]) -> Computation:
-    """`computation` with each instruction in `changed` replaced (its users rewired), the
-    called computations rebuilt (`replaced`, as map_computations gives), order kept."""
-    final: dict[Instruction, Instruction] = {}
-    instructions = []
-    for inst in computation.instructions:
-        new = rebind_called(changed.get(inst, inst), replaced)
-        operands = tuple(final.get(o, o) for o in new.operands)
-        if operands != new.operands:
-            new = new.replace(operands=operands)
-        final[inst] = new
-        instructions.append(new)
-    if all(final[i] is i for i in computation.instructions):
-        return computation
-    return Computation(computation.name, tuple(instructions), final[computation.root],
-                       computation.extras)

@@ -32,7 +32,6 @@ from xla_spmd.ir import (
     map_computations,
     op_named,
     rebind_called,
-    rewrite,
 )
 from xla_spmd.ir.custom_calls import (
     FUNC_RESULT_SHARDING,
@@ -57,6 +56,7 @@ from xla_spmd.propagation.driver import (
 )
 from xla_spmd.propagation.graph import build_graph
 from xla_spmd.propagation.importing import has_foreign_shardings, import_shardings
+from xla_spmd.propagation.rebuild import rewrite_in_place
 from xla_spmd.propagation.splitting import split_constants
 from xla_spmd.sharding import (
     DimSharding,
@@ -249,7 +249,7 @@ def close_shardings(module: Module) -> Module:
             if operands != inst.operands:
                 new = new.replace(operands=operands)
             return new
-        return _in_order_of(rewrite(computation, fn), computation)
+        return rewrite_in_place(computation, fn)
     return map_computations(module, rebuild)
 
 
@@ -346,7 +346,7 @@ def _write_back(module: Module, graph, states, mesh) -> Module:
             if operands != inst.operands:
                 new = new.replace(operands=operands)
             return new
-        rebuilt = _in_order_of(rewrite(computation, fn), computation)
+        rebuilt = rewrite_in_place(computation, fn)
         if computation is module.entry or computation.name in functions:
             rebuilt = _result_shardings(rebuilt)
         return rebuilt
@@ -384,19 +384,6 @@ def is_function_call(inst: Instruction) -> bool:
     named computation's body, nor a composite's decomposition)."""
     return not (inst.attrs.to_apply.name.startswith(MANUAL_BODY) or inst.attrs.is_composite
                 or inst.frontend_attribute("xla.sdy.named_computation") is not None)
-
-
-def _in_order_of(rebuilt: Computation, original: Computation) -> Computation:
-    """`rebuilt` (the same instructions, resharded) in `original`'s order, so that the
-    program reads as written."""
-    if rebuilt is original:
-        return rebuilt
-    index = {inst.name: i for i, inst in enumerate(original.instructions)}
-    if len(index) != len(original.instructions) or \
-            any(inst.name not in index for inst in rebuilt.instructions):
-        return rebuilt
-    ordered = tuple(sorted(rebuilt.instructions, key=lambda inst: index[inst.name]))
-    return Computation(rebuilt.name, ordered, rebuilt.root, rebuilt.extras)
 
 
 def _result_shardings(computation: Computation) -> Computation:

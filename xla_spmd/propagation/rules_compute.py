@@ -43,8 +43,8 @@ def _trivial(w) -> bool:
 def reduce_window_rule(inst):
     b = builder_for(inst)
     n = len(b.operand_dims) // 2
-    x = b.operand_dims[0]
-    for d, size in enumerate(x):
+    out = b.result_dims[0]
+    for d, size in enumerate(out):   # sized as the result: the number of windows
         window = inst.attrs.window.dims[d]
         kind = PASS if _trivial(window) else PERM
         b.add(size, [d] * n + [None] * n, [d] * n, kind)
@@ -54,13 +54,13 @@ def reduce_window_rule(inst):
 @RULES.register("select-and-scatter")
 def select_and_scatter_rule(inst):
     b = builder_for(inst)
-    x, source = b.operand_dims[0], b.operand_dims[1]
-    for d, size in enumerate(x):
+    source = b.operand_dims[1]
+    for d, size in enumerate(inst.shape.dims):
         if _trivial(inst.attrs.window.dims[d]):
             b.add(size, [d, d, None], [d])
-        else:
-            b.add(size, [d, None, None], [d], PERM)
+        else:   # the source's dim replicated, the operand's permuted to the result
             b.add(source[d], [None, d, None], [None], NEED)
+            b.add(size, [d, None, None], [d], PERM)
     return b.build()
 
 

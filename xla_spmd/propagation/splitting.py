@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from xla_spmd.ir import Computation, Instruction, Module, map_computations, rebind_called
 from xla_spmd.ir.custom_calls import GROUPS
-from xla_spmd.propagation.constraints import rebuild_in_order
+from xla_spmd.propagation.rebuild import rebuild_in_order
 
 _SHAPE_OPS = frozenset({"broadcast", "reshape", "slice"})
 

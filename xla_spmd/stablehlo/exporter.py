@@ -212,6 +212,10 @@ class FunctionExporter:
                 self.edge_owners.add(owner.operands[0] if owner.opcode == "get-tuple-element"
                                      else owner)
         for inst in computation.instructions:
+            if inst in skip and inst not in self.names:
+                # a result's sharding wrapper, printed on the signature: other users (dead
+                # code a program may keep) read its operand
+                self.names[inst] = self.ref(inst.operands[0])
             if inst.opcode == "parameter" or inst in skip or inst in self.names:
                 continue
             if inst.opcode == "tuple" and self._implicit_tuple(inst, users[inst], root):
