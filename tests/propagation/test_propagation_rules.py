@@ -145,9 +145,11 @@ def test_convolution():
     lhs, rhs = b.parameter(shape(8, 32, 32, 3)), b.parameter(shape(3, 3, 3, 16))
     conv = b.convolution(lhs, rhs, window=Window.make((3, 3), padding=((1, 1), (1, 1))),
                          dim_labels=ConvDimensionNumbers.from_labels("b01f_01io->b01f"))
+    # as Shardy: each spatial dim's windows (32) fill the lhs dim, so the window factor is
+    # dropped and the kernel's spatial dims get size-1 factors of their own
     assert rule_text(conv) == (
-        "#sdy.op_sharding_rule<([i, l, n, k], [m, o, k, j])->([i, l, n, j]) "
-        "{i=8, j=16, k=3, l=32, m=3, n=32, o=3} reduction={k, m, o} permutation={l, n}>")
+        "#sdy.op_sharding_rule<([i, j, k, l], [n, o, l, m])->([i, j, k, m]) "
+        "{i=8, j=32, k=32, l=3, m=16, n=1, o=1} reduction={l} permutation={j, k}>")
 
 
 def test_gather_embedding_lookup():

@@ -10,8 +10,7 @@
 
 >>> from xla_spmd.ir import Builder, ArrayShape, F32, Module
 >>> from xla_spmd.mesh import make_mesh
->>> from xla_spmd.propagation.rebuild import rebuild_in_order
-from xla_spmd.sharding import TensorSharding
+>>> from xla_spmd.sharding import TensorSharding
 >>> b = Builder("main")
 >>> x = b.parameter(ArrayShape(F32, (8, 8)))
 >>> y = b.add(x, x)

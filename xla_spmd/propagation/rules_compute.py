@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from xla_spmd.ir import reducer_kind
 from xla_spmd.propagation.factors import FactorType
-from xla_spmd.propagation.registry import RULES, builder_for
+from xla_spmd.propagation.registry import RULES, builder_for, sharding_rule  # noqa: F401
 
 PASS = FactorType.PASS_THROUGH
 PERM = FactorType.PERMUTATION
@@ -88,38 +88,57 @@ def dot_rule(inst):
 
 @RULES.register("convolution")
 def convolution_rule(inst):
-    """Batch lhs<->out; output feature rhs<->out; input feature lhs<->rhs (reduction);
-    a spatial dim is pass-through lhs<->out when the window is trivial, else the output
-    windows are a permutation factor of lhs and out and the kernel window its own factor.
-    Grouped convolutions keep the grouped dims to themselves (conservative)."""
+    """Shardy's convolution rule, factor by factor in its order: the batch groups (lhs batch,
+    kernel output feature, output feature), the per-group batch (lhs<->out); per spatial dim
+    the number of windows (lhs<->out, permutation) and the window size (lhs<->kernel,
+    reduction), the greater first, each capped by what is left of the lhs dim and dropped
+    at size 1; the feature groups (lhs feature, kernel output feature, output feature), the
+    per-group input feature (lhs<->kernel, reduction), the per-group output feature
+    (kernel<->out, when > 1).
+
+    >>> from xla_spmd.ir import ArrayShape, Builder, ConvDimensionNumbers, F32, Window
+    >>> b = Builder("m")
+    >>> x = b.parameter(ArrayShape(F32, (2, 8, 4)))
+    >>> k = b.parameter(ArrayShape(F32, (3, 4, 6)))
+    >>> conv = b.convolution(x, k, window=Window.make((3,), (2,), padding=((1, 0),)),
+    ...     dim_labels=ConvDimensionNumbers.from_labels("b0f_0io->b0f"))
+    >>> print(sharding_rule(conv))  # doctest: +NORMALIZE_WHITESPACE
+    #sdy.op_sharding_rule<([i, jk, l], [k, l, m])->([i, j, m])
+      {i=2, j=4, k=2, l=4, m=6} reduction={k, l} permutation={j}>
+    """
     b = builder_for(inst)
     lhs, rhs = b.operand_dims
     out = inst.shape.dims
     dn = inst.attrs.dim_labels
     groups, batch_groups = inst.attrs.feature_group_count, inst.attrs.batch_group_count
-    if batch_groups == 1:
-        b.add(lhs[dn.input_batch], [dn.input_batch, None], [dn.output_batch])
-    else:
-        b.add(lhs[dn.input_batch], [dn.input_batch, None], [None], NEED)
-        b.add(out[dn.output_batch], [None, None], [dn.output_batch])
-    if groups == 1 and batch_groups == 1:
-        b.add(rhs[dn.kernel_output_feature], [None, dn.kernel_output_feature],
-              [dn.output_feature])
-        b.add(lhs[dn.input_feature], [dn.input_feature, dn.kernel_input_feature], [None],
-              REDUCTION)
-    else:
-        b.add(rhs[dn.kernel_output_feature], [None, dn.kernel_output_feature],
-              [dn.output_feature])
-        b.add(lhs[dn.input_feature], [dn.input_feature, None], [None], NEED)
-        b.add(rhs[dn.kernel_input_feature], [None, dn.kernel_input_feature], [None], NEED)
-    for i, w in enumerate(inst.attrs.window.dims):
-        ls, ks, os = dn.input_spatial[i], dn.kernel_spatial[i], dn.output_spatial[i]
-        if _trivial(w) and lhs[ls] == out[os]:
-            b.add(lhs[ls], [ls, None], [os])
-            b.add(rhs[ks], [None, ks], [None], REDUCTION)
+    if batch_groups > 1:
+        b.add(batch_groups, [dn.input_batch, dn.kernel_output_feature], [dn.output_feature])
+    b.add(out[dn.output_batch], [dn.input_batch, None], [dn.output_batch])
+    for ls, ks, os in zip(dn.input_spatial, dn.kernel_spatial, dn.output_spatial):
+        windows, window_size = out[os], rhs[ks]
+        remaining = [lhs[ls]]
+
+        def spatial(size, contracting, ls=ls, ks=ks, os=os, remaining=remaining):
+            size = min(remaining[0], size)
+            if size > 1:
+                if contracting:
+                    b.add(size, [ls, ks], [None], REDUCTION)
+                else:
+                    b.add(size, [ls, None], [os], PERM)
+                remaining[0] //= size
+        if windows >= window_size:
+            spatial(windows, False)
+            spatial(window_size, True)
         else:
-            b.add(out[os], [ls, None], [os], PERM)
-            b.add(rhs[ks], [None, ks], [None], REDUCTION)
+            spatial(window_size, True)
+            spatial(windows, False)
+    if groups > 1:
+        b.add(groups, [dn.input_feature, dn.kernel_output_feature], [dn.output_feature])
+    b.add(rhs[dn.kernel_input_feature], [dn.input_feature, dn.kernel_input_feature], [None],
+          REDUCTION)
+    out_features = out[dn.output_feature] // (batch_groups * groups)
+    if out_features > 1:
+        b.add(out_features, [None, dn.kernel_output_feature], [dn.output_feature])
     return b.build()
 
 

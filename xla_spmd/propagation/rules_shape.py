@@ -132,8 +132,13 @@ def dynamic_update_slice_rule(inst):
 def concatenate_rule(inst):
     b = builder_for(inst)
     (dim,) = inst.attrs.dimensions
-    # Concatenating slices (of one tensor) only moves data: a permutation, not a gather.
-    kind = PERM if all(o.op.name == "slice" for o in inst.operands) else NEED
+    # Concatenating slices, or a tensor with slices of itself, only moves data: a
+    # permutation, not a gather (Shardy's registry).
+    def before_slice(o):
+        return o.operands[0] if o.op.name == "slice" else o
+    slices = [o.op.name == "slice" for o in inst.operands]
+    same = len({before_slice(o) for o in inst.operands}) == 1
+    kind = PERM if all(slices) or (same and any(slices)) else NEED
     b.pointwise(inst.shape.dims, {dim: kind})
     return b.build()
 
