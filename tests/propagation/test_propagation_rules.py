@@ -158,8 +158,9 @@ def test_gather_embedding_lookup():
     gather = b.gather(table, ids, offset_dims=(2,), collapsed_slice_dims=(0,),
                       start_index_map=(0,), index_vector_dim=2, slice_sizes=(1, 16))
     assert rule_text(gather) == (
-        "#sdy.op_sharding_rule<([k, l], [i, j, m])->([i, j, l]) {i=2, j=8, k=11, l=16, m=1} "
-        "reduction={k} need_replication={m}>")
+        # Shardy's order: the result's dims (batch, batch, offset), then the collapsed dim
+        "#sdy.op_sharding_rule<([l, k], [i, j, m])->([i, j, k]) {i=2, j=8, k=16, l=11, m=1} "
+        "reduction={l} need_replication={m}>")
 
 
 def test_collectives_and_custom_calls():
@@ -223,3 +224,29 @@ def test_rules_as_shardy_registry(name):
     (inst,) = [i for i in module.entry.instructions
                if i.op.name not in ("parameter", "get-tuple-element", "tuple")]
     assert rule_text(inst) == f"#sdy.op_sharding_rule<{expected}>"
+
+
+def _combiner(op):
+    c = Builder(op)
+    a, b = c.parameter(shape()), c.parameter(shape())
+    return c.build(a if op == "set" else c.op(op, a, b))
+
+
+@pytest.mark.parametrize("combiner,batch_kind", [("add", "reduction"), ("maximum", "reduction"),
+                                                 ("set", "need_replication")])
+def test_scatter_batch_dims_by_combiner(combiner, batch_kind):
+    # Shardy's scatter rule: the updates' batch dims (i, j) are a reduction when the combiner
+    # is one associative, commutative op (partial updates, then an all-reduce), else they
+    # need replication; the inserted dim (l) passes through input <-> result; the index
+    # vector dim (m) needs replication.
+    b = Builder("m")
+    table, ids = b.parameter(shape(6, 8)), b.parameter(shape(4, 2, 1, dtype=S32))
+    updates = b.parameter(shape(4, 2, 8))
+    sc = b.scatter(table, ids, updates, update_window_dims=(2,), inserted_window_dims=(0,),
+                   scatter_dims_to_operand_dims=(0,), index_vector_dim=2,
+                   to_apply=_combiner(combiner))
+    kinds = "reduction={i, j} need_replication={m}" if batch_kind == "reduction" else \
+        "need_replication={i, j, m}"
+    assert rule_text(sc) == (
+        "#sdy.op_sharding_rule<([l, k], [i, j, m], [i, j, k])->([l, k]) "
+        f"{{i=4, j=2, k=8, l=6, m=1}} {kinds}>")

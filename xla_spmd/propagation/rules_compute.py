@@ -7,7 +7,7 @@ reduction={l}``); convolution is batch, output feature, input feature, then spat
 
 from __future__ import annotations
 
-from xla_spmd.ir import reducer_kind
+from xla_spmd.ir import PRED, componentwise_kinds, reducer_kind
 from xla_spmd.propagation.factors import FactorType
 from xla_spmd.propagation.registry import RULES, builder_for, sharding_rule  # noqa: F401
 
@@ -142,77 +142,101 @@ def convolution_rule(inst):
     return b.build()
 
 
+def _gather_scatter_factors(add, x, slices, indices, index_vector_dim, offset_dims,
+                            collapsed_dims, input_batching, indices_batching, scatter_kind):
+    """Shardy's factors of a gather (`scatter_kind` None) or scatter, walking the slices
+    (gather result, scatter updates) dims in order: an offset dim is one factor with the
+    input dim when whole, else (scatter) two need-replication factors, (gather, slice of 1)
+    a reduction of the input and a need-replication of the slice, (gather) one blocked
+    need-replication; a batch dim is one factor with the indices dim (and the input's
+    explicit batching dim), for a scatter's implicit one `scatter_kind`. Then the collapsed
+    (inserted) dims, then the index vector dim. `add(input, indices, slices, size, kind,
+    blocked)` maps one factor."""
+    input_dim = 0
+    batch_pos = 0
+    for slices_dim, slices_size in enumerate(slices):
+        if slices_dim in offset_dims:
+            while input_dim in collapsed_dims or input_dim in input_batching:
+                input_dim += 1
+            size = x[input_dim]
+            if size == slices_size:
+                add(input_dim, None, slices_dim, size, PASS, False)
+            elif scatter_kind is not None:
+                add(input_dim, None, None, size, NEED, False)
+                add(None, None, slices_dim, slices_size, NEED, False)
+            elif slices_size == 1:
+                add(input_dim, None, None, size, REDUCTION, False)
+                add(None, None, slices_dim, slices_size, NEED, False)
+            else:
+                add(input_dim, None, slices_dim, size, NEED, True)
+            input_dim += 1
+        else:
+            indices_dim = batch_pos if batch_pos < index_vector_dim else batch_pos + 1
+            explicit = indices_dim in indices_batching
+            input_batch = (input_batching[indices_batching.index(indices_dim)]
+                           if explicit else None)
+            kind = scatter_kind if scatter_kind is not None and not explicit else PASS
+            add(input_batch, indices_dim, slices_dim, slices_size, kind, False)
+            batch_pos += 1
+    for d in collapsed_dims:
+        size = x[d]
+        kind = PASS if scatter_kind is not None else (NEED if size == 1 else REDUCTION)
+        add(d, None, None, size, kind, False)
+    if index_vector_dim < len(indices):
+        add(None, index_vector_dim, None, indices[index_vector_dim], NEED, False)
+
+
 @RULES.register("gather")
 def gather_rule(inst):
-    """Batch dims of the indices (and explicit batching dims) pass to the result; whole
-    offset dims pass from the operand; sliced offset dims need replication (blocked);
-    collapsed dims are reduction factors (a masked local gather then an all-reduce)."""
+    """Shardy's gather rule (`_gather_scatter_factors`): collapsed dims are reduction
+    factors (a masked local gather, then an all-reduce)."""
     b = builder_for(inst)
     x, indices = b.operand_dims
     a = inst.attrs
-    offset_out = list(a.offset_dims)
-    batch_out = [d for d in range(len(inst.shape.dims)) if d not in a.offset_dims]
-    index_batch = [d for d in range(len(indices)) if d != a.index_vector_dim]
-    out_of_index = dict(zip(index_batch, batch_out))
-    batching = dict(zip(a.start_indices_batching_dims, a.operand_batching_dims))
-    for di in index_batch:
-        operand_dim = batching.get(di)
-        b.add(indices[di], [operand_dim, di], [out_of_index[di]])
-    offsets = iter(offset_out)
-    for d, size in enumerate(x):
-        if d in a.operand_batching_dims:
-            continue
-        if d in a.collapsed_slice_dims:
-            b.add(size, [d, None], [None], REDUCTION if size > 1 else NEED)
-            continue
-        od = next(offsets)
-        if a.slice_sizes[d] == size:
-            b.add(size, [d, None], [od])
-        else:
-            b.add(size, [d, None], [None], NEED, blocked=True)
-            b.add(a.slice_sizes[d], [None, None], [od])
-    if a.index_vector_dim < len(indices):
-        b.add(indices[a.index_vector_dim], [None, a.index_vector_dim], [None], NEED)
+
+    def add(input_dim, indices_dim, slices_dim, size, kind, blocked):
+        b.add(size, [input_dim, indices_dim], [slices_dim], kind, blocked=blocked)
+    _gather_scatter_factors(add, x, inst.shape.dims, indices, a.index_vector_dim,
+                            tuple(a.offset_dims), tuple(a.collapsed_slice_dims),
+                            tuple(a.operand_batching_dims),
+                            tuple(a.start_indices_batching_dims), None)
     return b.build()
+
+
+_COMBINERS = ("add", "mul", "max", "min")
+
+
+def _common_reduction(inst, n: int) -> bool:
+    """Whether every output of the scatter's combiner is one same associative, commutative
+    op of its two arguments (Shardy's getCommonSupportedReductionOp): add, mul, max, min,
+    and/or on predicates."""
+    kinds = [reducer_kind(inst.attrs.to_apply)] if n == 1 else \
+        componentwise_kinds(inst.attrs.to_apply)
+    if not kinds or len(set(kinds)) != 1:
+        return False
+    logical = kinds[0] in ("and", "or") and inst.operands[0].shape.dtype is PRED
+    return kinds[0] in _COMBINERS or logical
 
 
 @RULES.register("scatter")
 def scatter_rule(inst):
-    """Inputs<->results<->update window dims where whole; scatter (batch) dims of the
-    indices<->updates are a reduction for an add combiner (partial updates then all-reduce),
-    else need replication; inserted dims pass through inputs<->results."""
+    """Shardy's scatter rule (`_gather_scatter_factors`, updates as the slices): inputs and
+    results alike; the updates' implicit batch dims are a reduction for a common combiner
+    (partial updates, then an all-reduce), else need replication; inserted dims pass
+    through inputs<->results."""
     b = builder_for(inst)
     a = inst.attrs
     n = len(b.operand_dims) // 2
     x, indices, update = b.operand_dims[0], b.operand_dims[n], b.operand_dims[n + 1]
-    window = iter(a.update_window_dims)
-    update_scatter = [d for d in range(len(update)) if d not in a.update_window_dims]
-    index_batch = [d for d in range(len(indices)) if d != a.index_vector_dim]
-    update_of_index = dict(zip(index_batch, update_scatter))
-    batching = dict(zip(a.scatter_indices_batching_dims, a.input_batching_dims))
-    scatter_kind = REDUCTION if reducer_kind(a.to_apply) in ("add", "or") else NEED
-    for di in index_batch:
-        xd = batching.get(di)
-        if xd is not None:
-            b.add(indices[di], [xd] * n + [di] + [update_of_index[di]] * n, [xd] * n)
-        else:
-            b.add(indices[di], [None] * n + [di] + [update_of_index[di]] * n, [None] * n,
-                  scatter_kind)
-    for d, size in enumerate(x):
-        if d in a.input_batching_dims:
-            continue
-        if d in a.inserted_window_dims:
-            b.add(size, [d] * n + [None] * (n + 1), [d] * n)
-            continue
-        ud = next(window)
-        if update[ud] == size:
-            b.add(size, [d] * n + [None] + [ud] * n, [d] * n)
-        else:
-            b.add(size, [d] * n + [None] * (n + 1), [d] * n)
-            b.add(update[ud], [None] * (n + 1) + [ud] * n, [None] * n, NEED)
-    if a.index_vector_dim < len(indices):
-        b.add(indices[a.index_vector_dim], [None] * n + [a.index_vector_dim] + [None] * n,
-              [None] * n, NEED)
+
+    def add(input_dim, indices_dim, slices_dim, size, kind, blocked):
+        b.add(size, [input_dim] * n + [indices_dim] + [slices_dim] * n, [input_dim] * n, kind,
+              blocked=blocked)
+    _gather_scatter_factors(add, x, update, indices, a.index_vector_dim,
+                            tuple(a.update_window_dims), tuple(a.inserted_window_dims),
+                            tuple(a.input_batching_dims),
+                            tuple(a.scatter_indices_batching_dims),
+                            REDUCTION if _common_reduction(inst, n) else NEED)
     return b.build()
 
 
