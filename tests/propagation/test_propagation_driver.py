@@ -214,3 +214,18 @@ def test_explain_prints(capsys):
     x = b.parameter(shape(8, 16), "x", sharding=S(["x"], []))
     explain(Module.from_entry("m", b.build(b.negate(x, name="n"))), "n")
     assert 'dim 0 "x": from x (user sharding) -> n (negate)' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("conservative,expected", [
+    (False, '#sdy.sharding<@mesh, [{"a":(1)2, ?}, {"a":(2)2, ?}]>'),
+    (True, '#sdy.sharding<@mesh, [{?}, {?}]>'),   # no axis is split into sub-axes
+])
+def test_conservative_propagation_splits_no_axis(conservative, expected):
+    from xla_spmd.propagation import conservative_propagation
+    mesh = make_mesh({"a": 4, "b": 2})
+    b = Builder("main")
+    x = b.parameter(ArrayShape(F32, (8,)), sharding=TensorSharding(mesh, [["a"]]))
+    y = b.reshape(x, shape=ArrayShape(F32, (2, 4)))
+    with conservative_propagation(conservative):
+        out = propagate(Module.from_entry("m", b.build(y)), "basic")
+    assert str(out.entry.root.sharding) == expected

@@ -250,3 +250,19 @@ def test_scatter_batch_dims_by_combiner(combiner, batch_kind):
     assert rule_text(sc) == (
         "#sdy.op_sharding_rule<([l, k], [i, j, m], [i, j, k])->([l, k]) "
         f"{{i=4, j=2, k=8, l=6, m=1}} {kinds}>")
+
+
+def test_conservative_rules():
+    # Shardy's conservative-propagation rules: no factor for the concatenated dim (each
+    # tensor gets a size-1 factor of its own there), blocked permutation factors
+    from xla_spmd.propagation import conservative_propagation
+    b = Builder("m")
+    x = b.parameter(shape(4, 8))
+    with conservative_propagation():
+        assert rule_text(b.concatenate(x, x, dimensions=(1,))) == (
+            "#sdy.op_sharding_rule<([i, j], [i, k])->([i, l]) {i=4, j=1, k=1, l=1}>")
+        assert rule_text(b.slice(x, slice=(SliceDim(0, 4), SliceDim(0, 4)))) == (
+            "#sdy.op_sharding_rule<([i, j])->([i, j]) {i=4, j=8} permutation={j} "
+            "blocked_propagation={j}>")
+    assert rule_text(b.concatenate(x, x, dimensions=(1,))) == (
+        "#sdy.op_sharding_rule<([i, j], [i, j])->([i, j]) {i=4, j=16} need_replication={j}>")

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from xla_spmd.ir import PRED, componentwise_kinds, reducer_kind
 from xla_spmd.propagation.factors import FactorType
-from xla_spmd.propagation.registry import RULES, builder_for, sharding_rule  # noqa: F401
+from xla_spmd.propagation.registry import (  # noqa: F401 (sharding_rule: doctests)
+    RULES,
+    builder_for,
+    is_conservative,
+    sharding_rule,
+)
 
 PASS = FactorType.PASS_THROUGH
 PERM = FactorType.PERMUTATION
@@ -47,7 +52,8 @@ def reduce_window_rule(inst):
     for d, size in enumerate(out):   # sized as the result: the number of windows
         window = inst.attrs.window.dims[d]
         kind = PASS if _trivial(window) else PERM
-        b.add(size, [d] * n + [None] * n, [d] * n, kind)
+        b.add(size, [d] * n + [None] * n, [d] * n, kind,
+              blocked=kind is PERM and is_conservative())
     return b.build()
 
 
@@ -59,8 +65,8 @@ def select_and_scatter_rule(inst):
         if _trivial(inst.attrs.window.dims[d]):
             b.add(size, [d, d, None], [d])
         else:   # the source's dim replicated, the operand's permuted to the result
-            b.add(source[d], [None, d, None], [None], NEED)
-            b.add(size, [d, None, None], [d], PERM)
+            b.add(source[d], [None, d, None], [None], NEED, blocked=is_conservative())
+            b.add(size, [d, None, None], [d], PERM, blocked=is_conservative())
     return b.build()
 
 
@@ -114,7 +120,9 @@ def convolution_rule(inst):
     if batch_groups > 1:
         b.add(batch_groups, [dn.input_batch, dn.kernel_output_feature], [dn.output_feature])
     b.add(out[dn.output_batch], [dn.input_batch, None], [dn.output_batch])
-    for ls, ks, os in zip(dn.input_spatial, dn.kernel_spatial, dn.output_spatial):
+    spatial_dims = () if is_conservative() else \
+        zip(dn.input_spatial, dn.kernel_spatial, dn.output_spatial)
+    for ls, ks, os in spatial_dims:
         windows, window_size = out[os], rhs[ks]
         remaining = [lhs[ls]]
 

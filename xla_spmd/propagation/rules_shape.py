@@ -13,7 +13,7 @@ import math
 
 from xla_spmd.ir import OPS
 from xla_spmd.propagation.factors import FactorType, RuleBuilder
-from xla_spmd.propagation.registry import RULES, builder_for
+from xla_spmd.propagation.registry import RULES, builder_for, is_conservative
 
 PASS = FactorType.PASS_THROUGH
 PERM = FactorType.PERMUTATION
@@ -95,14 +95,14 @@ def _mismatch_pointwise(inst, changed, kind=PERM, blocked=False):
 def slice_rule(inst):
     x = inst.operands[0].shape.dims
     changed = {d for d, s in enumerate(inst.attrs.slice) if s.output_size() != x[d]}
-    return _mismatch_pointwise(inst, changed).build()
+    return _mismatch_pointwise(inst, changed, blocked=is_conservative()).build()
 
 
 @RULES.register("pad")
 def pad_rule(inst):
     changed = {d for d, p in enumerate(inst.attrs.padding)
                if (p.low, p.high, p.interior) != (0, 0, 0)}
-    return _mismatch_pointwise(inst, changed).build()
+    return _mismatch_pointwise(inst, changed, blocked=is_conservative()).build()
 
 
 @RULES.register("dynamic-slice")
@@ -139,7 +139,10 @@ def concatenate_rule(inst):
     slices = [o.op.name == "slice" for o in inst.operands]
     same = len({before_slice(o) for o in inst.operands}) == 1
     kind = PERM if all(slices) or (same and any(slices)) else NEED
-    b.pointwise(inst.shape.dims, {dim: kind})
+    for d, size in enumerate(inst.shape.dims):
+        if d == dim and is_conservative():
+            continue    # no factor for the concatenated dim
+        b.add(size, [d] * len(inst.operands), [d], kind if d == dim else PASS)
     return b.build()
 
 
