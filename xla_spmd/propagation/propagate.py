@@ -232,8 +232,9 @@ def close_shardings(module: Module) -> Module:
     sharding closed and without priorities; values with no sharding to speak of keep
     none (an all-open, unsharded sharding stays as it is, meaning "none"). Constants are
     Shardy's ``sdy.constant`` (its import turns every constant into one)."""
-    def close(leaf):
-        return leaf.closed() if isinstance(leaf, TensorSharding) else leaf
+    def close(leaf):   # Shardy's getClosedLike: replicated axes dropped too
+        return leaf.closed().replace(replicated=()) if isinstance(leaf, TensorSharding) \
+            else leaf
 
     def rebuild(computation, replaced):
         def fn(inst, operands):

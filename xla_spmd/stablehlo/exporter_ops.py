@@ -199,8 +199,9 @@ def _get_tuple_element(fx, inst, indent):
 def _opt_barrier(fx, inst, indent):
     (packed,) = inst.operands
     values = packed.operands if packed.opcode == "tuple" else (packed,)
-    return (f"stablehlo.optimization_barrier {refs(fx, values)}"
-            f"{attr_dict(inst, with_sharding=inst not in fx.edge_owners)} : "
+    # MLIR's form: the attribute dictionary before the operands
+    attrs = attr_dict(inst, with_sharding=inst not in fx.edge_owners)
+    return (f"stablehlo.optimization_barrier{attrs} {refs(fx, values)} : "
             f"{', '.join(print_type(v.shape) for v in values)}")
 
 
