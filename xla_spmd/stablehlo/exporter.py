@@ -25,6 +25,7 @@ from __future__ import annotations
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import Computation, Instruction, Module, TupleShape
 from xla_spmd.ir.custom_calls import DATA_FLOW_EDGE, FUNC_RESULT_SHARDING, MANUAL_BODY
+from xla_spmd.ir.hlo_printer import FUNCTION_ORDER
 from xla_spmd.sharding import TensorSharding, is_unconstrained, print_sharding_per_value
 from xla_spmd.stablehlo.lexer import escape
 from xla_spmd.stablehlo.registry import PRINTERS
@@ -87,8 +88,9 @@ class ModuleExporter:
         for name, mesh in declared_meshes(module).items():
             kept = f" {mesh_attrs[name]}" if name in mesh_attrs else ""
             lines.append(f"  sdy.mesh @{name} = {print_mesh(mesh)}{kept}")
-        functions = [module.entry] + [c for c in module.computations
-                                      if c is not module.entry and self._is_function(c)]
+        functions = [module.entry] + sorted(
+            (c for c in module.computations if c is not module.entry and self._is_function(c)),
+            key=function_order)
         for computation in functions:
             lines.extend(FunctionExporter(self).function(computation,
                                                          computation is module.entry))
@@ -107,6 +109,13 @@ class ModuleExporter:
                     return True
                 called = called or computation in inst.called_computations()
         return not called   # a function nothing calls (regions are always called)
+
+
+def function_order(computation: Computation) -> float:
+    """Where `computation` stood in the StableHLO text it came from (functions print in that
+    order; others after them, as they come)."""
+    order = next((v for k, v in computation.extras if k == FUNCTION_ORDER), None)
+    return float(order) if order is not None else float("inf")
 
 
 def _symbol(name: str) -> str:

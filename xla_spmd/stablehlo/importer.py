@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from xla_spmd.errors import ParseError
 from xla_spmd.ir import Computation, Instruction, Module, TupleShape
+from xla_spmd.ir.hlo_printer import FUNCTION_ORDER
 from xla_spmd.sharding.meshes import MESH_ATTRS_KEY, meshes_header
 from xla_spmd.stablehlo.importer_ops import convert_op
 from xla_spmd.stablehlo.importer_shardings import arg_sharding, common_gspmd_mesh, finish_results
@@ -201,6 +202,9 @@ class ModuleImporter:
         root, extras = finish_results(self, scope, node, results)
         if node.visibility == "public" and self.entry_node not in (None, node):
             extras = tuple(extras) + ((VISIBILITY, "public"),)  # printed so again
+        if len(self.functions) > 1:   # printed back in the text's order
+            order = [f.name for f in self.tree.functions].index(name)
+            extras = tuple(extras) + ((FUNCTION_ORDER, str(order)),)
         computation = scope.build(root, extras)
         self.converted[name] = computation
         self.in_progress.discard(name)
