@@ -39,12 +39,17 @@ from xla_spmd.ir.custom_calls import (
     GROUPS,
     IN_SHARDINGS,
     LOCAL_TO_GLOBAL,
-    MANUAL_BODY,
     OUT_SHARDINGS,
     SDY_CONSTANT,
     SHARDING_GROUP_ID,
 )
 from xla_spmd.mesh import AxisRef, Mesh
+from xla_spmd.propagation.calls import (
+    drop_unused_private,
+    flatten_calls,
+    is_function_call,
+    unflatten_calls,
+)
 from xla_spmd.propagation.constraints import apply_sharding_constraints, constraints_to_reshards
 from xla_spmd.propagation.driver import (
     OP_PRIORITY_LEVELS,
@@ -215,16 +220,26 @@ def _run(module, strategy, mesh, policy, groups) -> Result:
     return Result(_write_back(module, graph, states, mesh), propagator, initial, module)
 
 
-def propagation_pipeline(module: Module, **options) -> Module:
-    """Shardy's ``sdy-propagation-pipeline``: constants split per use
+def propagation_pipeline(module: Module, *, dedup_functions_fully: bool = False,
+                         **options) -> Module:
+    """Shardy's ``sdy-propagation-pipeline``: unused private functions dropped, each call
+    site given its own function (`flatten_calls`), constants split per use
     (`split_constants`), closed sharding constraints applied to their unsharded inputs
     (`apply_sharding_constraints`), user-priority propagation (`propagate`; `options` go to
-    it), every sharding closed (`close_shardings`), the constraints left made reshards
-    (`constraints_to_reshards`)."""
+    it), copies of a function sharded alike merged back (`unflatten_calls`), every
+    sharding closed (`close_shardings`), the constraints left made reshards
+    (`constraints_to_reshards`). With `dedup_functions_fully` (Shardy's aggressive mode)
+    calls are not flattened: each function is one, whatever its call sites."""
     if has_foreign_shardings(module):
         module = import_shardings(module, options.get("mesh")).module
+    module = drop_unused_private(module)
+    if not dedup_functions_fully:
+        module = flatten_calls(module)
     module = apply_sharding_constraints(split_constants(module))
-    return constraints_to_reshards(close_shardings(propagate(module, **options)))
+    module = propagate(module, **options)
+    if not dedup_functions_fully:
+        module = unflatten_calls(module)
+    return constraints_to_reshards(close_shardings(module))
 
 
 def close_shardings(module: Module) -> Module:
@@ -378,13 +393,6 @@ def _boundary_shardings(inst: Instruction, shardings) -> Instruction:
     text = print_sharding_per_value(shardings)
     return inst.replace(frontend_attributes=tuple(
         (k, text if k == key else v) for k, v in inst.frontend_attributes))
-
-
-def is_function_call(inst: Instruction) -> bool:
-    """Whether call `inst` calls a function of the program (not a manual computation's or a
-    named computation's body, nor a composite's decomposition)."""
-    return not (inst.attrs.to_apply.name.startswith(MANUAL_BODY) or inst.attrs.is_composite
-                or inst.frontend_attribute("xla.sdy.named_computation") is not None)
 
 
 def _result_shardings(computation: Computation) -> Computation:
