@@ -333,9 +333,15 @@ def _reduce(fx, inst, indent):
         fx.arg_counter += 0
         return (f"stablehlo.reduce{groups} applies {simple} across dimensions = "
                 f"{ints(a.dimensions)}{attr_dict(inst)} : {fn_type(inst)}")
-    region = fx.scalar_region(a.to_apply, indent)
-    return (f'"stablehlo.reduce"({refs(fx, inst.operands)}) <{{dimensions = '
-            f"{array_attr(a.dimensions)}}}> ({region}){attr_dict(inst)} : {fn_type(inst)}")
+    # MLIR's pretty form: the reducer's arguments in (element, accumulator) pairs
+    params = a.to_apply.parameters
+    names = [fx.new_arg() for _ in params]
+    pairs = " ".join(f"({names[i]}: {print_type(params[i].shape)}, {names[i + half]}: "
+                     f"{print_type(params[i + half].shape)})" for i in range(half))
+    lines = fx.region(a.to_apply, indent + "  ", names)
+    return (f"stablehlo.reduce{groups} across dimensions = {ints(a.dimensions)}"
+            f"{attr_dict(inst)} : {fn_type(inst)}\n{indent} reducer{pairs} {{\n"
+            + "\n".join(lines) + f"\n{indent}}}")
 
 
 def _window_props(window, with_dilations=True) -> str:
