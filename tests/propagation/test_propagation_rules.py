@@ -266,3 +266,19 @@ def test_conservative_rules():
             "blocked_propagation={j}>")
     assert rule_text(b.concatenate(x, x, dimensions=(1,))) == (
         "#sdy.op_sharding_rule<([i, j], [i, j])->([i, j]) {i=4, j=16} need_replication={j}>")
+
+
+@pytest.mark.parametrize("left_side,transpose,expected", [
+    (True, "NO_TRANSPOSE", "([i, j, l], [i, j, k])->([i, l, k]) {i=8, j=3, k=5, l=3}"),
+    (False, "TRANSPOSE", "([i, k, l], [i, j, k])->([i, j, l]) {i=8, j=5, k=3, l=3}"),
+])
+def test_triangular_solve(left_side, transpose, expected):
+    # Shardy's rule: batch dims shared; a's non-contracting dim with b's, b's free dim with
+    # the result's, a's contracting dim with the result's other dim; all need replication
+    b = Builder("m")
+    a = b.parameter(shape(8, 3, 3))
+    rhs = b.parameter(shape(8, 3, 5) if left_side else shape(8, 5, 3))
+    solve = b.triangular_solve(a, rhs, left_side=left_side, lower=True, unit_diagonal=False,
+                               transpose_a=transpose)
+    assert rule_text(solve) == (f"#sdy.op_sharding_rule<{expected} "
+                                "need_replication={j, k, l}>")

@@ -294,13 +294,25 @@ def cholesky_rule(inst):
 
 @RULES.register("triangular-solve")
 def triangular_solve_rule(inst):
+    """Shardy's rule: batch dims pointwise; then, for ``op(a) @ x = b`` (left side), a's
+    non-contracting dim with b's rows, b's columns with the result's, a's contracting dim
+    with the result's rows; for ``x @ op(a) = b`` the mirror image. All but the batch
+    need replication."""
     b = builder_for(inst)
     a_dims, b_dims = b.operand_dims
-    rank = len(b_dims)
-    for d in range(rank - 2):
-        b.add(b_dims[d], [d, d], [d])
-    for d in range(rank - 2, rank):
-        b.add(a_dims[d], [d, None], [None], NEED)
-    for d in range(rank - 2, rank):
-        b.add(b_dims[d], [None, d], [d], NEED)
+    rank = len(a_dims)
+    for d, size in enumerate(a_dims[:-2]):
+        b.add(size, [d, d], [d])
+    dim1, dim2 = rank - 2, rank - 1
+    transposed = (inst.attrs.transpose_a or "NO_TRANSPOSE") in ("TRANSPOSE", "ADJOINT")
+    if inst.attrs.left_side:
+        non_contracting, contracting = (dim2, dim1) if transposed else (dim1, dim2)
+        b.add(a_dims[non_contracting], [non_contracting, dim1], [None], NEED)
+        b.add(b_dims[dim2], [None, dim2], [dim2], NEED)
+        b.add(a_dims[contracting], [contracting, None], [dim1], NEED)
+    else:
+        non_contracting, contracting = (dim1, dim2) if transposed else (dim2, dim1)
+        b.add(b_dims[dim1], [None, dim1], [dim1], NEED)
+        b.add(a_dims[non_contracting], [non_contracting, dim2], [None], NEED)
+        b.add(a_dims[contracting], [contracting, None], [dim2], NEED)
     return b.build()

@@ -422,6 +422,17 @@ def _cholesky(fx, inst, indent):
             f"{attr_dict(inst)} : {fn_type(inst)}")
 
 
+@printer("triangular-solve")
+def _triangular_solve(fx, inst, indent):
+    a = inst.attrs
+    flag = {True: "true", False: "false"}
+    props = (f"left_side = {flag[bool(a.left_side)]}, lower = {flag[bool(a.lower)]}, "
+             f"transpose_a = #stablehlo<transpose {a.transpose_a or 'NO_TRANSPOSE'}>, "
+             f"unit_diagonal = {flag[bool(a.unit_diagonal)]}")
+    return (f'"stablehlo.triangular_solve"({refs(fx, inst.operands)}) <{{{props}}}>'
+            f"{attr_dict(inst)} : {fn_type(inst)}")
+
+
 # ---------------------------------------------------------------------------------------------
 # Collectives
 
