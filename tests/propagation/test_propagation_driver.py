@@ -229,3 +229,25 @@ def test_conservative_propagation_splits_no_axis(conservative, expected):
     with conservative_propagation(conservative):
         out = propagate(Module.from_entry("m", b.build(y)), "basic")
     assert str(out.entry.root.sharding) == expected
+
+
+def test_size_one_axes_stay_with_the_major_factor():
+    # Shardy's projection: a size-1 axis always fits a factor, so "c" (size 1) stays with
+    # "a", "b" on the major factor of 8 -> 2x1x4 and the result's dim 0 gets all three
+    from xla_spmd.mesh import AxisRef
+    from xla_spmd.propagation.projection import AxisSizes, project_dim
+    mesh = make_mesh({"a": 1, "b": 2, "c": 1})
+    out = {}
+    project_dim((AxisRef("a"), AxisRef("b"), AxisRef("c")), [0, 1, 2], [2, 1, 4], False,
+                AxisSizes(mesh), out)
+    assert [str(a) for a in out[0].axes] == ['"a"', '"b"', '"c"']
+    assert out[1].axes == () and out[2].axes == ()
+
+
+def test_factors_after_an_overflow_are_closed():
+    from xla_spmd.mesh import AxisRef
+    from xla_spmd.propagation.projection import AxisSizes, project_dim
+    mesh = make_mesh({"x": 3})
+    out = {}
+    project_dim((AxisRef("x"),), [0, 1], [2, 3], False, AxisSizes(mesh), out)
+    assert out[0].overflow == (AxisRef("x"),) and out[1].is_closed
