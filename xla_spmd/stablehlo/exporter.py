@@ -91,6 +91,8 @@ class ModuleExporter:
         functions = [module.entry] + sorted(
             (c for c in module.computations if c is not module.entry and self._is_function(c)),
             key=function_order)
+        if function_order(module.entry) != float("inf"):   # the text's order, entry too
+            functions.sort(key=function_order)
         for computation in functions:
             lines.extend(FunctionExporter(self).function(computation,
                                                          computation is module.entry))
