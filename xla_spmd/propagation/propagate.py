@@ -348,7 +348,7 @@ def _write_back(module: Module, graph, states, mesh) -> Module:
             new = rebind_called(inst, replaced)
             if instance is not None:
                 values = graph.inst_values.get((instance, inst))
-                if values is not None and not inst.shape.is_token and \
+                if values and not inst.shape.is_token and \
                         not _says_nothing(inst, values, states):
                     shardings = tuple(state_to_sharding(states[v], mesh) for v in values)
                     sharding = shardings if inst.shape.is_tuple else shardings[0]

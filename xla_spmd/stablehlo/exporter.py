@@ -60,9 +60,11 @@ def sharding_attr(inst: Instruction) -> str:
 def says_something(inst: Instruction, scalars: bool = True) -> bool:
     """Whether `inst` has a sharding worth printing: some leaf constrains something (an
     all-open, unsharded sharding is what no sharding means, and Shardy prints none; nor,
-    unless `scalars`, a scalar's ``[]``, which propagation gives every scalar op)."""
+    unless `scalars`, a scalar's ``[]``, which propagation gives every scalar op). An op
+    with no results prints the one it was given (``<@mesh, []>``, where it runs)."""
+    no_results = inst.shape.is_tuple and not inst.shape.leaves()
     return any(isinstance(s, TensorSharding) and not is_unconstrained(s)
-               and (scalars or s.rank > 0 or s.replicated or s.unreduced)
+               and (scalars or no_results or s.rank > 0 or s.replicated or s.unreduced)
                for s in inst.sharding_leaves())
 
 
