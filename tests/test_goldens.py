@@ -35,7 +35,7 @@ def _propagation(text: str) -> str:
     if strategy == "pipeline":
         module = propagation_pipeline(module)
     else:
-        module = propagate(module, strategy)
+        module = propagate(module, strategy, unsharded_scalars=True)
     return export_stablehlo(declare_meshes(module, meshes_of(module)))
 
 

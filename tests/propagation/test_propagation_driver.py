@@ -251,3 +251,23 @@ def test_factors_after_an_overflow_are_closed():
     out = {}
     project_dim((AxisRef("x"),), [0, 1], [2, 3], False, AxisSizes(mesh), out)
     assert out[0].overflow == (AxisRef("x"),) and out[1].is_closed
+
+
+@pytest.mark.parametrize("unsharded_scalars", [False, True])
+def test_scalars_nobody_sharded(unsharded_scalars):
+    # Nothing propagates to a scalar: by default it is replicated (every value has a
+    # sharding); Shardy's view leaves it without one. A user's scalar sharding stays.
+    mesh = make_mesh({"a": 2})
+    b = Builder("main")
+    s = b.parameter(ArrayShape(F32, ()))
+    t = b.parameter(ArrayShape(F32, ()), sharding=TensorSharding(mesh, [], replicated=["a"]))
+    x = b.parameter(ArrayShape(F32, (8,)), sharding=TensorSharding(mesh, [["a"]]))
+    y = b.multiply(x, b.broadcast(b.add(s, t), shape=ArrayShape(F32, (8,)), dimensions=()))
+    out = propagate(Module.from_entry("m", b.build(y)), "basic",
+                    unsharded_scalars=unsharded_scalars)
+    params = out.entry.parameters
+    if unsharded_scalars:
+        assert params[0].sharding is None
+    else:
+        assert str(params[0].sharding) == "#sdy.sharding<@mesh, []>"
+    assert str(params[1].sharding) == '#sdy.sharding<@mesh, [], replicated={"a"}>'

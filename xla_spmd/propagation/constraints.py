@@ -83,3 +83,44 @@ def constraints_to_reshards(module: Module) -> Module:
             inst: inst.replace(op=copy, attrs=copy.make_attrs())
             for inst in computation.instructions if is_constraint(inst)})
     return map_computations(module, rebuild)
+
+
+def lift_inlined_meshes(module: Module) -> Module:
+    """Shardy's ``sdy-lift-inlined-meshes``: shardings whose mesh is written inline
+    (``#sdy.sharding<mesh<["a"=2]>, ...>``) refer to a declared mesh instead, named
+    ``mesh`` (a maximal one ``maximal_mesh_<device>``, the empty one ``empty_mesh``),
+    numbered ``_0``, ``_1``... where the name is taken; one name per distinct mesh."""
+    from xla_spmd.sharding import declared_meshes
+    taken = set(declared_meshes(module))
+    names: dict[tuple, str] = {}
+
+    def name_of(mesh) -> str:
+        key = (tuple(mesh.axis_names), tuple(mesh.axis_sizes), mesh.device_ids)
+        if key not in names:
+            if not mesh.axis_names and mesh.device_ids is not None:
+                base = f"maximal_mesh_{mesh.device_ids[0]}"
+            else:
+                base = "mesh" if mesh.axis_names else "empty_mesh"
+            name, counter = base, 0
+            while name in taken:
+                name, counter = f"{base}_{counter}", counter + 1
+            taken.add(name)
+            names[key] = name
+        return names[key]
+
+    def lift(sharding):
+        if isinstance(sharding, TensorSharding) and sharding.mesh_name is None:
+            return sharding.replace(mesh_name=name_of(sharding.mesh))
+        return sharding
+
+    def rebuild(computation: Computation, replaced: dict) -> Computation:
+        changed = {}
+        for inst in computation.instructions:
+            sharding = inst.sharding
+            new = tuple(lift(s) for s in sharding) if isinstance(sharding, tuple) \
+                else lift(sharding)
+            if new != sharding or (isinstance(sharding, tuple) and any(
+                    a is not b for a, b in zip(new, sharding))):
+                changed[inst] = inst.replace(sharding=new)
+        return rebuild_in_order(computation, replaced, changed)
+    return map_computations(module, rebuild)

@@ -50,7 +50,11 @@ from xla_spmd.propagation.calls import (
     is_function_call,
     unflatten_calls,
 )
-from xla_spmd.propagation.constraints import apply_sharding_constraints, constraints_to_reshards
+from xla_spmd.propagation.constraints import (
+    apply_sharding_constraints,
+    constraints_to_reshards,
+    lift_inlined_meshes,
+)
 from xla_spmd.propagation.driver import (
     OP_PRIORITY_LEVELS,
     SINGLE_LEVEL,
@@ -94,18 +98,22 @@ class Result:
 
 
 def propagate(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None,
-              policy=None, groups=()) -> Module:
+              policy=None, groups=(), unsharded_scalars: bool = False) -> Module:
     """Give every value of `module` a sharding (see the module docstring).
 
     `strategy` is "basic", "aggressive", "op-priority" or "user-priority" (the default,
     Shardy's full pipeline). `policy` overrides the conflict policy with a function (see
     conflicts.py). `groups` lists sharding groups as lists of instruction names (entry).
+    `unsharded_scalars` leaves a scalar nobody sharded without a sharding, as Shardy does
+    (nothing propagates to a scalar); by default it gets a replicated one, so that every
+    value has a sharding (what the partitioner and runtime read).
     """
-    return run(module, strategy, mesh=mesh, policy=policy, groups=groups).module
+    return run(module, strategy, mesh=mesh, policy=policy, groups=groups,
+               unsharded_scalars=unsharded_scalars).module
 
 
 def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None,
-        policy=None, groups=()) -> Result:
+        policy=None, groups=(), unsharded_scalars: bool = False) -> Result:
     """Propagate and keep what explain() needs (see `propagate`)."""
     # Propagation allocates many small, acyclic objects that all stay alive until the end;
     # the cyclic collector would rescan them again and again (superlinear time on 10k-op
@@ -113,7 +121,7 @@ def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None
     enabled = gc.isenabled()
     gc.disable()
     try:
-        result = _run(module, strategy, mesh, policy, groups)
+        result = _run(module, strategy, mesh, policy, groups, unsharded_scalars)
         # Functions nothing calls (Shardy propagates every function of a module): each on
         # its own, as the entry of a module of its own.
         reached = {c.name for c in Module.from_entry(module.name, module.entry).computations}
@@ -125,7 +133,7 @@ def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None
             extra = []
             for root in roots:
                 out = _run(Module.from_entry(module.name, root, module.header), strategy, mesh,
-                           policy, ()).module
+                           policy, (), unsharded_scalars).module
                 extra.extend(c for c in out.computations
                              if c.name not in reached and c not in extra)
             result.module = Module.from_entry(module.name, result.module.entry,
@@ -136,7 +144,7 @@ def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None
             gc.enable()
 
 
-def _run(module, strategy, mesh, policy, groups) -> Result:
+def _run(module, strategy, mesh, policy, groups, unsharded_scalars=False) -> Result:
     strategy = strategy or "user-priority"
     if strategy not in STRATEGIES:
         raise ShardingError(f"unknown propagation strategy {strategy!r}; expected one of "
@@ -217,12 +225,14 @@ def _run(module, strategy, mesh, policy, groups) -> Result:
     if user_rounds:   # priorities are spent: Shardy's user-priority pass drops them
         for state in states:
             state.priority = [None] * len(state.priority)
-    return Result(_write_back(module, graph, states, mesh), propagator, initial, module)
+    return Result(_write_back(module, graph, states, mesh, unsharded_scalars), propagator,
+                  initial, module)
 
 
 def propagation_pipeline(module: Module, *, dedup_functions_fully: bool = False,
                          **options) -> Module:
-    """Shardy's ``sdy-propagation-pipeline``: unused private functions dropped, each call
+    """Shardy's ``sdy-propagation-pipeline``: unused private functions dropped, inline
+    meshes declared (`lift_inlined_meshes`), each call
     site given its own function (`flatten_calls`), constants split per use
     (`split_constants`), closed sharding constraints applied to their unsharded inputs
     (`apply_sharding_constraints`), user-priority propagation (`propagate`; `options` go to
@@ -232,11 +242,11 @@ def propagation_pipeline(module: Module, *, dedup_functions_fully: bool = False,
     calls are not flattened: each function is one, whatever its call sites."""
     if has_foreign_shardings(module):
         module = import_shardings(module, options.get("mesh")).module
-    module = drop_unused_private(module)
+    module = lift_inlined_meshes(drop_unused_private(module))
     if not dedup_functions_fully:
         module = flatten_calls(module)
     module = apply_sharding_constraints(split_constants(module))
-    module = propagate(module, **options)
+    module = propagate(module, unsharded_scalars=True, **options)
     if not dedup_functions_fully:
         module = unflatten_calls(module)
     return constraints_to_reshards(close_shardings(module))
@@ -334,7 +344,7 @@ def _rounds(states, user_rounds: bool):
         yield priority
 
 
-def _write_back(module: Module, graph, states, mesh) -> Module:
+def _write_back(module: Module, graph, states, mesh, unsharded_scalars=False) -> Module:
     first_instance: dict[str, int] = {}
     for index, computation in enumerate(graph.instances):
         first_instance.setdefault(computation.name, index)
@@ -348,8 +358,8 @@ def _write_back(module: Module, graph, states, mesh) -> Module:
             new = rebind_called(inst, replaced)
             if instance is not None:
                 values = graph.inst_values.get((instance, inst))
-                if values and not inst.shape.is_token and \
-                        not _says_nothing(inst, values, states):
+                if values and not inst.shape.is_token and not (
+                        unsharded_scalars and _says_nothing(inst, values, states)):
                     shardings = tuple(state_to_sharding(states[v], mesh) for v in values)
                     sharding = shardings if inst.shape.is_tuple else shardings[0]
                     # the imported sdy text is now stale: the instruction holds the result
