@@ -75,13 +75,22 @@ def _wants_other(user: Instruction, value: Instruction, sharding: TensorSharding
 
 
 def constraints_to_reshards(module: Module) -> Module:
-    """Every sharding constraint left a reshard (``copy`` with the sharding)."""
+    """Every sharding constraint left a reshard (``copy`` with the sharding); one nothing
+    uses is gone (it constrained nothing but its input, during propagation)."""
     copy = op_named("copy")
 
     def rebuild(computation: Computation, replaced: dict) -> Computation:
-        return rebuild_in_order(computation, replaced, {
+        users = computation.users()
+        dead = {inst for inst in computation.instructions if is_constraint(inst)
+                and not users.get(inst) and inst is not computation.root}
+        rebuilt = rebuild_in_order(computation, replaced, {
             inst: inst.replace(op=copy, attrs=copy.make_attrs())
-            for inst in computation.instructions if is_constraint(inst)})
+            for inst in computation.instructions if is_constraint(inst) and inst not in dead})
+        if not dead:
+            return rebuilt
+        kept = tuple(new for old, new in zip(computation.instructions, rebuilt.instructions)
+                     if old not in dead)
+        return Computation(rebuilt.name, kept, rebuilt.root, rebuilt.extras)
     return map_computations(module, rebuild)
 
 
