@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from xla_spmd.ir import F32, ArrayShape, Builder, Module
-from xla_spmd.mesh import make_mesh
+from xla_spmd.mesh import AxisRef, make_mesh
 from xla_spmd.propagation import explain, explanation, propagate
 from xla_spmd.propagation.propagate import run
 from xla_spmd.sharding import DimSharding, TensorSharding
@@ -271,3 +271,23 @@ def test_scalars_nobody_sharded(unsharded_scalars):
     else:
         assert str(params[0].sharding) == "#sdy.sharding<@mesh, []>"
     assert str(params[1].sharding) == '#sdy.sharding<@mesh, [], replicated={"a"}>'
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_shared_functions_give_every_call_one_sharding(shared):
+    # Shardy's dedup-functions-fully: a function is one for all its calls (func data-flow
+    # edges), so the sharding one call brings reaches the other call's result too
+    mesh = make_mesh({"a": 2})
+    f = Builder("f")
+    fx = f.parameter(ArrayShape(F32, (8,)))
+    callee = f.build(f.negate(fx))
+    b = Builder("main")
+    x = b.parameter(ArrayShape(F32, (8,)), sharding=TensorSharding(mesh, [["a"]]))
+    y = b.parameter(ArrayShape(F32, (8,)))
+    first, second = b.call(x, to_apply=callee), b.call(y, to_apply=callee)
+    out = propagate(Module.from_entry("m", b.build(b.tuple(first, second))), "basic",
+                    shared_functions=shared)
+    calls = [i for i in out.entry.instructions if i.opcode == "call"]
+    axes = [[d.axes for d in c.sharding.dims] for c in calls]
+    assert axes[0] == [(AxisRef("a"),)]
+    assert axes[1] == ([(AxisRef("a"),)] if shared else [()])

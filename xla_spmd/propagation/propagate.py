@@ -98,7 +98,8 @@ class Result:
 
 
 def propagate(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None,
-              policy=None, groups=(), unsharded_scalars: bool = False) -> Module:
+              policy=None, groups=(), unsharded_scalars: bool = False,
+              shared_functions: bool = False) -> Module:
     """Give every value of `module` a sharding (see the module docstring).
 
     `strategy` is "basic", "aggressive", "op-priority" or "user-priority" (the default,
@@ -106,14 +107,17 @@ def propagate(module: Module, strategy: str | None = None, *, mesh: Mesh | None 
     conflicts.py). `groups` lists sharding groups as lists of instruction names (entry).
     `unsharded_scalars` leaves a scalar nobody sharded without a sharding, as Shardy does
     (nothing propagates to a scalar); by default it gets a replicated one, so that every
-    value has a sharding (what the partitioner and runtime read).
+    value has a sharding (what the partitioner and runtime read). `shared_functions` gives
+    a function called from several places one sharding for all its calls (Shardy's
+    dedup-functions-fully), where by default each call propagates on its own.
     """
     return run(module, strategy, mesh=mesh, policy=policy, groups=groups,
-               unsharded_scalars=unsharded_scalars).module
+               unsharded_scalars=unsharded_scalars, shared_functions=shared_functions).module
 
 
 def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None,
-        policy=None, groups=(), unsharded_scalars: bool = False) -> Result:
+        policy=None, groups=(), unsharded_scalars: bool = False,
+        shared_functions: bool = False) -> Result:
     """Propagate and keep what explain() needs (see `propagate`)."""
     # Propagation allocates many small, acyclic objects that all stay alive until the end;
     # the cyclic collector would rescan them again and again (superlinear time on 10k-op
@@ -121,7 +125,8 @@ def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None
     enabled = gc.isenabled()
     gc.disable()
     try:
-        result = _run(module, strategy, mesh, policy, groups, unsharded_scalars)
+        result = _run(module, strategy, mesh, policy, groups, unsharded_scalars,
+                      shared_functions)
         # Functions nothing calls (Shardy propagates every function of a module): each on
         # its own, as the entry of a module of its own.
         reached = {c.name for c in Module.from_entry(module.name, module.entry).computations}
@@ -133,7 +138,7 @@ def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None
             extra = []
             for root in roots:
                 out = _run(Module.from_entry(module.name, root, module.header), strategy, mesh,
-                           policy, (), unsharded_scalars).module
+                           policy, (), unsharded_scalars, shared_functions).module
                 extra.extend(c for c in out.computations
                              if c.name not in reached and c not in extra)
             result.module = Module.from_entry(module.name, result.module.entry,
@@ -144,7 +149,8 @@ def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None
             gc.enable()
 
 
-def _run(module, strategy, mesh, policy, groups, unsharded_scalars=False) -> Result:
+def _run(module, strategy, mesh, policy, groups, unsharded_scalars=False,
+         shared_functions=False) -> Result:
     strategy = strategy or "user-priority"
     if strategy not in STRATEGIES:
         raise ShardingError(f"unknown propagation strategy {strategy!r}; expected one of "
@@ -193,7 +199,7 @@ def _run(module, strategy, mesh, policy, groups, unsharded_scalars=False) -> Res
         boundaries[inst] = shardings
         return target == GLOBAL_TO_LOCAL, prefixes
 
-    graph = build_graph(module.entry, manual_axes_of, boundary_of)
+    graph = build_graph(module.entry, manual_axes_of, boundary_of, shared_functions)
     states = [state_from_sharding(None, v.shape.rank, mesh, v.manual_axes, mesh_name)
               for v in graph.values]
     for (_, inst), value_ids in graph.boundary_values.items():
@@ -246,7 +252,8 @@ def propagation_pipeline(module: Module, *, dedup_functions_fully: bool = False,
     if not dedup_functions_fully:
         module = flatten_calls(module)
     module = apply_sharding_constraints(split_constants(module))
-    module = propagate(module, unsharded_scalars=True, **options)
+    module = propagate(module, unsharded_scalars=True, shared_functions=dedup_functions_fully,
+                       **options)
     if not dedup_functions_fully:
         module = unflatten_calls(module)
     return constraints_to_reshards(close_shardings(module))
