@@ -251,6 +251,12 @@ def state_from_sharding(sharding: TensorSharding | None, rank: int, mesh: Mesh,
     if sharding is None:
         return ValueState([()] * rank, [False] * rank, [None] * rank, excluded=manual,
                           mesh_name=mesh_name)
+    if not sharding.mesh.axis_names and sharding.mesh.device_ids is not None \
+            and not sharding.dims:
+        # a maximal sharding (``<@maximal_mesh, []>``: the value lives on one device), of
+        # any rank: kept as is; ops touching it are skipped
+        return ValueState([()] * rank, [True] * rank, [None] * rank, user=True,
+                          foreign=sharding)
     if sharding.rank != rank:
         raise ShardingError(f"sharding {sharding} has {sharding.rank} dims for a rank-{rank} "
                             f"value")
