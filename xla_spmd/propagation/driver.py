@@ -260,6 +260,12 @@ def state_from_sharding(sharding: TensorSharding | None, rank: int, mesh: Mesh,
     if sharding.rank != rank:
         raise ShardingError(f"sharding {sharding} has {sharding.rank} dims for a rank-{rank} "
                             f"value")
+    if not sharding.mesh.axis_names and sharding.mesh.device_ids is None and \
+            all(d.is_closed for d in sharding.dims):
+        # the empty mesh with every dim closed: nothing can ever be added, so it stays on
+        # the empty mesh (Shardy keeps it); ops touching it are skipped
+        return ValueState([()] * rank, [True] * rank, [None] * rank, user=True,
+                          foreign=sharding)
     if not sharding.mesh.axis_names and sharding.mesh.device_ids is None:
         # the empty mesh (``<[]>``, not a maximal one): no axes on any mesh, so the
         # propagation mesh's, open dims open to it (Shardy replaces the mesh)
