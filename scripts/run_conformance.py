@@ -95,29 +95,34 @@ def propagation_output(text: str) -> str:
     mode = next((m for flag, m in PROPAGATION_PASSES.items()
                  if re.search(re.escape(flag) + r"(?![\w-])", run_line)), "user-priority")
     parts = text.split("\n// -----") if "-split-input-file" in run_line else [text]
+    options = {"conservative": "conservative-propagation=true" in run_line,
+               "dedup": "dedup-functions-fully=true" in run_line}
     outputs = []
     for part in parts:
-        output, ok = _run_part(part, mode)
+        output, ok = _run_part(part, mode, **options)
         if not ok and len(functions := _functions(part)) > 1:
             # One file of many independent functions (no split markers): an op we cannot
             # read costs its own function's case only.
-            output = "".join(_run_part(f, mode)[0] for f in functions)
+            output = "".join(_run_part(f, mode, **options)[0] for f in functions)
         outputs.append(output)
     return "// -----\n".join(outputs)
 
 
-def _run_part(text: str, mode: str) -> tuple[str, bool]:
+def _run_part(text: str, mode: str, conservative: bool = False,
+              dedup: bool = False) -> tuple[str, bool]:
     from xla_spmd.cli import _stablehlo_with_meshes, rules_text
-    from xla_spmd.propagation import close_shardings, propagate
+    from xla_spmd.propagation import conservative_propagation, propagate, propagation_pipeline
     from xla_spmd.stablehlo import import_stablehlo
 
     try:
         module = import_stablehlo(text)
-        if mode == "rules":
-            return rules_text(module), True
-        if mode == "pipeline":
-            return _stablehlo_with_meshes(close_shardings(propagate(module))), True
-        return _stablehlo_with_meshes(propagate(module, mode)), True
+        with conservative_propagation(conservative):
+            if mode == "rules":
+                return rules_text(module), True
+            if mode == "pipeline":
+                return _stablehlo_with_meshes(
+                    propagation_pipeline(module, dedup_functions_fully=dedup)), True
+            return _stablehlo_with_meshes(propagate(module, mode, unsharded_scalars=True)), True
     except XlaSpmdError as error:
         return f"error: {str(error).splitlines()[0]}\n", False
     except Exception as error:  # noqa: BLE001 - a crash is a result to count, not to stop at

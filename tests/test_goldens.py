@@ -18,7 +18,7 @@ import pytest
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import parse_hlo, print_module, verify
 from xla_spmd.partition import partition
-from xla_spmd.propagation import close_shardings, import_shardings, propagate
+from xla_spmd.propagation import import_shardings, propagate, propagation_pipeline
 from xla_spmd.sharding import declare_meshes, meshes_of
 from xla_spmd.stablehlo import export_stablehlo, import_stablehlo
 
@@ -33,9 +33,9 @@ def _propagation(text: str) -> str:
     strategy = first.split(":", 1)[1].strip() if first.startswith("// propagate:") else None
     module = import_stablehlo(text)
     if strategy == "pipeline":
-        module = close_shardings(propagate(module))
+        module = propagation_pipeline(module)
     else:
-        module = propagate(module, strategy)
+        module = propagate(module, strategy, unsharded_scalars=True)
     return export_stablehlo(declare_meshes(module, meshes_of(module)))
 
 

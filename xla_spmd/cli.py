@@ -312,7 +312,7 @@ def cmd_propagate(args) -> int:
     from xla_spmd.propagation.propagate import run
     from xla_spmd.propagation.provenance import annotate
 
-    result = run(_load_program(args.input), args.strategy)
+    result = run(_load_program(args.input), args.strategy, unsharded_scalars=True)
     print(_stablehlo_with_meshes(result.module), end="")
     if args.explain and result.propagator is not None:
         print("// Where each propagated axis came from (instruction: dim axis: chain):")

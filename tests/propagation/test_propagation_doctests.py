@@ -8,6 +8,9 @@ import pytest
 MODULES = [
     "xla_spmd.propagation", "xla_spmd.propagation.factors", "xla_spmd.propagation.registry",
     "xla_spmd.propagation.propagate", "xla_spmd.propagation.provenance",
+    "xla_spmd.propagation.rules_compute", "xla_spmd.propagation.splitting",
+    "xla_spmd.propagation.constraints", "xla_spmd.propagation.rebuild",
+    "xla_spmd.propagation.calls",
 ]
 
 

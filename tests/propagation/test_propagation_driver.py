@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from xla_spmd.ir import F32, ArrayShape, Builder, Module
-from xla_spmd.mesh import make_mesh
+from xla_spmd.mesh import AxisRef, make_mesh
 from xla_spmd.propagation import explain, explanation, propagate
 from xla_spmd.propagation.propagate import run
 from xla_spmd.sharding import DimSharding, TensorSharding
@@ -214,3 +214,80 @@ def test_explain_prints(capsys):
     x = b.parameter(shape(8, 16), "x", sharding=S(["x"], []))
     explain(Module.from_entry("m", b.build(b.negate(x, name="n"))), "n")
     assert 'dim 0 "x": from x (user sharding) -> n (negate)' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("conservative,expected", [
+    (False, '#sdy.sharding<@mesh, [{"a":(1)2, ?}, {"a":(2)2, ?}]>'),
+    (True, '#sdy.sharding<@mesh, [{?}, {?}]>'),   # no axis is split into sub-axes
+])
+def test_conservative_propagation_splits_no_axis(conservative, expected):
+    from xla_spmd.propagation import conservative_propagation
+    mesh = make_mesh({"a": 4, "b": 2})
+    b = Builder("main")
+    x = b.parameter(ArrayShape(F32, (8,)), sharding=TensorSharding(mesh, [["a"]]))
+    y = b.reshape(x, shape=ArrayShape(F32, (2, 4)))
+    with conservative_propagation(conservative):
+        out = propagate(Module.from_entry("m", b.build(y)), "basic")
+    assert str(out.entry.root.sharding) == expected
+
+
+def test_size_one_axes_stay_with_the_major_factor():
+    # Shardy's projection: a size-1 axis always fits a factor, so "c" (size 1) stays with
+    # "a", "b" on the major factor of 8 -> 2x1x4 and the result's dim 0 gets all three
+    from xla_spmd.mesh import AxisRef
+    from xla_spmd.propagation.projection import AxisSizes, project_dim
+    mesh = make_mesh({"a": 1, "b": 2, "c": 1})
+    out = {}
+    project_dim((AxisRef("a"), AxisRef("b"), AxisRef("c")), [0, 1, 2], [2, 1, 4], False,
+                AxisSizes(mesh), out)
+    assert [str(a) for a in out[0].axes] == ['"a"', '"b"', '"c"']
+    assert out[1].axes == () and out[2].axes == ()
+
+
+def test_factors_after_an_overflow_are_closed():
+    from xla_spmd.mesh import AxisRef
+    from xla_spmd.propagation.projection import AxisSizes, project_dim
+    mesh = make_mesh({"x": 3})
+    out = {}
+    project_dim((AxisRef("x"),), [0, 1], [2, 3], False, AxisSizes(mesh), out)
+    assert out[0].overflow == (AxisRef("x"),) and out[1].is_closed
+
+
+@pytest.mark.parametrize("unsharded_scalars", [False, True])
+def test_scalars_nobody_sharded(unsharded_scalars):
+    # Nothing propagates to a scalar: by default it is replicated (every value has a
+    # sharding); Shardy's view leaves it without one. A user's scalar sharding stays.
+    mesh = make_mesh({"a": 2})
+    b = Builder("main")
+    s = b.parameter(ArrayShape(F32, ()))
+    t = b.parameter(ArrayShape(F32, ()), sharding=TensorSharding(mesh, [], replicated=["a"]))
+    x = b.parameter(ArrayShape(F32, (8,)), sharding=TensorSharding(mesh, [["a"]]))
+    y = b.multiply(x, b.broadcast(b.add(s, t), shape=ArrayShape(F32, (8,)), dimensions=()))
+    out = propagate(Module.from_entry("m", b.build(y)), "basic",
+                    unsharded_scalars=unsharded_scalars)
+    params = out.entry.parameters
+    if unsharded_scalars:
+        assert params[0].sharding is None
+    else:
+        assert str(params[0].sharding) == "#sdy.sharding<@mesh, []>"
+    assert str(params[1].sharding) == '#sdy.sharding<@mesh, [], replicated={"a"}>'
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_shared_functions_give_every_call_one_sharding(shared):
+    # Shardy's dedup-functions-fully: a function is one for all its calls (func data-flow
+    # edges), so the sharding one call brings reaches the other call's result too
+    mesh = make_mesh({"a": 2})
+    f = Builder("f")
+    fx = f.parameter(ArrayShape(F32, (8,)))
+    callee = f.build(f.negate(fx))
+    b = Builder("main")
+    x = b.parameter(ArrayShape(F32, (8,)), sharding=TensorSharding(mesh, [["a"]]))
+    y = b.parameter(ArrayShape(F32, (8,)))
+    first, second = b.call(x, to_apply=callee), b.call(y, to_apply=callee)
+    out = propagate(Module.from_entry("m", b.build(b.tuple(first, second))), "basic",
+                    shared_functions=shared)
+    calls = [i for i in out.entry.instructions if i.opcode == "call"]
+    axes = [[d.axes for d in c.sharding.dims] for c in calls]
+    assert axes[0] == [(AxisRef("a"),)]
+    assert axes[1] == ([(AxisRef("a"),)] if shared else [()])

@@ -51,8 +51,11 @@ def test_dot_general_batch():
     ((8, 4), (2, 16), "([ij, k])->([i, jk]) {i=2, j=4, k=4}"),
     ((8, 4), (32,), "([i, j])->([ij]) {i=8, j=4}"),
     ((32,), (8, 4), "([ij])->([i, j]) {i=8, j=4}"),
-    ((6, 4), (4, 6), "([ij, kn])->([il, mn]) {i=2, j=3, k=2, l=2, m=3, n=2}"),
-    ((4, 8), (1, 4, 8, 1), "([i, j])->([k, i, j, l]) {i=4, j=8, k=1, l=1}"),
+    # Shardy's walk (op_sharding_rule_registry.cc): 2 shared, 3 | 2 apart, then 3 for the
+    # output (behind), 2 for the input to converge, 2 shared
+    ((6, 4), (4, 6), "([ij, mn])->([ik, ln]) {i=2, j=3, k=2, l=3, m=2, n=2}"),
+    ((3, 2), (2, 3), "([i, l])->([j, k]) {i=3, j=2, k=3, l=2}"),
+    ((4, 8), (1, 4, 8, 1), "([j, k])->([i, j, k, l]) {i=1, j=4, k=8, l=1}"),
 ])
 def test_reshape(source, target, expected):
     b = Builder("m")
@@ -66,7 +69,7 @@ def test_elementwise_transpose_broadcast():
     assert rule_text(b.add(x, x)) == (
         "#sdy.op_sharding_rule<([i, j], [i, j])->([i, j]) {i=4, j=8}>")
     assert rule_text(b.transpose(x, dimensions=(1, 0))) == (
-        "#sdy.op_sharding_rule<([i, j])->([j, i]) {i=4, j=8}>")
+        "#sdy.op_sharding_rule<([j, i])->([i, j]) {i=8, j=4}>")   # by result dim
     assert rule_text(b.broadcast(x, dimensions=(0, 2), shape=shape(4, 3, 8))) == (
         "#sdy.op_sharding_rule<([i, k])->([i, j, k]) {i=4, j=3, k=8}>")
     p = b.parameter(shape(4, 8, dtype=PRED))
@@ -88,8 +91,8 @@ def test_reduce_and_reduce_window():
         "#sdy.op_sharding_rule<([i, j, k], [])->([i, k]) {i=4, j=8, k=16} reduction={j}>")
     window = Window.make((1, 2, 1), (1, 2, 1))
     assert rule_text(b.reduce_window(x, zero, window=window, to_apply=adder)) == (
-        "#sdy.op_sharding_rule<([i, j, k], [])->([i, j, k]) {i=4, j=8, k=16} "
-        "permutation={j}>")
+        "#sdy.op_sharding_rule<([i, j, k], [])->([i, j, k]) {i=4, j=4, k=16} "
+        "permutation={j}>")   # sized as the result: the number of windows
 
 
 def test_slice_pad_concat_reverse():
@@ -118,9 +121,13 @@ def test_dynamic_slice_and_update():
     assert rule_text(ds) == ("#sdy.op_sharding_rule<([i, j], [], [])->([i, j]) {i=4, j=8} "
                              "need_replication={j} blocked_propagation={j}>")
     dus = b.dynamic_update_slice(x, ds, i, i)
-    # as Shardy's registry (op_sharding_rule_registry.mlir): the update's own factor is free
+    # as Shardy's registry (op_sharding_rule_registry.mlir): the update's own factor needs
+    # replication, unless every start index is a constant
     assert rule_text(dus) == ("#sdy.op_sharding_rule<([i, j], [i, k], [], [])->([i, j]) "
-                              "{i=4, j=8, k=2}>")
+                              "{i=4, j=8, k=2} need_replication={k}>")
+    c = b.constant(0, S32)
+    assert rule_text(b.dynamic_update_slice(x, ds, c, c)) == (
+        "#sdy.op_sharding_rule<([i, j], [i, k], [], [])->([i, j]) {i=4, j=8, k=2}>")
 
 
 def test_sort_need_replication():
@@ -138,9 +145,11 @@ def test_convolution():
     lhs, rhs = b.parameter(shape(8, 32, 32, 3)), b.parameter(shape(3, 3, 3, 16))
     conv = b.convolution(lhs, rhs, window=Window.make((3, 3), padding=((1, 1), (1, 1))),
                          dim_labels=ConvDimensionNumbers.from_labels("b01f_01io->b01f"))
+    # as Shardy: each spatial dim's windows (32) fill the lhs dim, so the window factor is
+    # dropped and the kernel's spatial dims get size-1 factors of their own
     assert rule_text(conv) == (
-        "#sdy.op_sharding_rule<([i, l, n, k], [m, o, k, j])->([i, l, n, j]) "
-        "{i=8, j=16, k=3, l=32, m=3, n=32, o=3} reduction={k, m, o} permutation={l, n}>")
+        "#sdy.op_sharding_rule<([i, j, k, l], [n, o, l, m])->([i, j, k, m]) "
+        "{i=8, j=32, k=32, l=3, m=16, n=1, o=1} reduction={l} permutation={j, k}>")
 
 
 def test_gather_embedding_lookup():
@@ -149,8 +158,9 @@ def test_gather_embedding_lookup():
     gather = b.gather(table, ids, offset_dims=(2,), collapsed_slice_dims=(0,),
                       start_index_map=(0,), index_vector_dim=2, slice_sizes=(1, 16))
     assert rule_text(gather) == (
-        "#sdy.op_sharding_rule<([k, l], [i, j, m])->([i, j, l]) {i=2, j=8, k=11, l=16, m=1} "
-        "reduction={k} need_replication={m}>")
+        # Shardy's order: the result's dims (batch, batch, offset), then the collapsed dim
+        "#sdy.op_sharding_rule<([l, k], [i, j, m])->([i, j, k]) {i=2, j=8, k=16, l=11, m=1} "
+        "reduction={l} need_replication={m}>")
 
 
 def test_collectives_and_custom_calls():
@@ -214,3 +224,61 @@ def test_rules_as_shardy_registry(name):
     (inst,) = [i for i in module.entry.instructions
                if i.op.name not in ("parameter", "get-tuple-element", "tuple")]
     assert rule_text(inst) == f"#sdy.op_sharding_rule<{expected}>"
+
+
+def _combiner(op):
+    c = Builder(op)
+    a, b = c.parameter(shape()), c.parameter(shape())
+    return c.build(a if op == "set" else c.op(op, a, b))
+
+
+@pytest.mark.parametrize("combiner,batch_kind", [("add", "reduction"), ("maximum", "reduction"),
+                                                 ("set", "need_replication")])
+def test_scatter_batch_dims_by_combiner(combiner, batch_kind):
+    # Shardy's scatter rule: the updates' batch dims (i, j) are a reduction when the combiner
+    # is one associative, commutative op (partial updates, then an all-reduce), else they
+    # need replication; the inserted dim (l) passes through input <-> result; the index
+    # vector dim (m) needs replication.
+    b = Builder("m")
+    table, ids = b.parameter(shape(6, 8)), b.parameter(shape(4, 2, 1, dtype=S32))
+    updates = b.parameter(shape(4, 2, 8))
+    sc = b.scatter(table, ids, updates, update_window_dims=(2,), inserted_window_dims=(0,),
+                   scatter_dims_to_operand_dims=(0,), index_vector_dim=2,
+                   to_apply=_combiner(combiner))
+    kinds = "reduction={i, j} need_replication={m}" if batch_kind == "reduction" else \
+        "need_replication={i, j, m}"
+    assert rule_text(sc) == (
+        "#sdy.op_sharding_rule<([l, k], [i, j, m], [i, j, k])->([l, k]) "
+        f"{{i=4, j=2, k=8, l=6, m=1}} {kinds}>")
+
+
+def test_conservative_rules():
+    # Shardy's conservative-propagation rules: no factor for the concatenated dim (each
+    # tensor gets a size-1 factor of its own there), blocked permutation factors
+    from xla_spmd.propagation import conservative_propagation
+    b = Builder("m")
+    x = b.parameter(shape(4, 8))
+    with conservative_propagation():
+        assert rule_text(b.concatenate(x, x, dimensions=(1,))) == (
+            "#sdy.op_sharding_rule<([i, j], [i, k])->([i, l]) {i=4, j=1, k=1, l=1}>")
+        assert rule_text(b.slice(x, slice=(SliceDim(0, 4), SliceDim(0, 4)))) == (
+            "#sdy.op_sharding_rule<([i, j])->([i, j]) {i=4, j=8} permutation={j} "
+            "blocked_propagation={j}>")
+    assert rule_text(b.concatenate(x, x, dimensions=(1,))) == (
+        "#sdy.op_sharding_rule<([i, j], [i, j])->([i, j]) {i=4, j=16} need_replication={j}>")
+
+
+@pytest.mark.parametrize("left_side,transpose,expected", [
+    (True, "NO_TRANSPOSE", "([i, j, l], [i, j, k])->([i, l, k]) {i=8, j=3, k=5, l=3}"),
+    (False, "TRANSPOSE", "([i, k, l], [i, j, k])->([i, j, l]) {i=8, j=5, k=3, l=3}"),
+])
+def test_triangular_solve(left_side, transpose, expected):
+    # Shardy's rule: batch dims shared; a's non-contracting dim with b's, b's free dim with
+    # the result's, a's contracting dim with the result's other dim; all need replication
+    b = Builder("m")
+    a = b.parameter(shape(8, 3, 3))
+    rhs = b.parameter(shape(8, 3, 5) if left_side else shape(8, 5, 3))
+    solve = b.triangular_solve(a, rhs, left_side=left_side, lower=True, unit_diagonal=False,
+                               transpose_a=transpose)
+    assert rule_text(solve) == (f"#sdy.op_sharding_rule<{expected} "
+                                "need_replication={j, k, l}>")

@@ -192,3 +192,22 @@ def test_all_to_all_with_different_dims_is_decomposed():
             " : (tensor<2x3xf32>) -> tensor<2x3xf32>\n    return %0 : tensor<2x3xf32>")
     module = round_trip(import_stablehlo(wrap(body)))
     assert opcodes(module)[1:] == ["all-to-all", "reshape", "transpose", "reshape"]
+
+
+@pytest.mark.parametrize("text", [
+    # MLIR's forms, read and printed back as they are
+    'func.func @main(%arg0: tensor<8x3x3xf32>, %arg1: tensor<8x3x5xf32>) -> tensor<8x3x5xf32> {\n'
+    '  %0 = "stablehlo.triangular_solve"(%arg0, %arg1) <{left_side = true, lower = true, '
+    'transpose_a = #stablehlo<transpose TRANSPOSE>, unit_diagonal = false}> : '
+    '(tensor<8x3x3xf32>, tensor<8x3x5xf32>) -> tensor<8x3x5xf32>\n'
+    '  return %0 : tensor<8x3x5xf32>\n}',
+    'func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> (tensor<4xf32>, '
+    'tensor<4xf32>) {\n  %0:2 = stablehlo.optimization_barrier %arg0, %arg1 : tensor<4xf32>, '
+    'tensor<4xf32>\n  return %0#0, %0#1 : tensor<4xf32>, tensor<4xf32>\n}',
+])
+def test_printed_forms_round_trip(text):
+    module = import_stablehlo(text)
+    printed = export_stablehlo(module)
+    assert import_stablehlo(printed) == module
+    body = text.split("\n")[1].strip()
+    assert body in printed

@@ -46,6 +46,9 @@ class Role(Enum):
 # Target names.
 SHARDING = "Sharding"                                  # with_sharding_constraint
 FUNC_RESULT_SHARDING = "xla.sdy.FuncResultSharding"    # a function result's sharding
+# Frontend attribute of a constant written (or to be printed) as ``sdy.constant``: Shardy's
+# import turns every constant into one, so that propagation never merges its users.
+SDY_CONSTANT = "xla.sdy.constant"
 PROPAGATION_BARRIER = "xla.sdy.PropagationBarrier"
 DATA_FLOW_EDGE = "xla.sdy.DataFlowEdge"            # sdy.data_flow_edge: holds its owner's sharding
 FUNC_DATA_FLOW_EDGE = "xla.sdy.FuncDataFlowEdge"   # sdy.func_data_flow_edge

@@ -35,6 +35,9 @@ from xla_spmd.ir.shapes import ArrayShape, TupleShape
 
 STACK_FRAMES_KEY = "#stack_frames"
 SIGNATURE_EXTRA = ("signature", "1")
+# A function's place in the StableHLO text it came from (the StableHLO exporter prints
+# functions in that order); not HLO: never printed here.
+FUNCTION_ORDER = "function_order"
 
 _COLLECTIVE_ORDER = {
     "all-reduce": ("channel_id", "replica_groups", "constrain_layout",
@@ -230,7 +233,8 @@ def print_computation(computation: Computation, is_entry: bool = False) -> str:
     for inst in computation.instructions:
         root = "ROOT " if inst is computation.root else ""
         lines.append("  " + root + _instruction_text(inst, percent, long))
-    tail = "".join(f", {k}={v}" for k, v in computation.extras if (k, v) != SIGNATURE_EXTRA)
+    tail = "".join(f", {k}={v}" for k, v in computation.extras
+                   if (k, v) != SIGNATURE_EXTRA and k != FUNCTION_ORDER)
     lines.append("}" + tail)
     return "\n".join(lines)
 

@@ -15,13 +15,19 @@ from xla_spmd.propagation import rules_compute, rules_program, rules_shape  # no
 from xla_spmd.propagation.conflicts import POLICIES, aggressive, basic
 from xla_spmd.propagation.factors import FactorType, OpShardingRule, RuleBuilder
 from xla_spmd.propagation.importing import import_shardings
-from xla_spmd.propagation.propagate import STRATEGIES, close_shardings, propagate
+from xla_spmd.propagation.propagate import (
+    STRATEGIES,
+    close_shardings,
+    propagate,
+    propagation_pipeline,
+)
 from xla_spmd.propagation.provenance import explain, explanation
-from xla_spmd.propagation.registry import RULES, sharding_rule
+from xla_spmd.propagation.registry import RULES, conservative_propagation, sharding_rule
+from xla_spmd.propagation.splitting import split_constants
 
 __all__ = [
     "POLICIES", "RULES", "STRATEGIES", "FactorType", "OpShardingRule", "RuleBuilder",
-    "aggressive", "basic", "close_shardings", "explain", "explanation", "import_shardings",
-    "propagate",
-    "sharding_rule",
+    "aggressive", "basic", "close_shardings", "conservative_propagation", "explain",
+    "explanation", "import_shardings", "propagate", "propagation_pipeline", "sharding_rule",
+    "split_constants",
 ]

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from xla_spmd.mesh import overlaps_any
 from xla_spmd.propagation.projection import AxisSizes, FactorSharding
+from xla_spmd.propagation.registry import is_conservative
 
 
 @dataclass(slots=True)
@@ -68,14 +69,16 @@ def truncate_for(view: TensorView, factor: int, candidate: tuple, factor_size: i
     used = _used_elsewhere(view, factor)
     result = list(candidate[:have])
     product = axis_sizes.product(result)
+    whole_only = is_conservative()   # conservative propagation: no new sub-axes
     for axis in candidate[have:]:
-        if overlaps_any(axis, view.excluded) or overlaps_any(axis, used):
+        if overlaps_any(axis, view.excluded) or overlaps_any(axis, used) or \
+                (whole_only and axis.is_sub_axis):
             break
         size = axis_sizes(axis)
         if not fs.is_minor_most and factor_size % (product * size):
             left = factor_size // product if factor_size % product == 0 else 1
             g = math.gcd(left, size)
-            if g > 1:
+            if g > 1 and not whole_only:
                 result.append(axis_sizes.split(axis, g)[0])
             break
         result.append(axis)

@@ -251,9 +251,21 @@ def state_from_sharding(sharding: TensorSharding | None, rank: int, mesh: Mesh,
     if sharding is None:
         return ValueState([()] * rank, [False] * rank, [None] * rank, excluded=manual,
                           mesh_name=mesh_name)
+    if not sharding.mesh.axis_names and sharding.mesh.device_ids is not None \
+            and not sharding.dims:
+        # a maximal sharding (``<@maximal_mesh, []>``: the value lives on one device), of
+        # any rank: kept as is; ops touching it are skipped
+        return ValueState([()] * rank, [True] * rank, [None] * rank, user=True,
+                          foreign=sharding)
     if sharding.rank != rank:
         raise ShardingError(f"sharding {sharding} has {sharding.rank} dims for a rank-{rank} "
                             f"value")
+    if not sharding.mesh.axis_names and sharding.mesh.device_ids is None and \
+            all(d.is_closed for d in sharding.dims):
+        # the empty mesh with every dim closed: nothing can ever be added, so it stays on
+        # the empty mesh (Shardy keeps it); ops touching it are skipped
+        return ValueState([()] * rank, [True] * rank, [None] * rank, user=True,
+                          foreign=sharding)
     if not sharding.mesh.axis_names and sharding.mesh.device_ids is None:
         # the empty mesh (``<[]>``, not a maximal one): no axes on any mesh, so the
         # propagation mesh's, open dims open to it (Shardy replaces the mesh)

@@ -104,8 +104,10 @@ class RuleBuilder:
     """Builds a rule factor by factor (Shardy's OpShardingRuleBuilder).
 
     ``add(size, operands=[dim or None per operand], results=[...])`` appends a factor to the
-    listed dims; factors added to one dim in turn are major to minor. `pointwise` maps every
-    dim of every tensor of full rank to one shared factor.
+    listed dims; factors added to one dim in turn are major to minor (a size-1 factor is not
+    added to a dim that has one already). `pointwise` maps every dim of every tensor of full
+    rank to one shared factor. `build` gives each dim left without a factor a size-1 factor
+    of its own (operands first), as Shardy's builder does.
     """
 
     def __init__(self, operand_dims: Sequence[Sequence[int]],
@@ -124,7 +126,7 @@ class RuleBuilder:
         index = len(self._sizes)
         for tensors, dims in ((self._operands, operands), (self._results, results)):
             for t, d in enumerate(dims):
-                if d is not None:
+                if d is not None and not (size == 1 and tensors[t][d]):
                     tensors[t][d].append(index)
         self._sizes.append(int(size))
         self._types.append(kind)
@@ -143,6 +145,13 @@ class RuleBuilder:
             self.add(size, operands, results, kind, blocked=d in blocked)
 
     def build(self, is_custom: bool = False) -> OpShardingRule:
+        for tensors in (self._operands, self._results):
+            for dims in tensors:
+                for dim in dims:
+                    if not dim:
+                        dim.append(len(self._sizes))
+                        self._sizes.append(1)
+                        self._types.append(FactorType.PASS_THROUGH)
         freeze = lambda tensors: tuple(tuple(tuple(dim) for dim in t) for t in tensors)  # noqa
         return OpShardingRule(tuple(self._sizes), freeze(self._operands),
                               freeze(self._results), tuple(self._types),

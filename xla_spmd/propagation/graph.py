@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xla_spmd.ir import ArrayShape, Computation, Instruction, TupleShape
+from xla_spmd.propagation.calls import is_function_call
 from xla_spmd.propagation.factors import OpShardingRule, RuleBuilder
 from xla_spmd.propagation.registry import sharding_rule
 
@@ -71,6 +72,8 @@ class Graph:
     # (instance, manual boundary) -> the values of its in/out shardings (Shardy's edges)
     boundary_values: dict[tuple[int, Instruction], tuple[int, ...]] = field(
         default_factory=dict)
+    # function name -> its one instance, when functions are shared by their calls
+    shared_functions: dict[str, int] | None = None
 
     def new_value(self, inst, leaf, shape, instance, manual_axes=()) -> int:
         self.values.append(Value(inst, leaf, shape, instance, manual_axes))
@@ -101,7 +104,8 @@ def _leaf_offsets(shape: TupleShape) -> list[int]:
     return offsets
 
 
-def build_graph(entry: Computation, manual_axes_of=None, boundary_of=None) -> Graph:
+def build_graph(entry: Computation, manual_axes_of=None, boundary_of=None,
+                shared_functions: bool = False) -> Graph:
     """The graph of `entry` and every computation it reaches through control flow.
 
     `manual_axes_of(inst)` gives the manual axes a call's body runs under (shard_map).
@@ -109,8 +113,14 @@ def build_graph(entry: Computation, manual_axes_of=None, boundary_of=None) -> Gr
     it enters and the per-dim manual axes of each of its global tensors' shardings, or None:
     each global tensor then links to a value holding its boundary sharding (an identity
     edge), and that value to the local tensor inside through the free axes only.
+
+    A called function is instantiated once per call (its values are the caller's), unless
+    `shared_functions` (Shardy's dedup-functions-fully): then once for all its calls, each
+    call's operands and results linked to its parameters and results by identity edges
+    (Shardy's func data-flow edges), so that every call site agrees on one sharding.
     """
     graph = Graph()
+    graph.shared_functions = {} if shared_functions else None
     _instantiate(graph, entry, None, (), (manual_axes_of, boundary_of))
     for node in graph.nodes:
         node.single_use = all(graph.use_counts[v] <= 1 for v in node.operands)
@@ -187,6 +197,29 @@ def _boundary(graph, inst, instance, manual, boundary, operands, results) -> Non
     graph.boundary_values[instance, inst] = tuple(edges)
 
 
+def _shared_call(graph, inst, callee, operand_values, instance, manual, inner_manual, hooks):
+    """A call of a function instantiated once for all its calls: identity edges from each
+    operand to the function's parameter, and from its results to the call's."""
+    values = graph.inst_values
+    child = graph.shared_functions.get(callee.name)
+    if child is None:
+        child = graph.shared_functions[callee.name] = _instantiate(graph, callee, None,
+                                                                  inner_manual, hooks)
+    for param in callee.parameters:
+        for k, (outer, formal) in enumerate(zip(operand_values[param.attrs.parameter_number],
+                                                values[child, param])):
+            shape = graph.values[formal].shape
+            graph.add_node(Node(None, identity_rule(shape, 1, 1), (outer,), (formal,), "edge",
+                                f"{inst.name} (call argument {k})"))
+    results = tuple(graph.new_value(inst, k, leaf, instance, manual)
+                    for k, leaf in enumerate(inst.shape.leaves()))
+    for k, (inner, outer) in enumerate(zip(values[child, callee.root], results)):
+        shape = graph.values[outer].shape
+        graph.add_node(Node(None, identity_rule(shape, 1, 1), (inner,), (outer,), "edge",
+                            f"{inst.name} (call result {k})"))
+    return results
+
+
 def _is_sink(inst, graph, operand_values) -> bool:
     """Constants and what is computed from them alone follow their users, never lead
     (Shardy splits them per use so uses do not force one sharding on each other)."""
@@ -209,6 +242,9 @@ def _control(graph, inst, operand_values, instance, manual, hooks):
         inner_manual = manual
         if manual_axes_of is not None:
             inner_manual = tuple(manual) + tuple(manual_axes_of(inst))
+        if graph.shared_functions is not None and name == "call" and is_function_call(inst):
+            return _shared_call(graph, inst, callee, operand_values, instance, manual,
+                                inner_manual, hooks)
         child = _instantiate(graph, callee, list(operand_values), inner_manual, hooks)
         return values[child, callee.root]
     if name == "while":

@@ -18,10 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xla_spmd.errors import ShardingError
-from xla_spmd.ir import Module, map_computations, rebind_called, rewrite
+from xla_spmd.ir import Module, map_computations, rebind_called
 from xla_spmd.ir.custom_calls import GLOBAL_TO_LOCAL, IN_SHARDINGS, OUT_SHARDINGS, SDY_SHARDING
 from xla_spmd.ir.hlo_sharding import HloSharding, ShardingKind
 from xla_spmd.mesh import Mesh, make_mesh
+from xla_spmd.propagation.rebuild import rewrite_in_place
 from xla_spmd.sharding import (
     TensorSharding,
     declared_meshes,
@@ -91,7 +92,7 @@ def import_shardings(module: Module, mesh: Mesh | None = None) -> Imported:
             inst = rebind_called(inst, replaced)
             return convert(inst, operands) or (
                 inst if operands == inst.operands else inst.replace(operands=operands))
-        return rewrite(computation, fn)
+        return rewrite_in_place(computation, fn)
 
     new = map_computations(module, rebuild)
     return Imported(new, meshes)

@@ -78,29 +78,34 @@ def project_dim(axes, factors, sizes, closed: bool, axis_sizes: AxisSizes,
     """Project one dim's axes onto its factors (major to minor), filling `out`."""
     remaining = list(axes)
     last = len(factors) - 1
+    overflowed = False
     for position, factor in enumerate(factors):
+        if overflowed:   # past a factor with overflow axes: empty and closed
+            out[factor] = FactorSharding((), True, (), position == last)
+            continue
         taken: list[AxisRef] = []
         overflow: tuple[AxisRef, ...] = ()
         if position == last:
             taken, remaining = remaining, []
         else:
             capacity = sizes[factor]
-            while remaining and capacity > 1:
+            while remaining:   # size-1 axes always fit (Shardy's projection)
                 axis = remaining[0]
                 n = axis_sizes(axis)
-                if capacity % n == 0:
+                g = math.gcd(capacity, n)
+                if n != 1 and g == 1:
+                    break
+                if n == 1 or g == n:
                     taken.append(remaining.pop(0))
                     capacity //= n
                     continue
-                g = math.gcd(capacity, n)
-                if g == 1:
-                    break
                 head, rest = axis_sizes.split(axis, g)
                 taken.append(head)
                 remaining[0] = rest
                 capacity //= g
             if remaining and capacity > 1:
                 overflow, remaining = tuple(remaining), []
+                overflowed = True
         out[factor] = FactorSharding(tuple(taken), closed, overflow, position == last)
 
 

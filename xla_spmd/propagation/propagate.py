@@ -32,7 +32,6 @@ from xla_spmd.ir import (
     map_computations,
     op_named,
     rebind_called,
-    rewrite,
 )
 from xla_spmd.ir.custom_calls import (
     FUNC_RESULT_SHARDING,
@@ -40,11 +39,22 @@ from xla_spmd.ir.custom_calls import (
     GROUPS,
     IN_SHARDINGS,
     LOCAL_TO_GLOBAL,
-    MANUAL_BODY,
     OUT_SHARDINGS,
+    SDY_CONSTANT,
     SHARDING_GROUP_ID,
 )
 from xla_spmd.mesh import AxisRef, Mesh
+from xla_spmd.propagation.calls import (
+    drop_unused_private,
+    flatten_calls,
+    is_function_call,
+    unflatten_calls,
+)
+from xla_spmd.propagation.constraints import (
+    apply_sharding_constraints,
+    constraints_to_reshards,
+    lift_inlined_meshes,
+)
 from xla_spmd.propagation.driver import (
     OP_PRIORITY_LEVELS,
     SINGLE_LEVEL,
@@ -55,6 +65,8 @@ from xla_spmd.propagation.driver import (
 )
 from xla_spmd.propagation.graph import build_graph
 from xla_spmd.propagation.importing import has_foreign_shardings, import_shardings
+from xla_spmd.propagation.rebuild import rewrite_in_place
+from xla_spmd.propagation.splitting import split_constants
 from xla_spmd.sharding import (
     DimSharding,
     TensorSharding,
@@ -86,18 +98,26 @@ class Result:
 
 
 def propagate(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None,
-              policy=None, groups=()) -> Module:
+              policy=None, groups=(), unsharded_scalars: bool = False,
+              shared_functions: bool = False) -> Module:
     """Give every value of `module` a sharding (see the module docstring).
 
     `strategy` is "basic", "aggressive", "op-priority" or "user-priority" (the default,
     Shardy's full pipeline). `policy` overrides the conflict policy with a function (see
     conflicts.py). `groups` lists sharding groups as lists of instruction names (entry).
+    `unsharded_scalars` leaves a scalar nobody sharded without a sharding, as Shardy does
+    (nothing propagates to a scalar); by default it gets a replicated one, so that every
+    value has a sharding (what the partitioner and runtime read). `shared_functions` gives
+    a function called from several places one sharding for all its calls (Shardy's
+    dedup-functions-fully), where by default each call propagates on its own.
     """
-    return run(module, strategy, mesh=mesh, policy=policy, groups=groups).module
+    return run(module, strategy, mesh=mesh, policy=policy, groups=groups,
+               unsharded_scalars=unsharded_scalars, shared_functions=shared_functions).module
 
 
 def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None,
-        policy=None, groups=()) -> Result:
+        policy=None, groups=(), unsharded_scalars: bool = False,
+        shared_functions: bool = False) -> Result:
     """Propagate and keep what explain() needs (see `propagate`)."""
     # Propagation allocates many small, acyclic objects that all stay alive until the end;
     # the cyclic collector would rescan them again and again (superlinear time on 10k-op
@@ -105,7 +125,8 @@ def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None
     enabled = gc.isenabled()
     gc.disable()
     try:
-        result = _run(module, strategy, mesh, policy, groups)
+        result = _run(module, strategy, mesh, policy, groups, unsharded_scalars,
+                      shared_functions)
         # Functions nothing calls (Shardy propagates every function of a module): each on
         # its own, as the entry of a module of its own.
         reached = {c.name for c in Module.from_entry(module.name, module.entry).computations}
@@ -117,7 +138,7 @@ def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None
             extra = []
             for root in roots:
                 out = _run(Module.from_entry(module.name, root, module.header), strategy, mesh,
-                           policy, ()).module
+                           policy, (), unsharded_scalars, shared_functions).module
                 extra.extend(c for c in out.computations
                              if c.name not in reached and c not in extra)
             result.module = Module.from_entry(module.name, result.module.entry,
@@ -128,7 +149,8 @@ def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None
             gc.enable()
 
 
-def _run(module, strategy, mesh, policy, groups) -> Result:
+def _run(module, strategy, mesh, policy, groups, unsharded_scalars=False,
+         shared_functions=False) -> Result:
     strategy = strategy or "user-priority"
     if strategy not in STRATEGIES:
         raise ShardingError(f"unknown propagation strategy {strategy!r}; expected one of "
@@ -177,7 +199,7 @@ def _run(module, strategy, mesh, policy, groups) -> Result:
         boundaries[inst] = shardings
         return target == GLOBAL_TO_LOCAL, prefixes
 
-    graph = build_graph(module.entry, manual_axes_of, boundary_of)
+    graph = build_graph(module.entry, manual_axes_of, boundary_of, shared_functions)
     states = [state_from_sharding(None, v.shape.rank, mesh, v.manual_axes, mesh_name)
               for v in graph.values]
     for (_, inst), value_ids in graph.boundary_values.items():
@@ -209,15 +231,42 @@ def _run(module, strategy, mesh, policy, groups) -> Result:
     if user_rounds:   # priorities are spent: Shardy's user-priority pass drops them
         for state in states:
             state.priority = [None] * len(state.priority)
-    return Result(_write_back(module, graph, states, mesh), propagator, initial, module)
+    return Result(_write_back(module, graph, states, mesh, unsharded_scalars), propagator,
+                  initial, module)
+
+
+def propagation_pipeline(module: Module, *, dedup_functions_fully: bool = False,
+                         **options) -> Module:
+    """Shardy's ``sdy-propagation-pipeline``: unused private functions dropped, inline
+    meshes declared (`lift_inlined_meshes`), each call
+    site given its own function (`flatten_calls`), constants split per use
+    (`split_constants`), closed sharding constraints applied to their unsharded inputs
+    (`apply_sharding_constraints`), user-priority propagation (`propagate`; `options` go to
+    it), copies of a function sharded alike merged back (`unflatten_calls`), every
+    sharding closed (`close_shardings`), the constraints left made reshards
+    (`constraints_to_reshards`). With `dedup_functions_fully` (Shardy's aggressive mode)
+    calls are not flattened: each function is one, whatever its call sites."""
+    if has_foreign_shardings(module):
+        module = import_shardings(module, options.get("mesh")).module
+    module = lift_inlined_meshes(drop_unused_private(module))
+    if not dedup_functions_fully:
+        module = flatten_calls(module)
+    module = apply_sharding_constraints(split_constants(module))
+    module = propagate(module, unsharded_scalars=True, shared_functions=dedup_functions_fully,
+                       **options)
+    if not dedup_functions_fully:
+        module = unflatten_calls(module)
+    return constraints_to_reshards(close_shardings(module))
 
 
 def close_shardings(module: Module) -> Module:
     """Shardy's export after propagation (the end of ``sdy-propagation-pipeline``): every
     sharding closed and without priorities; values with no sharding to speak of keep
-    none (an all-open, unsharded sharding stays as it is, meaning "none")."""
-    def close(leaf):
-        return leaf.closed() if isinstance(leaf, TensorSharding) else leaf
+    none (an all-open, unsharded sharding stays as it is, meaning "none"). Constants are
+    Shardy's ``sdy.constant`` (its import turns every constant into one)."""
+    def close(leaf):   # Shardy's getClosedLike: replicated axes dropped too
+        return leaf.closed().replace(replicated=()) if isinstance(leaf, TensorSharding) \
+            else leaf
 
     def rebuild(computation, replaced):
         def fn(inst, operands):
@@ -227,10 +276,13 @@ def close_shardings(module: Module) -> Module:
                 sharding = inst.sharding
                 new = new.replace(sharding=tuple(close(s) for s in sharding)
                                   if isinstance(sharding, tuple) else close(sharding))
+            if inst.opcode == "constant" and inst.frontend_attribute(SDY_CONSTANT) is None:
+                new = new.replace(frontend_attributes=tuple(new.frontend_attributes)
+                                  + ((SDY_CONSTANT, "true"),))
             if operands != inst.operands:
                 new = new.replace(operands=operands)
             return new
-        return rewrite(computation, fn)
+        return rewrite_in_place(computation, fn)
     return map_computations(module, rebuild)
 
 
@@ -299,7 +351,7 @@ def _rounds(states, user_rounds: bool):
         yield priority
 
 
-def _write_back(module: Module, graph, states, mesh) -> Module:
+def _write_back(module: Module, graph, states, mesh, unsharded_scalars=False) -> Module:
     first_instance: dict[str, int] = {}
     for index, computation in enumerate(graph.instances):
         first_instance.setdefault(computation.name, index)
@@ -313,7 +365,8 @@ def _write_back(module: Module, graph, states, mesh) -> Module:
             new = rebind_called(inst, replaced)
             if instance is not None:
                 values = graph.inst_values.get((instance, inst))
-                if values is not None and not inst.shape.is_token:
+                if values and not inst.shape.is_token and not (
+                        unsharded_scalars and _says_nothing(inst, values, states)):
                     shardings = tuple(state_to_sharding(states[v], mesh) for v in values)
                     sharding = shardings if inst.shape.is_tuple else shardings[0]
                     # the imported sdy text is now stale: the instruction holds the result
@@ -326,11 +379,29 @@ def _write_back(module: Module, graph, states, mesh) -> Module:
             if operands != inst.operands:
                 new = new.replace(operands=operands)
             return new
-        rebuilt = _in_order_of(rewrite(computation, fn), computation)
+        rebuilt = rewrite_in_place(computation, fn)
         if computation is module.entry or computation.name in functions:
             rebuilt = _result_shardings(rebuilt)
         return rebuilt
     return map_computations(module, rebuild)
+
+
+def _says_nothing(inst: Instruction, values, states) -> bool:
+    """Whether propagation has nothing to say about `inst`'s one result: a scalar nobody
+    gave a sharding (a scalar has no factors, so nothing reaches it). Shardy leaves it
+    without a sharding; the partitioner reads none as replicated.
+
+    >>> from xla_spmd.propagation.driver import ValueState
+    >>> from xla_spmd.ir import Builder, ArrayShape, F32
+    >>> b = Builder("f")
+    >>> x = b.parameter(ArrayShape(F32, ()))
+    >>> _says_nothing(x, [0], [ValueState([], [], [])])
+    True
+    """
+    if inst.shape.is_tuple or len(values) != 1:
+        return False
+    state = states[values[0]]
+    return not state.axes and not state.user and not state.replicated and not state.unreduced
 
 
 def _boundary_shardings(inst: Instruction, shardings) -> Instruction:
@@ -339,26 +410,6 @@ def _boundary_shardings(inst: Instruction, shardings) -> Instruction:
     text = print_sharding_per_value(shardings)
     return inst.replace(frontend_attributes=tuple(
         (k, text if k == key else v) for k, v in inst.frontend_attributes))
-
-
-def is_function_call(inst: Instruction) -> bool:
-    """Whether call `inst` calls a function of the program (not a manual computation's or a
-    named computation's body, nor a composite's decomposition)."""
-    return not (inst.attrs.to_apply.name.startswith(MANUAL_BODY) or inst.attrs.is_composite
-                or inst.frontend_attribute("xla.sdy.named_computation") is not None)
-
-
-def _in_order_of(rebuilt: Computation, original: Computation) -> Computation:
-    """`rebuilt` (the same instructions, resharded) in `original`'s order, so that the
-    program reads as written."""
-    if rebuilt is original:
-        return rebuilt
-    index = {inst.name: i for i, inst in enumerate(original.instructions)}
-    if len(index) != len(original.instructions) or \
-            any(inst.name not in index for inst in rebuilt.instructions):
-        return rebuilt
-    ordered = tuple(sorted(rebuilt.instructions, key=lambda inst: index[inst.name]))
-    return Computation(rebuilt.name, ordered, rebuilt.root, rebuilt.extras)
 
 
 def _result_shardings(computation: Computation) -> Computation:

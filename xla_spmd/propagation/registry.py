@@ -16,11 +16,41 @@ is left alone, as Shardy does). A missing entry is an error naming the op.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 from xla_spmd.ir import ArrayShape, Instruction, Registry
 from xla_spmd.ir.custom_calls import SHARDING_RULE
 from xla_spmd.propagation.factors import OpShardingRule, RuleBuilder, parse_rule
 
 RULES = Registry("sharding")
+_CONSERVATIVE = contextvars.ContextVar("conservative_propagation", default=False)
+
+
+@contextlib.contextmanager
+def conservative_propagation(enabled: bool = True):
+    """Shardy's ``conservative-propagation`` inside: rules give no factor for a
+    concatenated dim or a convolution's spatial dims and block the permutation factors of
+    pad, slice, reduce-window and select-and-scatter; the conflict policies never split an
+    axis into sub-axes to extend a factor's sharding (conflicts.truncate_for).
+
+    >>> from xla_spmd.ir import Builder, ArrayShape, F32, PadDim
+    >>> b = Builder("m")
+    >>> x = b.parameter(ArrayShape(F32, (4, 8)))
+    >>> with conservative_propagation():
+    ...     print(sharding_rule(b.concatenate(x, x, dimensions=(1,))))
+    #sdy.op_sharding_rule<([i, j], [i, k])->([i, l]) {i=4, j=1, k=1, l=1}>
+    """
+    token = _CONSERVATIVE.set(enabled)
+    try:
+        yield
+    finally:
+        _CONSERVATIVE.reset(token)
+
+
+def is_conservative() -> bool:
+    """Whether rules are being built conservatively (see `conservative_propagation`)."""
+    return _CONSERVATIVE.get()
 
 
 def sharding_rule(inst: Instruction) -> OpShardingRule | None:

@@ -7,9 +7,14 @@ reduction={l}``); convolution is batch, output feature, input feature, then spat
 
 from __future__ import annotations
 
-from xla_spmd.ir import reducer_kind
+from xla_spmd.ir import PRED, componentwise_kinds, reducer_kind
 from xla_spmd.propagation.factors import FactorType
-from xla_spmd.propagation.registry import RULES, builder_for
+from xla_spmd.propagation.registry import (  # noqa: F401 (sharding_rule: doctests)
+    RULES,
+    builder_for,
+    is_conservative,
+    sharding_rule,
+)
 
 PASS = FactorType.PASS_THROUGH
 PERM = FactorType.PERMUTATION
@@ -43,24 +48,25 @@ def _trivial(w) -> bool:
 def reduce_window_rule(inst):
     b = builder_for(inst)
     n = len(b.operand_dims) // 2
-    x = b.operand_dims[0]
-    for d, size in enumerate(x):
+    out = b.result_dims[0]
+    for d, size in enumerate(out):   # sized as the result: the number of windows
         window = inst.attrs.window.dims[d]
         kind = PASS if _trivial(window) else PERM
-        b.add(size, [d] * n + [None] * n, [d] * n, kind)
+        b.add(size, [d] * n + [None] * n, [d] * n, kind,
+              blocked=kind is PERM and is_conservative())
     return b.build()
 
 
 @RULES.register("select-and-scatter")
 def select_and_scatter_rule(inst):
     b = builder_for(inst)
-    x, source = b.operand_dims[0], b.operand_dims[1]
-    for d, size in enumerate(x):
+    source = b.operand_dims[1]
+    for d, size in enumerate(inst.shape.dims):
         if _trivial(inst.attrs.window.dims[d]):
             b.add(size, [d, d, None], [d])
-        else:
-            b.add(size, [d, None, None], [d], PERM)
-            b.add(source[d], [None, d, None], [None], NEED)
+        else:   # the source's dim replicated, the operand's permuted to the result
+            b.add(source[d], [None, d, None], [None], NEED, blocked=is_conservative())
+            b.add(size, [d, None, None], [d], PERM, blocked=is_conservative())
     return b.build()
 
 
@@ -88,112 +94,157 @@ def dot_rule(inst):
 
 @RULES.register("convolution")
 def convolution_rule(inst):
-    """Batch lhs<->out; output feature rhs<->out; input feature lhs<->rhs (reduction);
-    a spatial dim is pass-through lhs<->out when the window is trivial, else the output
-    windows are a permutation factor of lhs and out and the kernel window its own factor.
-    Grouped convolutions keep the grouped dims to themselves (conservative)."""
+    """Shardy's convolution rule, factor by factor in its order: the batch groups (lhs batch,
+    kernel output feature, output feature), the per-group batch (lhs<->out); per spatial dim
+    the number of windows (lhs<->out, permutation) and the window size (lhs<->kernel,
+    reduction), the greater first, each capped by what is left of the lhs dim and dropped
+    at size 1; the feature groups (lhs feature, kernel output feature, output feature), the
+    per-group input feature (lhs<->kernel, reduction), the per-group output feature
+    (kernel<->out, when > 1).
+
+    >>> from xla_spmd.ir import ArrayShape, Builder, ConvDimensionNumbers, F32, Window
+    >>> b = Builder("m")
+    >>> x = b.parameter(ArrayShape(F32, (2, 8, 4)))
+    >>> k = b.parameter(ArrayShape(F32, (3, 4, 6)))
+    >>> conv = b.convolution(x, k, window=Window.make((3,), (2,), padding=((1, 0),)),
+    ...     dim_labels=ConvDimensionNumbers.from_labels("b0f_0io->b0f"))
+    >>> print(sharding_rule(conv))  # doctest: +NORMALIZE_WHITESPACE
+    #sdy.op_sharding_rule<([i, jk, l], [k, l, m])->([i, j, m])
+      {i=2, j=4, k=2, l=4, m=6} reduction={k, l} permutation={j}>
+    """
     b = builder_for(inst)
     lhs, rhs = b.operand_dims
     out = inst.shape.dims
     dn = inst.attrs.dim_labels
     groups, batch_groups = inst.attrs.feature_group_count, inst.attrs.batch_group_count
-    if batch_groups == 1:
-        b.add(lhs[dn.input_batch], [dn.input_batch, None], [dn.output_batch])
-    else:
-        b.add(lhs[dn.input_batch], [dn.input_batch, None], [None], NEED)
-        b.add(out[dn.output_batch], [None, None], [dn.output_batch])
-    if groups == 1 and batch_groups == 1:
-        b.add(rhs[dn.kernel_output_feature], [None, dn.kernel_output_feature],
-              [dn.output_feature])
-        b.add(lhs[dn.input_feature], [dn.input_feature, dn.kernel_input_feature], [None],
-              REDUCTION)
-    else:
-        b.add(rhs[dn.kernel_output_feature], [None, dn.kernel_output_feature],
-              [dn.output_feature])
-        b.add(lhs[dn.input_feature], [dn.input_feature, None], [None], NEED)
-        b.add(rhs[dn.kernel_input_feature], [None, dn.kernel_input_feature], [None], NEED)
-    for i, w in enumerate(inst.attrs.window.dims):
-        ls, ks, os = dn.input_spatial[i], dn.kernel_spatial[i], dn.output_spatial[i]
-        if _trivial(w) and lhs[ls] == out[os]:
-            b.add(lhs[ls], [ls, None], [os])
-            b.add(rhs[ks], [None, ks], [None], REDUCTION)
+    if batch_groups > 1:
+        b.add(batch_groups, [dn.input_batch, dn.kernel_output_feature], [dn.output_feature])
+    b.add(out[dn.output_batch], [dn.input_batch, None], [dn.output_batch])
+    spatial_dims = () if is_conservative() else \
+        zip(dn.input_spatial, dn.kernel_spatial, dn.output_spatial)
+    for ls, ks, os in spatial_dims:
+        windows, window_size = out[os], rhs[ks]
+        remaining = [lhs[ls]]
+
+        def spatial(size, contracting, ls=ls, ks=ks, os=os, remaining=remaining):
+            size = min(remaining[0], size)
+            if size > 1:
+                if contracting:
+                    b.add(size, [ls, ks], [None], REDUCTION)
+                else:
+                    b.add(size, [ls, None], [os], PERM)
+                remaining[0] //= size
+        if windows >= window_size:
+            spatial(windows, False)
+            spatial(window_size, True)
         else:
-            b.add(out[os], [ls, None], [os], PERM)
-            b.add(rhs[ks], [None, ks], [None], REDUCTION)
+            spatial(window_size, True)
+            spatial(windows, False)
+    if groups > 1:
+        b.add(groups, [dn.input_feature, dn.kernel_output_feature], [dn.output_feature])
+    b.add(rhs[dn.kernel_input_feature], [dn.input_feature, dn.kernel_input_feature], [None],
+          REDUCTION)
+    out_features = out[dn.output_feature] // (batch_groups * groups)
+    if out_features > 1:
+        b.add(out_features, [None, dn.kernel_output_feature], [dn.output_feature])
     return b.build()
+
+
+def _gather_scatter_factors(add, x, slices, indices, index_vector_dim, offset_dims,
+                            collapsed_dims, input_batching, indices_batching, scatter_kind):
+    """Shardy's factors of a gather (`scatter_kind` None) or scatter, walking the slices
+    (gather result, scatter updates) dims in order: an offset dim is one factor with the
+    input dim when whole, else (scatter) two need-replication factors, (gather, slice of 1)
+    a reduction of the input and a need-replication of the slice, (gather) one blocked
+    need-replication; a batch dim is one factor with the indices dim (and the input's
+    explicit batching dim), for a scatter's implicit one `scatter_kind`. Then the collapsed
+    (inserted) dims, then the index vector dim. `add(input, indices, slices, size, kind,
+    blocked)` maps one factor."""
+    input_dim = 0
+    batch_pos = 0
+    for slices_dim, slices_size in enumerate(slices):
+        if slices_dim in offset_dims:
+            while input_dim in collapsed_dims or input_dim in input_batching:
+                input_dim += 1
+            size = x[input_dim]
+            if size == slices_size:
+                add(input_dim, None, slices_dim, size, PASS, False)
+            elif scatter_kind is not None:
+                add(input_dim, None, None, size, NEED, False)
+                add(None, None, slices_dim, slices_size, NEED, False)
+            elif slices_size == 1:
+                add(input_dim, None, None, size, REDUCTION, False)
+                add(None, None, slices_dim, slices_size, NEED, False)
+            else:
+                add(input_dim, None, slices_dim, size, NEED, True)
+            input_dim += 1
+        else:
+            indices_dim = batch_pos if batch_pos < index_vector_dim else batch_pos + 1
+            explicit = indices_dim in indices_batching
+            input_batch = (input_batching[indices_batching.index(indices_dim)]
+                           if explicit else None)
+            kind = scatter_kind if scatter_kind is not None and not explicit else PASS
+            add(input_batch, indices_dim, slices_dim, slices_size, kind, False)
+            batch_pos += 1
+    for d in collapsed_dims:
+        size = x[d]
+        kind = PASS if scatter_kind is not None else (NEED if size == 1 else REDUCTION)
+        add(d, None, None, size, kind, False)
+    if index_vector_dim < len(indices):
+        add(None, index_vector_dim, None, indices[index_vector_dim], NEED, False)
 
 
 @RULES.register("gather")
 def gather_rule(inst):
-    """Batch dims of the indices (and explicit batching dims) pass to the result; whole
-    offset dims pass from the operand; sliced offset dims need replication (blocked);
-    collapsed dims are reduction factors (a masked local gather then an all-reduce)."""
+    """Shardy's gather rule (`_gather_scatter_factors`): collapsed dims are reduction
+    factors (a masked local gather, then an all-reduce)."""
     b = builder_for(inst)
     x, indices = b.operand_dims
     a = inst.attrs
-    offset_out = list(a.offset_dims)
-    batch_out = [d for d in range(len(inst.shape.dims)) if d not in a.offset_dims]
-    index_batch = [d for d in range(len(indices)) if d != a.index_vector_dim]
-    out_of_index = dict(zip(index_batch, batch_out))
-    batching = dict(zip(a.start_indices_batching_dims, a.operand_batching_dims))
-    for di in index_batch:
-        operand_dim = batching.get(di)
-        b.add(indices[di], [operand_dim, di], [out_of_index[di]])
-    offsets = iter(offset_out)
-    for d, size in enumerate(x):
-        if d in a.operand_batching_dims:
-            continue
-        if d in a.collapsed_slice_dims:
-            b.add(size, [d, None], [None], REDUCTION if size > 1 else NEED)
-            continue
-        od = next(offsets)
-        if a.slice_sizes[d] == size:
-            b.add(size, [d, None], [od])
-        else:
-            b.add(size, [d, None], [None], NEED, blocked=True)
-            b.add(a.slice_sizes[d], [None, None], [od])
-    if a.index_vector_dim < len(indices):
-        b.add(indices[a.index_vector_dim], [None, a.index_vector_dim], [None], NEED)
+
+    def add(input_dim, indices_dim, slices_dim, size, kind, blocked):
+        b.add(size, [input_dim, indices_dim], [slices_dim], kind, blocked=blocked)
+    _gather_scatter_factors(add, x, inst.shape.dims, indices, a.index_vector_dim,
+                            tuple(a.offset_dims), tuple(a.collapsed_slice_dims),
+                            tuple(a.operand_batching_dims),
+                            tuple(a.start_indices_batching_dims), None)
     return b.build()
+
+
+_COMBINERS = ("add", "mul", "max", "min")
+
+
+def _common_reduction(inst, n: int) -> bool:
+    """Whether every output of the scatter's combiner is one same associative, commutative
+    op of its two arguments (Shardy's getCommonSupportedReductionOp): add, mul, max, min,
+    and/or on predicates."""
+    kinds = [reducer_kind(inst.attrs.to_apply)] if n == 1 else \
+        componentwise_kinds(inst.attrs.to_apply)
+    if not kinds or len(set(kinds)) != 1:
+        return False
+    logical = kinds[0] in ("and", "or") and inst.operands[0].shape.dtype is PRED
+    return kinds[0] in _COMBINERS or logical
 
 
 @RULES.register("scatter")
 def scatter_rule(inst):
-    """Inputs<->results<->update window dims where whole; scatter (batch) dims of the
-    indices<->updates are a reduction for an add combiner (partial updates then all-reduce),
-    else need replication; inserted dims pass through inputs<->results."""
+    """Shardy's scatter rule (`_gather_scatter_factors`, updates as the slices): inputs and
+    results alike; the updates' implicit batch dims are a reduction for a common combiner
+    (partial updates, then an all-reduce), else need replication; inserted dims pass
+    through inputs<->results."""
     b = builder_for(inst)
     a = inst.attrs
     n = len(b.operand_dims) // 2
     x, indices, update = b.operand_dims[0], b.operand_dims[n], b.operand_dims[n + 1]
-    window = iter(a.update_window_dims)
-    update_scatter = [d for d in range(len(update)) if d not in a.update_window_dims]
-    index_batch = [d for d in range(len(indices)) if d != a.index_vector_dim]
-    update_of_index = dict(zip(index_batch, update_scatter))
-    batching = dict(zip(a.scatter_indices_batching_dims, a.input_batching_dims))
-    scatter_kind = REDUCTION if reducer_kind(a.to_apply) in ("add", "or") else NEED
-    for di in index_batch:
-        xd = batching.get(di)
-        if xd is not None:
-            b.add(indices[di], [xd] * n + [di] + [update_of_index[di]] * n, [xd] * n)
-        else:
-            b.add(indices[di], [None] * n + [di] + [update_of_index[di]] * n, [None] * n,
-                  scatter_kind)
-    for d, size in enumerate(x):
-        if d in a.input_batching_dims:
-            continue
-        if d in a.inserted_window_dims:
-            b.add(size, [d] * n + [None] * (n + 1), [d] * n)
-            continue
-        ud = next(window)
-        if update[ud] == size:
-            b.add(size, [d] * n + [None] + [ud] * n, [d] * n)
-        else:
-            b.add(size, [d] * n + [None] * (n + 1), [d] * n)
-            b.add(update[ud], [None] * (n + 1) + [ud] * n, [None] * n, NEED)
-    if a.index_vector_dim < len(indices):
-        b.add(indices[a.index_vector_dim], [None] * n + [a.index_vector_dim] + [None] * n,
-              [None] * n, NEED)
+
+    def add(input_dim, indices_dim, slices_dim, size, kind, blocked):
+        b.add(size, [input_dim] * n + [indices_dim] + [slices_dim] * n, [input_dim] * n, kind,
+              blocked=blocked)
+    _gather_scatter_factors(add, x, update, indices, a.index_vector_dim,
+                            tuple(a.update_window_dims), tuple(a.inserted_window_dims),
+                            tuple(a.input_batching_dims),
+                            tuple(a.scatter_indices_batching_dims),
+                            REDUCTION if _common_reduction(inst, n) else NEED)
     return b.build()
 
 
@@ -243,13 +294,25 @@ def cholesky_rule(inst):
 
 @RULES.register("triangular-solve")
 def triangular_solve_rule(inst):
+    """Shardy's rule: batch dims pointwise; then, for ``op(a) @ x = b`` (left side), a's
+    non-contracting dim with b's rows, b's columns with the result's, a's contracting dim
+    with the result's rows; for ``x @ op(a) = b`` the mirror image. All but the batch
+    need replication."""
     b = builder_for(inst)
     a_dims, b_dims = b.operand_dims
-    rank = len(b_dims)
-    for d in range(rank - 2):
-        b.add(b_dims[d], [d, d], [d])
-    for d in range(rank - 2, rank):
-        b.add(a_dims[d], [d, None], [None], NEED)
-    for d in range(rank - 2, rank):
-        b.add(b_dims[d], [None, d], [d], NEED)
+    rank = len(a_dims)
+    for d, size in enumerate(a_dims[:-2]):
+        b.add(size, [d, d], [d])
+    dim1, dim2 = rank - 2, rank - 1
+    transposed = (inst.attrs.transpose_a or "NO_TRANSPOSE") in ("TRANSPOSE", "ADJOINT")
+    if inst.attrs.left_side:
+        non_contracting, contracting = (dim2, dim1) if transposed else (dim1, dim2)
+        b.add(a_dims[non_contracting], [non_contracting, dim1], [None], NEED)
+        b.add(b_dims[dim2], [None, dim2], [dim2], NEED)
+        b.add(a_dims[contracting], [contracting, None], [dim1], NEED)
+    else:
+        non_contracting, contracting = (dim1, dim2) if transposed else (dim2, dim1)
+        b.add(b_dims[dim1], [None, dim1], [dim1], NEED)
+        b.add(a_dims[non_contracting], [non_contracting, dim2], [None], NEED)
+        b.add(a_dims[contracting], [contracting, None], [dim2], NEED)
     return b.build()

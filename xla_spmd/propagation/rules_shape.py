@@ -13,7 +13,7 @@ import math
 
 from xla_spmd.ir import OPS
 from xla_spmd.propagation.factors import FactorType, RuleBuilder
-from xla_spmd.propagation.registry import RULES, builder_for
+from xla_spmd.propagation.registry import RULES, builder_for, is_conservative
 
 PASS = FactorType.PASS_THROUGH
 PERM = FactorType.PERMUTATION
@@ -65,13 +65,9 @@ def broadcast_rule(inst):
 @RULES.register("transpose")
 def transpose_rule(inst):
     b = builder_for(inst)
-    perm = inst.attrs.dimensions
-    factors = {}
-    for d in range(len(perm)):
-        factors[perm[d]] = (d, b.operand_dims[0][perm[d]])
-    for i in range(len(perm)):
-        d, size = factors[i]
-        b.add(size, [i], [d])
+    # one factor per result dim, in result order (Shardy's numbering)
+    for d, i in enumerate(inst.attrs.dimensions):
+        b.add(b.operand_dims[0][i], [i], [d])
     return b.build()
 
 
@@ -99,14 +95,14 @@ def _mismatch_pointwise(inst, changed, kind=PERM, blocked=False):
 def slice_rule(inst):
     x = inst.operands[0].shape.dims
     changed = {d for d, s in enumerate(inst.attrs.slice) if s.output_size() != x[d]}
-    return _mismatch_pointwise(inst, changed).build()
+    return _mismatch_pointwise(inst, changed, blocked=is_conservative()).build()
 
 
 @RULES.register("pad")
 def pad_rule(inst):
     changed = {d for d, p in enumerate(inst.attrs.padding)
                if (p.low, p.high, p.interior) != (0, 0, 0)}
-    return _mismatch_pointwise(inst, changed).build()
+    return _mismatch_pointwise(inst, changed, blocked=is_conservative()).build()
 
 
 @RULES.register("dynamic-slice")
@@ -121,12 +117,14 @@ def dynamic_update_slice_rule(inst):
     b = builder_for(inst)
     x, update = b.operand_dims[0], b.operand_dims[1]
     nulls = [None] * (len(b.operand_dims) - 2)
+    constant_indices = all(o.opcode == "constant" for o in inst.operands[2:])
     for d, size in enumerate(x):
         if update[d] == size:
             b.add(size, [d, d, *nulls], [d])
-        else:   # the operand/result dim and the (smaller) update dim are factors apart
+        else:   # the operand/result dim and the (smaller) update dim are factors apart;
+            # the update's needs replication, unless every start index is a constant
             b.add(size, [d, None, *nulls], [d])
-            b.add(update[d], [None, d, *nulls], [None])
+            b.add(update[d], [None, d, *nulls], [None], PASS if constant_indices else NEED)
     return b.build()
 
 
@@ -134,9 +132,17 @@ def dynamic_update_slice_rule(inst):
 def concatenate_rule(inst):
     b = builder_for(inst)
     (dim,) = inst.attrs.dimensions
-    # Concatenating slices (of one tensor) only moves data: a permutation, not a gather.
-    kind = PERM if all(o.op.name == "slice" for o in inst.operands) else NEED
-    b.pointwise(inst.shape.dims, {dim: kind})
+    # Concatenating slices, or a tensor with slices of itself, only moves data: a
+    # permutation, not a gather (Shardy's registry).
+    def before_slice(o):
+        return o.operands[0] if o.op.name == "slice" else o
+    slices = [o.op.name == "slice" for o in inst.operands]
+    same = len({before_slice(o) for o in inst.operands}) == 1
+    kind = PERM if all(slices) or (same and any(slices)) else NEED
+    for d, size in enumerate(inst.shape.dims):
+        if d == dim and is_conservative():
+            continue    # no factor for the concatenated dim
+        b.add(size, [d] * len(inst.operands), [d], kind if d == dim else PASS)
     return b.build()
 
 
@@ -157,12 +163,13 @@ def reshape_rule(inst):
 
 
 def reshape_factors(b: RuleBuilder, x: tuple[int, ...], out: tuple[int, ...]) -> RuleBuilder:
-    """Factor a reshape ``x -> out``: common GCD factors from the major end while the
-    remaining sizes share one, then from the minor end; the middle gets factors of its own.
+    """Factor a reshape ``x -> out`` as Shardy does: walking both shapes from the major end,
+    a size-1 dim gets a size-1 factor of its own; while the factors so far agree, the GCD
+    of the next in and out sizes is a common factor (or, GCD 1, each gets its own); once
+    they diverge, the side behind gets the factor that lets them converge again.
 
-    Worked example ``8x4 -> 2x16``: major end gcd(8,2)=2 (i), gcd(4,16)=4 (j), gcd(4,4)=4 (k):
-    ``([ij, k])->([i, jk])``. For ``6x4 -> 4x6`` the major end shares 2, the minor end 2, and
-    3 (in), 2 (out), 2 (in), 3 (out) stay alone.
+    Worked example ``8x4 -> 2x16``: gcd(8,2)=2 (i), gcd(4,16)=4 (j), gcd(4,4)=4 (k):
+    ``([ij, k])->([i, jk])``. For ``3x2 -> 2x3`` no size is shared: ``([i, l])->([j, k])``.
     """
     if 0 in x or 0 in out:
         for d, size in enumerate(x):
@@ -170,55 +177,48 @@ def reshape_factors(b: RuleBuilder, x: tuple[int, ...], out: tuple[int, ...]) ->
         for d, size in enumerate(out):
             b.add(size, [None], [d])
         return b
-    # Size-1 dims carry no data; each gets its own size-1 factor.
-    in_dims = [d for d, s in enumerate(x) if s != 1]
-    out_dims = [d for d, s in enumerate(out) if s != 1]
-    in_left = {d: x[d] for d in in_dims}
-    out_left = {d: out[d] for d in out_dims}
-    major: list[tuple[int, int, int]] = []   # (size, in dim, out dim)
-    i = o = 0
-    while i < len(in_dims) and o < len(out_dims):
-        g = math.gcd(in_left[in_dims[i]], out_left[out_dims[o]])
-        if g == 1:
-            break
-        major.append((g, in_dims[i], out_dims[o]))
-        in_left[in_dims[i]] //= g
-        out_left[out_dims[o]] //= g
-        if in_left[in_dims[i]] == 1:
-            i += 1
-        if out_left[out_dims[o]] == 1:
-            o += 1
-    minor: list[tuple[int, int, int]] = []
-    ri, ro = len(in_dims) - 1, len(out_dims) - 1
-    if i < len(in_dims) and o < len(out_dims):
-        while ri >= i and ro >= o:
-            di, do = in_dims[ri], out_dims[ro]
-            if (ri, ro) == (i, o) or in_left[di] == 1 or out_left[do] == 1:
-                break
-            g = math.gcd(in_left[di], out_left[do])
-            if g == 1:
-                break
-            minor.append((g, di, do))
-            in_left[di] //= g
-            out_left[do] //= g
-            if in_left[di] == 1:
-                ri -= 1
-            if out_left[do] == 1:
-                ro -= 1
-    # Dims in the middle keep what is left as factors of their own.
-    for size, di, do in major:
-        b.add(size, [di], [do])
-    for d, size in enumerate(x):
-        if size == 1:
-            b.add(1, [d], [None])
-        elif in_left.get(d, 1) > 1:
-            b.add(in_left[d], [d], [None])
-    for d, size in enumerate(out):
-        if size == 1:
-            b.add(1, [None], [d])
-        elif out_left.get(d, 1) > 1:
-            b.add(out_left[d], [None], [d])
-    for size, di, do in reversed(minor):
-        b.add(size, [di], [do])
-    return b
+    in_dim = out_dim = 0
+    dims_in = dims_out = factors_in = factors_out = 1
+    while in_dim < len(x) or out_dim < len(out):
+        if in_dim < len(x) and x[in_dim] == 1:
+            b.add(1, [in_dim], [None])
+            in_dim += 1
+            continue
+        if out_dim < len(out) and out[out_dim] == 1:
+            b.add(1, [None], [out_dim])
+            out_dim += 1
+            continue
+        if in_dim < len(x) and dims_in == factors_in:
+            dims_in *= x[in_dim]
+        if out_dim < len(out) and dims_out == factors_out:
+            dims_out *= out[out_dim]
+        next_in, next_out = dims_in // factors_in, dims_out // factors_out
+        g = math.gcd(next_in, next_out)
 
+        def diverged(factor, smaller, larger, g=g):
+            if larger % smaller == 0 and factor % (larger // smaller) == 0:
+                return larger // smaller    # converges the two sides
+            return factor // g if factor > g else factor
+        if factors_in == factors_out:
+            if g > 1:
+                b.add(g, [in_dim], [out_dim])
+                factors_in *= g
+                factors_out *= g
+            else:
+                b.add(next_in, [in_dim], [None])
+                factors_in *= next_in
+                b.add(next_out, [None], [out_dim])
+                factors_out *= next_out
+        elif factors_in < factors_out:
+            factor = diverged(next_in, factors_in, factors_out)
+            b.add(factor, [in_dim], [None])
+            factors_in *= factor
+        else:
+            factor = diverged(next_out, factors_out, factors_in)
+            b.add(factor, [None], [out_dim])
+            factors_out *= factor
+        if in_dim < len(x) and dims_in == factors_in:
+            in_dim += 1
+        if out_dim < len(out) and dims_out == factors_out:
+            out_dim += 1
+    return b

@@ -25,6 +25,7 @@ from __future__ import annotations
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import Computation, Instruction, Module, TupleShape
 from xla_spmd.ir.custom_calls import DATA_FLOW_EDGE, FUNC_RESULT_SHARDING, MANUAL_BODY
+from xla_spmd.ir.hlo_printer import FUNCTION_ORDER
 from xla_spmd.sharding import TensorSharding, is_unconstrained, print_sharding_per_value
 from xla_spmd.stablehlo.lexer import escape
 from xla_spmd.stablehlo.registry import PRINTERS
@@ -59,9 +60,11 @@ def sharding_attr(inst: Instruction) -> str:
 def says_something(inst: Instruction, scalars: bool = True) -> bool:
     """Whether `inst` has a sharding worth printing: some leaf constrains something (an
     all-open, unsharded sharding is what no sharding means, and Shardy prints none; nor,
-    unless `scalars`, a scalar's ``[]``, which propagation gives every scalar op)."""
+    unless `scalars`, a scalar's ``[]``, which propagation gives every scalar op). An op
+    with no results prints the one it was given (``<@mesh, []>``, where it runs)."""
+    no_results = inst.shape.is_tuple and not inst.shape.leaves()
     return any(isinstance(s, TensorSharding) and not is_unconstrained(s)
-               and (scalars or s.rank > 0 or s.replicated or s.unreduced)
+               and (scalars or no_results or s.rank > 0 or s.replicated or s.unreduced)
                for s in inst.sharding_leaves())
 
 
@@ -87,8 +90,11 @@ class ModuleExporter:
         for name, mesh in declared_meshes(module).items():
             kept = f" {mesh_attrs[name]}" if name in mesh_attrs else ""
             lines.append(f"  sdy.mesh @{name} = {print_mesh(mesh)}{kept}")
-        functions = [module.entry] + [c for c in module.computations
-                                      if c is not module.entry and self._is_function(c)]
+        functions = [module.entry] + sorted(
+            (c for c in module.computations if c is not module.entry and self._is_function(c)),
+            key=function_order)
+        if function_order(module.entry) != float("inf"):   # the text's order, entry too
+            functions.sort(key=function_order)
         for computation in functions:
             lines.extend(FunctionExporter(self).function(computation,
                                                          computation is module.entry))
@@ -107,6 +113,13 @@ class ModuleExporter:
                     return True
                 called = called or computation in inst.called_computations()
         return not called   # a function nothing calls (regions are always called)
+
+
+def function_order(computation: Computation) -> float:
+    """Where `computation` stood in the StableHLO text it came from (functions print in that
+    order; others after them, as they come)."""
+    order = next((v for k, v in computation.extras if k == FUNCTION_ORDER), None)
+    return float(order) if order is not None else float("inf")
 
 
 def _symbol(name: str) -> str:
@@ -212,6 +225,10 @@ class FunctionExporter:
                 self.edge_owners.add(owner.operands[0] if owner.opcode == "get-tuple-element"
                                      else owner)
         for inst in computation.instructions:
+            if inst in skip and inst not in self.names:
+                # a result's sharding wrapper, printed on the signature: other users (dead
+                # code a program may keep) read its operand
+                self.names[inst] = self.ref(inst.operands[0])
             if inst.opcode == "parameter" or inst in skip or inst in self.names:
                 continue
             if inst.opcode == "tuple" and self._implicit_tuple(inst, users[inst], root):

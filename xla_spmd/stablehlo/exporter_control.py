@@ -61,7 +61,8 @@ def _while(fx, inst, indent):
     shown = shown.replace(frontend_attributes=tuple(
         (k, v) for k, v in inst.frontend_attributes if k != WHILE_OPERANDS))
     sharding = attr_dict(shown, with_sharding=inst not in fx.edge_owners)
-    return (f"stablehlo.while({inits}){' attributes' + sharding if sharding else ''} : {types}"
+    # MLIR's form: the attribute dictionary (with its keyword) after the types
+    return (f"stablehlo.while({inits}) : {types}{' attributes' + sharding if sharding else ''}"
             f"\n{indent}cond {{\n" + "\n".join(cond) + f"\n{indent}}} do {{\n"
             + "\n".join(body) + f"\n{indent}}}")
 

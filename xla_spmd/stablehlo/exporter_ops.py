@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from xla_spmd.ir import ArrayShape, Instruction
-from xla_spmd.ir.custom_calls import SHARDING_RULE
+from xla_spmd.ir.custom_calls import SDY_CONSTANT, SHARDING_RULE
 from xla_spmd.sharding import TensorSharding
 from xla_spmd.stablehlo.exporter import (
     ExportError,
@@ -115,6 +115,10 @@ def _reduce_precision(fx, inst, indent):
 @printer("constant")
 def _constant(fx, inst, indent):
     value = np.asarray(inst.attrs.literal.value)
+    if inst.frontend_attribute(SDY_CONSTANT) is not None:
+        plain = inst.replace(frontend_attributes=tuple(
+            (k, v) for k, v in inst.frontend_attributes if k != SDY_CONSTANT))
+        return f"sdy.constant{attr_dict(plain)} {print_dense(value)} : {print_type(inst.shape)}"
     return f"stablehlo.constant{attr_dict(inst)} {print_dense(value)} : {print_type(inst.shape)}"
 
 
@@ -195,8 +199,9 @@ def _get_tuple_element(fx, inst, indent):
 def _opt_barrier(fx, inst, indent):
     (packed,) = inst.operands
     values = packed.operands if packed.opcode == "tuple" else (packed,)
-    return (f"stablehlo.optimization_barrier {refs(fx, values)}"
-            f"{attr_dict(inst, with_sharding=inst not in fx.edge_owners)} : "
+    # MLIR's form: the attribute dictionary before the operands
+    attrs = attr_dict(inst, with_sharding=inst not in fx.edge_owners)
+    return (f"stablehlo.optimization_barrier{attrs} {refs(fx, values)} : "
             f"{', '.join(print_type(v.shape) for v in values)}")
 
 
@@ -328,9 +333,15 @@ def _reduce(fx, inst, indent):
         fx.arg_counter += 0
         return (f"stablehlo.reduce{groups} applies {simple} across dimensions = "
                 f"{ints(a.dimensions)}{attr_dict(inst)} : {fn_type(inst)}")
-    region = fx.scalar_region(a.to_apply, indent)
-    return (f'"stablehlo.reduce"({refs(fx, inst.operands)}) <{{dimensions = '
-            f"{array_attr(a.dimensions)}}}> ({region}){attr_dict(inst)} : {fn_type(inst)}")
+    # MLIR's pretty form: the reducer's arguments in (element, accumulator) pairs
+    params = a.to_apply.parameters
+    names = [fx.new_arg() for _ in params]
+    pairs = " ".join(f"({names[i]}: {print_type(params[i].shape)}, {names[i + half]}: "
+                     f"{print_type(params[i + half].shape)})" for i in range(half))
+    lines = fx.region(a.to_apply, indent + "  ", names)
+    return (f"stablehlo.reduce{groups} across dimensions = {ints(a.dimensions)}"
+            f"{attr_dict(inst)} : {fn_type(inst)}\n{indent} reducer{pairs} {{\n"
+            + "\n".join(lines) + f"\n{indent}}}")
 
 
 def _window_props(window, with_dilations=True) -> str:
@@ -408,6 +419,17 @@ def _fft(fx, inst, indent):
 def _cholesky(fx, inst, indent):
     lower = "true" if inst.attrs.lower else "false"
     return (f'"stablehlo.cholesky"({fx.ref(inst.operands[0])}) <{{lower = {lower}}}>'
+            f"{attr_dict(inst)} : {fn_type(inst)}")
+
+
+@printer("triangular-solve")
+def _triangular_solve(fx, inst, indent):
+    a = inst.attrs
+    flag = {True: "true", False: "false"}
+    props = (f"left_side = {flag[bool(a.left_side)]}, lower = {flag[bool(a.lower)]}, "
+             f"transpose_a = #stablehlo<transpose {a.transpose_a or 'NO_TRANSPOSE'}>, "
+             f"unit_diagonal = {flag[bool(a.unit_diagonal)]}")
+    return (f'"stablehlo.triangular_solve"({refs(fx, inst.operands)}) <{{{props}}}>'
             f"{attr_dict(inst)} : {fn_type(inst)}")
 
 

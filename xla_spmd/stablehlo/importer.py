@@ -35,7 +35,15 @@ Invariants of the result, whatever the input:
 from __future__ import annotations
 
 from xla_spmd.errors import ParseError
-from xla_spmd.ir import Computation, Instruction, Module, TupleShape
+from xla_spmd.ir import (
+    Computation,
+    Instruction,
+    Module,
+    TupleShape,
+    map_computations,
+    rebind_called,
+)
+from xla_spmd.ir.hlo_printer import FUNCTION_ORDER
 from xla_spmd.sharding.meshes import MESH_ATTRS_KEY, meshes_header
 from xla_spmd.stablehlo.importer_ops import convert_op
 from xla_spmd.stablehlo.importer_shardings import arg_sharding, common_gspmd_mesh, finish_results
@@ -73,6 +81,30 @@ def module_mesh_attributes(module: Module) -> dict[str, str]:
         attrs[name] = s.balanced("{", "}")
         s.accept(",")
     return attrs
+
+
+def _text_order(module: Module, text_order: list[str]) -> Module:
+    """`module` with each function's place in the text (`FUNCTION_ORDER`) when the
+    exporter's default order (the entry, then callees first) is not the text's: only an
+    order that needs saying is kept, so that a module printed and read back is the same."""
+    default = [module.entry.name] + [c.name for c in module.computations
+                                     if c is not module.entry and c.name in text_order]
+    if [n for n in text_order if n in default] == default:
+        return module
+
+    def mark(computation: Computation, replaced: dict) -> Computation:
+        extras = computation.extras
+        if computation.name in text_order:
+            extras = tuple(extras) + ((FUNCTION_ORDER, str(text_order.index(computation.name))),)
+        new: dict[Instruction, Instruction] = {}
+        for inst in computation.instructions:
+            rebound = rebind_called(inst, replaced)
+            operands = tuple(new.get(o, o) for o in inst.operands)
+            new[inst] = rebound if operands == inst.operands else \
+                rebound.replace(operands=operands)
+        return Computation(computation.name, tuple(new.values()), new[computation.root],
+                           extras)
+    return map_computations(module, mark)
 
 
 class ModuleImporter:
@@ -157,7 +189,7 @@ class ModuleImporter:
         unreachable = [c for c in extra if c.name not in reachable]
         if unreachable:  # kept, in text order (MLIR prints every function, in order)
             module = Module.from_entry(module.name, entry, module.header, unreachable)
-        return module
+        return _text_order(module, [f.name for f in tree.functions])
 
     def header(self) -> tuple[tuple[str, str], ...]:
         """Module attributes as HLO header pairs, then the meshes."""

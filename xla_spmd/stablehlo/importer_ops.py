@@ -29,7 +29,7 @@ from xla_spmd.ir import (
     TupleShape,
     Window,
 )
-from xla_spmd.ir.custom_calls import SHARDING_RULE
+from xla_spmd.ir.custom_calls import SDY_CONSTANT, SHARDING_RULE
 from xla_spmd.sharding import TensorSharding, print_sharding_per_value
 from xla_spmd.stablehlo.importer_quant import convert_quantized, is_quantized_op
 from xla_spmd.stablehlo.registry import CONVERTERS
@@ -235,7 +235,8 @@ def _constant(importer, scope, node, operands):
         array = np.broadcast_to(array, shape.dims)  # a splat stays one value, however large
     else:
         array = np.array(array)
-    return scope.emit("constant", (), shape, literal=Literal(array))
+    frontend = ((SDY_CONSTANT, "true"),) if node.name == "sdy.constant" else ()
+    return scope.emit("constant", (), shape, literal=Literal(array), frontend=frontend)
 
 
 @converter("stablehlo.iota")

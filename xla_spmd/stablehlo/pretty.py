@@ -248,6 +248,8 @@ def _while(p, node: OpNode) -> None:
     if s.accept_word("attributes"):
         node.attrs.update(p.attr_dict())
     _signature(p, node)
+    if s.accept_word("attributes"):     # MLIR prints them here, after the types
+        node.attrs.update(p.attr_dict())
     args = list(zip(names, node.result_types))
     s.expect("cond")
     node.regions.append(p.region(args))

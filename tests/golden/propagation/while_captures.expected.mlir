@@ -4,7 +4,7 @@ module @while_captures {
     %0 = stablehlo.constant dense<0> : tensor<i32>
     %1 = stablehlo.constant dense<1> : tensor<i32>
     %2 = stablehlo.constant dense<32> : tensor<i32>
-    %3:2 = stablehlo.while(%iterArg = %arg0, %iterArg_0 = %0) attributes {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"a", ?}, {"b", ?}]>, <@mesh, []>]>} : tensor<32x96xf32>, tensor<i32>
+    %3:2 = stablehlo.while(%iterArg = %arg0, %iterArg_0 = %0) : tensor<32x96xf32>, tensor<i32> attributes {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"a", ?}, {"b", ?}]>, <@mesh, []>]>}
     cond {
       %4 = stablehlo.compare  LT, %iterArg_0, %2 : (tensor<i32>, tensor<i32>) -> tensor<i1>
       stablehlo.return %4 : tensor<i1>
