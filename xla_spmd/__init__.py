@@ -89,7 +89,7 @@ _EXPORTS = {
 # Submodules reachable as attributes (xs.distributed.initialize(), xs.numpy, ...).
 # `xs.partition` is the partitioner's package (`xs.partition.partition(module, mesh)`): once
 # imported, Python makes a subpackage an attribute of its parent, so it cannot be a function.
-_SUBMODULES = {"checkpoint", "config", "distributed", "errors", "lax", "nn", "numpy",
+_SUBMODULES = {"checkpoint", "config", "debug", "distributed", "errors", "lax", "nn", "numpy",
                "partition", "pipeline", "random", "tree"}
 
 
