@@ -53,6 +53,9 @@ _TRACES: list[Trace] = []
 # of the forward op whose VJP rule is running (its backward ops point at the same line).
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _SOURCES: list[str] = []
+# Functions ``infer(inst, operands) -> sharding | None`` asked for the sharding type of each
+# op bound without a sharding (xla_spmd.frontend.sharding_types installs one).
+TYPE_RULES: list = []
 _NAMES = itertools.count(1)
 
 
@@ -296,6 +299,12 @@ class Trace:
             metadata = source_metadata()
             if metadata is not None:
                 extra = {**extra, "extras": (*extras, ("metadata", metadata))}
+        if "sharding" not in extra:
+            for rule in TYPE_RULES:
+                typed = rule(inst, operands)
+                if typed is not None:
+                    extra = {**extra, "sharding": typed}
+                    break
         if extra:
             inst = inst.replace(**extra)
             self.builder.instructions[-1] = inst
