@@ -62,6 +62,7 @@ LOCAL_TO_GLOBAL = "xla.sdy.LocalToGlobalShape"
 FULL_TO_SHARD = "SPMDFullToShardShape"
 SHARD_TO_FULL = "SPMDShardToFullShape"
 DEBUG_CALLBACK = "xla_spmd.debug_callback"         # xs.debug.callback / xs.debug.print
+PVARY = "xla_spmd.pvary"   # lax.pvary in a shard_map body: the value, typed as varying
 
 # The check ops of StableHLO interpreter test files (``check.expect_eq`` ...).
 INTERPRETER_CHECKS = ("expect_eq_const", "expect_almost_eq_const", "expect_eq",
@@ -80,6 +81,7 @@ TARGETS: dict[str, Role] = {
     "MoveToHost": Role.MARKER,
     "MoveToDevice": Role.MARKER,
     "InspectSharding": Role.MARKER,
+    PVARY: Role.MARKER,
     SHARDING_GROUP: Role.GROUP,
     "ShardingGroup": Role.GROUP,
     GLOBAL_TO_LOCAL: Role.MANUAL_ENTRY,
