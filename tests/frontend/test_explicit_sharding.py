@@ -94,6 +94,9 @@ OP_CASES = [
     ("slice_unsharded_dim", lambda x, w: x[:, 1:3], P("a", None)),
     ("slice_to_ones", lambda x, w: x[3:4, 0:1], P(None, None)),
     ("concatenate_alike", lambda x, w: xnp.concatenate([x, x * 2], axis=1), P("a", None)),
+    ("argmax_variadic_reduce", lambda x, w: xnp.argmax(x, axis=1), P("a")),
+    ("sort_unsharded_dim", lambda x, w: xnp.sort(-x, axis=1), P("a", None)),
+    ("cumsum_unsharded_dim", lambda x, w: xnp.cumsum(x, axis=1), P("a", None)),
 ]
 
 
@@ -126,6 +129,10 @@ ERROR_CASES = [
      "not divisible by mesh axes"),
     ("concatenate_different", lambda x, y: xnp.concatenate([x, y]), (P("a"), P(None, "b")),
      "should have the same sharding"),
+    ("cumsum_sharded_dim", lambda x, y: xnp.cumsum(x, axis=0), (P("a"), P()),
+     "unsharded over the axis being reduced"),
+    ("sort_sharded_dim", lambda x, y: xnp.sort(x, axis=0), (P("a"), P()),
+     "unsharded over the sorting dimension"),
 ]
 
 

@@ -12,13 +12,18 @@ operands' specs:
 * ``broadcast``, ``transpose``: the operand's spec moved with its dims; new dims replicated;
 * ``reshape``: splitting or merging dims keeps the sharding of the major dim when the mesh
   axes divide the sizes; anything else fails (give ``out_sharding``);
-* ``reduce``: the reduced dims' axes are gone (the result is replicated over them);
+* ``reduce``: the reduced dims' axes are gone (the result is replicated over them); a
+  variadic reduce (argmax) gives each result the merged spec of its operands;
+* ``reduce-window`` (cumulative sums, pooling): a dim with a window must be unsharded;
+* ``sort``: the sorted dim must be unsharded, and the operands sharded alike;
+* ``get-tuple-element``: the element's type;
 * ``dot``: batch dims must be sharded alike; contracting dims sharded on both sides fail
   (give ``out_sharding``); the result is batch, lhs free, rhs free dims;
 * ``slice``, ``dynamic-slice``, ``pad``: the operand's spec, where each changed dim's size
   still divides by its shards (else fail); all-ones results are replicated;
 * ``concatenate``, ``dynamic-update-slice``: the operands must agree;
-* other ops: replicated when every typed operand is; else untyped (propagation places them).
+* other ops (gather, scatter, convolution, control flow, custom calls): replicated when
+  every typed operand is; else untyped (propagation places them).
 
 A type becomes the instruction's sharding, a hard constraint for propagation (closed dims on
 an all-Explicit mesh, open ones where Auto axes may be added). Untyped operands (constants,
@@ -34,7 +39,7 @@ values of Auto meshes) count as replicated. Inside `auto_axes`, in the backward 
 ...     print("y:", xs.typeof(x * 2).sharding.spec, "s:", xs.typeof(x.sum(0)).sharding.spec)
 ...     return x
 >>> _ = f(x)
-y: P('a', None) s: P(None,)
+y: P('a', None) s: P(None)
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ from collections.abc import Callable, Iterator
 from xla_spmd.errors import ShardingError
 from xla_spmd.frontend import tracing
 from xla_spmd.frontend.tracing import Tracer
-from xla_spmd.ir import ArrayShape, Instruction, Registry
+from xla_spmd.ir import ArrayShape, Instruction, Registry, TupleShape
 from xla_spmd.ir.ops import Family
 from xla_spmd.mesh import AxisRef, Mesh
 from xla_spmd.sharding import DimSharding, TensorSharding
@@ -99,7 +104,7 @@ def explicit_axes_of(mesh: Mesh) -> tuple[str, ...]:
 
 def type_of(x) -> TensorSharding | None:
     """The sharding type of a traced value: its sharding, when over Explicit axes."""
-    if not isinstance(x, Tracer) or isinstance(x.aval, tuple):
+    if not isinstance(x, Tracer) or isinstance(x.aval, TupleShape):
         return None
     sharding = x.inst.sharding
     if not isinstance(sharding, TensorSharding) or not explicit_axes_of(sharding.mesh):
@@ -170,11 +175,17 @@ RULES = Registry("sharding type rule")
 """opcode -> ``rule(inst, specs, mesh) -> Spec | None``; `specs` has one entry per operand
 (None for a non-array operand)."""
 
+TUPLE_RULES = Registry("sharding type rule of a tuple result")
+"""opcode -> ``rule(inst, specs, mesh) -> [Spec per element] | None``."""
 
-def infer(inst: Instruction, operands) -> TensorSharding | None:
-    """The sharding type of `inst`'s result from its operands' types (None: untyped)."""
-    if (_SUSPENDED and _SUSPENDED[-1]) or not isinstance(inst.shape, ArrayShape):
+
+def infer(inst: Instruction, operands):
+    """The sharding type of `inst`'s result from its operands' types (None: untyped; a tuple
+    of shardings for the tuple results of a variadic ``reduce`` or ``sort``)."""
+    if _SUSPENDED and _SUSPENDED[-1]:
         return None
+    if inst.opcode == "get-tuple-element":
+        return _element_type(operands[0], inst.attrs.index)
     types = [type_of(o) for o in operands]
     typed = [t for t in types if t is not None]
     if not typed:
@@ -186,12 +197,28 @@ def infer(inst: Instruction, operands) -> TensorSharding | None:
                                     f"{like.mesh!r} and {other.mesh!r}")
     specs = [None if not isinstance(getattr(o, "aval", None), ArrayShape)
              else _spec(t, len(o.aval.dims)) for o, t in zip(operands, types)]
+    if isinstance(inst.shape, TupleShape):
+        rule = TUPLE_RULES.get(inst.opcode)
+        found = None if rule is None else rule(inst, specs, like.mesh)
+        return None if found is None else tuple(_sharding(like, spec) for spec in found)
+    if not isinstance(inst.shape, ArrayShape):
+        return None
     rule = _rule_for(inst)
     if rule is None:
         spec = _replicated_rule(inst, specs, like.mesh)
     else:
         spec = rule(inst, specs, like.mesh)
     return None if spec is None else _sharding(like, spec)
+
+
+def _element_type(tuple_value, index: int) -> TensorSharding | None:
+    sharding = getattr(getattr(tuple_value, "inst", None), "sharding", None)
+    if not isinstance(sharding, tuple) or index >= len(sharding):
+        return None
+    element = sharding[index]
+    if isinstance(element, TensorSharding) and explicit_axes_of(element.mesh):
+        return element
+    return None
 
 
 def _rule_for(inst: Instruction) -> Callable | None:
@@ -217,6 +244,10 @@ def _elementwise(inst, specs, mesh):
     if inst.opcode == "bitcast-convert" and any(s is not None and len(s) != rank
                                                 for s in specs):
         return _replicated_rule(inst, specs, mesh)
+    return _merge(inst, specs, rank)
+
+
+def _merge(inst, specs, rank: int) -> Spec:
     ranked = [s for s in specs if s is not None and len(s) == rank and rank]
     result = []
     for d in range(rank):
@@ -247,6 +278,50 @@ def _reduce(inst, specs, mesh):
     reduced = set(inst.attrs.dimensions)
     return tuple(s for d, s in enumerate(specs[0]) if d not in reduced)
 
+
+@TUPLE_RULES.register("reduce")
+def _variadic_reduce(inst, specs, mesh):
+    """A variadic reduce (argmax: the values and their indices): the operands (then as many
+    init values) have one shape, so their specs merge as an elementwise op's; every result
+    is that spec without the reduced dims."""
+    reduced = set(inst.attrs.dimensions)
+    inputs = specs[:len(specs) // 2]
+    merged = _merge(inst, inputs, len(inputs[0]))
+    return [tuple(s for d, s in enumerate(merged) if d not in reduced)] * len(inputs)
+
+
+@RULES.register("reduce-window")
+def _reduce_window(inst, specs, mesh):
+    """Windows may not cross shards: a dim with a window, stride or padding must be
+    unsharded (JAX's rule for cumulative reductions: cumsum over a sharded dim fails)."""
+    spec = specs[0]
+    for d, window in enumerate(inst.attrs.window.dims):
+        moves = (window.size, window.stride, window.padding_low, window.padding_high,
+                 window.lhs_dilation, window.rhs_dilation) != (1, 1, 0, 0, 1, 1)
+        if moves and spec[d]:
+            raise ShardingTypeError(
+                f"Input should be unsharded over the axis being reduced. Got input spec "
+                f"{_show(spec)} and axis={d}")
+    return spec
+
+
+def _sorted(inst, specs, mesh):
+    dim = inst.attrs.dimensions[0]
+    ranked = [s for s in specs if s is not None and any(s)]
+    for spec in ranked:
+        if spec[dim]:
+            raise ShardingTypeError(
+                "Arguments to sort must be unsharded over the sorting dimension. Got arg "
+                f"spec={_show(spec)} and sorting dimension={dim}")
+        if spec != ranked[0]:
+            raise ShardingTypeError("Arguments to sort must have equal shardings, got: "
+                                    + " ".join(_show(s) for s in ranked))
+    return ranked[0] if ranked else specs[0]
+
+
+RULES.register("sort")(_sorted)
+TUPLE_RULES.register("sort")(lambda inst, specs, mesh: [_sorted(inst, specs, mesh)] *
+                             len(inst.shape.elements))
 
 @RULES.register("dot")
 def _dot(inst, specs, mesh):
