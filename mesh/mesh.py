@@ -27,6 +27,7 @@ from enum import Enum
 
 import numpy as np
 
+import xla_spmd.config as config
 from xla_spmd.errors import ShardingError
 from xla_spmd.iota import IotaForm, find_iota
 
@@ -251,7 +252,8 @@ def make_mesh(axes: Mapping[str, int] | Sequence[tuple[str, int]] | Sequence[int
     """A mesh from ``{name: size}`` (major to minor), or as JAX's ``make_mesh(axis_shapes,
     axis_names, devices=...)``, over iota or the given device ids (or devices: anything with
     an ``id``). `axis_types` (one `AxisType` per axis, or one for all) types the axes; the
-    default is Auto (JAX 0.10's default is Explicit: pass it to get JAX's behaviour).
+    default is the option ``default_axis_types`` (Auto; JAX 0.10's default, Explicit, with
+    ``xs.config.update("default_axis_types", "explicit")``).
 
     >>> make_mesh({"x": 4}, device_ids=[3, 2, 1, 0]).devices.tolist()
     [3, 2, 1, 0]
@@ -271,6 +273,8 @@ def make_mesh(axes: Mapping[str, int] | Sequence[tuple[str, int]] | Sequence[int
                                                     else axes))]
     items = list(axes.items()) if isinstance(axes, Mapping) else list(axes)
     ids = None if device_ids is None else tuple(int(d) for d in device_ids)
+    if axis_types is None and config.default_axis_types == "explicit":
+        axis_types = AxisType.Explicit
     return Mesh(tuple(n for n, _ in items), tuple(s for _, s in items), ids, axis_types)
 
 

@@ -240,3 +240,16 @@ def test_jax_sharding_namespace_names():
     assert xs.sharding.AxisType is xs.AxisType
     with pytest.raises(AttributeError):
         xs.sharding.no_such_name  # noqa: B018
+
+
+def test_default_axis_types_option_gives_jax_0_10s_make_mesh():
+    with xs.config.override(default_axis_types="explicit"):
+        mesh = xs.make_mesh((2, 4), ("a", "b"))
+        assert mesh.explicit_axes == ("a", "b")
+        assert xs.make_mesh((8,), ("x",), axis_types=xs.AxisType.Auto).explicit_axes == ()
+        x = xs.device_put(X, NamedSharding(mesh, P(None, "b")))
+        with pytest.raises(ShardingTypeError, match="Contracting dimensions are sharded"):
+            xs.jit(lambda v: v @ v.T)(x)
+    assert xs.make_mesh((2, 4), ("a", "b")).explicit_axes == ()  # Auto, the default here
+    with pytest.raises(XlaSpmdError, match="default_axis_types"):
+        xs.config.update("default_axis_types", "manual")
