@@ -176,6 +176,20 @@ def test_grad_has_the_primal_types(mesh):
     np.testing.assert_allclose(np.asarray(g), X.T @ (1 - np.tanh(X @ W) ** 2), rtol=1e-4)
 
 
+def test_types_inside_grad_follow_the_differentiated_arguments(mesh):
+    x = xs.device_put(X, NamedSharding(mesh, P("a", None)))
+    w = xs.device_put(W, NamedSharding(mesh, P(None, "b")))
+    seen = {}
+
+    def loss(w, x):
+        h = x @ w
+        seen.update(w=_spec(w), h=_spec(h))
+        return xnp.sum(h)
+
+    xs.jit(xs.grad(loss))(w, x)
+    assert seen == {"w": P(None, "b"), "h": P("a", "b")}
+
+
 def test_vmap_and_eager_ops_under_explicit_axes(mesh):
     x = xs.device_put(X, NamedSharding(mesh, P("a", None)))
     assert (x * 2).sharding.spec == P("a", None)  # eager math follows the types too

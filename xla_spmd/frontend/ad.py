@@ -90,9 +90,10 @@ def linearize_computation(computation: Computation, args) -> tuple[object, dict]
     """Emit `computation` on `args` in the current trace; returns (root value, environment of
     every instruction's value)."""
     env = {id(p): a for p, a in zip(computation.parameters, args)}
-    for inst in computation.instructions:
-        if inst.opcode != "parameter":
-            env[id(inst)] = rebind(inst, [env[id(o)] for o in inst.operands])
+    with types_suspended():  # re-emitted: each keeps the sharding (type) it was traced with
+        for inst in computation.instructions:
+            if inst.opcode != "parameter":
+                env[id(inst)] = rebind(inst, [env[id(o)] for o in inst.operands])
     return env[id(computation.root)], env
 
 

@@ -444,8 +444,10 @@ def rebind(inst: Instruction, operands) -> Value:
 # Nested traces: functions to computations
 
 
-def trace_computation(fn, in_avals, name: str, *, manual=None):
-    """Trace `fn(*tracers)` (returning a flat list of values) into a new trace.
+def trace_computation(fn, in_avals, name: str, *, manual=None, shardings=None):
+    """Trace `fn(*tracers)` (returning a flat list of values) into a new trace; `shardings`
+    (one per input, or None) are its parameters' shardings (the sharding types of the values
+    a transform passes in).
 
     Returns ``(trace, outputs)``: `trace.parameters` are the explicit parameters followed by
     one per capture (`trace.captures` holds the outer values to pass for them); `outputs`
@@ -453,7 +455,9 @@ def trace_computation(fn, in_avals, name: str, *, manual=None):
     """
     trace = Trace(name, manual=manual)
     with trace:
-        args = [trace.new_parameter(aval, f"Arg_{i}") for i, aval in enumerate(in_avals)]
+        given = shardings if shardings is not None else [None] * len(in_avals)
+        args = [trace.new_parameter(aval, f"Arg_{i}", sharding=sharding)
+                for i, (aval, sharding) in enumerate(zip(in_avals, given))]
         outs = fn(*args)
         out_insts = [trace.to_inst(o) for o in outs]
     return trace, out_insts
