@@ -211,33 +211,37 @@ class _AtHelper:
 
 
 class _AtRef:
+    """``x.at[index]`` of a device array; each method takes JAX's ``out_sharding=``."""
+
     def __init__(self, array: Array, index):
         self.array, self.index = array, index
 
-    def _update(self, method: str, values):
+    def _update(self, method: str, values, out_sharding=None):
         static, dynamic = _split_index(self.index)
         if static is None:
             raise TypeError("x.at[mask] with a boolean mask has a data-dependent shape; use "
                             "xnp.where")
-        return _eager("at", static, method)(self.array, values, *dynamic)
+        return _eager("at", static, method, out_sharding)(self.array, values, *dynamic)
 
-    def get(self):
-        return self.array[self.index]
+    def get(self, *, out_sharding=None):
+        if out_sharding is None:
+            return self.array[self.index]
+        return self._update("get", None, out_sharding)
 
-    def set(self, values):
-        return self._update("set", values)
+    def set(self, values, *, out_sharding=None):
+        return self._update("set", values, out_sharding)
 
-    def add(self, values):
-        return self._update("add", values)
+    def add(self, values, *, out_sharding=None):
+        return self._update("add", values, out_sharding)
 
-    def multiply(self, values):
-        return self._update("multiply", values)
+    def multiply(self, values, *, out_sharding=None):
+        return self._update("multiply", values, out_sharding)
 
-    def min(self, values):  # noqa: A003 (JAX's name)
-        return self._update("min", values)
+    def min(self, values, *, out_sharding=None):  # noqa: A003 (JAX's name)
+        return self._update("min", values, out_sharding)
 
-    def max(self, values):  # noqa: A003
-        return self._update("max", values)
+    def max(self, values, *, out_sharding=None):  # noqa: A003
+        return self._update("max", values, out_sharding)
 
 
 _EAGER: dict = {}  # (function name, static arguments) -> its jitted program (a few hundred)
@@ -252,11 +256,13 @@ def _eager(name: str, *static):
             _EAGER.clear()
         function = getattr(xnp, name, None)
         if name == "at":
-            index, method = static
+            index, method, out_sharding = static
 
             def update(x, values, *arrays):
                 ref = xnp.asarray(x).at[_join_index(index, arrays)]
-                return getattr(ref, method)(values)
+                if method == "get":
+                    return ref.get(out_sharding=out_sharding)
+                return getattr(ref, method)(values, out_sharding=out_sharding)
             _EAGER[key] = jit(update)
         elif name == "getitem":
             _EAGER[key] = jit(lambda x, *arrays: function(x, _join_index(static[0], arrays)))

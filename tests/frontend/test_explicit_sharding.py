@@ -97,6 +97,9 @@ OP_CASES = [
     ("argmax_variadic_reduce", lambda x, w: xnp.argmax(x, axis=1), P("a")),
     ("sort_unsharded_dim", lambda x, w: xnp.sort(-x, axis=1), P("a", None)),
     ("cumsum_unsharded_dim", lambda x, w: xnp.cumsum(x, axis=1), P("a", None)),
+    ("gather_rows_of_unsharded_dim", lambda x, w: w[np.array([[3, 1], [0, 2]])],
+     P(None, None, "b")),
+    ("gather_column_by_index", lambda x, w: x[:, np.int32(2)], P("a")),
 ]
 
 
@@ -133,6 +136,8 @@ ERROR_CASES = [
      "unsharded over the axis being reduced"),
     ("sort_sharded_dim", lambda x, y: xnp.sort(x, axis=0), (P("a"), P()),
      "unsharded over the sorting dimension"),
+    ("gather_with_sharded_indices", lambda x, y: x[y.astype(np.int32)], (P(None, "b"), P("a")),
+     r"Use `.at\[...\].get\(out_sharding=\)`"),
 ]
 
 
@@ -163,6 +168,31 @@ def test_out_sharding_settles_what_the_types_leave_open(mesh):
     np.testing.assert_allclose(np.asarray(y), X @ W, rtol=1e-6)
     np.testing.assert_allclose(np.asarray(z), X @ W, rtol=1e-6)
     np.testing.assert_array_equal(np.asarray(r), X.ravel())
+
+
+def test_at_get_out_sharding_settles_a_gather(mesh):
+    """An embedding lookup with sharded token ids: JAX's types refuse ``emb[tokens]``;
+    ``emb.at[tokens].get(out_sharding=...)`` says the result's sharding (traced and eager)."""
+    table = np.arange(40, dtype=np.float32).reshape(10, 4)
+    tokens = np.array([[1, 2, 3, 9], [0, 0, 5, 7]], np.int32)
+    emb = xs.device_put(table, NamedSharding(mesh, P(None, "b")))
+    tok = xs.device_put(tokens, NamedSharding(mesh, P("a")))
+    seen = {}
+
+    @xs.jit
+    def lookup(e, t):
+        out = e.at[t].get(out_sharding=P("a", None, "b"))
+        seen["type"] = _spec(out)
+        return out
+
+    out = lookup(emb, tok)
+    assert seen["type"] == P("a", None, "b") and out.sharding.spec == P("a", None, "b")
+    np.testing.assert_array_equal(np.asarray(out), table[tokens])
+    eager = emb.at[tok].get(out_sharding=P("a", None, "b"))
+    assert eager.sharding.spec == P("a", None, "b")
+    np.testing.assert_array_equal(np.asarray(eager), table[tokens])
+    updated = emb.at[2].set(1.0, out_sharding=P(None, "b"))
+    np.testing.assert_array_equal(np.asarray(updated)[2], np.ones(4))
 
 
 def test_grad_has_the_primal_types(mesh):

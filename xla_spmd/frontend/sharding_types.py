@@ -22,7 +22,9 @@ operands' specs:
 * ``slice``, ``dynamic-slice``, ``pad``: the operand's spec, where each changed dim's size
   still divides by its shards (else fail); all-ones results are replicated;
 * ``concatenate``, ``dynamic-update-slice``: the operands must agree;
-* other ops (gather, scatter, convolution, control flow, custom calls): replicated when
+* ``gather``: JAX's rule (indexed dims whole or unsharded, indices unsharded but for
+  batching dims); anything else fails (give ``x.at[idx].get(out_sharding=...)``);
+* other ops (scatter, convolution, control flow, custom calls): replicated when
   every typed operand is; else untyped (propagation places them).
 
 A type becomes the instruction's sharding, a hard constraint for propagation (closed dims on
@@ -146,12 +148,17 @@ def takes_out_sharding(fn: Callable) -> Callable:
     operands' types would give (the op is computed untyped, then constrained)."""
     @functools.wraps(fn)
     def wrapped(*args, out_sharding=None, **kwargs):
-        if out_sharding is None:
-            return fn(*args, **kwargs)
-        with suspended():
-            out = fn(*args, **kwargs)
-        return _constrain(out, out_sharding, args, fn.__name__)
+        return with_out_sharding(lambda: fn(*args, **kwargs), out_sharding, args, fn.__name__)
     return wrapped
+
+
+def with_out_sharding(compute: Callable, out_sharding, operands, what: str):
+    """``compute()``, typed `out_sharding` when given (see `takes_out_sharding`)."""
+    if out_sharding is None:
+        return compute()
+    with suspended():
+        out = compute()
+    return _constrain(out, out_sharding, operands, what)
 
 
 def _constrain(out, out_sharding, operands, what: str):
@@ -388,6 +395,38 @@ def _same_as_operands(inst, specs, mesh):
         raise ShardingTypeError(f"{inst.opcode}: all operands should have the same sharding. "
                                 f"Got {', '.join(_show(s) for s in ranked)}")
     return typed[0]
+
+
+@RULES.register("gather")
+def _gather(inst, specs, mesh):
+    """JAX's gather rule: the dims indexed into must be sliced whole or unsharded, batching
+    dims must agree with the indices', and the indices' other dims (and index vector) must
+    be unsharded; then offset dims take the operand's spec, the others the indices'."""
+    a = inst.attrs
+    operand_dims = inst.operands[0].shape.dims
+    op_spec, idx_spec = specs[0], list(specs[1])
+    if not any(op_spec) and not any(idx_spec):
+        return ((),) * inst.shape.rank
+    whole_or_unsharded = all(a.slice_sizes[d] == operand_dims[d] or not op_spec[d]
+                             for d in a.start_index_map)
+    batching_agree = all(idx_spec[i] == op_spec[o] or not op_spec[o] or not idx_spec[i]
+                         for o, i in zip(a.operand_batching_dims,
+                                         a.start_indices_batching_dims))
+    others_unsharded = all(not s for i, s in enumerate(idx_spec)
+                           if i not in a.start_indices_batching_dims)
+    if not (whole_or_unsharded and batching_agree and others_unsharded):
+        raise ShardingTypeError(
+            "Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather "
+            "indexing as out sharding could not be resolved unambiguously (or would require "
+            f"collectives on inputs). Got operand spec {_show(op_spec)} and indices spec "
+            f"{_show(tuple(idx_spec))}")
+    for o, i in zip(a.operand_batching_dims, a.start_indices_batching_dims):
+        idx_spec[i] = idx_spec[i] or op_spec[o]
+    window = iter(d for d in range(len(operand_dims))
+                  if d not in a.collapsed_slice_dims and d not in a.operand_batching_dims)
+    batch = iter(s for i, s in enumerate(idx_spec) if i != a.index_vector_dim)
+    return tuple(op_spec[next(window)] if d in a.offset_dims else next(batch)
+                 for d in range(inst.shape.rank))
 
 
 @RULES.register("reshape")
