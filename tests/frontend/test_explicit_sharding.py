@@ -220,6 +220,33 @@ def test_types_inside_grad_follow_the_differentiated_arguments(mesh):
     assert seen == {"w": P(None, "b"), "h": P("a", "b")}
 
 
+def test_values_whose_type_is_lost_are_not_taken_as_replicated(mesh):
+    """A loop's results have no type here; ops on them stay untyped (propagation places
+    them) instead of being typed as if they were replicated, which would gather them. A
+    plain input of the jit does count as replicated, as in JAX."""
+    rng = np.random.default_rng(1)
+    ws, wo = rng.standard_normal((3, 4, 4)).astype(np.float32), W @ W.T
+    x = xs.device_put(X, NamedSharding(mesh, P("a", None)))
+    w_out = xs.device_put(wo, NamedSharding(mesh, P(None, "b")))
+    seen = {}
+
+    @xs.jit
+    def f(x, ws, w_out):
+        h, _ = lax.scan(lambda h, w: (xnp.tanh(h @ w), None), x, ws)
+        y = h @ w_out
+        seen.update(h=xs.typeof(h).sharding, y=xs.typeof(y).sharding,
+                    plain=_spec(x + ws[0, 0]))
+        return y
+
+    out = f(x, ws, w_out)
+    assert seen == {"h": None, "y": None, "plain": P("a", None)}
+    assert out.sharding.spec == P("a", "b")  # propagation kept the batch sharded
+    h = X
+    for w in ws:
+        h = np.tanh(h @ w)
+    np.testing.assert_allclose(np.asarray(out), h @ wo, rtol=1e-4, atol=1e-4)
+
+
 def test_vmap_and_eager_ops_under_explicit_axes(mesh):
     x = xs.device_put(X, NamedSharding(mesh, P("a", None)))
     assert (x * 2).sharding.spec == P("a", None)  # eager math follows the types too

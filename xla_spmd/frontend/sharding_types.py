@@ -28,9 +28,12 @@ operands' specs:
   every typed operand is; else untyped (propagation places them).
 
 A type becomes the instruction's sharding, a hard constraint for propagation (closed dims on
-an all-Explicit mesh, open ones where Auto axes may be added). Untyped operands (constants,
-values of Auto meshes) count as replicated. Inside `auto_axes`, in the backward pass of
-``grad`` and inside ``vmap`` no types are computed (propagation places those values).
+an all-Explicit mesh, open ones where Auto axes may be added). Untyped operands that JAX
+would see as values with no mesh (constants, plain inputs of the jit, what is computed from
+them alone) count as replicated; a value whose type was lost (the results of a loop or of an
+op with no rule here) makes the ops on it untyped as well (see `known`). Inside
+`auto_axes`, in the backward pass of ``grad`` and inside ``vmap`` no types are computed
+(propagation places those values).
 
 >>> import numpy as np
 >>> import xla_spmd as xs
@@ -114,6 +117,54 @@ def type_of(x) -> TensorSharding | None:
     return sharding
 
 
+_LEAF_OPCODES = frozenset({"constant", "iota", "rng", "rng-bit-generator", "partition-id",
+                           "replica-id", "after-all"})
+
+
+def known(x) -> bool:
+    """Whether `x` has a type or counts as replicated, as a value with no mesh does in JAX:
+    concrete values, constants and what is computed from them alone, the inputs of the
+    outermost trace. A value whose type was lost (the results of a loop, of an op with no
+    rule, of untyped code on typed values) is unknown: ops on it are left untyped too,
+    rather than typed as if it were replicated."""
+    if not isinstance(x, Tracer) or type_of(x) is not None:
+        return True
+    return _known_inst(x.trace, x.inst)
+
+
+def _known_inst(trace, inst) -> bool:
+    memo = trace.__dict__.setdefault("_known_types", {})
+    stack = [inst]
+    while stack:  # post-order without recursion (chains of ops may be long)
+        top = stack[-1]
+        if id(top) in memo:
+            stack.pop()
+            continue
+        if top.opcode == "parameter":
+            memo[id(top)] = (trace.parent is None or top.sharding is not None
+                             or id(top) in trace.__dict__.get("_known_params", ()))
+            stack.pop()
+            continue
+        if top.opcode in _LEAF_OPCODES or not top.operands or _explicit(top.sharding) \
+                or top.sharding is not None:
+            memo[id(top)] = True
+            stack.pop()
+            continue
+        pending = [o for o in top.operands if id(o) not in memo]
+        if pending:
+            stack.extend(pending)
+            continue
+        memo[id(top)] = all(memo[id(o)] and not _explicit(o.sharding) for o in top.operands)
+        stack.pop()
+    return memo[id(inst)]
+
+
+def _explicit(sharding) -> bool:
+    if isinstance(sharding, tuple):
+        return any(_explicit(s) for s in sharding)
+    return isinstance(sharding, TensorSharding) and bool(explicit_axes_of(sharding.mesh))
+
+
 def _spec(sharding: TensorSharding | None, rank: int) -> Spec:
     if sharding is None:
         return ((),) * rank
@@ -195,7 +246,7 @@ def infer(inst: Instruction, operands):
         return _element_type(operands[0], inst.attrs.index)
     types = [type_of(o) for o in operands]
     typed = [t for t in types if t is not None]
-    if not typed:
+    if not typed or not all(known(o) for o in operands):
         return None
     like = typed[0]
     for other in typed[1:]:

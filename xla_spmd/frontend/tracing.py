@@ -444,10 +444,11 @@ def rebind(inst: Instruction, operands) -> Value:
 # Nested traces: functions to computations
 
 
-def trace_computation(fn, in_avals, name: str, *, manual=None, shardings=None):
+def trace_computation(fn, in_avals, name: str, *, manual=None, shardings=None, known=None):
     """Trace `fn(*tracers)` (returning a flat list of values) into a new trace; `shardings`
     (one per input, or None) are its parameters' shardings (the sharding types of the values
-    a transform passes in).
+    a transform passes in), `known` (one flag per input) which untyped ones count as
+    replicated (see `xla_spmd.frontend.sharding_types.known`).
 
     Returns ``(trace, outputs)``: `trace.parameters` are the explicit parameters followed by
     one per capture (`trace.captures` holds the outer values to pass for them); `outputs`
@@ -458,6 +459,9 @@ def trace_computation(fn, in_avals, name: str, *, manual=None, shardings=None):
         given = shardings if shardings is not None else [None] * len(in_avals)
         args = [trace.new_parameter(aval, f"Arg_{i}", sharding=sharding)
                 for i, (aval, sharding) in enumerate(zip(in_avals, given))]
+        if known is not None:
+            trace.__dict__.setdefault("_known_params", set()).update(
+                id(a.inst) for a, flag in zip(args, known) if flag)
         outs = fn(*args)
         out_insts = [trace.to_inst(o) for o in outs]
     return trace, out_insts

@@ -36,7 +36,7 @@ from xla_spmd.frontend.pytree import (
     tree_map,
     tree_unflatten,
 )
-from xla_spmd.frontend.sharding_types import type_of
+from xla_spmd.frontend.sharding_types import known, type_of
 from xla_spmd.frontend.tracing import (
     aval_of,
     bind,
@@ -329,7 +329,8 @@ def _wrapped_call(fun: Callable, args, rule=None, attributes=()):
         return [_as_value(o) for o in out_leaves]
 
     trace, outputs = trace_computation(flat, [x.aval for x in leaves], fresh_name("call"),
-                                       shardings=[type_of(x) for x in leaves])
+                                       shardings=[type_of(x) for x in leaves],
+                                       known=[known(x) for x in leaves])
     computation = finish(trace, outputs, tuple_root=True)
     if rule is not None:
         key = str(next(_RULE_IDS))
