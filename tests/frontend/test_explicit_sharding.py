@@ -195,6 +195,38 @@ def test_at_get_out_sharding_settles_a_gather(mesh):
     np.testing.assert_array_equal(np.asarray(updated)[2], np.ones(4))
 
 
+def test_scatter_types(mesh):
+    """x.at[...].set/add: writing into an unsharded dim keeps the operand's spec; writing into
+    the sharded dim fails as in JAX unless out_sharding says the result's sharding."""
+    x = xs.device_put(X, NamedSharding(mesh, P("a", None)))
+    seen = {}
+
+    @xs.jit
+    def columns(x, i):
+        out = x.at[:, np.array([1, 3])].set(0.0).at[:, i].add(5.0)
+        seen["columns"] = _spec(out)
+        return out
+
+    want = X.copy()
+    want[:, [1, 3]] = 0.0
+    want[:, 2] += 5.0
+    np.testing.assert_array_equal(np.asarray(columns(x, np.int32(2))), want)
+    assert seen["columns"] == P("a", None)
+    with pytest.raises(ShardingTypeError, match="for the scatter update"):
+        xs.jit(lambda v: v.at[np.array([1, 3])].add(1.0))(x)
+
+    @xs.jit
+    def rows(x):
+        out = x.at[np.array([1, 3])].add(1.0, out_sharding=P("a"))
+        seen["rows"] = _spec(out)
+        return out
+
+    want = X.copy()
+    want[[1, 3]] += 1.0
+    np.testing.assert_array_equal(np.asarray(rows(x)), want)
+    assert seen["rows"] == P("a", None)
+
+
 def test_grad_has_the_primal_types(mesh):
     """Cotangents are placed by propagation; each parameter's gradient gets its primal's type
     (the backward pass of x @ w contracts the sharded batch dim, which the types alone would

@@ -24,7 +24,10 @@ operands' specs:
 * ``concatenate``, ``dynamic-update-slice``: the operands must agree;
 * ``gather``: JAX's rule (indexed dims whole or unsharded, indices unsharded but for
   batching dims); anything else fails (give ``x.at[idx].get(out_sharding=...)``);
-* other ops (scatter, convolution, control flow, custom calls): replicated when
+* ``scatter``: JAX's rule without batching dims (indices unsharded, whole-dim windows may
+  be sharded, the dims written into unsharded); anything else fails (give
+  ``x.at[idx].set(v, out_sharding=...)``);
+* other ops (convolution, control flow, custom calls): replicated when
   every typed operand is; else untyped (propagation places them).
 
 A type becomes the instruction's sharding, a hard constraint for propagation (closed dims on
@@ -478,6 +481,41 @@ def _gather(inst, specs, mesh):
     batch = iter(s for i, s in enumerate(idx_spec) if i != a.index_vector_dim)
     return tuple(op_spec[next(window)] if d in a.offset_dims else next(batch)
                  for d in range(inst.shape.rank))
+
+
+@RULES.register("scatter")
+def _scatter(inst, specs, mesh):
+    """JAX's scatter rule (one operand, no batching dims): the indices must be unsharded;
+    a window dim that updates the operand's whole dim may be sharded (the operand's and the
+    updates' specs must agree); the dims indexed into, and the updates' scatter dims, must
+    be unsharded. The result has the operand's (resolved) spec."""
+    a = inst.attrs
+    if len(inst.operands) != 3 or a.input_batching_dims:
+        return None
+    op_spec, idx_spec, upd_spec = specs
+    if not any(op_spec) and not any(idx_spec) and not any(upd_spec):
+        return op_spec
+    op_dims, upd_dims = inst.operands[0].shape.dims, inst.operands[2].shape.dims
+    result = list(op_spec)
+    ok = not any(idx_spec)
+    windows = [d for d in range(len(op_dims)) if d not in a.inserted_window_dims]
+    for od, ud in zip(windows, a.update_window_dims):
+        if upd_dims[ud] == op_dims[od]:
+            if op_spec[od] and upd_spec[ud] and op_spec[od] != upd_spec[ud]:
+                ok = False
+            result[od] = op_spec[od] or upd_spec[ud]
+        elif op_spec[od] or upd_spec[ud]:
+            ok = False
+    ok = ok and not any(op_spec[d] for d in a.inserted_window_dims)
+    ok = ok and not any(upd_spec[d] for d in range(len(upd_dims))
+                        if d not in a.update_window_dims)
+    if not ok:
+        raise ShardingTypeError(
+            "Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec "
+            "for the scatter update as out sharding could not be resolved unambiguously (or "
+            f"would require collectives on inputs). Got operand spec {_show(op_spec)}, "
+            f"indices spec {_show(idx_spec)} and updates spec {_show(upd_spec)}")
+    return tuple(result)
 
 
 @RULES.register("reshape")
