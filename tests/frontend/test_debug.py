@@ -153,3 +153,12 @@ def test_bad_uses_fail_as_in_jax():
         xs.debug.callback(3)
     with pytest.raises(TypeError, match="two-call form"):
         xs.debug.callback(None, 1)
+
+
+def test_visualize_array_sharding_prints_the_tiles(capsys):
+    mesh = xs.make_mesh({"a": 4})
+    x = xs.device_put(X, NamedSharding(mesh, P("a")))
+    assert xs.debug.visualize_array_sharding(x) is None
+    shown = capsys.readouterr().out
+    assert shown == xs.render_sharding(x) + "\n" or shown.strip() == xs.render_sharding(x).strip()
+    assert all(str(d) in shown for d in range(4))
