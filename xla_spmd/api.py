@@ -258,14 +258,21 @@ def _eager(name: str, *static):
         if name == "at":
             index, method, out_sharding = static
 
+            # The index's integers arrive as arrays (one program for every index): the
+            # gather they make is an artefact, so its sharding is left to propagation, not
+            # typed (the user wrote a static index).
             def update(x, values, *arrays):
-                ref = xnp.asarray(x).at[_join_index(index, arrays)]
-                if method == "get":
-                    return ref.get(out_sharding=out_sharding)
-                return getattr(ref, method)(values, out_sharding=out_sharding)
+                with sharding_types.suspended():
+                    ref = xnp.asarray(x).at[_join_index(index, arrays)]
+                    if method == "get":
+                        return ref.get(out_sharding=out_sharding)
+                    return getattr(ref, method)(values, out_sharding=out_sharding)
             _EAGER[key] = jit(update)
         elif name == "getitem":
-            _EAGER[key] = jit(lambda x, *arrays: function(x, _join_index(static[0], arrays)))
+            def getitem(x, *arrays):
+                with sharding_types.suspended():
+                    return function(x, _join_index(static[0], arrays))
+            _EAGER[key] = jit(getitem)
         else:
             _EAGER[key] = jit(lambda *args: function(*args, *static))
     return _EAGER[key]
