@@ -22,11 +22,12 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 import numpy as np
 
+import xla_spmd.config as config
 from xla_spmd.errors import ShardingError
 from xla_spmd.iota import IotaForm, find_iota
 
@@ -46,6 +47,9 @@ class Mesh:
     axis_names: tuple[str, ...]
     axis_sizes: tuple[int, ...]
     device_ids: tuple[int, ...] | None = None
+    # One AxisType per axis (None: every axis Auto). Not part of equality: a mesh read back
+    # from program text (which does not say it) is the same mesh.
+    axis_types: tuple | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if _is_device_array(self.axis_names, self.axis_sizes):
@@ -75,6 +79,8 @@ class Mesh:
         object.__setattr__(self, "axis_names", names)
         object.__setattr__(self, "axis_sizes", sizes)
         object.__setattr__(self, "device_ids", _check_device_ids(self.device_ids, names, sizes))
+        if self.axis_types is not None:
+            object.__setattr__(self, "axis_types", _check_axis_types(self.axis_types, names))
 
     @classmethod
     def from_shape(cls, shape: Mapping[str, int],
@@ -104,6 +110,25 @@ class Mesh:
 
     def has_axis(self, name: str) -> bool:
         return name in self.axis_names
+
+    @property
+    def explicit_axes(self) -> tuple[str, ...]:
+        """The axes of type `AxisType.Explicit` (JAX's sharding in types), major first."""
+        if self.axis_types is None:
+            return ()
+        return tuple(n for n, t in zip(self.axis_names, self.axis_types)
+                     if t is AxisType.Explicit)
+
+    @property
+    def auto_axes(self) -> tuple[str, ...]:
+        """The axes of type `AxisType.Auto` (every axis, unless typed otherwise)."""
+        if self.axis_types is None:
+            return self.axis_names
+        return tuple(n for n, t in zip(self.axis_names, self.axis_types) if t is AxisType.Auto)
+
+    def with_axis_types(self, axis_types) -> Mesh:
+        """This mesh with other axis types (one `AxisType`, or one per axis)."""
+        return Mesh(self.axis_names, self.axis_sizes, self.device_ids, axis_types)
 
     def axis_index(self, name: str) -> int:
         """The position of an axis, major first; a clear error for an unknown name."""
@@ -201,14 +226,23 @@ class Mesh:
 
 
 class AxisType(Enum):
-    """How a mesh axis is sharded, as JAX's ``jax.sharding.AxisType``. Here every axis is
-    propagated as Auto: Explicit is accepted (JAX 0.10's default) and behaves as Auto
-    (shardings are inferred by propagation, not checked while tracing); Manual is what
-    shard_map makes of an axis in its body."""
+    """How a mesh axis is sharded, as JAX's ``jax.sharding.AxisType``: Auto axes are placed
+    by propagation; Explicit axes are part of each traced value's type (computed op by op
+    while tracing, see `xla_spmd.frontend.sharding_types`); Manual is what shard_map makes
+    of an axis in its body."""
 
     Auto = "auto"
     Explicit = "explicit"
     Manual = "manual"
+
+
+def _check_axis_types(axis_types, names: tuple[str, ...]) -> tuple:
+    types = (axis_types,) * len(names) if isinstance(axis_types, AxisType) \
+        else tuple(axis_types)
+    if len(types) != len(names) or not all(isinstance(t, AxisType) for t in types):
+        raise ShardingError(f"make_mesh: axis_types must be one AxisType per axis "
+                            f"({len(names)}), got {axis_types!r}")
+    return types
 
 
 def make_mesh(axes: Mapping[str, int] | Sequence[tuple[str, int]] | Sequence[int],
@@ -217,8 +251,9 @@ def make_mesh(axes: Mapping[str, int] | Sequence[tuple[str, int]] | Sequence[int
               axis_types=None) -> Mesh:
     """A mesh from ``{name: size}`` (major to minor), or as JAX's ``make_mesh(axis_shapes,
     axis_names, devices=...)``, over iota or the given device ids (or devices: anything with
-    an ``id``). `axis_types` (one `AxisType` per axis) is checked and accepted for JAX's
-    signature; every axis here is propagated as Auto.
+    an ``id``). `axis_types` (one `AxisType` per axis, or one for all) types the axes; the
+    default is the option ``default_axis_types`` (Auto; JAX 0.10's default, Explicit, with
+    ``xs.config.update("default_axis_types", "explicit")``).
 
     >>> make_mesh({"x": 4}, device_ids=[3, 2, 1, 0]).devices.tolist()
     [3, 2, 1, 0]
@@ -237,13 +272,10 @@ def make_mesh(axes: Mapping[str, int] | Sequence[tuple[str, int]] | Sequence[int
         device_ids = ids[:math.prod(s for _, s in (axes.items() if isinstance(axes, Mapping)
                                                     else axes))]
     items = list(axes.items()) if isinstance(axes, Mapping) else list(axes)
-    if axis_types is not None:
-        types = (axis_types,) if isinstance(axis_types, AxisType) else tuple(axis_types)
-        if len(types) != len(items) or not all(isinstance(t, AxisType) for t in types):
-            raise ShardingError(f"make_mesh: axis_types must be one AxisType per axis "
-                                f"({len(items)}), got {axis_types!r}")
     ids = None if device_ids is None else tuple(int(d) for d in device_ids)
-    return Mesh(tuple(n for n, _ in items), tuple(s for _, s in items), ids)
+    if axis_types is None and config.default_axis_types == "explicit":
+        axis_types = AxisType.Explicit
+    return Mesh(tuple(n for n, _ in items), tuple(s for _, s in items), ids, axis_types)
 
 
 @dataclass(frozen=True, slots=True)

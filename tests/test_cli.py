@@ -215,3 +215,31 @@ def test_run_refuses_a_mesh_of_another_size(tmp_path, capsys):
     assert main(["run", str(folder / "sharded_mlp_megatron_2x4.hlo"), "--inputs",
                  str(folder / "sharded_mlp_megatron_2x4.npz"), "--devices", "4"]) == 2
     assert "mesh has 8 devices, this job has 4" in capsys.readouterr().err
+
+
+EXPLAIN_MLIR = """module @jit_f {
+  sdy.mesh @mesh = <["x"=4]>
+  func.func public @main(%arg0: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>},
+                         %arg1: tensor<8x4xf32>) -> (tensor<8x4xf32>) {
+    %0 = stablehlo.add %arg0, %arg1 : tensor<8x4xf32>
+    %sq = call @square(%0) : (tensor<8x4xf32>) -> tensor<8x4xf32>
+    return %sq : tensor<8x4xf32>
+  }
+  func.func private @square(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
+    %0 = stablehlo.multiply %x, %x : tensor<8x4xf32>
+    return %0 : tensor<8x4xf32>
+  }
+}
+"""
+
+
+def test_explain_on_mlir_names_the_mlir_values(tmp_path, capsys):
+    """`propagate --explain` on a .mlir program names values as the file does (issue 16)."""
+    path = tmp_path / "f.mlir"
+    path.write_text(EXPLAIN_MLIR)
+    assert main(["propagate", str(path), "--explain"]) == 0
+    notes = [line for line in capsys.readouterr().out.splitlines() if line.startswith("// ")]
+    assert notes[0] == "// Where each propagated axis came from (MLIR value: dim axis: chain):"
+    assert '// %0: dim 0 "x": from %arg0 (user sharding) -> %0 (add)' in notes
+    assert any(line.startswith("// %arg1: dim 0") for line in notes)
+    assert any(line.startswith("// %0 in @square: dim 0") for line in notes), notes

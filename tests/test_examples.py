@@ -48,3 +48,13 @@ def test_transforms_example_sharded_equals_unsharded():
     differences = [float(line.rsplit("=", 1)[1]) for line in result.stdout.splitlines()
                    if "max |sharded - unsharded|" in line]
     assert len(differences) == 4 and max(differences) < 1e-5, result.stdout
+
+
+def test_explicit_sharding_example_types_and_trains():
+    result = run("examples/explicit_sharding.py")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "hidden: P('data', 'model')" in lines and "output: P('data', None)" in lines
+    assert any(line.startswith("loss inside the step: ") for line in lines)
+    assert "new w1: P(None, 'model')  new w2: P('model', None)" in lines
+    assert lines[-1] == "matches numpy: True"

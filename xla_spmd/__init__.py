@@ -75,6 +75,8 @@ _EXPORTS = {
     "ShapeDtypeStruct": "xla_spmd.frontend.transforms",
     "device_get": "xla_spmd.api",
     "reshard": "xla_spmd.api",
+    "auto_axes": "xla_spmd.api",
+    "explicit_axes": "xla_spmd.api",
     "typeof": "xla_spmd.frontend.jit",
     "use_mesh": "xla_spmd.frontend.jit",
     "set_mesh": "xla_spmd.frontend.jit",
@@ -89,8 +91,8 @@ _EXPORTS = {
 # Submodules reachable as attributes (xs.distributed.initialize(), xs.numpy, ...).
 # `xs.partition` is the partitioner's package (`xs.partition.partition(module, mesh)`): once
 # imported, Python makes a subpackage an attribute of its parent, so it cannot be a function.
-_SUBMODULES = {"checkpoint", "config", "distributed", "errors", "lax", "nn", "numpy",
-               "partition", "pipeline", "random", "tree"}
+_SUBMODULES = {"checkpoint", "config", "debug", "distributed", "errors", "lax", "nn", "numpy",
+               "partition", "pipeline", "random", "sharding", "tree"}
 
 
 def __getattr__(name: str):

@@ -28,7 +28,8 @@ import xla_spmd.numpy as xnp
 import xla_spmd.pipeline as pipeline
 from xla_spmd.frontend import jit as frontend_jit
 from xla_spmd.frontend import shard_map as frontend_shard_map
-from xla_spmd.frontend.pytree import tree_unflatten
+from xla_spmd.frontend import sharding_types
+from xla_spmd.frontend.pytree import tree_flatten, tree_unflatten
 from xla_spmd.frontend.tracing import current_trace
 from xla_spmd.ir import Module
 from xla_spmd.runtime.devices import local_devices, topology
@@ -210,33 +211,37 @@ class _AtHelper:
 
 
 class _AtRef:
+    """``x.at[index]`` of a device array; each method takes JAX's ``out_sharding=``."""
+
     def __init__(self, array: Array, index):
         self.array, self.index = array, index
 
-    def _update(self, method: str, values):
+    def _update(self, method: str, values, out_sharding=None):
         static, dynamic = _split_index(self.index)
         if static is None:
             raise TypeError("x.at[mask] with a boolean mask has a data-dependent shape; use "
                             "xnp.where")
-        return _eager("at", static, method)(self.array, values, *dynamic)
+        return _eager("at", static, method, out_sharding)(self.array, values, *dynamic)
 
-    def get(self):
-        return self.array[self.index]
+    def get(self, *, out_sharding=None):
+        if out_sharding is None:
+            return self.array[self.index]
+        return self._update("get", None, out_sharding)
 
-    def set(self, values):
-        return self._update("set", values)
+    def set(self, values, *, out_sharding=None):
+        return self._update("set", values, out_sharding)
 
-    def add(self, values):
-        return self._update("add", values)
+    def add(self, values, *, out_sharding=None):
+        return self._update("add", values, out_sharding)
 
-    def multiply(self, values):
-        return self._update("multiply", values)
+    def multiply(self, values, *, out_sharding=None):
+        return self._update("multiply", values, out_sharding)
 
-    def min(self, values):  # noqa: A003 (JAX's name)
-        return self._update("min", values)
+    def min(self, values, *, out_sharding=None):  # noqa: A003 (JAX's name)
+        return self._update("min", values, out_sharding)
 
-    def max(self, values):  # noqa: A003
-        return self._update("max", values)
+    def max(self, values, *, out_sharding=None):  # noqa: A003
+        return self._update("max", values, out_sharding)
 
 
 _EAGER: dict = {}  # (function name, static arguments) -> its jitted program (a few hundred)
@@ -251,14 +256,23 @@ def _eager(name: str, *static):
             _EAGER.clear()
         function = getattr(xnp, name, None)
         if name == "at":
-            index, method = static
+            index, method, out_sharding = static
 
+            # The index's integers arrive as arrays (one program for every index): the
+            # gather they make is an artefact, so its sharding is left to propagation, not
+            # typed (the user wrote a static index).
             def update(x, values, *arrays):
-                ref = xnp.asarray(x).at[_join_index(index, arrays)]
-                return getattr(ref, method)(values)
+                with sharding_types.suspended():
+                    ref = xnp.asarray(x).at[_join_index(index, arrays)]
+                    if method == "get":
+                        return ref.get(out_sharding=out_sharding)
+                    return getattr(ref, method)(values, out_sharding=out_sharding)
             _EAGER[key] = jit(update)
         elif name == "getitem":
-            _EAGER[key] = jit(lambda x, *arrays: function(x, _join_index(static[0], arrays)))
+            def getitem(x, *arrays):
+                with sharding_types.suspended():
+                    return function(x, _join_index(static[0], arrays))
+            _EAGER[key] = jit(getitem)
         else:
             _EAGER[key] = jit(lambda *args: function(*args, *static))
     return _EAGER[key]
@@ -431,17 +445,79 @@ def make_array_from_process_local_data(sharding, local_data, global_shape=None) 
 
 
 # ---------------------------------------------------------------------------------------------
-# Sharding in types, as far as it goes here (the current mesh and typeof: frontend.jit)
+# Sharding in types (the current mesh and typeof: frontend.jit; the op-by-op rules of
+# Explicit axes: frontend.sharding_types)
 
 
 def reshard(x, out_shardings):
     """`x` (a pytree) resharded to `out_shardings` (a sharding or PartitionSpec, or a pytree
     prefix of them), as JAX's ``reshard``: inside a traced function a hard sharding
     constraint, outside it a transfer to the devices (`device_put`)."""
-    from xla_spmd.frontend.pytree import tree_flatten
     leaves, tree = tree_flatten(x)
     named = frontend_jit.shardings_for(out_shardings, x, "reshard")
     if current_trace() is not None:
         return tree_unflatten(tree, [frontend_jit.with_sharding_constraint(v, s)
                                      for v, s in zip(leaves, named)])
     return tree_unflatten(tree, [device_put(v, s) for v, s in zip(leaves, named)])
+
+
+def auto_axes(f: Callable | None = None, /, *, axes=None, out_sharding=None):
+    """JAX's ``auto_axes``: `f` runs with its mesh axes Auto (no sharding types: propagation
+    places its values), and its result is resharded to `out_sharding` (given here or as a
+    keyword argument of the call). `axes` is accepted for JAX's signature; every axis is made
+    Auto inside.
+
+    >>> import numpy as np
+    >>> import xla_spmd as xs
+    >>> mesh = xs.make_mesh({"a": 2}, axis_types=xs.AxisType.Explicit)
+    >>> x = xs.device_put(np.ones((4, 4), np.float32), xs.NamedSharding(mesh, xs.P("a")))
+    >>> y = xs.jit(lambda v: xs.sharding.auto_axes(lambda u: u @ u.T,
+    ...                                            out_sharding=xs.P(None, "a"))(v))(x)
+    >>> y.sharding.spec, float(y[0, 0])
+    (P(None, 'a'), 4.0)
+    """
+    if f is None:
+        return functools.partial(auto_axes, axes=axes, out_sharding=out_sharding)
+
+    @functools.wraps(f)
+    def run(*args, **kwargs):
+        target = out_sharding if out_sharding is not None else kwargs.pop("out_sharding", None)
+        if target is None:
+            raise TypeError("auto_axes: missing required keyword argument 'out_sharding'")
+        with sharding_types.suspended():
+            out = f(*args, **kwargs)
+        if isinstance(target, frontend_jit.PartitionSpec) and frontend_jit.current_mesh() is None:
+            meshes = [t.mesh for t in map(sharding_types.type_of, _leaves(args)) if t]
+            if meshes:
+                with frontend_jit.use_mesh(meshes[0]):
+                    return reshard(out, target)
+        return reshard(out, target)
+    return run
+
+
+def explicit_axes(f: Callable | None = None, /, *, axes=None, in_sharding=None):
+    """JAX's ``explicit_axes``: the arguments are resharded to `in_sharding` (given here or as
+    a keyword argument of the call) and `f` runs with every axis of their mesh Explicit (its
+    values get sharding types op by op). `axes` is accepted for JAX's signature."""
+    if f is None:
+        return functools.partial(explicit_axes, axes=axes, in_sharding=in_sharding)
+
+    @functools.wraps(f)
+    def run(*args, **kwargs):
+        target = in_sharding if in_sharding is not None else kwargs.pop("in_sharding", None)
+        if target is None:
+            raise TypeError("explicit_axes: missing required keyword argument 'in_sharding'")
+        shardings = frontend_jit.shardings_for(target, args, "explicit_axes")
+        meshes = {id(s.mesh): s.mesh for s in shardings if hasattr(s, "mesh")}
+        if len(meshes) != 1:
+            raise ValueError("explicit_axes: in_sharding must name one mesh (use "
+                             "`xs.use_mesh(mesh)` for PartitionSpecs)")
+        leaves, tree = tree_flatten(args)
+        with sharding_types.forced(next(iter(meshes.values()))):
+            moved = [reshard(leaf, s) for leaf, s in zip(leaves, shardings)]
+            return f(*tree_unflatten(tree, moved), **kwargs)
+    return run
+
+
+def _leaves(tree) -> list:
+    return tree_flatten(tree)[0]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -315,10 +316,28 @@ def cmd_propagate(args) -> int:
     result = run(_load_program(args.input), args.strategy, unsharded_scalars=True)
     print(_stablehlo_with_meshes(result.module), end="")
     if args.explain and result.propagator is not None:
-        print("// Where each propagated axis came from (instruction: dim axis: chain):")
+        rename = _mlir_value_names(args.input)
+        what = "MLIR value" if rename else "instruction"
+        print(f"// Where each propagated axis came from ({what}: dim axis: chain):")
         for name, note in annotate(result).items():
-            print(f"// {name}: {note}")
+            print(f"// {rename(name) if rename else name}: {rename(note) if rename else note}")
     return 0
+
+
+def _mlir_value_names(path: str):
+    """For a .mlir program: a function that writes the instruction names in a text as the
+    MLIR values they were imported from (``add.3`` -> ``%0``); None for HLO programs."""
+    from xla_spmd.stablehlo import import_stablehlo
+
+    if Path(path).suffix != ".mlir":
+        return None
+    names: dict[str, str] = {}
+    import_stablehlo(read_text(path), filename=path, value_names=names)
+    if not names:
+        return None
+    pattern = re.compile(r"(?<![\w.%@-])(" + "|".join(
+        re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")(?![\w.-])")
+    return lambda text: pattern.sub(lambda m: names[m.group(1)], text)
 
 
 def cmd_rules(args) -> int:

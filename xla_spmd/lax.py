@@ -28,4 +28,5 @@ from xla_spmd.frontend.shard_map import (  # noqa: F401
     ppermute,
     psum,
     psum_scatter,
+    pvary,
 )

@@ -34,6 +34,9 @@ from xla_spmd.backends.reference.reduction import top_k
 from xla_spmd.errors import EvaluationError
 from xla_spmd.ir import Instruction, Registry, TupleShape
 from xla_spmd.ir.custom_calls import (
+    CALLBACK_KEY,
+    CALLBACK_MODE,
+    DEBUG_CALLBACK,
     GROUPS,
     GSPMD_BOUNDARIES,
     MANUAL_BOUNDARIES,
@@ -189,6 +192,26 @@ def manual_boundary_rule(inst: Instruction, operands: list, ctx: Context):
             "region only means something once partitioned; run the SPMD partitioner first "
             "and evaluate the per-device program")
     return tuple(operands) if isinstance(inst.shape, TupleShape) else operands[0]
+
+
+HOST_CALLBACKS: dict[str, object] = {}
+"""The process's host callbacks (``xs.debug.callback``): ``CALLBACK_KEY`` attribute -> function
+of the operands' numpy values. The frontend fills it while tracing."""
+
+
+@CUSTOM_CALLS.register(DEBUG_CALLBACK)
+def debug_callback_rule(inst: Instruction, operands: list, ctx: Context):
+    """Call the host function the instruction names with its operands' values: on every
+    device (mode ``each``) or on device 0 alone (``once``, the operands being global)."""
+    key = inst.frontend_attribute(CALLBACK_KEY)
+    function = HOST_CALLBACKS.get(key)
+    if function is None:
+        raise EvaluationError(f"custom-call {inst.name} ({DEBUG_CALLBACK}): no host callback "
+                              f"{key!r} in this process (callbacks live in the process that "
+                              "traced the program; a program read from a file has none)")
+    if inst.frontend_attribute(CALLBACK_MODE) == "each" or ctx.device_id == 0:
+        function(*[np.array(value) for value in operands])
+    return ()
 
 
 @CUSTOM_CALLS.register("mhlo.topk", "TopK")

@@ -88,3 +88,28 @@ def test_an_output_varying_over_an_axis_its_spec_leaves_out_is_refused():
     np.testing.assert_allclose(
         np.asarray(smap(lambda x: lax.psum(x.sum(0), "b"), (P("b"),), P(), True)(X)),
         X.sum(0), rtol=1e-5)
+
+
+def test_pvary_types_a_value_as_varying_and_transposes_to_psum():
+    """lax.pvary: the value is unchanged, now varying (an out_spec must name the axis), and
+    its cotangent is summed over the axis. Oracle: by hand (d/dw sum_i w * x_i = sum x)."""
+    mesh = xs.make_mesh({"x": 4})
+    x = np.arange(8, dtype=np.float32)
+
+    def per_device_grad(w, b):
+        return xs.grad(lambda w: (lax.pvary(w, "x") * b).sum())(w)
+
+    g = xs.jit(xs.shard_map(per_device_grad, mesh=mesh, in_specs=(P(), P("x")),
+                            out_specs=P()))(np.float32(2.0), x)
+    assert float(g) == x.sum()  # the psum of the four local sums, invariant again
+    body = xs.shard_map(lambda w, b: lax.pvary(w, "x") * b, mesh=mesh,
+                        in_specs=(P(), P("x")), out_specs=P("x"))
+    np.testing.assert_array_equal(np.asarray(xs.jit(body)(np.float32(2.0), x)), 2 * x)
+    with pytest.raises(xs.errors.XlaSpmdError, match="varies over manual axis 'x'"):
+        xs.jit(xs.shard_map(lambda b: lax.pvary(b, "x").sum(), mesh=mesh, in_specs=P(),
+                            out_specs=P()))(x)
+    untyped = xs.shard_map(lambda b: lax.pvary(b, "x").sum(), mesh=mesh, in_specs=P(),
+                           out_specs=P(), check_vma=False)  # the identity
+    assert float(xs.jit(untyped)(x)) == x.sum()
+    with pytest.raises(xs.errors.XlaSpmdError, match="only meaningful inside shard_map"):
+        lax.pvary(x, "x")

@@ -1,12 +1,19 @@
-"""JAX 0.10's explicit-sharding names (issue 16): AxisType, make_mesh(axis_types=...),
-xs.reshard, xs.typeof, xs.use_mesh. Explicit axes are propagated as Auto here (README)."""
+"""JAX 0.10's explicit sharding (issue 16): AxisType, make_mesh(axis_types=...), xs.reshard,
+xs.typeof, xs.use_mesh, sharding in types computed op by op for Explicit axes (with JAX's
+errors for ambiguous cases), out_sharding=, auto_axes/explicit_axes.
+
+Oracles: the result specs JAX's sharding rules give (worked by hand per case, from
+jax/_src/lax/lax.py and slicing.py) and numpy for the values."""
 
 import numpy as np
 import pytest
 
 import xla_spmd as xs
+import xla_spmd.lax as lax
+import xla_spmd.numpy as xnp
 from xla_spmd import NamedSharding, P
 from xla_spmd.errors import ShardingError, XlaSpmdError
+from xla_spmd.frontend.sharding_types import ShardingTypeError
 
 X = np.arange(32.0, dtype=np.float32).reshape(8, 4)
 
@@ -55,3 +62,297 @@ def test_reshard_and_typeof_inside_jit(mesh):
     assert seen["in"].spec == P("a", "b") and seen["out"].spec == P(None, "b")
     assert result.sharding.spec == P(None, "b")  # propagated from the reshard
     np.testing.assert_array_equal(np.asarray(result), X * 2.0 + 1.0)
+
+
+W = np.arange(12.0, dtype=np.float32).reshape(4, 3)
+
+
+def _spec(v):
+    return xs.typeof(v).sharding.spec
+
+
+def _types(fn, *args):
+    """The spec of each value `fn` reports while traced under jit, and the jit's results."""
+    seen = {}
+    out = xs.jit(lambda *a: fn(seen, *a))(*args)
+    return seen, out
+
+
+# (name, function of x: f32[8,4] P('a', None) and w: f32[4,3] P(None, 'b'), expected spec)
+OP_CASES = [
+    ("elementwise_with_constant", lambda x, w: xnp.tanh(x) * 2.0 + 1.0, P("a", None)),
+    ("elementwise_meets_unsharded", lambda x, w: x + xnp.ones((8, 4)), P("a", None)),
+    ("dot_free_dims", lambda x, w: x @ w, P("a", "b")),
+    ("transpose", lambda x, w: (x @ w).T, P("b", "a")),
+    ("reduce_sharded_dim", lambda x, w: (x @ w).sum(0), P("b")),
+    ("reduce_other_dim", lambda x, w: (x @ w).sum(1), P("a")),
+    ("reshape_split_major", lambda x, w: x.reshape(2, 4, 4), P("a", None, None)),
+    ("reshape_merge_major", lambda x, w: x.reshape(32), P("a")),
+    ("reshape_add_unit_dim", lambda x, w: x.reshape(8, 1, 4), P("a", None, None)),
+    ("broadcast_new_dim", lambda x, w: xnp.broadcast_to(x, (3, 8, 4)), P(None, "a", None)),
+    ("slice_divisible", lambda x, w: x[2:6], P("a", None)),
+    ("slice_unsharded_dim", lambda x, w: x[:, 1:3], P("a", None)),
+    ("slice_to_ones", lambda x, w: x[3:4, 0:1], P(None, None)),
+    ("concatenate_alike", lambda x, w: xnp.concatenate([x, x * 2], axis=1), P("a", None)),
+    ("argmax_variadic_reduce", lambda x, w: xnp.argmax(x, axis=1), P("a")),
+    ("sort_unsharded_dim", lambda x, w: xnp.sort(-x, axis=1), P("a", None)),
+    ("cumsum_unsharded_dim", lambda x, w: xnp.cumsum(x, axis=1), P("a", None)),
+    ("gather_rows_of_unsharded_dim", lambda x, w: w[np.array([[3, 1], [0, 2]])],
+     P(None, None, "b")),
+    ("gather_column_by_index", lambda x, w: x[:, np.int32(2)], P("a")),
+]
+
+
+@pytest.mark.parametrize("name,fn,want", OP_CASES, ids=[c[0] for c in OP_CASES])
+def test_types_op_by_op(mesh, name, fn, want):
+    x = xs.device_put(X, NamedSharding(mesh, P("a", None)))
+    w = xs.device_put(W, NamedSharding(mesh, P(None, "b")))
+
+    def traced(seen, x, w):
+        out = fn(x, w)
+        seen["type"] = _spec(out)
+        return out
+
+    seen, out = _types(traced, x, w)
+    assert seen["type"] == want
+    assert out.sharding.spec == want  # the type is the result's sharding
+    assert out.sharding.mesh.explicit_axes == ("a", "b")
+    np.testing.assert_allclose(np.asarray(out), np.asarray(fn(X, W)), rtol=1e-6)
+
+
+# (name, function, operand specs, the error JAX gives)
+ERROR_CASES = [
+    ("contracting_sharded_both", lambda x, w: x @ w, (P(None, "b"), P("b", None)),
+     "Contracting dimensions are sharded"),
+    ("incompatible_elementwise", lambda x, y: x + y, (P("a", None), P("b", None)),
+     "incompatible shardings for broadcasting"),
+    ("reshape_minor_sharded_merge", lambda x, y: x.reshape(32), (P(None, "b"), P()),
+     "This reshape is not supported"),
+    ("slice_not_divisible", lambda x, y: x[1:4], (P("a", None), P()),
+     "not divisible by mesh axes"),
+    ("concatenate_different", lambda x, y: xnp.concatenate([x, y]), (P("a"), P(None, "b")),
+     "should have the same sharding"),
+    ("cumsum_sharded_dim", lambda x, y: xnp.cumsum(x, axis=0), (P("a"), P()),
+     "unsharded over the axis being reduced"),
+    ("sort_sharded_dim", lambda x, y: xnp.sort(x, axis=0), (P("a"), P()),
+     "unsharded over the sorting dimension"),
+    ("gather_with_sharded_indices", lambda x, y: x[y.astype(np.int32)], (P(None, "b"), P("a")),
+     r"Use `.at\[...\].get\(out_sharding=\)`"),
+]
+
+
+@pytest.mark.parametrize("name,fn,specs,message", ERROR_CASES, ids=[c[0] for c in ERROR_CASES])
+def test_ambiguous_ops_fail_while_tracing(mesh, name, fn, specs, message):
+    a = xs.device_put(X, NamedSharding(mesh, specs[0]))
+    b = xs.device_put(W if name == "contracting_sharded_both" else X,
+                      NamedSharding(mesh, specs[1]))
+    with pytest.raises(ShardingTypeError, match=message):
+        xs.jit(fn)(a, b)
+
+
+def test_out_sharding_settles_what_the_types_leave_open(mesh):
+    x = xs.device_put(X, NamedSharding(mesh, P(None, "b")))
+    w = xs.device_put(W, NamedSharding(mesh, P("b", None)))
+    seen = {}
+
+    @xs.jit
+    def f(x, w):
+        y = xnp.matmul(x, w, out_sharding=P("a"))
+        z = xnp.einsum("ij,jk->ik", x, w, out_sharding=NamedSharding(mesh, P(None, None)))
+        r = lax.reshape(x, (32,), out_sharding=P("b"))
+        seen.update(y=_spec(y), z=_spec(z), r=_spec(r))
+        return y, z, r
+
+    y, z, r = f(x, w)
+    assert seen == {"y": P("a", None), "z": P(None, None), "r": P("b")}
+    np.testing.assert_allclose(np.asarray(y), X @ W, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(z), X @ W, rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(r), X.ravel())
+
+
+def test_at_get_out_sharding_settles_a_gather(mesh):
+    """An embedding lookup with sharded token ids: JAX's types refuse ``emb[tokens]``;
+    ``emb.at[tokens].get(out_sharding=...)`` says the result's sharding (traced and eager)."""
+    table = np.arange(40, dtype=np.float32).reshape(10, 4)
+    tokens = np.array([[1, 2, 3, 9], [0, 0, 5, 7]], np.int32)
+    emb = xs.device_put(table, NamedSharding(mesh, P(None, "b")))
+    tok = xs.device_put(tokens, NamedSharding(mesh, P("a")))
+    seen = {}
+
+    @xs.jit
+    def lookup(e, t):
+        out = e.at[t].get(out_sharding=P("a", None, "b"))
+        seen["type"] = _spec(out)
+        return out
+
+    out = lookup(emb, tok)
+    assert seen["type"] == P("a", None, "b") and out.sharding.spec == P("a", None, "b")
+    np.testing.assert_array_equal(np.asarray(out), table[tokens])
+    eager = emb.at[tok].get(out_sharding=P("a", None, "b"))
+    assert eager.sharding.spec == P("a", None, "b")
+    np.testing.assert_array_equal(np.asarray(eager), table[tokens])
+    updated = emb.at[2].set(1.0, out_sharding=P(None, "b"))
+    np.testing.assert_array_equal(np.asarray(updated)[2], np.ones(4))
+
+
+def test_scatter_types(mesh):
+    """x.at[...].set/add: writing into an unsharded dim keeps the operand's spec; writing into
+    the sharded dim fails as in JAX unless out_sharding says the result's sharding."""
+    x = xs.device_put(X, NamedSharding(mesh, P("a", None)))
+    seen = {}
+
+    @xs.jit
+    def columns(x, i):
+        out = x.at[:, np.array([1, 3])].set(0.0).at[:, i].add(5.0)
+        seen["columns"] = _spec(out)
+        return out
+
+    want = X.copy()
+    want[:, [1, 3]] = 0.0
+    want[:, 2] += 5.0
+    np.testing.assert_array_equal(np.asarray(columns(x, np.int32(2))), want)
+    assert seen["columns"] == P("a", None)
+    with pytest.raises(ShardingTypeError, match="for the scatter update"):
+        xs.jit(lambda v: v.at[np.array([1, 3])].add(1.0))(x)
+
+    @xs.jit
+    def rows(x):
+        out = x.at[np.array([1, 3])].add(1.0, out_sharding=P("a"))
+        seen["rows"] = _spec(out)
+        return out
+
+    want = X.copy()
+    want[[1, 3]] += 1.0
+    np.testing.assert_array_equal(np.asarray(rows(x)), want)
+    assert seen["rows"] == P("a", None)
+
+
+def test_grad_has_the_primal_types(mesh):
+    """Cotangents are placed by propagation; each parameter's gradient gets its primal's type
+    (the backward pass of x @ w contracts the sharded batch dim, which the types alone would
+    refuse)."""
+    x = xs.device_put(X, NamedSharding(mesh, P("a", None)))
+    w = xs.device_put(W, NamedSharding(mesh, P(None, "b")))
+    g = xs.jit(xs.grad(lambda w, x: xnp.sum(xnp.tanh(x @ w))))(w, x)
+    assert g.sharding.spec == P(None, "b")
+    np.testing.assert_allclose(np.asarray(g), X.T @ (1 - np.tanh(X @ W) ** 2), rtol=1e-4)
+
+
+def test_types_inside_grad_follow_the_differentiated_arguments(mesh):
+    x = xs.device_put(X, NamedSharding(mesh, P("a", None)))
+    w = xs.device_put(W, NamedSharding(mesh, P(None, "b")))
+    seen = {}
+
+    def loss(w, x):
+        h = x @ w
+        seen.update(w=_spec(w), h=_spec(h))
+        return xnp.sum(h)
+
+    xs.jit(xs.grad(loss))(w, x)
+    assert seen == {"w": P(None, "b"), "h": P("a", "b")}
+
+
+def test_values_whose_type_is_lost_are_not_taken_as_replicated(mesh):
+    """A loop's results have no type here; ops on them stay untyped (propagation places
+    them) instead of being typed as if they were replicated, which would gather them. A
+    plain input of the jit does count as replicated, as in JAX."""
+    rng = np.random.default_rng(1)
+    ws, wo = rng.standard_normal((3, 4, 4)).astype(np.float32), W @ W.T
+    x = xs.device_put(X, NamedSharding(mesh, P("a", None)))
+    w_out = xs.device_put(wo, NamedSharding(mesh, P(None, "b")))
+    seen = {}
+
+    @xs.jit
+    def f(x, ws, w_out):
+        h, _ = lax.scan(lambda h, w: (xnp.tanh(h @ w), None), x, ws)
+        y = h @ w_out
+        seen.update(h=xs.typeof(h).sharding, y=xs.typeof(y).sharding,
+                    plain=_spec(x + ws[0, 0]))
+        return y
+
+    out = f(x, ws, w_out)
+    assert seen == {"h": None, "y": None, "plain": P("a", None)}
+    assert out.sharding.spec == P("a", "b")  # propagation kept the batch sharded
+    h = X
+    for w in ws:
+        h = np.tanh(h @ w)
+    np.testing.assert_allclose(np.asarray(out), h @ wo, rtol=1e-4, atol=1e-4)
+
+
+def test_vmap_and_eager_ops_under_explicit_axes(mesh):
+    x = xs.device_put(X, NamedSharding(mesh, P("a", None)))
+    assert (x * 2).sharding.spec == P("a", None)  # eager math follows the types too
+    out = xs.jit(xs.vmap(lambda row: row * row.sum()))(x)
+    np.testing.assert_allclose(np.asarray(out), X * X.sum(1, keepdims=True))
+
+
+def test_auto_meshes_have_no_types():
+    mesh = xs.make_mesh((2, 4), ("a", "b"))
+    x = xs.device_put(X, NamedSharding(mesh, P("a", None)))
+    seen = {}
+    xs.jit(lambda v: (seen.setdefault("t", xs.typeof(v * 2).sharding), v)[1])(x)
+    assert seen["t"] is None
+    # ... so nothing is ambiguous: propagation decides
+    y = xs.device_put(X, NamedSharding(mesh, P("b", None)))
+    np.testing.assert_array_equal(np.asarray(xs.jit(lambda a, b: a + b)(x, y)), X * 2)
+
+
+def test_mixed_mesh_types_only_explicit_axes():
+    mesh = xs.make_mesh((2, 4), ("a", "b"), axis_types=(xs.AxisType.Explicit, xs.AxisType.Auto))
+    assert mesh.explicit_axes == ("a",) and mesh.auto_axes == ("b",)
+    x = xs.device_put(X, NamedSharding(mesh, P("a", "b")))
+    seen = {}
+    xs.jit(lambda v: (seen.setdefault("t", _spec(v + 1.0)), v)[1])(x)
+    assert seen["t"] == P("a", None)
+
+
+def test_auto_axes_and_explicit_axes(mesh):
+    x = xs.device_put(X, NamedSharding(mesh, P(None, "b")))
+    seen = {}
+
+    @xs.jit
+    def f(a):
+        # a @ a.T contracts the sharded dim: refused by the types, fine under auto_axes
+        y = xs.sharding.auto_axes(lambda u: u @ u.T, out_sharding=P("a"))(a)
+        seen["auto"] = _spec(y)
+        return y
+
+    out = f(x)
+    assert seen["auto"] == P("a", None) and out.sharding.spec == P("a", None)
+    np.testing.assert_allclose(np.asarray(out), X @ X.T)
+
+    auto = xs.make_mesh((2, 4), ("a", "b"))
+    xa = xs.device_put(X, NamedSharding(auto, P("a")))
+
+    @xs.jit
+    def g(a):
+        def inner(u):
+            seen["explicit"] = _spec(u * 2)
+            return (u * 2).sum(1)
+        return xs.sharding.explicit_axes(inner, in_sharding=NamedSharding(auto, P("a", "b")))(a)
+
+    np.testing.assert_allclose(np.asarray(g(xa)), (X * 2).sum(1))
+    assert seen["explicit"] == P("a", "b")
+    with pytest.raises(TypeError, match="out_sharding"):
+        xs.sharding.auto_axes(lambda u: u)(x)
+
+
+def test_jax_sharding_namespace_names():
+    assert xs.sharding.reshard is xs.reshard
+    assert xs.sharding.use_mesh is xs.use_mesh
+    assert xs.sharding.AxisType is xs.AxisType
+    with pytest.raises(AttributeError):
+        xs.sharding.no_such_name  # noqa: B018
+
+
+def test_default_axis_types_option_gives_jax_0_10s_make_mesh():
+    with xs.config.override(default_axis_types="explicit"):
+        mesh = xs.make_mesh((2, 4), ("a", "b"))
+        assert mesh.explicit_axes == ("a", "b")
+        assert xs.make_mesh((8,), ("x",), axis_types=xs.AxisType.Auto).explicit_axes == ()
+        x = xs.device_put(X, NamedSharding(mesh, P(None, "b")))
+        with pytest.raises(ShardingTypeError, match="Contracting dimensions are sharded"):
+            xs.jit(lambda v: v @ v.T)(x)
+    assert xs.make_mesh((2, 4), ("a", "b")).explicit_axes == ()  # Auto, the default here
+    with pytest.raises(XlaSpmdError, match="default_axis_types"):
+        xs.config.update("default_axis_types", "manual")

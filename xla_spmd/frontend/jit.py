@@ -582,6 +582,11 @@ def use_mesh(mesh):
 set_mesh = use_mesh
 
 
+def current_mesh():
+    """The mesh of the innermost `use_mesh` block (None outside any)."""
+    return _MESHES[-1] if _MESHES else None
+
+
 def shardings_for(shardings, tree, what: str) -> list:
     """One sharding per leaf of `tree` from a sharding or PartitionSpec (or a pytree prefix
     of them); a bare spec is over the `use_mesh` mesh, else over the leaf's own mesh."""

@@ -17,6 +17,7 @@ import numpy as np
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend.dtypes import canonicalize, python_scalar_dtype
 from xla_spmd.frontend.pytree import tree_map
+from xla_spmd.frontend.sharding_types import takes_out_sharding
 from xla_spmd.frontend.tracing import (
     Array,
     Value,
@@ -234,6 +235,7 @@ def broadcast_in_dim(x, shape, broadcast_dimensions) -> Value:
     return bind("broadcast", x, shape=ArrayShape(aval.dtype, shape), dimensions=dims)
 
 
+@takes_out_sharding
 def reshape(x, shape) -> Value:
     aval = aval_of(x)
     shape = tuple(int(d) for d in shape)
@@ -415,6 +417,7 @@ def avg_pool(x, window_dimensions, window_strides=None, padding="VALID") -> Valu
 # Contractions
 
 
+@takes_out_sharding
 def dot_general(lhs, rhs, dimension_numbers, precision=None,
                 preferred_element_type=None) -> Value:
     """``dimension_numbers = ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))``,
@@ -432,6 +435,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None,
                 rhs_batch_dims=tuple(rb))
 
 
+@takes_out_sharding
 def dot(lhs, rhs, precision=None, preferred_element_type=None) -> Value:
     """Vector/matrix products contracting `lhs`'s last dim with `rhs`'s first (as
     ``jax.lax.dot``; operands of one type)."""

@@ -24,6 +24,7 @@ from xla_spmd.frontend.dtypes import (
     to_inexact,
 )
 from xla_spmd.frontend.lax import as_dtype, dtype_of, shape_of
+from xla_spmd.frontend.sharding_types import takes_out_sharding
 from xla_spmd.frontend.tracing import Array, Value, bind, is_distributed, is_weak
 from xla_spmd.ir import PRED, S32, DType
 
@@ -306,6 +307,7 @@ def clip(x, a_min=None, a_max=None):
 # Contractions
 
 
+@takes_out_sharding
 def matmul(a, b, preferred_element_type=None):
     """numpy matmul: 1-D operands are promoted to matrices; batch dims broadcast. With
     `preferred_element_type` the product accumulates and returns in that type (as JAX's)."""
@@ -339,6 +341,7 @@ def _promote_dtype(*xs):
     return [_to(x, dtype) for x in xs]
 
 
+@takes_out_sharding
 def dot(a, b, preferred_element_type=None):
     a, b = _promote_dtype(a, b)
     if a.ndim == 0 or b.ndim == 0:

@@ -20,6 +20,7 @@ import numpy as np
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax, numpy_reductions, numpy_shape
 from xla_spmd.frontend import numpy_core as xnp
+from xla_spmd.frontend.sharding_types import with_out_sharding
 from xla_spmd.frontend.tracing import Array, Tracer, Value, bind, reducer
 from xla_spmd.ir import S32
 
@@ -222,26 +223,37 @@ class IndexUpdateHelper:
 
 
 class IndexUpdateRef:
+    """``x.at[index]``; each method takes JAX's ``out_sharding=`` (the result's sharding
+    type, where Explicit axes leave it ambiguous)."""
+
     def __init__(self, x, index):
         self.x, self.index = x, index
 
-    def set(self, values):
-        return _update(self.x, self.index, values, "set")
+    def _run(self, compute, out_sharding, what: str):
+        return with_out_sharding(compute, out_sharding, (self.x,), what)
 
-    def add(self, values):
-        return _update(self.x, self.index, values, "add")
+    def set(self, values, *, out_sharding=None):
+        return self._run(lambda: _update(self.x, self.index, values, "set"), out_sharding,
+                         "at[].set")
 
-    def multiply(self, values):
-        return _update(self.x, self.index, values, "mul")
+    def add(self, values, *, out_sharding=None):
+        return self._run(lambda: _update(self.x, self.index, values, "add"), out_sharding,
+                         "at[].add")
 
-    def max(self, values):
-        return _update(self.x, self.index, values, "max")
+    def multiply(self, values, *, out_sharding=None):
+        return self._run(lambda: _update(self.x, self.index, values, "mul"), out_sharding,
+                         "at[].multiply")
 
-    def min(self, values):
-        return _update(self.x, self.index, values, "min")
+    def max(self, values, *, out_sharding=None):
+        return self._run(lambda: _update(self.x, self.index, values, "max"), out_sharding,
+                         "at[].max")
 
-    def get(self):
-        return getitem(self.x, self.index)
+    def min(self, values, *, out_sharding=None):
+        return self._run(lambda: _update(self.x, self.index, values, "min"), out_sharding,
+                         "at[].min")
+
+    def get(self, *, out_sharding=None):
+        return self._run(lambda: getitem(self.x, self.index), out_sharding, "at[].get")
 
 
 def _update(x, index, values, kind: str):

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax, numpy_reductions
 from xla_spmd.frontend import numpy_core as xnp
+from xla_spmd.frontend.sharding_types import takes_out_sharding
 from xla_spmd.ir import S32
 
 
@@ -24,6 +25,7 @@ def _axis(axis: int, ndim: int) -> int:
     return axis % ndim if ndim else 0
 
 
+@takes_out_sharding
 def reshape(x, shape):
     x = xnp.asarray(x)
     shape = (shape,) if isinstance(shape, int) else tuple(int(d) for d in shape)
@@ -282,6 +284,7 @@ def einsum_impl(subscripts: str, operands: list):
     return lax.transpose(x, [spec.index(c) for c in output])
 
 
+@takes_out_sharding
 def einsum(subscripts: str, *operands):
     """General einsum by pairwise contraction, left to right (no repeated labels within one
     operand)."""

@@ -49,6 +49,7 @@ from xla_spmd.ir.custom_calls import (
     MANUAL_BODY,
     MANUAL_BOUNDARIES,
     OUT_SHARDINGS,
+    PVARY,
 )
 from xla_spmd.ir.module import make_instruction, rewrite
 from xla_spmd.mesh import Mesh
@@ -355,6 +356,24 @@ def _all_reduce(kind: str, x, axis_name):
         return bind("all-reduce", v, to_apply=reducer(kind, v.aval.dtype),
                     **_group_kwargs(manual, axis_name))
     return tree_unflatten(tree, [one(v) for v in leaves])
+
+
+def pvary(x, axis_name):
+    """JAX's ``lax.pvary``: `x` (a pytree) unchanged, typed as varying over `axis_name` (with
+    ``check_vma``); its transpose is a ``psum`` over those axes. With ``check_vma=False`` it
+    is the identity both ways."""
+    from xla_spmd.frontend.numpy_core import asarray
+    manual = _manual("lax.pvary")
+    axes = _axes(axis_name)
+    _groups(manual, axes)  # checks the names
+    if not manual.check_vma:
+        return x
+
+    def one(v):
+        v = asarray(v)
+        return bind("custom-call", v, shape=v.aval, custom_call_target=PVARY,
+                    frontend_attributes=((COLLECTIVE_AXES, ",".join(axes)),))
+    return tree_map(one, x)
 
 
 def psum(x, axis_name):

@@ -53,6 +53,9 @@ _TRACES: list[Trace] = []
 # of the forward op whose VJP rule is running (its backward ops point at the same line).
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _SOURCES: list[str] = []
+# Functions ``infer(inst, operands) -> sharding | None`` asked for the sharding type of each
+# op bound without a sharding (xla_spmd.frontend.sharding_types installs one).
+TYPE_RULES: list = []
 _NAMES = itertools.count(1)
 
 
@@ -296,6 +299,12 @@ class Trace:
             metadata = source_metadata()
             if metadata is not None:
                 extra = {**extra, "extras": (*extras, ("metadata", metadata))}
+        if "sharding" not in extra:
+            for rule in TYPE_RULES:
+                typed = rule(inst, operands)
+                if typed is not None:
+                    extra = {**extra, "sharding": typed}
+                    break
         if extra:
             inst = inst.replace(**extra)
             self.builder.instructions[-1] = inst
@@ -435,8 +444,11 @@ def rebind(inst: Instruction, operands) -> Value:
 # Nested traces: functions to computations
 
 
-def trace_computation(fn, in_avals, name: str, *, manual=None):
-    """Trace `fn(*tracers)` (returning a flat list of values) into a new trace.
+def trace_computation(fn, in_avals, name: str, *, manual=None, shardings=None, known=None):
+    """Trace `fn(*tracers)` (returning a flat list of values) into a new trace; `shardings`
+    (one per input, or None) are its parameters' shardings (the sharding types of the values
+    a transform passes in), `known` (one flag per input) which untyped ones count as
+    replicated (see `xla_spmd.frontend.sharding_types.known`).
 
     Returns ``(trace, outputs)``: `trace.parameters` are the explicit parameters followed by
     one per capture (`trace.captures` holds the outer values to pass for them); `outputs`
@@ -444,7 +456,12 @@ def trace_computation(fn, in_avals, name: str, *, manual=None):
     """
     trace = Trace(name, manual=manual)
     with trace:
-        args = [trace.new_parameter(aval, f"Arg_{i}") for i, aval in enumerate(in_avals)]
+        given = shardings if shardings is not None else [None] * len(in_avals)
+        args = [trace.new_parameter(aval, f"Arg_{i}", sharding=sharding)
+                for i, (aval, sharding) in enumerate(zip(in_avals, given))]
+        if known is not None:
+            trace.__dict__.setdefault("_known_params", set()).update(
+                id(a.inst) for a, flag in zip(args, known) if flag)
         outs = fn(*args)
         out_insts = [trace.to_inst(o) for o in outs]
     return trace, out_insts

@@ -36,6 +36,7 @@ from xla_spmd.frontend.pytree import (
     tree_map,
     tree_unflatten,
 )
+from xla_spmd.frontend.sharding_types import known, type_of
 from xla_spmd.frontend.tracing import (
     aval_of,
     bind,
@@ -327,7 +328,9 @@ def _wrapped_call(fun: Callable, args, rule=None, attributes=()):
         out_leaves, structure["out"] = tree_flatten(fun(*tree_unflatten(in_tree, tracers)))
         return [_as_value(o) for o in out_leaves]
 
-    trace, outputs = trace_computation(flat, [x.aval for x in leaves], fresh_name("call"))
+    trace, outputs = trace_computation(flat, [x.aval for x in leaves], fresh_name("call"),
+                                       shardings=[type_of(x) for x in leaves],
+                                       known=[known(x) for x in leaves])
     computation = finish(trace, outputs, tuple_root=True)
     if rule is not None:
         key = str(next(_RULE_IDS))

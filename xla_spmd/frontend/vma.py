@@ -44,7 +44,7 @@ def combine(opcode: str, operand_vmas, axes, every: frozenset) -> frozenset:
     union = frozenset().union(*operand_vmas) if operand_vmas else frozenset()
     if opcode == "all-reduce":
         return union - frozenset(axes)
-    if opcode == "reduce-scatter":
+    if opcode in ("reduce-scatter", "custom-call"):  # custom-call: lax.pvary's axes, or none
         return union | frozenset(axes)
     return union
 
@@ -70,9 +70,9 @@ def _vmas(trace: Trace) -> dict[int, frozenset]:
     for inst in instructions[cache["count"]:]:
         if id(inst) in values:
             continue
+        axes = collective_axes(inst, frozenset() if inst.opcode == "custom-call" else every)
         values[id(inst)] = combine(inst.opcode, [values.get(id(o), every)
-                                                 for o in inst.operands],
-                                   collective_axes(inst, every), every)
+                                                 for o in inst.operands], axes, every)
     cache["count"] = len(instructions)
     return values
 

@@ -17,6 +17,12 @@ Roles:
 * ``FULL_TO_SHARD`` / ``SHARD_TO_FULL``: GSPMD's manual boundaries; the sharding is the
   instruction's own.
 * ``POINTWISE``: an elementwise computation of its operand (sharded as its operand).
+* ``HOST_CALLBACK``: a Python function called on the host with the operands' values
+  (``xs.debug.callback``/``print``); no result, never removed. Its frontend attribute
+  ``CALLBACK_KEY`` names the function in the process's callback table; ``CALLBACK_MODE``
+  says who calls it: ``once`` (device 0, on the global values: the operands are replicated
+  first) or ``each`` (every device, on its own shard: ``partitioned=True``, shard_map
+  bodies).
 
 >>> role_of("xla.sdy.GlobalToLocalShape") is Role.MANUAL_ENTRY
 True
@@ -41,6 +47,7 @@ class Role(Enum):
     POINTWISE = "pointwise"
     COMPUTE = "compute"             # a computation a backend runs itself (TopK)
     INTERPRETER = "interpreter"     # the StableHLO test-file interpreter's checks and helpers
+    HOST_CALLBACK = "host-callback"  # xs.debug.callback: a Python function run on the host
 
 
 # Target names.
@@ -57,6 +64,8 @@ GLOBAL_TO_LOCAL = "xla.sdy.GlobalToLocalShape"
 LOCAL_TO_GLOBAL = "xla.sdy.LocalToGlobalShape"
 FULL_TO_SHARD = "SPMDFullToShardShape"
 SHARD_TO_FULL = "SPMDShardToFullShape"
+DEBUG_CALLBACK = "xla_spmd.debug_callback"         # xs.debug.callback / xs.debug.print
+PVARY = "xla_spmd.pvary"   # lax.pvary in a shard_map body: the value, typed as varying
 
 # The check ops of StableHLO interpreter test files (``check.expect_eq`` ...).
 INTERPRETER_CHECKS = ("expect_eq_const", "expect_almost_eq_const", "expect_eq",
@@ -75,6 +84,7 @@ TARGETS: dict[str, Role] = {
     "MoveToHost": Role.MARKER,
     "MoveToDevice": Role.MARKER,
     "InspectSharding": Role.MARKER,
+    PVARY: Role.MARKER,
     SHARDING_GROUP: Role.GROUP,
     "ShardingGroup": Role.GROUP,
     GLOBAL_TO_LOCAL: Role.MANUAL_ENTRY,
@@ -86,6 +96,7 @@ TARGETS: dict[str, Role] = {
     "X64SplitHigh": Role.POINTWISE,
     "Cholesky": Role.POINTWISE,
     "TopK": Role.COMPUTE,
+    DEBUG_CALLBACK: Role.HOST_CALLBACK,
     "mhlo.topk": Role.COMPUTE,
     # check.expect_* ops of StableHLO interpreter test files, and the interpreter's helpers.
     **{f"check.{kind}": Role.INTERPRETER for kind in INTERPRETER_CHECKS},
@@ -124,3 +135,5 @@ SHARDING_GROUP_ID = "xla.sdy.sharding_group_id"
 SHARDING_RULE = "sdy.sharding_rule"            # an op's own #sdy.op_sharding_rule<...>
 ALLOWED_DIRECTION = "xla.sdy.allowed_direction"  # a propagation barrier's allowed_direction
 MANUAL_BODY = "xla.sdy.manual_computation_body"  # name prefix of a manual region's body
+CALLBACK_KEY = "xla_spmd.callback"             # a host callback's key in the callback table
+CALLBACK_MODE = "xla_spmd.callback_mode"       # a host callback's callers: "once" or "each"

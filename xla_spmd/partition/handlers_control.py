@@ -22,6 +22,8 @@ import re
 from xla_spmd.errors import PartitionError
 from xla_spmd.ir import TupleShape, rewrite
 from xla_spmd.ir.custom_calls import (
+    CALLBACK_MODE,
+    DEBUG_CALLBACK,
     FULL_TO_SHARD,
     GLOBAL_TO_LOCAL,
     GROUPS,
@@ -127,7 +129,24 @@ def custom_call(low, inst, operands):
         return full_to_shard(low, inst, operands)
     if target_name == SHARD_TO_FULL:
         return shard_to_full(low, inst, operands)
+    if target_name == DEBUG_CALLBACK and inst.frontend_attribute(CALLBACK_MODE) == "each":
+        return partitioned_callback(low, inst, operands)
     return generic(low, inst, operands)
+
+
+def partitioned_callback(low, inst, operands):
+    """``xs.debug.callback(..., partitioned=True)``: every device calls it on its own shard
+    of each operand, as sharded. A shard that holds padding (an uneven dim) or partial sums
+    (unreduced axes) is no piece of the value: such an operand is replicated first."""
+    args = []
+    for value in operands:
+        sharding, dims = value.sharding, value.global_shape.dims
+        padded = any(size % sharding.num_shards(d) for d, size in enumerate(dims))
+        if padded or sharding.unreduced:
+            value = low.replicate(value)
+        args.append(value.inst)
+    low.em.clone(inst, args, inst.shape)
+    return PTuple(())
 
 
 _SDY_REDUCTIONS = {"sum": "add", "max": "maximum", "min": "minimum"}

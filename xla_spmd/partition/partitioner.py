@@ -37,6 +37,7 @@ from xla_spmd.ir import (
     print_instruction,
     topological_order,
 )
+from xla_spmd.ir.module import has_side_effect
 from xla_spmd.mesh import Mesh, axes_within, make_mesh
 from xla_spmd.partition.emit import Emitter, ModuleState, local_dims, lower_plan
 from xla_spmd.partition.registry import handler_for
@@ -230,7 +231,9 @@ class Lowering:
 
     def finish(self, root_value, name: str, params) -> Computation:
         root = self.pack(root_value)
-        order = topological_order(root, params)
+        # Side effects nothing uses (host callbacks) stay, in the order they were emitted.
+        effects = [i for i in self.em.instructions if has_side_effect(i)]
+        order = topological_order(root, [*params, *effects])
         return Computation(name, order, root)
 
     def partition_callee(self, computation: Computation, arg_values: list, result_targets,

@@ -7,6 +7,8 @@
 #sdy.sharding<@mesh, [{}, {"model"}]>
 """
 
+import sys
+
 from xla_spmd.mesh import AxisRef, AxisType, Mesh, make_mesh
 
 from .gspmd import ImportedSharding, axes_to_hlo, finest_mesh, hlo_to_axes, hlo_tuple_to_axes
@@ -38,3 +40,15 @@ __all__ = [
     "visualize_sharding",
     "render_sharding",
 ]
+
+
+# JAX's ``jax.sharding`` also names the user-level functions of sharding in types. They are
+# functions of the user API (``xs.reshard`` ...), above this layer: these names look them up
+# on the top-level package (always imported before this subpackage), not import it.
+_USER_API = ("reshard", "auto_axes", "explicit_axes", "use_mesh", "set_mesh")
+
+
+def __getattr__(name: str):
+    if name in _USER_API:
+        return getattr(sys.modules["xla_spmd"], name)
+    raise AttributeError(f"module 'xla_spmd.sharding' has no attribute {name!r}")

@@ -57,12 +57,27 @@ from xla_spmd.stablehlo.types import print_type
 # ``xla.sdy.mesh_attributes={m = {stablehlo.mesh = ...}}`` (`MESH_ATTRS_KEY`).
 
 
-def import_stablehlo(text: str, filename: str | None = None) -> Module:
+def import_stablehlo(text: str, filename: str | None = None,
+                     value_names: dict[str, str] | None = None) -> Module:
     """Import StableHLO MLIR text (as ``jax.jit(f).lower(...).as_text()`` prints it).
 
-    Malformed input raises `ParseError` naming file:line:column and what was expected."""
+    Malformed input raises `ParseError` naming file:line:column and what was expected. A
+    `value_names` dict receives, per instruction name, the MLIR value it was imported from
+    (``%0``, ``%arg1``; ``%0 in @f`` outside the entry function).
+
+    >>> names = {}
+    >>> m = import_stablehlo("func.func @main(%a: tensor<f32>) -> tensor<f32> {"
+    ...                      " %0 = stablehlo.negate %a : tensor<f32>"
+    ...                      " return %0 : tensor<f32> }", value_names=names)
+    >>> sorted(names.values())
+    ['%0', '%a']
+    """
     tree = parse_text(text, filename)
-    return ModuleImporter(tree, filename).run()
+    importer = ModuleImporter(tree, filename)
+    module = importer.run()
+    if value_names is not None:
+        value_names.update(importer.value_names)
+    return module
 
 
 def module_mesh_attributes(module: Module) -> dict[str, str]:
@@ -132,6 +147,9 @@ class ModuleImporter:
         self.current_node: OpNode | None = None
         self.meshes = tree.meshes
         self.gspmd_mesh = None
+        # instruction name -> the MLIR value it came from; the functions being converted
+        self.value_names: dict[str, str] = {}
+        self.function_stack: list[str] = []
         if not self.meshes:
             self.gspmd_mesh = common_gspmd_mesh(tree)
             if self.gspmd_mesh is not None:
@@ -215,6 +233,7 @@ class ModuleImporter:
             raise self.error(caller, f"function @{name} calls itself; recursion is not "
                                      "supported")
         self.in_progress.add(name)
+        self.function_stack.append(name)
         node: FuncNode = self.functions[name]
 
         scope = Scope(self, name)
@@ -236,6 +255,7 @@ class ModuleImporter:
         computation = scope.build(root, extras)
         self.converted[name] = computation
         self.in_progress.discard(name)
+        self.function_stack.pop()
         self.current_node = caller
         return computation
 

@@ -74,6 +74,18 @@ class Scope:
                                                  "every SSA value needs its own name")
         self.values[name] = value
         self.defined_at[name] = line
+        self._record_name(name, value)
+
+    def _record_name(self, name: str, value: Instruction) -> None:
+        """Remember which MLIR value `value` came from (``%0`` rather than ``%0#0``)."""
+        names = self.importer.value_names
+        stack = self.importer.function_stack
+        entry = self.importer.entry_node
+        if stack and entry is not None and stack[-1] != entry.name:
+            name = f"{name} in @{stack[-1]}"
+        known = names.get(value.name)
+        if known is None or ("#" in known and "#" not in name):
+            names[value.name] = name
 
     def lookup(self, name: str) -> Instruction:
         try:

@@ -270,3 +270,22 @@ def test_host_only_sorts_by_stable_argsorts_and_nan_keys_fall_back(kind, nan):
     assert report["fallbacks"] == {} and report["steps"]["kernel"] == 1
     host_decides = kind == "FLOAT" and nan
     assert report["fallback_runs"] == ({"sort": 1} if host_decides else {})
+
+
+def test_host_only_debug_callbacks_run_from_the_gpu_executable():
+    """xs.debug.callback's custom-call runs on the host from the GPU executable: once on
+    the global value, and per device on its shard with partitioned=True."""
+    import xla_spmd as xs
+    from xla_spmd import NamedSharding, P
+
+    seen = []
+    x = np.arange(16, dtype=np.float32).reshape(8, 2)
+    f = xs.jit(lambda v: (xs.debug.callback(lambda a: seen.append(("once", a)), v * 2),
+                          xs.debug.callback(lambda a: seen.append(("part", a)), v,
+                                            partitioned=True), v + 1)[2],
+               in_shardings=NamedSharding(make_mesh({"d": 4}), P("d")))
+    check(f.lower(x).module, [x], backend=STAND_IN)  # the reference run calls them too
+    once = [a for kind, a in seen if kind == "once"]
+    parts = sorted(tuple(a.ravel()) for kind, a in seen if kind == "part" and a.shape == (2, 2))
+    assert len(once) == 2 and all(np.array_equal(a, x * 2) for a in once)
+    assert parts == sorted(tuple(b.ravel()) for b in np.split(x, 4))

@@ -1,0 +1,586 @@
+"""Sharding in types: the Explicit axes of a mesh (``AxisType.Explicit``, JAX's explicit
+sharding mode) are part of each traced value's type, computed op by op while tracing.
+
+A traced value is *typed* when its instruction's sharding is over a mesh with Explicit axes
+(an argument of such a sharding, a `reshard`, or a typed op's result). Each op bound on
+typed operands gets its result's type from one rule per op family, as JAX's sharding rules
+compute it, and ambiguous cases fail while tracing with a `ShardingTypeError` naming the
+operands' specs:
+
+* elementwise ops: the operands' specs dim by dim (an unsharded dim meets a sharded one:
+  sharded); two different shardings of one dim fail;
+* ``broadcast``, ``transpose``: the operand's spec moved with its dims; new dims replicated;
+* ``reshape``: splitting or merging dims keeps the sharding of the major dim when the mesh
+  axes divide the sizes; anything else fails (give ``out_sharding``);
+* ``reduce``: the reduced dims' axes are gone (the result is replicated over them); a
+  variadic reduce (argmax) gives each result the merged spec of its operands;
+* ``reduce-window`` (cumulative sums, pooling): a dim with a window must be unsharded;
+* ``sort``: the sorted dim must be unsharded, and the operands sharded alike;
+* ``get-tuple-element``: the element's type;
+* ``dot``: batch dims must be sharded alike; contracting dims sharded on both sides fail
+  (give ``out_sharding``); the result is batch, lhs free, rhs free dims;
+* ``slice``, ``dynamic-slice``, ``pad``: the operand's spec, where each changed dim's size
+  still divides by its shards (else fail); all-ones results are replicated;
+* ``concatenate``, ``dynamic-update-slice``: the operands must agree;
+* ``gather``: JAX's rule (indexed dims whole or unsharded, indices unsharded but for
+  batching dims); anything else fails (give ``x.at[idx].get(out_sharding=...)``);
+* ``scatter``: JAX's rule without batching dims (indices unsharded, whole-dim windows may
+  be sharded, the dims written into unsharded); anything else fails (give
+  ``x.at[idx].set(v, out_sharding=...)``);
+* other ops (convolution, control flow, custom calls): replicated when
+  every typed operand is; else untyped (propagation places them).
+
+A type becomes the instruction's sharding, a hard constraint for propagation (closed dims on
+an all-Explicit mesh, open ones where Auto axes may be added). Untyped operands that JAX
+would see as values with no mesh (constants, plain inputs of the jit, what is computed from
+them alone) count as replicated; a value whose type was lost (the results of a loop or of an
+op with no rule here) makes the ops on it untyped as well (see `known`). Inside
+`auto_axes`, in the backward pass of ``grad`` and inside ``vmap`` no types are computed
+(propagation places those values).
+
+>>> import numpy as np
+>>> import xla_spmd as xs
+>>> mesh = xs.make_mesh({"a": 2}, axis_types=xs.AxisType.Explicit)
+>>> x = xs.device_put(np.ones((4, 2), np.float32), xs.NamedSharding(mesh, xs.P("a")))
+>>> @xs.jit
+... def f(x):
+...     print("y:", xs.typeof(x * 2).sharding.spec, "s:", xs.typeof(x.sum(0)).sharding.spec)
+...     return x
+>>> _ = f(x)
+y: P('a', None) s: P(None)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+from collections.abc import Callable, Iterator
+
+from xla_spmd.errors import ShardingError
+from xla_spmd.frontend import tracing
+from xla_spmd.frontend.tracing import Tracer
+from xla_spmd.ir import ArrayShape, Instruction, Registry, TupleShape
+from xla_spmd.ir.ops import Family
+from xla_spmd.mesh import AxisRef, Mesh
+from xla_spmd.sharding import DimSharding, TensorSharding
+
+
+class ShardingTypeError(ShardingError, TypeError):
+    """An op whose result sharding the types of its operands leave ambiguous (JAX's
+    ``ShardingTypeError``)."""
+
+
+Spec = tuple  # one tuple of explicit axis names per dim
+
+
+# ---------------------------------------------------------------------------------------------
+# When types are computed
+
+_SUSPENDED: list[bool] = []   # auto_axes, grad's backward pass, vmap: no types
+_FORCED: list[Mesh] = []      # explicit_axes: these meshes' axes count as Explicit
+
+
+@contextlib.contextmanager
+def suspended() -> Iterator[None]:
+    """No sharding types inside the block (its values are placed by propagation)."""
+    _SUSPENDED.append(True)
+    try:
+        yield
+    finally:
+        _SUSPENDED.pop()
+
+
+@contextlib.contextmanager
+def forced(mesh: Mesh) -> Iterator[None]:
+    """Inside the block every axis of `mesh` is Explicit, and types are computed even inside
+    a `suspended` block (`explicit_axes`)."""
+    _FORCED.append(mesh)
+    _SUSPENDED.append(False)
+    try:
+        yield
+    finally:
+        _SUSPENDED.pop()
+        _FORCED.pop()
+
+
+def explicit_axes_of(mesh: Mesh) -> tuple[str, ...]:
+    if any(mesh == m for m in _FORCED):
+        return mesh.axis_names
+    return mesh.explicit_axes
+
+
+def type_of(x) -> TensorSharding | None:
+    """The sharding type of a traced value: its sharding, when over Explicit axes."""
+    if not isinstance(x, Tracer) or isinstance(x.aval, TupleShape):
+        return None
+    sharding = x.inst.sharding
+    if not isinstance(sharding, TensorSharding) or not explicit_axes_of(sharding.mesh):
+        return None
+    return sharding
+
+
+_LEAF_OPCODES = frozenset({"constant", "iota", "rng", "rng-bit-generator", "partition-id",
+                           "replica-id", "after-all"})
+
+
+def known(x) -> bool:
+    """Whether `x` has a type or counts as replicated, as a value with no mesh does in JAX:
+    concrete values, constants and what is computed from them alone, the inputs of the
+    outermost trace. A value whose type was lost (the results of a loop, of an op with no
+    rule, of untyped code on typed values) is unknown: ops on it are left untyped too,
+    rather than typed as if it were replicated."""
+    if not isinstance(x, Tracer) or type_of(x) is not None:
+        return True
+    return _known_inst(x.trace, x.inst)
+
+
+def _known_inst(trace, inst) -> bool:
+    memo = trace.__dict__.setdefault("_known_types", {})
+    stack = [inst]
+    while stack:  # post-order without recursion (chains of ops may be long)
+        top = stack[-1]
+        if id(top) in memo:
+            stack.pop()
+            continue
+        if top.opcode == "parameter":
+            memo[id(top)] = (trace.parent is None or top.sharding is not None
+                             or id(top) in trace.__dict__.get("_known_params", ()))
+            stack.pop()
+            continue
+        if top.opcode in _LEAF_OPCODES or not top.operands or _explicit(top.sharding) \
+                or top.sharding is not None:
+            memo[id(top)] = True
+            stack.pop()
+            continue
+        pending = [o for o in top.operands if id(o) not in memo]
+        if pending:
+            stack.extend(pending)
+            continue
+        memo[id(top)] = all(memo[id(o)] and not _explicit(o.sharding) for o in top.operands)
+        stack.pop()
+    return memo[id(inst)]
+
+
+def _explicit(sharding) -> bool:
+    if isinstance(sharding, tuple):
+        return any(_explicit(s) for s in sharding)
+    return isinstance(sharding, TensorSharding) and bool(explicit_axes_of(sharding.mesh))
+
+
+def _spec(sharding: TensorSharding | None, rank: int) -> Spec:
+    if sharding is None:
+        return ((),) * rank
+    explicit = set(explicit_axes_of(sharding.mesh))
+    return tuple(tuple(a.name for a in sharding.dim_axes(d) if a.name in explicit)
+                 for d in range(rank))
+
+
+def _show(spec: Spec) -> str:
+    parts = [None if not s else s[0] if len(s) == 1 else s for s in spec]
+    return "P(" + ", ".join(repr(p) for p in parts) + ")"
+
+
+def _sharding(like: TensorSharding, spec: Spec) -> TensorSharding:
+    mesh = like.mesh
+    closed = set(explicit_axes_of(mesh)) == set(mesh.axis_names)
+    seen: set[str] = set()
+    for axes in spec:
+        for axis in axes:
+            if axis in seen:
+                raise ShardingTypeError(f"the result spec {_show(spec)} uses mesh axis "
+                                        f"{axis!r} on two dims")
+            seen.add(axis)
+    dims = tuple(DimSharding(tuple(AxisRef(a) for a in axes), is_closed=closed)
+                 for axes in spec)
+    return TensorSharding(mesh, dims, mesh_name=like.mesh_name)
+
+
+def takes_out_sharding(fn: Callable) -> Callable:
+    """`fn` with JAX's ``out_sharding=`` argument (a sharding, or a PartitionSpec over the
+    `use_mesh` mesh or the operands' mesh): the result gets that type, whatever the
+    operands' types would give (the op is computed untyped, then constrained)."""
+    @functools.wraps(fn)
+    def wrapped(*args, out_sharding=None, **kwargs):
+        return with_out_sharding(lambda: fn(*args, **kwargs), out_sharding, args, fn.__name__)
+    return wrapped
+
+
+def with_out_sharding(compute: Callable, out_sharding, operands, what: str):
+    """``compute()``, typed `out_sharding` when given (see `takes_out_sharding`)."""
+    if out_sharding is None:
+        return compute()
+    with suspended():
+        out = compute()
+    return _constrain(out, out_sharding, operands, what)
+
+
+def _constrain(out, out_sharding, operands, what: str):
+    from xla_spmd.frontend.jit import current_mesh, with_sharding_constraint
+    from xla_spmd.sharding import NamedSharding, PartitionSpec
+
+    if isinstance(out_sharding, PartitionSpec):
+        typed = [t for t in map(type_of, operands) if t is not None]
+        mesh = current_mesh() or (typed[0].mesh if typed else None)
+        if mesh is None:
+            raise ShardingError(f"{what}: out_sharding={out_sharding} needs a mesh; give a "
+                                "NamedSharding, or call it inside `with xs.use_mesh(mesh):`")
+        out_sharding = NamedSharding(mesh, out_sharding)
+    return with_sharding_constraint(out, out_sharding)
+
+
+# ---------------------------------------------------------------------------------------------
+# The rules: rule(inst, operand specs, mesh) -> result spec (or None: untyped)
+
+RULES = Registry("sharding type rule")
+"""opcode -> ``rule(inst, specs, mesh) -> Spec | None``; `specs` has one entry per operand
+(None for a non-array operand)."""
+
+TUPLE_RULES = Registry("sharding type rule of a tuple result")
+"""opcode -> ``rule(inst, specs, mesh) -> [Spec per element] | None``."""
+
+
+def infer(inst: Instruction, operands):
+    """The sharding type of `inst`'s result from its operands' types (None: untyped; a tuple
+    of shardings for the tuple results of a variadic ``reduce`` or ``sort``)."""
+    if _SUSPENDED and _SUSPENDED[-1]:
+        return None
+    if inst.opcode == "get-tuple-element":
+        return _element_type(operands[0], inst.attrs.index)
+    types = [type_of(o) for o in operands]
+    typed = [t for t in types if t is not None]
+    if not typed or not all(known(o) for o in operands):
+        return None
+    like = typed[0]
+    for other in typed[1:]:
+        if other.mesh != like.mesh:
+            raise ShardingTypeError(f"{inst.opcode}: the operands' meshes differ: "
+                                    f"{like.mesh!r} and {other.mesh!r}")
+    specs = [None if not isinstance(getattr(o, "aval", None), ArrayShape)
+             else _spec(t, len(o.aval.dims)) for o, t in zip(operands, types)]
+    if isinstance(inst.shape, TupleShape):
+        rule = TUPLE_RULES.get(inst.opcode)
+        found = None if rule is None else rule(inst, specs, like.mesh)
+        return None if found is None else tuple(_sharding(like, spec) for spec in found)
+    if not isinstance(inst.shape, ArrayShape):
+        return None
+    rule = _rule_for(inst)
+    if rule is None:
+        spec = _replicated_rule(inst, specs, like.mesh)
+    else:
+        spec = rule(inst, specs, like.mesh)
+    return None if spec is None else _sharding(like, spec)
+
+
+def _element_type(tuple_value, index: int) -> TensorSharding | None:
+    sharding = getattr(getattr(tuple_value, "inst", None), "sharding", None)
+    if not isinstance(sharding, tuple) or index >= len(sharding):
+        return None
+    element = sharding[index]
+    if isinstance(element, TensorSharding) and explicit_axes_of(element.mesh):
+        return element
+    return None
+
+
+def _rule_for(inst: Instruction) -> Callable | None:
+    if inst.opcode in RULES:
+        return RULES[inst.opcode]
+    if inst.op.family in (Family.UNARY, Family.BINARY):
+        return _elementwise
+    return None
+
+
+def _replicated_rule(inst, specs, mesh):
+    """An op with no rule: replicated if every typed operand is, else untyped."""
+    if all(s is None or not any(s) for s in specs):
+        return ((),) * inst.shape.rank
+    return None
+
+
+@RULES.register("select", "clamp", "convert", "bitcast-convert", "reduce-precision", "map")
+def _elementwise(inst, specs, mesh):
+    """JAX's broadcasting rule: per dim, the operands' shardings (unsharded meets sharded:
+    sharded; two different shardings fail). Rank-0 operands (clamp bounds) take no part."""
+    rank = inst.shape.rank
+    if inst.opcode == "bitcast-convert" and any(s is not None and len(s) != rank
+                                                for s in specs):
+        return _replicated_rule(inst, specs, mesh)
+    return _merge(inst, specs, rank)
+
+
+def _merge(inst, specs, rank: int) -> Spec:
+    ranked = [s for s in specs if s is not None and len(s) == rank and rank]
+    result = []
+    for d in range(rank):
+        found = {s[d] for s in ranked if s[d]}
+        if len(found) > 1:
+            raise ShardingTypeError(
+                f"{inst.opcode} got incompatible shardings for broadcasting: "
+                f"{', '.join(_show(s) for s in ranked)}")
+        result.append(found.pop() if found else ())
+    return tuple(result)
+
+
+@RULES.register("broadcast")
+def _broadcast(inst, specs, mesh):
+    result = [()] * inst.shape.rank
+    for operand_dim, result_dim in enumerate(inst.attrs.dimensions):
+        result[result_dim] = specs[0][operand_dim]
+    return tuple(result)
+
+
+@RULES.register("transpose")
+def _transpose(inst, specs, mesh):
+    return tuple(specs[0][d] for d in inst.attrs.dimensions)
+
+
+@RULES.register("reduce")
+def _reduce(inst, specs, mesh):
+    reduced = set(inst.attrs.dimensions)
+    return tuple(s for d, s in enumerate(specs[0]) if d not in reduced)
+
+
+@TUPLE_RULES.register("reduce")
+def _variadic_reduce(inst, specs, mesh):
+    """A variadic reduce (argmax: the values and their indices): the operands (then as many
+    init values) have one shape, so their specs merge as an elementwise op's; every result
+    is that spec without the reduced dims."""
+    reduced = set(inst.attrs.dimensions)
+    inputs = specs[:len(specs) // 2]
+    merged = _merge(inst, inputs, len(inputs[0]))
+    return [tuple(s for d, s in enumerate(merged) if d not in reduced)] * len(inputs)
+
+
+@RULES.register("reduce-window")
+def _reduce_window(inst, specs, mesh):
+    """Windows may not cross shards: a dim with a window, stride or padding must be
+    unsharded (JAX's rule for cumulative reductions: cumsum over a sharded dim fails)."""
+    spec = specs[0]
+    for d, window in enumerate(inst.attrs.window.dims):
+        moves = (window.size, window.stride, window.padding_low, window.padding_high,
+                 window.lhs_dilation, window.rhs_dilation) != (1, 1, 0, 0, 1, 1)
+        if moves and spec[d]:
+            raise ShardingTypeError(
+                f"Input should be unsharded over the axis being reduced. Got input spec "
+                f"{_show(spec)} and axis={d}")
+    return spec
+
+
+def _sorted(inst, specs, mesh):
+    dim = inst.attrs.dimensions[0]
+    ranked = [s for s in specs if s is not None and any(s)]
+    for spec in ranked:
+        if spec[dim]:
+            raise ShardingTypeError(
+                "Arguments to sort must be unsharded over the sorting dimension. Got arg "
+                f"spec={_show(spec)} and sorting dimension={dim}")
+        if spec != ranked[0]:
+            raise ShardingTypeError("Arguments to sort must have equal shardings, got: "
+                                    + " ".join(_show(s) for s in ranked))
+    return ranked[0] if ranked else specs[0]
+
+
+RULES.register("sort")(_sorted)
+TUPLE_RULES.register("sort")(lambda inst, specs, mesh: [_sorted(inst, specs, mesh)] *
+                             len(inst.shape.elements))
+
+@RULES.register("dot")
+def _dot(inst, specs, mesh):
+    lhs, rhs = specs
+    a = inst.attrs
+    lhs_batch = tuple(lhs[d] for d in a.lhs_batch_dims)
+    rhs_batch = tuple(rhs[d] for d in a.rhs_batch_dims)
+    if lhs_batch != rhs_batch:
+        raise ShardingTypeError(
+            "dot_general requires lhs batch dimensions and rhs batch dimensions to have the "
+            f"same sharding, got {_show(lhs_batch)} and {_show(rhs_batch)}")
+    lhs_contracting = tuple(lhs[d] for d in a.lhs_contracting_dims)
+    rhs_contracting = tuple(rhs[d] for d in a.rhs_contracting_dims)
+    if any(x and y for x, y in zip(lhs_contracting, rhs_contracting)):
+        raise ShardingTypeError(
+            "Contracting dimensions are sharded and it is ambiguous how the output should be "
+            "sharded. Please specify the output sharding via the `out_sharding` parameter. "
+            f"Got lhs_contracting_spec={_show(lhs_contracting)} and "
+            f"rhs_contracting_spec={_show(rhs_contracting)}")
+    lhs_free = [s for d, s in enumerate(lhs)
+                if d not in a.lhs_batch_dims and d not in a.lhs_contracting_dims]
+    rhs_free = [s for d, s in enumerate(rhs)
+                if d not in a.rhs_batch_dims and d not in a.rhs_contracting_dims]
+    return (*lhs_batch, *lhs_free, *rhs_free)
+
+
+def _varying(inst, spec: Spec, in_dims, what: str, mesh: Mesh) -> Spec:
+    """JAX's rule for ops whose result dims may be smaller than the operand's."""
+    out_dims = inst.shape.dims
+    if not out_dims or all(d == 1 for d in out_dims):
+        return ((),) * len(out_dims)
+    for in_size, out_size, axes in zip(in_dims, out_dims, spec):
+        shards = math.prod(mesh.axis_size(a) for a in axes)
+        if in_size != out_size and axes and out_size % shards:
+            raise ShardingTypeError(
+                f"{what} on sharded dims where out dim ({out_size}) is not divisible by mesh "
+                f"axes ({shards}) with spec ({_show((axes,))[2:-1]}) is not implemented. Got "
+                f"input spec {_show(spec)} and output shape {list(out_dims)}")
+    return spec
+
+
+@RULES.register("slice")
+def _slice(inst, specs, mesh):
+    return _varying(inst, specs[0], inst.operands[0].shape.dims, "slicing", mesh)
+
+
+@RULES.register("dynamic-slice")
+def _dynamic_slice(inst, specs, mesh):
+    return _varying(inst, specs[0], inst.operands[0].shape.dims, "dynamic_slice", mesh)
+
+
+@RULES.register("pad")
+def _pad(inst, specs, mesh):
+    return _varying(inst, specs[0], inst.operands[0].shape.dims, "padding", mesh)
+
+
+@RULES.register("concatenate", "dynamic-update-slice")
+def _same_as_operands(inst, specs, mesh):
+    rank = inst.shape.rank
+    ranked = [s for s in specs if s is not None and len(s) == rank]
+    typed = [s for s, o in zip(specs, inst.operands) if s is not None and len(s) == rank
+             and any(s)] or ranked[:1]
+    if any(s != typed[0] for s in typed[1:]):
+        raise ShardingTypeError(f"{inst.opcode}: all operands should have the same sharding. "
+                                f"Got {', '.join(_show(s) for s in ranked)}")
+    return typed[0]
+
+
+@RULES.register("gather")
+def _gather(inst, specs, mesh):
+    """JAX's gather rule: the dims indexed into must be sliced whole or unsharded, batching
+    dims must agree with the indices', and the indices' other dims (and index vector) must
+    be unsharded; then offset dims take the operand's spec, the others the indices'."""
+    a = inst.attrs
+    operand_dims = inst.operands[0].shape.dims
+    op_spec, idx_spec = specs[0], list(specs[1])
+    if not any(op_spec) and not any(idx_spec):
+        return ((),) * inst.shape.rank
+    whole_or_unsharded = all(a.slice_sizes[d] == operand_dims[d] or not op_spec[d]
+                             for d in a.start_index_map)
+    batching_agree = all(idx_spec[i] == op_spec[o] or not op_spec[o] or not idx_spec[i]
+                         for o, i in zip(a.operand_batching_dims,
+                                         a.start_indices_batching_dims))
+    others_unsharded = all(not s for i, s in enumerate(idx_spec)
+                           if i not in a.start_indices_batching_dims)
+    if not (whole_or_unsharded and batching_agree and others_unsharded):
+        raise ShardingTypeError(
+            "Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather "
+            "indexing as out sharding could not be resolved unambiguously (or would require "
+            f"collectives on inputs). Got operand spec {_show(op_spec)} and indices spec "
+            f"{_show(tuple(idx_spec))}")
+    for o, i in zip(a.operand_batching_dims, a.start_indices_batching_dims):
+        idx_spec[i] = idx_spec[i] or op_spec[o]
+    window = iter(d for d in range(len(operand_dims))
+                  if d not in a.collapsed_slice_dims and d not in a.operand_batching_dims)
+    batch = iter(s for i, s in enumerate(idx_spec) if i != a.index_vector_dim)
+    return tuple(op_spec[next(window)] if d in a.offset_dims else next(batch)
+                 for d in range(inst.shape.rank))
+
+
+@RULES.register("scatter")
+def _scatter(inst, specs, mesh):
+    """JAX's scatter rule (one operand, no batching dims): the indices must be unsharded;
+    a window dim that updates the operand's whole dim may be sharded (the operand's and the
+    updates' specs must agree); the dims indexed into, and the updates' scatter dims, must
+    be unsharded. The result has the operand's (resolved) spec."""
+    a = inst.attrs
+    if len(inst.operands) != 3 or a.input_batching_dims:
+        return None
+    op_spec, idx_spec, upd_spec = specs
+    if not any(op_spec) and not any(idx_spec) and not any(upd_spec):
+        return op_spec
+    op_dims, upd_dims = inst.operands[0].shape.dims, inst.operands[2].shape.dims
+    result = list(op_spec)
+    ok = not any(idx_spec)
+    windows = [d for d in range(len(op_dims)) if d not in a.inserted_window_dims]
+    for od, ud in zip(windows, a.update_window_dims):
+        if upd_dims[ud] == op_dims[od]:
+            if op_spec[od] and upd_spec[ud] and op_spec[od] != upd_spec[ud]:
+                ok = False
+            result[od] = op_spec[od] or upd_spec[ud]
+        elif op_spec[od] or upd_spec[ud]:
+            ok = False
+    ok = ok and not any(op_spec[d] for d in a.inserted_window_dims)
+    ok = ok and not any(upd_spec[d] for d in range(len(upd_dims))
+                        if d not in a.update_window_dims)
+    if not ok:
+        raise ShardingTypeError(
+            "Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec "
+            "for the scatter update as out sharding could not be resolved unambiguously (or "
+            f"would require collectives on inputs). Got operand spec {_show(op_spec)}, "
+            f"indices spec {_show(idx_spec)} and updates spec {_show(upd_spec)}")
+    return tuple(result)
+
+
+@RULES.register("reshape")
+def _reshape(inst, specs, mesh):
+    spec, old = specs[0], inst.operands[0].shape.dims
+    new = inst.shape.dims
+    if not any(spec):
+        return ((),) * len(new)
+
+    def fail():
+        raise ShardingTypeError(
+            "This reshape is not supported. Please specify the sharding of the output via "
+            f"the `out_sharding` argument of reshape. Got operand spec {_show(spec)}, shape "
+            f"{list(old)}, new sizes {list(new)}")
+
+    result: list = [()] * len(new)
+    i = j = 0
+    while i < len(old) or j < len(new):
+        # One group: the fewest dims on each side whose sizes have equal products.
+        gi, gj = [i] if i < len(old) else [], [j] if j < len(new) else []
+        pi = old[i] if i < len(old) else 1
+        pj = new[j] if j < len(new) else 1
+        i, j = i + bool(gi), j + bool(gj)
+        while pi != pj:
+            if pi < pj and i < len(old):
+                gi.append(i)
+                pi *= old[i]
+                i += 1
+            elif j < len(new):
+                gj.append(j)
+                pj *= new[j]
+                j += 1
+            else:
+                fail()
+        in_dims = [d for d in gi if old[d] != 1]
+        out_dims = [d for d in gj if new[d] != 1]
+        axes = [a for d in gi for a in spec[d]]
+        if not axes:
+            continue
+        if len(in_dims) == 1:       # a split (or an unchanged dim): major-first
+            remaining = list(spec[in_dims[0]])
+            for d in out_dims:
+                size, taken = new[d], []
+                while remaining and size > 1:
+                    axis_size = mesh.axis_size(remaining[0])
+                    if size % axis_size:
+                        fail()
+                    size //= axis_size
+                    taken.append(remaining.pop(0))
+                result[d] = tuple(taken)
+            if remaining:
+                fail()
+        elif len(out_dims) == 1:    # a merge: only a major prefix of the dims may be sharded
+            sharded = [bool(spec[d]) for d in in_dims]
+            while sharded and not sharded[-1]:
+                sharded.pop()
+            if not all(sharded):
+                fail()
+            if new[out_dims[0]] % math.prod(mesh.axis_size(a) for a in axes):
+                fail()
+            result[out_dims[0]] = tuple(axes)
+        else:
+            fail()
+    return tuple(result)
+
+
+# Installed into tracing's bind: every op bound in a trace asks `infer` for its type.
+tracing.TYPE_RULES.append(infer)
