@@ -2,13 +2,14 @@
 
     xla-spmd calibrate [--devices N] [--output PROFILE.json] [--quick]
     xla-spmd inspect PROGRAM.hlo|.mlir [--mesh data=2,model=4] [--html REPORT.html]
-    xla-spmd bench SCRIPT.py --meshes data=8 data=2,model=4 --strategies dp,tp,auto
+    xla-spmd bench SCRIPT.py --meshes data=8 data=2,model=4 --strategies dp,tp,auto [--mpirun]
 
 They live apart from cli.py and register themselves with `add_commands(subparsers)`.
 """
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from xla_spmd.errors import XlaSpmdError
@@ -89,9 +90,22 @@ def cmd_bench(args) -> int:
 
     if not Path(args.script).is_file():
         raise XlaSpmdError(f"{args.script}: no such file")
-    result = bench_script(args.script, meshes=args.meshes,
-                          strategies=[s for s in args.strategies.split(",") if s],
-                          steps=args.steps, rounds=args.rounds, profile=args.profile)
+    strategies = [s for s in args.strategies.split(",") if s]
+    if args.mpirun:
+        from xla_spmd.bench import bench_mpirun
+
+        result = bench_mpirun(args.script, meshes=args.meshes, strategies=strategies,
+                              steps=args.steps, rounds=args.rounds, profile=args.profile,
+                              mpirun=args.mpirun_command, timeout=args.mpirun_timeout)
+    else:
+        result = bench_script(args.script, meshes=args.meshes, strategies=strategies,
+                              steps=args.steps, rounds=args.rounds, profile=args.profile)
+    if args.rows_json:  # a launch of `bench --mpirun`: rank 0 hands the rows back
+        from xla_spmd.runtime.devices import topology
+
+        if topology().process_index == 0:
+            Path(args.rows_json).write_text(result.to_json() + "\n")
+        return 0
     result.print()
     if args.output:
         written = result.save(args.output)
@@ -133,4 +147,11 @@ def add_commands(commands) -> None:
     bench.add_argument("--output", default=None,
                        help="file stem for STEM.csv, STEM.json, STEM.png and STEM.svg")
     bench.add_argument("--profile", default=None, help="cost profile (xla-spmd calibrate)")
+    bench.add_argument("--mpirun", action="store_true",
+                       help="run each mesh under `mpirun -n N` (one device per rank)")
+    bench.add_argument("--mpirun-command", default="mpirun",
+                       help="the launcher, e.g. 'mpirun --oversubscribe' (default: mpirun)")
+    bench.add_argument("--mpirun-timeout", type=float, default=None,
+                       help="seconds each mesh's launch may take")
+    bench.add_argument("--rows-json", default=None, help=argparse.SUPPRESS)
     bench.set_defaults(handler=cmd_bench)
