@@ -53,12 +53,21 @@ def cmd_calibrate(args) -> int:
     speaker = topology().process_index == 0
     progress = (lambda text: print(f"measuring {text} ...", flush=True)) if speaker else None
     profile = calibrate(repeats=args.repeats, quick=args.quick, progress=progress)
+    if progress:
+        progress("the host's price of a jitted call")
+    from xla_spmd.bench.calls import measure_calls
+    profile = measure_calls(profile, repeats=args.repeats)
     if not speaker:
         return 0
     profile.save(args.output)
     print(f"step overhead {profile.step_overhead_s * 1e3:.3f} ms, per instruction "
           f"{profile.op_overhead_s * 1e6:.1f} us, GEMM {profile.gemm_flops / 1e9:.2f} GFLOP/s, "
           f"memory {profile.memory_bandwidth / 1e9:.2f} GB/s")
+    if profile.launch_s:
+        print("launch per step: " + ", ".join(f"{k} {v * 1e6:.1f} us"
+                                               for k, v in profile.launch_s.items()))
+    print(f"jitted call {profile.call_overhead_s * 1e6:.0f} us + "
+          f"{profile.array_s * 1e6:.1f} us per argument or result array")
     for kind, table in profile.collectives.items():
         cells = ", ".join(f"{g} devices: {a * 1e6:.0f} us + {b * 1e9:.2f} ns/B"
                           for g, (a, b) in sorted(table.items()))

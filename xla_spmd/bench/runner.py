@@ -205,8 +205,9 @@ def _profile_for(devices: int, calibrate: bool, profile, cache: dict):
     if profile is not None or not calibrate:
         return load_profile(profile)
     if devices not in cache:
+        from xla_spmd.bench.calls import measure_calls
         from xla_spmd.cost.calibrate import calibrate as measure
-        cache[devices] = measure(repeats=7)
+        cache[devices] = measure_calls(measure(repeats=7))
     return cache[devices]
 
 

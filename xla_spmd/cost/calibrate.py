@@ -27,6 +27,7 @@ from xla_spmd.cost.profile import COLLECTIVE_KINDS, Profile
 from xla_spmd.partition.report import collective_bytes
 
 OPS, VECTOR, GEMM, COPIES = 200, 1 << 20, 256, 8
+CACHE_SIDE = 64                     # f32[64,64] (16 KiB): the cache-resident fusions
 BETWEEN = 1                         # instructions between two collectives
 # Small ops whose own price (dispatch and bookkeeping of the backend) is measured apart:
 # name -> (HLO of one op on s = f32[16,16], operand names it reads). Others cost like negate.
@@ -97,14 +98,37 @@ def _collective_program(kind: str, n: int, size: int, elements: int) -> str:
             + f"\n ROOT t = ({', '.join([shape] * COPIES)}) tuple({names}) }}")
 
 
-def _opcode_program(n: int, text: str) -> str:
-    """`OPS` independent copies of one small op (see OPCODES), results dropped."""
+def _opcode_program(n: int, text: str, keep: bool = False) -> str:
+    """`OPS` independent copies of one small op (see OPCODES), results dropped (`keep`: all
+    returned, as the CPU backend computes only what the result needs)."""
     lines = ["s = f32[16,16] parameter(0)", "z = f32[] constant(0)", "i = s32[] constant(0)",
              "p = pred[16,16] compare(s, s), direction=GT",
              "q = f32[4,16] slice(s), slice={[0:4], [0:16]}"]
     lines += [f"o{k} = {text}" for k in range(OPS)]
-    lines.append("ROOT r = f32[] constant(0)")
+    if keep:
+        shape = text.split(" ", 1)[0]
+        names = ", ".join(f"o{k}" for k in range(OPS))
+        lines.append(f"ROOT r = ({', '.join([shape] * OPS)}) tuple({names})")
+    else:
+        lines.append("ROOT r = f32[] constant(0)")
     return f"HloModule op, num_partitions={n}\n{_ADD}ENTRY e {{ " + "\n ".join(lines) + " }"
+
+
+def _launch_program(n: int, fused: bool, side: int = 8) -> str:
+    """`OPS` small dots in a chain (each a kernel step of the CPU backend), with `fused` a
+    fusion after each (a dot ends a fusion) that reads two arrays and writes one, as the
+    fused elementwise chains of a step do."""
+    a = f"f32[{side},{side}]"
+    lines = [f"w = {a} parameter(0)", f"x0 = {a} parameter(1)"]
+    for i in range(OPS):
+        product = f"d{i}" if fused else f"x{i + 1}"
+        lines.append(f"{product} = {a} dot(x{i}, w), lhs_contracting_dims={{1}}, "
+                     "rhs_contracting_dims={0}")
+        if fused:
+            lines.append(f"m{i} = {a} multiply(d{i}, x0)")
+            lines.append(f"x{i + 1} = {a} negate(m{i})")
+    lines.append(f"ROOT r = {a} copy(x{OPS})")
+    return f"HloModule launch, num_partitions={n}\nENTRY e {{ " + "\n ".join(lines) + " }"
 
 
 def _chain_program(n: int) -> str:
@@ -129,6 +153,29 @@ class _Runner:
         self.repeats = repeats
         self.devices = [d.id for d in local_devices()]
         self.num_devices = topology().num_devices
+
+    def together(self, programs: list[tuple[str, Callable[[], list]]],
+                 repeats: int) -> list[float]:
+        """The fastest run of each program, the programs taking turns `repeats` times: the
+        differences between them are what a measurement uses, and a change of the
+        machine's load then touches them alike."""
+        from xla_spmd.ir import parse_hlo
+        from xla_spmd.pipeline import load_backend
+        from xla_spmd.runtime.executable import execute
+
+        prepared = []
+        for text, make_args in programs:
+            executable = load_backend().compile(parse_hlo(text), tuple(self.devices))
+            args = {d: make_args() for d in self.devices}
+            execute(executable, args)  # warm up
+            prepared.append((executable, args))
+        samples: list[list[float]] = [[] for _ in prepared]
+        for _ in range(repeats):
+            for k, (executable, args) in enumerate(prepared):
+                start = time.perf_counter()
+                execute(executable, args)
+                samples[k].append(time.perf_counter() - start)
+        return [fastest(s) for s in samples]
 
     def time(self, text: str, make_args: Callable[[], list]) -> float:
         from xla_spmd.ir import parse_hlo
@@ -168,27 +215,52 @@ def calibrate(*, repeats: int = 5, quick: bool = False, progress=None) -> Profil
     say("instruction overhead")
     chain = runner.time(_chain_program(n), lambda: [np.ones(8, np.float32)])
     op = max((chain - step) / OPS, 1e-9)
+    launches: dict[str, float] = {}
+    cache_bandwidth = 0.0
+    plan_schedule = config.backend == "cpu"
+    if plan_schedule:
+        say("kernel and fusion launches")
+
+        def weights(side=8):
+            return lambda: [np.full((side, side), 1 / side, np.float32),
+                            np.ones((side, side), np.float32)]
+        side = CACHE_SIDE
+        kernels, fusions, big_kernels, big_fusions = runner.together(
+            [(_launch_program(n, fused=False), weights()),
+             (_launch_program(n, fused=True), weights()),
+             (_launch_program(n, fused=False, side=side), weights(side)),
+             (_launch_program(n, fused=True, side=side), weights(side))],
+            3 * repeats)
+        launches["kernel"] = max((kernels - step) / OPS, 1e-9)
+        launches["fusion"] = max((fusions - kernels) / OPS, 1e-9)
+        launches["ufunc"] = launches["fusion"]
+        op = launches["fusion"]   # what one small elementwise op costs: a fusion of its own
+        # a fusion of cache-sized arrays (two read, one written) beyond its launch
+        per_fusion = (big_fusions - big_kernels) / OPS - launches["fusion"]
+        cache_bandwidth = 12.0 * side * side / max(per_fusion, 1e-9)
     say("memory bandwidth")
     add = runner.time(f"HloModule bw, num_partitions={n}\nENTRY e {{ a = f32[{vector}] "
                       f"parameter(0)\n b = f32[{vector}] parameter(1)\n ROOT c = "
                       f"f32[{vector}] add(a, b) }}",
                       lambda: [rng.random(vector, np.float32), rng.random(vector, np.float32)])
-    bandwidth = 12 * vector / max(add - step - op, 1e-9)
+    bandwidth = 12 * vector / max(add - step - op, 1e-9)  # one fusion when plan_schedule
     say("GEMM throughput")
     dot = runner.time(f"HloModule gemm, num_partitions={n}\nENTRY e {{ a = f32[{gemm},{gemm}] "
                       f"parameter(0)\n ROOT d = f32[{gemm},{gemm}] dot(a, a), "
                       "lhs_contracting_dims={1}, rhs_contracting_dims={0} }",
                       lambda: [rng.random((gemm, gemm), np.float32)])
-    gemm_flops = 2 * gemm ** 3 / max(dot - step - op, 1e-9)
+    gemm_flops = 2 * gemm ** 3 / max(dot - step - launches.get("kernel", op), 1e-9)
     by_opcode = {}
     say("small ops, one kind at a time")
     base = runner.time(_opcode_program(n, "f32[] constant(0)").replace(
         "o0 = f32[] constant(0)", "o0 = f32[] constant(0)"), lambda: [np.ones((16, 16),
                                                                            np.float32)])
     for opcode, text in OPCODES.items():
-        seconds = runner.time(_opcode_program(n, text),
+        seconds = runner.time(_opcode_program(n, text, keep=plan_schedule),
                               lambda: [rng.random((16, 16), np.float32)])
-        by_opcode[opcode] = max((seconds - base) / OPS, 0.0) + op
+        # the plan schedule: a kernel's launch (or a fusion of one op); else beyond `op`
+        by_opcode[opcode] = (max((seconds - base) / OPS, 1e-9) if plan_schedule else
+                             max((seconds - base) / OPS, 0.0) + op)
     collectives = {}
     sizes = [g for g in range(2, n + 1) if n % g == 0]
     for kind in COLLECTIVE_KINDS:
@@ -210,4 +282,6 @@ def calibrate(*, repeats: int = 5, quick: bool = False, progress=None) -> Profil
                    backend=config.backend, communicator=top.kind, devices=n,
                    step_overhead_s=step, op_overhead_s=op, gemm_flops=gemm_flops,
                    memory_bandwidth=bandwidth, collectives=collectives,
-                   op_overhead_by_opcode=by_opcode)
+                   op_overhead_by_opcode=by_opcode,
+                   schedule="plan" if plan_schedule else "ops", launch_s=launches,
+                   cache_bandwidth=cache_bandwidth)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from xla_spmd.errors import XlaSpmdError
 
+CACHE_BYTES = 1 << 20   # a step moving at most this many bytes runs from cache
 COLLECTIVE_KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
                     "collective-permute")
 
@@ -45,6 +46,24 @@ class Profile:
     collectives: dict[str, dict[int, tuple[float, float]]] = field(default_factory=dict)
     # opcode -> its own per-instruction price where it differs from op_overhead_s
     op_overhead_by_opcode: dict[str, float] = field(default_factory=dict)
+    # "ops": every HLO instruction is priced (the reference evaluator runs each); "plan": the
+    # CPU backend's schedule is priced, a launch per step (one per fusion of many ops)
+    schedule: str = "ops"
+    # plan schedule: step kind (fusion, kernel, ufunc, fallback, ...) -> price of one launch
+    launch_s: dict[str, float] = field(default_factory=dict)
+    # a jitted call: its fixed price, and the price of each argument or result array (the
+    # frontend's and runtime's work per array: placing it, splitting it over the devices)
+    call_overhead_s: float = 0.0
+    array_s: float = 0.0
+    # bytes/s of one device moving data that stays in cache (a step's traffic up to
+    # CACHE_BYTES); 0: memory_bandwidth for every size
+    cache_bandwidth: float = 0.0
+
+    def traffic_time(self, bytes_moved: float) -> float:
+        """Seconds to move `bytes_moved`: from cache when it fits (see cache_bandwidth)."""
+        if self.cache_bandwidth > 0 and bytes_moved <= CACHE_BYTES:
+            return bytes_moved / self.cache_bandwidth
+        return bytes_moved / self.memory_bandwidth
 
     def _line(self, kind: str, group_size: int) -> tuple[float, float]:
         table = self.collectives.get(kind) or self.collectives.get("all-reduce") or {}
@@ -69,6 +88,23 @@ class Profile:
             return 0.0
         alpha, beta = self._line(kind, group_size)
         return alpha + beta * bytes_per_device
+
+    def launch(self, kind: str, opcode: str = "") -> float:
+        """The price of launching one step of the plan schedule: a fusion, a kernel (its
+        opcode's own price where calibrated), a ufunc or fallback (priced as a kernel when
+        not calibrated), a collective's start or wait (inside its alpha), a constant
+        (nothing)."""
+        if kind == "kernel" and opcode in self.op_overhead_by_opcode:
+            return self.op_overhead_by_opcode[opcode]
+        if kind in self.launch_s:
+            return self.launch_s[kind]
+        if kind in ("start", "wait", "constant", "control"):
+            return 0.0
+        return self.launch_s.get("kernel", self.overhead(opcode))
+
+    def call_time(self, arrays: int) -> float:
+        """The host's price of one jitted call passing `arrays` arguments and results."""
+        return self.call_overhead_s + self.array_s * arrays
 
     def overhead(self, opcode: str) -> float:
         """The fixed price of one instruction of `opcode`."""
@@ -101,6 +137,9 @@ class Profile:
         for name in ("gemm_flops", "memory_bandwidth"):
             if not getattr(profile, name) > 0:
                 raise XlaSpmdError(f"{source}: {name} must be positive")
+        if profile.schedule not in ("ops", "plan"):
+            raise XlaSpmdError(f"{source}: schedule must be 'ops' or 'plan', got "
+                               f"{profile.schedule!r}")
         return profile
 
     def save(self, path: str | Path) -> None:
