@@ -4,7 +4,8 @@ A training step is a jitted call: before and after the program runs, the fronten
 the arguments and finds the traced program, the runtime places each argument on the devices
 and wraps each result. That work grows with the number of arrays passed, not with the program,
 so `measure_calls` times jitted steps of one shape and two sizes, ``x -> x + 1`` over 1 and
-over `MANY` arrays sharded over every device, subtracts what the cost model predicts for
+over `MANY` arrays of a few KiB (every other one replicated, the rest split over every
+device, as a step's parameters are), subtracts what the cost model predicts for
 their programs, and fits the rest as ``call_overhead_s + array_s * arrays`` (arguments and
 results). It lives here, above the cost model, because it needs the frontend.
 """
@@ -24,11 +25,13 @@ def _residual(profile, mesh, count: int, repeats: int) -> float:
     import xla_spmd as xs
     from xla_spmd.cost import estimate
 
-    sharding = xs.NamedSharding(mesh, xs.P(tuple(mesh.axis_names)))
-    arrays = [np.ones(2 * mesh.size, np.float32) for _ in range(count)]
-    step = xs.jit(lambda *a: tuple(x + 1 for x in a), in_shardings=(sharding,) * count,
-                  out_shardings=(sharding,) * count)
-    placed = [xs.device_put(a, sharding) for a in arrays]
+    # as a step's parameters are: some replicated, some split, of a few KiB
+    split = xs.NamedSharding(mesh, xs.P(tuple(mesh.axis_names)))
+    shardings = tuple(split if k % 2 else xs.NamedSharding(mesh, xs.P()) for k in range(count))
+    arrays = [np.ones((8 * mesh.size, 16), np.float32) for _ in range(count)]
+    step = xs.jit(lambda *a: tuple(x + 1 for x in a), in_shardings=shardings,
+                  out_shardings=shardings)
+    placed = [xs.device_put(a, s) for a, s in zip(arrays, shardings)]
     np.asarray(step(*placed)[0])
     samples = []
     for _ in range(repeats):

@@ -33,6 +33,8 @@ BETWEEN = 1                         # instructions between two collectives
 # name -> (HLO of one op on s = f32[16,16], operand names it reads). Others cost like negate.
 OPCODES = {
     "dot": "f32[16,16] dot(s, s), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+    "dot.batched": "f32[4,16,16] dot(b, b), lhs_batch_dims={0}, lhs_contracting_dims={2}, "
+                   "rhs_batch_dims={0}, rhs_contracting_dims={1}",
     "reduce": "f32[16] reduce(s, z), dimensions={1}, to_apply=add",
     "broadcast": "f32[16,16,4] broadcast(s), dimensions={0,1}",
     "add": "f32[16,16] add(s, s)",
@@ -98,12 +100,25 @@ def _collective_program(kind: str, n: int, size: int, elements: int) -> str:
             + f"\n ROOT t = ({', '.join([shape] * COPIES)}) tuple({names}) }}")
 
 
+def _combined_program(n: int, size: int) -> str:
+    """One all-reduce of `COPIES` arrays (as the combiner makes of a step's gradients), each
+    a negation of the operand."""
+    header = f"HloModule combined, num_partitions={n}\n{_ADD}"
+    lines = [f"n{i} = f32[{SMALL}] negate(x)" for i in range(COPIES)]
+    shapes = ", ".join([f"f32[{SMALL}]"] * COPIES)
+    names = ", ".join(f"n{i}" for i in range(COPIES))
+    lines.append(f"ROOT r = ({shapes}) all-reduce({names}), channel_id=1, replica_groups="
+                 f"{_groups(n, size)}, use_global_device_ids=true, to_apply=add")
+    return f"{header}ENTRY e {{ x = f32[{SMALL}] parameter(0)\n " + "\n ".join(lines) + " }"
+
+
 def _opcode_program(n: int, text: str, keep: bool = False) -> str:
     """`OPS` independent copies of one small op (see OPCODES), results dropped (`keep`: all
     returned, as the CPU backend computes only what the result needs)."""
     lines = ["s = f32[16,16] parameter(0)", "z = f32[] constant(0)", "i = s32[] constant(0)",
              "p = pred[16,16] compare(s, s), direction=GT",
-             "q = f32[4,16] slice(s), slice={[0:4], [0:16]}"]
+             "q = f32[4,16] slice(s), slice={[0:4], [0:16]}",
+             "b = f32[4,16,16] broadcast(s), dimensions={1,2}"]
     lines += [f"o{k} = {text}" for k in range(OPS)]
     if keep:
         shape = text.split(" ", 1)[0]
@@ -114,19 +129,23 @@ def _opcode_program(n: int, text: str, keep: bool = False) -> str:
     return f"HloModule op, num_partitions={n}\n{_ADD}ENTRY e {{ " + "\n ".join(lines) + " }"
 
 
-def _launch_program(n: int, fused: bool, side: int = 8) -> str:
+def _launch_program(n: int, fused: bool, side: int = 8, inputs: int = 2) -> str:
     """`OPS` small dots in a chain (each a kernel step of the CPU backend), with `fused` a
-    fusion after each (a dot ends a fusion) that reads two arrays and writes one, as the
-    fused elementwise chains of a step do."""
+    fusion after each (a dot ends a fusion) that reads `inputs` arrays and writes one, as
+    the fused elementwise chains of a step do."""
     a = f"f32[{side},{side}]"
     lines = [f"w = {a} parameter(0)", f"x0 = {a} parameter(1)"]
+    lines += [f"v{k} = {a} parameter({k + 2})" for k in range(inputs - 2)]
     for i in range(OPS):
         product = f"d{i}" if fused else f"x{i + 1}"
         lines.append(f"{product} = {a} dot(x{i}, w), lhs_contracting_dims={{1}}, "
                      "rhs_contracting_dims={0}")
         if fused:
-            lines.append(f"m{i} = {a} multiply(d{i}, x0)")
-            lines.append(f"x{i + 1} = {a} negate(m{i})")
+            last = f"d{i}"
+            for k, other in enumerate(["x0"] + [f"v{j}" for j in range(inputs - 2)]):
+                lines.append(f"m{i}_{k} = {a} multiply({last}, {other})")
+                last = f"m{i}_{k}"
+            lines.append(f"x{i + 1} = {a} negate({last})")
     lines.append(f"ROOT r = {a} copy(x{OPS})")
     return f"HloModule launch, num_partitions={n}\nENTRY e {{ " + "\n ".join(lines) + " }"
 
@@ -221,18 +240,21 @@ def calibrate(*, repeats: int = 5, quick: bool = False, progress=None) -> Profil
     if plan_schedule:
         say("kernel and fusion launches")
 
-        def weights(side=8):
-            return lambda: [np.full((side, side), 1 / side, np.float32),
-                            np.ones((side, side), np.float32)]
+        def weights(side=8, inputs=2):
+            return lambda: [np.full((side, side), 1 / side, np.float32)] + [
+                np.ones((side, side), np.float32) for _ in range(inputs - 1)]
         side = CACHE_SIDE
-        kernels, fusions, big_kernels, big_fusions = runner.together(
+        kernels, fusions, wide, big_kernels, big_fusions = runner.together(
             [(_launch_program(n, fused=False), weights()),
              (_launch_program(n, fused=True), weights()),
+             (_launch_program(n, fused=True, inputs=5), weights(inputs=5)),
              (_launch_program(n, fused=False, side=side), weights(side)),
              (_launch_program(n, fused=True, side=side), weights(side))],
             3 * repeats)
         launches["kernel"] = max((kernels - step) / OPS, 1e-9)
         launches["fusion"] = max((fusions - kernels) / OPS, 1e-9)
+        # each input a fusion reads beyond the second: its argument's marshalling
+        launches["fusion input"] = max((wide - fusions) / OPS / 3, 0.0)
         launches["ufunc"] = launches["fusion"]
         op = launches["fusion"]   # what one small elementwise op costs: a fusion of its own
         # a fusion of cache-sized arrays (two read, one written) beyond its launch
@@ -277,6 +299,16 @@ def calibrate(*, repeats: int = 5, quick: bool = False, progress=None) -> Profil
             (x0, t0), (x1, t1) = points
             beta = max((t1 - t0) / (x1 - x0), 0.0)
             collectives[kind][size] = (max(t0 - beta * x0, 1e-9), beta)
+    say("all-reduce of many arrays")
+    operand = 0.0
+    if sizes:
+        size = sizes[-1]
+        seconds = runner.time(_combined_program(n, size), lambda: [rng.random(SMALL,
+                                                                              np.float32)])
+        alpha, beta = collectives["all-reduce"][size]
+        moved = collective_bytes("all-reduce", 4.0 * SMALL * COPIES, size)
+        negates = COPIES * (op + 8.0 * SMALL / bandwidth)
+        operand = max((seconds - step - negates - alpha - beta * moved) / (COPIES - 1), 0.0)
     top = topology()
     return Profile(name=f"calibrated: {config.backend} backend, {n} {top.kind} devices",
                    backend=config.backend, communicator=top.kind, devices=n,
@@ -284,4 +316,4 @@ def calibrate(*, repeats: int = 5, quick: bool = False, progress=None) -> Profil
                    memory_bandwidth=bandwidth, collectives=collectives,
                    op_overhead_by_opcode=by_opcode,
                    schedule="plan" if plan_schedule else "ops", launch_s=launches,
-                   cache_bandwidth=cache_bandwidth)
+                   cache_bandwidth=cache_bandwidth, collective_operand_s=operand)

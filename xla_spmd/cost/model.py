@@ -209,7 +209,9 @@ class _Pricer:
         p = self.profile
         row = self.rows.get(inst.name)
         if row is not None:
-            seconds = p.collective_time(row["kind"], row["group_size"], row["bytes"])
+            arrays = len(inst.operands) if row["kind"] != "all-to-all" else 1
+            seconds = p.collective_time(row["kind"], row["group_size"], row["bytes"],
+                                        max(arrays, 1))
             return "collective", seconds, 0.0, row["bytes"], row["group_size"]
         if inst.opcode in FREE or inst.op.family is Family.ASYNC:
             return "free", 0.0, 0.0, 0.0, 0
@@ -296,7 +298,11 @@ class _PlanPricer:
         work, traffic = step_work(step)
         gemm = step.kind == "kernel" and step.inst.op.family is Family.CONTRACTION
         roofline = max(work / p.gemm_flops if gemm else 0.0, p.traffic_time(traffic))
-        return "compute", p.launch(step.kind, step.inst.opcode) + roofline, work, traffic, 0
+        opcode = step.inst.opcode
+        if opcode == "dot" and step.inst.attrs.lhs_batch_dims:
+            opcode = "dot.batched"
+        inputs = len(step.fusion.inputs) if step.kind == "fusion" else 2
+        return "compute", p.launch(step.kind, opcode, inputs) + roofline, work, traffic, 0
 
     def program_time(self, program) -> float:
         """Seconds of a called plan, its steps one after another."""

@@ -29,11 +29,12 @@ from xla_spmd.backends.cpu.executable import (
     _control_computations,
 )
 from xla_spmd.backends.cpu.program import Program, Step, plan
+from xla_spmd.cost.profile import VIEW_OPCODES
 from xla_spmd.ir import Module
 
-# Kernels that return a view of their operand (numpy shares the buffer): no traffic.
-VIEWS = frozenset(("tuple", "get-tuple-element", "bitcast", "reshape", "transpose", "slice",
-                   "broadcast", "partition-id", "replica-id"))
+# Kernels that return a view of their operand (numpy shares the buffer), or a scalar: no
+# traffic.
+VIEWS = VIEW_OPCODES | {"partition-id", "replica-id"}
 
 
 def plans(module: Module) -> dict[int, Program]:

@@ -25,6 +25,9 @@ from pathlib import Path
 
 from xla_spmd.errors import XlaSpmdError
 
+# Kernels that return a view of their operand on the CPU backend (numpy shares the buffer)
+VIEW_OPCODES = frozenset(("tuple", "get-tuple-element", "bitcast", "reshape", "transpose",
+                          "slice", "broadcast"))
 CACHE_BYTES = 1 << 20   # a step moving at most this many bytes runs from cache
 COLLECTIVE_KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
                     "collective-permute")
@@ -58,6 +61,8 @@ class Profile:
     # bytes/s of one device moving data that stays in cache (a step's traffic up to
     # CACHE_BYTES); 0: memory_bandwidth for every size
     cache_bandwidth: float = 0.0
+    # each array of a collective beyond its first (a combined all-reduce of many gradients)
+    collective_operand_s: float = 0.0
 
     def traffic_time(self, bytes_moved: float) -> float:
         """Seconds to move `bytes_moved`: from cache when it fits (see cache_bandwidth)."""
@@ -82,20 +87,30 @@ class Profile:
     def alpha(self, kind: str, group_size: int) -> float:
         return self._line(kind, group_size)[0]
 
-    def collective_time(self, kind: str, group_size: int, bytes_per_device: float) -> float:
-        """Predicted seconds of one collective; a group of one device costs nothing."""
+    def collective_time(self, kind: str, group_size: int, bytes_per_device: float,
+                        arrays: int = 1) -> float:
+        """Predicted seconds of one collective of `arrays` arrays; a group of one device
+        costs nothing."""
         if group_size <= 1:
             return 0.0
         alpha, beta = self._line(kind, group_size)
-        return alpha + beta * bytes_per_device
+        return alpha + beta * bytes_per_device + self.collective_operand_s * (arrays - 1)
 
-    def launch(self, kind: str, opcode: str = "") -> float:
-        """The price of launching one step of the plan schedule: a fusion, a kernel (its
-        opcode's own price where calibrated), a ufunc or fallback (priced as a kernel when
-        not calibrated), a collective's start or wait (inside its alpha), a constant
-        (nothing)."""
-        if kind == "kernel" and opcode in self.op_overhead_by_opcode:
-            return self.op_overhead_by_opcode[opcode]
+    def launch(self, kind: str, opcode: str = "", inputs: int = 2) -> float:
+        """The price of launching one step of the plan schedule: a fusion (by the arrays it
+        reads: calibrated with two, ``launch_s["fusion input"]`` each beyond two), a kernel or
+        ufunc (its opcode's own price where calibrated; a view such as get-tuple-element
+        as a reshape), a fallback (priced as a kernel), a collective's start or wait (inside
+        its alpha), a constant (nothing)."""
+        by_opcode = self.op_overhead_by_opcode
+        if kind == "fusion" and "fusion" in self.launch_s:
+            extra = self.launch_s.get("fusion input", 0.0) * max(inputs - 2, 0)
+            return self.launch_s["fusion"] + extra
+        if kind in ("kernel", "ufunc"):
+            if opcode in by_opcode:
+                return by_opcode[opcode]
+            if opcode in VIEW_OPCODES and "reshape" in by_opcode:
+                return by_opcode["reshape"]
         if kind in self.launch_s:
             return self.launch_s[kind]
         if kind in ("start", "wait", "constant", "control"):
