@@ -13,7 +13,12 @@ The schedule is the program order, on two streams: compute, and communication. A
 synchronous collective waits for both streams and holds both; an asynchronous pair
 (``all-gather-start`` ... ``all-gather-done``) runs on the communication stream while
 compute goes on, and the ``-done`` waits for it. The step time is when both streams end,
-plus the profile's fixed step overhead.
+plus the profile's fixed step overhead and the host's price of the jitted call
+(``call_overhead_s + array_s * (arguments + results)``).
+
+A profile with ``schedule = "plan"`` (calibrated on the CPU backend) prices the backend's own
+plan instead: a launch per fused step, not per instruction, serial where the backend runs
+the devices in lockstep (see `xla_spmd.cost.plan`).
 
 Peak memory comes from a liveness pass over the same order: a value is allocated when
 defined and freed after its last use; parameters (owned by the caller) and results live
