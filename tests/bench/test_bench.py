@@ -166,3 +166,29 @@ def test_bench_mpirun_refuses_a_missing_launcher(tmp_path):
     with pytest.raises(XlaSpmdError, match="no launcher"):
         bench_mpirun(script, meshes=["data=2"], strategies=["dp"],
                      mpirun="no-such-mpirun-here")
+
+
+@pytest.mark.slow
+def test_call_price_is_what_the_model_leaves_of_a_measured_call(monkeypatch):
+    # measure_calls fits `call_overhead_s + array_s * arrays` to the measured calls less the
+    # model's price of their programs: with two residuals given, the fit is exact.
+    import xla_spmd as xs
+    from xla_spmd.bench import calls
+
+    xs.set_num_devices(2)
+    residuals = {1: 3e-4, calls.MANY: 3e-4 + 2 * (calls.MANY - 1) * 2e-5}
+    seen = []
+
+    def residual(profile, mesh, count, repeats):
+        seen.append((profile.call_overhead_s, profile.array_s, mesh.size, count))
+        return residuals[count]
+    monkeypatch.setattr(calls, "_residual", residual)
+    fitted = calls.measure_calls(PROFILE)
+    assert seen == [(0.0, 0.0, 2, 1), (0.0, 0.0, 2, calls.MANY)]   # priced without a call
+    assert fitted.array_s == pytest.approx(2e-5)
+    assert fitted.call_overhead_s == pytest.approx(3e-4 - 2 * 2e-5)
+    # and a real measurement gives a usable profile (times themselves are not asserted)
+    monkeypatch.undo()
+    measured = calls.measure_calls(PROFILE, repeats=2)
+    assert measured.array_s >= 0 and measured.call_overhead_s >= 0
+    assert measured.gemm_flops == PROFILE.gemm_flops
