@@ -51,7 +51,7 @@ def cmd_calibrate(args) -> int:
 
     _set_devices(args.devices)
     speaker = topology().process_index == 0
-    progress = (lambda text: print(f"measuring {text} ...", flush=True)) if speaker else None
+    progress = (lambda text: print(f"calibrate: {text}", flush=True)) if speaker else None
     profile = calibrate(repeats=args.repeats, quick=args.quick, progress=progress)
     if progress:
         progress("the host's price of a jitted call")

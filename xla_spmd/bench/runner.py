@@ -199,16 +199,18 @@ def _mesh(text: str):
     return mesh
 
 
-def _profile_for(devices: int, calibrate: bool, profile, cache: dict):
-    from xla_spmd.cost import load_profile
+def _fixed_profile(calibrate: bool, profile):
+    """The profile every run is priced with, or None when each mesh is calibrated."""
+    from xla_spmd.cost import Profile, load_profile
 
+    if isinstance(profile, Profile):
+        return profile
     if profile is not None or not calibrate:
         return load_profile(profile)
-    if devices not in cache:
-        from xla_spmd.bench.calls import measure_calls
-        from xla_spmd.cost.calibrate import calibrate as measure
-        cache[devices] = measure_calls(measure(repeats=7))
-    return cache[devices]
+    return None
+
+
+CALIBRATION_ROUNDS = 7      # at least: the calibration's rounds, the strategies' among them
 
 
 @dataclass
@@ -328,14 +330,16 @@ def bench(step, params: dict, batch, *, meshes, strategies, roles=None, steps: i
     """Run every (mesh, strategy) and return the table (see the module docstring).
     The strategies of one mesh take turns, `rounds` times `steps` steps each, so a change of
     the machine's load touches them alike. `profile` (a path or Profile) prices every run;
-    otherwise each device count is calibrated once (`calibrate=False`: the built-in one)."""
+    otherwise each mesh is calibrated in the same window as its steps are timed: the
+    calibration's programs (`xla_spmd.cost.calibrate`) and the jitted-call probe
+    (`xla_spmd.bench.calls`) take turns with the strategies' rounds, so a burst of other
+    work on a shared machine touches the prices and the steps alike (`auto` is solved with
+    a quick calibration first). `calibrate=False`: the built-in profile."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from xla_spmd.cost import Profile
 
     batches = batch if callable(batch) else (lambda i: tuple(batch))
     result = BenchResult(name)
-    cache: dict[int, Profile] = {}
+    fixed = _fixed_profile(calibrate, profile)
     columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[run]}"),
                TimeElapsedColumn())
     total = len(meshes) * len(strategies) * (1 + rounds)
@@ -344,20 +348,11 @@ def bench(step, params: dict, batch, *, meshes, strategies, roles=None, steps: i
         task = bar.add_task("bench", total=total, run="")
         for mesh_text in meshes:
             mesh = _mesh(mesh_text)
-            the_profile = profile if isinstance(profile, Profile) else _profile_for(
-                mesh.size, calibrate, profile, cache)
+            the_profile, runs = _bench_mesh(step, params, batches, mesh, mesh_text, strategies,
+                                            roles, steps, rounds, fixed, memory_limit,
+                                            lambda text, done: (bar.update(task, run=text),
+                                                                bar.advance(task, done)))
             result.profiles[mesh.size] = the_profile.name
-            runs = []
-            for strategy in strategies:
-                bar.update(task, run=f"{mesh_text} {strategy}: compiling")
-                runs.append(_prepare(step, params, batches, mesh, strategy, roles,
-                                     the_profile, memory_limit))
-                bar.advance(task)
-            for turn in range(rounds):
-                for run in runs:
-                    bar.update(task, run=f"{mesh_text} {run.strategy}: round {turn + 1}")
-                    _time_steps(run, batches, steps)
-                    bar.advance(task)
             for run in runs:
                 run.samples = _slowest_rank(run.samples)
                 row, _ = _row(run, mesh, the_profile)
@@ -366,6 +361,47 @@ def bench(step, params: dict, batch, *, meshes, strategies, roles=None, steps: i
                     row.launch = f"mpirun -n {mesh.size}"
                 result.rows.append(row)
     return result
+
+
+def _bench_mesh(step, params, batches, mesh, mesh_text, strategies, roles, steps, rounds,
+                fixed, memory_limit, tell):
+    """(the profile that prices the runs, the runs timed) of one mesh; see `bench`.
+    `tell(text, done)` reports progress (`done`: units of work finished)."""
+    from xla_spmd.bench.calls import CallProbe
+    from xla_spmd.cost.calibrate import calibrate as measure
+
+    solve_with = fixed
+    if fixed is None and "auto" in strategies:
+        tell(f"{mesh_text}: calibrating for auto", 0)
+        quick = CallProbe(mesh)
+        solve_with = quick.fit(measure(repeats=3, between=lambda turn: quick.sample()))
+    runs = []
+    for strategy in strategies:
+        tell(f"{mesh_text} {strategy}: compiling", 0)
+        runs.append(_prepare(step, params, batches, mesh, strategy, roles, solve_with,
+                             memory_limit))
+        tell(f"{mesh_text} {strategy}: compiled", 1)
+
+    def one_round(turn: int) -> None:
+        for run in runs:
+            tell(f"{mesh_text} {run.strategy}: round {turn + 1}", 0)
+            _time_steps(run, batches, steps)
+            tell(f"{mesh_text} {run.strategy}: round {turn + 1}", 1)
+
+    if fixed is not None:
+        for turn in range(rounds):
+            one_round(turn)
+        return fixed, runs
+    tell(f"{mesh_text}: calibrating", 0)
+    probe = CallProbe(mesh)
+    repeats = max(rounds, CALIBRATION_ROUNDS)
+    when = {k * repeats // rounds: k for k in range(rounds)}
+
+    def between(turn: int) -> None:
+        probe.sample()
+        if turn in when:
+            one_round(when[turn])
+    return probe.fit(measure(repeats=repeats, between=between)), runs
 
 
 def _mesh_size(text: str) -> int:

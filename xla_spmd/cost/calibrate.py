@@ -164,7 +164,12 @@ def fastest(samples: list[float]) -> float:
 
 
 class _Runner:
-    """Runs HLO programs on the job's devices and times them (median of `repeats`)."""
+    """Runs HLO programs on the job's devices and times them, in two passes: the first
+    compiles every program a calibration asks for (`time` answers a placeholder), then
+    `measure` runs them all in turn `repeats` times, and the second pass answers each
+    program's fastest run. Every program's runs are so spread over the whole calibration:
+    a burst of other work on a shared machine touches them alike, and each program's
+    fastest run comes from the quietest moment of the window."""
 
     def __init__(self, repeats: int):
         from xla_spmd.runtime.devices import local_devices, topology
@@ -172,56 +177,63 @@ class _Runner:
         self.repeats = repeats
         self.devices = [d.id for d in local_devices()]
         self.num_devices = topology().num_devices
+        self.programs: dict[str, tuple] = {}
+        self.measured: dict[str, float] | None = None
 
-    def together(self, programs: list[tuple[str, Callable[[], list]]],
-                 repeats: int) -> list[float]:
-        """The fastest run of each program, the programs taking turns `repeats` times: the
-        differences between them are what a measurement uses, and a change of the
-        machine's load then touches them alike."""
-        from xla_spmd.ir import parse_hlo
-        from xla_spmd.pipeline import load_backend
-        from xla_spmd.runtime.executable import execute
-
-        prepared = []
-        for text, make_args in programs:
-            executable = load_backend().compile(parse_hlo(text), tuple(self.devices))
-            args = {d: make_args() for d in self.devices}
-            execute(executable, args)  # warm up
-            prepared.append((executable, args))
-        samples: list[list[float]] = [[] for _ in prepared]
-        for _ in range(repeats):
-            for k, (executable, args) in enumerate(prepared):
-                start = time.perf_counter()
-                execute(executable, args)
-                samples[k].append(time.perf_counter() - start)
-        return [fastest(s) for s in samples]
+    def together(self, programs: list[tuple[str, Callable[[], list]]]) -> list[float]:
+        return [self.time(text, make_args) for text, make_args in programs]
 
     def time(self, text: str, make_args: Callable[[], list]) -> float:
         from xla_spmd.ir import parse_hlo
         from xla_spmd.pipeline import load_backend
         from xla_spmd.runtime.executable import execute
 
-        executable = load_backend().compile(parse_hlo(text), tuple(self.devices))
-        args = {d: make_args() for d in self.devices}
-        execute(executable, args)  # warm up: threads, caches
-        samples = []
-        for _ in range(self.repeats):
-            start = time.perf_counter()
-            execute(executable, args)
-            samples.append(time.perf_counter() - start)
+        if self.measured is not None:
+            return self.measured[text]
+        if text not in self.programs:
+            executable = load_backend().compile(parse_hlo(text), tuple(self.devices))
+            args = {d: make_args() for d in self.devices}
+            execute(executable, args)  # warm up: threads, caches
+            self.programs[text] = (executable, args)
+        return 1.0
+
+    def measure(self, between: Callable[[int], None] | None = None) -> None:
+        """Run every program once per round, `repeats` rounds; `between(round)` runs after
+        each round (bench times its steps there, in the same window)."""
+        from xla_spmd.runtime.executable import execute
+
+        samples: dict[str, list[float]] = {text: [] for text in self.programs}
+        for turn in range(self.repeats):
+            for text, (executable, args) in self.programs.items():
+                start = time.perf_counter()
+                execute(executable, args)
+                samples[text].append(time.perf_counter() - start)
+            if between is not None:
+                between(turn)
         # Under MPI each rank times its own runs; the collectives keep them in step, and
         # rank 0 writes the profile.
-        return fastest(samples)
+        self.measured = {text: fastest(times) for text, times in samples.items()}
 
 
-def calibrate(*, repeats: int = 5, quick: bool = False, progress=None) -> Profile:
+def calibrate(*, repeats: int = 5, quick: bool = False, progress=None,
+              between: Callable[[int], None] | None = None) -> Profile:
     """Measure this job's profile (see the module docstring). `quick` uses smaller
-    programs (for tests); `progress(text)` is told what is being measured."""
+    programs (for tests); `progress(text)` is told what is being compiled; every program
+    runs `repeats` times, the programs taking turns (see `_Runner`), and `between(round)`
+    runs after each round."""
+    runner = _Runner(repeats)
+    _derive(runner, quick, progress or (lambda text: None))
+    if progress:
+        progress(f"{len(runner.programs)} programs, {repeats} rounds")
+    runner.measure(between)
+    return _derive(runner, quick, lambda text: None)
+
+
+def _derive(runner: _Runner, quick: bool, say) -> Profile:
+    """The profile from the runner's times (a placeholder on the first pass)."""
     import xla_spmd.config as config
     from xla_spmd.runtime.devices import topology
 
-    say = progress or (lambda text: None)
-    runner = _Runner(repeats)
     n = runner.num_devices
     vector, gemm, large = (VECTOR // 16, GEMM // 2, LARGE // 16) if quick else (
         VECTOR, GEMM, LARGE)
@@ -249,8 +261,7 @@ def calibrate(*, repeats: int = 5, quick: bool = False, progress=None) -> Profil
              (_launch_program(n, fused=True), weights()),
              (_launch_program(n, fused=True, inputs=5), weights(inputs=5)),
              (_launch_program(n, fused=False, side=side), weights(side)),
-             (_launch_program(n, fused=True, side=side), weights(side))],
-            3 * repeats)
+             (_launch_program(n, fused=True, side=side), weights(side))])
         launches["kernel"] = max((kernels - step) / OPS, 1e-9)
         launches["fusion"] = max((fusions - kernels) / OPS, 1e-9)
         # each input a fusion reads beyond the second: its argument's marshalling
