@@ -11,9 +11,17 @@ take part.
 * GEMM throughput: one ``GEMM x GEMM`` dot;
 * per collective kind and group size (the divisors of N from 2 up): a small and a large
   message; the line through both gives alpha and beta;
-* the own price of each common small op (OPCODES), beyond its roofline time.
+* the own price of each common small op (OPCODES), beyond its roofline time;
+* on the CPU backend (a profile with ``schedule = "plan"``, see `xla_spmd.cost.plan`): the
+  launch of a kernel step (a chain of ``OPS`` small dots) and of a fusion step (a fusion
+  after each dot, reading two arrays, and five: the price of each array read), the
+  bandwidth of cache-sized fusions (f32[64,64]), each kernel opcode's launch (OPCODES with
+  every result kept), and the price of each array of a combined all-reduce beyond the first.
 
-Each program runs a few times and the fastest run counts, so a stray slow run does not.
+Every program is compiled first; then all run in turns, `repeats` rounds, and each one's
+fastest run counts: a stray slow run does not, and a burst of other work on a shared machine
+touches every program alike (`xla-spmd bench` runs its steps between the rounds). The host's
+price of a jitted call is measured above this layer (`xla_spmd.bench.calls`).
 """
 
 from __future__ import annotations
