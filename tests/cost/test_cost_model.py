@@ -249,3 +249,25 @@ def test_combined_collective_pays_per_array_and_profiles_load_old_files(tmp_path
     path.write_text(json.dumps(old))
     with pytest.raises(XlaSpmdError, match="schedule must be"):
         load_profile(path)
+
+
+def test_small_dots_at_small_gemm_throughput_and_the_mixed_program_scale():
+    import dataclasses
+
+    from xla_spmd.cost.calibrate import _mixed_program, mixed_scale
+    from xla_spmd.cost.profile import SMALL_GEMM_FLOPS
+
+    p = dataclasses.replace(PLAN, small_gemm_flops=1e10)
+    assert p.gemm_time(1e6) == pytest.approx(1e6 / 1e10)
+    assert p.gemm_time(2 * SMALL_GEMM_FLOPS) == pytest.approx(2 * SMALL_GEMM_FLOPS / 1e9)
+    assert PLAN.gemm_time(1e6) == pytest.approx(1e6 / 1e9)       # not calibrated: one rate
+    # The launches are scaled by the mixed program's measured time over its prediction
+    # (both less the step overhead): twice as slow doubles every launch price.
+    module = parse_hlo(_mixed_program(2))
+    predicted = estimate(module, PLAN).step_time - PLAN.step_overhead_s
+    doubled = mixed_scale(PLAN, module, PLAN.step_overhead_s + 2 * predicted)
+    assert doubled.launch_scale == pytest.approx(2.0)
+    assert doubled.launch_s == pytest.approx({k: 2 * v for k, v in PLAN.launch_s.items()})
+    assert mixed_scale(PLAN, module, 1e3).launch_scale == 3.0     # kept within 0.5 to 3
+    kinds = {op.opcode for op in estimate(module, PLAN).ops}
+    assert {"dot", "reduce", "transpose"} <= kinds and any("fusion" in k for k in kinds)

@@ -15,7 +15,8 @@ take part.
 * on the CPU backend (a profile with ``schedule = "plan"``, see `xla_spmd.cost.plan`): the
   launch of a kernel step (a chain of ``OPS`` small dots) and of a fusion step (a fusion
   after each dot, reading two arrays, and five: the price of each array read), the
-  bandwidth of cache-sized fusions (f32[64,64]), each kernel opcode's launch (OPCODES with
+  bandwidth of cache-sized fusions (f32[64,64]) and the throughput of their dots (small
+  GEMMs), each kernel opcode's launch (OPCODES with
   every result kept), and the price of each array of a combined all-reduce beyond the first.
 
 Every program is compiled first; then all run in turns, `repeats` rounds, and each one's
@@ -32,6 +33,7 @@ from collections.abc import Callable
 import numpy as np
 
 from xla_spmd.cost.profile import COLLECTIVE_KINDS, Profile
+from xla_spmd.ir import parse_hlo
 from xla_spmd.partition.report import collective_bytes
 
 OPS, VECTOR, GEMM, COPIES = 200, 1 << 20, 256, 8
@@ -158,6 +160,24 @@ def _launch_program(n: int, fused: bool, side: int = 8, inputs: int = 2) -> str:
     return f"HloModule launch, num_partitions={n}\nENTRY e {{ " + "\n ".join(lines) + " }"
 
 
+def _mixed_program(n: int) -> str:
+    """`OPS // 4` rounds of a step's usual kinds in turn: a dot, a reduction, a fusion of
+    a broadcast, an add and a multiply, a transcendental, a transpose."""
+    lines = ["w = f32[16,16] parameter(0)", "x0 = f32[16,16] parameter(1)",
+             "z = f32[] constant(0)"]
+    for i in range(OPS // 4):
+        lines += [f"d{i} = f32[16,16] dot(x{i}, w), lhs_contracting_dims={{1}}, "
+                  "rhs_contracting_dims={0}",
+                  f"r{i} = f32[16] reduce(d{i}, z), dimensions={{1}}, to_apply=add",
+                  f"b{i} = f32[16,16] broadcast(r{i}), dimensions={{0}}",
+                  f"a{i} = f32[16,16] add(d{i}, b{i})",
+                  f"m{i} = f32[16,16] multiply(a{i}, x0)",
+                  f"e{i} = f32[16,16] tanh(m{i})",
+                  f"x{i + 1} = f32[16,16] transpose(e{i}), dimensions={{1,0}}"]
+    lines.append(f"ROOT out = f32[16,16] copy(x{OPS // 4})")
+    return f"HloModule mixed, num_partitions={n}\n{_ADD}ENTRY e {{ " + "\n ".join(lines) + " }"
+
+
 def _chain_program(n: int) -> str:
     lines = ["x0 = f32[8] parameter(0)"]
     lines += [f"x{i + 1} = f32[8] negate(x{i})" for i in range(OPS)]
@@ -255,7 +275,7 @@ def _derive(runner: _Runner, quick: bool, say) -> Profile:
     chain = runner.time(_chain_program(n), lambda: [np.ones(8, np.float32)])
     op = max((chain - step) / OPS, 1e-9)
     launches: dict[str, float] = {}
-    cache_bandwidth = 0.0
+    cache_bandwidth = small_gemm = 0.0
     plan_schedule = config.backend == "cpu"
     if plan_schedule:
         say("kernel and fusion launches")
@@ -279,6 +299,9 @@ def _derive(runner: _Runner, quick: bool, say) -> Profile:
         # a fusion of cache-sized arrays (two read, one written) beyond its launch
         per_fusion = (big_fusions - big_kernels) / OPS - launches["fusion"]
         cache_bandwidth = 12.0 * side * side / max(per_fusion, 1e-9)
+        # the cache-sized dots themselves: small GEMMs (one BLAS thread, operands cached)
+        small_gemm = 2.0 * side ** 3 / max((big_kernels - step) / OPS - launches["kernel"],
+                                           1e-9)
     say("memory bandwidth")
     add = runner.time(f"HloModule bw, num_partitions={n}\nENTRY e {{ a = f32[{vector}] "
                       f"parameter(0)\n b = f32[{vector}] parameter(1)\n ROOT c = "
@@ -329,10 +352,35 @@ def _derive(runner: _Runner, quick: bool, say) -> Profile:
         negates = COPIES * (op + 8.0 * SMALL / bandwidth)
         operand = max((seconds - step - negates - alpha - beta * moved) / (COPIES - 1), 0.0)
     top = topology()
-    return Profile(name=f"calibrated: {config.backend} backend, {n} {top.kind} devices",
-                   backend=config.backend, communicator=top.kind, devices=n,
-                   step_overhead_s=step, op_overhead_s=op, gemm_flops=gemm_flops,
-                   memory_bandwidth=bandwidth, collectives=collectives,
-                   op_overhead_by_opcode=by_opcode,
-                   schedule="plan" if plan_schedule else "ops", launch_s=launches,
-                   cache_bandwidth=cache_bandwidth, collective_operand_s=operand)
+    profile = Profile(name=f"calibrated: {config.backend} backend, {n} {top.kind} devices",
+                      backend=config.backend, communicator=top.kind, devices=n,
+                      step_overhead_s=step, op_overhead_s=op, gemm_flops=gemm_flops,
+                      memory_bandwidth=bandwidth, collectives=collectives,
+                      op_overhead_by_opcode=by_opcode,
+                      schedule="plan" if plan_schedule else "ops", launch_s=launches,
+                      cache_bandwidth=cache_bandwidth, collective_operand_s=operand,
+                      small_gemm_flops=small_gemm)
+    if not plan_schedule:
+        return profile
+    say("a mix of kernels and fusions")
+    text = _mixed_program(n)
+    seconds = runner.time(text, lambda: [rng.random((16, 16), np.float32) / 16,
+                                         rng.random((16, 16), np.float32)])
+    return mixed_scale(profile, parse_hlo(text), seconds)
+
+
+def mixed_scale(profile: Profile, module, seconds: float) -> Profile:
+    """`profile` with every launch price scaled by what a mixed program (`_mixed_program`)
+    measured, `seconds`, over what `profile` predicts for it: each launch was measured with
+    one kind of step repeated, whose interpreter paths and data stay hot; a step's own
+    programs take turns between kinds (the scale is kept within 0.5 to 3)."""
+    import dataclasses
+
+    from xla_spmd.cost.model import estimate
+
+    predicted = estimate(module, profile).step_time - profile.step_overhead_s
+    scale = min(max((seconds - profile.step_overhead_s) / max(predicted, 1e-9), 0.5), 3.0)
+    return dataclasses.replace(
+        profile, launch_s={k: v * scale for k, v in profile.launch_s.items()},
+        op_overhead_by_opcode={k: v * scale for k, v in profile.op_overhead_by_opcode.items()},
+        launch_scale=scale)

@@ -302,7 +302,7 @@ class _PlanPricer:
             return "free", 0.0, 0.0, 0.0, 0
         work, traffic = step_work(step)
         gemm = step.kind == "kernel" and step.inst.op.family is Family.CONTRACTION
-        roofline = max(work / p.gemm_flops if gemm else 0.0, p.traffic_time(traffic))
+        roofline = max(p.gemm_time(work) if gemm else 0.0, p.traffic_time(traffic))
         opcode = step.inst.opcode
         if opcode == "dot" and step.inst.attrs.lhs_batch_dims:
             opcode = "dot.batched"

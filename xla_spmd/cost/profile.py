@@ -28,6 +28,7 @@ from xla_spmd.errors import XlaSpmdError
 # Kernels that return a view of their operand on the CPU backend (numpy shares the buffer)
 VIEW_OPCODES = frozenset(("tuple", "get-tuple-element", "bitcast", "reshape", "transpose",
                           "slice", "broadcast"))
+SMALL_GEMM_FLOPS = 2 * 128 ** 3   # a dot of at most this many FLOPs is "small"
 CACHE_BYTES = 1 << 20   # a step moving at most this many bytes runs from cache
 COLLECTIVE_KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
                     "collective-permute")
@@ -63,6 +64,17 @@ class Profile:
     cache_bandwidth: float = 0.0
     # each array of a collective beyond its first (a combined all-reduce of many gradients)
     collective_operand_s: float = 0.0
+    # the factor calibration scaled the launch prices by (see calibrate.mixed_scale)
+    launch_scale: float = 1.0
+    # FLOP/s of a small dot (up to SMALL_GEMM_FLOPS: one BLAS thread, operands in cache);
+    # 0: gemm_flops for every size
+    small_gemm_flops: float = 0.0
+
+    def gemm_time(self, flops: float) -> float:
+        """Seconds of a contraction's FLOPs: a small one at small_gemm_flops."""
+        if self.small_gemm_flops > 0 and flops <= SMALL_GEMM_FLOPS:
+            return flops / self.small_gemm_flops
+        return flops / self.gemm_flops
 
     def traffic_time(self, bytes_moved: float) -> float:
         """Seconds to move `bytes_moved`: from cache when it fits (see cache_bandwidth)."""
