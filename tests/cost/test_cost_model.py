@@ -121,6 +121,11 @@ def test_calibrate_measures_every_kind_and_group():
     for kind, table in profile.collectives.items():
         assert sorted(table) == [2, 4], kind
         assert all(alpha > 0 and beta >= 0 for alpha, beta in table.values())
+    # the CPU backend (the default) is priced by its plan: launches measured per step kind
+    assert xs.config.backend == "cpu" and profile.schedule == "plan"
+    assert sorted(profile.launch_s) == ["fusion", "fusion input", "kernel", "ufunc"]
+    assert profile.cache_bandwidth > 0 and profile.collective_operand_s >= 0
+    assert {"dot", "dot.batched", "reduce"} <= set(profile.op_overhead_by_opcode)
 
 
 def test_frontend_records_source_lines_and_collectives_point_at_them():
@@ -168,3 +173,101 @@ def test_calibrate_under_mpirun_writes_an_mpi_profile(tmp_path):
     profile = load_profile(out)
     assert (profile.communicator, profile.devices) == ("mpi", 2)
     assert sorted(profile.collectives["all-reduce"]) == [2]
+
+
+# The CPU backend's plan, priced: round numbers again, so each step is worked out by hand.
+PLAN = Profile(name="plan test", backend="cpu", communicator="local", devices=2,
+               step_overhead_s=1e-3, op_overhead_s=1e-5, gemm_flops=1e9,
+               memory_bandwidth=1e9, collectives={"all-reduce": {2: (1e-4, 1e-9)}},
+               schedule="plan", launch_s={"fusion": 1e-4, "fusion input": 1e-5,
+                                          "kernel": 2e-4},
+               call_overhead_s=5e-4, array_s=1e-5, cache_bandwidth=1e10)
+
+
+def test_plan_schedule_prices_each_fusion_once_and_each_kernel_by_its_launch():
+    m = parse_hlo("HloModule m, num_partitions=2\nENTRY e { x = f32[8,8] parameter(0)\n"
+                  " w = f32[8,8] parameter(1)\n n = f32[8,8] negate(x)\n"
+                  " d = f32[8,8] dot(n, w), lhs_contracting_dims={1}, "
+                  "rhs_contracting_dims={0}\n a = f32[8,8] add(d, x)\n"
+                  " ROOT s = f32[8,8] multiply(a, w) }")
+    report = estimate(m, PLAN)
+    # Three steps: the negation fused alone (reads x), the dot kernel, then add and
+    # multiply fused into one kernel reading d, x and w: one launch for two ops.
+    assert [(op.name, op.opcode) for op in report.ops] == [
+        ("n", "fusion (negate)"), ("d", "dot"), ("s", "fusion (multiply)")]
+    n, d, s = report.ops
+    assert n.time == pytest.approx(1e-4 + 512 / 1e10)                # 1 input: no extra
+    assert d.time == pytest.approx(2e-4 + max(1024 / 1e9, 768 / 1e10))  # compute bound
+    assert s.time == pytest.approx(1e-4 + 1e-5 + 1024 / 1e10)       # 3 inputs: one extra
+    assert (n.start, d.start, s.start) == pytest.approx((0, n.time, n.time + d.time))
+    # the jitted call: its fixed price and 3 arrays (two arguments, one result)
+    assert report.step_time == pytest.approx(n.time + d.time + s.time + 1e-3 + 5e-4 + 3e-5)
+
+
+def test_plan_schedule_is_serial_in_lockstep_and_overlaps_under_mpi():
+    import dataclasses
+
+    m = parse_hlo(f"HloModule m, num_partitions=2\n{ADD}ENTRY e {{ x = f32[100] "
+                  "parameter(0)\n y = f32[8,8] parameter(1)\n"
+                  " ar = f32[100] all-reduce(x), channel_id=1, replica_groups={{0,1}}, "
+                  "use_global_device_ids=true, to_apply=add\n"
+                  " d = f32[8,8] dot(y, y), lhs_contracting_dims={1}, "
+                  "rhs_contracting_dims={0}\n ROOT t = (f32[100], f32[8,8]) tuple(ar, d) }")
+    collective = 1e-4 + 1e-9 * 400          # all-reduce of 400 bytes over 2 devices
+    dot = 2e-4 + 1024 / 1e9
+    view = 2e-4                             # the tuple: a kernel launch, no traffic
+    fixed = 1e-3 + 5e-4 + 4 * 1e-5          # two arguments, two results
+    # In-process and small: one thread runs every device step by step, nothing overlaps.
+    local = estimate(m, PLAN)
+    assert [op.opcode for op in local.ops] == ["all-reduce", "dot", "tuple"]
+    assert local.step_time == pytest.approx(collective + dot + view + fixed)
+    # A rank per device: the all-reduce runs from its start while the dot computes.
+    mpi = estimate(m, dataclasses.replace(PLAN, communicator="mpi"))
+    ar, d, t = mpi.ops
+    assert (ar.start, ar.stream, d.start) == (0.0, "comm", 0.0)
+    assert t.start == pytest.approx(max(dot, collective))
+    assert mpi.step_time == pytest.approx(max(dot, collective) + view + fixed)
+
+
+def test_combined_collective_pays_per_array_and_profiles_load_old_files(tmp_path):
+    import dataclasses
+
+    p = dataclasses.replace(PLAN, collective_operand_s=2e-5)
+    assert p.collective_time("all-reduce", 2, 400.0, arrays=3) == pytest.approx(
+        1e-4 + 4e-7 + 2 * 2e-5)
+    assert p.collective_time("all-reduce", 1, 400.0, arrays=3) == 0.0
+    path = tmp_path / "p.json"
+    p.save(path)
+    assert load_profile(path) == p
+    old = json.loads(path.read_text())        # a profile written before these fields
+    for name in ("schedule", "launch_s", "call_overhead_s", "array_s", "cache_bandwidth",
+                 "collective_operand_s"):
+        del old[name]
+    path.write_text(json.dumps(old))
+    assert load_profile(path).schedule == "ops" and load_profile(path).array_s == 0.0
+    old["schedule"] = "threads"
+    path.write_text(json.dumps(old))
+    with pytest.raises(XlaSpmdError, match="schedule must be"):
+        load_profile(path)
+
+
+def test_small_dots_at_small_gemm_throughput_and_the_mixed_program_scale():
+    import dataclasses
+
+    from xla_spmd.cost.calibrate import _mixed_program, mixed_scale
+    from xla_spmd.cost.profile import SMALL_GEMM_FLOPS
+
+    p = dataclasses.replace(PLAN, small_gemm_flops=1e10)
+    assert p.gemm_time(1e6) == pytest.approx(1e6 / 1e10)
+    assert p.gemm_time(2 * SMALL_GEMM_FLOPS) == pytest.approx(2 * SMALL_GEMM_FLOPS / 1e9)
+    assert PLAN.gemm_time(1e6) == pytest.approx(1e6 / 1e9)       # not calibrated: one rate
+    # The launches are scaled by the mixed program's measured time over its prediction
+    # (both less the step overhead): twice as slow doubles every launch price.
+    module = parse_hlo(_mixed_program(2))
+    predicted = estimate(module, PLAN).step_time - PLAN.step_overhead_s
+    doubled = mixed_scale(PLAN, module, PLAN.step_overhead_s + 2 * predicted)
+    assert doubled.launch_scale == pytest.approx(2.0)
+    assert doubled.launch_s == pytest.approx({k: 2 * v for k, v in PLAN.launch_s.items()})
+    assert mixed_scale(PLAN, module, 1e3).launch_scale == 3.0     # kept within 0.5 to 3
+    kinds = {op.opcode for op in estimate(module, PLAN).ops}
+    assert {"dot", "reduce", "transpose"} <= kinds and any("fusion" in k for k in kinds)

@@ -2,9 +2,18 @@
 arguments that minimise the predicted step time under a per-device memory limit.
 
 The function is traced once without shardings; its parameters and dots become the nodes of
-the problem in graph.py, solved by solve.py. The answer is a `Plan`: PartitionSpecs shaped
-like the arguments (paste them into ``xs.jit(in_shardings=...)``), the solver that ran, and
-a line per argument saying what its choice costs against the best alternative.
+the problem in graph.py, solved by solve.py. The problem prices each choice by its own
+terms (a dot's share of FLOPs, the collectives it and its neighbours need), not by the whole
+partitioned program: what the partitioner adds around a choice (reshapes, extra collectives,
+the backend's launches) is not in it. So the answer is then *checked*: the solver's layout
+and the usual ones (`LAYOUTS`: the first argument, the parameters, replicated or fully
+sharded, the other arguments split on their leading dim over every device) are partitioned
+and priced by the cost model (`xla_spmd.cost.estimate`), and the fastest predicted step is
+kept (above `CHECK_MAX_INSTRUCTIONS` traced instructions the check is skipped, and the plan
+says so). The answer is a `Plan`: PartitionSpecs shaped like the arguments (paste them into
+``xs.jit(in_shardings=...)``), the solver that ran, the predicted step time of each
+candidate, and a line per argument saying what its choice costs against the best
+alternative.
 
 >>> import numpy as np, xla_spmd as xs
 >>> xs.set_num_devices(2)
@@ -18,7 +27,7 @@ a line per argument saying what its choice costs against the best alternative.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xla_spmd.errors import XlaSpmdError
 
@@ -33,10 +42,17 @@ class Plan:
     solve_seconds: float
     predicted_cost: float         # the objective: seconds of the modelled part of a step
     explanations: dict[str, str]  # argument path -> why
+    # candidate layout -> the cost model's step time of it, partitioned (empty: unchecked)
+    candidates: dict[str, float] = field(default_factory=dict)
+    chosen: str = "integer program"   # which candidate the specs are
 
     def __str__(self) -> str:
         lines = [f"auto_shard: {self.method}, solved in {self.solve_seconds:.2f} s, "
                  f"modelled cost {self.predicted_cost * 1e3:.3f} ms"]
+        if self.candidates:
+            lines.append("  checked, predicted step: " + ", ".join(
+                f"{name} {seconds * 1e3:.3f} ms" for name, seconds in self.candidates.items())
+                + f"; kept {self.chosen}")
         lines += [f"  {name}: {text}" for name, text in self.explanations.items()]
         return "\n".join(lines)
 
@@ -102,10 +118,95 @@ def auto_shard(fn, mesh, *example_args, memory_limit: float | None = None,
         specs.append(_spec(node.strategies[pick], parameter.shape.rank))
         explanations[paths[i] if i < len(paths) else parameter.name] = _explain(
             problem, around, index[parameter.name], choice, specs[-1])
+    candidates: dict[str, float] = {}
+    chosen = solver = "integer program" if how.startswith("integer") else "greedy search"
+    if len(entry.instructions) <= CHECK_MAX_INSTRUCTIONS:
+        layouts = {solver: specs, **_layouts(example_args, mesh)}
+        for name, flat in layouts.items():
+            if memory_limit is not None and _argument_bytes(leaves, flat, mesh) > memory_limit:
+                continue
+            if name != solver and flat == specs:
+                continue
+            candidates[name] = _predicted_step(fn, mesh, example_args, treedef, flat, profile)
+        chosen = min(candidates, key=candidates.get)
+        if chosen != solver:
+            specs = layouts[chosen]
+            for path in explanations:
+                explanations[path] = (f"layout {chosen}: its partitioned step is predicted "
+                                      f"{candidates[chosen] * 1e3:.3f} ms, the "
+                                      f"{solver}'s {candidates[solver] * 1e3:.3f} ms")
+        how += (f"; checked against {len(candidates) - 1} layouts in "
+                f"{time.perf_counter() - started - seconds:.2f} s")
+    else:
+        how += (f"; not checked against the usual layouts ({len(entry.instructions)} "
+                f"instructions, above {CHECK_MAX_INSTRUCTIONS})")
     tree_specs = tree_unflatten(treedef, specs)
     shardings = tree_unflatten(treedef, [xs.NamedSharding(mesh, s) for s in specs])
     return Plan(tuple(tree_specs), tuple(shardings), how, seconds, problem.objective(choice),
-                explanations)
+                explanations, candidates, chosen)
+
+
+CHECK_MAX_INSTRUCTIONS = 3000
+"""Above this many traced instructions auto_shard does not partition the candidate layouts
+to check its answer (each check runs the whole pipeline but the backend)."""
+
+
+def _leading_split(shape, mesh):
+    """A PartitionSpec splitting dim 0 over as many mesh axes (in order) as divide it."""
+    from xla_spmd.sharding import PartitionSpec
+
+    if not shape:
+        return PartitionSpec()
+    axes, size = [], 1
+    for name, n in mesh.shape.items():
+        if n > 1 and shape[0] % (size * n) == 0:
+            axes.append(name)
+            size *= n
+    if not axes:
+        return PartitionSpec()
+    return PartitionSpec(axes[0] if len(axes) == 1 else tuple(axes))
+
+
+def _layouts(example_args, mesh) -> dict[str, list]:
+    """The usual layouts as flat spec lists: "replicated parameters" (data parallel: the
+    first argument replicated, the others split on their leading dim) and "sharded
+    parameters" (FSDP: every array split on its leading dim)."""
+    import numpy as np
+
+    from xla_spmd.frontend.pytree import tree_flatten
+    from xla_spmd.sharding import PartitionSpec
+
+    first = len(tree_flatten(example_args[0])[0]) if example_args else 0
+    leaves = tree_flatten(example_args)[0]
+    split = [_leading_split(np.shape(leaf), mesh) for leaf in leaves]
+    return {"replicated parameters": [PartitionSpec()] * first + split[first:],
+            "sharded parameters": split}
+
+
+def _argument_bytes(leaves, specs, mesh) -> float:
+    """The largest bytes per device the arguments take under `specs`."""
+    import numpy as np
+
+    total = 0.0
+    for leaf, spec in zip(leaves, specs):
+        shards = 1
+        for entry in spec:
+            for axis in (entry if isinstance(entry, tuple) else (entry,)):
+                shards *= mesh.shape[axis] if axis else 1
+        total += np.asarray(leaf).nbytes / shards
+    return total
+
+
+def _predicted_step(fn, mesh, example_args, treedef, specs, profile) -> float:
+    """The cost model's step time of `fn` with its arguments sharded by `specs`."""
+    import xla_spmd as xs
+    from xla_spmd import pipeline
+    from xla_spmd.cost import estimate
+    from xla_spmd.frontend.pytree import tree_unflatten
+
+    shardings = tree_unflatten(treedef, [xs.NamedSharding(mesh, s) for s in specs])
+    lowered = xs.jit(fn, in_shardings=tuple(shardings)).lower(*example_args)
+    return estimate(pipeline.lower(lowered.module, mesh=mesh).spmd_module, profile).step_time
 
 
 def _explain(problem, around, n: int, choice: list[int], spec) -> str:

@@ -32,7 +32,7 @@ def plot_result(result, stem: Path) -> list[Path]:
     right.bar(positions, compute, label="compute", color="#4c78a8")
     right.bar(positions, collectives, bottom=compute, label="collectives", color="#e8833a")
     right.bar(positions, overhead, bottom=[a + b for a, b in zip(compute, collectives)],
-              label="step overhead", color="#bab0ac")
+              label="step and call overhead", color="#bab0ac")
     right.set_xticks(list(positions), labels, fontsize=8, rotation=60, ha="right")
     right.set_ylabel("predicted time (ms)")
     right.set_title("predicted breakdown")

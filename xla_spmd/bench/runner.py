@@ -16,6 +16,11 @@ measured step time, the predicted one, the prediction
 error, bytes moved per device, peak memory per device and the dominant collective. The
 measured time is the fastest step: on a shared machine the slower ones carry other work.
 
+`bench_mpirun` runs the same grid with each mesh under ``mpirun -n N`` (one device per rank):
+every mesh is one launch of ``python -m xla_spmd bench`` in which each rank times its own
+steps; a step's time is the slowest rank's, and rank 0 hands the rows back as JSON. Under
+MPI, `auto` is solved on rank 0 and its specs broadcast, so every rank runs one program.
+
 >>> from xla_spmd.bench import bench
 >>> import numpy as np
 >>> def step(p, x):
@@ -55,6 +60,7 @@ class BenchRow:
     dominant_collective: str
     compile_s: float
     note: str = ""
+    launch: str = "in-process"    # or "mpirun -n N"
 
     @property
     def error(self) -> float:
@@ -76,12 +82,16 @@ class BenchResult:
         from xla_spmd.inspection.terminal import human_bytes, human_time
 
         table = Table(title=f"{self.name}: step time per mesh and strategy")
+        launches = any(row.launch != "in-process" for row in self.rows)
+        if launches:
+            table.add_column("launch")
         for column in ("mesh", "strategy", "measured", "predicted", "error", "compute",
                        "collectives", "bytes/device", "peak memory", "dominant collective"):
             table.add_column(column, justify="left" if column in ("mesh", "strategy") else
                              "right")
         for row in self.rows:
-            table.add_row(row.mesh, row.strategy, human_time(row.measured_s),
+            table.add_row(*([row.launch] if launches else []), row.mesh, row.strategy,
+                          human_time(row.measured_s),
                           human_time(row.predicted_s), f"{row.error:+.0%}",
                           human_time(row.compute_s), human_time(row.collective_s),
                           human_bytes(row.bytes_per_device), human_bytes(row.peak_memory),
@@ -189,15 +199,18 @@ def _mesh(text: str):
     return mesh
 
 
-def _profile_for(devices: int, calibrate: bool, profile, cache: dict):
-    from xla_spmd.cost import load_profile
+def _fixed_profile(calibrate: bool, profile):
+    """The profile every run is priced with, or None when each mesh is calibrated."""
+    from xla_spmd.cost import Profile, load_profile
 
+    if isinstance(profile, Profile):
+        return profile
     if profile is not None or not calibrate:
         return load_profile(profile)
-    if devices not in cache:
-        from xla_spmd.cost.calibrate import calibrate as measure
-        cache[devices] = measure(repeats=7)
-    return cache[devices]
+    return None
+
+
+CALIBRATION_ROUNDS = 7      # at least: the calibration's rounds, the strategies' among them
 
 
 @dataclass
@@ -222,11 +235,7 @@ def _prepare(step, params, batches, mesh, strategy: str, roles, profile, memory_
     first = batches(0)
     note = ""
     if strategy == "auto":
-        from xla_spmd.autoshard import auto_shard
-        plan = auto_shard(step, mesh, params, *first, memory_limit=memory_limit,
-                          profile=profile)
-        shardings, data = plan.in_shardings[0], list(plan.in_shardings[1:])
-        note = f"auto: {plan.method}, solved in {plan.solve_seconds:.2f} s"
+        shardings, data, note = _auto(step, params, first, mesh, profile, memory_limit)
     else:
         shardings = param_shardings(mesh, strategy, params, roles)
         data = [xs.NamedSharding(mesh, batch_spec(strategy, np.ndim(b))) for b in first]
@@ -237,6 +246,48 @@ def _prepare(step, params, batches, mesh, strategy: str, roles, profile, memory_
     placed, loss = jitted(placed, *first)  # traces, propagates, partitions, runs
     np.asarray(loss)
     return _Run(strategy, jitted, placed, first, time.perf_counter() - start, note)
+
+
+def _world():
+    """MPI's COMM_WORLD when this job runs under mpirun, else None."""
+    from xla_spmd.runtime.devices import topology
+
+    if topology().kind != "mpi":
+        return None
+    from mpi4py import MPI
+    return MPI.COMM_WORLD
+
+
+def _auto(step, params, first, mesh, profile, memory_limit):
+    """`auto`'s (parameter shardings, batch shardings, note). Under MPI rank 0 solves and
+    broadcasts the specs: a solver's time limit could leave ranks with different answers."""
+    import xla_spmd as xs
+    from xla_spmd.autoshard import auto_shard
+    from xla_spmd.frontend.pytree import tree_flatten, tree_unflatten
+
+    world = _world()
+    answer = None
+    if world is None or world.Get_rank() == 0:
+        plan = auto_shard(step, mesh, params, *first, memory_limit=memory_limit,
+                          profile=profile)
+        leaves, _ = tree_flatten(plan.specs)
+        answer = ([tuple(spec) for spec in leaves],
+                  f"auto: {plan.method}, solved in {plan.solve_seconds:.2f} s")
+    if world is not None:
+        answer = world.bcast(answer, root=0)
+    entries, note = answer
+    _, treedef = tree_flatten((params, *first))
+    specs = tree_unflatten(treedef, [xs.NamedSharding(mesh, xs.P(*e)) for e in entries])
+    return specs[0], list(specs[1:]), note
+
+
+def _slowest_rank(samples: list[float]) -> list[float]:
+    """Under MPI each rank timed its own steps: a step takes as long as its slowest rank.
+    Every rank gets the same list back."""
+    world = _world()
+    if world is None:
+        return samples
+    return [max(times) for times in zip(*world.allgather(samples))]
 
 
 def _time_steps(run: _Run, batches, steps: int) -> None:
@@ -279,14 +330,16 @@ def bench(step, params: dict, batch, *, meshes, strategies, roles=None, steps: i
     """Run every (mesh, strategy) and return the table (see the module docstring).
     The strategies of one mesh take turns, `rounds` times `steps` steps each, so a change of
     the machine's load touches them alike. `profile` (a path or Profile) prices every run;
-    otherwise each device count is calibrated once (`calibrate=False`: the built-in one)."""
+    otherwise each mesh is calibrated in the same window as its steps are timed: the
+    calibration's programs (`xla_spmd.cost.calibrate`) and the jitted-call probe
+    (`xla_spmd.bench.calls`) take turns with the strategies' rounds, so a burst of other
+    work on a shared machine touches the prices and the steps alike (`auto` is solved with
+    a quick calibration first). `calibrate=False`: the built-in profile."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from xla_spmd.cost import Profile
 
     batches = batch if callable(batch) else (lambda i: tuple(batch))
     result = BenchResult(name)
-    cache: dict[int, Profile] = {}
+    fixed = _fixed_profile(calibrate, profile)
     columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[run]}"),
                TimeElapsedColumn())
     total = len(meshes) * len(strategies) * (1 + rounds)
@@ -295,22 +348,127 @@ def bench(step, params: dict, batch, *, meshes, strategies, roles=None, steps: i
         task = bar.add_task("bench", total=total, run="")
         for mesh_text in meshes:
             mesh = _mesh(mesh_text)
-            the_profile = profile if isinstance(profile, Profile) else _profile_for(
-                mesh.size, calibrate, profile, cache)
+            the_profile, runs = _bench_mesh(step, params, batches, mesh, mesh_text, strategies,
+                                            roles, steps, rounds, fixed, memory_limit,
+                                            lambda text, done: (bar.update(task, run=text),
+                                                                bar.advance(task, done)))
             result.profiles[mesh.size] = the_profile.name
-            runs = []
-            for strategy in strategies:
-                bar.update(task, run=f"{mesh_text} {strategy}: compiling")
-                runs.append(_prepare(step, params, batches, mesh, strategy, roles,
-                                     the_profile, memory_limit))
-                bar.advance(task)
-            for turn in range(rounds):
-                for run in runs:
-                    bar.update(task, run=f"{mesh_text} {run.strategy}: round {turn + 1}")
-                    _time_steps(run, batches, steps)
-                    bar.advance(task)
             for run in runs:
+                run.samples = _slowest_rank(run.samples)
                 row, _ = _row(run, mesh, the_profile)
                 row.mesh = mesh_text
+                if _world() is not None:
+                    row.launch = f"mpirun -n {mesh.size}"
                 result.rows.append(row)
+    return result
+
+
+def _bench_mesh(step, params, batches, mesh, mesh_text, strategies, roles, steps, rounds,
+                fixed, memory_limit, tell):
+    """(the profile that prices the runs, the runs timed) of one mesh; see `bench`.
+    `tell(text, done)` reports progress (`done`: units of work finished)."""
+    from xla_spmd.bench.calls import CallProbe
+    from xla_spmd.cost.calibrate import calibrate as measure
+
+    solve_with = fixed
+    if fixed is None and "auto" in strategies:
+        tell(f"{mesh_text}: calibrating for auto", 0)
+        quick = CallProbe(mesh)
+        solve_with = quick.fit(measure(repeats=3, between=lambda turn: quick.sample()))
+    runs = []
+    for strategy in strategies:
+        tell(f"{mesh_text} {strategy}: compiling", 0)
+        runs.append(_prepare(step, params, batches, mesh, strategy, roles, solve_with,
+                             memory_limit))
+        tell(f"{mesh_text} {strategy}: compiled", 1)
+
+    def one_round(turn: int) -> None:
+        for run in runs:
+            tell(f"{mesh_text} {run.strategy}: round {turn + 1}", 0)
+            _time_steps(run, batches, steps)
+            tell(f"{mesh_text} {run.strategy}: round {turn + 1}", 1)
+
+    if fixed is not None:
+        for turn in range(rounds):
+            one_round(turn)
+        return fixed, runs
+    tell(f"{mesh_text}: calibrating", 0)
+    probe = CallProbe(mesh)
+    repeats = max(rounds, CALIBRATION_ROUNDS)
+    when = {k * repeats // rounds: k for k in range(rounds)}
+
+    def between(turn: int) -> None:
+        probe.sample()
+        if turn in when:
+            one_round(when[turn])
+    return probe.fit(measure(repeats=repeats, between=between)), runs
+
+
+def _mesh_size(text: str) -> int:
+    from xla_spmd.cli_tools import parse_mesh_text
+
+    size = 1
+    for n in parse_mesh_text(text).values():
+        size *= n
+    return size
+
+
+def bench_mpirun(script: str | Path, *, meshes, strategies, steps: int = 3, rounds: int = 3,
+                 profile=None, mpirun: str | list[str] = "mpirun", timeout: float | None = None,
+                 progress: bool = True) -> BenchResult:
+    """`bench_script` with each mesh run under ``mpirun -n N`` (N the mesh's devices, one per
+    rank); see the module docstring. `mpirun` is the launcher's command (a string is split
+    as a shell would, e.g. ``"mpirun --oversubscribe"``); `profile` (a path) prices every
+    run, else each launch calibrates its own communicator first; `timeout` bounds each
+    launch in seconds. Rows say ``launch = "mpirun -n N"``."""
+    import shlex
+    import shutil
+    import subprocess
+    import tempfile
+
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    if _world() is not None:
+        raise XlaSpmdError("bench --mpirun launches mpirun itself: run it without mpirun")
+    script = Path(script).resolve()
+    if not script.is_file():
+        raise XlaSpmdError(f"{script}: no such file")
+    launcher = shlex.split(mpirun) if isinstance(mpirun, str) else list(mpirun)
+    if not launcher or shutil.which(launcher[0]) is None:
+        raise XlaSpmdError(f"bench --mpirun: no launcher {launcher[:1]} on PATH (the dev "
+                           "extra installs Open MPI's mpirun)")
+    strategies = list(strategies)
+    result = BenchResult(script.stem)
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[run]}"),
+               TimeElapsedColumn())
+    with tempfile.TemporaryDirectory(prefix="xla_spmd_bench_") as folder, Progress(
+            *columns, disable=not (progress and sys.stdout.isatty()), transient=True) as bar:
+        task = bar.add_task("bench (mpirun)", total=len(meshes), run="")
+        for k, mesh_text in enumerate(meshes):
+            ranks = _mesh_size(mesh_text)
+            bar.update(task, run=f"mpirun -n {ranks}: {mesh_text}")
+            rows_file = Path(folder) / f"rows{k}.json"
+            command = [*launcher, "-n", str(ranks), sys.executable, "-m", "xla_spmd", "bench",
+                       str(script), "--meshes", mesh_text, "--strategies",
+                       ",".join(strategies), "--steps", str(steps), "--rounds", str(rounds),
+                       "--rows-json", str(rows_file)]
+            if profile is not None:
+                command += ["--profile", str(profile)]
+            try:
+                done = subprocess.run(command, capture_output=True, text=True,
+                                      timeout=timeout)
+            except subprocess.TimeoutExpired:
+                raise XlaSpmdError(f"bench --mpirun: mesh {mesh_text} took more than "
+                                   f"{timeout} s under `{' '.join(command[:3])}`") from None
+            if done.returncode != 0 or not rows_file.is_file():
+                tail = (done.stdout + done.stderr).strip().splitlines()[-15:]
+                raise XlaSpmdError(f"bench --mpirun: mesh {mesh_text} failed under "
+                                   f"`{' '.join(command[:3])}` (exit status "
+                                   f"{done.returncode}):\n" + "\n".join(tail))
+            data = json.loads(rows_file.read_text())
+            result.profiles.update({int(n): name for n, name in data["profiles"].items()})
+            fields = set(BenchRow.__dataclass_fields__)
+            for row in data["rows"]:
+                result.rows.append(BenchRow(**{k: v for k, v in row.items() if k in fields}))
+            bar.advance(task)
     return result

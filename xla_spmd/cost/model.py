@@ -13,7 +13,12 @@ The schedule is the program order, on two streams: compute, and communication. A
 synchronous collective waits for both streams and holds both; an asynchronous pair
 (``all-gather-start`` ... ``all-gather-done``) runs on the communication stream while
 compute goes on, and the ``-done`` waits for it. The step time is when both streams end,
-plus the profile's fixed step overhead.
+plus the profile's fixed step overhead and the host's price of the jitted call
+(``call_overhead_s + array_s * (arguments + results)``).
+
+A profile with ``schedule = "plan"`` (calibrated on the CPU backend) prices the backend's own
+plan instead: a launch per fused step, not per instruction, serial where the backend runs
+the devices in lockstep (see `xla_spmd.cost.plan`).
 
 Peak memory comes from a liveness pass over the same order: a value is allocated when
 defined and freed after its last use; parameters (owned by the caller) and results live
@@ -209,7 +214,9 @@ class _Pricer:
         p = self.profile
         row = self.rows.get(inst.name)
         if row is not None:
-            seconds = p.collective_time(row["kind"], row["group_size"], row["bytes"])
+            arrays = len(inst.operands) if row["kind"] != "all-to-all" else 1
+            seconds = p.collective_time(row["kind"], row["group_size"], row["bytes"],
+                                        max(arrays, 1))
             return "collective", seconds, 0.0, row["bytes"], row["group_size"]
         if inst.opcode in FREE or inst.op.family is Family.ASYNC:
             return "free", 0.0, 0.0, 0.0, 0
@@ -260,6 +267,94 @@ def _schedule(computation: Computation, pricer: _Pricer) -> tuple[list[OpCost], 
     return ops, max(compute_free, comm_free)
 
 
+class _PlanPricer:
+    """Prices the CPU backend's plan steps (see `xla_spmd.cost.plan`)."""
+
+    def __init__(self, module: Module, pricer: _Pricer):
+        from xla_spmd.cost.plan import plans
+
+        self.pricer = pricer
+        self.programs = plans(module)
+        self._time: dict[int, float] = {}
+
+    def step(self, step) -> tuple[str, float, float, float, int]:
+        """(kind, seconds, flops, bytes, group size) of one step; a start is priced as its
+        collective (the start and wait launches are inside the collective's alpha)."""
+        from xla_spmd.cost.plan import step_work
+
+        p = self.pricer.profile
+        if step.kind in ("start", "wait"):
+            if step.kind == "wait":
+                return "free", 0.0, 0.0, 0.0, 0
+            return self.pricer.price(step.inst)
+        if step.kind == "control":
+            inst = step.inst
+            times = [self.program_time(self.programs[id(c)])
+                     for c in inst.called_computations() if id(c) in self.programs]
+            if inst.opcode == "while":
+                seconds = sum(times) * trip_count(inst)
+            elif inst.opcode == "conditional":
+                seconds = max(times, default=0.0)
+            else:
+                seconds = sum(times)
+            return "compute", p.launch("control") + seconds, 0.0, 0.0, 0
+        if step.kind == "constant":
+            return "free", 0.0, 0.0, 0.0, 0
+        work, traffic = step_work(step)
+        gemm = step.kind == "kernel" and step.inst.op.family is Family.CONTRACTION
+        roofline = max(p.gemm_time(work) if gemm else 0.0, p.traffic_time(traffic))
+        opcode = step.inst.opcode
+        if opcode == "dot" and step.inst.attrs.lhs_batch_dims:
+            opcode = "dot.batched"
+        inputs = len(step.fusion.inputs) if step.kind == "fusion" else 2
+        return "compute", p.launch(step.kind, opcode, inputs) + roofline, work, traffic, 0
+
+    def program_time(self, program) -> float:
+        """Seconds of a called plan, its steps one after another."""
+        key = id(program.computation)
+        if key not in self._time:
+            self._time[key] = sum(self.step(s)[1] for s in program.steps)
+        return self._time[key]
+
+
+def _plan_schedule(module: Module, pricer: _Pricer) -> tuple[list[OpCost], float]:
+    """The entry plan's steps in order: serial in lockstep, else compute and communication
+    on two streams as in `_schedule` (see `xla_spmd.cost.plan`)."""
+    from xla_spmd.cost.plan import runs_in_lockstep
+
+    steps = _PlanPricer(module, pricer)
+    program = steps.programs[id(module.entry)]
+    serial = runs_in_lockstep(module, steps.programs, pricer.profile.communicator)
+    causes = attribute(module.entry)
+    compute_free = comm_free = 0.0
+    pending: dict[str, float] = {}
+    ops = []
+    for step in program.steps:
+        inst = step.inst
+        kind, seconds, work, traffic, group = steps.step(step)
+        cause = causes.get(inst.name)
+        source = source_of(cause if cause is not None else inst)
+        cause_name = f"{cause.name} ({cause.opcode})" if cause is not None else ""
+        if step.kind == "wait":
+            compute_free = max(compute_free, pending.pop(inst.name, 0.0))
+            continue
+        if kind == "collective":
+            start = max(compute_free, comm_free) if not serial else compute_free
+            comm_free = start + seconds
+            if serial:
+                compute_free = comm_free
+            else:
+                pending[inst.name] = comm_free
+            ops.append(OpCost(inst.name, inst.opcode, kind, start, seconds, work, traffic,
+                              group, source, "comm", cause_name))
+            continue
+        opcode = f"fusion ({inst.opcode})" if step.kind == "fusion" else inst.opcode
+        ops.append(OpCost(inst.name, opcode, kind, compute_free, seconds, work, traffic,
+                          group, source))
+        compute_free += seconds
+    return ops, max(compute_free, comm_free)
+
+
 def live_bytes(computation: Computation, transient=None) -> list[int]:
     """Bytes live on one device after each instruction of `computation` (see the module
     docstring); `transient(inst)` adds a called computation's own peak at its caller."""
@@ -296,7 +391,10 @@ def estimate(module: Module, profile: Profile | None = None) -> CostReport:
     """Price `module` (a partitioned program) for one device: see the module docstring."""
     profile = profile or load_profile()
     pricer = _Pricer(module, profile)
-    ops, end = _schedule(module.entry, pricer)
+    if profile.schedule == "plan":
+        ops, end = _plan_schedule(module, pricer)
+    else:
+        ops, end = _schedule(module.entry, pricer)
     peaks: dict[int, int] = {}
 
     def transient(inst: Instruction) -> int:
@@ -313,7 +411,8 @@ def estimate(module: Module, profile: Profile | None = None) -> CostReport:
         return result
 
     timeline = live_bytes(module.entry, transient)
-    return CostReport(profile, ops, end + profile.step_overhead_s,
+    arrays = len(module.entry.parameters) + len(module.entry.root.shape.leaves())
+    return CostReport(profile, ops, end + profile.step_overhead_s + profile.call_time(arrays),
                       max(timeline, default=0), timeline)
 
 

@@ -25,6 +25,11 @@ from pathlib import Path
 
 from xla_spmd.errors import XlaSpmdError
 
+# Kernels that return a view of their operand on the CPU backend (numpy shares the buffer)
+VIEW_OPCODES = frozenset(("tuple", "get-tuple-element", "bitcast", "reshape", "transpose",
+                          "slice", "broadcast"))
+SMALL_GEMM_FLOPS = 2 * 128 ** 3   # a dot of at most this many FLOPs is "small"
+CACHE_BYTES = 1 << 20   # a step moving at most this many bytes runs from cache
 COLLECTIVE_KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
                     "collective-permute")
 
@@ -45,6 +50,37 @@ class Profile:
     collectives: dict[str, dict[int, tuple[float, float]]] = field(default_factory=dict)
     # opcode -> its own per-instruction price where it differs from op_overhead_s
     op_overhead_by_opcode: dict[str, float] = field(default_factory=dict)
+    # "ops": every HLO instruction is priced (the reference evaluator runs each); "plan": the
+    # CPU backend's schedule is priced, a launch per step (one per fusion of many ops)
+    schedule: str = "ops"
+    # plan schedule: step kind (fusion, kernel, ufunc, fallback, ...) -> price of one launch
+    launch_s: dict[str, float] = field(default_factory=dict)
+    # a jitted call: its fixed price, and the price of each argument or result array (the
+    # frontend's and runtime's work per array: placing it, splitting it over the devices)
+    call_overhead_s: float = 0.0
+    array_s: float = 0.0
+    # bytes/s of one device moving data that stays in cache (a step's traffic up to
+    # CACHE_BYTES); 0: memory_bandwidth for every size
+    cache_bandwidth: float = 0.0
+    # each array of a collective beyond its first (a combined all-reduce of many gradients)
+    collective_operand_s: float = 0.0
+    # the factor calibration scaled the launch prices by (see calibrate.mixed_scale)
+    launch_scale: float = 1.0
+    # FLOP/s of a small dot (up to SMALL_GEMM_FLOPS: one BLAS thread, operands in cache);
+    # 0: gemm_flops for every size
+    small_gemm_flops: float = 0.0
+
+    def gemm_time(self, flops: float) -> float:
+        """Seconds of a contraction's FLOPs: a small one at small_gemm_flops."""
+        if self.small_gemm_flops > 0 and flops <= SMALL_GEMM_FLOPS:
+            return flops / self.small_gemm_flops
+        return flops / self.gemm_flops
+
+    def traffic_time(self, bytes_moved: float) -> float:
+        """Seconds to move `bytes_moved`: from cache when it fits (see cache_bandwidth)."""
+        if self.cache_bandwidth > 0 and bytes_moved <= CACHE_BYTES:
+            return bytes_moved / self.cache_bandwidth
+        return bytes_moved / self.memory_bandwidth
 
     def _line(self, kind: str, group_size: int) -> tuple[float, float]:
         table = self.collectives.get(kind) or self.collectives.get("all-reduce") or {}
@@ -63,12 +99,39 @@ class Profile:
     def alpha(self, kind: str, group_size: int) -> float:
         return self._line(kind, group_size)[0]
 
-    def collective_time(self, kind: str, group_size: int, bytes_per_device: float) -> float:
-        """Predicted seconds of one collective; a group of one device costs nothing."""
+    def collective_time(self, kind: str, group_size: int, bytes_per_device: float,
+                        arrays: int = 1) -> float:
+        """Predicted seconds of one collective of `arrays` arrays; a group of one device
+        costs nothing."""
         if group_size <= 1:
             return 0.0
         alpha, beta = self._line(kind, group_size)
-        return alpha + beta * bytes_per_device
+        return alpha + beta * bytes_per_device + self.collective_operand_s * (arrays - 1)
+
+    def launch(self, kind: str, opcode: str = "", inputs: int = 2) -> float:
+        """The price of launching one step of the plan schedule: a fusion (by the arrays it
+        reads: calibrated with two, ``launch_s["fusion input"]`` each beyond two), a kernel or
+        ufunc (its opcode's own price where calibrated; a view such as get-tuple-element
+        as a reshape), a fallback (priced as a kernel), a collective's start or wait (inside
+        its alpha), a constant (nothing)."""
+        by_opcode = self.op_overhead_by_opcode
+        if kind == "fusion" and "fusion" in self.launch_s:
+            extra = self.launch_s.get("fusion input", 0.0) * max(inputs - 2, 0)
+            return self.launch_s["fusion"] + extra
+        if kind in ("kernel", "ufunc"):
+            if opcode in by_opcode:
+                return by_opcode[opcode]
+            if opcode in VIEW_OPCODES and "reshape" in by_opcode:
+                return by_opcode["reshape"]
+        if kind in self.launch_s:
+            return self.launch_s[kind]
+        if kind in ("start", "wait", "constant", "control"):
+            return 0.0
+        return self.launch_s.get("kernel", self.overhead(opcode))
+
+    def call_time(self, arrays: int) -> float:
+        """The host's price of one jitted call passing `arrays` arguments and results."""
+        return self.call_overhead_s + self.array_s * arrays
 
     def overhead(self, opcode: str) -> float:
         """The fixed price of one instruction of `opcode`."""
@@ -101,6 +164,9 @@ class Profile:
         for name in ("gemm_flops", "memory_bandwidth"):
             if not getattr(profile, name) > 0:
                 raise XlaSpmdError(f"{source}: {name} must be positive")
+        if profile.schedule not in ("ops", "plan"):
+            raise XlaSpmdError(f"{source}: schedule must be 'ops' or 'plan', got "
+                               f"{profile.schedule!r}")
         return profile
 
     def save(self, path: str | Path) -> None:
