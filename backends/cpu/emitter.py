@@ -226,7 +226,8 @@ def _function(name: str, params: str, dims: tuple, body: list[str]) -> str:
 
 def render_module(fusions: list[Fusion], data_offset: int | None = None) -> str:
     """The LLVM IR module of every fusion, one function each (named ``fusion.name``), and,
-    when ``data_offset`` is given, each one's object entry (see ``render_object_entry``)."""
+    when ``data_offset`` is given, each one's object entry and stacked entry (see
+    ``render_object_entry`` and ``render_stacked_entry``)."""
     declarations: set[str] = set()
     functions = []
     for fusion in fusions:
@@ -235,6 +236,7 @@ def render_module(fusions: list[Fusion], data_offset: int | None = None) -> str:
         declarations |= emitter.w.declarations
         if data_offset is not None:
             functions.append(render_object_entry(fusion, data_offset))
+            functions.append(render_stacked_entry(fusion, data_offset))
     return "\n".join(sorted(declarations)) + "\n\n" + "\n\n".join(functions) + "\n"
 
 
@@ -256,4 +258,42 @@ def render_object_entry(fusion: Fusion, data_offset: int) -> str:
                   f"  %data{k} = load ptr, ptr %field{k}"]
     arguments = ", ".join(f"ptr %data{k}" for k in range(arity))
     lines += [f"  call void @{fusion.name}({arguments})", "  ret void", "}"]
+    return "\n".join(lines)
+
+
+def stacked_entry_name(fusion: Fusion) -> str:
+    """The name of ``fusion``'s stacked entry."""
+    return f"{fusion.name}_stacked"
+
+
+def _buffer_bytes(inst: Instruction, accumulate: bool = False) -> int:
+    """Bytes of one device's buffer of ``inst`` (its accumulator's, with ``accumulate``)."""
+    dtype = r.accumulator_dtype(inst.shape.dtype) if accumulate else inst.shape.dtype.numpy
+    return inst.shape.num_elements * dtype.itemsize
+
+
+def render_stacked_entry(fusion: Fusion, data_offset: int) -> str:
+    """``@<name>_stacked(i64 n, out, in0, ...)``: the fusion run on ``n`` devices' values at
+    once, each argument the address of a numpy array object holding ``n`` C-contiguous device
+    buffers one after another (a ``(n, *shape)`` array): device ``d``'s call gets each buffer
+    at ``d`` times its byte size, so every device computes exactly what its own call would."""
+    names = ["%out"] + [f"%in{j}" for j in range(len(fusion.inputs))]
+    sizes = [_buffer_bytes(fusion.root, fusion.kind == "reduce")] + [
+        _buffer_bytes(inst) for inst in fusion.inputs]
+    lines = [f"define void @{stacked_entry_name(fusion)}(i64 %n, "
+             + ", ".join(f"ptr {n}" for n in names) + ") nounwind {", "entry:"]
+    for k, name in enumerate(names):
+        lines += [f"  %field{k} = getelementptr i8, ptr {name}, i64 {data_offset}",
+                  f"  %data{k} = load ptr, ptr %field{k}"]
+    lines += ["  %none = icmp eq i64 %n, 0", "  br i1 %none, label %exit, label %loop",
+              "loop:", "  %d = phi i64 [0, %entry], [%d.next, %loop]"]
+    for k, size in enumerate(sizes):
+        lines += [f"  %offset{k} = mul nuw nsw i64 %d, {size}",
+                  f"  %at{k} = getelementptr i8, ptr %data{k}, i64 %offset{k}"]
+    arguments = ", ".join(f"ptr %at{k}" for k in range(len(names)))
+    lines += [f"  call void @{fusion.name}({arguments})",
+              "  %d.next = add nuw nsw i64 %d, 1",
+              "  %done = icmp eq i64 %d.next, %n",
+              "  br i1 %done, label %exit, label %loop",
+              "exit:", "  ret void", "}"]
     return "\n".join(lines)
