@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from xla_spmd.backends.cpu import kernels
+from xla_spmd.backends.cpu import indexing, kernels
 from xla_spmd.backends.cpu.program import Program, Step
 from xla_spmd.backends.cpu.renderer import accumulator_dtype
 from xla_spmd.backends.reference.collectives import (
@@ -207,6 +207,9 @@ def kernel_launch(step: Step, count: int, device_launch) -> StackedLaunch:
         return _dot(inst, reads, count)
     if name == "reduce":
         return _reduce(inst, reads, count)
+    if name in indexing.STACKED:
+        bound = indexing.LAUNCHES[name](step, count)
+        return lambda values, env: bound(values, None)
     return per_device(device_launch)
 
 

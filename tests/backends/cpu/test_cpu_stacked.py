@@ -318,3 +318,41 @@ class _Stacked:
 
     def run_on_devices(self, module, per_device, n):
         return [tuple(results) for results in _run_all_ways(module, per_device)]
+
+
+INDEXING = {
+    "dynamic-slice-scalars": (
+        "x: f32[6,5], i: s32[], j: s32[]", "f32[3,2]",
+        "  %x = f32[6,5] parameter(0)\n  %i = s32[] parameter(1)\n  %j = s32[] parameter(2)\n"
+        "  ROOT %r = f32[3,2] dynamic-slice(%x, %i, %j), dynamic_slice_sizes={3,2}"),
+    "dynamic-update-slice": (
+        "x: f32[6,5], i: s32[], j: s32[]", "f32[6,5]",
+        "  %x = f32[6,5] parameter(0)\n  %i = s32[] parameter(1)\n  %j = s32[] parameter(2)\n"
+        "  %u = f32[2,3] constant({{1,2,3},{4,5,6}})\n"
+        "  ROOT %r = f32[6,5] dynamic-update-slice(%x, %u, %i, %j)"),
+    "gather-rows": (
+        "x: f32[6,5], i: s32[], j: s32[]", "f32[2,5]",
+        "  %x = f32[6,5] parameter(0)\n  %i = s32[] parameter(1)\n  %j = s32[] parameter(2)\n"
+        "  %a = s32[1] reshape(%i)\n  %b = s32[1] reshape(%j)\n"
+        "  %k = s32[2] concatenate(%a, %b), dimensions={0}\n"
+        "  %v = s32[2,1] reshape(%k)\n"
+        "  ROOT %r = f32[2,5] gather(%x, %v), offset_dims={1}, collapsed_slice_dims={0}, "
+        "start_index_map={0}, index_vector_dim=1, slice_sizes={1,5}"),
+}
+
+
+@pytest.mark.parametrize("name", INDEXING)
+def test_stacked_indexing_clamps_each_devices_starts(name):
+    """Gather and dynamic slices read (or write) each device's window at its own starts,
+    clamped as the reference clamps them (starts out of range on some devices)."""
+    params, root, body = INDEXING[name]
+    module = parse_hlo(_module(body, params, root))
+    rng = np.random.default_rng(4)
+    starts = [(-3, 0), (0, 9), (2, 1), (7, -1), (5, 4), (1, 2), (100, 3), (3, 3)]
+    per_device = [[rng.standard_normal((6, 5)).astype(np.float32), np.int32(i), np.int32(j)]
+                  for i, j in starts]
+    stacked = _run_all_ways(module, per_device)
+    reference = evaluate_spmd(module, per_device, 8)
+    for device in range(8):
+        assert [_bits(x) for x in stacked[device]] == [
+            _bits(x) for x in leaves(reference[device])]
