@@ -120,18 +120,21 @@ def gather_launch(step: Step, count: int | None = None):
     return launch_gather
 
 
-def scatter_launch(step: Step):
+def scatter_launch(step: Step, count: int | None = None):
     """``scatter``: bounds-checked starts to flat targets, then the reference's
-    ``apply_scatter`` (its reducers, duplicate handling and sequential order)."""
+    ``apply_scatter`` (its reducers, duplicate handling and sequential order). With
+    ``count``, on stacked values: every device's targets (offset into its own operand, in
+    its own order, device after device) in one ``apply_scatter``; devices touch disjoint
+    elements, so each gets what its own scatter gives."""
     inst = step.inst
     attrs = inst.attrs
-    count = len(inst.operands) // 2
+    count_operands = len(inst.operands) // 2
     operand_dims = inst.operands[0].shape.dims
-    update_dims = inst.operands[count + 1].shape.dims
+    update_dims = inst.operands[count_operands + 1].shape.dims
     rank = len(operand_dims)
     strides = _strides(operand_dims)
     ivd = attrs.index_vector_dim
-    batch_shape = _batch_shape(inst.operands[count].shape.dims, ivd)
+    batch_shape = _batch_shape(inst.operands[count_operands].shape.dims, ivd)
     window_dims = [d for d in range(rank) if d not in attrs.inserted_window_dims
                    and d not in attrs.input_batching_dims]
     window_sizes = [1] * rank
@@ -149,10 +152,29 @@ def scatter_launch(step: Step):
     sources = np.transpose(sources, order).reshape(len(base), window.size)
     reads = step.reads
     in_window = window.size
+    if count is not None:
+        operand_offsets = _device_offsets(count, operand_dims, 1)       # (count, 1)
+        update_offsets = _device_offsets(count, update_dims, 2)         # (count, 1, 1)
+        stacked_sources = sources[None] + update_offsets                # (count, B, W)
+
+        def launch_stacked(values, ctx):
+            operands = [values[s] for s in reads]
+            vectors = _index_vectors(operands[count_operands], ivd + 1)
+            vectors = vectors.reshape(count, len(base), vectors.shape[-1])
+            flat = base + operand_offsets
+            in_bounds = np.ones((count, len(base)), bool)
+            for k, high, stride in starts:
+                start = vectors[:, :, k]
+                in_bounds &= (start >= 0) & (start <= high)
+                flat = flat + start * stride
+            targets = (flat[in_bounds][:, None] + window).reshape(-1)
+            return apply_scatter(inst, operands, targets,
+                                 stacked_sources[in_bounds].reshape(-1), ctx)
+        return launch_stacked
 
     def launch_scatter(values, ctx):
         operands = [values[s] for s in reads]
-        vectors = _index_vectors(operands[count], ivd)
+        vectors = _index_vectors(operands[count_operands], ivd)
         vectors = vectors.reshape(len(base), vectors.shape[-1])
         flat = base
         in_bounds = np.ones(len(base), bool)
@@ -243,7 +265,7 @@ def dynamic_update_slice_launch(step: Step, count: int | None = None):
     return launch_dynamic_update_slice
 
 
-STACKED = ("gather", "dynamic-slice", "dynamic-update-slice")
+STACKED = ("gather", "scatter", "dynamic-slice", "dynamic-update-slice")
 """The ops whose launch takes a device ``count`` for stacked values."""
 
 LAUNCHES = {"gather": gather_launch, "scatter": scatter_launch,

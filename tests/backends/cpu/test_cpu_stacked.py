@@ -356,3 +356,35 @@ def test_stacked_indexing_clamps_each_devices_starts(name):
     for device in range(8):
         assert [_bits(x) for x in stacked[device]] == [
             _bits(x) for x in leaves(reference[device])]
+
+
+@pytest.mark.parametrize("reducer", ["add", "update"])
+def test_stacked_scatter_applies_each_devices_updates_in_order(reducer):
+    """Scatter with duplicate and out-of-bounds starts that differ per device: each device's
+    updates land in its own operand, in its own order, out-of-bounds windows skipped."""
+    body_of_reducer = ("  %b = f32[] parameter(1)\n  ROOT %c = f32[] add(%a, %b)"
+                       if reducer == "add" else "  ROOT %b = f32[] parameter(1)")
+    head = ("%red (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n"
+            f"{body_of_reducer}\n}}\n")
+    body = ("  %x = f32[6,5] parameter(0)\n  %i = s32[] parameter(1)\n  %j = s32[] parameter(2)\n"
+            "  %u = f32[3,5] parameter(3)\n"
+            "  %a = s32[1] reshape(%i)\n  %b = s32[1] reshape(%j)\n"
+            "  %k = s32[3] concatenate(%a, %b, %a), dimensions={0}\n"
+            "  %v = s32[3,1] reshape(%k)\n"
+            "  ROOT %r = f32[6,5] scatter(%x, %v, %u), update_window_dims={1}, "
+            "inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, "
+            "to_apply=%red")
+    module = parse_hlo(_module(body, "x: f32[6,5], i: s32[], j: s32[], u: f32[3,5]",
+                               "f32[6,5]", head))
+    executable = BACKEND.compile(module, tuple(range(8)))
+    steps = executable.programs[id(module.entry)].steps
+    assert [s.kind for s in steps if s.inst.op.name == "scatter"] == ["kernel"]
+    rng = np.random.default_rng(5)
+    starts = [(-1, 0), (0, 0), (2, 5), (6, 1), (5, 5), (1, 2), (3, -4), (4, 3)]
+    per_device = [[rng.standard_normal((6, 5)).astype(np.float32), np.int32(i), np.int32(j),
+                   rng.standard_normal((3, 5)).astype(np.float32)] for i, j in starts]
+    stacked = _run_all_ways(module, per_device)
+    reference = evaluate_spmd(module, per_device, 8)
+    for device in range(8):
+        assert [_bits(x) for x in stacked[device]] == [
+            _bits(x) for x in leaves(reference[device])]
