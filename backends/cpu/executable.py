@@ -127,7 +127,8 @@ class CpuExecutable:
         computations = _control_computations(module)
         called = {id(c) for c in computations}
         self.programs: dict[int, Program] = {
-            id(c): plan(c, called, f"c{k}_", libm) for k, c in enumerate(computations)}
+            id(c): plan(c, called, f"c{k}_", libm, windows=True)
+            for k, c in enumerate(computations)}
         fusions = [f for p in self.programs.values() for f in p.fusions]
         used = {id(s.fusion) for p in self.programs.values() for s in p.steps if s.fusion}
         fusions = [f for f in fusions if id(f) in used]

@@ -64,12 +64,12 @@ class Program:
     counts: dict = field(default_factory=dict)
 
 
-def plan(computation: Computation, called: set[int], prefix: str = "", libm: bool = False
-         ) -> Program:
+def plan(computation: Computation, called: set[int], prefix: str = "", libm: bool = False,
+         windows: bool = False) -> Program:
     """The schedule of ``computation``; ``called`` are ids of computations that get their own
     programs (the bodies of control flow); kernel names start with ``prefix``; ``libm``
-    generates code for transcendentals too."""
-    fusions, by_root = fuse(computation, prefix, libm)
+    generates code for transcendentals too; ``windows`` for reduce-windows (see ``fuse``)."""
+    fusions, by_root = fuse(computation, prefix, libm, windows)
     slot_of = {id(inst): k for k, inst in enumerate(computation.instructions)}
     required = _required(computation, by_root)
     steps: list[Step] = []
@@ -176,7 +176,7 @@ def _assign_lifetimes(program: Program, computation: Computation) -> int:
         # Tuples and views share their operands' buffers.
         shares = step.inst.op.name in _SHARING and step.kind == "kernel"
         live[step.slot] = 0 if shares else _nbytes(step.inst.shape)
-        if step.kind == "fusion" and step.fusion.kind == "reduce":
+        if step.kind == "fusion" and step.fusion.kind != "loop":
             scratch = step.inst.shape.num_elements * accumulator_dtype(
                 step.inst.shape.dtype).itemsize
         else:
