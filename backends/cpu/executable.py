@@ -71,6 +71,12 @@ class _CpuContext(Context):
         super().__init__(**fields)
         self.executable = executable
 
+    def count_fallback(self, name: str) -> None:
+        """Count one run of the reference rule of ``name`` by a kernel that falls back for
+        these values (a sort whose keys hold NaN)."""
+        with self.executable._lock:
+            self.executable.fallback_runs[name] += 1
+
     def call(self, computation: Computation, args: Sequence) -> object:
         program = self.executable.programs.get(id(computation))
         if program is None:

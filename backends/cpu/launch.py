@@ -106,6 +106,8 @@ def kernel_launch(step: Step) -> Launch:
         return kernels.dot_kernel(inst, reads)
     if name == "reduce":
         return kernels.reduce_kernel(inst, reads)
+    if name == "sort":
+        return kernels.sort_kernel(inst, reads)
     if name in indexing.LAUNCHES:
         return indexing.LAUNCHES[name](step)
     return generic_launch(step, kernels.KERNELS[name])
