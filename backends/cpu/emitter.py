@@ -268,9 +268,13 @@ def render_module(fusions: list[Fusion], data_offset: int | None = None) -> str:
     declarations: set[str] = set()
     functions = []
     for fusion in fusions:
-        emitter = _FusionEmitter(fusion)
-        functions.append(emitter.render())
-        declarations |= emitter.w.declarations
+        if fusion.kind == "rng":
+            from xla_spmd.backends.cpu import random
+            functions.append(random.render(fusion.name, fusion.root))
+        else:
+            emitter = _FusionEmitter(fusion)
+            functions.append(emitter.render())
+            declarations |= emitter.w.declarations
         if data_offset is not None:
             functions.append(render_object_entry(fusion, data_offset))
             functions.append(render_stacked_entry(fusion, data_offset))
@@ -304,9 +308,11 @@ def stacked_entry_name(fusion: Fusion) -> str:
 
 
 def _buffer_bytes(inst: Instruction, accumulate: bool = False) -> int:
-    """Bytes of one device's buffer of ``inst`` (its accumulator's, with ``accumulate``)."""
-    dtype = r.accumulator_dtype(inst.shape.dtype) if accumulate else inst.shape.dtype.numpy
-    return inst.shape.num_elements * dtype.itemsize
+    """Bytes of one device's buffer of ``inst`` (its accumulator's, with ``accumulate``; the
+    bits, of an rng-bit-generator)."""
+    shape = inst.shape.elements[1] if inst.op.name == "rng-bit-generator" else inst.shape
+    dtype = r.accumulator_dtype(shape.dtype) if accumulate else shape.dtype.numpy
+    return shape.num_elements * dtype.itemsize
 
 
 def render_stacked_entry(fusion: Fusion, data_offset: int) -> str:
@@ -315,7 +321,7 @@ def render_stacked_entry(fusion: Fusion, data_offset: int) -> str:
     buffers one after another (a ``(n, *shape)`` array): device ``d``'s call gets each buffer
     at ``d`` times its byte size, so every device computes exactly what its own call would."""
     names = ["%out"] + [f"%in{j}" for j in range(len(fusion.inputs))]
-    sizes = [_buffer_bytes(fusion.root, fusion.kind != "loop")] + [
+    sizes = [_buffer_bytes(fusion.root, fusion.kind in ("reduce", "window"))] + [
         _buffer_bytes(inst) for inst in fusion.inputs]
     lines = [f"define void @{stacked_entry_name(fusion)}(i64 %n, "
              + ", ".join(f"ptr {n}" for n in names) + ") nounwind {", "entry:"]

@@ -14,6 +14,8 @@ kinds:
 * **window** (only with ``windows=True``: the CPU backend): the root is a ``reduce-window`` of
   one array with such a reducer (float sums too: the reference folds each window in order), no
   window reversal and no empty window; it reads its operand and init as inputs.
+* **rng** (with ``windows=True`` too): an ``rng-bit-generator`` (``random.render``); its
+  result is the tuple (new state, bits), the state computed on the host.
 
 Invariants: a member other than the root has every user inside its fusion, except cheap
 producers (scalar constants, iota, broadcast), which are duplicated into each consumer as XLA
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from xla_spmd.backends.cpu.random import can_generate
 from xla_spmd.backends.cpu.renderer import SUPPORTED, supports_instruction
 from xla_spmd.backends.reference.reduction import binary_reducer
 from xla_spmd.ir import ArrayShape, Computation, Family, Instruction
@@ -51,7 +54,7 @@ class Fusion:
 
     @property
     def reducer(self) -> str | None:
-        if self.kind == "loop":
+        if self.kind not in ("reduce", "window"):
             return None
         return binary_reducer(self.root.attrs.to_apply)
 
@@ -121,9 +124,11 @@ def fuse(computation: Computation, prefix: str = "", libm: bool = False,
     for inst in reversed(computation.instructions):
         if id(inst) in owner:
             continue
-        if windows and can_be_window(inst):
+        single = None if not windows else ("window" if can_be_window(inst) else
+                                           "rng" if can_generate(inst) else None)
+        if single is not None:
             fusions.append(Fusion(f"{prefix}fusion_{len(fusions)}_{_clean(inst.name)}",
-                                  "window", inst, (inst,), tuple(inst.operands)))
+                                  single, inst, (inst,), tuple(inst.operands)))
             owner[id(inst)] = fusions[-1]
             continue
         if not can_be_root(inst, libm):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from xla_spmd.backends.cpu import kernels
+from xla_spmd.backends.cpu import kernels, random
 from xla_spmd.backends.cpu.fusion import Fusion, fuse
 from xla_spmd.backends.cpu.renderer import TRANSCENDENTAL, accumulator_dtype
 from xla_spmd.backends.reference.evaluator import EVALUATE
@@ -176,7 +176,7 @@ def _assign_lifetimes(program: Program, computation: Computation) -> int:
         # Tuples and views share their operands' buffers.
         shares = step.inst.op.name in _SHARING and step.kind == "kernel"
         live[step.slot] = 0 if shares else _nbytes(step.inst.shape)
-        if step.kind == "fusion" and step.fusion.kind != "loop":
+        if step.kind == "fusion" and step.fusion.kind in ("reduce", "window"):
             scratch = step.inst.shape.num_elements * accumulator_dtype(
                 step.inst.shape.dtype).itemsize
         else:
@@ -194,6 +194,12 @@ def run_fusion(step: Step, values: list) -> np.ndarray:
     fusion, inst = step.fusion, step.inst
     inputs = [np.asarray(values[slot], order="C") for slot in step.reads]
     pointers = [a.ctypes.data for a in inputs]
+    if fusion.kind == "rng":
+        shape = inst.shape.elements[1]
+        bits = np.empty(shape.dims, np.dtype(f"u{shape.dtype.bits // 8}"))
+        if bits.size:
+            step.function(bits.ctypes.data, *pointers)
+        return random.next_state(inst, inputs[0]), bits.view(shape.dtype.numpy)
     if fusion.kind == "loop":
         out = np.empty(inst.shape.dims, inst.shape.dtype.numpy)
         if out.size:

@@ -34,9 +34,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import ml_dtypes
 import numpy as np
 
-from xla_spmd.backends.cpu import indexing, kernels
+from xla_spmd.backends.cpu import indexing, kernels, launch
 from xla_spmd.backends.cpu.program import Program, Step
 from xla_spmd.backends.cpu.renderer import accumulator_dtype
 from xla_spmd.backends.reference.collectives import (
@@ -47,7 +48,6 @@ from xla_spmd.backends.reference.collectives import (
 from xla_spmd.backends.reference.contraction import dot_dimensions
 from xla_spmd.backends.reference.numeric import compute_dtype
 from xla_spmd.backends.reference.reduction import _fast_reduce, binary_reducer
-from xla_spmd.collectives.base import NAMED_REDUCERS, _compute_dtype, canonical_op
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import ArrayShape, Instruction, TupleShape
 
@@ -141,6 +141,8 @@ def per_device(launch) -> StackedLaunch:
 def fusion_launch(step: Step, function, count: int) -> StackedLaunch:
     """A generated fusion through its stacked entry ``function(n, out, in0, ...)``."""
     fusion, inst, reads = step.fusion, step.inst, step.reads
+    if fusion.kind == "rng":
+        return launch._rng_launch(step, function, count)
     dims = (count, *inst.shape.dims)
     dtype = inst.shape.dtype.numpy
     if inst.shape.num_elements == 0:
@@ -306,16 +308,34 @@ def _even_groups(inst: Instruction, contexts: Sequence) -> np.ndarray | None:
     return np.array(groups, dtype=np.intp)
 
 
+_NAMED_REDUCERS = {"sum": np.add, "prod": np.multiply, "and": np.bitwise_and,
+                   "or": np.bitwise_or}
+"""The in-process communicator's reducers of the names ``_communicator_op`` gives (this layer
+may not import ``collectives``; the tests compare both folds bit for bit)."""
+
+
+def _fold_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype the communicator folds in: float32 for ml_dtypes' narrow floats."""
+    if dtype.kind == "V" and dtype.type.__module__.startswith("ml_dtypes"):
+        try:
+            ml_dtypes.finfo(dtype)
+        except (TypeError, ValueError):
+            return dtype
+        return np.dtype(np.float32)
+    return dtype
+
+
 def _fold(x: np.ndarray, groups: np.ndarray, op) -> np.ndarray:
-    """``collectives.base.fold`` over each group's members at once: ``(groups, *shape)``."""
+    """The communicator's left fold in group order over each group's members at once:
+    ``(groups, *shape)``."""
     dtype = x.dtype
-    compute = _compute_dtype(dtype)
+    compute = _fold_dtype(dtype)
     acc = np.array(x[groups[:, 0]], dtype=compute, copy=True)
     for j in range(1, groups.shape[1]):
         item = x[groups[:, j]]
         value = item if compute == dtype else item.astype(compute)
         if isinstance(op, str):
-            NAMED_REDUCERS[op](acc, value, out=acc)
+            _NAMED_REDUCERS[op](acc, value, out=acc)
         else:
             acc = np.asarray(op(acc, value), dtype=compute)
     return acc if acc.dtype == dtype else acc.astype(dtype)
@@ -341,8 +361,8 @@ def collective_launch(step: Step, contexts: Sequence) -> StackedLaunch | None:
         if binary_reducer(attrs.to_apply) is None:
             return None
         op = _communicator_op(inst, contexts[0])
-        if isinstance(op, str):
-            op = canonical_op(op)
+        if isinstance(op, str) and op not in _NAMED_REDUCERS:
+            return None
     if name == "all-reduce":
         def one(x):
             if isinstance(op, str) and op in ("and", "or") and x.dtype.kind not in "biu":
