@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import sys
 import time
 from pathlib import Path
@@ -78,6 +79,9 @@ def main() -> None:
                               f"{step * 1e3:.1f}", f"{step / single:.2f}")
     console.print(table)
     console.print(f"BLAS: {blas_kernel()}")  # after the runs, once numpy has loaded it
+    # The machine may be shared: the load says how far to trust the ratios.
+    console.print("load average (1, 5, 15 min): "
+                  + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 
 if __name__ == "__main__":

@@ -96,6 +96,10 @@ OPTIONS: dict[str, Option] = {option.name: option for option in (
     Option("collective_timeout", 300.0, "XLA_SPMD_COLLECTIVE_TIMEOUT", _timeout,
            "seconds a device waits in a collective before the job stops and names the "
            "devices that did not arrive; 'inf' waits forever"),
+    Option("cpu_stacked", True, "XLA_SPMD_CPU_STACKED", _boolean,
+           "the CPU backend runs the in-process devices of a small program as one, each "
+           "value stacked over the devices and each step launched once (bit-identical); 0 "
+           "launches each step once per device"),
     Option("max_loop_iterations", 10_000_000, "XLA_SPMD_MAX_LOOP_ITERATIONS", _positive_int,
            "iterations after which a `while` loop is stopped with an error"),
     Option("enable_x64", False, "XLA_SPMD_ENABLE_X64", _boolean,

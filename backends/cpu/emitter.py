@@ -166,6 +166,8 @@ class _FusionEmitter:
         root = fusion.root
         params = ", ".join(["ptr noalias %out"] + [f"ptr noalias %in{j}"
                                                    for j in range(len(fusion.inputs))])
+        if fusion.kind == "window":
+            return self._render_window(params)
         if fusion.kind == "reduce":
             data = root.operands[0]
             dims = data.shape.dims
@@ -190,6 +192,41 @@ class _FusionEmitter:
             value = self.value(root, index)
             r.store(w, root.shape.dtype, value, "%out", str(self.linear(index, dims)))
         return _function(fusion.name, params, dims, w.lines)
+
+    def _render_window(self, params: str) -> str:
+        """A reduce-window: loops over the output, then over the window (row-major), each
+        tap folded into the output's accumulator (pre-filled with the init) where it lands on
+        the input (padding and base dilation skipped), as the reference folds its taps."""
+        w, root = self.w, self.fusion.root
+        data = root.operands[0]
+        out_dims = root.shape.dims
+        window = root.attrs.window.dims
+        rank = len(out_dims)
+        dims = out_dims + tuple(d.size for d in window)
+        valid, index = "true", []
+        for d, (spec, n) in enumerate(zip(window, data.shape.dims)):
+            i, k = f"%i{d}", f"%i{rank + d}"
+            u = w.emit(f"mul nsw i64 {i}, {spec.stride}")
+            u = w.emit(f"add nsw i64 {u}, {w.emit(f'mul nsw i64 {k}, {spec.rhs_dilation}')}")
+            u = w.emit(f"sub nsw i64 {u}, {spec.padding_low}")
+            ok = w.emit(f"icmp sge i64 {u}, 0")
+            if spec.lhs_dilation > 1:
+                remainder = w.emit(f"srem i64 {u}, {spec.lhs_dilation}")
+                ok = w.emit(f"and i1 {ok}, {w.emit(f'icmp eq i64 {remainder}, 0')}")
+                u = w.emit(f"sdiv i64 {u}, {spec.lhs_dilation}")
+            ok = w.emit(f"and i1 {ok}, {w.emit(f'icmp slt i64 {u}, {n}')}")
+            valid = ok if valid == "true" else w.emit(f"and i1 {valid}, {ok}")
+            index.append(w.emit(f"select i1 {ok}, i64 {u}, i64 0"))
+        target = str(self.linear(tuple(f"%i{d}" for d in range(rank)), out_dims))
+        x = self.value(data, tuple(index))
+        accumulator = F32 if r.accumulator_dtype(root.shape.dtype) == F32.numpy else (
+            root.shape.dtype)
+        old = r.load(w, accumulator, "%out", target)
+        new = r.binary(w, self.fusion.reducer, root.shape.dtype, old, x)
+        t = r.compute_type(accumulator)
+        chosen = w.emit(f"select i1 {valid}, {t} {new}, {t} {old}")
+        r.store(w, accumulator, chosen, "%out", target)
+        return _function(self.fusion.name, params, dims, w.lines)
 
     def _flat_body(self, i: str) -> None:
         """The flat loop: every value at the linear index (inputs read at ``i``)."""
@@ -226,15 +263,21 @@ def _function(name: str, params: str, dims: tuple, body: list[str]) -> str:
 
 def render_module(fusions: list[Fusion], data_offset: int | None = None) -> str:
     """The LLVM IR module of every fusion, one function each (named ``fusion.name``), and,
-    when ``data_offset`` is given, each one's object entry (see ``render_object_entry``)."""
+    when ``data_offset`` is given, each one's object entry and stacked entry (see
+    ``render_object_entry`` and ``render_stacked_entry``)."""
     declarations: set[str] = set()
     functions = []
     for fusion in fusions:
-        emitter = _FusionEmitter(fusion)
-        functions.append(emitter.render())
-        declarations |= emitter.w.declarations
+        if fusion.kind == "rng":
+            from xla_spmd.backends.cpu import random
+            functions.append(random.render(fusion.name, fusion.root))
+        else:
+            emitter = _FusionEmitter(fusion)
+            functions.append(emitter.render())
+            declarations |= emitter.w.declarations
         if data_offset is not None:
             functions.append(render_object_entry(fusion, data_offset))
+            functions.append(render_stacked_entry(fusion, data_offset))
     return "\n".join(sorted(declarations)) + "\n\n" + "\n\n".join(functions) + "\n"
 
 
@@ -256,4 +299,44 @@ def render_object_entry(fusion: Fusion, data_offset: int) -> str:
                   f"  %data{k} = load ptr, ptr %field{k}"]
     arguments = ", ".join(f"ptr %data{k}" for k in range(arity))
     lines += [f"  call void @{fusion.name}({arguments})", "  ret void", "}"]
+    return "\n".join(lines)
+
+
+def stacked_entry_name(fusion: Fusion) -> str:
+    """The name of ``fusion``'s stacked entry."""
+    return f"{fusion.name}_stacked"
+
+
+def _buffer_bytes(inst: Instruction, accumulate: bool = False) -> int:
+    """Bytes of one device's buffer of ``inst`` (its accumulator's, with ``accumulate``; the
+    bits, of an rng-bit-generator)."""
+    shape = inst.shape.elements[1] if inst.op.name == "rng-bit-generator" else inst.shape
+    dtype = r.accumulator_dtype(shape.dtype) if accumulate else shape.dtype.numpy
+    return shape.num_elements * dtype.itemsize
+
+
+def render_stacked_entry(fusion: Fusion, data_offset: int) -> str:
+    """``@<name>_stacked(i64 n, out, in0, ...)``: the fusion run on ``n`` devices' values at
+    once, each argument the address of a numpy array object holding ``n`` C-contiguous device
+    buffers one after another (a ``(n, *shape)`` array): device ``d``'s call gets each buffer
+    at ``d`` times its byte size, so every device computes exactly what its own call would."""
+    names = ["%out"] + [f"%in{j}" for j in range(len(fusion.inputs))]
+    sizes = [_buffer_bytes(fusion.root, fusion.kind in ("reduce", "window"))] + [
+        _buffer_bytes(inst) for inst in fusion.inputs]
+    lines = [f"define void @{stacked_entry_name(fusion)}(i64 %n, "
+             + ", ".join(f"ptr {n}" for n in names) + ") nounwind {", "entry:"]
+    for k, name in enumerate(names):
+        lines += [f"  %field{k} = getelementptr i8, ptr {name}, i64 {data_offset}",
+                  f"  %data{k} = load ptr, ptr %field{k}"]
+    lines += ["  %none = icmp eq i64 %n, 0", "  br i1 %none, label %exit, label %loop",
+              "loop:", "  %d = phi i64 [0, %entry], [%d.next, %loop]"]
+    for k, size in enumerate(sizes):
+        lines += [f"  %offset{k} = mul nuw nsw i64 %d, {size}",
+                  f"  %at{k} = getelementptr i8, ptr %data{k}, i64 %offset{k}"]
+    arguments = ", ".join(f"ptr %at{k}" for k in range(len(names)))
+    lines += [f"  call void @{fusion.name}({arguments})",
+              "  %d.next = add nuw nsw i64 %d, 1",
+              "  %done = icmp eq i64 %d.next, %n",
+              "  br i1 %done, label %exit, label %loop",
+              "exit:", "  ret void", "}"]
     return "\n".join(lines)

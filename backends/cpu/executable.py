@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 
 import xla_spmd.config as config
-from xla_spmd.backends.cpu import compiler, kernels, launch
-from xla_spmd.backends.cpu.emitter import object_entry_name, render_module
+from xla_spmd.backends.cpu import compiler, kernels, launch, stacked
+from xla_spmd.backends.cpu.emitter import object_entry_name, render_module, stacked_entry_name
 from xla_spmd.backends.cpu.program import CONTROL, Program, Step, plan, run_fusion
 from xla_spmd.backends.reference.control import while_rule
 from xla_spmd.backends.reference.evaluator import (
@@ -70,6 +70,12 @@ class _CpuContext(Context):
     def __init__(self, executable: CpuExecutable, **fields):
         super().__init__(**fields)
         self.executable = executable
+
+    def count_fallback(self, name: str) -> None:
+        """Count one run of the reference rule of ``name`` by a kernel that falls back for
+        these values (a sort whose keys hold NaN)."""
+        with self.executable._lock:
+            self.executable.fallback_runs[name] += 1
 
     def call(self, computation: Computation, args: Sequence) -> object:
         program = self.executable.programs.get(id(computation))
@@ -127,7 +133,8 @@ class CpuExecutable:
         computations = _control_computations(module)
         called = {id(c) for c in computations}
         self.programs: dict[int, Program] = {
-            id(c): plan(c, called, f"c{k}_", libm) for k, c in enumerate(computations)}
+            id(c): plan(c, called, f"c{k}_", libm, windows=True)
+            for k, c in enumerate(computations)}
         fusions = [f for p in self.programs.values() for f in p.fusions]
         used = {id(s.fusion) for p in self.programs.values() for s in p.steps if s.fusion}
         fusions = [f for f in fusions if id(f) in used]
@@ -152,6 +159,10 @@ class CpuExecutable:
         self.lockstep = (entry.peak_bytes <= LOCKSTEP_MAX_BYTES
                          and _communicates_only_at_starts(self.programs.values(), entry))
         """Whether ``run_together`` may run this program (see there)."""
+        self.stackable = self.lockstep and data_offset is not None and stacked.stackable(entry)
+        """Whether ``run_together`` runs the devices stacked (see ``stacked``)."""
+        self._data_offset = data_offset
+        self._stacked_plans: dict[int, list[tuple]] = {}
 
     def _launch(self, step: Step, library, data_offset: int | None) -> launch.Launch:
         """``step`` bound into a closure ``(values, ctx) -> value`` (see ``launch``)."""
@@ -204,7 +215,8 @@ class CpuExecutable:
         return [np.asarray(leaf) for leaf in leaves(result)]
 
     def run_together(self, arguments: Mapping[int, Sequence[np.ndarray]],
-                     communicators: Mapping[int, Any]) -> dict[int, list[np.ndarray]]:
+                     communicators: Mapping[int, Any], stack: bool | None = None
+                     ) -> dict[int, list[np.ndarray]]:
         """Run every device of ``arguments`` on the calling thread, in lockstep: each step of
         the plan for every device before the next step. Only where ``self.lockstep``: every
         collective is a start and a wait of the entry plan, so every member of a collective
@@ -212,6 +224,10 @@ class CpuExecutable:
         (``communicators[d]`` is device d's). Results are those of ``run`` on one thread per
         device, bit for bit (the same kernels, the communicators' own folds); a small program
         runs faster so, as its time is Python's and one thread holds no lock for others.
+
+        With several devices and where ``self.stackable`` (unless ``stack`` is False), the
+        devices' values are stacked and each step is launched once for all of them (see
+        ``backends/cpu/stacked.py``); ``stack=False`` launches each step once per device.
         Returns each device's results, flattened."""
         if not self.lockstep:
             raise XlaSpmdError(f"{self.module.name}: run_together needs a program whose "
@@ -221,6 +237,10 @@ class CpuExecutable:
             raise XlaSpmdError(f"{self.module.name}: run_together runs a whole world of "
                                f"devices 0..n-1 with a communicator each; got devices "
                                f"{sorted(arguments)}, communicators {sorted(communicators)}")
+        if stack is None:
+            stack = config.cpu_stacked
+        if stack and self.stackable and len(arguments) > 1:
+            return self._run_stacked(arguments, communicators)
         program = self.programs[id(self.module.entry)]
         states = []
         for device, device_args in arguments.items():
@@ -245,6 +265,45 @@ class CpuExecutable:
                 raise located from error
         return {device: [np.asarray(leaf) for leaf in leaves(values[program.root_slot])]
                 for device, (values, _) in zip(arguments, states)}
+
+    def _run_stacked(self, arguments: Mapping[int, Sequence[np.ndarray]],
+                     communicators: Mapping[int, Any]) -> dict[int, list[np.ndarray]]:
+        """``run_together`` with every value stacked over the devices."""
+        count = len(arguments)
+        program = self.programs[id(self.module.entry)]
+        launches = self._stacked_plans.get(count)
+        if launches is None:
+            launches = self._stacked_plans[count] = self._stacked_plan(program, count)
+        env = stacked.Environment([self._context(d, communicators[d]) for d in range(count)])
+        coerced = [device_arguments(self.module, d, arguments[d]) for d in range(count)]
+        values: list = [None] * len(program.computation.instructions)
+        for k, slot in enumerate(program.parameter_slots):
+            values[slot] = stacked.stack([device_args[k] for device_args in coerced])
+        del coerced
+        index = 0
+        with np.errstate(all="ignore"):
+            try:
+                for launch_step, slot, frees in launches:
+                    values[slot] = launch_step(values, env)
+                    for dead in frees:
+                        values[dead] = None
+                    index += 1
+            except _ERRORS as error:
+                located = _located(program, index, error)
+                if located is error:
+                    raise
+                raise located from error
+        results = leaves(values[program.root_slot])
+        return {d: [np.asarray(leaf[d]) for leaf in results] for d in range(count)}
+
+    def _stacked_plan(self, program: Program, count: int) -> list[tuple]:
+        """The entry plan's steps bound for ``count`` stacked devices (see ``stacked``)."""
+        def entry(fusion):
+            return self.library.function(stacked_entry_name(fusion), 2 + len(fusion.inputs))
+        contexts = [self._context(d, None) for d in range(count)]
+        device_launches = self.launches[id(program.computation)]
+        return [(stacked.bind(step, device_launch, entry, contexts), slot, frees)
+                for step, (device_launch, slot, frees) in zip(program.steps, device_launches)]
 
     def _context(self, device: int, communicator: Any) -> _CpuContext:
         return _CpuContext(self, partition_id=device, num_partitions=self.module.num_partitions,

@@ -11,6 +11,11 @@ kinds:
 * **reduce**: the root is a ``reduce`` of one array with a plain add/multiply/max/min/and/or
   reducer (not float add/multiply: numpy's pairwise kernel runs those, bit-identical to the
   reference); its data operand's producers are fused as in a loop fusion (input fusion).
+* **window** (only with ``windows=True``: the CPU backend): the root is a ``reduce-window`` of
+  one array with such a reducer (float sums too: the reference folds each window in order), no
+  window reversal and no empty window; it reads its operand and init as inputs.
+* **rng** (with ``windows=True`` too): an ``rng-bit-generator`` (``random.render``); its
+  result is the tuple (new state, bits), the state computed on the host.
 
 Invariants: a member other than the root has every user inside its fusion, except cheap
 producers (scalar constants, iota, broadcast), which are duplicated into each consumer as XLA
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from xla_spmd.backends.cpu.random import can_generate
 from xla_spmd.backends.cpu.renderer import SUPPORTED, supports_instruction
 from xla_spmd.backends.reference.reduction import binary_reducer
 from xla_spmd.ir import ArrayShape, Computation, Family, Instruction
@@ -48,7 +54,9 @@ class Fusion:
 
     @property
     def reducer(self) -> str | None:
-        return binary_reducer(self.root.attrs.to_apply) if self.kind == "reduce" else None
+        if self.kind not in ("reduce", "window"):
+            return None
+        return binary_reducer(self.root.attrs.to_apply)
 
 
 def _array(inst: Instruction) -> bool:
@@ -57,6 +65,18 @@ def _array(inst: Instruction) -> bool:
 
 def _default_layout(shape: ArrayShape) -> bool:
     return shape.layout is None or tuple(shape.layout) == tuple(range(shape.rank - 1, -1, -1))
+
+
+def can_be_window(inst: Instruction) -> bool:
+    """Whether ``inst`` is a reduce-window a window kernel computes."""
+    if inst.op.name != "reduce-window" or len(inst.operands) != 2:
+        return False
+    if not _array(inst) or any(not _array(o) for o in inst.operands):
+        return False
+    dims = inst.attrs.window.dims
+    return (binary_reducer(inst.attrs.to_apply) in REDUCERS
+            and all(not d.reversal and d.size > 0 for d in dims)
+            and len(dims) == inst.shape.rank)
 
 
 def can_be_root(inst: Instruction, libm: bool = False) -> bool:
@@ -92,17 +112,26 @@ def can_be_producer(inst: Instruction, libm: bool = False) -> bool:
     return inst.op.family in _ELEMENTWISE and supports_instruction(inst, libm)
 
 
-def fuse(computation: Computation, prefix: str = "", libm: bool = False
-         ) -> tuple[list[Fusion], dict[int, Fusion]]:
+def fuse(computation: Computation, prefix: str = "", libm: bool = False,
+         windows: bool = False) -> tuple[list[Fusion], dict[int, Fusion]]:
     """The fusions of ``computation`` and, by id of each root, its fusion (kernel names start
-    with ``prefix``; ``libm``: fuse transcendentals too). Instructions no fusion computes for
-    its consumers stay single kernels."""
+    with ``prefix``; ``libm``: fuse transcendentals too; ``windows``: reduce-windows become
+    window kernels). Instructions no fusion computes for its consumers stay single kernels."""
     users = computation.users()
     owner: dict[int, Fusion] = {}      # id(member) -> fusion that owns it exclusively
     fusions: list[Fusion] = []
     root = computation.root
     for inst in reversed(computation.instructions):
-        if id(inst) in owner or not can_be_root(inst, libm):
+        if id(inst) in owner:
+            continue
+        single = None if not windows else ("window" if can_be_window(inst) else
+                                           "rng" if can_generate(inst) else None)
+        if single is not None:
+            fusions.append(Fusion(f"{prefix}fusion_{len(fusions)}_{_clean(inst.name)}",
+                                  single, inst, (inst,), tuple(inst.operands)))
+            owner[id(inst)] = fusions[-1]
+            continue
+        if not can_be_root(inst, libm):
             continue
         banned: set[int] = set()
         excluded = {id(i) for i in computation.instructions

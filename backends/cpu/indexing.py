@@ -26,6 +26,7 @@ from xla_spmd.backends.reference.indexing import (
     _start_indices,
     apply_scatter,
 )
+from xla_spmd.backends.reference.numeric import as_int64_indices
 
 
 def _strides(dims) -> list[int]:
@@ -64,8 +65,19 @@ def _batch_shape(indices_dims, index_vector_dim: int) -> tuple[int, ...]:
         dims[:index_vector_dim] + dims[index_vector_dim + 1:])
 
 
-def gather_launch(step: Step):
-    """``gather``: clamped starts to flat offsets, then one ``take``."""
+def _device_offsets(count: int | None, operand_dims, rank: int):
+    """Each stacked device's flat offset into a ``(count, *operand_dims)`` array, shaped
+    to broadcast over ``rank`` more dims (0 for one device's own array)."""
+    if count is None:
+        return 0
+    size = int(np.prod(operand_dims, dtype=np.int64))
+    return (np.arange(count, dtype=np.int64) * size).reshape((count,) + (1,) * rank)
+
+
+def gather_launch(step: Step, count: int | None = None):
+    """``gather``: clamped starts to flat offsets, then one ``take``. With ``count``, the
+    launch takes stacked values of ``count`` devices (``backends/cpu/stacked.py``): one take
+    for all, each device's offsets into its own operand."""
     inst = step.inst
     attrs = inst.attrs
     operand_dims = inst.operands[0].shape.dims
@@ -85,7 +97,12 @@ def gather_launch(step: Step):
     offset_axes = iter(range(len(batch_shape), len(batch_shape) + len(kept)))
     permutation = tuple(next(offset_axes) if r in attrs.offset_dims else next(batch_axes)
                         for r in range(inst.shape.rank))
-    gathered_shape, expand = batch_shape + kept, batch_shape + (1,) * rank
+    lead = () if count is None else (count,)
+    if count is not None:
+        ivd += 1
+        permutation = (0, *(p + 1 for p in permutation))
+        base = base + _device_offsets(count, operand_dims, len(batch_shape))
+    gathered_shape, expand = lead + batch_shape + kept, lead + batch_shape + (1,) * rank
     dtype, empty = inst.shape.dtype.numpy, 0 in operand_dims
     a, b = step.reads
     clip, ravel, asarray = np.clip, np.ravel, np.asarray
@@ -103,18 +120,21 @@ def gather_launch(step: Step):
     return launch_gather
 
 
-def scatter_launch(step: Step):
+def scatter_launch(step: Step, count: int | None = None):
     """``scatter``: bounds-checked starts to flat targets, then the reference's
-    ``apply_scatter`` (its reducers, duplicate handling and sequential order)."""
+    ``apply_scatter`` (its reducers, duplicate handling and sequential order). With
+    ``count``, on stacked values: every device's targets (offset into its own operand, in
+    its own order, device after device) in one ``apply_scatter``; devices touch disjoint
+    elements, so each gets what its own scatter gives."""
     inst = step.inst
     attrs = inst.attrs
-    count = len(inst.operands) // 2
+    count_operands = len(inst.operands) // 2
     operand_dims = inst.operands[0].shape.dims
-    update_dims = inst.operands[count + 1].shape.dims
+    update_dims = inst.operands[count_operands + 1].shape.dims
     rank = len(operand_dims)
     strides = _strides(operand_dims)
     ivd = attrs.index_vector_dim
-    batch_shape = _batch_shape(inst.operands[count].shape.dims, ivd)
+    batch_shape = _batch_shape(inst.operands[count_operands].shape.dims, ivd)
     window_dims = [d for d in range(rank) if d not in attrs.inserted_window_dims
                    and d not in attrs.input_batching_dims]
     window_sizes = [1] * rank
@@ -132,10 +152,29 @@ def scatter_launch(step: Step):
     sources = np.transpose(sources, order).reshape(len(base), window.size)
     reads = step.reads
     in_window = window.size
+    if count is not None:
+        operand_offsets = _device_offsets(count, operand_dims, 1)       # (count, 1)
+        update_offsets = _device_offsets(count, update_dims, 2)         # (count, 1, 1)
+        stacked_sources = sources[None] + update_offsets                # (count, B, W)
+
+        def launch_stacked(values, ctx):
+            operands = [values[s] for s in reads]
+            vectors = _index_vectors(operands[count_operands], ivd + 1)
+            vectors = vectors.reshape(count, len(base), vectors.shape[-1])
+            flat = base + operand_offsets
+            in_bounds = np.ones((count, len(base)), bool)
+            for k, high, stride in starts:
+                start = vectors[:, :, k]
+                in_bounds &= (start >= 0) & (start <= high)
+                flat = flat + start * stride
+            targets = (flat[in_bounds][:, None] + window).reshape(-1)
+            return apply_scatter(inst, operands, targets,
+                                 stacked_sources[in_bounds].reshape(-1), ctx)
+        return launch_stacked
 
     def launch_scatter(values, ctx):
         operands = [values[s] for s in reads]
-        vectors = _index_vectors(operands[count], ivd)
+        vectors = _index_vectors(operands[count_operands], ivd)
         vectors = vectors.reshape(len(base), vectors.shape[-1])
         flat = base
         in_bounds = np.ones(len(base), bool)
@@ -150,13 +189,48 @@ def scatter_launch(step: Step):
     return launch_scatter
 
 
-def dynamic_slice_launch(step: Step):
-    """``dynamic-slice``: the clamped window, copied."""
+def _stacked_starts(index_values: list, rank: int) -> list[np.ndarray]:
+    """``_start_indices`` of every stacked device at once: per dim, a ``(count,)`` int64."""
+    if len(index_values) == 1 and np.ndim(index_values[0]) == 2:
+        vectors = as_int64_indices(index_values[0])
+        return [vectors[:, k] for k in range(rank)]
+    return [as_int64_indices(i) for i in index_values]
+
+
+def _stacked_windows(dims, sizes, count: int):
+    """For stacked dynamic slices: each device's base offset, the window's offsets, and per
+    dim ``(highest start, stride)``."""
+    strides = _strides(dims)
+    window = _window_offsets(sizes, strides)
+    bases = _device_offsets(count, dims, 0).reshape(-1)
+    limits = [(n - size, stride) for n, size, stride in zip(dims, sizes, strides)]
+    return bases, window, limits
+
+
+def _stacked_flat(starts, bases, window, limits, count: int) -> np.ndarray:
+    """The flat positions of every device's clamped window, ``(count, *window)``."""
+    flat = bases
+    for start, (high, stride) in zip(starts, limits):
+        flat = flat + np.clip(start, 0, high) * stride
+    return flat.reshape((count,) + (1,) * window.ndim) + window
+
+
+def dynamic_slice_launch(step: Step, count: int | None = None):
+    """``dynamic-slice``: the clamped window, copied (with ``count``: every stacked device's
+    window in one take)."""
     inst = step.inst
     sizes = inst.attrs.dynamic_slice_sizes
     dims = inst.operands[0].shape.dims
     a, *index_slots = step.reads
     rank = len(dims)
+    if count is not None:
+        bases, window, limits = _stacked_windows(dims, sizes, count)
+
+        def launch_stacked(values, ctx):
+            starts = _stacked_starts([values[s] for s in index_slots], rank)
+            flat = _stacked_flat(starts, bases, window, limits, count)
+            return np.ravel(values[a]).take(flat)
+        return launch_stacked
 
     def launch_dynamic_slice(values, ctx):
         starts = _start_indices([values[s] for s in index_slots], rank)
@@ -164,13 +238,24 @@ def dynamic_slice_launch(step: Step):
     return launch_dynamic_slice
 
 
-def dynamic_update_slice_launch(step: Step):
-    """``dynamic-update-slice``: a copy of the operand with the clamped window written."""
+def dynamic_update_slice_launch(step: Step, count: int | None = None):
+    """``dynamic-update-slice``: a copy of the operand with the clamped window written (with
+    ``count``: every stacked device's window written at once)."""
     inst = step.inst
     dims = inst.operands[0].shape.dims
     sizes = inst.operands[1].shape.dims
     a, u, *index_slots = step.reads
     rank = len(dims)
+    if count is not None:
+        bases, window, limits = _stacked_windows(dims, sizes, count)
+
+        def launch_stacked(values, ctx):
+            starts = _stacked_starts([values[s] for s in index_slots], rank)
+            result = np.array(values[a], order="C")
+            result.reshape(-1)[_stacked_flat(starts, bases, window, limits, count)] = (
+                values[u])
+            return result
+        return launch_stacked
 
     def launch_dynamic_update_slice(values, ctx):
         starts = _start_indices([values[s] for s in index_slots], rank)
@@ -179,6 +264,9 @@ def dynamic_update_slice_launch(step: Step):
         return result
     return launch_dynamic_update_slice
 
+
+STACKED = ("gather", "scatter", "dynamic-slice", "dynamic-update-slice")
+"""The ops whose launch takes a device ``count`` for stacked values."""
 
 LAUNCHES = {"gather": gather_launch, "scatter": scatter_launch,
             "dynamic-slice": dynamic_slice_launch,

@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from xla_spmd.backends.comparators import recognize_comparator
 from xla_spmd.backends.reference.collectives import (
     _communicator_op,
     _has_channel,
@@ -28,7 +29,7 @@ from xla_spmd.backends.reference.contraction import dot_dimensions
 from xla_spmd.backends.reference.evaluator import EVALUATE
 from xla_spmd.backends.reference.indexing import _reducer_kind
 from xla_spmd.backends.reference.numeric import compute_dtype
-from xla_spmd.backends.reference.reduction import _fast_reduce, binary_reducer
+from xla_spmd.backends.reference.reduction import _fast_reduce, _key_values, _pack, binary_reducer
 from xla_spmd.ir import ArrayShape, Instruction
 from xla_spmd.ir.dtypes import PRED
 
@@ -156,6 +157,46 @@ KERNELS.update(broadcast=_as_kernel(broadcast_kernel), dot=_as_kernel(dot_kernel
                reduce=_as_kernel(reduce_kernel))
 
 
+# ---------------------------------------------------------------------------------------------
+# Sort
+
+
+def sort_kernel(inst: Instruction, reads: tuple) -> Launch:
+    """Sort with a recognised comparator (lexicographic LT/GT over keys, any payloads: the
+    top-k pattern, argsort by an iota payload; ``backends/comparators.py``), its keys found
+    once: each call evaluates the keys on their operands, ranks them and takes numpy's
+    stable ``lexsort`` order, the reference's own steps (so the same permutation). Keys
+    holding NaN under a FLOAT compare order nothing strictly: that call runs the reference
+    rule, counted as a fallback run (``ctx.count_fallback``)."""
+    keys = recognize_comparator(inst.attrs.to_apply)
+    (axis,) = inst.attrs.dimensions
+    computation = inst.attrs.to_apply
+
+    def launch_sort(values, ctx):
+        operands = [_asarray(values[s]) for s in reads]
+        first = operands[0]
+        if first.ndim == 0 or first.shape[axis] <= 1:
+            return _pack(inst, [np.array(o) for o in operands])
+        columns = []
+        for key in reversed(keys):  # np.lexsort takes the major key last
+            keyed = _key_values(ctx, computation, key, operands[key.operand])
+            if keyed is None:
+                count = getattr(ctx, "count_fallback", None)
+                if count is not None:
+                    count("sort")
+                return EVALUATE.lookup("sort")(inst, operands, ctx)
+            _, rank = np.unique(keyed, return_inverse=True)
+            rank = rank.reshape(keyed.shape)
+            columns.append(-rank if key.descending else rank)
+        moved = [np.moveaxis(c, axis, -1) for c in columns]
+        order = np.moveaxis(np.lexsort(moved, axis=-1), -1, axis)
+        return _pack(inst, [np.take_along_axis(o, order, axis=axis) for o in operands])
+    return launch_sort
+
+
+KERNELS["sort"] = _as_kernel(sort_kernel)
+
+
 # The indexing ops run through precomputed launches (``indexing.LAUNCHES``); the reference
 # rule is their kernel with the reference calling convention.
 INDEXING = ("gather", "scatter", "dynamic-slice", "dynamic-update-slice")
@@ -177,6 +218,8 @@ def kernel_for(inst: Instruction):
     if name == "reduce" and (len(inst.operands) != 2
                              or binary_reducer(inst.attrs.to_apply) is None):
         return None
+    if name == "sort" and recognize_comparator(inst.attrs.to_apply) is None:
+        return None  # a comparator called on pairs: the reference's sort
     if name == "scatter" and (len(inst.operands) != 3 or inst.operands[0].shape.dtype
                               != inst.operands[2].shape.dtype
                               or _reducer_kind(inst.attrs.to_apply) is None):

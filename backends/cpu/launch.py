@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from xla_spmd.backends.cpu import indexing, kernels
+from xla_spmd.backends.cpu import indexing, kernels, random
 from xla_spmd.backends.cpu.program import Step
 from xla_spmd.backends.cpu.renderer import accumulator_dtype
 
@@ -36,6 +36,8 @@ def fusion_launch(step: Step, function) -> Launch:
     """A generated loop or reduce fusion; ``function`` is its object entry (array ids)."""
     fusion, inst = step.fusion, step.inst
     reads = step.reads
+    if fusion.kind == "rng":
+        return _rng_launch(step, function)
     dims, dtype = inst.shape.dims, inst.shape.dtype.numpy
     if fusion.kind == "loop":
         if inst.shape.num_elements == 0:
@@ -78,6 +80,32 @@ def fusion_launch(step: Step, function) -> Launch:
     return launch_reduce
 
 
+def _rng_launch(step: Step, function, count: int | None = None) -> Launch:
+    """An rng-bit-generator kernel: the bits generated, the new state on the host (with
+    ``count``: on stacked values, ``function`` the stacked entry)."""
+    inst, (a,) = step.inst, step.reads
+    shape = inst.shape.elements[1]
+    lead = () if count is None else (count,)
+    dims, unsigned = lead + shape.dims, np.dtype(f"u{shape.dtype.bits // 8}")
+    dtype, size = shape.dtype.numpy, shape.num_elements
+    state_dtype = np.dtype(np.uint64)
+    next_state = random.next_state
+
+    def launch_rng(values, ctx):
+        state = _asarray(values[a])
+        if state.dtype != state_dtype:  # s64: the same bits, as the reference reads them
+            state = state.astype(state_dtype)
+        state = _asarray(state, order="C")
+        bits = _empty(dims, unsigned)
+        if size:
+            if count is None:
+                function(id(bits), id(state))
+            else:
+                function(count, id(bits), id(state))
+        return next_state(inst, state), bits.view(dtype)
+    return launch_rng
+
+
 def kernel_launch(step: Step) -> Launch:
     """A kernel step: data movement bound to its attributes; dot and reduce as above; any
     other kernel through ``kernels.KERNELS`` with the reference calling convention."""
@@ -106,6 +134,8 @@ def kernel_launch(step: Step) -> Launch:
         return kernels.dot_kernel(inst, reads)
     if name == "reduce":
         return kernels.reduce_kernel(inst, reads)
+    if name == "sort":
+        return kernels.sort_kernel(inst, reads)
     if name in indexing.LAUNCHES:
         return indexing.LAUNCHES[name](step)
     return generic_launch(step, kernels.KERNELS[name])

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from xla_spmd.backends.cpu import kernels
+from xla_spmd.backends.cpu import kernels, random
 from xla_spmd.backends.cpu.fusion import Fusion, fuse
 from xla_spmd.backends.cpu.renderer import TRANSCENDENTAL, accumulator_dtype
 from xla_spmd.backends.reference.evaluator import EVALUATE
@@ -64,12 +64,12 @@ class Program:
     counts: dict = field(default_factory=dict)
 
 
-def plan(computation: Computation, called: set[int], prefix: str = "", libm: bool = False
-         ) -> Program:
+def plan(computation: Computation, called: set[int], prefix: str = "", libm: bool = False,
+         windows: bool = False) -> Program:
     """The schedule of ``computation``; ``called`` are ids of computations that get their own
     programs (the bodies of control flow); kernel names start with ``prefix``; ``libm``
-    generates code for transcendentals too."""
-    fusions, by_root = fuse(computation, prefix, libm)
+    generates code for transcendentals too; ``windows`` for reduce-windows (see ``fuse``)."""
+    fusions, by_root = fuse(computation, prefix, libm, windows)
     slot_of = {id(inst): k for k, inst in enumerate(computation.instructions)}
     required = _required(computation, by_root)
     steps: list[Step] = []
@@ -176,7 +176,7 @@ def _assign_lifetimes(program: Program, computation: Computation) -> int:
         # Tuples and views share their operands' buffers.
         shares = step.inst.op.name in _SHARING and step.kind == "kernel"
         live[step.slot] = 0 if shares else _nbytes(step.inst.shape)
-        if step.kind == "fusion" and step.fusion.kind == "reduce":
+        if step.kind == "fusion" and step.fusion.kind in ("reduce", "window"):
             scratch = step.inst.shape.num_elements * accumulator_dtype(
                 step.inst.shape.dtype).itemsize
         else:
@@ -194,6 +194,12 @@ def run_fusion(step: Step, values: list) -> np.ndarray:
     fusion, inst = step.fusion, step.inst
     inputs = [np.asarray(values[slot], order="C") for slot in step.reads]
     pointers = [a.ctypes.data for a in inputs]
+    if fusion.kind == "rng":
+        shape = inst.shape.elements[1]
+        bits = np.empty(shape.dims, np.dtype(f"u{shape.dtype.bits // 8}"))
+        if bits.size:
+            step.function(bits.ctypes.data, *pointers)
+        return random.next_state(inst, inputs[0]), bits.view(shape.dtype.numpy)
     if fusion.kind == "loop":
         out = np.empty(inst.shape.dims, inst.shape.dtype.numpy)
         if out.size:

@@ -25,7 +25,10 @@ def _flatten(value):
 
 def run_on_devices(spmd, per_device, n, backend):
     """Every device's results: in lockstep on the reference evaluator, or compiled by
-    `backend` (a name or a Backend) and run on one thread per in-process device."""
+    `backend` (a name or a Backend) and run on one thread per in-process device, or by
+    `backend.run_on_devices(spmd, per_device, n)` where it has one."""
+    if hasattr(backend, "run_on_devices"):
+        return backend.run_on_devices(spmd, per_device, n)
     if backend == "reference":
         return evaluate_spmd(spmd, per_device, n)
     from xla_spmd.backends import get_backend

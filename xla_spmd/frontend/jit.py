@@ -75,7 +75,10 @@ def _canonical(leaf):
     """A concrete argument as an array of its canonical type (Python scalars weakly typed;
     64-bit types narrowed unless x64 is on, as JAX does). Distributed arrays of the runtime
     (they have `addressable_shards`) stay as they are, shards in place."""
-    if isinstance(leaf, Value) or hasattr(leaf, "addressable_shards"):
+    # (the type's attribute first: reading a runtime array's `addressable_shards` computes
+    # every shard's slices, which costs more than a small step)
+    if isinstance(leaf, Value) or hasattr(type(leaf), "addressable_shards") or hasattr(
+            leaf, "addressable_shards"):
         return leaf
     return Array(canonical_array(leaf), weak_type=is_weak(leaf))
 

@@ -69,6 +69,7 @@ class ShardedArray(ArrayInterface):
         self._shard_data = shards
         self._global: np.ndarray | None = None
         self._deleted_by: str | None = None
+        self._padded_shape: tuple[int, ...] | None = None
 
     @property
     def _shards(self) -> dict[int, np.ndarray]:
@@ -91,6 +92,10 @@ class ShardedArray(ArrayInterface):
                            shards: dict[int, np.ndarray]) -> ShardedArray:
         """From what a partitioned program returns: shards padded to the ceiling shard
         shape, of which only each device's valid extent is kept."""
+        shape = tuple(shape)
+        if all(d % n == 0 for d, n in zip(shape, sharding.tile_shape, strict=True)):
+            # Even shards: no padding on any device (one check instead of one per device).
+            return cls(shape, dtype, sharding, {d: np.asarray(x) for d, x in shards.items()})
         trimmed = {}
         for device, data in shards.items():
             slices = sharding.shard_slices(tuple(shape), device)
@@ -144,7 +149,9 @@ class ShardedArray(ArrayInterface):
         data = self._shards[device]
         if not padded:
             return data
-        target = self.tensor_sharding.shard_shape(self.shape)
+        target = self._padded_shape
+        if target is None:  # the same for every device: computed once
+            target = self._padded_shape = self.tensor_sharding.shard_shape(self.shape)
         if data.shape == tuple(target):
             return data
         return np.pad(data, [(0, t - n) for n, t in zip(data.shape, target)])
