@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from netns_hosts import Unavailable, two_hosts
-from test_no_hang import processes_running
+from test_no_hang import processes_left
 from test_runtime_mpi import digest, losses, mpi_environment
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -85,4 +85,4 @@ def test_rank_on_another_host_that_never_arrives_is_named(mpirun, tmp_path):
     assert re.search(r"timed out after [\d.]+ s on rank 0: rank 3 ", output), output
     assert "unknown" not in output  # the arrival beacon of a rank on another host is read
     assert "which it should not" not in output
-    assert not processes_running(FAULTS) and not processes_running(tmp_path)
+    assert not processes_left(FAULTS) and not processes_left(tmp_path)
