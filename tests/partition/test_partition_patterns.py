@@ -194,3 +194,66 @@ def test_mixed_shardings_in_an_elementwise_chain_reshard_the_odd_operand_once():
     # the chain stays in a's layout; only b.T (in the other layout) moves, once
     assert [row["kind"] for row in collective_table(spmd)] == ["all-to-all",
                                                                "collective-permute"]
+
+
+JAX_ARG = """HloModule jax_arg
+pick {
+  a = {vt}[] parameter(0)
+  i = s32[] parameter(1)
+  b = {vt}[] parameter(2)
+  j = s32[] parameter(3)
+  better = pred[] compare(a, b), direction={dir}
+  nan = pred[] compare(a, a), direction=NE
+  pick_a = pred[] or(better, nan)
+  v = {vt}[] select(pick_a, a, b)
+  eq = pred[] compare(a, b), direction=EQ
+  lt = pred[] compare(i, j), direction=LT
+  tie = pred[] and(eq, lt)
+  pick_i = pred[] or(pick_a, tie)
+  k = s32[] select(pick_i, i, j)
+  ROOT t = ({vt}[], s32[]) tuple(v, k)
+}
+ENTRY e {
+  x = {vt}[6,{n}] parameter(0), sharding={devices=[1,4,2]<=[8] last_tile_dim_replicate}
+  iota = s32[6,{n}] iota(), iota_dimension=1
+  init = {vt}[] constant({init})
+  zero = s32[] constant(0)
+  ROOT r = ({vt}[6], s32[6]) reduce(x, iota, init, zero), dimensions={1}, to_apply=pick
+}
+"""
+
+
+@pytest.mark.parametrize("kind", ["argmax", "argmin"])
+@pytest.mark.parametrize("vt", ["f32", "bf16", "s32"])
+@pytest.mark.parametrize("n", [16, 10, 3])
+def test_jax_argmax_over_sharded_dim_is_one_all_reduce_of_packed_pairs(kind, vt, n):
+    """JAX's argmax/argmin reducer: one s64 all-reduce of (value, index) pairs over the 4
+    devices holding parts of a row, with ties (lowest index), NaNs (the first wins), -0.0,
+    infinities and uneven shards (padding)."""
+    big = {"f32": "inf", "bf16": "inf", "s32": "2147483647"}[vt]
+    init = ("-" if kind == "argmax" else "") + big
+    if vt == "s32" and kind == "argmax":
+        init = "-2147483648"
+    text = JAX_ARG.replace("{vt}", vt).replace("{n}", str(n)).replace("{init}", init)
+    module = parse_hlo(text.replace("{dir}", "GT" if kind == "argmax" else "LT"))
+    rng = np.random.default_rng(n)
+    x = rng.integers(-3, 3, (6, n)).astype(np.float32)
+    if vt != "s32":
+        x[0, n // 2:] = np.nan          # the first NaN of the row wins, value NaN
+        x[1, n - 1] = np.nan
+        x[2] = -0.0
+        x[2, n - 1] = 0.0                # -0.0 == 0.0: the lowest index wins
+        x[3, 0] = -np.inf
+        x[4, n - 1] = np.inf
+    if vt == "bf16":
+        import ml_dtypes
+        x = x.astype(ml_dtypes.bfloat16)
+    elif vt == "s32":
+        x = x.astype(np.int32)
+    pick = np.argmax if kind == "argmax" else np.argmin
+    index = pick(x.astype(np.float32), axis=1).astype(np.int32)
+    value = np.take_along_axis(x, index[:, None].astype(np.intp), axis=1)[:, 0]
+    spmd = check(module, [x], propagate=True, expected=[value, index], rtol=0, atol=0)
+    rows = collective_table(spmd)
+    assert [(r["kind"], r["dtype"], r["group_size"]) for r in rows] == [("all-reduce", "s64", 4)]
+    assert totals(rows)["total"] == 2 * 3 / 4 * (6 * 8)
