@@ -257,3 +257,42 @@ def test_jax_argmax_over_sharded_dim_is_one_all_reduce_of_packed_pairs(kind, vt,
     rows = collective_table(spmd)
     assert [(r["kind"], r["dtype"], r["group_size"]) for r in rows] == [("all-reduce", "s64", 4)]
     assert totals(rows)["total"] == 2 * 3 / 4 * (6 * 8)
+
+
+ONE_SIDED = """HloModule one_sided
+ENTRY e {
+  x = f32[{n},3] parameter(0), sharding={devices=[{shards},1{rep}]<=[8]{last}}
+  zero = f32[] constant(-7)
+  ROOT r = f32[{m},3] {op}, sharding={devices=[{shards},1{rep}]<=[8]{last}}
+}
+"""
+
+
+@pytest.mark.parametrize("n, op, m, width", [
+    # pad (3, 5) of 64 rows, 8 per device -> 9: device 6 reads 4 rows of device 7, device 1
+    # two of device 0 (the sharded_pad JAX program)
+    (64, "pad(x, zero), padding=3_5x0_0", 72, 4),
+    # rows 3..26 of 30 (uneven: 4 per device), 3 per device: device 7 reads rows 24..26,
+    # the last 4 of device 6 counted from its edge
+    (30, "slice(x), slice={[3:27], [0:3]}", 24, 4),
+    (30, "pad(x, zero), padding=2_-4x0_0", 28, 2),
+])
+@pytest.mark.parametrize("shards", [8, 4])
+def test_pad_and_slice_needing_one_side_per_device_use_one_collective_permute(
+        n, op, m, width, shards):
+    """Each device needs rows from at most one neighbour: one collective-permute of the
+    widest piece (sent rightwards from a shard's end, leftwards from its start), not one per
+    side; the padding value fills the rows outside the operand."""
+    rep = "" if shards == 8 else ",2"
+    last = "" if shards == 8 else " last_tile_dim_replicate"
+    module = parse_hlo(ONE_SIDED.replace("{n}", str(n)).replace("{m}", str(m))
+                       .replace("{op}", op).replace("{shards}", str(shards))
+                       .replace("{rep}", rep).replace("{last}", last))
+    x = np.random.default_rng(n).standard_normal((n, 3)).astype(np.float32)
+    spmd = check(module, [x], propagate=True, rtol=0, atol=0)
+    rows = collective_table(spmd)
+    if shards == 8:
+        assert [(r["kind"], r["shape"]) for r in rows] == [
+            ("collective-permute", f"f32[{width}, 3]")]
+    else:  # 4 shards: some devices need both sides, halos still (one permute per side)
+        assert {r["kind"] for r in rows} == {"collective-permute"}
