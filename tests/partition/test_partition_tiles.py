@@ -70,3 +70,27 @@ def test_planner_reaches_the_least_bytes_a_device_must_receive(src, dst, dims):
     source, target = TensorSharding(mesh, src), TensorSharding(mesh, dst)
     plan = plan_reshard(source, target, dims, 4)
     assert plan.bytes == _least_bytes(mesh, dims, source, target)
+
+
+CONCAT3 = """HloModule concat3
+ENTRY e {
+  a = f32[8,{m}] parameter(0), sharding={S}
+  b = f32[4,{m}] parameter(1), sharding={S}
+  c = f32[12,{m}] parameter(2), sharding={S}
+  ROOT r = f32[24,{m}] concatenate(a, b, c), dimensions={0}, sharding={S}
+}
+"""
+
+
+@pytest.mark.parametrize("sharding", ["{devices=[4,1,2]<=[8] last_tile_dim_replicate}",
+                                      "{devices=[4,2]<=[8]}", "{devices=[4,2]<=[2,4]T(1,0)}"])
+def test_concatenate_of_three_from_pieces_is_exact(sharding):
+    """Three operands along a dim sharded 4 ways (the other dim replicated or sharded): each
+    device assembles its 6 rows from pieces of the operands' tiles."""
+    m = 6
+    module = parse_hlo(CONCAT3.replace("{S}", sharding).replace("{m}", str(m)))
+    rng = np.random.default_rng(7)
+    args = [rng.standard_normal((r, m)).astype(np.float32) for r in (8, 4, 12)]
+    spmd = check(module, args, propagate=True, rtol=0, atol=0, expected=[np.concatenate(args)])
+    kinds = {row["kind"] for row in collective_table(spmd)}
+    assert kinds == {"collective-permute"}
