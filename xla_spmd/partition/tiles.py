@@ -129,6 +129,8 @@ def tile_rounds(mesh: Mesh, global_dims, src_dims, dst_dims):
         return None
     piece = tuple(min(s, t) for s, t in zip(src_tile, dst_tile))
     counts = [t // p for t, p in zip(dst_tile, piece)]
+    if math.prod(counts) > 2 * MAX_ROUNDS:
+        return None
     source, target = _tiles(mesh, src_dims), _tiles(mesh, dst_dims)
     holders: dict[tuple, list[int]] = {}
     for device in mesh.all_device_ids:
