@@ -101,6 +101,12 @@ def main() -> int:
         ratio = (f"{row['ours'] / row['xla']:>9.2f}" if row["xla"] else f"{'-':>9}")
         print(f"{row['case']:<34} {cell(row['ours'])} {cell(row['textbook'])} "
               f"{cell(row['xla'])} {ratio}")
+    compared = [row for row in rows if row["xla"]]
+    if compared:
+        worst = max(compared, key=lambda row: row["ours"] / row["xla"])
+        at_most = sum(row["ours"] <= row["xla"] for row in compared)
+        print(f"ours <= XLA on {at_most}/{len(compared)} programs; worst ours/XLA "
+              f"{worst['ours'] / worst['xla']:.2f} ({worst['case']})")
     print("(bytes moved per device, standard formulas; see xla_spmd/partition/report.py)")
     hand = [row["case"] for row in rows if row["case"] in XLA_BY_HAND]
     if hand:

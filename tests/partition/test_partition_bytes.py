@@ -73,12 +73,13 @@ def test_planner_formulas():
     swap = plan_reshard(TensorSharding(square, [["a"], ["b"]]),
                         TensorSharding(square, [["b"], ["a"]]), (4, 4), 4)
     assert [s.kind for s in swap.steps] == ["collective-permute"] and swap.bytes == 16
-    # tiles of another shape: split "y" into sub-axes (free), all-to-all its minor half,
-    # permute the tiles into place (XLA's plan for a transpose of a 2-D-sharded array)
+    # tiles of another shape: XLA splits "y" into sub-axes, all-to-alls its minor half and
+    # permutes the [16,16] tiles into place (1/2 x 1024 + 1024 B); here each device gets
+    # the [16,8] halves of its tile it lacks (two from another device: 2 x 512 B)
     turn = plan_reshard(TensorSharding(mesh, [["x"], ["y"]]), TensorSharding(mesh, [["y"], ["x"]]),
                         (64, 32), 4)
-    assert [s.kind for s in turn.steps] == ["split", "all-to-all", "collective-permute"]
-    assert turn.bytes == 1 / 2 * 256 * 4 + 256 * 4
+    assert [s.kind for s in turn.steps] == ["tile-permutes"]
+    assert turn.bytes == 2 * 16 * 8 * 4
     # several axes of a dim move in one all-to-all
     rows_to_cols = plan([["x", "y"], []], [[], ["x", "y"]], (16, 64))
     assert [str(s) for s in rows_to_cols.steps] == ['all-to-all "x","y" 0->1 (448 B)']

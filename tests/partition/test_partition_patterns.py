@@ -90,9 +90,11 @@ ENTRY e {
 
 
 @pytest.mark.parametrize("r, c, kinds", [
-    (8, 16, ["all-to-all", "collective-permute"]),  # as XLA: split "y", move half, permute
+    # XLA splits "y", moves half by all-to-all and permutes the tile (1.5 x the tile); a
+    # device receives just the two halves of its tile it lacks, one collective-permute each
+    (8, 16, ["collective-permute", "collective-permute"]),
     (6, 10, None)])                                  # uneven: any plan, exact values
-def test_transpose_of_2d_sharded_array_all_to_all_then_permute(r, c, kinds):
+def test_transpose_of_2d_sharded_array_moves_only_the_missing_pieces(r, c, kinds):
     module = parse_hlo(TRANSPOSE.replace("{r}", str(r)).replace("{c}", str(c)))
     x = np.random.default_rng(r).standard_normal((r, c)).astype(np.float32)
     spmd = check(module, [x], propagate=True, expected=[2 * x.T])
@@ -100,7 +102,7 @@ def test_transpose_of_2d_sharded_array_all_to_all_then_permute(r, c, kinds):
     if kinds is not None:
         assert [row["kind"] for row in rows] == kinds
         local = r * c // 8 * 4
-        assert totals(rows)["total"] == local / 2 + local
+        assert totals(rows)["total"] == local  # some device holds none of its tile
 
 
 CONCAT = """HloModule concat
@@ -112,8 +114,23 @@ ENTRY e {
 """
 
 
+def _concat_least_bytes(sizes, m, n=8):
+    """The most rows of its result tile any of `n` devices lacks, times a row's bytes."""
+    starts = np.cumsum([0] + list(sizes))
+    lacking = 0
+    for d in range(n):
+        have = {int(starts[j]) + r for j, size in enumerate(sizes)
+                for r in range(d * size // n, (d + 1) * size // n)}
+        tile = sum(sizes) // n
+        lacking = max(lacking, len(set(range(d * tile, (d + 1) * tile)) - have))
+    return lacking * m * 4
+
+
 @pytest.mark.parametrize("n, k, m, kinds", [
-    (64, 32, 16, ["all-to-all"] * 3),  # park the rows' axis on the columns, as XLA
+    # XLA parks the rows' axis on the columns (three all-to-alls, 1344 B); a device receives
+    # only the rows of its result it lacks: three pieces of 4 rows, one permute each
+    (64, 32, 16, ["collective-permute"] * 3),
+    (24, 40, 2, "least"),              # pieces of 1 row (gcd of 3, 5 and 8)
     (13, 6, 3, None)])                 # uneven rows, 3 columns: halo or gather, exact
 def test_concatenate_along_sharded_dim(n, k, m, kinds):
     text = CONCAT
@@ -123,8 +140,11 @@ def test_concatenate_along_sharded_dim(n, k, m, kinds):
     a, b = (rng.standard_normal((r, m)).astype(np.float32) for r in (n, k))
     spmd = check(parse_hlo(text), [a, b], propagate=True,
                  expected=[np.concatenate([a, b])])
+    rows = collective_table(spmd)
+    if kinds is not None and kinds != "least":
+        assert [row["kind"] for row in rows] == kinds
     if kinds is not None:
-        assert [row["kind"] for row in collective_table(spmd)] == kinds
+        assert totals(rows)["total"] == _concat_least_bytes((n, k), m)
 
 
 FILTER_GRAD = """HloModule filter_grad
@@ -191,6 +211,109 @@ def test_mixed_shardings_in_an_elementwise_chain_reshard_the_odd_operand_once():
             for p in module.entry.parameters)
     spmd = check(module, [a, b], propagate=True, rtol=1e-5, atol=1e-5,
                  expected=[np.tanh(a) * b.T + a])
-    # the chain stays in a's layout; only b.T (in the other layout) moves, once
-    assert [row["kind"] for row in collective_table(spmd)] == ["all-to-all",
+    # the chain stays in a's layout; only b.T (in the other layout) moves: the two pieces
+    # of its tile a device lacks
+    assert [row["kind"] for row in collective_table(spmd)] == ["collective-permute",
                                                                "collective-permute"]
+
+
+JAX_ARG = """HloModule jax_arg
+pick {
+  a = {vt}[] parameter(0)
+  i = s32[] parameter(1)
+  b = {vt}[] parameter(2)
+  j = s32[] parameter(3)
+  better = pred[] compare(a, b), direction={dir}
+  nan = pred[] compare(a, a), direction=NE
+  pick_a = pred[] or(better, nan)
+  v = {vt}[] select(pick_a, a, b)
+  eq = pred[] compare(a, b), direction=EQ
+  lt = pred[] compare(i, j), direction=LT
+  tie = pred[] and(eq, lt)
+  pick_i = pred[] or(pick_a, tie)
+  k = s32[] select(pick_i, i, j)
+  ROOT t = ({vt}[], s32[]) tuple(v, k)
+}
+ENTRY e {
+  x = {vt}[6,{n}] parameter(0), sharding={devices=[1,4,2]<=[8] last_tile_dim_replicate}
+  iota = s32[6,{n}] iota(), iota_dimension=1
+  init = {vt}[] constant({init})
+  zero = s32[] constant(0)
+  ROOT r = ({vt}[6], s32[6]) reduce(x, iota, init, zero), dimensions={1}, to_apply=pick
+}
+"""
+
+
+@pytest.mark.parametrize("kind", ["argmax", "argmin"])
+@pytest.mark.parametrize("vt", ["f32", "bf16", "s32"])
+@pytest.mark.parametrize("n", [16, 10, 3])
+def test_jax_argmax_over_sharded_dim_is_one_all_reduce_of_packed_pairs(kind, vt, n):
+    """JAX's argmax/argmin reducer: one s64 all-reduce of (value, index) pairs over the 4
+    devices holding parts of a row, with ties (lowest index), NaNs (the first wins), -0.0,
+    infinities and uneven shards (padding)."""
+    big = {"f32": "inf", "bf16": "inf", "s32": "2147483647"}[vt]
+    init = ("-" if kind == "argmax" else "") + big
+    if vt == "s32" and kind == "argmax":
+        init = "-2147483648"
+    text = JAX_ARG.replace("{vt}", vt).replace("{n}", str(n)).replace("{init}", init)
+    module = parse_hlo(text.replace("{dir}", "GT" if kind == "argmax" else "LT"))
+    rng = np.random.default_rng(n)
+    x = rng.integers(-3, 3, (6, n)).astype(np.float32)
+    if vt != "s32":
+        x[0, n // 2:] = np.nan          # the first NaN of the row wins, value NaN
+        x[1, n - 1] = np.nan
+        x[2] = -0.0
+        x[2, n - 1] = 0.0                # -0.0 == 0.0: the lowest index wins
+        x[3, 0] = -np.inf
+        x[4, n - 1] = np.inf
+    if vt == "bf16":
+        import ml_dtypes
+        x = x.astype(ml_dtypes.bfloat16)
+    elif vt == "s32":
+        x = x.astype(np.int32)
+    pick = np.argmax if kind == "argmax" else np.argmin
+    index = pick(x.astype(np.float32), axis=1).astype(np.int32)
+    value = np.take_along_axis(x, index[:, None].astype(np.intp), axis=1)[:, 0]
+    spmd = check(module, [x], propagate=True, expected=[value, index], rtol=0, atol=0)
+    rows = collective_table(spmd)
+    assert [(r["kind"], r["dtype"], r["group_size"]) for r in rows] == [("all-reduce", "s64", 4)]
+    assert totals(rows)["total"] == 2 * 3 / 4 * (6 * 8)
+
+
+ONE_SIDED = """HloModule one_sided
+ENTRY e {
+  x = f32[{n},3] parameter(0), sharding={devices=[{shards},1{rep}]<=[8]{last}}
+  zero = f32[] constant(-7)
+  ROOT r = f32[{m},3] {op}, sharding={devices=[{shards},1{rep}]<=[8]{last}}
+}
+"""
+
+
+@pytest.mark.parametrize("n, op, m, width", [
+    # pad (3, 5) of 64 rows, 8 per device -> 9: device 6 reads 4 rows of device 7, device 1
+    # two of device 0 (the sharded_pad JAX program)
+    (64, "pad(x, zero), padding=3_5x0_0", 72, 4),
+    # rows 3..26 of 30 (uneven: 4 per device), 3 per device: device 7 reads rows 24..26,
+    # the last 4 of device 6 counted from its edge
+    (30, "slice(x), slice={[3:27], [0:3]}", 24, 4),
+    (30, "pad(x, zero), padding=2_-4x0_0", 28, 2),
+])
+@pytest.mark.parametrize("shards", [8, 4])
+def test_pad_and_slice_needing_one_side_per_device_use_one_collective_permute(
+        n, op, m, width, shards):
+    """Each device needs rows from at most one neighbour: one collective-permute of the
+    widest piece (sent rightwards from a shard's end, leftwards from its start), not one per
+    side; the padding value fills the rows outside the operand."""
+    rep = "" if shards == 8 else ",2"
+    last = "" if shards == 8 else " last_tile_dim_replicate"
+    module = parse_hlo(ONE_SIDED.replace("{n}", str(n)).replace("{m}", str(m))
+                       .replace("{op}", op).replace("{shards}", str(shards))
+                       .replace("{rep}", rep).replace("{last}", last))
+    x = np.random.default_rng(n).standard_normal((n, 3)).astype(np.float32)
+    spmd = check(module, [x], propagate=True, rtol=0, atol=0)
+    rows = collective_table(spmd)
+    if shards == 8:
+        assert [(r["kind"], r["shape"]) for r in rows] == [
+            ("collective-permute", f"f32[{width}, 3]")]
+    else:  # 4 shards: some devices need both sides, halos still (one permute per side)
+        assert {r["kind"] for r in rows} == {"collective-permute"}

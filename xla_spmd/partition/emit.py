@@ -31,6 +31,7 @@ from xla_spmd.ir import (
 )
 from xla_spmd.mesh import Mesh
 from xla_spmd.partition.reshard import Plan, Step, axes_size, shard_dims
+from xla_spmd.partition.tiles import lower_tile_rounds
 from xla_spmd.sharding import TensorSharding
 
 _S32_MAX = 2**31 - 1  # shard offsets and table lookups are s32, as in XLA's partitioner
@@ -302,6 +303,9 @@ def _lower_step(em: Emitter, x: Instruction, step: Step, cur, unreduced, global_
         target = step.pairs
         return (em.op("collective-permute", x, source_target_pairs=target,
                       channel_id=em.state.channel()), list(step.target), unreduced)
+    if kind == "tile-permutes":
+        x = lower_tile_rounds(em, x, mesh, tuple(global_dims), tuple(cur), step.target)
+        return x, list(step.target), unreduced
     raise PartitionError(f"unknown resharding step {kind!r}")
 
 

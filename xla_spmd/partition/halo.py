@@ -128,12 +128,69 @@ def _shard_table(low, sharding, dim, values):
                                 for d in range(low.mesh.size)])
 
 
+def one_sided(plan: HaloPlan) -> dict[int, tuple[int, int]] | None:
+    """Per receiving shard index: (source shard index, elements), when every shard needs
+    operand elements from at most one adjacent shard, every shard sends to at most one, both
+    sides are used (so one collective-permute of the widest piece beats one per side) and the
+    widest piece fits a shard; else None.
+
+    >>> plan = plan_from_starts(0, 16, 4, [0, 2, 9, 12], 4)  # shard 1 reads 2-5, 2 reads 9-12
+    >>> one_sided(plan)
+    {1: (0, 2), 2: (3, 1)}
+    """
+    if not (plan.left and plan.right):
+        return None
+    c, needs, sources = plan.shard, {}, set()
+    for i, start in enumerate(plan.starts):
+        lo, hi = max(start, 0), min(start + plan.length, plan.size)
+        if lo >= hi:
+            continue
+        left, right = max(0, i * c - lo), max(0, hi - (i + 1) * c)  # from the shard's edge
+        if left and right:
+            return None
+        if left or right:
+            source = i - 1 if left else i + 1
+            width = left or right
+            if width > c or source in sources:
+                return None
+            sources.add(source)
+            needs[i] = (source, width)
+    return needs
+
+
+def _one_permute(low, x, sharding, plan: HaloPlan, needs):
+    """The frame of `exchange` as ``[piece, shard, piece]`` from ONE collective-permute: each
+    receiving shard gets its piece (the widest's width) from its one adjacent source."""
+    em = low.em
+    dim, c = plan.dim, plan.shard
+    width = max(w for _, w in needs.values())
+    target = {source: i for i, (source, _) in needs.items()}
+    # a source sends its last `width` elements rightwards, its first ones leftwards
+    offsets = [c - width if target.get(j, -1) == j + 1 else 0 for j in range(len(plan.starts))]
+    sizes = list(x.shape.dims)
+    sizes[dim] = width
+    if len(set(offsets)) == 1:
+        piece = _cut(em, x, dim, offsets[0], offsets[0] + width)
+    else:
+        piece = em.dynamic_slice(x, {dim: _shard_table(low, sharding, dim, offsets)}, sizes)
+    moved = em.op("collective-permute", piece, channel_id=em.state.channel(),
+                  source_target_pairs=index_pairs(low.mesh, sharding, dim,
+                                                  lambda j: target.get(j, -1)))
+    return em.op("concatenate", moved, x, moved, dimensions=(dim,)), width
+
+
 def exchange(low, x, sharding, plan: HaloPlan, fill=None):
     """Local instruction: each device's window input (`plan.length` elements along the dim)
     from its shard `x` of a value sharded `sharding`; positions outside the operand hold the
-    scalar `fill` (left as they come when None)."""
+    scalar `fill` (left as they come when None). Where every device needs elements from one
+    side only (`one_sided`: pad, slice), one collective-permute moves the widest piece
+    instead of one per side."""
     em = low.em
     dim, c = plan.dim, plan.shard
+    needs = one_sided(plan) if fill is not None or not plan.masked else None
+    if needs:
+        frame, left = _one_permute(low, x, sharding, plan, needs)
+        return _window(low, frame, sharding, plan, left, fill)
     parts = []
     for k in range(-plan.left // c, -(-plan.right // c) + 1):
         if k == 0:
@@ -148,7 +205,15 @@ def exchange(low, x, sharding, plan: HaloPlan, fill=None):
                                                       lambda j, k=k: j - k))
         parts.append(moved)
     frame = parts[0] if len(parts) == 1 else em.op("concatenate", *parts, dimensions=(dim,))
-    first = [i * c - plan.left for i in range(len(plan.starts))]
+    return _window(low, frame, sharding, plan, plan.left, fill)
+
+
+def _window(low, frame, sharding, plan: HaloPlan, left: int, fill):
+    """Each device's window input cut from its `frame`, which starts `left` elements before
+    its shard; positions outside the operand replaced by `fill` (unless None)."""
+    em = low.em
+    dim, c = plan.dim, plan.shard
+    first = [i * c - left for i in range(len(plan.starts))]
     extra_low = max(0, max(f - s for f, s in zip(first, plan.starts)))
     size = frame.shape.dims[dim]
     extra_high = max(0, max(s + plan.length - f - size for f, s in zip(first, plan.starts)))

@@ -6,7 +6,9 @@ reducer's identity) and one all-reduce with the op's own reducer combines the pa
 over the axes of the reduced dims. A variadic reduce (argmax: (value, index) pairs) reduces
 locally too; since an all-reduce combines each operand alone, the partial results of each
 device are all-gathered along a new minor dim and reduced again with the op's own reducer
-(as XLA does): (n-1) x the partial result instead of gathering the operand.
+(as XLA does): (n-1) x the partial result instead of gathering the operand. JAX's argmax and
+argmin reducers are recognised and combined with one all-reduce of packed (value, index)
+pairs instead (argreduce.py): 2(n-1)/n x the pairs.
 
 Windowed ops keep a sharded windowed dim sharded with a halo exchange (halo.py) when that moves
 fewer bytes than gathering it; sort keeps its sorted dim replicated, its axes parked on another
@@ -19,6 +21,7 @@ import dataclasses
 
 from xla_spmd.ir import TupleShape
 from xla_spmd.mesh import overlaps_any
+from xla_spmd.partition.argreduce import arg_kind, combine_arg_partials
 from xla_spmd.partition.halo import cheaper_than_gather, exchange, local_window, plan_window
 from xla_spmd.partition.handlers_windowed import select_and_scatter_halo
 from xla_spmd.partition.park import moved_bytes, park
@@ -86,6 +89,9 @@ def _combine_partials(low, inst, local, partial, inits):
     """The variadic reduce `inst` finished across the devices of `partial` axes: each
     result's partial values all-gathered along a new minor dim, then reduced again."""
     em = low.em
+    kind = arg_kind(inst.attrs.to_apply)
+    if kind is not None:
+        return combine_arg_partials(em, local, partial, kind)
     gathered = []
     for index, shape in enumerate(local.shape.elements):
         part = em.op("get-tuple-element", local, index=index)

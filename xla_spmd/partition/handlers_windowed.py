@@ -42,7 +42,8 @@ from xla_spmd.partition.halo import (
 )
 from xla_spmd.partition.park import moved_bytes, park
 from xla_spmd.partition.registry import HANDLERS
-from xla_spmd.partition.reshard import axes_size, plan_reshard
+from xla_spmd.partition.reshard import axes_size, plan_reshard, shard_dims
+from xla_spmd.partition.tiles import concat_rounds, lower_rounds, tile_bytes
 from xla_spmd.partition.uneven import mask_padding
 from xla_spmd.partition.values import PValue
 
@@ -132,8 +133,12 @@ def concatenate(low, inst, operands):
     parked = park(low, operands[0], compute, dim) if axes else None
     if parked is not None and moved_bytes(operands, parked, results) < cost:
         compute, cost = parked, moved_bytes(operands, parked, results)
-    if (not axes or any(p is None for p in plans)
-            or _halo_bytes(low, operands, wanted, plans) > cost):
+    halo = (float("inf") if not axes or any(p is None for p in plans)
+            else _halo_bytes(low, operands, wanted, plans))
+    pieces = _concat_pieces(low, inst, operands, wanted, dim) if axes else None
+    if pieces is not None and pieces[0] < min(cost, halo):
+        return pieces[1]()
+    if halo > cost:
         args = [low.reshard(o, compute) for o in operands]
         return low.reshard(low.emit(inst, args, compute), target)
     em = low.em
@@ -149,6 +154,28 @@ def concatenate(low, inst, operands):
                        direction=ComparisonDirection.GE)
         result = em.op("select", inside, piece, result)
     return low.reshard(PValue(result, wanted, inst.shape), target)
+
+
+def _concat_pieces(low, inst, operands, wanted, dim):
+    """(bytes, build) for a concatenate along sharded `dim` assembled from pieces of the
+    operands' tiles (tiles.py: each device receives only what it lacks), or None."""
+    local = shard_dims(low.mesh, tuple(d.axes for d in wanted.dims), inst.shape.dims)
+    found = concat_rounds(low.mesh, wanted, dim, [o.global_shape.dims[dim] for o in operands],
+                          local)
+    if found is None:
+        return None
+    piece, rounds = found
+    cost = tile_bytes(piece, rounds, inst.shape.dtype.itemsize) + sum(
+        plan_reshard(o.sharding, wanted, o.global_shape.dims,
+                     o.global_shape.dtype.itemsize).bytes for o in operands)
+
+    def build():
+        em = low.em
+        tiles = [low.reshard(o, wanted).inst for o in operands]
+        x = tiles[0] if len(tiles) == 1 else em.op("concatenate", *tiles, dimensions=(dim,))
+        value = lower_rounds(em, x, low.mesh, piece, local, rounds, dim)
+        return low.reshard(PValue(value, wanted, inst.shape), low.target(inst))
+    return cost, build
 
 
 def _halo_bytes(low, operands, wanted, plans) -> float:

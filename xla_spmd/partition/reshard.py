@@ -4,7 +4,8 @@ A step is a local dynamic-slice (`Slice`: append axes to a dim, no communication
 `AllGather` (remove minor axes of a dim), an `AllToAll` (move the minor axes of one dim to the
 minor end of another, several at once), an `AllReduce` / `ReduceScatter` (resolve unreduced
 axes; all-reduce when the scattered dim would pad more than it saves), a `CollectivePermute`
-(the same tiles on another device order), a `Split` (name a dim's minor axis as two sub-axes:
+(the same tiles on another device order), `tile-permutes` (one collective-permute per piece
+of the new tile a device lacks, tiles.py), a `Split` (name a dim's minor axis as two sub-axes:
 the same shards, so an all-to-all can move part of it: a 2-D-sharded transpose is split,
 all-to-all, permute, as XLA does it) or `ToUnreduced` (replicated -> partial: keep the value
 on one device of each group, zeros elsewhere). Candidate plans (greedy, permute, slice then
@@ -21,9 +22,10 @@ Uneven dims: shards have the ceiling size and the padding sits at the global end
 is exact only when ``ceil(d/(|P||S|)) * |S| == ceil(d/|P|)`` ("compatible"); otherwise the
 whole dim is gathered and sliced again.
 
-Worked example, mesh x=2 y=4, f32[16,8], ``[{"x"}, {}] -> [{}, {"x", "y"}]``: dim 0 loses
-"x", which dim 1 wants next -> all-to-all "x" 0->1 (local f32[8,8] -> f32[16,4], 128 bytes),
-then dim 1 appends "y" -> slice (0 bytes).
+Worked example, mesh x=2 y=4, f32[16,8], ``[{"x"}, {}] -> [{}, {"x", "y"}]``: greedily, dim 0
+loses "x", which dim 1 wants next -> all-to-all "x" 0->1 (local f32[8,8] -> f32[16,4], 128
+bytes), then dim 1 appends "y" -> slice (0 bytes); but a device lacks only the 8 rows of its
+one column, so one collective-permute of them (32 bytes) wins.
 
 >>> from xla_spmd.mesh import make_mesh
 >>> from xla_spmd.sharding import TensorSharding
@@ -31,7 +33,7 @@ then dim 1 appends "y" -> slice (0 bytes).
 >>> plan = plan_reshard(TensorSharding(mesh, [["x"], []]), TensorSharding(mesh, [[], ["x", "y"]]),
 ...                     (16, 8), 4)
 >>> [str(s) for s in plan.steps], plan.bytes
-(['all-to-all "x" 0->1 (128 B)', 'slice dim 1 by "y"'], 128.0)
+(['collective-permute per missing piece (32 B)'], 32.0)
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import math
 from dataclasses import dataclass
 
 from xla_spmd.mesh import AxisRef, Mesh, overlaps_any
+from xla_spmd.partition.tiles import tile_bytes, tile_rounds
 from xla_spmd.sharding import TensorSharding
 
 Axes = tuple[AxisRef, ...]
@@ -94,6 +97,8 @@ class Step:
             return f"split dim {self.dim}'s axes as {_fmt(self.axes)}"
         if self.kind == "to-unreduced":
             return f"to-unreduced over {_fmt(self.axes)}"
+        if self.kind == "tile-permutes":
+            return f"collective-permute per missing piece{cost}"
         return f"collective-permute{cost}"
 
 
@@ -134,7 +139,7 @@ def _plan(mesh, global_dims, itemsize, src_dims, src_unreduced, dst_dims, dst_un
     best = greedy
     if permute is not None and permute.bytes < best.bytes:
         best = permute
-    for candidate in (_slice_then_permute, _split_then_permute):
+    for candidate in (_slice_then_permute, _split_then_permute, _tile_permutes):
         plan = candidate(mesh, global_dims, itemsize, src_dims, src_unreduced, dst_dims,
                          dst_unreduced)
         if plan is not None and plan.bytes < best.bytes:
@@ -191,6 +196,20 @@ def _split_then_permute(mesh, global_dims, itemsize, src_dims, src_unreduced, ds
     if permute is None:
         return None
     return Plan(tuple(steps) + permute.steps)
+
+
+def _tile_permutes(mesh, global_dims, itemsize, src_dims, src_unreduced, dst_dims,
+                   dst_unreduced) -> Plan | None:
+    """Tiles that nest: each device receives only the pieces of its new tile it lacks, one
+    collective-permute per piece (tiles.py)."""
+    if src_unreduced or dst_unreduced or src_dims == dst_dims:
+        return None
+    found = tile_rounds(mesh, global_dims, src_dims, dst_dims)
+    if found is None:
+        return None
+    piece, _, rounds = found
+    return Plan((Step("tile-permutes", (), bytes=tile_bytes(piece, rounds, itemsize),
+                      target=tuple(dst_dims)),))
 
 
 def _slice_then_permute(mesh, global_dims, itemsize, src_dims, src_unreduced, dst_dims,
