@@ -40,9 +40,10 @@ def run_on_devices(spmd, per_device, n, backend):
 
 
 def check(module, args, *, rtol=1e-5, atol=1e-5, propagate=False, expected=None,
-          backend="reference"):
+          backend="reference", bits=False):
     """Partition `module`, run it on every device (on `backend`), compare with the reference
-    (or with `expected`); return the partitioned module."""
+    (or with `expected`), bit for bit when `bits` (the sign of zero and NaN payloads
+    included); return the partitioned module."""
     program = lower(module, propagate_shardings=propagate)
     module, spmd = program.module, program.spmd_module
     verify(spmd)
@@ -58,4 +59,9 @@ def check(module, args, *, rtol=1e-5, atol=1e-5, propagate=False, expected=None,
         got = assemble([leaves_[index] for leaves_ in per_device_leaves], sharding,
                        shape.dims, np.asarray(want).dtype, rtol=rtol, atol=atol)
         np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=f"output {index}")
+        if bits:
+            want = np.asarray(want)
+            unsigned = f"u{want.dtype.itemsize}"
+            np.testing.assert_array_equal(np.asarray(got, want.dtype).view(unsigned),
+                                          want.view(unsigned), err_msg=f"output {index} bits")
     return spmd

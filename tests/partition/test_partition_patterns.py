@@ -239,23 +239,21 @@ ENTRY e {
   iota = s32[6,{n}] iota(), iota_dimension=1
   init = {vt}[] constant({init})
   zero = s32[] constant(0)
-  ROOT r = ({vt}[6], s32[6]) reduce(x, iota, init, zero), dimensions={1}, to_apply=pick
+  r = ({vt}[6], s32[6]) reduce(x, iota, init, zero), dimensions={1}, to_apply=pick
+  ROOT out = {out}
 }
 """
 
 
-@pytest.mark.parametrize("kind", ["argmax", "argmin"])
-@pytest.mark.parametrize("vt", ["f32", "bf16", "s32"])
-@pytest.mark.parametrize("n", [16, 10, 3])
-def test_jax_argmax_over_sharded_dim_is_one_all_reduce_of_packed_pairs(kind, vt, n):
-    """JAX's argmax/argmin reducer: one s64 all-reduce of (value, index) pairs over the 4
-    devices holding parts of a row, with ties (lowest index), NaNs (the first wins), -0.0,
-    infinities and uneven shards (padding)."""
+def arg_reduce_case(kind, vt, n, out):
+    """JAX's argmax/argmin reduce over a row sharded 4 ways, its result `out`, with ties,
+    NaNs, -0.0, infinities and uneven shards; the module and its input."""
     big = {"f32": "inf", "bf16": "inf", "s32": "2147483647"}[vt]
     init = ("-" if kind == "argmax" else "") + big
     if vt == "s32" and kind == "argmax":
         init = "-2147483648"
-    text = JAX_ARG.replace("{vt}", vt).replace("{n}", str(n)).replace("{init}", init)
+    text = (JAX_ARG.replace("{out}", out).replace("{vt}", vt).replace("{n}", str(n))
+            .replace("{init}", init))
     module = parse_hlo(text.replace("{dir}", "GT" if kind == "argmax" else "LT"))
     rng = np.random.default_rng(n)
     x = rng.integers(-3, 3, (6, n)).astype(np.float32)
@@ -271,13 +269,35 @@ def test_jax_argmax_over_sharded_dim_is_one_all_reduce_of_packed_pairs(kind, vt,
         x = x.astype(ml_dtypes.bfloat16)
     elif vt == "s32":
         x = x.astype(np.int32)
+    return module, x
+
+
+@pytest.mark.parametrize("kind", ["argmax", "argmin"])
+@pytest.mark.parametrize("vt", ["f32", "bf16", "s32"])
+@pytest.mark.parametrize("n", [16, 10, 3])
+def test_jax_argmax_over_sharded_dim_is_one_all_reduce_of_packed_pairs(kind, vt, n):
+    """Only the indices used (``jnp.argmax``): one s64 all-reduce of (value, index) pairs
+    over the 4 devices holding parts of a row; ties go to the lowest index, the first NaN
+    wins, -0.0 ties with 0.0."""
+    module, x = arg_reduce_case(kind, vt, n, "s32[6] get-tuple-element(r), index=1")
     pick = np.argmax if kind == "argmax" else np.argmin
     index = pick(x.astype(np.float32), axis=1).astype(np.int32)
-    value = np.take_along_axis(x, index[:, None].astype(np.intp), axis=1)[:, 0]
-    spmd = check(module, [x], propagate=True, expected=[value, index], rtol=0, atol=0)
+    spmd = check(module, [x], propagate=True, expected=[index], rtol=0, atol=0)
     rows = collective_table(spmd)
     assert [(r["kind"], r["dtype"], r["group_size"]) for r in rows] == [("all-reduce", "s64", 4)]
     assert totals(rows)["total"] == 2 * 3 / 4 * (6 * 8)
+
+
+@pytest.mark.parametrize("kind", ["argmax", "argmin"])
+@pytest.mark.parametrize("vt", ["f32", "bf16", "s32"])
+@pytest.mark.parametrize("n", [16, 10, 3])
+def test_arg_reduce_with_its_values_used_keeps_their_bits(kind, vt, n):
+    """The values used too: float values keep the bits of the unpartitioned reduce (which
+    -0.0 or NaN its fold meets), so they are gathered; integer values are still packed."""
+    module, x = arg_reduce_case(kind, vt, n, "tuple(r)")
+    spmd = check(module, [x], propagate=True, rtol=0, atol=0, bits=True)
+    dtypes = [r["dtype"] for r in collective_table(spmd)]
+    assert dtypes == (["s64"] if vt == "s32" else [vt, "s32"])
 
 
 ONE_SIDED = """HloModule one_sided

@@ -14,7 +14,8 @@ f32 exactly) by their bits with the magnitude of negatives flipped, NaN to the e
 wins (as the reducer prefers NaN), -0.0 to +0.0 (equal under the reducer's compare, so the
 index decides); signed and narrow unsigned integers as themselves. The unpacked value is the
 winning value itself, except that a winning -0.0 comes back as +0.0 and a winning NaN as the
-canonical NaN of its sign. Other reducers or types (f64, s64 or u32 values, s64 indices)
+canonical NaN of its sign (so the partitioner packs only where those values are unused or integers,
+as in ``jnp.argmax``). Other reducers or types (f64, s64 or u32 values, s64 indices)
 return None and keep the all-gather.
 
 >>> from xla_spmd.ir import F32, S32, ArrayShape, Builder
@@ -44,6 +45,7 @@ from xla_spmd.ir import (
 )
 
 _FLOATS = (F32, F16, BF16)
+FLOAT_ARG_VALUES = _FLOATS  # value types whose -0.0 and NaN the packing canonicalises
 _INTS = (S8, S16, S32, U8, U16)
 _S32_MAX = 2**31 - 1
 _SWAP = {"GT": "LT", "GE": "LE"}

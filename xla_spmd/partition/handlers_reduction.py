@@ -21,7 +21,7 @@ import dataclasses
 
 from xla_spmd.ir import TupleShape
 from xla_spmd.mesh import overlaps_any
-from xla_spmd.partition.argreduce import arg_kind, combine_arg_partials
+from xla_spmd.partition.argreduce import FLOAT_ARG_VALUES, arg_kind, combine_arg_partials
 from xla_spmd.partition.halo import cheaper_than_gather, exchange, local_window, plan_window
 from xla_spmd.partition.handlers_windowed import select_and_scatter_halo
 from xla_spmd.partition.park import moved_bytes, park
@@ -85,12 +85,26 @@ def reduce(low, inst, operands):
     return low.reshard(value, target)
 
 
+def _values_unused(low, inst) -> bool:
+    """Whether only the indices of the arg-reduce `inst` are used (``jnp.argmax``): the packed
+    all-reduce returns a winning -0.0 as +0.0 and a NaN as the canonical NaN, where the
+    reducer's own fold keeps whichever its order meets, so a used float value keeps the
+    all-gather and the bits of the unpartitioned reduce."""
+    def used(value) -> bool:
+        return value is low.root or bool(low.uses.get(value))
+
+    return inst is not low.root and all(
+        user.opcode == "get-tuple-element" and (user.attrs.index != 0 or not used(user))
+        for user in low.uses.get(inst, ()))
+
+
 def _combine_partials(low, inst, local, partial, inits):
     """The variadic reduce `inst` finished across the devices of `partial` axes: each
     result's partial values all-gathered along a new minor dim, then reduced again."""
     em = low.em
     kind = arg_kind(inst.attrs.to_apply)
-    if kind is not None:
+    if kind is not None and (_values_unused(low, inst)
+                             or local.shape.elements[0].dtype not in FLOAT_ARG_VALUES):
         return combine_arg_partials(em, local, partial, kind)
     gathered = []
     for index, shape in enumerate(local.shape.elements):

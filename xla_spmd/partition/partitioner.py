@@ -59,6 +59,8 @@ class Lowering:
         self.recompute: dict[Instruction, object] = {}
         # The users of each instruction of the computation being lowered (for look-ahead).
         self.uses: dict[Instruction, list[Instruction]] = {}
+        # The root of the computation being lowered: its value is used by the caller.
+        self.root: Instruction | None = None
 
     # -- shardings -------------------------------------------------------------------------
     def sharding(self, dims_axes, unreduced=()) -> TensorSharding:
@@ -196,20 +198,26 @@ class Lowering:
     # -- computations ----------------------------------------------------------------------
     def lower_body(self, computation: Computation, env: dict) -> object:
         """Partition `computation`'s instructions (parameters pre-bound in `env`)."""
-        self.uses = computation.users()
-        for inst in computation.instructions:
-            if inst in env:
-                continue
-            operands = [env[o] for o in inst.operands]
-            try:
-                env[inst] = handler_for(inst)(self, inst, operands)
-            except XlaSpmdError as error:
-                if getattr(error, "_spmd_context", False):
-                    raise
-                wrapped = PartitionError(f"partitioning {computation.name}: {error}\n  at: "
-                                         f"{print_instruction(inst)}")
-                wrapped._spmd_context = True
-                raise wrapped from error
+        # Handlers look ahead at the users of the computation being lowered; a nested body
+        # (a loop's, a branch's) has its own, and the outer ones come back after it.
+        outer = self.uses, self.root
+        self.uses, self.root = computation.users(), computation.root
+        try:
+            for inst in computation.instructions:
+                if inst in env:
+                    continue
+                operands = [env[o] for o in inst.operands]
+                try:
+                    env[inst] = handler_for(inst)(self, inst, operands)
+                except XlaSpmdError as error:
+                    if getattr(error, "_spmd_context", False):
+                        raise
+                    wrapped = PartitionError(f"partitioning {computation.name}: {error}\n"
+                                             f"  at: {print_instruction(inst)}")
+                    wrapped._spmd_context = True
+                    raise wrapped from error
+        finally:
+            self.uses, self.root = outer
         return env[computation.root]
 
     def parameter(self, number: int, global_shape, shardings, name: str):
