@@ -7,6 +7,7 @@ computations through ``self.module``. Every error names the attribute and the po
 from __future__ import annotations
 
 import re
+from typing import Protocol
 
 import numpy as np
 
@@ -24,6 +25,7 @@ from xla_spmd.ir.attributes import (
     SliceDim,
     Window,
 )
+from xla_spmd.ir.hlo_lexer import Scanner
 from xla_spmd.ir.module import Computation
 from xla_spmd.ir.ops import AttrKind, AttrSpec, Op
 
@@ -32,11 +34,17 @@ _PADDING_RE = re.compile(r"-?[0-9]+_-?[0-9]+(_-?[0-9]+)?(x-?[0-9]+_-?[0-9]+(_-?[
 _WINDOW_VALUES_RE = re.compile(r"[-0-9_x]+")
 
 
+class _ComputationSource(Protocol):
+    """What the mixin needs of the module parser: called computations, built on demand."""
+
+    def _build(self, name: str, pos: int) -> Computation: ...
+
+
 class AttributeValueParser:
     """Reads one attribute value of a given kind (mixed into the computation parser)."""
 
-    s: object
-    module: object
+    s: Scanner
+    module: _ComputationSource
 
     def value(self, spec: AttrSpec, op: Op):
         s, kind = self.s, spec.kind

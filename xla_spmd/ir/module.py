@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 
 from xla_spmd.errors import VerifyError
+from xla_spmd.ir.attr_types import Attrs
 from xla_spmd.ir.ops import AttrKind, Op
 from xla_spmd.ir.shapes import Shape
 
@@ -38,7 +39,7 @@ class Instruction:
     op: Op
     operands: tuple[Instruction, ...]
     shape: Shape
-    attrs: object
+    attrs: Attrs
     sharding: object | None = None
     frontend_attributes: Pairs = ()
     extras: Pairs = ()

@@ -23,8 +23,13 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from xla_spmd.errors import MissingRuleError, VerifyError
+
+if TYPE_CHECKING:
+    from xla_spmd.ir.attr_types import Attrs
+    from xla_spmd.ir.shapes import Shape
 
 
 class Family(Enum):
@@ -108,7 +113,7 @@ class AttrSpec:
         return self.default is REQUIRED
 
 
-InferFn = Callable[..., object]  # (operand shapes, attrs, declared shape) -> Shape
+InferFn = Callable[..., "Shape"]  # (operand shapes, attrs, declared shape) -> Shape
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -164,7 +169,7 @@ class Op:
                 return spec
         return None
 
-    def make_attrs(self, **values):
+    def make_attrs(self, **values) -> Attrs:
         """Build this op's attribute value, filling defaults and checking names."""
         for name in values:
             if self.attr(name) is None:
