@@ -47,3 +47,16 @@ def test_every_kind_has_a_type_that_resolves():
 def _namespace() -> dict:
     from xla_spmd.ir import attributes, module
     return vars(attributes) | {"Computation": module.Computation}
+
+
+def test_a_tuple_shape_has_no_array_fields():
+    import pytest
+
+    from xla_spmd.ir import F32, ArrayShape, TupleShape
+
+    shape = TupleShape((ArrayShape(F32, (2,)), ArrayShape(F32, ())))
+    for field in ("dims", "dtype", "rank", "num_elements", "layout"):
+        with pytest.raises(AttributeError, match=f"tuple shape .* has no '{field}'"):
+            getattr(shape, field)
+        assert getattr(shape, field, None) is None
+    assert not hasattr(shape, "dims")
