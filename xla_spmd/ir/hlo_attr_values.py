@@ -28,6 +28,7 @@ from xla_spmd.ir.attributes import (
 from xla_spmd.ir.hlo_lexer import Scanner
 from xla_spmd.ir.module import Computation
 from xla_spmd.ir.ops import AttrKind, AttrSpec, Op
+from xla_spmd.ir.shapes import Shape
 
 _LABELS_RE = re.compile(r"[0-9a-z?]+_[0-9a-z?]+->[0-9a-z?]+")
 _PADDING_RE = re.compile(r"-?[0-9]+_-?[0-9]+(_-?[0-9]+)?(x-?[0-9]+_-?[0-9]+(_-?[0-9]+)?)*")
@@ -35,9 +36,12 @@ _WINDOW_VALUES_RE = re.compile(r"[-0-9_x]+")
 
 
 class _ComputationSource(Protocol):
-    """What the mixin needs of the module parser: called computations, built on demand."""
+    """What the computation parser needs of the module parser: shapes, and called
+    computations built on demand."""
 
-    def _build(self, name: str, pos: int) -> Computation: ...
+    def _build(self, name: str, use_pos: int) -> Computation: ...
+
+    def shape(self, depth: int = 0) -> Shape: ...
 
 
 class AttributeValueParser:

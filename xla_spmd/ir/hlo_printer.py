@@ -63,11 +63,11 @@ def shape_text(shape, layout: bool = True) -> str:
 
 def _attribute_order(op: Op) -> list[str]:
     base = op.name[:-len("-start")] if op.name.endswith("-start") else op.name
-    names = [a.name for a in op.attrs if a.name not in _IN_PARENTHESES]
+    kinds = {a.name: a.kind for a in op.attrs if a.name not in _IN_PARENTHESES}
+    names = list(kinds)
     first = [n for n in _COLLECTIVE_ORDER.get(base, ()) if n in names]
     rest = [n for n in names if n not in first]
-    called = [n for n in rest
-              if op.attr(n).kind in (AttrKind.COMPUTATION, AttrKind.COMPUTATIONS)]
+    called = [n for n in rest if kinds[n] in (AttrKind.COMPUTATION, AttrKind.COMPUTATIONS)]
     return first + [n for n in rest if n not in called] + called
 
 
@@ -112,12 +112,13 @@ def _value_text(kind: AttrKind, value, percent: str) -> str | None:
 def replica_groups_text(groups: ReplicaGroups) -> str:
     if groups.mesh_axes_text is not None:
         return groups.mesh_axes_text
-    if groups.is_iota:
+    if groups.group_dims is not None and groups.reshape_dims is not None:  # iota
         text = (f"[{','.join(map(str, groups.group_dims))}]<="
                 f"[{','.join(map(str, groups.reshape_dims))}]")
         if groups.transpose is not None:
             text += f"T({','.join(map(str, groups.transpose))})"
         return text
+    assert groups.explicit is not None, "replica groups are iota or listed"
     return "{" + ",".join("{" + ",".join(map(str, g)) + "}" for g in groups.explicit) + "}"
 
 
@@ -173,6 +174,7 @@ def _attributes(inst: Instruction, percent: str) -> list[str]:
     out = []
     for name in _attribute_order(op):
         spec = op.attr(name)
+        assert spec is not None  # `name` is one of op's attributes
         value = getattr(inst.attrs, name.replace("-", "_"))
         at_default = not spec.required and value == spec.default
         if value is None or (at_default and (op.name, name) not in _ALWAYS_PRINTED):

@@ -30,7 +30,9 @@ class ArrayShape:
 
     def __post_init__(self):
         if not isinstance(self.dims, tuple):
-            object.__setattr__(self, "dims", tuple(int(d) for d in self.dims))
+            # Any sequence of ints is accepted at run time and stored as a tuple.
+            dims = tuple(int(d) for d in self.dims)  # pyright: ignore[reportGeneralTypeIssues]
+            object.__setattr__(self, "dims", dims)
         if any(d < 0 for d in self.dims):
             raise VerifyError(f"negative dimension in shape {self}")
         if self.layout is not None and sorted(self.layout) != list(range(len(self.dims))):
