@@ -283,6 +283,13 @@ class HloSharding:
             return 1
         return self.tile_assignment.num_devices
 
+    @property
+    def tiles(self) -> TileAssignment:
+        """The tile assignment of a tiled sharding (ShardingError for another kind)."""
+        if self.tile_assignment is None:
+            raise ShardingError(f"{self} is not tiled")
+        return self.tile_assignment
+
     def device_array(self) -> np.ndarray:
         """The tile assignment's device ids (tiled shardings only)."""
         if self.tile_assignment is None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from types import EllipsisType
 
 from xla_spmd.errors import ShardingError
 from xla_spmd.mesh import AxisRef, Mesh, as_axis_ref
@@ -72,8 +73,8 @@ def _as_dim(dim: DimSharding | Sequence[AxisRef | str] | str | None) -> DimShard
     if dim is None:
         return DimSharding()
     if isinstance(dim, (str, AxisRef)):
-        return DimSharding((dim,))
-    return DimSharding(tuple(dim))
+        return DimSharding((as_axis_ref(dim),))
+    return DimSharding(tuple(map(as_axis_ref, dim)))
 
 
 def placement_key(mesh: Mesh, dims: Sequence[Sequence[object]]) -> tuple:
@@ -271,7 +272,7 @@ class TensorSharding:
         return f"TensorSharding({self.body_text()})"
 
     def replace(self, *, dims: Iterable | None = None, replicated: Iterable | None = None,
-                unreduced: Iterable | None = None, mesh_name: str | None | type = ...
+                unreduced: Iterable | None = None, mesh_name: str | None | EllipsisType = ...
                 ) -> TensorSharding:
         """A copy with some fields changed (validated again)."""
         return TensorSharding(
