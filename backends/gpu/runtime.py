@@ -48,7 +48,7 @@ def cupy_module():
     """CuPy, when it is installed and sees a CUDA GPU; otherwise an ``XlaSpmdError`` that says
     what is missing (no traceback of CuPy's own)."""
     try:
-        import cupy
+        import cupy  # pyright: ignore[reportMissingImports]  (the gpu extra)
     except ImportError as error:
         raise XlaSpmdError(
             "the GPU backend needs CuPy and a CUDA GPU: pip install -e '.[gpu]' "
@@ -131,7 +131,7 @@ class CupyRuntime:
     @staticmethod
     def arch() -> str:
         """The virtual architecture of this process's GPUs (``compute_80``)."""
-        import cupy
+        import cupy  # pyright: ignore[reportMissingImports]  (the gpu extra)
 
         return f"compute_{cupy.cuda.Device(0).compute_capability}"
 
