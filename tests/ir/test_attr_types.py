@@ -60,3 +60,16 @@ def test_a_tuple_shape_has_no_array_fields():
             getattr(shape, field)
         assert getattr(shape, field, None) is None
     assert not hasattr(shape, "dims")
+
+
+def test_literal_array_is_the_value_of_an_array_literal_only():
+    import numpy as np
+    import pytest
+
+    from xla_spmd.errors import VerifyError
+    from xla_spmd.ir.attributes import Literal
+
+    value = np.arange(3, dtype=np.int32)
+    assert Literal(value).array is value
+    with pytest.raises(VerifyError, match="tuple literal has no array value"):
+        Literal((Literal(value),)).array

@@ -294,6 +294,13 @@ class Literal:
     def is_tuple(self) -> bool:
         return isinstance(self.value, tuple)
 
+    @property
+    def array(self) -> np.ndarray:
+        """The value of an array literal (a tuple literal has none: VerifyError)."""
+        if isinstance(self.value, tuple):
+            raise VerifyError(f"a tuple literal has no array value: {self!r}")
+        return self.value
+
     def _key(self) -> tuple:
         if isinstance(self.value, tuple):
             return tuple(e._key() for e in self.value)
