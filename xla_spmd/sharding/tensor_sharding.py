@@ -24,6 +24,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from types import EllipsisType
+from typing import TYPE_CHECKING
 
 from xla_spmd.errors import ShardingError
 from xla_spmd.mesh import AxisRef, Mesh, as_axis_ref
@@ -42,6 +43,10 @@ class DimSharding:
     axes: tuple[AxisRef, ...] = ()
     is_closed: bool = True
     priority: int | None = None
+
+    if TYPE_CHECKING:  # what the generated __init__ accepts; __post_init__ normalizes it
+        def __init__(self, axes: Iterable[AxisRef | str] = (), is_closed: bool = True,
+                     priority: int | None = None) -> None: ...
 
     def __post_init__(self) -> None:
         axes = tuple(as_axis_ref(axis) for axis in self.axes)
@@ -67,7 +72,12 @@ class DimSharding:
         return text if self.priority is None else f"{text}p{self.priority}"
 
 
-def _as_dim(dim: DimSharding | Sequence[AxisRef | str] | str | None) -> DimSharding:
+# A dim as `TensorSharding` accepts it: a DimSharding, axis names or refs (closed), one
+# name, or None (replicated).
+DimInput = DimSharding | Sequence[AxisRef | str] | str | None
+
+
+def _as_dim(dim: DimInput) -> DimSharding:
     if isinstance(dim, DimSharding):
         return dim
     if dim is None:
@@ -102,6 +112,12 @@ class TensorSharding:
     replicated: tuple[AxisRef, ...] = ()
     unreduced: tuple[AxisRef, ...] = ()
     mesh_name: str | None = "mesh"  # None prints the mesh inline
+
+    if TYPE_CHECKING:  # what the generated __init__ accepts; __post_init__ normalizes it
+        def __init__(self, mesh: Mesh, dims: Iterable[DimInput],
+                     replicated: Iterable[AxisRef | str] = (),
+                     unreduced: Iterable[AxisRef | str] = (),
+                     mesh_name: str | None = "mesh") -> None: ...
 
     def __post_init__(self) -> None:
         if not isinstance(self.mesh, Mesh):
