@@ -23,7 +23,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from xla_spmd.errors import MissingRuleError, VerifyError
 
@@ -215,7 +215,7 @@ def op_named(name: str) -> Op:
         raise MissingRuleError(f"unknown opcode {name!r}") from None
 
 
-class Registry(dict):
+class Registry(dict[str, Callable[..., Any]]):
     """A per-concern table keyed by opcode name, filled by a decorator that refuses duplicates
     and names that are not opcodes (`known` and `what` say what else a table is keyed by: the
     custom-call targets, StableHLO op names).
@@ -255,7 +255,7 @@ class Registry(dict):
             return fn
         return decorate
 
-    def lookup(self, name: str):
+    def lookup(self, name: str) -> Callable[..., Any]:
         try:
             return self[name]
         except KeyError:

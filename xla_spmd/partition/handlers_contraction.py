@@ -46,7 +46,7 @@ class Factor:
     out: int | None = None
     contracting: bool = False
     replicated: bool = False  # dims that must stay whole
-    window: object = None  # a convolution's spatial dim: its WindowDim (halo exchange)
+    window: WindowDim | None = None  # a convolution's spatial dim (halo exchange)
     window_index: int = -1
     in_size: int = 0  # a spatial dim: the lhs size
     groups: int = 0  # feature / batch groups: shards must divide them
@@ -57,6 +57,7 @@ class Factor:
 def _lhs_plan(factor: Factor, mesh, axes):
     if factor.kernel_lhs is not None:
         return _kernel_plan(factor, axes_size(mesh, axes))
+    assert factor.lhs is not None and factor.window is not None  # a spatial dim's factor
     return plan_window(factor.lhs, factor.window, factor.in_size, factor.size,
                        axes_size(mesh, axes))
 
@@ -67,6 +68,7 @@ def _kernel_plan(factor: Factor, shards: int):
     kernel positions with the lhs window input starting at ``j*c - padding_low`` (a halo,
     zeros outside), giving a partial sum of the whole output dim."""
     w, size = factor.window, factor.size
+    assert w is not None and factor.kernel_lhs is not None  # a kernel spatial dim's factor
     if size % shards:
         return None
     c = size // shards
@@ -219,6 +221,7 @@ def choose(low, factors, lhs: PValue, rhs: PValue, out_shape, target):
         key = (cost, flops)
         if best_key is None or key < best_key:
             best, best_key = shardings, key
+    assert best is not None, "the assignment with every factor replicated is always valid"
     return best
 
 

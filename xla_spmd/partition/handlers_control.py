@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from xla_spmd.errors import PartitionError
-from xla_spmd.ir import TupleShape, rewrite
+from xla_spmd.ir import ArrayShape, TupleShape, rewrite
 from xla_spmd.ir.custom_calls import (
     FULL_TO_SHARD,
     GLOBAL_TO_LOCAL,
@@ -211,11 +211,11 @@ def manual_call(low, inst, operands):
     body = _strip_shardings(low, inst.attrs.to_apply)
     args = [low.pack(v) for v in operands]
     result = low.em.clone(inst, args, inst.shape, attrs=_with_body(inst.attrs, body))
-    shapes = inst.shape.elements if isinstance(inst.shape, TupleShape) else (inst.shape,)
     if not isinstance(inst.shape, TupleShape):
         return _ManualLeaf(result, low.replicated(inst.shape.rank), inst.shape)
     items = []
-    for index, shape in enumerate(shapes):
+    for index, shape in enumerate(inst.shape.elements):
+        assert isinstance(shape, ArrayShape), "a manual call returns a flat tuple of arrays"
         gte = low.em.op("get-tuple-element", result, index=index)
         items.append(_ManualLeaf(gte, low.replicated(shape.rank), shape))
     return PTuple(tuple(items))
@@ -228,6 +228,7 @@ def manual_out(low, inst, operands):
     shapes = inst.shape.elements if isinstance(inst.shape, TupleShape) else (inst.shape,)
     results = []
     for value, sharding, shape, target in zip(operands, out_shardings, shapes, targets):
+        assert isinstance(shape, ArrayShape), "a manual region returns a flat tuple of arrays"
         have = _restrict(low, low.normalize(sharding, shape.rank), manual)
         results.append(low.reshard(PValue(value.inst, have, shape), target))
     if isinstance(inst.shape, TupleShape):

@@ -141,6 +141,7 @@ def _masked_gather(low, inst, attrs, x, i, partial, achieved, batch_out, target)
     out_sharding = low.sharding(achieved, [x for axes in partial.values() for x in axes])
     value = low.emit(inst, [x.inst, idx], out_sharding, attrs=attrs)
     local_dims = value.inst.shape.dims
+    assert mask is not None  # at least one batch dim is compared
     wide = em.op("broadcast", mask, shape=ArrayShape(mask.shape.dtype, local_dims),
                  dimensions=tuple(batch_out))
     zeros = em.broadcast_scalar(em.scalar(0, inst.shape.dtype), local_dims)

@@ -204,7 +204,7 @@ def reshape(low, inst, operands):
     mesh = low.mesh
     in_dims, out_dims = operand.global_shape.dims, inst.shape.dims
     out_axes = _dims_axes(target)
-    operand_axes = [()] * len(in_dims)
+    operand_axes: list[tuple[AxisRef, ...]] = [()] * len(in_dims)
     achieved = list(out_axes)
     for gi, go in reshape_groups(in_dims, out_dims):
         axes = tuple(a for o in go for a in out_axes[o])
@@ -214,7 +214,7 @@ def reshape(low, inst, operands):
             on_out = distribute(mesh, axes, [out_dims[o] for o in go])
             ok = (on_in is not None and on_out is not None and all(
                 on_out[n] == _canonical(mesh, out_axes[o]) for n, o in enumerate(go)))
-            if ok:
+            if ok and on_in is not None:
                 for n, i in enumerate(gi):
                     operand_axes[i] = on_in[n]
         if not ok:

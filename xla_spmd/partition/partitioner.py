@@ -27,6 +27,8 @@ instruction keeps the sharding of the value it computes (for inspection), and th
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from xla_spmd.errors import PartitionError, XlaSpmdError
 from xla_spmd.ir import (
     ArrayShape,
@@ -55,7 +57,8 @@ class Lowering:
         self.em = Emitter(state)
         # Local values that are cheaper to compute again in another sharding than to move
         # (constants, iotas, broadcasts): local instruction -> (recompute(target), its cost).
-        self.recompute: dict[Instruction, object] = {}
+        # A reshard's result -> (redo the reshard to a target, bytes that would move)
+        self.recompute: dict[Instruction, tuple[Callable, Callable]] = {}
         # The users of each instruction of the computation being lowered (for look-ahead).
         self.uses: dict[Instruction, list[Instruction]] = {}
 
@@ -164,6 +167,7 @@ class Lowering:
              global_shape=None, attrs=None) -> PValue:
         """`original`'s op on local operands; the result is `sharding` of `global_shape`."""
         global_shape = global_shape or original.shape
+        assert isinstance(global_shape, ArrayShape), "emit makes one array"
         local = self.local_shape(global_shape, sharding)
         inst = self.em.clone(original, [o.inst if isinstance(o, PValue) else o
                                         for o in operands], local, sharding, attrs)
@@ -193,7 +197,7 @@ class Lowering:
         return self.em.op("tuple", *[self.pack(item) for item in value.items])
 
     # -- computations ----------------------------------------------------------------------
-    def lower_body(self, computation: Computation, env: dict) -> object:
+    def lower_body(self, computation: Computation, env: dict) -> PValue | PTuple:
         """Partition `computation`'s instructions (parameters pre-bound in `env`)."""
         self.uses = computation.users()
         for inst in computation.instructions:
@@ -207,7 +211,7 @@ class Lowering:
                     raise
                 wrapped = PartitionError(f"partitioning {computation.name}: {error}\n  at: "
                                          f"{print_instruction(inst)}")
-                wrapped._spmd_context = True
+                wrapped._spmd_context = True  # pyright: ignore[reportAttributeAccessIssue]
                 raise wrapped from error
         return env[computation.root]
 

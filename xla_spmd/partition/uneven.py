@@ -44,7 +44,7 @@ def valid_mask(low, value, dims) -> Instruction | None:
         limit = em.broadcast_scalar(em.scalar(value.global_shape.dims[dim], S32), local)
         inside = em.op("compare", position, limit, direction=ComparisonDirection.LT)
         mask = inside if mask is None else em.op("and", mask, inside)
-    assert mask.shape.dtype is PRED
+    assert mask is not None and mask.shape.dtype is PRED
     return mask
 
 
