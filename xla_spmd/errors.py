@@ -69,7 +69,12 @@ class PartitionError(XlaSpmdError):
 
 
 class EvaluationError(XlaSpmdError):
-    """A program cannot be evaluated: unknown custom-call target, bad argument, no rule."""
+    """A program cannot be evaluated: unknown custom-call target, bad argument, no rule.
+
+    `located` is set once the message shows the instructions around the failing one.
+    """
+
+    located: bool  # unset reads as False through getattr
 
 
 class CommunicationError(XlaSpmdError):

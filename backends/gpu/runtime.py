@@ -149,7 +149,7 @@ class CupyRuntime:
         host = self.cupy.asnumpy(value) if isinstance(value, self.cupy.ndarray) else (
             np.asarray(value))
         if isinstance(shape, ArrayShape) and shape.dtype is BF16 and host.dtype == np.uint16:
-            host = host.view(shape.dtype.numpy)
+            host = host.view(shape.dtype.array_dtype)
         return host
 
     def widen(self, x, dtype):

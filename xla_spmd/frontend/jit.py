@@ -179,7 +179,7 @@ class Traced:
         shapes = ([root.shape] if self._lowered.out_tree.num_leaves == 1 and
                   root.opcode != "tuple" else [o.shape for o in root.operands])
         return tree_unflatten(self._lowered.out_tree, [
-            ShapeDtypeStruct(s.dims, s.dtype.numpy) for s in shapes])
+            ShapeDtypeStruct(s.dims, s.dtype.array_dtype) for s in shapes])
 
     def lower(self) -> Lowered:
         return self._lowered

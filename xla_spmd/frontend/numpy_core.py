@@ -353,7 +353,7 @@ def dot(a, b, preferred_element_type=None):
 def _numpy_dtype(dtype) -> np.dtype:
     """The numpy dtype of a type (numpy, scalar type, DType) or of a value."""
     if isinstance(dtype, DType):
-        return dtype.numpy
+        return dtype.array_dtype
     own = getattr(dtype, "dtype", None)
     return own if isinstance(own, np.dtype) else np.dtype(dtype)
 

@@ -214,7 +214,7 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0) -> Value:
     if rng_bits != nbits:
         raw = lax.convert(raw, uint)
     mantissa = bind("shift-right-logical", raw, lax.full(shape, rng_bits - nmant, uint))
-    one_bits = int(np.array(1.0, dtype.numpy).view(uint.numpy))
+    one_bits = int(np.array(1.0, dtype.array_dtype).view(uint.array_dtype))
     floats = lax.bitcast_convert(bind("or", mantissa, lax.full(shape, one_bits, uint)), dtype)
     floats = lax.sub(floats, lax.full(shape, 1.0, dtype))
     low = _bcast_to(xnp.astype(minval, dtype), shape)

@@ -86,7 +86,7 @@ class Value:
 
     @property
     def dtype(self) -> np.dtype:
-        return self.aval.dtype.numpy
+        return self.aval.dtype.array_dtype
 
     @property
     def ndim(self) -> int:

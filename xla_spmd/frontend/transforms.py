@@ -575,7 +575,7 @@ def eval_shape(fun: Callable, *args, **kwargs):
 
     _, outputs = trace_computation(flat, avals, fresh_name("eval_shape"))
     return tree_unflatten(structure["out"], [
-        ShapeDtypeStruct(o.shape.dims, o.shape.dtype.numpy) for o in outputs])
+        ShapeDtypeStruct(o.shape.dims, o.shape.dtype.array_dtype) for o in outputs])
 
 
 __all__ = ["ShapeDtypeStruct", "checkpoint", "checkpoint_policies", "custom_jvp",

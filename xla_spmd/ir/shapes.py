@@ -77,6 +77,12 @@ class ArrayShape:
     def leaves(self) -> tuple[ArrayShape, ...]:
         return (self,)
 
+    @property
+    def elements(self) -> NoReturn:
+        """A tuple's field: on an array it raises AttributeError, as a missing attribute would
+        (``hasattr(shape, "elements")`` is still False), naming the shape."""
+        raise AttributeError(f"the array shape {self} has no 'elements' (a tuple's field)")
+
     def __str__(self) -> str:
         if self.dtype is TOKEN:
             return "token[]"

@@ -151,7 +151,7 @@ def _scalar(token: str, offset: int, dtype: DType):
         bits = int(token, 16)
         if bits >= 1 << base.bits:
             raise DenseLiteralError(f"bit pattern {token} does not fit {base.mlir}", offset)
-        return np.array(bits, _bits_view(base)).view(base.numpy)[()]
+        return np.array(bits, _bits_view(base)).view(base.array_dtype)[()]
     if dtype.is_float or dtype.is_complex:
         return float(int(token, 16)) if token.startswith("0x") else float(token)
     try:
