@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -124,7 +125,7 @@ class CupyRuntime:
         self.visible = self.cupy.cuda.runtime.getDeviceCount()
         self.mpi = mpi
         self.ptx_path = ptx_path
-        self._modules: dict[int, object] = {}
+        self._modules: dict[int, Any] = {}  # GPU -> its cupy.RawModule
         self._lock = threading.Lock()
         self.name = self.cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
 
