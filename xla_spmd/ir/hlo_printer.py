@@ -25,11 +25,13 @@ Conventions (chosen to reproduce the JAX/XLA dumps in tests/data/jax byte for by
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 from xla_spmd.ir.attributes import ReplicaGroups, Window
 from xla_spmd.ir.custom_calls import SDY_MESHES, SDY_SHARDING
 from xla_spmd.ir.hlo_lexer import escape
 from xla_spmd.ir.literals import format_literal
-from xla_spmd.ir.module import Computation, Instruction, Module
+from xla_spmd.ir.module import AxisSharding, Computation, Instruction, Module
 from xla_spmd.ir.ops import AttrKind, Op
 from xla_spmd.ir.shapes import ArrayShape, TupleShape
 
@@ -237,7 +239,7 @@ def print_computation(computation: Computation, is_entry: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _is_axis_based(sharding) -> bool:
+def _is_axis_based(sharding: object) -> TypeGuard[AxisSharding]:
     """Axis-based shardings (xla_spmd.sharding.TensorSharding, which this layer may not
     import) offer their GSPMD form and their Shardy body text."""
     return hasattr(sharding, "to_hlo_sharding") and hasattr(sharding, "body_text")

@@ -24,7 +24,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from types import EllipsisType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from xla_spmd.errors import ShardingError
 from xla_spmd.mesh import AxisRef, Mesh, as_axis_ref
@@ -85,6 +85,29 @@ def _as_dim(dim: DimInput) -> DimSharding:
     if isinstance(dim, (str, AxisRef)):
         return DimSharding((as_axis_ref(dim),))
     return DimSharding(tuple(map(as_axis_ref, dim)))
+
+
+class _Sharded(Protocol):
+    """An instruction, as far as `axis_shardings` reads it (this layer does not import ir's
+    module)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def sharding_leaves(self) -> tuple[object, ...]: ...
+
+
+def axis_shardings(inst: _Sharded) -> tuple[TensorSharding, ...]:
+    """The axis-based sharding of each result leaf of `inst` (an `Instruction`): every value
+    has one once shardings are imported and propagated; a missing or GSPMD one is an error
+    naming the instruction."""
+    found = []
+    for sharding in inst.sharding_leaves():
+        if not isinstance(sharding, TensorSharding):
+            raise ShardingError(f"{inst.name}: expected an axis-based sharding on each result, "
+                                f"got {sharding}")
+        found.append(sharding)
+    return tuple(found)
 
 
 def placement_key(mesh: Mesh, dims: Sequence[Sequence[object]]) -> tuple:

@@ -25,7 +25,12 @@ from __future__ import annotations
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import Computation, Instruction, Module, TupleShape
 from xla_spmd.ir.custom_calls import DATA_FLOW_EDGE, FUNC_RESULT_SHARDING, MANUAL_BODY
-from xla_spmd.sharding import TensorSharding, is_unconstrained, print_sharding_per_value
+from xla_spmd.sharding import (
+    TensorSharding,
+    axis_shardings,
+    is_unconstrained,
+    print_sharding_per_value,
+)
 from xla_spmd.stablehlo.lexer import escape
 from xla_spmd.stablehlo.registry import PRINTERS
 from xla_spmd.stablehlo.scope import RESULT_INFO, VISIBILITY
@@ -53,7 +58,7 @@ def export_stablehlo(module: Module) -> str:
 
 def sharding_attr(inst: Instruction) -> str:
     """``#sdy.sharding_per_value<[...]>`` of an instruction's sharding (one or a tuple)."""
-    return print_sharding_per_value(inst.sharding_leaves())
+    return print_sharding_per_value(axis_shardings(inst))
 
 
 def says_something(inst: Instruction, scalars: bool = True) -> bool:

@@ -217,7 +217,11 @@ def _convert(importer, scope, node, operands):
 def _reduce_precision(importer, scope, node, operands):
     attrs = node.attrs
     if "format" in attrs:
-        exponent, mantissa = re.fullmatch(r"e(\d+)m(\d+)", attrs["format"]).groups()
+        match = re.fullmatch(r"e(\d+)m(\d+)", attrs["format"])
+        if match is None:
+            raise importer.error(node, f"format {attrs['format']!r} is not eNmM (exponent and "
+                                       "mantissa bits)")
+        exponent, mantissa = match.groups()
     else:
         exponent, mantissa = attrs["exponent_bits"], attrs["mantissa_bits"]
     return scope.emit("reduce-precision", operands, result_type(node),
