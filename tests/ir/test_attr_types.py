@@ -72,4 +72,4 @@ def test_literal_array_is_the_value_of_an_array_literal_only():
     value = np.arange(3, dtype=np.int32)
     assert Literal(value).array is value
     with pytest.raises(VerifyError, match="tuple literal has no array value"):
-        Literal((Literal(value),)).array
+        _ = Literal((Literal(value),)).array
