@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+from collections.abc import Sequence
 
 import ml_dtypes
 import numpy as np
@@ -368,7 +369,7 @@ def iinfo(dtype):
     return ml_dtypes.iinfo(_numpy_dtype(dtype))
 
 
-def tensordot(a, b, axes=2):
+def tensordot(a, b, axes: int | Sequence = 2) -> Value:
     a, b = _promote_dtype(a, b)
     if isinstance(axes, int):
         axes = (tuple(range(a.ndim - axes, a.ndim)), tuple(range(axes)))

@@ -99,6 +99,7 @@ def _counters(shape) -> tuple[Value, Value]:
             term = lax.mul(term, lax.full(shape, stride, U32))
         low = term if low is None else lax.add(low, term)
         stride *= shape[dim]
+    assert low is not None  # shape has a dim
     return high, low
 
 
@@ -201,7 +202,8 @@ def _finfo(dtype: DType):
     return ml_dtypes.finfo(dtype.numpy)
 
 
-def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0) -> Value:
+def uniform(key, shape=(), dtype=None, minval: float | Value = 0.0,
+            maxval: float | Value = 1.0) -> Value:
     """Floats in ``[minval, maxval)``: random mantissa bits of a float in [1, 2), minus 1,
     scaled (``max(minval, u * (maxval - minval) + minval)``)."""
     dtype = _float_dtype(dtype, "uniform")

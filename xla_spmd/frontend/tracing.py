@@ -226,26 +226,31 @@ class Array(Value):
         from xla_spmd.sharding import NamedSharding, PartitionSpec
         return NamedSharding(Mesh((), ()), PartitionSpec())
 
-    def __array__(self, dtype=None, copy=None):
-        return self.value if dtype is None else self.value.astype(dtype)
+    def _array(self) -> np.ndarray:
+        if isinstance(self.value, tuple):
+            raise TypeError(f"a tuple value ({self.aval}) is not an array")
+        return self.value
 
-    def __bool__(self):
+    def __array__(self, dtype=None, copy=None):
+        return self.value if dtype is None else self._array().astype(dtype)
+
+    def __bool__(self) -> bool:
         return bool(self.value)
 
-    def __float__(self):
-        return float(self.value)
+    def __float__(self) -> float:
+        return float(self._array())
 
-    def __int__(self):
-        return int(self.value)
+    def __int__(self) -> int:
+        return int(self._array())
 
-    def __index__(self):
-        return int(self.value)
+    def __index__(self) -> int:
+        return int(self._array())
 
     def item(self):
-        return self.value.item()
+        return self._array().item()
 
     def tolist(self):
-        return self.value.tolist()
+        return self._array().tolist()
 
     def __repr__(self) -> str:
         return f"Array({self.value!r})"
@@ -296,7 +301,7 @@ class Trace:
         self.name = name
         self.builder = Builder(name)
         self.parent = _TRACES[-1] if _TRACES else None
-        self.captures: list[Value] = []           # outer values, one per capture parameter
+        self.captures: list[Tracer] = []          # outer values, one per capture parameter
         self._captured: dict[int, Instruction] = {}
         self.parameters: list[Instruction] = []
         # The manual (shard_map) region this trace is in: its mesh and manual axes.
@@ -595,6 +600,7 @@ def comparator(dtypes, descending: bool = False, num_keys: int = 1) -> Computati
             else:
                 equal = _compare(b, lhs, rhs, "EQ", ctype)
                 result = b.op("or", less, b.op("and", equal, result))
+        assert result is not None  # a comparator compares at least one pair
         _REDUCERS[key] = b.build(result, fresh_name("region_compare"))
     return _REDUCERS[key]
 
