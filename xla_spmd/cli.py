@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -117,7 +118,7 @@ def cmd_run(args) -> int:
     for i, out in enumerate(outputs):
         print(_summary(f"out{i}", out))
     if args.output:
-        arrays = {f"out{i}": _to_npz_array(o) for i, o in enumerate(outputs)}
+        arrays: dict[str, Any] = {f"out{i}": _to_npz_array(o) for i, o in enumerate(outputs)}
         write_file(args.output, lambda file: np.savez(file, **arrays))
         print(f"wrote {len(outputs)} outputs to {args.output}")
     return 0
@@ -193,6 +194,7 @@ def _run_on_devices(module, inputs, devices: int | None, backend: str | None) ->
     mesh = None if _has_shardings(module) else make_mesh({"x": topology().num_devices})
     program = pipeline.compile(module, mesh=mesh, backend=backend,
                                devices=[d.id for d in local_devices()])
+    assert program.executable is not None  # compile() compiled it for the devices
     outputs = Runner(program.module, program.executable)(inputs)
     return [o.gather() for o in outputs]
 
@@ -362,7 +364,7 @@ def _apply_options(args) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="xla-spmd", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="xla-spmd", description=(__doc__ or "").split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="run a program: on one device, or partitioned over "

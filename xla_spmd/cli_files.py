@@ -219,8 +219,9 @@ def check_memory(module, path: str) -> None:
 
 
 def _bytes(count: int) -> str:
+    size: float = count
     for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if count < 1024 or unit == "PiB":
-            return f"{count:.4g} {unit}" if unit != "bytes" else f"{count} bytes"
-        count /= 1024
+        if size < 1024 or unit == "PiB":
+            return f"{size:.4g} {unit}" if unit != "bytes" else f"{count} bytes"
+        size /= 1024
     raise AssertionError("unreachable")

@@ -29,6 +29,8 @@ class XlaSpmdError(Exception):
     """
 
     peer_failed: bool  # set only on consequences; unset reads as False through getattr
+    # Under MPI: set on the error of a rank that stays quiet because another rank reports.
+    reported_by_another_rank: bool
 
 
 class ParseError(XlaSpmdError, ValueError):
