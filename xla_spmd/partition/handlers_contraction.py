@@ -20,6 +20,7 @@ import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from xla_spmd.ir import WindowDim
 from xla_spmd.mesh import overlaps_any
@@ -34,6 +35,11 @@ from xla_spmd.partition.registry import HANDLERS
 from xla_spmd.partition.reshard import axes_size, plan_reshard
 from xla_spmd.partition.uneven import zero_padding
 from xla_spmd.partition.values import PValue
+
+if TYPE_CHECKING:
+    from xla_spmd.ir import Instruction
+    from xla_spmd.partition.partitioner import Lowering
+    from xla_spmd.partition.values import PartValue
 
 MAX_ASSIGNMENTS = 4096
 
@@ -257,12 +263,12 @@ def contraction(low, inst, operands, factors):
 
 
 @HANDLERS.register("dot")
-def dot(low, inst, operands):
+def dot(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     lhs, rhs = operands
     return contraction(low, inst, operands,
                        dot_factors(inst, lhs.global_shape.rank, rhs.global_shape.rank))
 
 
 @HANDLERS.register("convolution")
-def convolution(low, inst, operands):
+def convolution(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     return contraction(low, inst, operands, conv_factors(inst))
