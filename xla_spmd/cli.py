@@ -23,44 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from xla_spmd.cli_files import (
+from xla_spmd.cli_files import (  # load_module: also xla_spmd.cli.load_module, as before
     check_memory,
     check_output_path,
     load_inputs,
+    load_module,
     read_text,
     write_file,
 )
 from xla_spmd.errors import XlaSpmdError
-
-
-def load_module(path: str):
-    """Read and verify a program file; the format follows the extension (.hlo, .txt: HLO
-    text; .mlir: StableHLO text)."""
-    from xla_spmd.ir.hlo_parser import parse_hlo
-
-    suffix = Path(path).suffix
-    if suffix not in (".hlo", ".txt", ".mlir"):
-        raise XlaSpmdError(f"{path}: unknown program format {suffix!r}; expected .hlo "
-                           "or .mlir")
-    text = read_text(path)
-    if suffix == ".mlir":
-        from xla_spmd.stablehlo import import_stablehlo
-        module = import_stablehlo(text, filename=path)
-    else:
-        module = parse_hlo(text, filename=path)
-    return _verified(module, path)
-
-
-def _verified(module, path: str):
-    """`module`, after the IR verifier accepted it (a `VerifyError` names the file)."""
-    from xla_spmd.errors import VerifyError
-    from xla_spmd.ir import verify
-
-    try:
-        verify(module)
-    except VerifyError as error:
-        raise XlaSpmdError(f"{path}: invalid program: {error}") from None
-    return module
 
 
 def write_module(module, path: str) -> None:

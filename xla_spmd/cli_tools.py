@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from xla_spmd.cli_files import load_module
 from xla_spmd.errors import XlaSpmdError
 
 
@@ -79,8 +80,6 @@ def cmd_inspect(args) -> int:
 
 
 def _load(path: str):
-    from xla_spmd.cli import load_module
-
     return load_module(path)
 
 
