@@ -27,7 +27,7 @@ Backends register by name in ``BACKENDS``; ``get_backend(name)`` loads one (``re
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -55,7 +55,26 @@ class Executable(Protocol):
     # Optional: an executable with ``lockstep = True`` also has
     # ``run_together(arguments_by_device, communicators_by_device) -> results_by_device``,
     # which runs a whole in-process world of devices on the calling thread; the runtime then
-    # calls it instead of ``run`` on one thread per device (see the CPU backend).
+    # calls it instead of ``run`` on one thread per device (see the CPU backend). One with
+    # ``collectives = "nccl"`` has ``gpu_of(device)`` (the GPU backend under mpirun).
+
+
+class LockstepExecutable(Executable, Protocol):
+    """An executable with ``lockstep = True`` (see `Executable`)."""
+
+    lockstep: bool
+
+    def run_together(self, arguments: Mapping[int, Sequence[np.ndarray]],
+                     communicators: Mapping[int, Any]) -> dict[int, list[np.ndarray]]: ...
+
+
+class NcclExecutable(Executable, Protocol):
+    """An executable with ``collectives = "nccl"``: its collectives run on the GPU of
+    `gpu_of` (see `Executable`)."""
+
+    collectives: str | None
+
+    def gpu_of(self, device: int) -> int: ...
 
 
 @runtime_checkable

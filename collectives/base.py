@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import ml_dtypes
 import numpy as np
@@ -55,7 +55,7 @@ TIMEOUT_HINT = ("raise the timeout: " + config.how_to_set("collective_timeout", 
 
 # Canonical op name -> numpy ufunc. On bool, add is logical or and multiply logical and,
 # as in numpy; "and"/"or" are bitwise on integers (HLO's and/or).
-NAMED_REDUCERS: dict[str, Reducer] = {
+NAMED_REDUCERS: dict[str, np.ufunc] = {
     "sum": np.add,
     "prod": np.multiply,
     "min": np.minimum,
@@ -131,6 +131,15 @@ class Communicator(Protocol):
 class BlockingCollectives:
     """The blocking collectives, each its nonblocking twin followed by `wait()`; every
     communicator inherits them and implements only the `*_start` methods."""
+
+    if TYPE_CHECKING:  # the nonblocking twins, implemented by each communicator
+        all_reduce_start: Callable[..., Handle]
+        all_gather_start: Callable[..., Handle]
+        reduce_scatter_start: Callable[..., Handle]
+        all_to_all_start: Callable[..., Handle]
+        collective_permute_start: Callable[..., Handle]
+        broadcast_start: Callable[..., Handle]
+        barrier_start: Callable[..., Handle]
 
     def _start_and_wait(self, start: Callable[..., Handle], *args: Any) -> Any:
         """A blocking collective: ``start(*args)``, then wait (a communicator that can do
@@ -319,18 +328,19 @@ def fold(arrays: Sequence[np.ndarray], op: ReduceOp, out: np.ndarray | None = No
     array([7.])
     """
     op = canonical_op(op)
-    reducer = NAMED_REDUCERS[op] if isinstance(op, str) else op
+    ufunc = NAMED_REDUCERS[op] if isinstance(op, str) else None  # reduces in place
+    reducer: Reducer = NAMED_REDUCERS[op] if isinstance(op, str) else op
     dtype = arrays[0].dtype
     compute = _compute_dtype(dtype)
     if op in ("and", "or") and dtype.kind not in "biu":
         raise CommunicationError(
             f"reduction {op!r} needs boolean or integer data, got {dtype}")
-    in_place = isinstance(op, str)
+    in_place = ufunc is not None
     rest = arrays[1:]
     if in_place and compute == dtype and rest:
         # The first step writes the accumulator (no copy of the first array first): one
         # pass over the data fewer, the same operations in the same order.
-        acc = reducer(arrays[0], rest[0],
+        acc = ufunc(arrays[0], rest[0],
                       out=np.empty(arrays[0].shape, dtype) if out is None else out)
         rest = rest[1:]
     elif out is not None and compute == dtype and in_place:
@@ -340,8 +350,8 @@ def fold(arrays: Sequence[np.ndarray], op: ReduceOp, out: np.ndarray | None = No
         acc = np.array(arrays[0], dtype=compute, copy=True)
     for item in rest:
         value = item if compute == dtype else item.astype(compute)
-        if in_place:
-            reducer(acc, value, out=acc)
+        if ufunc is not None:
+            ufunc(acc, value, out=acc)
         else:
             acc = np.asarray(reducer(acc, value), dtype=compute)
     if out is not None:

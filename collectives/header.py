@@ -57,7 +57,8 @@ def stable_hash(values: Sequence[int] | bytes) -> int:
 @functools.cache
 def _name_words(name: str) -> tuple[int, int]:
     raw = name.encode()[:_NAME_BYTES].ljust(_NAME_BYTES, b"\0")
-    return tuple(int(w) for w in np.frombuffer(raw, np.int64))
+    first, second = (int(w) for w in np.frombuffer(raw, np.int64))
+    return first, second
 
 
 def _name_of(words: np.ndarray) -> str:

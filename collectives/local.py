@@ -302,6 +302,7 @@ class LocalWorld:
                 self._waiting.discard(device)
             if rendezvous.error is not None:
                 raise CommunicationError(f"{describe(kind, group)}: {rendezvous.error}")
+            assert rendezvous.results is not None  # the loop ends on results or an error
             return rendezvous.results[group.index(device)]
 
 
@@ -363,6 +364,7 @@ class _LocalHandle:
 
     def wait(self) -> Any:
         if not self._done:
+            assert self._rendezvous is not None  # dropped only once done
             self._value = self._finish(self._world._wait(self._device, self._rendezvous))
             self._done = True
             self._rendezvous = None

@@ -344,6 +344,7 @@ class _MpiHandle:
             if self._steps is None:
                 if not owner._first_in_group(self, block):
                     return False
+                assert self._make_steps is not None  # dropped once the steps are made
                 self._steps = self._make_steps(self._inline)
                 self._make_steps = self._inline = None
             try:
@@ -353,7 +354,7 @@ class _MpiHandle:
                 self.done = True
                 owner._retire(self)
             else:
-                self._requests = (stage if type(stage) is list else
+                self._requests = (stage if isinstance(stage, list) else
                                   owner._post(stage, self.what, self._blocking))
         return True
 
@@ -440,10 +441,10 @@ class MpiCommunicator(BlockingCollectives):
         """The validated group tuple and its (payload, header) communicators."""
         comms = self._group_comms.get(group) if type(group) is tuple else None
         if comms is None:
-            group = check_group(kind, self._rank, group, self._size)
-            self.group_comm(group)
-            comms = self._group_comms[group]
-        return group, comms
+            checked = check_group(kind, self._rank, group, self._size)
+            self.group_comm(checked)
+            return checked, self._group_comms[checked]
+        return tuple(group), comms
 
     def group_comm(self, group: Sequence[int]) -> Any:
         """The MPI communicator of ``group`` (ranked in group order), created on first use.
@@ -510,7 +511,7 @@ class MpiCommunicator(BlockingCollectives):
         if self._waits_at_once and not self._in_flight:
             block[_WAITS_AT_ONCE] = 1
         inline = x is not None and x.nbytes <= _INLINE_BYTES
-        if inline:
+        if x is not None and inline:
             block[_HEADER_BYTES:_HEADER_BYTES + x.nbytes] = x.reshape(-1).view(np.uint8)
         blocks = np.empty((len(group), _BLOCK_BYTES), np.uint8)
         request = comms[1].Iallgather(block, blocks)
@@ -655,6 +656,7 @@ class MpiCommunicator(BlockingCollectives):
             if entered is None:
                 unknown.append(member)
             elif entered <= sequence:
+                assert state is not None  # a state read entered
                 doing = ("it is waiting in " + header.KINDS[int(state[1])] +
                          f" call #{int(state[3])} of another group" if state[0] == 1
                          else "it is not in a collective")
@@ -917,7 +919,9 @@ def install_abort_on_error() -> None:
     def thread_hook(args: threading.ExceptHookArgs) -> None:
         if args.exc_type is SystemExit:
             return
-        abort(args.exc_type, args.exc_value, args.exc_traceback)
+        # exc_value may be None (a bare exception type); abort_job formats that as it is.
+        abort(args.exc_type, args.exc_value,  # pyright: ignore[reportArgumentType]
+              args.exc_traceback)
 
     sys.excepthook = abort
     threading.excepthook = thread_hook

@@ -96,8 +96,9 @@ class AxisRef:
         (m1, k1), (m2, k2) = self.sub_axis, other.sub_axis
         if m1 < m2 * k2 and m2 < m1 * k1:
             return True
-        low, high = (self, other) if m1 < m2 else (other, self)
-        return high.pre_size % (low.pre_size * low.sub_axis[1]) != 0
+        low_size = k1 if m1 < m2 else k2
+        high_pre, low_pre = (m2, m1) if m1 < m2 else (m1, m2)
+        return high_pre % (low_pre * low_size) != 0
 
     def __str__(self) -> str:
         if self.sub_axis is None:

@@ -24,6 +24,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 import numpy as np
 
@@ -262,16 +263,19 @@ def make_mesh(axes: Mapping[str, int] | Sequence[tuple[str, int]] | Sequence[int
     """
     if axis_names is not None:
         names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
-        shape = (axes,) if isinstance(axes, (int, np.integer)) else tuple(axes)
+        # JAX's form: the sizes, one int or a sequence of them.
+        sizes: Any = axes
+        shape = (sizes,) if isinstance(sizes, (int, np.integer)) else tuple(sizes)
         if len(names) != len(shape):
             raise ShardingError(f"make_mesh: {len(shape)} axis sizes {shape} but "
                                 f"{len(names)} axis names {names}")
-        axes = list(zip(names, shape))
+        items: list[tuple[str, int]] = list(zip(names, shape))
+    else:
+        pairs: Any = axes.items() if isinstance(axes, Mapping) else axes
+        items = list(pairs)
     if devices is not None:
         ids = [int(getattr(d, "id", d)) for d in np.asarray(devices, dtype=object).flat]
-        device_ids = ids[:math.prod(s for _, s in (axes.items() if isinstance(axes, Mapping)
-                                                    else axes))]
-    items = list(axes.items()) if isinstance(axes, Mapping) else list(axes)
+        device_ids = ids[:math.prod(s for _, s in items)]
     ids = None if device_ids is None else tuple(int(d) for d in device_ids)
     if axis_types is None and config.default_axis_types == "explicit":
         axis_types = AxisType.Explicit

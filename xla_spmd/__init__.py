@@ -11,6 +11,7 @@ layers can import `xla_spmd.errors` without cycles.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
@@ -88,6 +89,76 @@ _EXPORTS = {
 }
 
 
+if TYPE_CHECKING:  # the lazy names above, for type checkers and IDEs
+    from xla_spmd.api import (
+        Array,
+        block_until_ready,
+        device_get,
+        device_put,
+        jit,
+        make_array_from_callback,
+        make_array_from_process_local_data,
+        make_array_from_single_device_arrays,
+        reshard,
+        shard_map,
+    )
+    from xla_spmd.autoshard import auto_shard
+    from xla_spmd.backends.reference import evaluate, evaluate_spmd
+    from xla_spmd.frontend.autodiff import grad, value_and_grad, vjp
+    from xla_spmd.frontend.jit import Lowered, set_mesh, typeof, use_mesh, with_sharding_constraint
+    from xla_spmd.frontend.pytree import (
+        register_dataclass,
+        register_pytree_node,
+        tree_flatten,
+        tree_leaves,
+        tree_map,
+        tree_structure,
+        tree_unflatten,
+        tree_util,
+    )
+    from xla_spmd.frontend.transforms import (
+        ShapeDtypeStruct,
+        checkpoint_policies,
+        custom_jvp,
+        custom_vjp,
+        eval_shape,
+        hessian,
+        jacfwd,
+        jacrev,
+        jvp,
+        linearize,
+        remat,
+        vmap,
+    )
+    from xla_spmd.inspection import inspect
+    from xla_spmd.ir.hlo_parser import parse_hlo
+    from xla_spmd.ir.hlo_printer import print_module
+    from xla_spmd.ir.hlo_sharding import HloSharding
+    from xla_spmd.ir.module import Module
+    from xla_spmd.ir.verifier import verify
+    from xla_spmd.mesh import AxisRef, Mesh, make_mesh
+    from xla_spmd.partition import specialize
+    from xla_spmd.propagation import explain, propagate
+    from xla_spmd.runtime import (
+        ShardedArray,
+        device_count,
+        devices,
+        local_devices,
+        process_count,
+        process_index,
+        set_num_devices,
+    )
+    from xla_spmd.sharding import (
+        AxisType,
+        DimSharding,
+        NamedSharding,
+        P,
+        PartitionSpec,
+        TensorSharding,
+        render_sharding,
+        visualize_sharding,
+    )
+
 # Submodules reachable as attributes (xs.distributed.initialize(), xs.numpy, ...).
 # `xs.partition` is the partitioner's package (`xs.partition.partition(module, mesh)`): once
 # imported, Python makes a subpackage an attribute of its parent, so it cannot be a function.
@@ -95,7 +166,7 @@ _SUBMODULES = {"checkpoint", "config", "debug", "distributed", "errors", "lax", 
                "partition", "pipeline", "random", "sharding", "tree"}
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _SUBMODULES:
         return importlib.import_module(f"xla_spmd.{name}")
     module = _EXPORTS.get(name)

@@ -20,12 +20,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 
 import xla_spmd.cost as cost
 import xla_spmd.numpy as xnp
 import xla_spmd.pipeline as pipeline
+from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import jit as frontend_jit
 from xla_spmd.frontend import shard_map as frontend_shard_map
 from xla_spmd.frontend import sharding_types
@@ -56,6 +58,7 @@ def compile_for_devices(module: Module) -> DeviceProgram | None:
         return None
     program = pipeline.compile(module, mesh=mesh,
                                devices=[d.id for d in local_devices() if d.id < mesh.size])
+    assert program.executable is not None  # compile() compiled it for the devices
     return DeviceProgram(program, Runner(program.module, program.executable))
 
 
@@ -102,8 +105,19 @@ class Jitted(frontend_jit.Jitted):
         return cost.memory_stats(module)
 
 
+@overload
+def jit(fn: Callable, *, in_shardings=None, out_shardings=None, static_argnums=(),
+        static_argnames=(), donate_argnums=()) -> Jitted: ...
+
+
+@overload
+def jit(fn: None = None, *, in_shardings=None, out_shardings=None, static_argnums=(),
+        static_argnames=(), donate_argnums=()) -> Callable[[Callable], Jitted]: ...
+
+
 def jit(fn: Callable | None = None, *, in_shardings=None, out_shardings=None,
-        static_argnums=(), static_argnames=(), donate_argnums=()):
+        static_argnums=(), static_argnames=(), donate_argnums=()
+        ) -> Jitted | Callable[[Callable], Jitted]:
     """Trace `fn` once per input signature and run it, partitioned over the devices when it
     is sharded; ``jit(f)``, ``@jit`` or ``@jit(...)`` (arguments as
     `xla_spmd.frontend.jit.jit`)."""
@@ -177,7 +191,8 @@ class Array(ShardedArray):
 
     def __getitem__(self, index):
         static, dynamic = _split_index(index)
-        if static is None:  # boolean masks: a data-dependent shape, read from the values
+        if static is None or dynamic is None:  # boolean masks: a data-dependent shape,
+            # read from the values
             return super().__getitem__(index)
         return _eager("getitem", static)(self, *dynamic)
 
@@ -218,7 +233,7 @@ class _AtRef:
 
     def _update(self, method: str, values, out_sharding=None):
         static, dynamic = _split_index(self.index)
-        if static is None:
+        if static is None or dynamic is None:
             raise TypeError("x.at[mask] with a boolean mask has a data-dependent shape; use "
                             "xnp.where")
         return _eager("at", static, method, out_sharding)(self.array, values, *dynamic)
@@ -268,6 +283,8 @@ def _eager(name: str, *static):
                         return ref.get(out_sharding=out_sharding)
                     return getattr(ref, method)(values, out_sharding=out_sharding)
             _EAGER[key] = jit(update)
+        elif function is None:
+            raise XlaSpmdError(f"no numpy function {name!r} to run on the devices")
         elif name == "getitem":
             def getitem(x, *arrays):
                 with sharding_types.suspended():
@@ -278,7 +295,7 @@ def _eager(name: str, *static):
     return _EAGER[key]
 
 
-def _split_index(index):
+def _split_index(index) -> tuple[tuple, list] | tuple[None, None]:
     """An index as a hashable structure and its array entries (None for boolean masks)."""
     entries = index if isinstance(index, tuple) else (index,)
     static, dynamic = [], []
@@ -391,8 +408,8 @@ for _name, _function in _UNARY:
     setattr(Array, f"__{_name}__", lambda self, _f=_function: _eager(_f)(self))
 for _name in _SIGNATURES:
     setattr(Array, _name, _device_method(_name))
-Array.transpose = _transpose
-Array.__hash__ = None
+Array.transpose = _transpose  # pyright: ignore[reportAttributeAccessIssue]  (installed)
+Array.__hash__ = None  # pyright: ignore[reportAttributeAccessIssue]  (== is elementwise)
 
 
 def device_put(value, sharding):

@@ -20,47 +20,19 @@ import re
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from xla_spmd.cli_files import (
+from xla_spmd.cli_files import (  # load_module: also xla_spmd.cli.load_module, as before
     check_memory,
     check_output_path,
     load_inputs,
+    load_module,
     read_text,
     write_file,
 )
 from xla_spmd.errors import XlaSpmdError
-
-
-def load_module(path: str):
-    """Read and verify a program file; the format follows the extension (.hlo, .txt: HLO
-    text; .mlir: StableHLO text)."""
-    from xla_spmd.ir.hlo_parser import parse_hlo
-
-    suffix = Path(path).suffix
-    if suffix not in (".hlo", ".txt", ".mlir"):
-        raise XlaSpmdError(f"{path}: unknown program format {suffix!r}; expected .hlo "
-                           "or .mlir")
-    text = read_text(path)
-    if suffix == ".mlir":
-        from xla_spmd.stablehlo import import_stablehlo
-        module = import_stablehlo(text, filename=path)
-    else:
-        module = parse_hlo(text, filename=path)
-    return _verified(module, path)
-
-
-def _verified(module, path: str):
-    """`module`, after the IR verifier accepted it (a `VerifyError` names the file)."""
-    from xla_spmd.errors import VerifyError
-    from xla_spmd.ir import verify
-
-    try:
-        verify(module)
-    except VerifyError as error:
-        raise XlaSpmdError(f"{path}: invalid program: {error}") from None
-    return module
 
 
 def write_module(module, path: str) -> None:
@@ -118,7 +90,7 @@ def cmd_run(args) -> int:
     for i, out in enumerate(outputs):
         print(_summary(f"out{i}", out))
     if args.output:
-        arrays = {f"out{i}": _to_npz_array(o) for i, o in enumerate(outputs)}
+        arrays: dict[str, Any] = {f"out{i}": _to_npz_array(o) for i, o in enumerate(outputs)}
         write_file(args.output, lambda file: np.savez(file, **arrays))
         print(f"wrote {len(outputs)} outputs to {args.output}")
     return 0
@@ -194,6 +166,7 @@ def _run_on_devices(module, inputs, devices: int | None, backend: str | None) ->
     mesh = None if _has_shardings(module) else make_mesh({"x": topology().num_devices})
     program = pipeline.compile(module, mesh=mesh, backend=backend,
                                devices=[d.id for d in local_devices()])
+    assert program.executable is not None  # compile() compiled it for the devices
     outputs = Runner(program.module, program.executable)(inputs)
     return [o.gather() for o in outputs]
 
@@ -381,7 +354,7 @@ def _apply_options(args) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="xla-spmd", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="xla-spmd", description=(__doc__ or "").split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="run a program: on one device, or partitioned over "

@@ -219,8 +219,39 @@ def check_memory(module, path: str) -> None:
 
 
 def _bytes(count: int) -> str:
+    size: float = count
     for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if count < 1024 or unit == "PiB":
-            return f"{count:.4g} {unit}" if unit != "bytes" else f"{count} bytes"
-        count /= 1024
+        if size < 1024 or unit == "PiB":
+            return f"{size:.4g} {unit}" if unit != "bytes" else f"{count} bytes"
+        size /= 1024
     raise AssertionError("unreachable")
+
+
+def load_module(path: str):
+    """Read and verify a program file; the format follows the extension (.hlo, .txt: HLO
+    text; .mlir: StableHLO text)."""
+    from xla_spmd.ir.hlo_parser import parse_hlo
+
+    suffix = Path(path).suffix
+    if suffix not in (".hlo", ".txt", ".mlir"):
+        raise XlaSpmdError(f"{path}: unknown program format {suffix!r}; expected .hlo "
+                           "or .mlir")
+    text = read_text(path)
+    if suffix == ".mlir":
+        from xla_spmd.stablehlo import import_stablehlo
+        module = import_stablehlo(text, filename=path)
+    else:
+        module = parse_hlo(text, filename=path)
+    return _verified(module, path)
+
+
+def _verified(module, path: str):
+    """`module`, after the IR verifier accepted it (a `VerifyError` names the file)."""
+    from xla_spmd.errors import VerifyError
+    from xla_spmd.ir import verify
+
+    try:
+        verify(module)
+    except VerifyError as error:
+        raise XlaSpmdError(f"{path}: invalid program: {error}") from None
+    return module

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from xla_spmd.cli_files import load_module
 from xla_spmd.errors import XlaSpmdError
 
 
@@ -89,8 +90,6 @@ def cmd_inspect(args) -> int:
 
 
 def _load(path: str):
-    from xla_spmd.cli import load_module
-
     return load_module(path)
 
 

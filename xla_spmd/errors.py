@@ -21,7 +21,16 @@ TOO_DEEP = f"nested more than {MAX_NESTING} levels deep; xla-spmd reads at most 
 
 
 class XlaSpmdError(Exception):
-    """Base class of every error xla-spmd raises on purpose."""
+    """Base class of every error xla-spmd raises on purpose.
+
+    `peer_failed`, set on an error that is the consequence of another device's failure
+    (read with ``getattr(error, "peer_failed", False)``), lets the caller report the root
+    cause instead.
+    """
+
+    peer_failed: bool  # set only on consequences; unset reads as False through getattr
+    # Under MPI: set on the error of a rank that stays quiet because another rank reports.
+    reported_by_another_rank: bool
 
 
 class ParseError(XlaSpmdError, ValueError):
@@ -62,11 +71,23 @@ class PartitionError(XlaSpmdError):
 
 
 class EvaluationError(XlaSpmdError):
-    """A program cannot be evaluated: unknown custom-call target, bad argument, no rule."""
+    """A program cannot be evaluated: unknown custom-call target, bad argument, no rule.
+
+    `located` is set once the message shows the instructions around the failing one.
+    """
+
+    located: bool  # unset reads as False through getattr
 
 
 class CommunicationError(XlaSpmdError):
-    """A collective failed: a peer raised, or did not arrive in time."""
+    """A collective failed: a peer raised, or did not arrive in time.
+
+    Under MPI, a timeout names the rank that reports it (`reporter`) and when (`report_at`,
+    seconds since the epoch); both are set only there.
+    """
+
+    reporter: int
+    report_at: float
 
 
 class CheckpointError(XlaSpmdError):

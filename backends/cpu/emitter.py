@@ -184,6 +184,7 @@ class _FusionEmitter:
             accumulator = F32 if r.accumulator_dtype(root.shape.dtype) == F32.numpy else (
                 root.shape.dtype)
             old = r.load(w, accumulator, "%out", target)
+            assert fusion.reducer is not None  # a reduce fusion's binary reducer
             new = r.binary(w, fusion.reducer, root.shape.dtype, old, x)
             r.store(w, accumulator, new, "%out", target)
         elif len(dims) == 1 and len(root.shape.dims) != 1:  # flat loop over all elements

@@ -147,8 +147,9 @@ class CpuExecutable:
         for program in self.programs.values():
             for step in program.steps:
                 if step.kind == "fusion":
-                    step.function = library.function(step.fusion.name,
-                                                     1 + len(step.fusion.inputs))
+                    assert library is not None  # compiled when there are fusions
+                    step.function = library.function(step.fused.name,
+                                                     1 + len(step.fused.inputs))
         self.fallback_runs: Counter = Counter()
         self._lock = threading.Lock()
         self.launches: dict[int, list[tuple]] = {
@@ -170,8 +171,8 @@ class CpuExecutable:
         if kind == "fusion":
             if data_offset is None:
                 return lambda values, ctx: run_fusion(step, values)
-            entry = library.function(object_entry_name(step.fusion),
-                                     1 + len(step.fusion.inputs))
+            entry = library.function(object_entry_name(step.fused),
+                                     1 + len(step.fused.inputs))
             return launch.fusion_launch(step, entry)
         if kind == "constant":
             value = step.value
@@ -361,7 +362,7 @@ class CpuExecutable:
             for step in program.steps:
                 kinds[step.kind] += 1
                 if step.kind == "fusion":
-                    fused += len(step.fusion.members)
+                    fused += len(step.fused.members)
                 if step.kind == "fallback":
                     fallbacks[step.inst.op.name] += 1
         with self._lock:
@@ -380,10 +381,10 @@ class CpuExecutable:
             for step in program.steps:
                 inst = step.inst
                 if step.kind == "fusion":
-                    members = ", ".join(m.op.name for m in step.fusion.members)
-                    inputs = ", ".join(i.name for i in step.fusion.inputs)
-                    lines.append(f"  {inst.name} = {step.fusion.kind} fusion "
-                                 f"{step.fusion.name} {{{members}}}({inputs})")
+                    members = ", ".join(m.op.name for m in step.fused.members)
+                    inputs = ", ".join(i.name for i in step.fused.inputs)
+                    lines.append(f"  {inst.name} = {step.fused.kind} fusion "
+                                 f"{step.fused.name} {{{members}}}({inputs})")
                 else:
                     operands = ", ".join(o.name for o in inst.operands)
                     label = {"kernel": "blas" if inst.op.name == "dot" else "numpy"}.get(

@@ -106,7 +106,9 @@ def can_be_producer(inst: Instruction, libm: bool = False) -> bool:
         return True
     if name in _INDEX_OPS:
         if name == "bitcast":
-            return (_default_layout(inst.shape) and _default_layout(inst.operands[0].shape)
+            shape, operand = inst.shape, inst.operands[0].shape
+            assert isinstance(shape, ArrayShape) and isinstance(operand, ArrayShape)  # _array
+            return (_default_layout(shape) and _default_layout(operand)
                     and inst.shape.num_elements == inst.operands[0].shape.num_elements)
         return True
     return inst.op.family in _ELEMENTWISE and supports_instruction(inst, libm)

@@ -16,6 +16,7 @@ the reference's computation, with the output preallocated.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -64,7 +65,7 @@ def _size(dims, shape) -> int:
     return int(np.prod([shape[d] for d in dims], dtype=np.int64))
 
 
-Launch = Callable[[list, object], object]
+Launch = Callable[[list, Any], object]  # (slot values, the run's Context) -> value
 """A kernel bound to its instruction: ``launch(values, ctx)`` reads its operands from
 ``values`` at the instruction's ``reads`` (see ``backends/cpu/launch.py``)."""
 
@@ -110,8 +111,9 @@ def reduce_kernel(inst: Instruction, reads: tuple) -> Launch:
     """A reduce with a plain binary reducer: numpy's ufunc reduction (pairwise for sums), the
     reference's own kernel (so sums agree bit for bit), reducer and axes decided once."""
     name = binary_reducer(inst.attrs.to_apply)
+    assert name is not None  # chosen only for a binary reducer
     axes = tuple(sorted(inst.attrs.dimensions))
-    dtype = inst.shape.dtype.numpy
+    dtype = inst.shape.dtype.array_dtype
     a, b = reads
     if name in ("add", "multiply") and dtype.kind == "f" and compute_dtype(dtype) == dtype:
         # _fast_reduce's steps for a float type computed in itself: its copy of the data

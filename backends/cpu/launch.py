@@ -34,7 +34,7 @@ def _contiguous(value) -> np.ndarray:
 
 def fusion_launch(step: Step, function) -> Launch:
     """A generated loop or reduce fusion; ``function`` is its object entry (array ids)."""
-    fusion, inst = step.fusion, step.inst
+    fusion, inst = step.fused, step.inst
     reads = step.reads
     if fusion.kind == "rng":
         return _rng_launch(step, function)

@@ -18,6 +18,7 @@ Invariants:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from xla_spmd.backends.cpu import kernels, random
 from xla_spmd.backends.cpu.fusion import Fusion, fuse
 from xla_spmd.backends.cpu.renderer import TRANSCENDENTAL, accumulator_dtype
 from xla_spmd.backends.reference.evaluator import EVALUATE
+from xla_spmd.errors import EvaluationError
 from xla_spmd.ir import Computation, Family, Instruction
 from xla_spmd.ir.module import has_side_effect
 
@@ -45,10 +47,17 @@ class Step:
     slot: int
     reads: tuple[int, ...]
     fusion: Fusion | None = None
-    function: object = None
+    function: Any = None  # a fusion's compiled entry (a ctypes function), once linked
     value: object = None
     frees: tuple[int, ...] = ()
     cache: dict = field(default_factory=dict)   # per-device facts a kernel computes once
+
+    @property
+    def fused(self) -> Fusion:
+        """The fusion of a ``fusion`` step (an error naming the step for another kind)."""
+        if self.fusion is None:
+            raise EvaluationError(f"{self.kind} step {self.inst.name} has no fusion")
+        return self.fusion
 
 
 @dataclass
@@ -176,7 +185,7 @@ def _assign_lifetimes(program: Program, computation: Computation) -> int:
         # Tuples and views share their operands' buffers.
         shares = step.inst.op.name in _SHARING and step.kind == "kernel"
         live[step.slot] = 0 if shares else _nbytes(step.inst.shape)
-        if step.kind == "fusion" and step.fusion.kind in ("reduce", "window"):
+        if step.kind == "fusion" and step.fused.kind in ("reduce", "window"):
             scratch = step.inst.shape.num_elements * accumulator_dtype(
                 step.inst.shape.dtype).itemsize
         else:
@@ -191,7 +200,7 @@ def _assign_lifetimes(program: Program, computation: Computation) -> int:
 
 def run_fusion(step: Step, values: list) -> np.ndarray:
     """Run a generated fusion kernel on its inputs into a fresh output."""
-    fusion, inst = step.fusion, step.inst
+    fusion, inst = step.fused, step.inst
     inputs = [np.asarray(values[slot], order="C") for slot in step.reads]
     pointers = [a.ctypes.data for a in inputs]
     if fusion.kind == "rng":

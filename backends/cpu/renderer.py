@@ -67,7 +67,7 @@ def compute_type(dtype: DType) -> str:
 
 def accumulator_dtype(dtype: DType) -> np.dtype:
     """The numpy dtype of a reduce kernel's accumulator buffer."""
-    return np.dtype(np.float32) if dtype in (F16, BF16) else dtype.numpy
+    return np.dtype(np.float32) if dtype in (F16, BF16) else dtype.array_dtype
 
 
 _LIBM = {  # op -> (f32 function, f64 function)

@@ -207,6 +207,7 @@ class _KernelEmitter:
         for d, position in zip(reduced, inner_index):
             index[d] = position
         x = self.value(data, tuple(index))
+        assert self.fusion.reducer is not None  # a reduce fusion's binary reducer
         folded = r.binary(self.fusion.reducer, accumulator, "acc", x)
         inner = ["  " + line for line in self.lines]
         return outer + inner + [f"      acc = {folded};", "    }",

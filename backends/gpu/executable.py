@@ -47,6 +47,7 @@ from xla_spmd.backends.gpu.runtime import (
 )
 from xla_spmd.backends.reference.evaluator import EVALUATE, leaves
 from xla_spmd.backends.reference.executable import device_arguments
+from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import ArrayShape, Module
 from xla_spmd.ir.dtypes import BF16
 
@@ -117,7 +118,10 @@ class GpuExecutable(CpuExecutable):
 
     def gpu_of(self, device: int) -> int:
         """The GPU index device ``device`` runs on in this process."""
-        return gpu_for_device(device, self.runtime.visible, local_rank() is not None)
+        runtime = self.runtime
+        if not isinstance(runtime, CupyRuntime):
+            raise XlaSpmdError("the GPU backend's host stand-in runs on no GPU")
+        return gpu_for_device(device, runtime.visible, local_rank() is not None)
 
     def run(self, device: int, arguments: Sequence, communicator: Any) -> list[np.ndarray]:
         rt = self.runtime
@@ -219,7 +223,7 @@ class GpuExecutable(CpuExecutable):
             for step in program.steps:
                 kinds[step.kind] = kinds.get(step.kind, 0) + 1
                 if step.kind == "fusion":
-                    fused += len(step.fusion.members)
+                    fused += len(step.fused.members)
                 if step.kind == "fallback":
                     fallbacks[step.inst.op.name] = fallbacks.get(step.inst.op.name, 0) + 1
         with self._lock:

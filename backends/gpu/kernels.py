@@ -175,7 +175,9 @@ def sort(rt, inst: Instruction, operands: list, ctx):
     (axis,) = inst.attrs.dimensions
     order = None
     if operands[0].ndim and operands[0].shape[axis] > 1:
-        for key in reversed(recognize_comparator(inst.attrs.to_apply)):
+        keys = recognize_comparator(inst.attrs.to_apply)
+        assert keys is not None  # chosen for a recognized comparator only (_sortable)
+        for key in reversed(keys):
             values = _sort_values(rt, key, operands[key.operand],
                                   inst.operands[key.operand].shape.dtype)
             if values is None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -48,7 +49,7 @@ def cupy_module():
     """CuPy, when it is installed and sees a CUDA GPU; otherwise an ``XlaSpmdError`` that says
     what is missing (no traceback of CuPy's own)."""
     try:
-        import cupy
+        import cupy  # pyright: ignore[reportMissingImports]  (the gpu extra)
     except ImportError as error:
         raise XlaSpmdError(
             "the GPU backend needs CuPy and a CUDA GPU: pip install -e '.[gpu]' "
@@ -124,14 +125,14 @@ class CupyRuntime:
         self.visible = self.cupy.cuda.runtime.getDeviceCount()
         self.mpi = mpi
         self.ptx_path = ptx_path
-        self._modules: dict[int, object] = {}
+        self._modules: dict[int, Any] = {}  # GPU -> its cupy.RawModule
         self._lock = threading.Lock()
         self.name = self.cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
 
     @staticmethod
     def arch() -> str:
         """The virtual architecture of this process's GPUs (``compute_80``)."""
-        import cupy
+        import cupy  # pyright: ignore[reportMissingImports]  (the gpu extra)
 
         return f"compute_{cupy.cuda.Device(0).compute_capability}"
 
@@ -149,7 +150,7 @@ class CupyRuntime:
         host = self.cupy.asnumpy(value) if isinstance(value, self.cupy.ndarray) else (
             np.asarray(value))
         if isinstance(shape, ArrayShape) and shape.dtype is BF16 and host.dtype == np.uint16:
-            host = host.view(shape.dtype.numpy)
+            host = host.view(shape.dtype.array_dtype)
         return host
 
     def widen(self, x, dtype):

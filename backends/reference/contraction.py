@@ -57,7 +57,7 @@ def dot_dimensions(attrs, lhs_rank: int, rhs_rank: int) -> tuple[list[int], ...]
 def dot_rule(inst: Instruction, operands: list, ctx: Context):
     lhs, rhs = operands
     attrs = inst.attrs
-    result_dtype = inst.shape.dtype.numpy
+    result_dtype = inst.shape.dtype.array_dtype
     work = _work_dtype(result_dtype)
     lb, lf, lc, rb, rc, rf = dot_dimensions(attrs, lhs.ndim, rhs.ndim)
     batch = [lhs.shape[d] for d in lb]
@@ -97,8 +97,8 @@ def _dilate_and_pad(x: np.ndarray, window, xp) -> np.ndarray:
 @EVALUATE.register("convolution")
 def convolution_rule(inst: Instruction, operands: list, ctx: Context):
     lhs, rhs = operands
-    work = _work_dtype(inst.shape.dtype.numpy)
-    return _finish(convolution(inst, lhs, rhs, work), inst.shape.dtype.numpy)
+    work = _work_dtype(inst.shape.dtype.array_dtype)
+    return _finish(convolution(inst, lhs, rhs, work), inst.shape.dtype.array_dtype)
 
 
 def convolution(inst: Instruction, lhs, rhs, work: np.dtype, xp=np):

@@ -80,7 +80,9 @@ def conditional_rule(inst: Instruction, operands: list, ctx: Context):
     else:
         branches = (attrs.true_computation, attrs.false_computation)
         index = 0 if bool(selector) else 1
-    return ctx.call(branches[index], [arguments[index]])
+    branch = branches[index]
+    assert branch is not None  # the verifier checks a conditional's computations
+    return ctx.call(branch, [arguments[index]])
 
 
 @EVALUATE.register("call")

@@ -53,7 +53,7 @@ def _sign(x: np.ndarray) -> np.ndarray:
     if kind == "c":
         magnitude = np.abs(x)
         result = np.where(magnitude == 0, x, x / np.where(magnitude == 0, 1, magnitude))
-        nan = np.isnan(x.real) | np.isnan(x.imag)
+        nan = np.isnan(np.real(x)) | np.isnan(np.imag(x))
         return np.where(nan, np.array(complex(np.nan, np.nan), x.dtype), result)
     if kind == "f":
         # np.sign loses the sign of zero; zero and NaN map to themselves.
@@ -323,8 +323,9 @@ def compare(a, b, direction: ComparisonDirection, kind: ComparisonType) -> np.nd
     else:
         a, b = upcast(a), upcast(b)
     if _kind(a) == "c" and direction not in (ComparisonDirection.EQ, ComparisonDirection.NE):
-        less = (a.real < b.real) | ((a.real == b.real) & (a.imag < b.imag))
-        greater = (a.real > b.real) | ((a.real == b.real) & (a.imag > b.imag))
+        ar, ai, br, bi = np.real(a), np.imag(a), np.real(b), np.imag(b)
+        less = (ar < br) | ((ar == br) & (ai < bi))
+        greater = (ar > br) | ((ar == br) & (ai > bi))
         return {ComparisonDirection.LT: less, ComparisonDirection.GT: greater,
                 ComparisonDirection.LE: ~greater, ComparisonDirection.GE: ~less}[direction]
     with np.errstate(all="ignore"):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -39,6 +39,25 @@ class _Token:
 TOKEN_VALUE = _Token()
 
 
+class Communicator(Protocol):
+    """The collectives a rule runs through (`xla_spmd.collectives`' communicators have them;
+    this layer does not import that one), over flattened device ids."""
+
+    def all_reduce(self, x: Any, group: Sequence[int], op: Any = "sum") -> Any: ...
+
+    def all_gather(self, x: Any, group: Sequence[int], axis: int = 0) -> Any: ...
+
+    def reduce_scatter(self, x: Any, group: Sequence[int], axis: int = 0,
+                       op: Any = "sum") -> Any: ...
+
+    def all_to_all(self, x: Any, group: Sequence[int], split_axis: int = 0,
+                   concat_axis: int = 0) -> Any: ...
+
+    def collective_permute(self, x: Any, pairs: Sequence[tuple[int, int]]) -> Any: ...
+
+    def broadcast(self, x: Any, group: Sequence[int], root: int) -> Any: ...
+
+
 @dataclass
 class Context:
     """What a rule may need beyond its operands: the device it runs on, and how to exchange
@@ -54,7 +73,7 @@ class Context:
     # A communicator (the protocol of xla_spmd.collectives: all_reduce(x, group, op), ...)
     # over flattened device ids. When set, collectives run through it instead of `exchange`:
     # this is how the runtime executes programs on in-process devices and on MPI ranks.
-    communicator: object | None = None
+    communicator: Communicator | None = None
     # A `while` loop stops with an error after this many iterations (the process option
     # `max_loop_iterations`: XLA_SPMD_MAX_LOOP_ITERATIONS, --max-loop-iterations).
     max_loop_iterations: int = field(default_factory=lambda: config.max_loop_iterations)

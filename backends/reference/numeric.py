@@ -30,7 +30,7 @@ _SIGNED_OF_WIDTH = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
 
 
 def _np(dtype) -> np.dtype:
-    return dtype.numpy if isinstance(dtype, DType) else np.dtype(dtype)
+    return dtype.array_dtype if isinstance(dtype, DType) else np.dtype(dtype)
 
 
 def is_float(np_dtype) -> bool:
@@ -127,10 +127,10 @@ def convert(array, dtype) -> np.ndarray:
         return array.copy()
     if target == np.bool_:
         if source.kind == "c":
-            array = array.real
+            array = np.real(array)
         return np.asarray(upcast(array) != 0)
     if source.kind == "c" and target.kind != "c":
-        return convert(array.real, target)
+        return convert(np.real(array), target)
     if source == np.bool_:
         return to_storage(array.astype(np.int8), target)
     if is_float(source) and is_integer(target):
@@ -172,7 +172,7 @@ def flush_denormals(array) -> np.ndarray:
     if not (is_float(array.dtype) or array.dtype.kind == "c"):
         return array
     if array.dtype.kind == "c":
-        return flush_denormals(array.real) + 1j * flush_denormals(array.imag)
+        return flush_denormals(np.real(array)) + 1j * flush_denormals(np.imag(array))
     smallest_normal = ml_dtypes.finfo(array.dtype).smallest_normal
     return np.where(np.abs(array) < smallest_normal, np.copysign(0, array), array).astype(
         array.dtype)

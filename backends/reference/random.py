@@ -173,7 +173,7 @@ def rng_rule(inst: Instruction, operands: list, ctx: Context):
     low, high = (np.asarray(o) for o in operands)
     generator = np.random.default_rng(zlib.crc32(inst.name.encode()))
     dims = inst.shape.dims
-    dtype = inst.shape.dtype.numpy
+    dtype = inst.shape.dtype.array_dtype
     if inst.attrs.distribution.value == "rng_normal":
         values = generator.normal(low.astype(np.float64), high.astype(np.float64), dims)
     elif dtype.kind in "iu":

@@ -271,8 +271,9 @@ def select_and_scatter_rule(inst: Instruction, operands: list, ctx: Context):
             has_pick |= valid
     result = np.broadcast_to(np.asarray(init), operand.shape).astype(inst.shape.dtype.numpy)
     sources = source[has_pick]
-    targets = np.ravel_multi_index(tuple(picked_index[has_pick].T), operand.shape) if rank \
-        else np.zeros(len(sources), dtype=np.int64)
+    targets: np.ndarray = np.asarray(np.ravel_multi_index(
+        tuple(picked_index[has_pick].T), operand.shape)) if rank else np.zeros(
+        len(sources), dtype=np.int64)
     flat = result.reshape(-1)
     # Scatter in rounds: round r applies every target's r-th source (row-major order), so
     # the targets of one round are distinct and each target sees its sources in order.
@@ -325,7 +326,7 @@ def _key_values(ctx: Context, computation: Computation, key, operand: np.ndarray
             continue
         args = [values[id(o)] for o in inst.operands]
         if inst.op.name == "bitcast-convert":  # the rule reshapes to the scalar shape
-            values[id(inst)] = np.asarray(args[0]).view(inst.shape.dtype.numpy)
+            values[id(inst)] = np.asarray(args[0]).view(inst.shape.dtype.array_dtype)
         else:
             with np.errstate(all="ignore"):
                 values[id(inst)] = np.broadcast_to(EVALUATE.lookup(inst.op.name)(

@@ -176,8 +176,7 @@ def evaluate_mpmd(computations: Sequence[Computation], per_device_args: Sequence
     >>> evaluate_mpmd([f, g], [[np.float32(1)], [np.float32(2)]], 1, 2)
     [array(-1., dtype=float32), array(2., dtype=float32)]
     """
-    if max_loop_iterations is None:
-        max_loop_iterations = config.max_loop_iterations
+    limit = config.max_loop_iterations if max_loop_iterations is None else max_loop_iterations
     num_devices = num_replicas * num_partitions
     if num_devices < 1 or len(computations) != num_devices:
         raise EvaluationError(f"expected one program per device for {num_replicas} replicas "
@@ -206,7 +205,7 @@ def evaluate_mpmd(computations: Sequence[Computation], per_device_args: Sequence
         ctx = Context(partition_id=device % num_partitions, replica_id=device // num_partitions,
                       num_partitions=num_partitions, num_replicas=num_replicas,
                       exchange=lambda inst, value: rendezvous.exchange(device, inst, value),
-                      max_loop_iterations=max_loop_iterations, stop=rendezvous.stop)
+                      max_loop_iterations=limit, stop=rendezvous.stop)
         try:
             results[device] = evaluate_computation(computations[device], arguments[device], ctx)
         except BaseException as error:  # noqa: BLE001 - reported to the caller below

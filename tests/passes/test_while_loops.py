@@ -66,3 +66,29 @@ def test_unread_loss_carry_loses_its_all_reduce():
 def test_observed_carries_are_kept(out_type, read):
     before = _module(out_type, read)
     assert pass_through_dead_carries(before) is before
+
+
+ARRAY_CARRY = """HloModule m
+%cond (c: s32[]) -> pred[] {
+  %c = s32[] parameter(0)
+  %n = s32[] constant(10)
+  ROOT %lt = pred[] compare(%c, %n), direction=LT
+}
+%body (p: s32[]) -> s32[] {
+  %p = s32[] parameter(0)
+  %one = s32[] constant(1)
+  ROOT %next = s32[] add(%p, %one)
+}
+ENTRY %main (x: s32[]) -> s32[] {
+  %x = s32[] parameter(0)
+  %w = s32[] while(%x), condition=%cond, body=%body
+  ROOT %y = s32[] add(%x, %x)
+}
+"""
+
+
+def test_a_loop_whose_carry_is_an_array_is_left_alone():
+    # Its unused result has no get-tuple-element readers; it used to be read as a tuple
+    # (AttributeError: 'ArrayShape' object has no attribute 'elements').
+    module = parse_hlo(ARRAY_CARRY)
+    assert pass_through_dead_carries(module) == module

@@ -138,3 +138,31 @@ def test_interpreter_names_cases_that_fail_to_parse_and_unknown_checks():
     assert "t.mlir:11:3:" in unknown.messages[0]
     assert "unknown check op 'check.expect_true'; expected one of check.expect_almost_eq" \
         in unknown.messages[0]
+
+
+# Found by pyright: these raised AttributeError on None before naming the op.
+def test_reduce_precision_format_must_be_e_m():
+    error = parse_error(func(
+        '  %r = "stablehlo.reduce_precision"(%x) {format = "bf16"} : '
+        "(tensor<2xf32>) -> tensor<2xf32>\n  return %r : tensor<2xf32>",
+        args="%x: tensor<2xf32>", results="tensor<2xf32>"))
+    assert "format 'bf16' is not eNmM" in error.message
+
+
+def test_dynamic_root_collective_broadcast_needs_replica_groups():
+    error = parse_error(func(
+        '  %r = "stablehlo.collective_broadcast"(%x, %root) {has_dynamic_root} : '
+        "(tensor<2xf32>, tensor<i32>) -> tensor<2xf32>\n  return %r : tensor<2xf32>",
+        args="%x: tensor<2xf32>, %root: tensor<i32>", results="tensor<2xf32>"))
+    assert "has_dynamic_root needs replica_groups" in error.message
+
+
+def test_collective_reduce_needs_replica_groups():
+    error = parse_error(func(
+        '  %r = "stablehlo.collective_reduce"(%x) ({\n'
+        "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+        "    %s = stablehlo.add %a, %b : tensor<f32>\n"
+        "    stablehlo.return %s : tensor<f32>\n"
+        "  }) : (tensor<2xf32>) -> tensor<2xf32>\n  return %r : tensor<2xf32>",
+        args="%x: tensor<2xf32>", results="tensor<2xf32>"))
+    assert "needs replica_groups" in error.message

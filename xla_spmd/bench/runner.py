@@ -37,12 +37,17 @@ import importlib.util
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from xla_spmd.errors import XlaSpmdError
+
+if TYPE_CHECKING:
+    from xla_spmd.api import Jitted
 
 
 @dataclass
@@ -162,6 +167,8 @@ def load_script(path: str | Path):
         raise XlaSpmdError(f"{path}: no such file")
     sys.path.insert(0, str(path.parent))
     spec = importlib.util.spec_from_file_location(f"_bench_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise XlaSpmdError(f"{path}: not a Python script that can be imported")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -170,7 +177,7 @@ def load_script(path: str | Path):
 def bench_script(path: str | Path, **options) -> BenchResult:
     """`bench` on the step, params, batch (and roles) a script exposes."""
     module = load_script(path)
-    params = _value(module, "params")
+    params: Any = _value(module, "params")
     if callable(params):
         params = params()
     if isinstance(params, tuple) and len(params) == 2:  # init_params-style (params, roles)
@@ -218,7 +225,7 @@ class _Run:
     """One (mesh, strategy) compiled and placed, and its timed steps so far."""
 
     strategy: str
-    jitted: object
+    jitted: Jitted
     placed: object
     first: tuple
     compile_s: float
@@ -226,7 +233,7 @@ class _Run:
     samples: list = field(default_factory=list)
 
 
-def _prepare(step, params, batches, mesh, strategy: str, roles, profile, memory_limit
+def _prepare(step: Callable, params, batches, mesh, strategy: str, roles, profile, memory_limit
              ) -> _Run:
     """Jit `step` with the strategy's shardings, place the parameters, run it once."""
     import xla_spmd as xs
@@ -304,8 +311,10 @@ def _row(run: _Run, mesh, profile) -> tuple[BenchRow, object]:
     work's) beside the cost model's price of the same SPMD module."""
     from xla_spmd.cost import estimate
 
-    report = estimate(run.jitted.spmd_module(run.jitted.lower(run.placed, *run.first)),
-                      profile)
+    module = run.jitted.spmd_module(run.jitted.lower(run.placed, *run.first))
+    if module is None:
+        raise XlaSpmdError(f"{run.strategy}: the step has no sharding to price")
+    report = estimate(module, profile)
     row = BenchRow(mesh=",".join(f"{k}={v}" for k, v in mesh.shape.items() if v > 1) or
                    "one device", strategy=run.strategy, measured_s=min(run.samples),
                    predicted_s=report.step_time, compute_s=report.compute_time,
@@ -324,7 +333,7 @@ def run_one(step, params, batches, mesh, strategy: str, *, roles=None, steps: in
     return _row(run, mesh, profile)
 
 
-def bench(step, params: dict, batch, *, meshes, strategies, roles=None, steps: int = 3,
+def bench(step, params: Any, batch, *, meshes, strategies, roles=None, steps: int = 3,
           rounds: int = 3, profile=None, calibrate: bool = True, memory_limit=None,
           name: str = "step", progress: bool = True) -> BenchResult:
     """Run every (mesh, strategy) and return the table (see the module docstring).

@@ -271,7 +271,8 @@ def check_array_metadata(folder: Path, name: str, shape: tuple[int, ...], stored
     names = [codec.get("name") for codec in codecs if isinstance(codec, dict)] \
         if isinstance(codecs, list) else None
     endian = codecs[0].get("configuration", {}).get("endian", "little") \
-        if names and isinstance(codecs[0].get("configuration", {}), dict) else None
+        if names and isinstance(codecs, list) and isinstance(
+            codecs[0].get("configuration", {}), dict) else None
     if names != ["bytes", "crc32c"] or (endian != "little" and np.dtype(stored).itemsize > 1):
         raise CheckpointError(f"{where}: {path}: codecs {codecs!r}; xla-spmd reads chunks "
                               "stored as little-endian bytes + crc32c, as it writes them")

@@ -97,6 +97,7 @@ def plan_writes(leaves: list[Leaf], records: dict[str, ArrayRecord], process_ind
 
 def _own_shards(array: ShardedArray, record: ArrayRecord) -> list:
     sharding = record.sharding
+    assert sharding is not None  # a sharded array's record names its sharding
     lowest: dict[tuple[int, ...], int] = {}
     for device in sharding.mesh.all_device_ids:
         index = sharding.shard_index(device)
@@ -284,11 +285,12 @@ class _SaveJob:
     def _prepare(self) -> None:
         zarr = zarr_module()
         from zarr.codecs import BytesCodec, Crc32cCodec
+        from zarr.storage import LocalStore
 
         if self.partial.exists():  # an earlier, interrupted save of this step
             shutil.rmtree(self.partial)
         self.partial.mkdir(parents=True)
-        store = zarr.storage.LocalStore(self.partial)
+        store = LocalStore(self.partial)
         zarr.create_group(store, zarr_format=3, attributes={"xla_spmd_manifest": MANIFEST})
         for name, record in self.manifest.arrays.items():
             zarr.create_array(

@@ -103,7 +103,7 @@ class CostReport:
             if op.kind == "collective":
                 base = op.opcode.removesuffix("-start")
                 by_kind[base] = by_kind.get(base, 0.0) + op.time
-        return max(by_kind, key=by_kind.get) if by_kind else "-"
+        return max(by_kind, key=lambda kind: by_kind[kind]) if by_kind else "-"
 
 
 def _array_bytes(shape) -> int:

@@ -10,6 +10,9 @@ tuples of cotangents; None stands for a zero. Only floating-point values carry c
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from xla_spmd.frontend import lax
 from xla_spmd.frontend.sharding_types import suspended as types_suspended
 from xla_spmd.frontend.sharding_types import type_of
@@ -25,7 +28,7 @@ VJP = Registry("VJP")
 CUSTOM_RULE = "xla_spmd.custom_vjp"
 """The frontend attribute of a ``call`` with a user-defined VJP (custom_vjp, custom_jvp): its
 value is the key of the rule in `CUSTOM_RULES`."""
-CUSTOM_RULES: dict[str, object] = {}
+CUSTOM_RULES: dict[str, Callable[..., Any]] = {}
 """key -> rule(cotangent leaves of the call's results, operands) -> operand cotangents."""
 
 

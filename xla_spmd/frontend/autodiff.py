@@ -18,6 +18,7 @@ tuples of cotangents; None stands for a zero. Only floating-point values carry c
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 # The rule modules fill the VJP registry (ad.py) as they load.
 import xla_spmd.frontend.vjp_rules  # noqa: F401
@@ -63,7 +64,7 @@ def _as_value(x):
     return asarray(x)
 
 
-def vjp(fn: Callable, *primals, has_aux: bool = False):
+def vjp(fn: Callable, *primals, has_aux: bool = False) -> tuple[Any, ...]:
     """``(fn(*primals), vjp_fn)`` (plus `aux` with has_aux), where ``vjp_fn(ct)`` returns a
     tuple with the cotangent of each primal (pytrees of the primals' structure).
 

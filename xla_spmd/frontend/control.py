@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax
@@ -149,10 +150,9 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     return tree_unflatten(tree, outs)
 
 
-def fori_loop(lower, upper, body_fun: Callable, init_val):
+def fori_loop(lower, upper, body_fun: Callable, init_val) -> Any:
     """``for i in range(lower, upper): val = body_fun(i, val)``; static bounds give a known
     trip count (differentiable)."""
-    static = isinstance(lower, int) and isinstance(upper, int)
     leaves, tree = tree_flatten(init_val)
     counter = lax.convert(_asvalue(lower), S32) if isinstance(lower, Value) else \
         _asvalue(lax.constant(lower, S32))
@@ -170,7 +170,8 @@ def fori_loop(lower, upper, body_fun: Callable, init_val):
         return [lax.add(i, lax.constant(1, S32)), *out_leaves]
 
     outs = while_flat(cond, body, [counter, *leaves],
-                      trip_count=max(upper - lower, 0) if static else None)
+                      trip_count=max(upper - lower, 0)
+                      if isinstance(lower, int) and isinstance(upper, int) else None)
     return tree_unflatten(tree, outs[1:])
 
 

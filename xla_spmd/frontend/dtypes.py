@@ -177,8 +177,9 @@ def result_type_of(types) -> tuple[DType, bool]:
         bound = _least_upper_bound(x64, frozenset(d for d, _ in types))
         return (canonicalize(bound), bound is not PRED)
     nodes = frozenset(_WEAK_OF_KIND.get(d.kind, d) if weak else d for d, weak in types)
-    if len(nodes) == 1 and not isinstance(next(iter(nodes)), str):
-        return next(iter(nodes)), False
+    only = next(iter(nodes))
+    if len(nodes) == 1 and isinstance(only, DType):
+        return only, False
     bound = _least_upper_bound(x64, nodes)
     if isinstance(bound, str):
         return default_of(bound), True

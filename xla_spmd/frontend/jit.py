@@ -22,6 +22,7 @@ import inspect
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
 from xla_spmd.errors import ShardingError, XlaSpmdError
 from xla_spmd.frontend.dtypes import canonical_array, x64_enabled
@@ -91,6 +92,11 @@ class Lowered:
     >>> lowered.in_shardings, lowered.out_shardings
     (((None,), {}), None)
     """
+
+    # Set by jit when it traces: (static args by position, static kwargs, argument count),
+    # and which results are weakly typed (unset on a bare module: read with getattr).
+    _call_info: tuple[dict, dict, int]
+    out_weak_types: list[bool]
 
     def __init__(self, module: Module, in_tree, out_tree, donate_argnums=(), jitted=None,
                  key=None):
@@ -182,7 +188,7 @@ class Traced:
         shapes = ([root.shape] if self._lowered.out_tree.num_leaves == 1 and
                   root.opcode != "tuple" else [o.shape for o in root.operands])
         return tree_unflatten(self._lowered.out_tree, [
-            ShapeDtypeStruct(s.dims, s.dtype.numpy) for s in shapes])
+            ShapeDtypeStruct(s.dims, s.dtype.array_dtype) for s in shapes])
 
     def lower(self) -> Lowered:
         return self._lowered
@@ -287,7 +293,7 @@ def run_on_one_device(lowered: Lowered, leaves: list):
     (its manual regions, if any, over one-device meshes)."""
     from xla_spmd.backends.reference import evaluate
     module = _single_device_module(lowered.module)
-    result = evaluate(module, [leaf.value for leaf in leaves])
+    result: Any = evaluate(module, [leaf.value for leaf in leaves])  # one value or a tuple
     outs = list(result) if module.entry.root.opcode == "tuple" and \
         lowered.out_tree.num_leaves != 1 else [result]
     weak = getattr(lowered, "out_weak_types", [False] * len(outs))
@@ -385,12 +391,12 @@ class Jitted:
         """The argument leaves of a call of `lowered.compile()` (static arguments may be left
         out), checked against the signature it was traced for."""
         static, static_kwargs, count = lowered._call_info
-        args = list(args)
-        if len(args) == count - len(static):
-            dynamic = iter(args)
-            args = [static[i] if i in static else next(dynamic) for i in range(count)]
+        given = list(args)
+        if len(given) == count - len(static):
+            dynamic = iter(given)
+            given = [static[i] if i in static else next(dynamic) for i in range(count)]
         kwargs = {**static_kwargs, **kwargs}
-        key, _, leaves, _ = self._key(tuple(args), kwargs)
+        key, _, leaves, _ = self._key(tuple(given), kwargs)
         if key != lowered._key:
             raise TypeError("the compiled function was called with arguments of other "
                             "structure, types, shardings or static values than it was "
@@ -618,5 +624,5 @@ def typeof(x):
         sharding = user_sharding(sharding) if isinstance(sharding, TensorSharding) else None
     else:
         sharding = getattr(x, "sharding", None) if is_distributed(x) else None
-    return ShapeDtypeStruct(aval.dims, aval.dtype.numpy, sharding=sharding,
+    return ShapeDtypeStruct(aval.dims, aval.dtype.array_dtype, sharding=sharding,
                             weak_type=bool(getattr(x, "weak_type", False)))

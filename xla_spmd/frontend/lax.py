@@ -349,7 +349,8 @@ def reduce_sum(x, dimensions): return reduce(x, "add", dimensions)
 def reduce_max(x, dimensions): return reduce(x, "max", dimensions)
 
 
-def window_reduce(x, kind: str, window_dimensions, window_strides=None, padding="VALID",
+def window_reduce(x, kind: str, window_dimensions, window_strides=None,
+                  padding: str | Sequence[tuple[int, int]] | None = "VALID",
                   base_dilation=None, window_dilation=None) -> Value:
     """Reduce sliding windows of `x` with a named reduction (add, max, min, mul) from its
     identity; `padding` is "VALID", "SAME" or one (low, high) per dim."""
@@ -486,7 +487,9 @@ cummin = _cumulative("min", "cummin")
 
 
 def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
-                         rhs_dilation=None, dimension_numbers="NCHW", feature_group_count=1,
+                         rhs_dilation=None,
+                         dimension_numbers: str | ConvDimensionNumbers | Sequence = "NCHW",
+                         feature_group_count=1,
                          batch_group_count=1) -> Value:
     """Convolution as ``jax.lax.conv_general_dilated``. `padding` is "SAME", "VALID" or one
     (low, high) per spatial dim; `dimension_numbers` is a ConvDimensionNumbers, HLO

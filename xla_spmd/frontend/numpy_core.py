@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+from collections.abc import Sequence
 
 import ml_dtypes
 import numpy as np
@@ -356,7 +357,7 @@ def dot(a, b, preferred_element_type=None):
 def _numpy_dtype(dtype) -> np.dtype:
     """The numpy dtype of a type (numpy, scalar type, DType) or of a value."""
     if isinstance(dtype, DType):
-        return dtype.numpy
+        return dtype.array_dtype
     own = getattr(dtype, "dtype", None)
     return own if isinstance(own, np.dtype) else np.dtype(dtype)
 
@@ -371,7 +372,7 @@ def iinfo(dtype):
     return ml_dtypes.iinfo(_numpy_dtype(dtype))
 
 
-def tensordot(a, b, axes=2):
+def tensordot(a, b, axes: int | Sequence = 2) -> Value:
     a, b = _promote_dtype(a, b)
     if isinstance(axes, int):
         axes = (tuple(range(a.ndim - axes, a.ndim)), tuple(range(axes)))

@@ -16,8 +16,9 @@ a leaf.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from xla_spmd.errors import XlaSpmdError
 
@@ -76,7 +77,9 @@ class TreeDef:
 LEAF = TreeDef(None, None, ())
 
 
-def _node(x):
+def _node(x) -> tuple[type, tuple[Sequence, Any]] | tuple[None, None]:
+    """(node type, (children, aux data)) of a registered node or namedtuple; (None, None)
+    for a leaf."""
     node_type = type(x)
     if node_type in _REGISTRY:
         return node_type, _REGISTRY[node_type][0](x)
@@ -94,7 +97,7 @@ def tree_flatten(tree, is_leaf: Callable | None = None) -> tuple[list, TreeDef]:
             leaves.append(x)
             return LEAF
         node_type, flat = _node(x)
-        if node_type is None:
+        if node_type is None or flat is None:
             leaves.append(x)
             return LEAF
         children, aux = flat
@@ -103,7 +106,7 @@ def tree_flatten(tree, is_leaf: Callable | None = None) -> tuple[list, TreeDef]:
     return leaves, visit(tree)
 
 
-def tree_unflatten(treedef: TreeDef, leaves) -> object:
+def tree_unflatten(treedef: TreeDef, leaves) -> Any:
     """Rebuild a pytree of structure `treedef` from `leaves`."""
     leaves = list(leaves)
     if len(leaves) != treedef.num_leaves:
@@ -137,9 +140,11 @@ def broadcast_prefix(prefix, tree, is_leaf: Callable | None = None,
         if (is_leaf is not None and is_leaf(p)) or _node(p)[0] is None:
             result.extend([p] * len(tree_flatten(t)[0]))
             return
-        p_type, (p_children, p_aux) = _node(p)
+        p_type, p_flat = _node(p)
+        assert p_type is not None and p_flat is not None  # checked just above
+        p_children, p_aux = p_flat
         t_type, t_flat = _node(t)
-        if t_type is None or t_type is not p_type or t_flat[1] != p_aux \
+        if t_type is None or t_flat is None or t_type is not p_type or t_flat[1] != p_aux \
                 or len(t_flat[0]) != len(p_children):
             found = tree_structure(t)
             raise XlaSpmdError(f"{what}{path}: the {p_type.__name__} of {len(p_children)} "
@@ -203,7 +208,7 @@ def tree_structure(tree, is_leaf: Callable | None = None) -> TreeDef:
     return tree_flatten(tree, is_leaf)[1]
 
 
-def tree_map(fn: Callable, tree, *rest, is_leaf: Callable | None = None):
+def tree_map(fn: Callable, tree, *rest, is_leaf: Callable | None = None) -> Any:
     """Apply `fn` leafwise over `tree` and trees of the same structure `rest`."""
     leaves, treedef = tree_flatten(tree, is_leaf)
     others = []

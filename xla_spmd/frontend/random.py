@@ -99,6 +99,7 @@ def _counters(shape) -> tuple[Value, Value]:
             term = lax.mul(term, lax.full(shape, stride, U32))
         low = term if low is None else lax.add(low, term)
         stride *= shape[dim]
+    assert low is not None  # shape has a dim
     return high, low
 
 
@@ -201,7 +202,8 @@ def _finfo(dtype: DType):
     return ml_dtypes.finfo(dtype.numpy)
 
 
-def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0) -> Value:
+def uniform(key, shape=(), dtype=None, minval: float | Value = 0.0,
+            maxval: float | Value = 1.0) -> Value:
     """Floats in ``[minval, maxval)``: random mantissa bits of a float in [1, 2), minus 1,
     scaled (``max(minval, u * (maxval - minval) + minval)``)."""
     dtype = _float_dtype(dtype, "uniform")
@@ -214,7 +216,7 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0) -> Value:
     if rng_bits != nbits:
         raw = lax.convert(raw, uint)
     mantissa = bind("shift-right-logical", raw, lax.full(shape, rng_bits - nmant, uint))
-    one_bits = int(np.array(1.0, dtype.numpy).view(uint.numpy))
+    one_bits = int(np.array(1.0, dtype.array_dtype).view(uint.array_dtype))
     floats = lax.bitcast_convert(bind("or", mantissa, lax.full(shape, one_bits, uint)), dtype)
     floats = lax.sub(floats, lax.full(shape, 1.0, dtype))
     low = _bcast_to(xnp.astype(minval, dtype), shape)

@@ -248,6 +248,7 @@ def transpose_boundary(ct, inst, ops) -> list:
         attributes = [(IN_SHARDINGS, attrs[OUT_SHARDINGS]), manual, *untyped]
         if not is_typed(inst):  # typed: an invariant result's cotangent is invariant too
             region = manual_region(inst, declared_meshes())
+            assert region is not None  # inst is a manual boundary
             cts = [_split(c, region, s) for c, s in zip(cts, region.out_shardings)]
     return boundary(target, cts, [o.aval for o in ops], attributes)
 

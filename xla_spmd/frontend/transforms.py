@@ -22,6 +22,7 @@ import functools
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -151,7 +152,7 @@ def _place(result, axis, size: int):
 # Forward mode
 
 
-def _pushforward(fun: Callable, primals, has_aux: bool):
+def _pushforward(fun: Callable, primals, has_aux: bool) -> tuple[Any, ...]:
     """``(out, f_jvp[, aux])``: `f_jvp` maps tangents (a tuple like `primals`) to the tangent
     of the output, the VJP of the (linear) pullback."""
     result = vjp(fun, *primals, has_aux=has_aux)
@@ -423,13 +424,15 @@ class custom_vjp:
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
-        self.fwd = self.bwd = None
+        self.fwd: Callable[..., Any] | None = None
+        self.bwd: Callable[..., Any] | None = None
 
     def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False) -> None:
         self.fwd, self.bwd = fwd, bwd
 
     def __call__(self, *args):
-        if self.fwd is None:
+        fwd, bwd = self.fwd, self.bwd
+        if fwd is None or bwd is None:
             raise XlaSpmdError(f"custom_vjp function {self.fun.__name__} has no VJP: call "
                                ".defvjp(fwd, bwd) first")
         if current_trace() is None:
@@ -445,8 +448,8 @@ class custom_vjp:
 
         def rule(cts, operands, in_tree, out_tree, num_args):
             dynamic = tree_unflatten(in_tree, operands[:num_args])
-            _, residuals = self.fwd(*full(dynamic))
-            out_cts = self.bwd(*nondiff, residuals, tree_unflatten(out_tree, cts))
+            _, residuals = fwd(*full(dynamic))
+            out_cts = bwd(*nondiff, residuals, tree_unflatten(out_tree, cts))
             if not isinstance(out_cts, (tuple, list)) or len(out_cts) != len(dynamic):
                 raise XlaSpmdError(f"custom_vjp bwd of {self.fun.__name__} must return a "
                                    f"tuple of {len(dynamic)} cotangents")
@@ -480,7 +483,7 @@ class custom_jvp:
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
-        self.jvp = None
+        self.jvp: Callable[..., Any] | None = None
 
     def defjvp(self, jvp_rule: Callable, symbolic_zeros: bool = False) -> Callable:
         self.jvp = jvp_rule
@@ -499,7 +502,8 @@ class custom_jvp:
         self.jvp = rule
 
     def __call__(self, *args):
-        if self.jvp is None:
+        jvp_rule = self.jvp
+        if jvp_rule is None:
             raise XlaSpmdError(f"custom_jvp function {self.fun.__name__} has no JVP: call "
                                ".defjvp(rule) first")
         if current_trace() is None:
@@ -517,7 +521,7 @@ class custom_jvp:
             dynamic = tree_unflatten(in_tree, operands[:num_args])
 
             def tangent_map(*tangents):
-                _, t_out = self.jvp(*nondiff, tuple(dynamic), tuple(tangents))
+                _, t_out = jvp_rule(*nondiff, tuple(dynamic), tuple(tangents))
                 return t_out
             zeros = tuple(tree_map(lambda p: lax.zeros_like(p), d) for d in dynamic)
             _, pullback = vjp(tangent_map, *zeros)
@@ -578,7 +582,7 @@ def eval_shape(fun: Callable, *args, **kwargs):
 
     _, outputs = trace_computation(flat, avals, fresh_name("eval_shape"))
     return tree_unflatten(structure["out"], [
-        ShapeDtypeStruct(o.shape.dims, o.shape.dtype.numpy) for o in outputs])
+        ShapeDtypeStruct(o.shape.dims, o.shape.dtype.array_dtype) for o in outputs])
 
 
 __all__ = ["ShapeDtypeStruct", "checkpoint", "checkpoint_policies", "custom_jvp",

@@ -157,8 +157,8 @@ def _call(ct, inst, ops, out):
 
     def pullback(*args):
         primal, cts = args[:m], args[m:]
-        every = frozenset(region.axes) if typed else frozenset()
-        if typed:  # the operands vary as their shardings say, cotangents as their outputs
+        every = frozenset(region.axes) if region is not None and typed else frozenset()
+        if region is not None and typed:  # operands vary as their shardings say
             declare(args[0].trace, {id(a.inst): every if s is None else spec_axes(s) & every
                                     for a, s in zip(primal, region.in_shardings)})
         root, env = linearize_computation(callee, list(primal))

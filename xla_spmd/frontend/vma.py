@@ -51,6 +51,7 @@ def combine(opcode: str, operand_vmas, axes, every: frozenset) -> frozenset:
 
 def _vmas(trace: Trace) -> dict[int, frozenset]:
     """Varying axes of every value of `trace` (computed incrementally, cached on it)."""
+    assert trace.manual is not None  # asked inside a manual region only
     every = frozenset(trace.manual.axes)
     cache = trace.__dict__.setdefault("_vma_cache", {"count": 0, "values": {}})
     values = cache["values"]
@@ -113,6 +114,7 @@ def transpose_implicit_broadcasts(inst, operands, cotangents) -> list:
     operands' axes; a collective also its own axes."""
     from xla_spmd.frontend.shard_map import psum
     trace = current_trace()
+    assert trace is not None and trace.manual is not None  # inside a manual region only
     every = frozenset(trace.manual.axes)
     vmas = [vma_of(o, every) for o in operands]
     needed = frozenset().union(*vmas) if vmas else frozenset()

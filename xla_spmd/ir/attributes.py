@@ -269,6 +269,7 @@ class ReplicaGroups:
     def groups(self) -> tuple[IntTuple, ...]:
         if self.explicit is not None:
             return self.explicit
+        assert self.reshape_dims is not None and self.group_dims is not None  # iota form
         ids = iota_array(self.reshape_dims, self.transpose, self.group_dims)
         return tuple(tuple(int(i) for i in row) for row in ids)
 
@@ -293,8 +294,15 @@ class Literal:
     def is_tuple(self) -> bool:
         return isinstance(self.value, tuple)
 
-    def _key(self):
-        if self.is_tuple:
+    @property
+    def array(self) -> np.ndarray:
+        """The value of an array literal (a tuple literal has none: VerifyError)."""
+        if isinstance(self.value, tuple):
+            raise VerifyError(f"a tuple literal has no array value: {self!r}")
+        return self.value
+
+    def _key(self) -> tuple:
+        if isinstance(self.value, tuple):
             return tuple(e._key() for e in self.value)
         return (self.value.dtype.str, self.value.shape, self.value.tobytes())
 
@@ -305,6 +313,6 @@ class Literal:
         return hash(self._key())
 
     def __repr__(self) -> str:
-        if self.is_tuple:
+        if isinstance(self.value, tuple):
             return f"Literal({self.value!r})"
         return f"Literal({self.value.dtype}{list(self.value.shape)})"

@@ -61,6 +61,14 @@ class DType:
             raise XlaSpmdError(f"numpy dtype {dtype} has no HLO element type") from None
 
     @property
+    def array_dtype(self) -> np.dtype:
+        """The numpy dtype of an array of this type (`numpy`, which is None only for token:
+        asking for token's is an error naming it)."""
+        if self.numpy is None:
+            raise XlaSpmdError(f"element type {self.name} has no numpy dtype")
+        return self.numpy
+
+    @property
     def is_float(self) -> bool:
         return self.kind is Kind.FLOAT
 

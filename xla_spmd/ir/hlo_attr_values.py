@@ -7,6 +7,7 @@ computations through ``self.module``. Every error names the attribute and the po
 from __future__ import annotations
 
 import re
+from typing import Protocol
 
 import numpy as np
 
@@ -24,19 +25,30 @@ from xla_spmd.ir.attributes import (
     SliceDim,
     Window,
 )
+from xla_spmd.ir.hlo_lexer import Scanner
 from xla_spmd.ir.module import Computation
 from xla_spmd.ir.ops import AttrKind, AttrSpec, Op
+from xla_spmd.ir.shapes import Shape
 
 _LABELS_RE = re.compile(r"[0-9a-z?]+_[0-9a-z?]+->[0-9a-z?]+")
 _PADDING_RE = re.compile(r"-?[0-9]+_-?[0-9]+(_-?[0-9]+)?(x-?[0-9]+_-?[0-9]+(_-?[0-9]+)?)*")
 _WINDOW_VALUES_RE = re.compile(r"[-0-9_x]+")
 
 
+class _ComputationSource(Protocol):
+    """What the computation parser needs of the module parser: shapes, and called
+    computations built on demand."""
+
+    def _build(self, name: str, use_pos: int) -> Computation: ...
+
+    def shape(self, depth: int = 0) -> Shape: ...
+
+
 class AttributeValueParser:
     """Reads one attribute value of a given kind (mixed into the computation parser)."""
 
-    s: object
-    module: object
+    s: Scanner
+    module: _ComputationSource
 
     def value(self, spec: AttrSpec, op: Op):
         s, kind = self.s, spec.kind

@@ -41,12 +41,12 @@ def unescape(body: str) -> str:
         if n in _ESCAPES:
             out.append(_ESCAPES[n])
             i += 2
-        elif n in "01234567":
-            digits = re.match(r"[0-7]{1,3}", body[i + 1:]).group()
+        elif n in "01234567" and (octal := re.match(r"[0-7]{1,3}", body[i + 1:])):
+            digits = octal.group()
             out.append(chr(int(digits, 8)))
             i += 1 + len(digits)
-        elif n == "x" and re.match(r"[0-9a-fA-F]{1,2}", body[i + 2:]):
-            digits = re.match(r"[0-9a-fA-F]{1,2}", body[i + 2:]).group()
+        elif n == "x" and (hexadecimal := re.match(r"[0-9a-fA-F]{1,2}", body[i + 2:])):
+            digits = hexadecimal.group()
             out.append(chr(int(digits, 16)))
             i += 2 + len(digits)
         else:

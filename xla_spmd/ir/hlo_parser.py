@@ -50,7 +50,7 @@ from xla_spmd.ir.hlo_sharding import HloSharding
 from xla_spmd.ir.literals import parse_literal
 from xla_spmd.ir.module import Computation, Instruction, Module, make_instruction
 from xla_spmd.ir.ops import OPS, AttrKind, Op
-from xla_spmd.ir.shapes import ArrayShape, TupleShape
+from xla_spmd.ir.shapes import ArrayShape, Shape, TupleShape
 
 _STACK_SECTIONS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _OPCODE_RE = re.compile(r"[a-z][a-z0-9\-]*")
@@ -90,11 +90,11 @@ class _ComputationRecord:
 class _InstructionRecord:
     name: str
     pos: int
-    shape: object
+    shape: Shape | None  # None: omitted, inferred from the operands
     op: Op
     operands: list = field(default_factory=list)  # (name, position)
     attrs: dict = field(default_factory=dict)
-    sharding: object = None
+    sharding: HloSharding | None = None
     frontend_attributes: tuple = ()
     extras: list = field(default_factory=list)
     is_root: bool = False
@@ -134,6 +134,7 @@ class _ModuleParser:
             raise s.error(f"two ENTRY computations: {entries[0].name} and {entries[1].name}",
                           entries[1].name_pos)
         entry = (entries[0] if entries else list(self.records.values())[-1]).built
+        assert entry is not None  # every record was built above
         return Module(name, tuple(self.order), entry, tuple(header))
 
     def _stack_frames(self) -> str:
@@ -197,7 +198,7 @@ class _ModuleParser:
 
     # -- shapes -------------------------------------------------------------------------------
 
-    def shape(self, depth: int = 0):
+    def shape(self, depth: int = 0) -> Shape:
         s = self.s
         if s.accept("("):
             if depth >= MAX_NESTING:
@@ -301,6 +302,7 @@ class _ComputationParser(AttributeValueParser):
         if len(roots) > 1:
             raise s.error(f"computation {record.name} has two ROOT instructions", roots[1].pos)
         root = (roots[0] if roots else list(self.instructions.values())[-1]).built
+        assert root is not None  # every instruction was built above
         return Computation(record.name, tuple(self.built), root, record.extras)
 
     def check_parameter_numbers(self) -> None:

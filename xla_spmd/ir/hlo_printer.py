@@ -25,11 +25,13 @@ Conventions (chosen to reproduce the JAX/XLA dumps in tests/data/jax byte for by
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 from xla_spmd.ir.attributes import ReplicaGroups, Window
 from xla_spmd.ir.custom_calls import SDY_MESHES, SDY_SHARDING
 from xla_spmd.ir.hlo_lexer import escape
 from xla_spmd.ir.literals import format_literal
-from xla_spmd.ir.module import Computation, Instruction, Module
+from xla_spmd.ir.module import AxisSharding, Computation, Instruction, Module
 from xla_spmd.ir.ops import AttrKind, Op
 from xla_spmd.ir.shapes import ArrayShape, TupleShape
 
@@ -66,11 +68,11 @@ def shape_text(shape, layout: bool = True) -> str:
 
 def _attribute_order(op: Op) -> list[str]:
     base = op.name[:-len("-start")] if op.name.endswith("-start") else op.name
-    names = [a.name for a in op.attrs if a.name not in _IN_PARENTHESES]
+    kinds = {a.name: a.kind for a in op.attrs if a.name not in _IN_PARENTHESES}
+    names = list(kinds)
     first = [n for n in _COLLECTIVE_ORDER.get(base, ()) if n in names]
     rest = [n for n in names if n not in first]
-    called = [n for n in rest
-              if op.attr(n).kind in (AttrKind.COMPUTATION, AttrKind.COMPUTATIONS)]
+    called = [n for n in rest if kinds[n] in (AttrKind.COMPUTATION, AttrKind.COMPUTATIONS)]
     return first + [n for n in rest if n not in called] + called
 
 
@@ -115,12 +117,13 @@ def _value_text(kind: AttrKind, value, percent: str) -> str | None:
 def replica_groups_text(groups: ReplicaGroups) -> str:
     if groups.mesh_axes_text is not None:
         return groups.mesh_axes_text
-    if groups.is_iota:
+    if groups.group_dims is not None and groups.reshape_dims is not None:  # iota
         text = (f"[{','.join(map(str, groups.group_dims))}]<="
                 f"[{','.join(map(str, groups.reshape_dims))}]")
         if groups.transpose is not None:
             text += f"T({','.join(map(str, groups.transpose))})"
         return text
+    assert groups.explicit is not None, "replica groups are iota or listed"
     return "{" + ",".join("{" + ",".join(map(str, g)) + "}" for g in groups.explicit) + "}"
 
 
@@ -176,6 +179,7 @@ def _attributes(inst: Instruction, percent: str) -> list[str]:
     out = []
     for name in _attribute_order(op):
         spec = op.attr(name)
+        assert spec is not None  # `name` is one of op's attributes
         value = getattr(inst.attrs, name.replace("-", "_"))
         at_default = not spec.required and value == spec.default
         if value is None or (at_default and (op.name, name) not in _ALWAYS_PRINTED):
@@ -239,7 +243,7 @@ def print_computation(computation: Computation, is_entry: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _is_axis_based(sharding) -> bool:
+def _is_axis_based(sharding: object) -> TypeGuard[AxisSharding]:
     """Axis-based shardings (xla_spmd.sharding.TensorSharding, which this layer may not
     import) offer their GSPMD form and their Shardy body text."""
     return hasattr(sharding, "to_hlo_sharding") and hasattr(sharding, "body_text")

@@ -126,7 +126,14 @@ class TileAssignment:
         """The device ids as an array shaped ``dims``."""
         if self.devices is not None:
             return np.array(self.devices, dtype=np.int64).reshape(self.dims)
-        return iota_array(self.reshape_dims, self.transpose_perm, self.dims)
+        reshape, perm = self._iota()
+        return iota_array(reshape, perm, self.dims)
+
+    def _iota(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """(reshape_dims, transpose_perm) of an iota assignment (`__post_init__` fills both
+        when no device list is given)."""
+        assert self.reshape_dims is not None and self.transpose_perm is not None
+        return self.reshape_dims, self.transpose_perm
 
     def reshape(self, dims: Sequence[int]) -> TileAssignment:
         """The same devices in the same order, viewed with other dims."""
@@ -139,9 +146,10 @@ class TileAssignment:
         text = f"devices=[{','.join(map(str, self.dims))}]"
         if self.devices is not None:
             return text + ",".join(map(str, self.devices))
-        text += f"<=[{','.join(map(str, self.reshape_dims))}]"
-        if len(self.reshape_dims) > 1:
-            text += f"T({','.join(map(str, self.transpose_perm))})"
+        reshape, perm = self._iota()
+        text += f"<=[{','.join(map(str, reshape))}]"
+        if len(reshape) > 1:
+            text += f"T({','.join(map(str, perm))})"
         return text
 
 
@@ -180,6 +188,7 @@ class HloSharding:
             extra = len(self.subgroup_types) + int(self.replicate_on_last_tile_dim)
             if self.replicate_on_last_tile_dim and self.subgroup_types:
                 raise ShardingError("use either last_tile_dim_replicate or last_tile_dims")
+            assert self.tile_assignment is not None  # `tiled` says it is there
             if extra > len(self.tile_assignment.dims):
                 raise ShardingError(f"tile assignment {self.tile_assignment} has fewer dims "
                                     f"than its {extra} subgroup dims")
@@ -273,6 +282,13 @@ class HloSharding:
         if self.tile_assignment is None:
             return 1
         return self.tile_assignment.num_devices
+
+    @property
+    def tiles(self) -> TileAssignment:
+        """The tile assignment of a tiled sharding (ShardingError for another kind)."""
+        if self.tile_assignment is None:
+            raise ShardingError(f"{self} is not tiled")
+        return self.tile_assignment
 
     def device_array(self) -> np.ndarray:
         """The tile assignment's device ids (tiled shardings only)."""

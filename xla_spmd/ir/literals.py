@@ -128,7 +128,7 @@ def format_array(array: np.ndarray, dtype: DType) -> str:
 
 def format_literal(literal: Literal, shape=None) -> str:
     """The text of `literal` (a tuple literal prints as ``( a, b )``)."""
-    if literal.is_tuple:
+    if isinstance(literal.value, tuple):
         elements = shape.elements if isinstance(shape, TupleShape) else [None] * len(
             literal.value)
         return "( " + ", ".join(format_literal(e, s)

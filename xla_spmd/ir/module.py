@@ -22,12 +22,36 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
+from typing import Any, Protocol
 
 from xla_spmd.errors import VerifyError
+from xla_spmd.ir.attr_types import Attrs
+from xla_spmd.ir.hlo_sharding import HloSharding
 from xla_spmd.ir.ops import AttrKind, Op
 from xla_spmd.ir.shapes import Shape
 
 Pairs = tuple[tuple[str, str], ...]
+
+
+class AxisSharding(Protocol):
+    """An axis-based sharding as this layer sees it: `xla_spmd.sharding.TensorSharding`,
+    which ir does not import. The printer asks for its GSPMD form and its Shardy text."""
+
+    @property
+    def mesh(self) -> Any: ...
+
+    @property
+    def mesh_name(self) -> str | None: ...
+
+    def to_hlo_sharding(self) -> HloSharding: ...
+
+    def body_text(self) -> str: ...
+
+
+# An instruction's sharding: GSPMD's (as parsed from HLO text) or axis-based (propagation
+# and the frontend), or a tuple of them, one per element of a tuple-shaped result.
+SingleSharding = HloSharding | AxisSharding
+Sharding = SingleSharding | tuple[SingleSharding | None, ...]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -38,8 +62,8 @@ class Instruction:
     op: Op
     operands: tuple[Instruction, ...]
     shape: Shape
-    attrs: object
-    sharding: object | None = None
+    attrs: Attrs
+    sharding: Sharding | None = None
     frontend_attributes: Pairs = ()
     extras: Pairs = ()
 
@@ -60,7 +84,7 @@ class Instruction:
                 called.extend(value)
         return tuple(called)
 
-    def sharding_leaves(self) -> tuple:
+    def sharding_leaves(self) -> tuple[SingleSharding | None, ...]:
         """The sharding as a tuple: one entry per tuple element for a tuple sharding, else
         ``(sharding,)`` (``(None,)`` when there is none)."""
         sharding = self.sharding

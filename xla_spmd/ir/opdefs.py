@@ -8,6 +8,7 @@ op and the operand at fault. Ops whose result type is not a function of their op
 from __future__ import annotations
 
 import math
+from typing import NoReturn
 
 from xla_spmd.errors import VerifyError
 from xla_spmd.ir.attributes import ComparisonType
@@ -23,7 +24,7 @@ def A(name: str, kind: AttrKind, default=REQUIRED) -> AttrSpec:
     return AttrSpec(name, kind, default)
 
 
-def _fail(op: str, message: str):
+def _fail(op: str, message: str) -> NoReturn:
     raise VerifyError(f"'{op}': {message}")
 
 

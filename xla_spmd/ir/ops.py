@@ -23,8 +23,13 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING, Any
 
 from xla_spmd.errors import MissingRuleError, VerifyError
+
+if TYPE_CHECKING:
+    from xla_spmd.ir.attr_types import Attrs
+    from xla_spmd.ir.shapes import Shape
 
 
 class Family(Enum):
@@ -108,7 +113,7 @@ class AttrSpec:
         return self.default is REQUIRED
 
 
-InferFn = Callable[..., object]  # (operand shapes, attrs, declared shape) -> Shape
+InferFn = Callable[..., "Shape"]  # (operand shapes, attrs, declared shape) -> Shape
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -164,7 +169,7 @@ class Op:
                 return spec
         return None
 
-    def make_attrs(self, **values):
+    def make_attrs(self, **values) -> Attrs:
         """Build this op's attribute value, filling defaults and checking names."""
         for name in values:
             if self.attr(name) is None:
@@ -210,7 +215,7 @@ def op_named(name: str) -> Op:
         raise MissingRuleError(f"unknown opcode {name!r}") from None
 
 
-class Registry(dict):
+class Registry(dict[str, Callable[..., Any]]):
     """A per-concern table keyed by opcode name, filled by a decorator that refuses duplicates
     and names that are not opcodes (`known` and `what` say what else a table is keyed by: the
     custom-call targets, StableHLO op names).
@@ -250,7 +255,7 @@ class Registry(dict):
             return fn
         return decorate
 
-    def lookup(self, name: str):
+    def lookup(self, name: str) -> Callable[..., Any]:
         try:
             return self[name]
         except KeyError:

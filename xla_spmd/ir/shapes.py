@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NoReturn
 
 from xla_spmd.errors import VerifyError
 from xla_spmd.ir.dtypes import F32, PRED, S32, TOKEN, DType  # noqa: F401 (re-exported)
@@ -29,7 +30,9 @@ class ArrayShape:
 
     def __post_init__(self):
         if not isinstance(self.dims, tuple):
-            object.__setattr__(self, "dims", tuple(int(d) for d in self.dims))
+            # Any sequence of ints is accepted at run time and stored as a tuple.
+            dims = tuple(int(d) for d in self.dims)  # pyright: ignore[reportGeneralTypeIssues]
+            object.__setattr__(self, "dims", dims)
         if any(d < 0 for d in self.dims):
             raise VerifyError(f"negative dimension in shape {self}")
         if self.layout is not None and sorted(self.layout) != list(range(len(self.dims))):
@@ -73,6 +76,12 @@ class ArrayShape:
 
     def leaves(self) -> tuple[ArrayShape, ...]:
         return (self,)
+
+    @property
+    def elements(self) -> NoReturn:
+        """A tuple's field: on an array it raises AttributeError, as a missing attribute would
+        (``hasattr(shape, "elements")`` is still False), naming the shape."""
+        raise AttributeError(f"the array shape {self} has no 'elements' (a tuple's field)")
 
     def __str__(self) -> str:
         if self.dtype is TOKEN:
@@ -121,6 +130,34 @@ class TupleShape:
 
     def leaves(self) -> tuple[ArrayShape, ...]:
         return tuple(leaf for e in self.elements for leaf in e.leaves())
+
+    # The array-only fields, so that code holding a `Shape` it knows is an array (an operand
+    # the verifier checked) reads them without a cast: on a tuple each raises AttributeError,
+    # as a missing attribute would (``getattr(shape, "rank", 0)`` still gives 0), naming the
+    # shape. Typed NoReturn: a value read from a shape narrowed to TupleShape is unreachable.
+    @property
+    def dims(self) -> NoReturn:
+        raise self._not_an_array("dims")
+
+    @property
+    def dtype(self) -> NoReturn:
+        raise self._not_an_array("dtype")
+
+    @property
+    def rank(self) -> NoReturn:
+        raise self._not_an_array("rank")
+
+    @property
+    def num_elements(self) -> NoReturn:
+        raise self._not_an_array("num_elements")
+
+    @property
+    def layout(self) -> NoReturn:
+        raise self._not_an_array("layout")
+
+    def _not_an_array(self, field: str) -> AttributeError:
+        return AttributeError(f"the tuple shape {self} has no '{field}' (an array's field); "
+                              f"read it on one of its elements")
 
     def __str__(self) -> str:
         return "(" + ", ".join(str(e) for e in self.elements) + ")"

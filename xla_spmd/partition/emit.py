@@ -10,6 +10,8 @@ values is a constant, indexed by a dynamic-slice at partition-id.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from xla_spmd.errors import PartitionError
@@ -20,16 +22,19 @@ from xla_spmd.ir import (
     Builder,
     ComparisonDirection,
     Computation,
+    DType,
     Instruction,
     Literal,
     NameGenerator,
     PadDim,
     ReplicaGroups,
+    Shape,
     SliceDim,
     make_instruction,
     op_named,
 )
-from xla_spmd.mesh import Mesh
+from xla_spmd.ir.attr_types import Attrs
+from xla_spmd.mesh import AxisRef, Mesh
 from xla_spmd.partition.reshard import Plan, Step, axes_size, shard_dims
 from xla_spmd.partition.tiles import lower_tile_rounds
 from xla_spmd.sharding import TensorSharding
@@ -54,7 +59,7 @@ class ModuleState:
         self.next_channel += 1
         return value
 
-    def reducer(self, dtype, kind: str = "add") -> Computation:
+    def reducer(self, dtype: DType, kind: str = "add") -> Computation:
         key = (kind, dtype.name)
         if key not in self.reducers:
             if dtype is PRED and kind == "add":
@@ -69,7 +74,7 @@ class ModuleState:
         return self.reducers[key]
 
 
-def replica_groups(mesh: Mesh, axes) -> ReplicaGroups:
+def replica_groups(mesh: Mesh, axes: Sequence[AxisRef]) -> ReplicaGroups:
     """Replica groups over `axes` (major to minor), in iota form when one exists."""
     groups = mesh.device_groups(list(axes))
     form = groups.iota()
@@ -81,7 +86,7 @@ def replica_groups(mesh: Mesh, axes) -> ReplicaGroups:
     return ReplicaGroups.listed(groups.groups)
 
 
-def axes_coordinate(mesh: Mesh, device: int, axes) -> int:
+def axes_coordinate(mesh: Mesh, device: int, axes: Sequence[AxisRef]) -> int:
     """A device's mixed-radix index along `axes` (major first)."""
     value = 0
     for axis in axes:
@@ -105,14 +110,16 @@ class Emitter:
         self.instructions.append(inst)
         return inst
 
-    def op(self, opcode: str, *operands: Instruction, shape=None, name: str | None = None,
-           sharding=None, **attrs) -> Instruction:
+    def op(self, opcode: str, *operands: Instruction, shape: Shape | None = None,
+           name: str | None = None, sharding: TensorSharding | None = None,
+           **attrs) -> Instruction:
         op = op_named(opcode)
         inst = make_instruction(self.state.fresh_name(name or opcode), op, operands,
                                 op.make_attrs(**attrs), shape, sharding=sharding)
         return self.add(inst)
 
-    def clone(self, original: Instruction, operands, shape, sharding=None, attrs=None
+    def clone(self, original: Instruction, operands: Sequence[Instruction], shape: Shape,
+              sharding: TensorSharding | None = None, attrs: Attrs | None = None
               ) -> Instruction:
         """`original`'s op and attributes on new operands, with a (local) result shape."""
         inst = make_instruction(self.state.fresh_name(original.name), original.op, operands,
@@ -122,18 +129,18 @@ class Emitter:
                                 extras=original.extras)
         return self.add(inst)
 
-    def constant(self, value, dtype) -> Instruction:
+    def constant(self, value: object, dtype: DType) -> Instruction:
         array = np.asarray(value, dtype=dtype.numpy)
         return self.op("constant", shape=ArrayShape(dtype, array.shape),
                        literal=Literal(np.array(array)))
 
-    def scalar(self, value, dtype) -> Instruction:
+    def scalar(self, value: object, dtype: DType) -> Instruction:
         key = (repr(value), dtype.name)
         if key not in self._scalars:
             self._scalars[key] = self.constant(value, dtype)
         return self._scalars[key]
 
-    def broadcast_scalar(self, scalar: Instruction, dims) -> Instruction:
+    def broadcast_scalar(self, scalar: Instruction, dims: Sequence[int]) -> Instruction:
         if not dims:
             return scalar
         return self.op("broadcast", scalar, shape=ArrayShape(scalar.shape.dtype, tuple(dims)),
@@ -161,13 +168,13 @@ class Emitter:
             self._tables[values] = self.op("reshape", picked, shape=ArrayShape(S32, ()))
         return self._tables[values]
 
-    def axes_value(self, axes, scale: int = 1) -> Instruction:
+    def axes_value(self, axes: Sequence[AxisRef], scale: int = 1) -> Instruction:
         """``scale * (index of this device along axes)`` as s32[]."""
         return self.device_value([scale * axes_coordinate(self.mesh, d, axes)
                                   for d in range(self.mesh.size)])
 
     # -- collectives -----------------------------------------------------------------------
-    def group_attrs(self, axes, global_ids: bool = True) -> dict:
+    def group_attrs(self, axes: Sequence[AxisRef], global_ids: bool = True) -> dict:
         """Groups of device ids over `axes`; all-to-all takes no `use_global_device_ids` (with
         a channel its ids are partition ids, the same here: one replica)."""
         attrs = dict(replica_groups=replica_groups(self.mesh, axes),
@@ -182,13 +189,15 @@ class Emitter:
         return self.op("all-reduce", x, to_apply=reducer, sharding=sharding,
                        **self.group_attrs(axes))
 
-    def all_gather(self, x: Instruction, dim: int, axes, sharding=None) -> Instruction:
+    def all_gather(self, x: Instruction, dim: int, axes: Sequence[AxisRef],
+                   sharding: TensorSharding | None = None) -> Instruction:
         dims = list(x.shape.dims)
         dims[dim] *= axes_size(self.mesh, axes)
         return self.op("all-gather", x, shape=ArrayShape(x.shape.dtype, tuple(dims)),
                        dimensions=(dim,), sharding=sharding, **self.group_attrs(axes))
 
-    def reduce_scatter(self, x: Instruction, dim: int, axes, sharding=None) -> Instruction:
+    def reduce_scatter(self, x: Instruction, dim: int, axes: Sequence[AxisRef],
+                       sharding: TensorSharding | None = None) -> Instruction:
         dims = list(x.shape.dims)
         dims[dim] //= axes_size(self.mesh, axes)
         return self.op("reduce-scatter", x, shape=ArrayShape(x.shape.dtype, tuple(dims)),
@@ -217,13 +226,13 @@ class Emitter:
                        shape=ArrayShape(x.shape.dtype, tuple(sizes)),
                        dynamic_slice_sizes=tuple(sizes))
 
-    def reshape(self, x: Instruction, dims) -> Instruction:
+    def reshape(self, x: Instruction, dims: Sequence[int]) -> Instruction:
         dims = tuple(int(d) for d in dims)
         if x.shape.dims == dims:
             return x
         return self.op("reshape", x, shape=ArrayShape(x.shape.dtype, dims))
 
-    def transpose(self, x: Instruction, perm) -> Instruction:
+    def transpose(self, x: Instruction, perm: Sequence[int]) -> Instruction:
         perm = tuple(perm)
         if perm == tuple(range(len(perm))):
             return x
@@ -334,7 +343,7 @@ def _lower_all_to_all(em: Emitter, x, step, cur, unreduced, global_dims, mesh):
     return x, cur, unreduced
 
 
-def local_dims(sharding: TensorSharding, global_dims) -> tuple[int, ...]:
+def local_dims(sharding: TensorSharding, global_dims: Sequence[int]) -> tuple[int, ...]:
     return shard_dims(sharding.mesh, tuple(d.axes for d in sharding.dims), tuple(global_dims))
 
 

@@ -20,6 +20,7 @@ import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from xla_spmd.ir import WindowDim
 from xla_spmd.mesh import overlaps_any
@@ -35,6 +36,11 @@ from xla_spmd.partition.reshard import axes_size, plan_reshard
 from xla_spmd.partition.uneven import zero_padding
 from xla_spmd.partition.values import PValue
 
+if TYPE_CHECKING:
+    from xla_spmd.ir import Instruction
+    from xla_spmd.partition.partitioner import Lowering
+    from xla_spmd.partition.values import PartValue
+
 MAX_ASSIGNMENTS = 4096
 
 
@@ -46,7 +52,7 @@ class Factor:
     out: int | None = None
     contracting: bool = False
     replicated: bool = False  # dims that must stay whole
-    window: object = None  # a convolution's spatial dim: its WindowDim (halo exchange)
+    window: WindowDim | None = None  # a convolution's spatial dim (halo exchange)
     window_index: int = -1
     in_size: int = 0  # a spatial dim: the lhs size
     groups: int = 0  # feature / batch groups: shards must divide them
@@ -57,6 +63,7 @@ class Factor:
 def _lhs_plan(factor: Factor, mesh, axes):
     if factor.kernel_lhs is not None:
         return _kernel_plan(factor, axes_size(mesh, axes))
+    assert factor.lhs is not None and factor.window is not None  # a spatial dim's factor
     return plan_window(factor.lhs, factor.window, factor.in_size, factor.size,
                        axes_size(mesh, axes))
 
@@ -67,6 +74,7 @@ def _kernel_plan(factor: Factor, shards: int):
     kernel positions with the lhs window input starting at ``j*c - padding_low`` (a halo,
     zeros outside), giving a partial sum of the whole output dim."""
     w, size = factor.window, factor.size
+    assert w is not None and factor.kernel_lhs is not None  # a kernel spatial dim's factor
     if size % shards:
         return None
     c = size // shards
@@ -219,6 +227,7 @@ def choose(low, factors, lhs: PValue, rhs: PValue, out_shape, target):
         key = (cost, flops)
         if best_key is None or key < best_key:
             best, best_key = shardings, key
+    assert best is not None, "the assignment with every factor replicated is always valid"
     return best
 
 
@@ -254,12 +263,12 @@ def contraction(low, inst, operands, factors):
 
 
 @HANDLERS.register("dot")
-def dot(low, inst, operands):
+def dot(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     lhs, rhs = operands
     return contraction(low, inst, operands,
                        dot_factors(inst, lhs.global_shape.rank, rhs.global_shape.rank))
 
 
 @HANDLERS.register("convolution")
-def convolution(low, inst, operands):
+def convolution(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     return contraction(low, inst, operands, conv_factors(inst))

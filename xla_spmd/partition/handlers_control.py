@@ -18,9 +18,10 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from xla_spmd.errors import PartitionError
-from xla_spmd.ir import TupleShape, rewrite
+from xla_spmd.ir import ArrayShape, TupleShape, rewrite
 from xla_spmd.ir.custom_calls import (
     CALLBACK_MODE,
     DEBUG_CALLBACK,
@@ -34,20 +35,25 @@ from xla_spmd.ir.custom_calls import (
 )
 from xla_spmd.partition.handlers_elementwise import generic
 from xla_spmd.partition.registry import HANDLERS
-from xla_spmd.partition.values import PTuple, PValue, leaves, unflatten
+from xla_spmd.partition.values import PTuple, PValue, array_shape, called, leaves, unflatten
 from xla_spmd.sharding.manual import boundary_shardings, manual_axes
+
+if TYPE_CHECKING:
+    from xla_spmd.ir import Instruction
+    from xla_spmd.partition.partitioner import Lowering
+    from xla_spmd.partition.values import PartValue
 
 # Markers reshard their operand to their own sharding.
 IDENTITY_TARGETS = MARKERS | GROUPS
 
 
 @HANDLERS.register("tuple")
-def tuple_(low, inst, operands):
+def tuple_(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     return PTuple(tuple(operands))
 
 
 @HANDLERS.register("get-tuple-element")
-def get_tuple_element(low, inst, operands):
+def get_tuple_element(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     (value,) = operands
     if not isinstance(value, PTuple):
         raise PartitionError(f"get-tuple-element {inst.name} of a non-tuple value")
@@ -55,7 +61,7 @@ def get_tuple_element(low, inst, operands):
 
 
 @HANDLERS.register("opt-barrier")
-def opt_barrier(low, inst, operands):
+def opt_barrier(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     (value,) = operands
     if isinstance(value, PValue):
         return value
@@ -65,7 +71,7 @@ def opt_barrier(low, inst, operands):
 
 
 @HANDLERS.register("call")
-def call(low, inst, operands):
+def call(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     callee = inst.attrs.to_apply
     if callee.name.startswith(MANUAL_BODY) or _is_manual(operands):
         return manual_call(low, inst, operands)
@@ -77,7 +83,7 @@ def call(low, inst, operands):
 
 
 @HANDLERS.register("while")
-def while_(low, inst, operands):
+def while_(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     (state,) = operands
     targets = low.targets(inst)
     flat = [low.reshard(v, t) for v, t in zip(leaves(state), targets)]
@@ -91,13 +97,13 @@ def while_(low, inst, operands):
 
 
 @HANDLERS.register("conditional")
-def conditional(low, inst, operands):
+def conditional(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     selector, *branch_operands = operands
     selector = low.replicate(selector)
     targets = low.targets(inst)
     attrs = inst.attrs
     branches = attrs.branch_computations or (attrs.true_computation, attrs.false_computation)
-    new_branches = [low.partition_callee(branch, [value], targets)[0]
+    new_branches = [low.partition_callee(called(branch), [value], targets)[0]
                     for branch, value in zip(branches, branch_operands)]
     args = [selector.inst] + [low.pack(v) for v in branch_operands]
     if attrs.branch_computations:
@@ -113,7 +119,7 @@ def conditional(low, inst, operands):
 
 
 @HANDLERS.register("custom-call")
-def custom_call(low, inst, operands):
+def custom_call(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     target_name = inst.attrs.custom_call_target
     if inst.frontend_attribute("xla.sdy.collective") == "all_reduce" and len(operands) == 1:
         return sdy_all_reduce(low, inst, operands[0])
@@ -212,41 +218,42 @@ def _is_manual(operands) -> bool:
     return any(getattr(v, "manual", False) for v in leaves(PTuple(tuple(operands))))
 
 
-def manual_in(low, inst, operands):
+def manual_in(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     in_shardings = boundary_shardings(inst, low.partitioner.meshes)
     manual = set(manual_axes(inst))
     results = []
     for value, sharding in zip(operands, in_shardings):
         wanted = _restrict(low, low.normalize(sharding, value.global_shape.rank), manual)
         local = low.reshard(value, wanted)
-        results.append(_ManualLeaf(local.inst, low.replicated(local.inst.shape.rank),
-                                   local.inst.shape))
+        shape = array_shape(local.inst.shape)
+        results.append(_ManualLeaf(local.inst, low.replicated(shape.rank), shape))
     if isinstance(inst.shape, TupleShape):
         return PTuple(tuple(results))
     return results[0]
 
 
-def manual_call(low, inst, operands):
+def manual_call(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     body = _strip_shardings(low, inst.attrs.to_apply)
     args = [low.pack(v) for v in operands]
     result = low.em.clone(inst, args, inst.shape, attrs=_with_body(inst.attrs, body))
-    shapes = inst.shape.elements if isinstance(inst.shape, TupleShape) else (inst.shape,)
     if not isinstance(inst.shape, TupleShape):
         return _ManualLeaf(result, low.replicated(inst.shape.rank), inst.shape)
     items = []
-    for index, shape in enumerate(shapes):
+    for index, shape in enumerate(inst.shape.elements):
+        assert isinstance(shape, ArrayShape), "a manual call returns a flat tuple of arrays"
         gte = low.em.op("get-tuple-element", result, index=index)
         items.append(_ManualLeaf(gte, low.replicated(shape.rank), shape))
     return PTuple(tuple(items))
 
 
-def manual_out(low, inst, operands):
+def manual_out(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     out_shardings = boundary_shardings(inst, low.partitioner.meshes)
     manual = set(manual_axes(inst))
     targets = low.targets(inst)
     shapes = inst.shape.elements if isinstance(inst.shape, TupleShape) else (inst.shape,)
     results = []
     for value, sharding, shape, target in zip(operands, out_shardings, shapes, targets):
+        assert isinstance(shape, ArrayShape), "a manual region returns a flat tuple of arrays"
         have = _restrict(low, low.normalize(sharding, shape.rank), manual)
         results.append(low.reshard(PValue(value.inst, have, shape), target))
     if isinstance(inst.shape, TupleShape):
@@ -254,23 +261,23 @@ def manual_out(low, inst, operands):
     return results[0]
 
 
-def full_to_shard(low, inst, operands):
+def full_to_shard(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     (value,) = operands
     local = value
     if tuple(local.inst.shape.dims) != tuple(inst.shape.dims):
         raise PartitionError(f"{inst.name}: the operand's shards {local.inst.shape} do not "
                              f"match the manual shape {inst.shape}")
-    return _ManualLeaf(local.inst, low.replicated(inst.shape.rank), inst.shape)
+    return _ManualLeaf(local.inst, low.replicated(inst.shape.rank), array_shape(inst.shape))
 
 
-def shard_to_full(low, inst, operands):
+def shard_to_full(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     (value,) = operands
     target = low.target(inst)
-    local_shape = low.local_shape(inst.shape, target)
+    local_shape = low.local_shape(array_shape(inst.shape), target)
     if local_shape.dims != value.inst.shape.dims:
         raise PartitionError(f"{inst.name}: manual shards {value.inst.shape} do not match "
                              f"the sharding {target} of {inst.shape}")
-    return PValue(value.inst, target, inst.shape)
+    return PValue(value.inst, target, array_shape(inst.shape))
 
 
 class _ManualLeaf(PValue):

@@ -9,6 +9,7 @@ for the ops whose data movement has no cheaper rule (rng, custom-call, fft, lina
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from xla_spmd.ir import Family, TupleShape
 from xla_spmd.partition.registry import FAMILY_DEFAULTS, HANDLERS
@@ -16,10 +17,15 @@ from xla_spmd.partition.reshard import plan_reshard
 from xla_spmd.partition.values import PTuple, PValue, leaves, shape_leaves, unflatten
 from xla_spmd.sharding import TensorSharding
 
+if TYPE_CHECKING:
+    from xla_spmd.ir import Instruction
+    from xla_spmd.partition.partitioner import Lowering
+    from xla_spmd.partition.values import PartValue
+
 # Ops that keep partial sums partial: f(a + b) = f(a) + f(b).
 
 
-def elementwise(low, inst, operands):
+def elementwise(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     target = low.target(inst)
     compute = target
     if target.unreduced and not inst.op.linear:
@@ -67,7 +73,7 @@ def _cheapest(low, inst, operands, compute):
     return best
 
 
-def generic(low, inst, operands):
+def generic(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     """Replicate the operands, run the op on global shapes, reshard the result."""
     args = []
     for operand in operands:
@@ -104,7 +110,7 @@ HANDLERS.register("select", "clamp", "convert", "reduce-precision")(elementwise)
 
 
 @HANDLERS.register("bitcast-convert")
-def bitcast_convert(low, inst, operands):
+def bitcast_convert(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     (operand,) = operands
     if operand.global_shape.rank == inst.shape.rank:
         return elementwise(low, inst, operands)

@@ -11,18 +11,24 @@ indices and the other dims are replicated, so every device applies every update.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from xla_spmd.ir import S32, ArrayShape, ComparisonDirection, SliceDim, TupleShape, reducer_kind
-from xla_spmd.mesh import overlaps_any
+from xla_spmd.mesh import AxisRef, overlaps_any
 from xla_spmd.partition.handlers_elementwise import generic
 from xla_spmd.partition.registry import HANDLERS
 from xla_spmd.partition.reshard import axes_size
 from xla_spmd.partition.uneven import zero_padding
-from xla_spmd.partition.values import PTuple, PValue
+from xla_spmd.partition.values import PTuple, PValue, array_shape
+
+if TYPE_CHECKING:
+    from xla_spmd.ir import Instruction
+    from xla_spmd.partition.partitioner import Lowering
+    from xla_spmd.partition.values import PartValue
 
 
 @HANDLERS.register("gather")
-def gather(low, inst, operands):
+def gather(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     operand, indices = operands
     a = inst.attrs
     target = low.target(inst)
@@ -30,8 +36,8 @@ def gather(low, inst, operands):
     out_rank = inst.shape.rank
     batch_out = [d for d in range(out_rank) if d not in a.offset_dims]
     index_dims = [d for d in range(indices.global_shape.rank) if d != a.index_vector_dim]
-    index_axes = [()] * indices.global_shape.rank
-    achieved = [()] * out_rank
+    index_axes: list[tuple[AxisRef, ...]] = [()] * indices.global_shape.rank
+    achieved: list[tuple[AxisRef, ...]] = [()] * out_rank
     for out_dim, index_dim in zip(batch_out, index_dims):
         index_axes[index_dim] = out_axes[out_dim]
         achieved[out_dim] = out_axes[out_dim]
@@ -141,6 +147,7 @@ def _masked_gather(low, inst, attrs, x, i, partial, achieved, batch_out, target)
     out_sharding = low.sharding(achieved, [x for axes in partial.values() for x in axes])
     value = low.emit(inst, [x.inst, idx], out_sharding, attrs=attrs)
     local_dims = value.inst.shape.dims
+    assert mask is not None  # at least one batch dim is compared
     wide = em.op("broadcast", mask, shape=ArrayShape(mask.shape.dtype, local_dims),
                  dimensions=tuple(batch_out))
     zeros = em.broadcast_scalar(em.scalar(0, inst.shape.dtype), local_dims)
@@ -149,7 +156,7 @@ def _masked_gather(low, inst, attrs, x, i, partial, achieved, batch_out, target)
 
 
 @HANDLERS.register("scatter")
-def scatter(low, inst, operands):
+def scatter(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     n = len(operands) // 2
     inputs, indices, updates = operands[:n], operands[n], operands[n + 1:]
     if any(isinstance(v, PTuple) for v in operands):
@@ -205,9 +212,11 @@ def scatter(low, inst, operands):
     args = xs + [idx] + us
     if n == 1:
         return low.reshard(low.emit(inst, args, compute), target)
-    local_shape = TupleShape(tuple(low.local_shape(s, compute) for s in inst.shape.elements))
+    local_shape = TupleShape(tuple(low.local_shape(array_shape(s), compute)
+                                   for s in inst.shape.elements))
     local = low.em.clone(inst, [v.inst for v in args], local_shape)
     value = low.explode(local, [compute] * n, inst.shape)
+    assert isinstance(value, PTuple)  # n results
     return PTuple(tuple(low.reshard(v, t) for v, t in zip(value.items, targets)))
 
 

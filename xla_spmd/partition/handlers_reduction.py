@@ -18,6 +18,7 @@ dim when two all-to-alls move less than gathering it.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from xla_spmd.ir import TupleShape
 from xla_spmd.mesh import overlaps_any
@@ -28,11 +29,16 @@ from xla_spmd.partition.park import moved_bytes, park
 from xla_spmd.partition.registry import HANDLERS
 from xla_spmd.partition.reshard import axes_size
 from xla_spmd.partition.uneven import mask_padding
-from xla_spmd.partition.values import PValue, unflatten
+from xla_spmd.partition.values import PTuple, PValue, array_shape, unflatten
+
+if TYPE_CHECKING:
+    from xla_spmd.ir import Instruction
+    from xla_spmd.partition.partitioner import Lowering
+    from xla_spmd.partition.values import PartValue
 
 
 @HANDLERS.register("reduce")
-def reduce(low, inst, operands):
+def reduce(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     half = len(operands) // 2
     inputs, inits = operands[:half], operands[half:]
     targets = low.targets(inst)
@@ -65,12 +71,13 @@ def reduce(low, inst, operands):
     local_sharding = low.sharding(out_axes)
     shardings = [local_sharding] * half
     if isinstance(inst.shape, TupleShape):
-        local_shape = TupleShape(tuple(low.local_shape(s, local_sharding)
+        local_shape = TupleShape(tuple(low.local_shape(array_shape(s), local_sharding)
                                        for s in inst.shape.elements))
         local = low.em.clone(inst, [a.inst for a in args], local_shape)
         if partial:
             local = _combine_partials(low, inst, local, partial, args[half:])
         value = low.explode(local, shardings, inst.shape)
+        assert isinstance(value, PTuple)  # a tuple-shaped reduce
         flat = [low.reshard(v, t) for v, t in zip(value.items, targets)]
         return unflatten(inst.shape, flat)
     value = low.emit(inst, args, local_sharding)
@@ -168,12 +175,12 @@ def _windowed(low, inst, operands, window, count):
 
 
 @HANDLERS.register("reduce-window")
-def reduce_window(low, inst, operands):
+def reduce_window(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     return _windowed(low, inst, operands, inst.attrs.window, len(operands) // 2)
 
 
 @HANDLERS.register("select-and-scatter")
-def select_and_scatter(low, inst, operands):
+def select_and_scatter(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     operand, source, init = operands
     target = low.target(inst)
     window = inst.attrs.window
@@ -188,7 +195,7 @@ def select_and_scatter(low, inst, operands):
 
 
 @HANDLERS.register("sort")
-def sort(low, inst, operands):
+def sort(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     targets = low.targets(inst)
     target = targets[0]
     (dim,) = inst.attrs.dimensions
@@ -201,8 +208,10 @@ def sort(low, inst, operands):
         compute = parked
     args = [low.reshard(o, compute) for o in operands]
     if isinstance(inst.shape, TupleShape):
-        local_shape = TupleShape(tuple(low.local_shape(s, compute) for s in inst.shape.elements))
+        local_shape = TupleShape(tuple(low.local_shape(array_shape(s), compute)
+                                       for s in inst.shape.elements))
         local = low.em.clone(inst, [a.inst for a in args], local_shape)
         value = low.explode(local, [compute] * len(inst.shape.elements), inst.shape)
+        assert isinstance(value, PTuple)  # a tuple-shaped sort
         return unflatten(inst.shape, [low.reshard(v, t) for v, t in zip(value.items, targets)])
     return low.reshard(low.emit(inst, args, compute), target)

@@ -9,12 +9,18 @@ reshards the result to the wanted sharding (a local slice when it only adds axes
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from xla_spmd.ir import S32, ArrayShape
 from xla_spmd.mesh import AxisRef, merge_sub_axes
 from xla_spmd.partition.registry import HANDLERS
 from xla_spmd.partition.reshard import plan_reshard
 from xla_spmd.partition.values import PValue
+
+if TYPE_CHECKING:
+    from xla_spmd.ir import Instruction
+    from xla_spmd.partition.partitioner import Lowering
+    from xla_spmd.partition.values import PartValue
 
 
 def _clear(sharding, dims):
@@ -49,12 +55,12 @@ def _broadcast_operand(low, inst, sharding):
 
 
 @HANDLERS.register("transpose")
-def transpose(low, inst, operands):
+def transpose(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     (operand,) = operands
     target = low.target(inst)
     perm = inst.attrs.dimensions
     axes = _dims_axes(target)
-    wanted = [()] * len(perm)
+    wanted: list[tuple[AxisRef, ...]] = [()] * len(perm)
     for k, p in enumerate(perm):
         wanted[p] = axes[k]
     x = low.reshard(operand, low.sharding(wanted, target.unreduced))
@@ -73,7 +79,7 @@ def _local_op(low, inst, operands, cleared_dims, extra_operands=(), local_attrs=
 
 
 @HANDLERS.register("dynamic-slice")
-def dynamic_slice(low, inst, operands):
+def dynamic_slice(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     operand, *indices = operands
     if len(indices) == 1 and operand.global_shape.rank != 1:
         return _local_op(low, inst, [operand], set(range(operand.global_shape.rank)), indices)
@@ -109,7 +115,7 @@ def iota(low, inst, operands, wanted=None):
 
 
 @HANDLERS.register("constant")
-def constant(low, inst, operands):
+def constant(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     replicated = low.replicated(inst.shape.rank)
     value = low.emit(inst, [], replicated)
     low.recompute[value.inst] = (lambda t: low.reshard(value, t.replace(unreduced=())),
@@ -198,13 +204,13 @@ def _canonical(mesh, axes):
 
 
 @HANDLERS.register("reshape")
-def reshape(low, inst, operands):
+def reshape(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     (operand,) = operands
     target = low.target(inst)
     mesh = low.mesh
     in_dims, out_dims = operand.global_shape.dims, inst.shape.dims
     out_axes = _dims_axes(target)
-    operand_axes = [()] * len(in_dims)
+    operand_axes: list[tuple[AxisRef, ...]] = [()] * len(in_dims)
     achieved = list(out_axes)
     for gi, go in reshape_groups(in_dims, out_dims):
         axes = tuple(a for o in go for a in out_axes[o])
@@ -214,7 +220,7 @@ def reshape(low, inst, operands):
             on_out = distribute(mesh, axes, [out_dims[o] for o in go])
             ok = (on_in is not None and on_out is not None and all(
                 on_out[n] == _canonical(mesh, out_axes[o]) for n, o in enumerate(go)))
-            if ok:
+            if ok and on_in is not None:
                 for n, i in enumerate(gi):
                     operand_axes[i] = on_in[n]
         if not ok:

@@ -19,6 +19,7 @@ its right neighbour (8 bytes moved instead of a 24-byte all-gather).
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -45,7 +46,12 @@ from xla_spmd.partition.registry import HANDLERS
 from xla_spmd.partition.reshard import axes_size, plan_reshard, shard_dims
 from xla_spmd.partition.tiles import concat_rounds, lower_rounds, tile_bytes
 from xla_spmd.partition.uneven import mask_padding
-from xla_spmd.partition.values import PValue
+from xla_spmd.partition.values import PValue, array_shape
+
+if TYPE_CHECKING:
+    from xla_spmd.ir import Instruction
+    from xla_spmd.partition.partitioner import Lowering
+    from xla_spmd.partition.values import PartValue
 
 
 def _with_dims(sharding, keep, cleared):
@@ -69,7 +75,7 @@ def _unit_window_plans(low, operand, wanted, windows: dict, out_dims) -> dict:
 
 
 @HANDLERS.register("slice")
-def slice_(low, inst, operands):
+def slice_(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     (operand,) = operands
     target = low.target(inst)
     dims = operand.global_shape.dims
@@ -91,7 +97,7 @@ def slice_(low, inst, operands):
 
 
 @HANDLERS.register("pad")
-def pad(low, inst, operands):
+def pad(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     operand, value = operands
     target = low.target(inst)
     moved = {d: p for d, p in enumerate(inst.attrs.padding)
@@ -113,7 +119,7 @@ def pad(low, inst, operands):
 
 
 @HANDLERS.register("concatenate")
-def concatenate(low, inst, operands):
+def concatenate(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     (dim,) = inst.attrs.dimensions
     target = low.target(inst)
     wanted = target.replace(unreduced=())
@@ -153,7 +159,7 @@ def concatenate(low, inst, operands):
         inside = em.op("compare", position, em.broadcast_scalar(em.scalar(start, S32), local),
                        direction=ComparisonDirection.GE)
         result = em.op("select", inside, piece, result)
-    return low.reshard(PValue(result, wanted, inst.shape), target)
+    return low.reshard(PValue(result, wanted, array_shape(inst.shape)), target)
 
 
 def _concat_pieces(low, inst, operands, wanted, dim):
@@ -189,7 +195,7 @@ def _halo_bytes(low, operands, wanted, plans) -> float:
 
 
 @HANDLERS.register("reverse")
-def reverse(low, inst, operands):
+def reverse(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     (operand,) = operands
     target = low.target(inst)
     wanted = target.replace(unreduced=())
@@ -220,11 +226,11 @@ def reverse(low, inst, operands):
     for plan in mirrored.values():
         if plan.starts[0]:  # uneven: the mirrored shards sit `starts[0]` too far left
             local = exchange(low, local, compute, plan)
-    return low.reshard(PValue(local, compute, inst.shape), target)
+    return low.reshard(PValue(local, compute, array_shape(inst.shape)), target)
 
 
 @HANDLERS.register("dynamic-update-slice")
-def dynamic_update_slice(low, inst, operands):
+def dynamic_update_slice(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     operand, update, *indices = operands
     target = low.target(inst)
     dims = operand.global_shape.dims
@@ -258,8 +264,9 @@ def dynamic_update_slice(low, inst, operands):
                              direction=ComparisonDirection.LT))
         mask = inside if mask is None else em.op("and", mask, inside)
     placed = em.dynamic_slice(u, starts, local)
+    assert mask is not None  # at least one dim is updated
     result = em.op("select", mask, placed, x.inst, sharding=compute)
-    return low.reshard(PValue(result, compute, inst.shape), target)
+    return low.reshard(PValue(result, compute, array_shape(inst.shape)), target)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -310,7 +317,7 @@ def select_and_scatter_halo(low, inst, operands, halo_plans):
         y = _return_halo(low, y, compute, plan)
     init_local = em.broadcast_scalar(low.replicate(init).inst, y.shape.dims)
     result = em.op("add", init_local, y, sharding=compute)
-    return low.reshard(PValue(result, compute, inst.shape), target)
+    return low.reshard(PValue(result, compute, array_shape(inst.shape)), target)
 
 
 def _return_halo(low, y, sharding, plan):

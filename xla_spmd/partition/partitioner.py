@@ -27,6 +27,8 @@ instruction keeps the sharding of the value it computes (for inspection), and th
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from xla_spmd.errors import PartitionError, XlaSpmdError
 from xla_spmd.ir import (
     ArrayShape,
@@ -56,7 +58,8 @@ class Lowering:
         self.em = Emitter(state)
         # Local values that are cheaper to compute again in another sharding than to move
         # (constants, iotas, broadcasts): local instruction -> (recompute(target), its cost).
-        self.recompute: dict[Instruction, object] = {}
+        # A reshard's result -> (redo the reshard to a target, bytes that would move)
+        self.recompute: dict[Instruction, tuple[Callable, Callable]] = {}
         # The users of each instruction of the computation being lowered (for look-ahead).
         self.uses: dict[Instruction, list[Instruction]] = {}
         # The root of the computation being lowered: its value is used by the caller.
@@ -167,6 +170,7 @@ class Lowering:
              global_shape=None, attrs=None) -> PValue:
         """`original`'s op on local operands; the result is `sharding` of `global_shape`."""
         global_shape = global_shape or original.shape
+        assert isinstance(global_shape, ArrayShape), "emit makes one array"
         local = self.local_shape(global_shape, sharding)
         inst = self.em.clone(original, [o.inst if isinstance(o, PValue) else o
                                         for o in operands], local, sharding, attrs)
@@ -196,7 +200,7 @@ class Lowering:
         return self.em.op("tuple", *[self.pack(item) for item in value.items])
 
     # -- computations ----------------------------------------------------------------------
-    def lower_body(self, computation: Computation, env: dict) -> object:
+    def lower_body(self, computation: Computation, env: dict) -> PValue | PTuple:
         """Partition `computation`'s instructions (parameters pre-bound in `env`)."""
         # Handlers look ahead at the users of the computation being lowered; a nested body
         # (a loop's, a branch's) has its own, and the outer ones come back after it.
@@ -214,7 +218,7 @@ class Lowering:
                         raise
                     wrapped = PartitionError(f"partitioning {computation.name}: {error}\n"
                                              f"  at: {print_instruction(inst)}")
-                    wrapped._spmd_context = True
+                    wrapped._spmd_context = True  # pyright: ignore[reportAttributeAccessIssue]
                     raise wrapped from error
         finally:
             self.uses, self.root = outer

@@ -11,13 +11,16 @@ this module imports none of them.
 
 from __future__ import annotations
 
-from xla_spmd.ir import OPS, Family, Registry
+from collections.abc import Callable
+from typing import Any
+
+from xla_spmd.ir import OPS, Family, Instruction, Registry
 
 HANDLERS = Registry("partition handler")
-FAMILY_DEFAULTS: dict[Family, object] = {}
+FAMILY_DEFAULTS: dict[Family, Callable[..., Any]] = {}
 
 
-def handler_for(inst):
+def handler_for(inst: Instruction) -> Callable[..., Any]:
     handler = HANDLERS.get(inst.opcode)
     if handler is not None:
         return handler

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xla_spmd.mesh import AxisRef, Mesh, overlaps_any
@@ -50,11 +51,12 @@ Axes = tuple[AxisRef, ...]
 DimsAxes = tuple[Axes, ...]
 
 
-def axes_size(mesh: Mesh, axes) -> int:
+def axes_size(mesh: Mesh, axes: Sequence[AxisRef]) -> int:
     return math.prod(mesh.axis_size(a) for a in axes)
 
 
-def shard_dims(mesh: Mesh, dims_axes: DimsAxes, global_dims) -> tuple[int, ...]:
+def shard_dims(mesh: Mesh, dims_axes: DimsAxes, global_dims: Sequence[int]
+               ) -> tuple[int, ...]:
     """Local (ceiling) shard dims of a tensor of `global_dims` under `dims_axes`."""
     return tuple(-(-d // axes_size(mesh, axes)) for d, axes in zip(global_dims, dims_axes))
 
@@ -147,7 +149,7 @@ def _plan(mesh, global_dims, itemsize, src_dims, src_unreduced, dst_dims, dst_un
     return best
 
 
-def split_minor(mesh, axis: AxisRef, k: int) -> tuple[AxisRef, AxisRef] | None:
+def split_minor(mesh: Mesh, axis: AxisRef, k: int) -> tuple[AxisRef, AxisRef] | None:
     """`axis` as (major, minor) sub-axes with a minor part of `k` devices; None if `k` does
     not divide it. Both shard a dim exactly as `axis` alone does."""
     full = mesh.shape[axis.name]

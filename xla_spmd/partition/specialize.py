@@ -57,8 +57,8 @@ def _fold_table(inst, operands):
     """convert(constant), dynamic-slice(constant, constant), reshape(constant) -> constant."""
     if inst.opcode not in ("convert", "dynamic-slice", "reshape"):
         return None
-    values = [_value(o) for o in operands]
-    if any(v is None for v in values):
+    values = [v for v in map(_value, operands) if v is not None]
+    if len(values) != len(operands):
         return None
     if inst.opcode == "convert":
         result = np.asarray(values[0]).astype(inst.shape.dtype.numpy)

@@ -10,12 +10,18 @@ its mask is ``[6, 7] < 7 = [true, false]``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
 from xla_spmd.ir import PRED, S32, ArrayShape, ComparisonDirection, Instruction
 from xla_spmd.partition.reshard import axes_size
 from xla_spmd.partition.values import PValue
 
+if TYPE_CHECKING:
+    from xla_spmd.partition.partitioner import Lowering
 
-def uneven_dims(value, dims=None) -> list[int]:
+
+def uneven_dims(value: PValue, dims: Iterable[int] | None = None) -> list[int]:
     """Dims of `value` (a PValue) whose shards carry padding on some device."""
     mesh = value.sharding.mesh
     candidates = range(value.global_shape.rank) if dims is None else dims
@@ -28,7 +34,7 @@ def uneven_dims(value, dims=None) -> list[int]:
     return result
 
 
-def valid_mask(low, value, dims) -> Instruction | None:
+def valid_mask(low: Lowering, value: PValue, dims: Iterable[int]) -> Instruction | None:
     """pred[local dims]: true where `value` holds real data along `dims` (None: everywhere)."""
     em = low.em
     dims = uneven_dims(value, dims)
@@ -44,11 +50,12 @@ def valid_mask(low, value, dims) -> Instruction | None:
         limit = em.broadcast_scalar(em.scalar(value.global_shape.dims[dim], S32), local)
         inside = em.op("compare", position, limit, direction=ComparisonDirection.LT)
         mask = inside if mask is None else em.op("and", mask, inside)
-    assert mask.shape.dtype is PRED
+    assert mask is not None and mask.shape.dtype is PRED
     return mask
 
 
-def mask_padding(low, value, dims, fill: Instruction):
+def mask_padding(low: Lowering, value: PValue, dims: Iterable[int], fill: Instruction
+                 ) -> PValue:
     """`value` with its padding along `dims` replaced by the scalar `fill`."""
     mask = valid_mask(low, value, dims)
     if mask is None:
@@ -59,5 +66,5 @@ def mask_padding(low, value, dims, fill: Instruction):
     return PValue(inst, value.sharding, value.global_shape)
 
 
-def zero_padding(low, value, dims):
+def zero_padding(low: Lowering, value: PValue, dims: Iterable[int]) -> PValue:
     return mask_padding(low, value, dims, low.em.scalar(0, value.global_shape.dtype))

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xla_spmd.ir import ArrayShape, Instruction, Shape, TupleShape
+from xla_spmd.errors import PartitionError
+from xla_spmd.ir import ArrayShape, Computation, Instruction, Shape, TupleShape
 from xla_spmd.sharding import TensorSharding
 
 
@@ -27,6 +28,24 @@ class PTuple:
     """A partitioned tuple value: its elements (PValue or PTuple), kept exploded."""
 
     items: tuple
+
+
+# A partitioned value: one array, or a tuple of them.
+PartValue = PValue | PTuple
+
+
+def array_shape(shape: Shape) -> ArrayShape:
+    """`shape`, which the verifier made an array (a tuple is a PartitionError naming it)."""
+    if not isinstance(shape, ArrayShape):
+        raise PartitionError(f"expected an array shape, got the tuple {shape}")
+    return shape
+
+
+def called(computation: Computation | None) -> Computation:
+    """A called computation the verifier made present (None is a PartitionError)."""
+    if computation is None:
+        raise PartitionError("a conditional names no computation for a branch")
+    return computation
 
 
 def leaves(value: PValue | PTuple) -> list[PValue]:

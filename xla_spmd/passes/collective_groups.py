@@ -142,7 +142,7 @@ class PartitionValues:
         if opcode == "partition-id":
             return np.arange(count, dtype=np.int64)
         if opcode == "constant":
-            array = inst.attrs.literal.value.astype(np.int64)
+            array = inst.attrs.literal.array.astype(np.int64)
             return np.broadcast_to(array, (count, *array.shape))
         operands = []
         for operand in inst.operands:

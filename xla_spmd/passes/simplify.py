@@ -95,7 +95,7 @@ def _splat(inst: Instruction):
         inst = inst.operands[0]
     if inst.opcode != "constant" or inst.attrs.literal.is_tuple:
         return _NONE
-    array = inst.attrs.literal.value
+    array = inst.attrs.literal.array
     if array.size == 0:
         return _NONE
     first = array.flat[0]
@@ -120,7 +120,7 @@ def _constant(name: str, array: np.ndarray, like: Instruction) -> Instruction:
 def _constant_array(inst: Instruction) -> np.ndarray | None:
     if inst.opcode != "constant" or inst.attrs.literal.is_tuple:
         return None
-    return inst.attrs.literal.value
+    return inst.attrs.literal.array
 
 
 def _small_integer(*insts: Instruction) -> bool:

@@ -14,7 +14,14 @@ body is removed, and the stacked element keeps its initial value.
 
 from __future__ import annotations
 
-from xla_spmd.ir import Computation, Instruction, Module, make_instruction, op_named
+from xla_spmd.ir import (
+    Computation,
+    Instruction,
+    Module,
+    TupleShape,
+    make_instruction,
+    op_named,
+)
 from xla_spmd.ir.builder import NameGenerator
 from xla_spmd.ir.module import has_side_effect
 from xla_spmd.passes.pass_manager import Pass, rebuild, transform_module
@@ -44,10 +51,10 @@ def _reaches(starts) -> set[int]:
     return seen
 
 
-def _observed(loop: Instruction, indices: set[int]) -> set[int] | None:
-    """The observed elements of `loop` given those read after it; None: all of them."""
+def _observed(loop: Instruction, indices: set[int], size: int) -> set[int] | None:
+    """The observed elements of `loop` (of `size` elements) given those read after it;
+    None: all of them."""
     body, condition = loop.attrs.body, loop.attrs.condition
-    size = len(loop.shape.elements)
     if body.root.opcode != "tuple" or len(body.parameters) != 1:
         return None
     in_condition = _gte_indices(condition, condition.parameters[0], condition.users())
@@ -110,9 +117,12 @@ def pass_through_dead_carries(module: Module) -> Module:
         if len(loops) != 1 or loops[0][1] is None:
             continue
         loop, indices = loops[0]
-        live = _observed(loop, indices)
+        if not isinstance(loop.shape, TupleShape):
+            continue  # an array carry is a single element: nothing to pass through
+        size = len(loop.shape.elements)
+        live = _observed(loop, indices, size)
         if live is not None:
-            dead[name] = set(range(len(loop.shape.elements))) - live
+            dead[name] = set(range(size)) - live
     if not dead:
         return module
     return transform_module(module, lambda c: _pass_through(c, dead[c.name])

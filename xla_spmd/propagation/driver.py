@@ -20,11 +20,12 @@ gives z ``[{"data", ?}, {"model", ?}]``.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xla_spmd.errors import ShardingError
 from xla_spmd.mesh import AxisRef, Mesh, overlaps_any
-from xla_spmd.propagation.conflicts import POLICIES, TensorView, aggressive
+from xla_spmd.propagation.conflicts import POLICIES, TensorView, Update, aggressive
 from xla_spmd.propagation.factors import FactorType
 from xla_spmd.propagation.graph import Graph, Node
 from xla_spmd.propagation.projection import AxisSizes, project_dim, unproject_dim
@@ -37,7 +38,7 @@ PASS_TYPES = frozenset({FactorType.PASS_THROUGH})
 
 
 def _is_pass_through(node: Node) -> bool:
-    return node.kind == "edge" or node.inst.op.pass_through
+    return node.kind == "edge" or (node.inst is not None and node.inst.op.pass_through)
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class Level:
     A direction is (forward: results may change, backward: operands may change)."""
 
     name: str
-    direction: object
+    direction: Callable[[Node], tuple[bool, bool]]
     factor_types: frozenset = ALL_TYPES
     defer_conflicts: bool = False
 
@@ -57,7 +58,7 @@ def _pass_through_direction(single_use_only: bool):
             return NONE
         if _is_pass_through(node):
             return BOTH
-        if node.inst.op.forward_pass_through:
+        if node.inst is not None and node.inst.op.forward_pass_through:
             return FORWARD
         return NONE
     return direction
@@ -89,7 +90,8 @@ class ValueState:
     unreduced: tuple = ()
     excluded: tuple = ()  # replicated + unreduced + manual + axes held back for later rounds
     user: bool = False
-    foreign: object = None  # its sharding, if on another mesh: nodes touching it are skipped
+    # its sharding, if on another mesh: nodes touching it are skipped
+    foreign: TensorSharding | None = None
     mesh_name: str | None = "mesh"
 
     def is_empty(self) -> bool:
@@ -108,7 +110,7 @@ class Origin:
 class Propagator:
     graph: Graph
     mesh: Mesh
-    policy: object
+    policy: Callable[..., list[Update]]
     states: list[ValueState]
     groups: dict[int, list[int]] = field(default_factory=dict)
     origins: dict[tuple[int, str], Origin] = field(default_factory=dict)
@@ -290,10 +292,11 @@ def state_to_sharding(state: ValueState, mesh: Mesh) -> TensorSharding:
         return state.foreign
     dims = [DimSharding(axes, closed, priority if (axes or not closed) else None)
             for axes, closed, priority in zip(state.axes, state.closed, state.priority)]
-    return TensorSharding(mesh, dims, state.replicated, state.unreduced, state.mesh_name)
+    return TensorSharding(mesh, tuple(dims), state.replicated, state.unreduced,
+                          state.mesh_name)
 
 
-def get_policy(name_or_fn):
+def get_policy(name_or_fn: str | Callable[..., list[Update]]) -> Callable[..., list[Update]]:
     if callable(name_or_fn):
         return name_or_fn
     try:

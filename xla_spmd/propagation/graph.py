@@ -146,6 +146,7 @@ def _instantiate(graph: Graph, computation: Computation, params, manual, hooks) 
         if name in ALIAS:
             if name == "get-tuple-element":
                 tuple_shape = inst.operands[0].shape
+                assert isinstance(tuple_shape, TupleShape)  # verified: gte reads a tuple
                 start = _leaf_offsets(tuple_shape)[inst.attrs.index]
                 count = len(inst.shape.leaves())
                 values[instance, inst] = operand_values[0][start:start + count]

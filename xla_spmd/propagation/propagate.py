@@ -175,7 +175,9 @@ def _run(module, strategy, mesh, policy, groups, unsharded_scalars=False,
                 axes.extend(a for a in manual_axes(source) if a not in axes)
         return axes
 
-    meshes = declared_meshes(module) or {mesh_name: mesh}
+    # A None name (an inline mesh) is never looked up by name.
+    meshes: dict[str, Mesh] = declared_meshes(module) or {
+        mesh_name: mesh}  # pyright: ignore[reportAssignmentType]
     boundaries: dict[Instruction, tuple] = {}
 
     def boundary_of(inst: Instruction):

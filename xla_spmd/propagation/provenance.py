@@ -66,6 +66,8 @@ def explain_value(result: Result, name: str) -> str:
 def chain(result: Result, value: int, axis: str) -> str:
     """``from x (user sharding) -> a (op) -> b (op)`` for one axis of one value."""
     propagator = result.propagator
+    if propagator is None:
+        return "not propagated: no mesh"
     graph = propagator.graph
     steps = []
     seen = set()
@@ -87,13 +89,16 @@ def chain(result: Result, value: int, axis: str) -> str:
 
 def annotate(result: Result) -> dict[str, str]:
     """Instruction name -> one explanation line per axis (for ``propagate --explain``)."""
-    notes = {}
-    for (_instance, inst), ids in result.propagator.graph.inst_values.items():
+    notes: dict[str, str] = {}
+    propagator = result.propagator
+    if propagator is None:
+        return notes  # no mesh: nothing was propagated
+    for (_instance, inst), ids in propagator.graph.inst_values.items():
         if inst.name in notes:
             continue
         parts = []
         for value in ids:
-            for d, axes in enumerate(result.propagator.states[value].axes):
+            for d, axes in enumerate(propagator.states[value].axes):
                 for axis in axes:
                     if axis.name in result.initial.get(value, ()):
                         continue

@@ -19,6 +19,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 
+
+from xla_spmd.errors import VerifyError
 from xla_spmd.ir import ArrayShape, Instruction, Registry
 from xla_spmd.ir.custom_calls import SHARDING_RULE
 from xla_spmd.propagation.factors import OpShardingRule, RuleBuilder, parse_rule
@@ -77,11 +79,24 @@ def result_dims(inst: Instruction) -> list[tuple[int, ...]]:
     return [leaf.dims for leaf in inst.shape.leaves()]
 
 
-def builder_for(inst: Instruction) -> RuleBuilder | None:
+def builder_or_none(inst: Instruction) -> RuleBuilder | None:
+    """A rule builder over `inst`'s operand and result dims, or None if an operand is a
+    tuple (an op that then gets no rule)."""
     operands = array_operands(inst)
     if operands is None:
         return None
     return RuleBuilder(operands, result_dims(inst))
+
+
+def builder_for(inst: Instruction) -> RuleBuilder:
+    """A rule builder for an op whose operands are arrays; a tuple operand is an error
+    naming the op (a rule of an op that may take tuples calls `builder_or_none`)."""
+    builder = builder_or_none(inst)
+    if builder is None:
+        shapes = ", ".join(str(o.shape) for o in inst.operands)
+        raise VerifyError(f"'{inst.op.name}' {inst.name}: its sharding rule needs array "
+                          f"operands, got {shapes}")
+    return builder
 
 
 def no_rule(inst: Instruction) -> None:

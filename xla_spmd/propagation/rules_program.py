@@ -20,7 +20,7 @@ from xla_spmd.ir.custom_calls import (
     targets_with,
 )
 from xla_spmd.propagation.factors import FactorType, RuleBuilder
-from xla_spmd.propagation.registry import RULES, builder_for, no_rule
+from xla_spmd.propagation.registry import RULES, builder_for, builder_or_none, no_rule
 from xla_spmd.propagation.rules_shape import pointwise_rule
 
 NEED = FactorType.NEED_REPLICATION
@@ -46,7 +46,7 @@ def rng_bit_generator_rule(inst):
 
 @RULES.register("all-reduce", "collective-permute", "collective-broadcast")
 def collective_pointwise_rule(inst):
-    b = builder_for(inst)
+    b = builder_or_none(inst)
     if b is None:
         return None
     n = len(b.operand_dims)
@@ -64,7 +64,7 @@ def collective_resizing_rule(inst):
     """Pointwise, except the gathered/scattered/split dim: one need-replication factor each
     on the operand and the result (their sizes differ). The operands of a variadic one share
     their factors, as Shardy's registry: pass-through dims first, then the resized ones."""
-    b = builder_for(inst)
+    b = builder_or_none(inst)
     if b is None:
         return None
     n = len(b.operand_dims)
@@ -101,7 +101,7 @@ def custom_call_rule(inst):
     if target in MANUAL_TARGETS:
         return None
     if target in POINTWISE_TARGETS or target.startswith("_SPMDInternalOp_"):
-        b = builder_for(inst)
+        b = builder_or_none(inst)
         if b is None or len(b.result_dims) != 1 or any(
                 d != b.result_dims[0] for d in b.operand_dims if len(d) > 0):
             return None
@@ -112,7 +112,7 @@ def custom_call_rule(inst):
         return rule
     rule = CUSTOM_CALL_RULES.get(target)
     if rule is not None:
-        b = builder_for(inst)
+        b = builder_or_none(inst)
         return None if b is None else rule(b)
     return None   # unknown target: no rule, nothing propagates through (as Shardy)
 

@@ -25,6 +25,7 @@ such as a replicated loss, is read without communication).
 from __future__ import annotations
 
 import operator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -81,7 +82,12 @@ class ArrayInterface:
     """
 
     __slots__ = ()
-    __hash__ = None  # as JAX arrays (== is elementwise)
+    # as JAX arrays (== is elementwise); None is how Python marks a class unhashable
+    __hash__ = None  # pyright: ignore[reportAssignmentType]
+
+    if TYPE_CHECKING:  # provided by the subclass
+        shape: tuple[int, ...]
+        dtype: np.dtype
 
     def gather(self) -> np.ndarray:
         raise NotImplementedError
@@ -127,11 +133,11 @@ class ArrayInterface:
 
     @property
     def real(self) -> np.ndarray:
-        return self.gather().real
+        return np.real(self.gather())
 
     @property
     def imag(self) -> np.ndarray:
-        return self.gather().imag
+        return np.imag(self.gather())
 
     @property
     def nbytes(self) -> int:

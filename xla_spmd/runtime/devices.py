@@ -90,6 +90,7 @@ def topology() -> Topology:
         else:
             count = _local_device_count()
             _topology = Topology(count, tuple(range(count)), "local")
+    assert _topology is not None  # initialize_mpi sets it too
     return _topology
 
 

@@ -35,20 +35,25 @@ import hashlib
 import os
 import weakref
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from xla_spmd.backends import Executable
+from xla_spmd.backends.base import LockstepExecutable, NcclExecutable
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir.hlo_printer import print_module
 from xla_spmd.runtime.devices import topology
 
-_local_worlds: dict[int, object] = {}
+if TYPE_CHECKING:
+    from xla_spmd.collectives.local import LocalWorld
+
+_local_worlds: dict[int, LocalWorld] = {}
 _mpi_communicator = None
 _nccl_communicator = None
 
 
-def _local_world(num_devices: int):
+def _local_world(num_devices: int) -> LocalWorld:
     from xla_spmd.collectives.local import LocalWorld
 
     world = _local_worlds.get(num_devices)
@@ -133,7 +138,7 @@ def execute(executable: Executable, per_device_args: Mapping[int, Sequence]
         if device >= count:
             return {}
         if getattr(executable, "collectives", None) == "nccl":
-            communicator = nccl_communicator(executable.gpu_of(device))
+            communicator = nccl_communicator(cast(NcclExecutable, executable).gpu_of(device))
         return {device: executable.run(device, per_device_args[device], communicator)}
     world = _local_world(count)
     if getattr(executable, "lockstep", False):
@@ -141,8 +146,9 @@ def execute(executable: Executable, per_device_args: Mapping[int, Sequence]
         # time is Python's, which threads would only serialise on the GIL); BLAS keeps every
         # core, as one call runs at a time.
         world.reset()
-        return executable.run_together({d: per_device_args[d] for d in range(count)},
-                                       {d: world.communicator(d) for d in range(count)})
+        return cast(LockstepExecutable, executable).run_together(
+            {d: per_device_args[d] for d in range(count)},
+            {d: world.communicator(d) for d in range(count)})
     with blas_threads_per_device(count):
         results = world.run(lambda comm: executable.run(
             comm.rank, per_device_args[comm.rank], comm))

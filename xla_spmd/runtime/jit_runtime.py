@@ -27,14 +27,11 @@ from xla_spmd.ir import Module, TupleShape
 from xla_spmd.runtime.devices import topology
 from xla_spmd.runtime.executable import execute
 from xla_spmd.runtime.sharded_array import ShardedArray, device_put, mesh_local_devices
-from xla_spmd.sharding import TensorSharding
+from xla_spmd.sharding import TensorSharding, axis_shardings
 
 
 def _result_shardings(module: Module) -> list[TensorSharding]:
-    root = module.entry.root
-    if isinstance(root.shape, TupleShape):
-        return list(root.sharding)
-    return [root.sharding]
+    return list(axis_shardings(module.entry.root))
 
 
 class Runner:
@@ -49,7 +46,7 @@ class Runner:
                                f"xs.set_num_devices({partitions}) or mpirun -n {partitions}")
         self.module = module
         self.executable = executable
-        self.parameter_shardings = [p.sharding for p in module.entry.parameters]
+        self.parameter_shardings = [axis_shardings(p)[0] for p in module.entry.parameters]
         self.result_shardings = _result_shardings(module)
         root = module.entry.root.shape
         self.result_shapes = list(root.elements) if isinstance(root, TupleShape) else [root]
@@ -64,7 +61,9 @@ class Runner:
         if value.ndim != sharding.rank:
             raise XlaSpmdError(f"argument {number}: rank {value.ndim}, but the traced "
                                f"parameter has rank {sharding.rank}")
-        return device_put(value, sharding)
+        placed = device_put(value, sharding)
+        assert isinstance(placed, ShardedArray)  # one array in, one out
+        return placed
 
     def __call__(self, leaves: list) -> list[ShardedArray]:
         placed = [self._place(leaf, sharding, i)

@@ -26,14 +26,14 @@ from .sdy_text import (
     print_sharding,
     print_sharding_per_value,
 )
-from .tensor_sharding import DimSharding, TensorSharding, is_unconstrained
+from .tensor_sharding import DimSharding, TensorSharding, axis_shardings, is_unconstrained
 from .visualize import render_sharding, tile_devices, visualize_sharding
 
 __all__ = [
     "UNCONSTRAINED", "AxisRef", "AxisType", "DimSharding", "ImportedSharding", "Mesh",
     "NamedSharding", "P", "PartitionSpec", "TensorSharding", "axes_to_hlo", "declare_meshes",
     "declared_meshes",
-    "finest_mesh", "hlo_to_axes", "meshes_of", "program_mesh", "sharding_mesh",
+    "axis_shardings", "finest_mesh", "hlo_to_axes", "meshes_of", "program_mesh", "sharding_mesh",
     "hlo_tuple_to_axes", "is_unconstrained", "make_mesh", "parse_sharding",
     "parse_sharding_per_value",
     "print_sharding", "print_sharding_per_value", "tile_devices", "user_sharding",

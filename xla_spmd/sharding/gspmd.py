@@ -77,7 +77,7 @@ def axes_to_hlo(sharding: TensorSharding, *, manual_axes: Sequence[str] = (),
     manual = _manual_refs(sharding, manual_axes)
     if not mesh.axis_names or mesh.size == 1 and not manual:
         if mesh.is_maximal:
-            return HloSharding.maximal(mesh.device_ids[0])
+            return HloSharding.maximal(mesh.all_device_ids[0])
         return HloSharding.replicate()
     if manual and len(manual) == len(mesh.axis_names):
         return HloSharding.manual()
@@ -152,6 +152,7 @@ def hlo_to_axes(hlo: HloSharding, rank: int | None = None, mesh: Mesh | None = N
                                                              mesh_name))
     if hlo.kind is ShardingKind.MAXIMAL:
         if mesh is None:
+            assert hlo.device is not None  # a maximal sharding names its device
             mesh = Mesh((), (), device_ids=(hlo.device,))
         elif mesh.all_device_ids != (hlo.device,):
             raise ShardingError(f"{hlo} lives on one device; mesh {mesh!r} is not the maximal "
@@ -162,7 +163,8 @@ def hlo_to_axes(hlo: HloSharding, rank: int | None = None, mesh: Mesh | None = N
         return ImportedSharding(TensorSharding.replicated_on(mesh, rank, mesh_name),
                                 manual_axes=mesh.axis_names, fully_manual=True)
     if hlo.kind is ShardingKind.UNREDUCED and mesh is not None:
-        sharding = TensorSharding(mesh, (DimSharding(),) * rank, unreduced=mesh.axis_names,
+        sharding = TensorSharding(mesh, (DimSharding(),) * rank,
+                                  unreduced=tuple(map(AxisRef, mesh.axis_names)),
                                   mesh_name=mesh_name)
         return ImportedSharding(sharding)
     raise ShardingError(f"{hlo} has no axis-based form" + (
@@ -182,10 +184,10 @@ def hlo_tuple_to_axes(hlo: HloSharding, ranks: Sequence[int | None], mesh: Mesh 
 def _tiled_to_axes(hlo: HloSharding, mesh: Mesh | None, mesh_name: str | None
                    ) -> ImportedSharding:
     array = hlo.device_array()
-    explicit = not hlo.tile_assignment.is_iota
+    form = hlo.tiles
+    explicit = not form.is_iota
     if mesh is None:
-        if hlo.tile_assignment.is_iota:
-            form = hlo.tile_assignment
+        if form.reshape_dims is not None and form.transpose_perm is not None:  # iota
             return _from_iota(hlo, form.reshape_dims, form.transpose_perm, None, mesh_name,
                               explicit)
         found = find_iota(array.ravel(), array.shape)
@@ -212,7 +214,7 @@ def _tiled_to_axes(hlo: HloSharding, mesh: Mesh | None, mesh_name: str | None
 
 def _from_iota(hlo: HloSharding, reshape_dims: Sequence[int], perm: Sequence[int],
                mesh: Mesh | None, mesh_name: str | None, explicit: bool) -> ImportedSharding:
-    tile_dims = hlo.tile_assignment.dims
+    tile_dims = hlo.tiles.dims
     pieces = [[int(d)] for d in reshape_dims if d > 1]
     perm = [p for p in perm if reshape_dims[p] > 1]
     # Renumber perm after dropping size-1 reshape dims (canonical forms have none anyway).
@@ -255,12 +257,12 @@ def _from_iota(hlo: HloSharding, reshape_dims: Sequence[int], perm: Sequence[int
 
     def in_mesh_order(refs):
         return sorted(refs, key=lambda r: (mesh.axis_index(r.name), r.pre_size))
-    manual = merge_sub_axes(mesh, in_mesh_order(manual))
+    manual = list(merge_sub_axes(mesh, in_mesh_order(manual)))
     if any(ref.is_sub_axis for ref in manual):
         raise ShardingError(f"{hlo}: manual devices form sub-axes {manual} of mesh {mesh!r}; "
                             f"manual axes must be whole axes")
-    unreduced = merge_sub_axes(mesh, in_mesh_order(unreduced))
-    sharding = TensorSharding(mesh, dims, unreduced=unreduced, mesh_name=mesh_name)
+    merged = merge_sub_axes(mesh, in_mesh_order(unreduced))
+    sharding = TensorSharding(mesh, dims, unreduced=merged, mesh_name=mesh_name)
     return ImportedSharding(sharding, tuple(ref.name for ref in manual), explicit)
 
 
@@ -294,7 +296,7 @@ def _pieces_to_axes(pieces: list[list[int]], mesh: Mesh) -> list[list[AxisRef]]:
     """Name each piece (in mesh order) as the mesh axis or sub-axis it covers."""
     axes = iter((name, size) for name, size in mesh.shape.items() if size > 1)
     refs: list[list[AxisRef]] = []
-    name, full, pre = None, 1, 1
+    name, full, pre = "", 1, 1
     for group in pieces:
         refs.append([])
         for size in group:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xla_spmd.errors import ShardingError
-from xla_spmd.mesh import Mesh
+from xla_spmd.mesh import Mesh, as_axis_ref
 
 from .tensor_sharding import DimSharding, TensorSharding, placement_key
 
@@ -98,7 +98,8 @@ class NamedSharding:
     def __post_init__(self) -> None:
         if not isinstance(self.mesh, Mesh):
             raise ShardingError(f"NamedSharding needs a Mesh, got {type(self.mesh).__name__}")
-        spec = self.spec if isinstance(self.spec, PartitionSpec) else PartitionSpec(*self.spec)
+        spec = self.spec if isinstance(self.spec, PartitionSpec) else PartitionSpec(
+            *self.spec)  # pyright: ignore[reportGeneralTypeIssues]  (a tuple is accepted)
         object.__setattr__(self, "spec", spec)
         for name in spec.axis_names():
             if not self.mesh.has_axis(name):
@@ -117,7 +118,8 @@ class NamedSharding:
             elif entry is None:
                 dims.append(DimSharding())
             else:
-                dims.append(DimSharding((entry,) if isinstance(entry, str) else entry))
+                names = (entry,) if isinstance(entry, str) else entry
+                dims.append(DimSharding(tuple(map(as_axis_ref, names))))
         return TensorSharding(self.mesh, tuple(dims), mesh_name=mesh_name)
 
     @classmethod

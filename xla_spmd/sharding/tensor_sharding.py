@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from types import EllipsisType
+from typing import TYPE_CHECKING, Protocol
 
 from xla_spmd.errors import ShardingError
 from xla_spmd.mesh import AxisRef, Mesh, as_axis_ref
@@ -41,6 +43,10 @@ class DimSharding:
     axes: tuple[AxisRef, ...] = ()
     is_closed: bool = True
     priority: int | None = None
+
+    if TYPE_CHECKING:  # what the generated __init__ accepts; __post_init__ normalizes it
+        def __init__(self, axes: Iterable[AxisRef | str] = (), is_closed: bool = True,
+                     priority: int | None = None) -> None: ...
 
     def __post_init__(self) -> None:
         axes = tuple(as_axis_ref(axis) for axis in self.axes)
@@ -66,14 +72,42 @@ class DimSharding:
         return text if self.priority is None else f"{text}p{self.priority}"
 
 
-def _as_dim(dim: DimSharding | Sequence[AxisRef | str] | str | None) -> DimSharding:
+# A dim as `TensorSharding` accepts it: a DimSharding, axis names or refs (closed), one
+# name, or None (replicated).
+DimInput = DimSharding | Sequence[AxisRef | str] | str | None
+
+
+def _as_dim(dim: DimInput) -> DimSharding:
     if isinstance(dim, DimSharding):
         return dim
     if dim is None:
         return DimSharding()
     if isinstance(dim, (str, AxisRef)):
-        return DimSharding((dim,))
-    return DimSharding(tuple(dim))
+        return DimSharding((as_axis_ref(dim),))
+    return DimSharding(tuple(map(as_axis_ref, dim)))
+
+
+class _Sharded(Protocol):
+    """An instruction, as far as `axis_shardings` reads it (this layer does not import ir's
+    module)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def sharding_leaves(self) -> tuple[object, ...]: ...
+
+
+def axis_shardings(inst: _Sharded) -> tuple[TensorSharding, ...]:
+    """The axis-based sharding of each result leaf of `inst` (an `Instruction`): every value
+    has one once shardings are imported and propagated; a missing or GSPMD one is an error
+    naming the instruction."""
+    found = []
+    for sharding in inst.sharding_leaves():
+        if not isinstance(sharding, TensorSharding):
+            raise ShardingError(f"{inst.name}: expected an axis-based sharding on each result, "
+                                f"got {sharding}")
+        found.append(sharding)
+    return tuple(found)
 
 
 def placement_key(mesh: Mesh, dims: Sequence[Sequence[object]]) -> tuple:
@@ -101,6 +135,12 @@ class TensorSharding:
     replicated: tuple[AxisRef, ...] = ()
     unreduced: tuple[AxisRef, ...] = ()
     mesh_name: str | None = "mesh"  # None prints the mesh inline
+
+    if TYPE_CHECKING:  # what the generated __init__ accepts; __post_init__ normalizes it
+        def __init__(self, mesh: Mesh, dims: Iterable[DimInput],
+                     replicated: Iterable[AxisRef | str] = (),
+                     unreduced: Iterable[AxisRef | str] = (),
+                     mesh_name: str | None = "mesh") -> None: ...
 
     def __post_init__(self) -> None:
         if not isinstance(self.mesh, Mesh):
@@ -271,7 +311,7 @@ class TensorSharding:
         return f"TensorSharding({self.body_text()})"
 
     def replace(self, *, dims: Iterable | None = None, replicated: Iterable | None = None,
-                unreduced: Iterable | None = None, mesh_name: str | None | type = ...
+                unreduced: Iterable | None = None, mesh_name: str | None | EllipsisType = ...
                 ) -> TensorSharding:
         """A copy with some fields changed (validated again)."""
         return TensorSharding(

@@ -63,7 +63,7 @@ def render_sharding(sharding, shape: Sequence[int] | None = None, *,
         if not (hasattr(sharding, "sharding") and hasattr(sharding, "shape")):
             raise ShardingError("visualize_sharding: give the array's shape with a sharding, "
                                 "or pass a sharded array")
-        sharding, shape = sharding.sharding, sharding.shape
+        sharding, shape = sharding.sharding, tuple(sharding.shape)
     shape = tuple(int(d) for d in shape)
     if isinstance(sharding, NamedSharding):
         sharding = sharding.to_tensor_sharding(len(shape))

@@ -26,7 +26,12 @@ from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import Computation, Instruction, Module, TupleShape
 from xla_spmd.ir.custom_calls import DATA_FLOW_EDGE, FUNC_RESULT_SHARDING, MANUAL_BODY
 from xla_spmd.ir.hlo_printer import FUNCTION_ORDER
-from xla_spmd.sharding import TensorSharding, is_unconstrained, print_sharding_per_value
+from xla_spmd.sharding import (
+    TensorSharding,
+    axis_shardings,
+    is_unconstrained,
+    print_sharding_per_value,
+)
 from xla_spmd.stablehlo.lexer import escape
 from xla_spmd.stablehlo.registry import PRINTERS
 from xla_spmd.stablehlo.scope import RESULT_INFO, VISIBILITY
@@ -54,7 +59,7 @@ def export_stablehlo(module: Module) -> str:
 
 def sharding_attr(inst: Instruction) -> str:
     """``#sdy.sharding_per_value<[...]>`` of an instruction's sharding (one or a tuple)."""
-    return print_sharding_per_value(inst.sharding_leaves())
+    return print_sharding_per_value(axis_shardings(inst))
 
 
 def says_something(inst: Instruction, scalars: bool = True) -> bool:

@@ -44,7 +44,7 @@ def format_float(value, dtype: DType) -> str:
         full = _to_string(number, precision, 0, 3, True)
         if "." in full:
             return full
-    storage = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[dtype.numpy.itemsize]
+    storage = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[dtype.array_dtype.itemsize]
     bits = np.asarray(value, dtype.numpy).reshape(()).view(storage)[()]
     return f"0x{int(bits):X}"
 

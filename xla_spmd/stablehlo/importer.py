@@ -176,7 +176,7 @@ class ModuleImporter:
             message = f"'{node.name}': {message}"
         if pos is None or pos < 0:
             pos = node.pos if node is not None else None
-            if isinstance(node, FuncNode) and self.scanner is not None:
+            if isinstance(node, FuncNode) and self.scanner is not None and pos is not None:
                 text = self.scanner.text  # FuncNode.pos is just after 'func.func'
                 while pos < len(text) and text[pos] in " \t":
                     pos += 1
@@ -284,7 +284,7 @@ class ModuleImporter:
                          "a block must end with a return")
 
     # ----- regions -----
-    def region(self, block: Block, base: str, mode: str, captures=(), outer: Scope = None,
+    def region(self, block: Block, base: str, mode: str, captures=(), outer: Scope | None = None,
                extra_shapes=()) -> Computation:
         """A region as a computation.
 
@@ -294,7 +294,9 @@ class ModuleImporter:
         scope = Scope(self, self.computation_name(base))
         scope.node = outer.node if outer else None
         shapes = [shape for _, shape in block.args]
-        capture_shapes = [outer.lookup(c).shape for c in captures]
+        if captures and outer is None:
+            raise ValueError(f"region {base}: captured values need the outer scope")
+        capture_shapes = [outer.lookup(c).shape for c in captures] if outer else []
         if mode == "scalar":
             for arg_name, shape in block.args:
                 scope.values[arg_name] = scope.parameter(shape)

@@ -288,6 +288,8 @@ def _collective_broadcast(importer, scope, node, operands):
                               channel_id=channel)
                    for x, shape in zip(operands, node.result_types)]
         return results if len(results) != 1 else results[0]
+    if groups is None:
+        raise importer.error(node, "has_dynamic_root needs replica_groups")
     *data, roots = operands
     results = []
     for index, x in enumerate(data):
@@ -317,6 +319,8 @@ def _collective_reduce(importer, scope, node, operands):
         raise importer.error(node, "stablehlo.collective_reduce with has_dynamic_root is not "
                                    "supported")
     groups = replica_groups(node.attrs.get("replica_groups"))
+    if groups is None:
+        raise importer.error(node, "needs replica_groups (its roots are their first members)")
     channel = _channel(node)
     # cross_partition with a channel: partition ids, the global device ids of one replica
     # (a grid with several replicas and a channel is not modelled).

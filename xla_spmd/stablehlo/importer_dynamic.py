@@ -104,56 +104,6 @@ def _map(importer, scope, node, operands):
 # our pred (XLA's) one byte, so the bits are packed and unpacked with integer ops.
 
 
-def bitcast_bits(importer, scope, x, out):
-    """``bitcast_convert`` of pred[..., N] to an N-bit type, or of one to pred[..., N]."""
-    from xla_spmd.ir import PRED, ArrayShape, Builder, DType
-
-    packing = x.shape.dtype is PRED
-    wide = out if packing else x.shape
-    bits = wide.dtype.bits
-    if (packing and x.shape.dims != wide.dims + (bits,)) or \
-            (not packing and out.dims != wide.dims + (bits,)):
-        raise importer.error(scope.node, f"bitcast_convert: {x.shape} and {out} are not i1 "
-                                         f"bits of one {bits}-bit value each")
-    unsigned = DType.named(f"u{bits}")
-    lanes = ArrayShape(unsigned, wide.dims + (bits,))
-    shifts = scope.emit("iota", (), lanes, iota_dimension=len(wide.dims))
-    if packing:
-        ones = scope.emit("convert", (x,), lanes)
-        moved = scope.emit("shift-left", (ones, shifts), lanes)
-        zero = scope.emit("constant", (), ArrayShape(unsigned, ()),
-                          literal=_scalar_literal(0, unsigned))
-        # Named as the importer names a region, so the exported text reads back the same.
-        b = Builder(importer.computation_name("region"))
-        left = b.parameter(ArrayShape(unsigned, ()), importer.fresh("Arg_0"))
-        right = b.parameter(ArrayShape(unsigned, ()), importer.fresh("Arg_1"))
-        reducer = b.build(b.op("or", left, right, name=importer.fresh("or")))
-        word = scope.emit("reduce", (moved, zero), ArrayShape(unsigned, wide.dims),
-                          dimensions=(len(wide.dims),), to_apply=reducer)
-        return word if unsigned == out.dtype else scope.emit("bitcast-convert", (word,), out)
-    word = x if x.shape.dtype == unsigned else scope.emit(
-        "bitcast-convert", (x,), ArrayShape(unsigned, wide.dims))
-    spread = scope.emit("broadcast", (word,), lanes, dimensions=tuple(range(len(wide.dims))))
-    lowest = scope.emit("shift-right-logical", (spread, shifts), lanes)
-    one = scope.emit("broadcast", (scope.emit("constant", (), ArrayShape(unsigned, ()),
-                                              literal=_scalar_literal(1, unsigned)),),
-                     lanes, dimensions=())
-    return scope.emit("compare", (scope.emit("and", (lowest, one), lanes), one), out,
-                      direction=_eq())
-
-
-def _scalar_literal(value, dtype):
-    from xla_spmd.ir import Literal
-
-    return Literal(np.array(value, dtype=dtype.numpy))
-
-
-def _eq():
-    from xla_spmd.ir import ComparisonDirection
-
-    return ComparisonDirection.EQ
-
-
 @converter("stablehlo.uniform_quantize", "stablehlo.uniform_dequantize")
 def _uniform_quantization(importer, scope, node, operands):
     # Reached only when no type of the op is quantized (importer_quant lowers the others).

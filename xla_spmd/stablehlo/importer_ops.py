@@ -208,8 +208,7 @@ def _convert(importer, scope, node, operands):
         return scope.emit("convert", (x,), out)
     if node.name == "stablehlo.bitcast_convert" and (x.shape.dtype.name == "pred") != (
             out.dtype.name == "pred"):
-        from xla_spmd.stablehlo.importer_dynamic import bitcast_bits
-        return bitcast_bits(importer, scope, x, out)
+        return _bitcast_bits(importer, scope, x, out)
     return scope.emit(node.name[10:].replace("_", "-"), operands, out)
 
 
@@ -217,7 +216,11 @@ def _convert(importer, scope, node, operands):
 def _reduce_precision(importer, scope, node, operands):
     attrs = node.attrs
     if "format" in attrs:
-        exponent, mantissa = re.fullmatch(r"e(\d+)m(\d+)", attrs["format"]).groups()
+        match = re.fullmatch(r"e(\d+)m(\d+)", attrs["format"])
+        if match is None:
+            raise importer.error(node, f"format {attrs['format']!r} is not eNmM (exponent and "
+                                       "mantissa bits)")
+        exponent, mantissa = match.groups()
     else:
         exponent, mantissa = attrs["exponent_bits"], attrs["mantissa_bits"]
     return scope.emit("reduce-precision", operands, result_type(node),
@@ -585,3 +588,53 @@ def symbol_name(value) -> str:
 
 
 __all__ = ["CONVERTERS", "convert_op", "free_values"]
+
+
+def _bitcast_bits(importer, scope, x, out):
+    """``bitcast_convert`` of pred[..., N] to an N-bit type, or of one to pred[..., N]."""
+    from xla_spmd.ir import PRED, ArrayShape, Builder, DType
+
+    packing = x.shape.dtype is PRED
+    wide = out if packing else x.shape
+    bits = wide.dtype.bits
+    if (packing and x.shape.dims != wide.dims + (bits,)) or \
+            (not packing and out.dims != wide.dims + (bits,)):
+        raise importer.error(scope.node, f"bitcast_convert: {x.shape} and {out} are not i1 "
+                                         f"bits of one {bits}-bit value each")
+    unsigned = DType.named(f"u{bits}")
+    lanes = ArrayShape(unsigned, wide.dims + (bits,))
+    shifts = scope.emit("iota", (), lanes, iota_dimension=len(wide.dims))
+    if packing:
+        ones = scope.emit("convert", (x,), lanes)
+        moved = scope.emit("shift-left", (ones, shifts), lanes)
+        zero = scope.emit("constant", (), ArrayShape(unsigned, ()),
+                          literal=_scalar_literal(0, unsigned))
+        # Named as the importer names a region, so the exported text reads back the same.
+        b = Builder(importer.computation_name("region"))
+        left = b.parameter(ArrayShape(unsigned, ()), importer.fresh("Arg_0"))
+        right = b.parameter(ArrayShape(unsigned, ()), importer.fresh("Arg_1"))
+        reducer = b.build(b.op("or", left, right, name=importer.fresh("or")))
+        word = scope.emit("reduce", (moved, zero), ArrayShape(unsigned, wide.dims),
+                          dimensions=(len(wide.dims),), to_apply=reducer)
+        return word if unsigned == out.dtype else scope.emit("bitcast-convert", (word,), out)
+    word = x if x.shape.dtype == unsigned else scope.emit(
+        "bitcast-convert", (x,), ArrayShape(unsigned, wide.dims))
+    spread = scope.emit("broadcast", (word,), lanes, dimensions=tuple(range(len(wide.dims))))
+    lowest = scope.emit("shift-right-logical", (spread, shifts), lanes)
+    one = scope.emit("broadcast", (scope.emit("constant", (), ArrayShape(unsigned, ()),
+                                              literal=_scalar_literal(1, unsigned)),),
+                     lanes, dimensions=())
+    return scope.emit("compare", (scope.emit("and", (lowest, one), lanes), one), out,
+                      direction=_eq())
+
+
+def _scalar_literal(value, dtype):
+    from xla_spmd.ir import Literal
+
+    return Literal(np.array(value, dtype=dtype.numpy))
+
+
+def _eq():
+    from xla_spmd.ir import ComparisonDirection
+
+    return ComparisonDirection.EQ

@@ -138,6 +138,7 @@ def convert_quantized(fn, importer, scope, node, operands):
         results = [dequantize(scope, operands[0], quant_in[0])]
     elif node.name == "stablehlo.uniform_quantize":
         x = operands[0] if quant_in[0] is None else dequantize(scope, operands[0], quant_in[0])
+        assert quant_out[0] is not None  # the verifier: uniform_quantize makes a quantized type
         results = [quantize(scope, x, quant_out[0])]
     else:
         floats = [o if q is None else dequantize(scope, o, q)

@@ -33,6 +33,7 @@ import re
 import sys
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -281,15 +282,14 @@ def run_main(text: str, path: str = "<text>", arguments=(), first_line: int = 1)
                                f"expected {print_type(expected)}")
     _STATE = state = _CaseState(tree, path)
     try:
-        values = evaluate(_import(tree, path, entry.name), [a.value for a in arguments])
+        values: Any = evaluate(_import(tree, path, entry.name), [a.value for a in arguments])
     finally:
         _STATE = None
     failed = [message for ok, message in state.records if ok is False]
     if failed:
         raise XlaSpmdError(f"{where}: " + "; ".join(failed))
-    if len(entry.result_types) == 1:
-        values = (values,)
-    return list(zip(values, entry.result_types))
+    results = (values,) if len(entry.result_types) == 1 else values
+    return list(zip(results, entry.result_types))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -435,8 +435,8 @@ def _compare(kind: str, actual: np.ndarray, expected: np.ndarray, config: str) -
         a = np.asarray(actual)
         b = np.asarray(expected, a.dtype)
         if a.dtype.kind == "c":
-            return _compare("expect_close", a.real, b.real, config) and \
-                _compare("expect_close", a.imag, b.imag, config)
+            return _compare("expect_close", np.real(a), np.real(b), config) and \
+                _compare("expect_close", np.imag(a), np.imag(b), config)
         nan = np.isnan(a.astype(np.float64)) & np.isnan(b.astype(np.float64))
         return bool(np.all(nan | (ulp_distance(a, b) <= limit)))
     a = np.asarray(actual).astype(np.complex128 if actual.dtype.kind == "c" else np.float64)

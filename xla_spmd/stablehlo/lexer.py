@@ -119,6 +119,7 @@ class Scanner:
         pos = self.pos if pos is None else pos
         line, column = self.line_col(pos)
         end = self.text.find("\n", pos)
+        assert self._line_starts is not None  # line_col computed them
         source = self.text[self._line_starts[line - 1]:end if end >= 0 else len(self.text)]
         return ParseError(message, file=self.filename, line=line, column=column,
                           source_line=source if len(source) <= 200 else None)

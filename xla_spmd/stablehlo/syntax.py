@@ -19,7 +19,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from xla_spmd.errors import MAX_NESTING, TOO_DEEP, ParseError
+from xla_spmd.ir import Shape
 from xla_spmd.mesh import Mesh, parse_mesh
 from xla_spmd.sharding import parse_sharding, parse_sharding_per_value
 from xla_spmd.stablehlo.lexer import Scanner, strip_locations
@@ -36,8 +39,8 @@ class Dense:
     """``dense<body>``; `value` is filled when the type is known."""
 
     body: str
-    shape: object = None
-    value: object = None
+    shape: Shape | None = None
+    value: np.ndarray | None = None
     # Where `body` starts in the text (-1 when unknown), so errors can point into it.
     pos: int = field(default=-1, compare=False)
 
@@ -49,7 +52,7 @@ class RawAttr:
 
 @dataclass
 class Block:
-    args: list[tuple[str, object]]
+    args: list[tuple[str, Shape]]
     ops: list[OpNode]
 
 

@@ -18,7 +18,7 @@ import re
 import numpy as np
 
 from xla_spmd.errors import MAX_NESTING, TOO_DEEP, ParseError
-from xla_spmd.ir import OPS, TOKEN_SHAPE, ArrayShape, DType, Family, TupleShape
+from xla_spmd.ir import OPS, TOKEN_SHAPE, ArrayShape, DType, Family, Shape, TupleShape
 from xla_spmd.stablehlo.float_text import format_float
 from xla_spmd.stablehlo.lexer import Scanner
 
@@ -151,7 +151,7 @@ def _scalar(token: str, offset: int, dtype: DType):
         bits = int(token, 16)
         if bits >= 1 << base.bits:
             raise DenseLiteralError(f"bit pattern {token} does not fit {base.mlir}", offset)
-        return np.array(bits, _bits_view(base)).view(base.numpy)[()]
+        return np.array(bits, _bits_view(base)).view(base.array_dtype)[()]
     if dtype.is_float or dtype.is_complex:
         return float(int(token, 16)) if token.startswith("0x") else float(token)
     try:
@@ -176,7 +176,7 @@ def _scalar(token: str, offset: int, dtype: DType):
 _SPLAT_VIEW_BYTES = 1 << 26
 
 
-def parse_dense(body: str, shape: ArrayShape) -> np.ndarray:
+def parse_dense(body: str, shape: Shape) -> np.ndarray:
     """The value of ``dense<body>`` for a tensor of `shape` (row-major nesting, splats, hex
     bit patterns per element, or one quoted hex payload).
 
@@ -264,7 +264,7 @@ def parse_dense(body: str, shape: ArrayShape) -> np.ndarray:
         text, offset = tokens[last]
         raise DenseLiteralError(f"unexpected '{text}' after the end of the dense literal",
                                 offset)
-    numpy_dtype = dtype.numpy
+    numpy_dtype = dtype.array_dtype
     if dtype.is_float:
         array = np.array([float(v) for v in values], np.float64).astype(numpy_dtype)
     elif dtype.is_complex:
@@ -306,7 +306,8 @@ def _from_hex_payload(digits: str, shape: ArrayShape, offset: int = 0) -> np.nda
     if len(data) % itemsize:
         raise DenseLiteralError(f"hex dense payload has {len(data)} bytes, not a multiple of "
                                 f"{itemsize} (one {dtype.mlir})", offset)
-    flat = np.frombuffer(data, dtype.numpy.newbyteorder("<") if itemsize > 1 else dtype.numpy)
+    numpy_dtype = dtype.array_dtype
+    flat = np.frombuffer(data, numpy_dtype.newbyteorder("<") if itemsize > 1 else numpy_dtype)
     flat = flat.astype(dtype.numpy)
     if flat.size == 1 and n != 1:
         return np.full(shape.dims, flat[0], dtype.numpy)

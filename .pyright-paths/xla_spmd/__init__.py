@@ -1,0 +1,1 @@
+../../xla_spmd/__init__.py
