@@ -356,3 +356,62 @@ def test_default_axis_types_option_gives_jax_0_10s_make_mesh():
     assert xs.make_mesh((2, 4), ("a", "b")).explicit_axes == ()  # Auto, the default here
     with pytest.raises(XlaSpmdError, match="default_axis_types"):
         xs.config.update("default_axis_types", "manual")
+
+
+def test_auto_axes_and_explicit_axes_honour_axes(mesh):
+    """``axes=`` switches only the named axes, as JAX's ``_get_new_mesh`` does: x @ w with
+    x P('a', 'b') and w P('b', None) contracts a dim sharded over 'b' on both sides (JAX's
+    types refuse it); with 'b' Auto inside, the types see P('a', None) @ P(None, None), a
+    P('a', None) result; with 'a' Auto instead, 'b' is still typed and it still fails."""
+    x = xs.device_put(X, NamedSharding(mesh, P("a", "b")))
+    w = xs.device_put(W, NamedSharding(mesh, P("b", None)))
+    seen = {}
+
+    def inner(u, v):
+        seen["u"], seen["dot"] = _spec(u), _spec(u @ v)
+        return u @ v
+
+    out = xs.jit(lambda u, v: xs.sharding.auto_axes(inner, axes="b",
+                                                    out_sharding=P(None, "b"))(u, v))(x, w)
+    assert seen == {"u": P("a", None), "dot": P("a", None)}
+    assert out.sharding.spec == P(None, "b")
+    np.testing.assert_allclose(np.asarray(out), X @ W, rtol=1e-6)
+    with pytest.raises(ShardingTypeError, match="Contracting dimensions are sharded"):
+        xs.jit(lambda u, v: xs.sharding.auto_axes(inner, axes=("a",),
+                                                  out_sharding=P())(u, v))(x, w)
+    with pytest.raises(ValueError, match=r"axes \['c'\] are not axes of the mesh"):
+        xs.jit(lambda u, v: xs.sharding.auto_axes(inner, axes="c", out_sharding=P())(u, v))(
+            x, w)
+
+    # explicit_axes(axes='a') on an Auto mesh: only 'a' is typed inside
+    auto = xs.make_mesh((2, 4), ("a", "b"))
+    xa = xs.device_put(X, NamedSharding(auto, P("a")))
+
+    @xs.jit
+    def g(v):
+        def body(u):
+            seen["explicit_a"] = _spec(u * 2)
+            return (u * 2).sum(1)
+        return xs.sharding.explicit_axes(body, axes="a",
+                                         in_sharding=NamedSharding(auto, P("a", "b")))(v)
+
+    np.testing.assert_allclose(np.asarray(g(xa)), (X * 2).sum(1))
+    assert seen["explicit_a"] == P("a", None)
+
+
+def test_auto_axes_of_the_auto_axes_just_runs():
+    """On a mesh with 'a' Explicit and 'b' Auto, ``auto_axes(axes='b')`` changes nothing:
+    JAX runs `f` as it is (its out_sharding is not applied)."""
+    mixed = xs.make_mesh((2, 4), ("a", "b"),
+                         axis_types=(xs.AxisType.Explicit, xs.AxisType.Auto))
+    x = xs.device_put(X, NamedSharding(mixed, P("a")))
+    seen = {}
+
+    def inner(u):
+        seen["u"] = _spec(u + 1.0)
+        return u + 1.0
+
+    out = xs.jit(lambda v: xs.sharding.auto_axes(inner, axes="b",
+                                                 out_sharding=P(None, "a"))(v))(x)
+    assert seen["u"] == P("a", None) and out.sharding.spec == P("a", None)
+    np.testing.assert_array_equal(np.asarray(out), X + 1.0)

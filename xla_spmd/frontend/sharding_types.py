@@ -77,8 +77,8 @@ Spec = tuple  # one tuple of explicit axis names per dim
 # ---------------------------------------------------------------------------------------------
 # When types are computed
 
-_SUSPENDED: list[bool] = []   # auto_axes, grad's backward pass, vmap: no types
-_FORCED: list[Mesh] = []      # explicit_axes: these meshes' axes count as Explicit
+_SUSPENDED: list[bool] = []   # grad's backward pass, vmap: no types
+_AXES: list[tuple[Mesh, frozenset]] = []  # auto_axes/explicit_axes: a mesh's Explicit axes
 
 
 @contextlib.contextmanager
@@ -92,22 +92,45 @@ def suspended() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def forced(mesh: Mesh) -> Iterator[None]:
-    """Inside the block every axis of `mesh` is Explicit, and types are computed even inside
-    a `suspended` block (`explicit_axes`)."""
-    _FORCED.append(mesh)
-    _SUSPENDED.append(False)
+def axis_types(mesh: Mesh, *, auto=(), explicit=()) -> Iterator[None]:
+    """Inside the block the axes `auto` of `mesh` count as Auto and `explicit` as Explicit
+    (JAX's ``auto_axes(axes=...)`` and ``explicit_axes(axes=...)``: the other axes keep
+    their types); with `explicit` given, types are computed even inside a `suspended`
+    block."""
+    unknown = [a for a in (*auto, *explicit) if a not in mesh.axis_names]
+    if unknown:
+        raise ShardingError(f"axes {unknown} are not axes of the mesh {mesh!r}")
+    now = set(explicit_axes_of(mesh))
+    _AXES.append((mesh, frozenset((now - set(auto)) | set(explicit))))
+    _SUSPENDED.append(False if explicit else bool(_SUSPENDED and _SUSPENDED[-1]))
     try:
         yield
     finally:
         _SUSPENDED.pop()
-        _FORCED.pop()
+        _AXES.pop()
+
+
+def forced(mesh: Mesh):
+    """Every axis of `mesh` Explicit inside the block (see `axis_types`)."""
+    return axis_types(mesh, explicit=mesh.axis_names)
 
 
 def explicit_axes_of(mesh: Mesh) -> tuple[str, ...]:
-    if any(mesh == m for m in _FORCED):
-        return mesh.axis_names
+    """The axes of `mesh` that are Explicit here (its axis types, as `axis_types` blocks
+    change them)."""
+    for other, axes in reversed(_AXES):
+        if other == mesh:
+            return tuple(a for a in mesh.axis_names if a in axes)
     return mesh.explicit_axes
+
+
+def as_typed(sharding: TensorSharding) -> TensorSharding:
+    """`sharding` as a type where `auto_axes`/`explicit_axes` changed its mesh's axis types:
+    only the axes Explicit here (JAX reshards the arguments of ``auto_axes`` to the spec
+    without the axes made Auto); unchanged elsewhere."""
+    if not any(other == sharding.mesh for other, _ in _AXES):
+        return sharding
+    return _sharding(sharding, _spec(sharding, len(sharding.dims)))
 
 
 def type_of(x) -> TensorSharding | None:
