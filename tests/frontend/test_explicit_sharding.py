@@ -252,10 +252,11 @@ def test_types_inside_grad_follow_the_differentiated_arguments(mesh):
     assert seen == {"w": P(None, "b"), "h": P("a", "b")}
 
 
-def test_values_whose_type_is_lost_are_not_taken_as_replicated(mesh):
-    """A loop's results have no type here; ops on them stay untyped (propagation places
-    them) instead of being typed as if they were replicated, which would gather them. A
-    plain input of the jit does count as replicated, as in JAX."""
+def test_scan_results_have_the_carry_types(mesh):
+    """A loop's results have its carry's types (JAX: carry in and out types are equal), so
+    the ops on them are typed: h stays P('a', None) through the scan (tanh(h @ w) with w
+    unsharded keeps it), and h @ w_out is P('a', 'b'). A plain input of the jit counts as
+    replicated, as in JAX."""
     rng = np.random.default_rng(1)
     ws, wo = rng.standard_normal((3, 4, 4)).astype(np.float32), W @ W.T
     x = xs.device_put(X, NamedSharding(mesh, P("a", None)))
@@ -266,13 +267,12 @@ def test_values_whose_type_is_lost_are_not_taken_as_replicated(mesh):
     def f(x, ws, w_out):
         h, _ = lax.scan(lambda h, w: (xnp.tanh(h @ w), None), x, ws)
         y = h @ w_out
-        seen.update(h=xs.typeof(h).sharding, y=xs.typeof(y).sharding,
-                    plain=_spec(x + ws[0, 0]))
+        seen.update(h=_spec(h), y=_spec(y), plain=_spec(x + ws[0, 0]))
         return y
 
     out = f(x, ws, w_out)
-    assert seen == {"h": None, "y": None, "plain": P("a", None)}
-    assert out.sharding.spec == P("a", "b")  # propagation kept the batch sharded
+    assert seen == {"h": P("a", None), "y": P("a", "b"), "plain": P("a", None)}
+    assert out.sharding.spec == P("a", "b")
     h = X
     for w in ws:
         h = np.tanh(h @ w)
@@ -415,3 +415,104 @@ def test_auto_axes_of_the_auto_axes_just_runs():
                                                  out_sharding=P(None, "a"))(v))(x)
     assert seen["u"] == P("a", None) and out.sharding.spec == P("a", None)
     np.testing.assert_array_equal(np.asarray(out), X + 1.0)
+
+
+def test_loops_type_their_carries(mesh):
+    """Loop bodies see their carries (and the values they close over) with their types, and
+    the results have the carries' types: hand-worked, x P('a', None) stays P('a', None)
+    through elementwise ops with a replicated scalar; scan's stacked outputs get the per-step
+    type with an unsharded leading dim."""
+    x = xs.device_put(X, NamedSharding(mesh, P("a", None)))
+    steps = xs.device_put(np.stack([X, X + 1, X + 2]), NamedSharding(mesh, P(None, None, "b")))
+    seen = {}
+
+    @xs.jit
+    def f(x, steps):
+        def fori_body(i, c):
+            seen["fori_c"], seen["fori_closed"] = _spec(c), _spec(c * 0.5 + x)
+            return c * 0.5 + x
+
+        def while_body(state):
+            c, k = state
+            seen["while_c"] = _spec(c)
+            return c + 1.0, k + 1
+
+        def scan_body(carry, s):
+            seen["scan_s"] = _spec(s)
+            return carry + s.sum(1), s * carry[:, None]
+
+        a = lax.fori_loop(0, 3, fori_body, x)
+        b, _ = lax.while_loop(lambda st: st[1] < 2, while_body, (x, 0))
+        c, ys = lax.scan(scan_body, x.sum(1), steps)
+        seen.update(a=_spec(a), b=_spec(b), c=_spec(c), ys=_spec(ys))
+        return a, b, c, ys
+
+    a, b, c, ys = f(x, steps)
+    assert seen == {"fori_c": P("a", None), "fori_closed": P("a", None),
+                    "while_c": P("a", None), "scan_s": P(None, "b"), "a": P("a", None),
+                    "b": P("a", None), "c": P("a"), "ys": P(None, "a", "b")}
+    assert (a.sharding.spec, b.sharding.spec, c.sharding.spec, ys.sharding.spec) == \
+        (P("a", None), P("a", None), P("a"), P(None, "a", "b"))
+    want_a = X
+    for _ in range(3):
+        want_a = want_a * 0.5 + X
+    np.testing.assert_allclose(np.asarray(a), want_a, rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(b), X + 2.0)
+    carry, want_ys = X.sum(1), []
+    for s in (X, X + 1, X + 2):
+        want_ys.append(s * carry[:, None])
+        carry = carry + s.sum(1)
+    np.testing.assert_allclose(np.asarray(c), carry, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(ys), np.stack(want_ys), rtol=1e-6)
+
+
+def test_cond_types_its_branches(mesh):
+    x = xs.device_put(X, NamedSharding(mesh, P("a", None)))
+    seen = {}
+
+    def double(v):
+        seen["branch"] = _spec(v)
+        return v * 2.0
+
+    @xs.jit
+    def f(p, v):
+        out = lax.cond(p, double, lambda u: u + 1.0, v)
+        seen["out"] = _spec(out)
+        return out
+
+    np.testing.assert_array_equal(np.asarray(f(True, x)), X * 2.0)
+    np.testing.assert_array_equal(np.asarray(f(False, x)), X + 1.0)
+    assert seen == {"branch": P("a", None), "out": P("a", None)}
+    assert f(True, x).sharding.spec == P("a", None)
+
+
+def test_carry_and_branch_types_must_match(mesh):
+    """JAX's errors: a body that changes its carry's sharding (here by a reshard, or by
+    adding a P('a', None) value into a replicated accumulator) and branches of different
+    types fail while tracing."""
+    x = xs.device_put(X, NamedSharding(mesh, P("a", None)))
+    with xs.use_mesh(mesh):
+        moved = (r"scan body function carry input and carry output must have equal types, "
+                 r"but they differ:\n\nThe input carry at path \[0\] has type "
+                 r"float32\[8@a,4\] but the corresponding output carry component has type "
+                 r"float32\[8@b,4\]")
+        with pytest.raises(ShardingTypeError, match=moved):
+            xs.jit(lambda v: lax.fori_loop(0, 3, lambda i, c: xs.reshard(c, P("b")), v))(x)
+        with pytest.raises(ShardingTypeError, match=r"has type float32\[8,4\] but .* has "
+                           r"type float32\[8@a,4\]"):
+            xs.jit(lambda v: lax.fori_loop(0, 3, lambda i, acc: acc + v,
+                                           xnp.zeros((8, 4), np.float32)))(x)
+        with pytest.raises(ShardingTypeError, match="while_loop body function carry input"):
+            xs.jit(lambda v: lax.while_loop(lambda c: c.sum() < 0.0,
+                                            lambda c: xs.reshard(c, P(None, "b")), v))(x)
+        with pytest.raises(ShardingTypeError,
+                           match=r"cond branches must have equal output types but they "
+                                 r"differ.\n\nThe output of branch 0 at path \[0\] has type "
+                                 r"float32\[8@a,4\]"):
+            xs.jit(lambda p, v: lax.cond(p, lambda u: xs.reshard(u, P(None, "b")),
+                                         lambda u: u, v))(True, x)
+        # the fix JAX asks for: start the accumulator with the sharding of what it sums
+        out = xs.jit(lambda v: lax.fori_loop(0, 3, lambda i, acc: acc + v,
+                                             xs.reshard(xnp.zeros((8, 4)), P("a"))))(x)
+    assert out.sharding.spec == P("a", None)
+    np.testing.assert_array_equal(np.asarray(out), 3 * X)

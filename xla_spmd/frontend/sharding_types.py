@@ -253,6 +253,110 @@ def _constrain(out, out_sharding, operands, what: str):
 
 
 # ---------------------------------------------------------------------------------------------
+# Control flow: the types of loop carries, branch results and captured values
+
+
+def _capture_type(trace, x):
+    """A value captured by a nested trace (a loop body, a branch) keeps its type there."""
+    if not isinstance(x, Tracer) or x.trace.manual != trace.manual:
+        return None, False
+    return type_of(x), known(x)
+
+
+tracing.CAPTURE_TYPES.append(_capture_type)
+
+
+def types_of(values) -> tuple[list, list]:
+    """The type (or None) of each value and whether it is known (see `known`): what a
+    nested trace's parameters standing for `values` are given (`trace_computation`)."""
+    return [type_of(v) for v in values], [known(v) for v in values]
+
+
+def _type_str(value, spec: Spec | None) -> str:
+    """JAX's short form of a type: ``float32[8@a,4]``."""
+    aval = value.aval
+    spec = spec or ((),) * len(aval.dims)
+    dims = [f"{n}" if not s else f"{n}@{s[0]}" if len(s) == 1 else f"{n}@({','.join(s)})"
+            for n, s in zip(aval.dims, spec)]
+    return f"{aval.dtype.numpy.name}[{','.join(dims)}]"
+
+
+def _spec_or_replicated(value, typed, is_known) -> Spec | None:
+    """The spec of a value's type; a known untyped value is replicated; None: unknown."""
+    if isinstance(getattr(value, "aval", None), TupleShape):
+        return None
+    rank = len(value.aval.dims)
+    if typed is not None:
+        return _spec(typed, rank)
+    return ((),) * rank if is_known else None
+
+
+def check_carry(what: str, ins, in_types, in_known, outs, paths) -> None:
+    """JAX's check that a loop body keeps its carry's types: the sharding of each output
+    carry must be the input carry's (unknown types are not checked)."""
+    diffs = []
+    for value, typed, is_known, out, path in zip(ins, in_types, in_known, outs, paths):
+        if not isinstance(out, Tracer) and not isinstance(value, Tracer):
+            continue
+        want = _spec_or_replicated(value, typed, is_known)
+        got = _spec_or_replicated(out, type_of(out), known(out))
+        if want is not None and got is not None and want != got:
+            diffs.append(f"the input carry at path {path} has type {_type_str(value, want)} "
+                         f"but the corresponding output carry component has type "
+                         f"{_type_str(out, got)}")
+    if diffs:
+        listed = (diffs[0][0].upper() + diffs[0][1:] + ".\n" if len(diffs) == 1 else
+                  "\n".join(f"  * {d};" for d in diffs[:-1]) + f"\n  * {diffs[-1]}.\n")
+        raise ShardingTypeError(
+            f"{what} function carry input and carry output must have equal types, but they "
+            f"differ:\n\n{listed}\nRevise the function so that all output types match the "
+            "corresponding input types.")
+
+
+def check_branches(what: str, outs_per_branch) -> list:
+    """JAX's check that the branches of a `cond`/`switch` give equal types; returns each
+    result's (type or None, known)."""
+    first = outs_per_branch[0]
+    found = [(type_of(o), known(o)) for o in first]
+    for j, outs in enumerate(outs_per_branch[1:], start=1):
+        diffs = []
+        for k, (a, b) in enumerate(zip(first, outs)):
+            sa = _spec_or_replicated(a, type_of(a), known(a))
+            sb = _spec_or_replicated(b, type_of(b), known(b))
+            if sa is not None and sb is not None and sa != sb:
+                diffs.append(f"the output of branch 0 at path [{k}] has type "
+                             f"{_type_str(a, sa)} but the corresponding output of branch {j} "
+                             f"has type {_type_str(b, sb)}")
+            if sb is None:
+                found[k] = (None, False)
+            elif found[k][0] is None and type_of(b) is not None:
+                found[k] = (type_of(b), True)
+        if diffs:
+            listed = (diffs[0][0].upper() + diffs[0][1:] + ".\n" if len(diffs) == 1 else
+                      "\n".join(f"  * {d};" for d in diffs[:-1]) + f"\n  * {diffs[-1]}.\n")
+            raise ShardingTypeError(
+                f"{what} branches must have equal output types but they differ.\n\n"
+                f"{listed}\nRevise branch 0 and/or branch {j} so that all output types "
+                "match.")
+    return found
+
+
+def mark_known(value) -> None:
+    """`value` (an untyped result of a loop or branch whose inputs were known) counts as
+    replicated, as JAX's type of it would be."""
+    if isinstance(value, Tracer):
+        value.trace.__dict__.setdefault("_known_types", {})[id(value.inst)] = True
+
+
+def stacked(typed: TensorSharding | None, rank: int) -> TensorSharding | None:
+    """The type of `scan`'s stacked outputs: the per-step type with an unsharded leading
+    dim."""
+    if typed is None:
+        return None
+    return _sharding(typed, ((),) + _spec(typed, rank))
+
+
+# ---------------------------------------------------------------------------------------------
 # The rules: rule(inst, operand specs, mesh) -> result spec (or None: untyped)
 
 RULES = Registry("sharding type rule")
