@@ -516,3 +516,121 @@ def test_carry_and_branch_types_must_match(mesh):
                                              xs.reshard(xnp.zeros((8, 4)), P("a"))))(x)
     assert out.sharding.spec == P("a", None)
     np.testing.assert_array_equal(np.asarray(out), 3 * X)
+
+
+def _conv_nhwc(x, k, stride=1):
+    """numpy's SAME convolution (NHWC input, HWIO kernel, odd kernel sizes)."""
+    kh, kw = k.shape[:2]
+    padded = np.pad(x, ((0, 0), (kh // 2, kh // 2), (kw // 2, kw // 2), (0, 0)))
+    out = np.zeros((x.shape[0], x.shape[1], x.shape[2], k.shape[3]), np.float64)
+    for i in range(kh):
+        for j in range(kw):
+            out += np.einsum("nhwc,co->nhwo", padded[:, i:i + x.shape[1], j:j + x.shape[2]],
+                             k[i, j])
+    return out[:, ::stride, ::stride]
+
+
+def test_convolution_types(mesh):
+    """JAX's conv rule: a replicated kernel and an unsharded input feature dim give the
+    input's spec by dim position: batch P('a') -> P('a', None, None, None), H P('b') with
+    stride 1 -> H P('b'). A sharded kernel needs out_sharding; a strided output whose size
+    no longer divides by its shards fails."""
+    rng = np.random.default_rng(3)
+    img = rng.standard_normal((4, 8, 6, 2)).astype(np.float32)
+    ker = rng.standard_normal((3, 3, 2, 5)).astype(np.float32)
+    dn = ("NHWC", "HWIO", "NHWC")
+    seen = {}
+
+    def conv(v, k, stride=1, **kw):
+        return lax.conv_general_dilated(v, k, (stride, stride), "SAME", dimension_numbers=dn,
+                                        **kw)
+
+    for spec, want in ((P("a"), P("a", None, None, None)),
+                       (P(None, "b"), P(None, "b", None, None))):
+        x = xs.device_put(img, NamedSharding(mesh, spec))
+
+        @xs.jit
+        def f(v, k):
+            out = conv(v, k)
+            seen["type"] = _spec(out)
+            return out
+
+        out = f(x, ker)
+        assert seen["type"] == want and out.sharding.spec == want
+        np.testing.assert_allclose(np.asarray(out), _conv_nhwc(img, ker), rtol=1e-4,
+                                   atol=1e-4)
+
+    x = xs.device_put(img, NamedSharding(mesh, P("a")))
+    k = xs.device_put(ker, NamedSharding(mesh, P(None, None, None, "b")))
+    with pytest.raises(ShardingTypeError, match="Please specify the output sharding via "
+                       "`out_sharding` parameter of `conv_general_dilated`"):
+        xs.jit(conv)(x, k)
+    out = xs.jit(lambda v, w: conv(v, w, out_sharding=P("a", None, None, "b")))(x, k)
+    assert out.sharding.spec == P("a", None, None, "b")
+    np.testing.assert_allclose(np.asarray(out), _conv_nhwc(img, ker), rtol=1e-4, atol=1e-4)
+    xh = xs.device_put(img[:, :6], NamedSharding(mesh, P(None, "a")))
+    with pytest.raises(ShardingTypeError, match=r"conv_general_dilated on sharded dims where "
+                       r"out dim \(3\) is not divisible by mesh axes \(2\)"):
+        xs.jit(lambda v, w: conv(v, w, stride=2))(xh, ker)
+
+
+def _row_scatter(operand, indices, updates):
+    """out[b, indices[b, 0]] = updates[b]: a scatter with batching dims (what a vmapped
+    ``x.at[i].set(u)`` is), bound directly."""
+    from xla_spmd.frontend.tracing import bind, reducer
+    from xla_spmd.ir import F32
+    return bind("scatter", operand, indices, updates, update_window_dims=(),
+                inserted_window_dims=(1,), scatter_dims_to_operand_dims=(1,),
+                input_batching_dims=(0,), scatter_indices_batching_dims=(0,),
+                index_vector_dim=1, to_apply=reducer("set", F32))
+
+
+def test_scatter_with_batching_dims_types(mesh):
+    """JAX's rule: batching dims resolve to the one sharding that operand, indices and
+    updates give them (hand-worked: operand P('a', None) with unsharded indices and updates
+    -> P('a', None); replicated operand with indices P('a') -> P('a', None)); two different
+    shardings of a batching dim fail."""
+    rows = np.array([[1], [0], [3], [2], [0], [1], [3], [2]], np.int32)
+    ups = np.arange(8, dtype=np.float32) + 100
+    want = X.copy()
+    want[np.arange(8), rows[:, 0]] = ups
+    seen = {}
+
+    def run(op_spec, idx_spec, upd_spec):
+        args = (xs.device_put(X, NamedSharding(mesh, op_spec)),
+                xs.device_put(rows, NamedSharding(mesh, idx_spec)),
+                xs.device_put(ups, NamedSharding(mesh, upd_spec)))
+
+        @xs.jit
+        def f(o, i, u):
+            out = _row_scatter(o, i, u)
+            seen["type"] = _spec(out)
+            return out
+        return f(*args)
+
+    for specs in ((P("a"), P(), P()), (P(), P("a"), P()), (P(), P(), P("a")),
+                  (P("a"), P("a"), P("a"))):
+        out = run(*specs)
+        assert seen["type"] == P("a", None) and out.sharding.spec == P("a", None), specs
+        np.testing.assert_array_equal(np.asarray(out), want)
+    with pytest.raises(ShardingTypeError, match="for the scatter update"):
+        run(P("a"), P("b"), P())
+    with pytest.raises(ShardingTypeError, match="for the scatter update"):
+        run(P(None, "b"), P(), P())  # the dim written into is sharded
+
+
+def test_shard_map_results_are_typed_by_out_specs(mesh):
+    """A shard_map's results (its boundary custom calls) have the out_specs as types."""
+    x = xs.device_put(X, NamedSharding(mesh, P("a", None)))
+    seen = {}
+
+    @xs.jit
+    def f(v):
+        y = xs.shard_map(lambda u: u * 2.0, mesh=mesh, in_specs=P("a", "b"),
+                         out_specs=P("a", "b"))(v)
+        seen["y"], seen["sum"] = _spec(y), _spec(y.sum(1))
+        return y.sum(1)
+
+    out = f(x)
+    assert seen == {"y": P("a", "b"), "sum": P("a")} and out.sharding.spec == P("a")
+    np.testing.assert_array_equal(np.asarray(out), (X * 2.0).sum(1))

@@ -348,6 +348,19 @@ def mark_known(value) -> None:
         value.trace.__dict__.setdefault("_known_types", {})[id(value.inst)] = True
 
 
+def typed_as(value, sharding: TensorSharding):
+    """`value` with the sharding type `sharding` gives on the Explicit axes of its mesh (a
+    ``Sharding`` constraint; `value` itself where no axis is Explicit or types are off):
+    the results of a `shard_map` are typed by their out_specs, as in JAX."""
+    if (_SUSPENDED and _SUSPENDED[-1]) or not explicit_axes_of(sharding.mesh) or \
+            not isinstance(value, Tracer):
+        return value
+    from xla_spmd.ir.custom_calls import SHARDING
+    typed = _sharding(sharding, _spec(sharding, len(value.aval.dims)))
+    return tracing.bind("custom-call", value, shape=value.aval, custom_call_target=SHARDING,
+                        sharding=typed)
+
+
 def stacked(typed: TensorSharding | None, rank: int) -> TensorSharding | None:
     """The type of `scan`'s stacked outputs: the per-step type with an unsharded leading
     dim."""
@@ -612,20 +625,31 @@ def _gather(inst, specs, mesh):
 
 @RULES.register("scatter")
 def _scatter(inst, specs, mesh):
-    """JAX's scatter rule (one operand, no batching dims): the indices must be unsharded;
-    a window dim that updates the operand's whole dim may be sharded (the operand's and the
-    updates' specs must agree); the dims indexed into, and the updates' scatter dims, must
-    be unsharded. The result has the operand's (resolved) spec."""
+    """JAX's scatter rule (``_scatter_spec_computation``, one operand): batching dims must
+    resolve to one sharding across operand, indices and updates; a window dim that updates
+    the operand's whole dim may be sharded (the operand's and the updates' specs must agree,
+    or one be unsharded: JAX broadcasts the updates with the operand's slice sharding); the
+    other window dims, the dims written into, the updates' and indices' other query dims
+    and the index vector must be unsharded. The result has the operand's spec, completed
+    by the batching dims' and window dims' shardings."""
     a = inst.attrs
-    if len(inst.operands) != 3 or a.input_batching_dims:
+    if len(inst.operands) != 3:
         return None
     op_spec, idx_spec, upd_spec = specs
     if not any(op_spec) and not any(idx_spec) and not any(upd_spec):
         return op_spec
     op_dims, upd_dims = inst.operands[0].shape.dims, inst.operands[2].shape.dims
+    scatter_dims = [d for d in range(len(upd_dims)) if d not in a.update_window_dims]
+    index_dims = [d for d in range(len(idx_spec)) if d != a.index_vector_dim]
+    # the updates' scatter dims follow the indices' dims (but the index vector), in order
+    upd_of_idx = dict(zip(index_dims, scatter_dims))
+    batching = [(o, i, upd_of_idx[i]) for o, i in zip(a.input_batching_dims,
+                                                     a.scatter_indices_batching_dims)]
+    windows = [d for d in range(len(op_dims))
+               if d not in a.inserted_window_dims and d not in a.input_batching_dims]
     result = list(op_spec)
-    ok = not any(idx_spec)
-    windows = [d for d in range(len(op_dims)) if d not in a.inserted_window_dims]
+    ok = all(len({s for s in (op_spec[o], idx_spec[i], upd_spec[u]) if s}) <= 1
+             for o, i, u in batching)
     for od, ud in zip(windows, a.update_window_dims):
         if upd_dims[ud] == op_dims[od]:
             if op_spec[od] and upd_spec[ud] and op_spec[od] != upd_spec[ud]:
@@ -633,16 +657,34 @@ def _scatter(inst, specs, mesh):
             result[od] = op_spec[od] or upd_spec[ud]
         elif op_spec[od] or upd_spec[ud]:
             ok = False
+    batch_upd = {u for _, _, u in batching}
+    batch_idx = {i for _, i, _ in batching}
     ok = ok and not any(op_spec[d] for d in a.inserted_window_dims)
-    ok = ok and not any(upd_spec[d] for d in range(len(upd_dims))
-                        if d not in a.update_window_dims)
+    ok = ok and not any(upd_spec[d] for d in scatter_dims if d not in batch_upd)
+    ok = ok and not any(idx_spec[d] for d in range(len(idx_spec)) if d not in batch_idx)
     if not ok:
         raise ShardingTypeError(
             "Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec "
             "for the scatter update as out sharding could not be resolved unambiguously (or "
             f"would require collectives on inputs). Got operand spec {_show(op_spec)}, "
             f"indices spec {_show(idx_spec)} and updates spec {_show(upd_spec)}")
+    for o, i, u in batching:
+        result[o] = op_spec[o] or idx_spec[i] or upd_spec[u]
     return tuple(result)
+
+
+@RULES.register("convolution")
+def _convolution(inst, specs, mesh):
+    """JAX's ``conv_general_dilated`` rule: the kernel must be replicated and the input's
+    feature dim unsharded; then the result has the input's spec, dim by dim position (each
+    changed size must still divide by its shards), as JAX's
+    ``_get_sharding_for_varying_out_shape`` gives it."""
+    lhs, rhs = specs
+    if any(rhs) or lhs[inst.attrs.dim_labels.input_feature]:
+        raise ShardingTypeError("Please specify the output sharding via `out_sharding` "
+                                "parameter of `conv_general_dilated`. Got lhs spec "
+                                f"{_show(lhs)} and rhs spec {_show(rhs)}")
+    return _varying(inst, lhs, inst.operands[0].shape.dims, "conv_general_dilated", mesh)
 
 
 @RULES.register("reshape")
