@@ -634,3 +634,74 @@ def test_shard_map_results_are_typed_by_out_specs(mesh):
     out = f(x)
     assert seen == {"y": P("a", "b"), "sum": P("a")} and out.sharding.spec == P("a")
     np.testing.assert_array_equal(np.asarray(out), (X * 2.0).sum(1))
+
+
+def test_vmap_types_per_example_and_results(mesh):
+    """JAX's vmap typing: the function sees each example's type (the spec without the mapped
+    dim, whose mesh axes leave the mesh inside), and each result gets its per-example type
+    with those axes at its out_axis. Hand-worked: rows of P('a', 'b') are P('b'), and
+    row * row.sum() stays P('b'), so the result is P('a', 'b')."""
+    seen = {}
+
+    def body(row):
+        seen["row"], seen["sum"] = _spec(row), _spec(row.sum())
+        return row * row.sum()
+
+    for spec, row, result in ((P("a", None), P(None), P("a", None)),
+                              (P("a", "b"), P("b"), P("a", "b")),
+                              (P(None, "b"), P("b"), P(None, "b"))):
+        x = xs.device_put(X, NamedSharding(mesh, spec))
+        out = xs.jit(xs.vmap(body))(x)
+        assert seen == {"row": row, "sum": P()} and out.sharding.spec == result, spec
+        np.testing.assert_allclose(np.asarray(out), X * X.sum(1, keepdims=True))
+
+    # in_axes=1 over P(None, 'b'): the mapped axis is 'b'; out_axes=1 puts it back on dim 1
+    x = xs.device_put(X, NamedSharding(mesh, P("a", "b")))
+    out = xs.jit(xs.vmap(lambda c: (seen.setdefault("col", _spec(c)), c * 2.0)[1],
+                         in_axes=1, out_axes=1))(x)
+    assert seen["col"] == P("a") and out.sharding.spec == P("a", "b")
+    np.testing.assert_array_equal(np.asarray(out), X * 2.0)
+
+
+def test_vmap_errors_as_jax(mesh):
+    x = xs.device_put(X, NamedSharding(mesh, P("a")))
+    y = xs.device_put(X, NamedSharding(mesh, P("b")))
+    with pytest.raises(ValueError, match="Mapped away dimension of inputs passed to vmap "
+                       "should be sharded the same. Got inconsistent axis specs: a vs b"):
+        xs.jit(xs.vmap(lambda u, v: u + v))(x, y)
+    w = xs.device_put(W, NamedSharding(mesh, P(None, "a")))
+    with pytest.raises(ValueError, match="Unmapped values passed to vmap cannot be sharded "
+                       "along the mesh axis you are vmapping over"):
+        xs.jit(xs.vmap(lambda u, v: u @ v, in_axes=(0, None)))(x, w)
+
+
+def test_backward_cotangents_have_the_primal_types(mesh):
+    """In the backward pass each cotangent has its primal's type, as in JAX: a custom_vjp's
+    bwd gets its output's cotangent typed like the output (P('a', None), hand-worked: the
+    forward x * 3 keeps x's spec), and the gradients have the primals' types."""
+    x = xs.device_put(X, NamedSharding(mesh, P("a", None)))
+    w = xs.device_put(W, NamedSharding(mesh, P(None, "b")))
+    seen = {}
+
+    @xs.custom_vjp
+    def triple(v):
+        return v * 3.0
+
+    def fwd(v):
+        return triple(v), None
+
+    def bwd(_, ct):
+        seen["ct"] = xs.typeof(ct).sharding
+        return (ct * 3.0,)
+
+    triple.defvjp(fwd, bwd)
+
+    def loss(x, w):
+        return xnp.sum(xnp.tanh(triple(x) @ w))
+
+    gx, gw = xs.jit(xs.grad(loss, argnums=(0, 1)))(x, w)
+    assert seen["ct"].spec == P("a", None)
+    assert gx.sharding.spec == P("a", None) and gw.sharding.spec == P(None, "b")
+    d = 1 - np.tanh(3 * X @ W) ** 2
+    np.testing.assert_allclose(np.asarray(gx), 3 * d @ W.T, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(gw), 3 * X.T @ d, rtol=1e-4, atol=1e-4)

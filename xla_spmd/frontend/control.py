@@ -146,10 +146,10 @@ def while_flat(cond_fn: Callable, body_fn: Callable, leaves: Sequence,
     state = lax.make_tuple(*leaves, *cond_caps, *body_caps)
     extras = trip_count_extras(trip_count) if trip_count is not None else ()
     out = bind("while", state, condition=cond, body=body, extras=extras)
-    return _typed(_typed_elements(out, list(zip(in_types, in_known))), weak_types)
+    return _typed(typed_elements(out, list(zip(in_types, in_known))), weak_types)
 
 
-def _typed_elements(out, found) -> list:
+def typed_elements(out, found) -> list:
     """The elements of a loop's or branch's tuple result, with their types (`found`: one
     (type or None, known) per element)."""
     results = []
@@ -312,7 +312,7 @@ def switch_flat(index, branch_fns: Sequence[Callable], leaves: Sequence,
         operands.append(lax.make_tuple(*leaves, *trace.captures))
     index = lax.convert(_asvalue(index), S32)
     out = bind("conditional", index, *operands, branch_computations=tuple(computations))
-    return _typed_elements(out, found)
+    return typed_elements(out, found)
 
 
 def switch(index, branches: Sequence[Callable], *operands):

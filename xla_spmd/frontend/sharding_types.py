@@ -361,6 +361,55 @@ def typed_as(value, sharding: TensorSharding):
                         sharding=typed)
 
 
+def vmap_types(values, batched) -> tuple:
+    """JAX's vmap typing of the (batch-at-axis-0) inputs: the mesh axes the mapped dim is
+    sharded over (``explicit_mesh_axis``: every mapped input must agree, and no unmapped
+    input may use them), each input's per-example type (its spec without the mapped dim,
+    over the mesh with those axes made Auto), and whether it is known. Returns
+    ``(mesh or None, axes, per-example types, known flags)``."""
+    types, knowns = types_of(values)
+    mapped = [(_spec(t, len(v.aval.dims))[0], t.mesh) for v, t, b in zip(values, types, batched)
+              if b and t is not None]
+    def raw(spec):
+        return None if not spec else spec[0] if len(spec) == 1 else spec
+
+    for spec, _ in mapped[1:]:
+        if spec != mapped[0][0]:
+            raise ValueError("Mapped away dimension of inputs passed to vmap should be "
+                             f"sharded the same. Got inconsistent axis specs: "
+                             f"{raw(mapped[0][0])} vs {raw(spec)}")
+    axes = mapped[0][0] if mapped else ()
+    mesh = mapped[0][1] if mapped else next((t.mesh for t in types if t is not None), None)
+    for v, t, b in zip(values, types, batched):
+        used = {a for dim in _spec(t, len(v.aval.dims)) for a in dim} if t is not None else ()
+        if not b and any(a in used for a in axes):
+            raise ValueError(
+                "Unmapped values passed to vmap cannot be sharded along the mesh axis you are "
+                f"vmapping over. Got type: {_type_str(v, _spec(t, len(v.aval.dims)))}, "
+                f"in_axes: None and vmapped mesh axis: {axes}")
+    if mesh is None:
+        return None, (), [None] * len(values), knowns
+    example = []
+    with axis_types(mesh, auto=axes):
+        for v, t, b in zip(values, types, batched):
+            if t is None:
+                example.append(None)
+            else:
+                spec = _spec(t, len(v.aval.dims))
+                example.append(_sharding(t, spec[1:] if b else spec))
+    return mesh, axes, example, knowns
+
+
+def unmapped_type(example: TensorSharding | None, rank: int, axis: int, axes):
+    """A vmap result's type: its per-example type with the mapped axes (`vmap_types`) at
+    `axis` (JAX's ``unmapped_aval`` with ``explicit_mesh_axis``)."""
+    if example is None:
+        return None
+    spec = list(_spec(example, rank - 1))
+    spec.insert(axis, tuple(axes))
+    return _sharding(example, tuple(spec))
+
+
 def stacked(typed: TensorSharding | None, rank: int) -> TensorSharding | None:
     """The type of `scan`'s stacked outputs: the per-step type with an unsharded leading
     dim."""
