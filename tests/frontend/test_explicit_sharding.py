@@ -100,6 +100,8 @@ OP_CASES = [
     ("gather_rows_of_unsharded_dim", lambda x, w: w[np.array([[3, 1], [0, 2]])],
      P(None, None, "b")),
     ("gather_column_by_index", lambda x, w: x[:, np.int32(2)], P("a")),
+    ("reverse_keeps_spec", lambda x, w: xnp.flip(x @ w, axis=0), P("a", "b")),
+    ("top_k_unsharded_last_dim", lambda x, w: lax.top_k(x, 2)[0], P("a", None)),
 ]
 
 
@@ -136,6 +138,8 @@ ERROR_CASES = [
      "unsharded over the axis being reduced"),
     ("sort_sharded_dim", lambda x, y: xnp.sort(x, axis=0), (P("a"), P()),
      "unsharded over the sorting dimension"),
+    ("top_k_sharded_last_dim", lambda x, y: lax.top_k(x, 2)[0], (P(None, "b"), P()),
+     "unsharded over the axis along which to compute the top_k"),
     ("gather_with_sharded_indices", lambda x, y: x[y.astype(np.int32)], (P(None, "b"), P("a")),
      r"Use `.at\[...\].get\(out_sharding=\)`"),
 ]

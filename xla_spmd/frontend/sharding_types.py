@@ -722,6 +722,24 @@ def _scatter(inst, specs, mesh):
     return tuple(result)
 
 
+@RULES.register("reverse")
+def _reverse(inst, specs, mesh):
+    """JAX's rev rule: the operand's spec (reversing a sharded dim moves data)."""
+    return specs[0]
+
+
+@TUPLE_RULES.register("topk")
+def _top_k(inst, specs, mesh):
+    """JAX's top_k rule: the dim searched (the last, in HLO) must be unsharded; the values
+    and indices have the operand's spec."""
+    spec = specs[0]
+    if spec and spec[-1]:
+        raise ShardingTypeError(
+            "The input should be unsharded over the axis along which to compute the top_k "
+            f"values. Got input spec {_show(spec)} and axis={len(spec) - 1}")
+    return [spec, spec]
+
+
 @RULES.register("convolution")
 def _convolution(inst, specs, mesh):
     """JAX's ``conv_general_dilated`` rule: the kernel must be replicated and the input's
