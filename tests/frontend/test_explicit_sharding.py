@@ -709,3 +709,22 @@ def test_backward_cotangents_have_the_primal_types(mesh):
     d = 1 - np.tanh(3 * X @ W) ** 2
     np.testing.assert_allclose(np.asarray(gx), 3 * d @ W.T, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(np.asarray(gw), 3 * X.T @ d, rtol=1e-4, atol=1e-4)
+
+
+def test_scan_over_a_sharded_leading_dim(mesh):
+    """Each step of scan's input has its type without the leading dim (JAX's), even when
+    that dim is sharded: steps P('a', None, 'b') give x P(None, 'b')."""
+    steps = np.arange(64.0, dtype=np.float32).reshape(4, 4, 4)
+    s = xs.device_put(steps, NamedSharding(mesh, P("a", None, "b")))
+    seen = {}
+
+    def body(c, x):
+        seen["x"] = _spec(x)
+        return c + x, x.sum(0)
+
+    c0 = xs.device_put(np.zeros((4, 4), np.float32), NamedSharding(mesh, P(None, "b")))
+    c, ys = xs.jit(lambda c, s: lax.scan(body, c, s))(c0, s)
+    assert seen["x"] == P(None, "b") and c.sharding.spec == P(None, "b")
+    assert ys.sharding.spec == P(None, "b")
+    np.testing.assert_array_equal(np.asarray(c), steps.sum(0))
+    np.testing.assert_array_equal(np.asarray(ys), steps.sum(1))

@@ -211,6 +211,17 @@ def index_in_dim(x, i, axis: int = 0):
     return lax.reshape(sliced, [n for d, n in enumerate(x.shape) if d != axis])
 
 
+def _scan_slice(xs, i):
+    """Step `i` of `scan`'s input `xs`, typed as JAX's: the type of `xs` without its leading
+    dim (which may be sharded)."""
+    typed = types.type_of(xs)
+    if typed is None:
+        return index_in_dim(xs, i)
+    with types.suspended():
+        x = index_in_dim(xs, i)
+    return types.typed_as(x, types.unstacked(typed, xs.ndim))
+
+
 def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False):
     """``carry, y = f(carry, x)`` over the leading axis of `xs`; returns (carry, stacked ys).
 
@@ -225,7 +236,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     carry_leaves, carry_tree = tree_flatten(init)
 
     def step(carry, i):
-        x = tree_unflatten(x_tree, [index_in_dim(xl, i) for xl in x_leaves])
+        x = tree_unflatten(x_tree, [_scan_slice(xl, i) for xl in x_leaves])
         return f(tree_unflatten(carry_tree, carry), x)
 
     def carry_step(i, *carry):

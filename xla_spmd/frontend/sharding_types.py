@@ -24,19 +24,31 @@ operands' specs:
 * ``concatenate``, ``dynamic-update-slice``: the operands must agree;
 * ``gather``: JAX's rule (indexed dims whole or unsharded, indices unsharded but for
   batching dims); anything else fails (give ``x.at[idx].get(out_sharding=...)``);
-* ``scatter``: JAX's rule without batching dims (indices unsharded, whole-dim windows may
-  be sharded, the dims written into unsharded); anything else fails (give
-  ``x.at[idx].set(v, out_sharding=...)``);
-* other ops (convolution, control flow, custom calls): replicated when
-  every typed operand is; else untyped (propagation places them).
+* ``scatter``: JAX's rule, batching dims included (indices unsharded but for batching
+  dims, whole-dim windows may be sharded, the dims written into unsharded, batching dims
+  sharded one way); anything else fails (give ``x.at[idx].set(v, out_sharding=...)``);
+* ``convolution``: a replicated kernel and an unsharded input feature dim give the
+  input's spec (give ``out_sharding=`` to ``conv_general_dilated`` otherwise);
+* ``reverse``: the operand's spec; ``topk``: the last dim must be unsharded;
+* loops and branches (`xla_spmd.frontend.control`): bodies see their carries and the
+  values they close over with their types, a body must keep its carry's types and the
+  branches of a `cond` must agree (JAX's errors), and the results have those types;
+  `scan`'s stacked outputs have the per-step type with an unsharded leading dim;
+* `shard_map` results: their out_specs; calls (`custom_vjp`, `remat`): their function's
+  result types;
+* ``vmap``: the function sees per-example types (the mapped dim's spec removed, its mesh
+  axes made Auto inside), each result gets its type with those axes at its out_axis;
+* the backward pass of ``grad``: the transpose rules run untyped (as JAX's pass
+  ``out_sharding=`` to theirs) and each cotangent gets its primal's type;
+* other ops: replicated when every typed operand is; else untyped (propagation places
+  them).
 
 A type becomes the instruction's sharding, a hard constraint for propagation (closed dims on
 an all-Explicit mesh, open ones where Auto axes may be added). Untyped operands that JAX
 would see as values with no mesh (constants, plain inputs of the jit, what is computed from
-them alone) count as replicated; a value whose type was lost (the results of a loop or of an
-op with no rule here) makes the ops on it untyped as well (see `known`). Inside
-`auto_axes`, in the backward pass of ``grad`` and inside ``vmap`` no types are computed
-(propagation places those values).
+them alone) count as replicated; a value whose type was lost (the result of an op with no
+rule here) makes the ops on it untyped as well (see `known`). `auto_axes(axes=...)` and
+`explicit_axes(axes=...)` change the types of the named axes only (`axis_types`).
 
 >>> import numpy as np
 >>> import xla_spmd as xs
@@ -408,6 +420,11 @@ def unmapped_type(example: TensorSharding | None, rank: int, axis: int, axes):
     spec = list(_spec(example, rank - 1))
     spec.insert(axis, tuple(axes))
     return _sharding(example, tuple(spec))
+
+
+def unstacked(typed: TensorSharding, rank: int) -> TensorSharding:
+    """The type of one step of `scan`'s input: its type without the leading dim."""
+    return _sharding(typed, _spec(typed, rank)[1:])
 
 
 def stacked(typed: TensorSharding | None, rank: int) -> TensorSharding | None:
