@@ -732,7 +732,8 @@ def test_scan_over_a_sharded_leading_dim(mesh):
 
 def test_grad_through_typed_loops_and_vmap_equals_auto_mode():
     """grad through scan, cond and fori_loop, and vmap(grad), give under Explicit axes the
-    values (bit for bit) and gradient shardings of the same program under Auto axes."""
+    values and gradient shardings of the same program under Auto axes (values to rounding:
+    the two placements may sum in different orders)."""
     rng = np.random.default_rng(0)
     xv = rng.standard_normal((8, 4)).astype(np.float32)
     wv = (rng.standard_normal((3, 4, 4)) * 0.5).astype(np.float32)
@@ -759,5 +760,5 @@ def test_grad_through_typed_loops_and_vmap_equals_auto_mode():
                          g.sharding.spec, gv.sharding.spec)
     auto, explicit = results[xs.AxisType.Auto], results[xs.AxisType.Explicit]
     for a, e in zip(auto[:3], explicit[:3]):
-        np.testing.assert_array_equal(a, e)
+        np.testing.assert_allclose(e, a, rtol=1e-5, atol=1e-6)
     assert explicit[3:] == auto[3:] == (P(None, None, None), P("a", None, None, None))
