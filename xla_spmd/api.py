@@ -478,11 +478,45 @@ def reshard(x, out_shardings):
     return tree_unflatten(tree, [device_put(v, s) for v, s in zip(leaves, named)])
 
 
+def _axes_tuple(axes, mesh, what: str) -> tuple[str, ...]:
+    if axes is None:
+        return tuple(mesh.axis_names)
+    axes = (axes,) if isinstance(axes, str) else tuple(axes)
+    unknown = [a for a in axes if a not in mesh.axis_names]
+    if unknown:
+        raise ValueError(f"{what}: axes {unknown} are not axes of the mesh {mesh!r}")
+    return axes
+
+
+def _mesh_for(what: str, shardings, args):
+    """The mesh `auto_axes`/`explicit_axes` change, as JAX's ``_get_new_mesh`` finds it:
+    the shardings' mesh (they must name one), which must be the `use_mesh` mesh if there is
+    one; else the `use_mesh` mesh; else (here) the mesh of the typed arguments."""
+    named = {id(s.mesh): s.mesh for s in _leaves(shardings) if hasattr(s, "mesh")}
+    if len(named) > 1:
+        raise ValueError(f"Shardings passed to {what} should have the same mesh. Got "
+                         f"{' and '.join(map(repr, named.values()))}")
+    current = frontend_jit.current_mesh()
+    mesh = next(iter(named.values()), None)
+    if mesh is not None and current is not None and mesh != current:
+        raise ValueError(f"Context mesh {current!r} must match the mesh passed to shardings "
+                         f"{mesh!r}. Recommended approach is to use `xs.set_mesh` context "
+                         "manager.")
+    if mesh is None:
+        mesh = current
+    if mesh is None:
+        typed = [t.mesh for t in map(sharding_types.type_of, _leaves(args)) if t]
+        mesh = typed[0] if typed else None
+    return mesh
+
+
 def auto_axes(f: Callable | None = None, /, *, axes=None, out_sharding=None):
-    """JAX's ``auto_axes``: `f` runs with its mesh axes Auto (no sharding types: propagation
-    places its values), and its result is resharded to `out_sharding` (given here or as a
-    keyword argument of the call). `axes` is accepted for JAX's signature; every axis is made
-    Auto inside.
+    """JAX's ``auto_axes``: `f` runs with the mesh axes `axes` (a name or names; default:
+    every axis) Auto, so they leave the sharding types (propagation places the values over
+    them) while the mesh's other Explicit axes stay typed; its result is resharded to
+    `out_sharding` (given here or as a keyword argument of the call). The mesh is
+    `out_sharding`'s, else the `use_mesh` mesh, else the arguments'. When `axes` are
+    already all of the Auto axes, `f` just runs (no reshard), as in JAX.
 
     >>> import numpy as np
     >>> import xla_spmd as xs
@@ -501,21 +535,25 @@ def auto_axes(f: Callable | None = None, /, *, axes=None, out_sharding=None):
         target = out_sharding if out_sharding is not None else kwargs.pop("out_sharding", None)
         if target is None:
             raise TypeError("auto_axes: missing required keyword argument 'out_sharding'")
-        with sharding_types.suspended():
+        mesh = _mesh_for("auto_axes", target, args)
+        if mesh is None:
+            return f(*args, **kwargs)
+        chosen = _axes_tuple(axes, mesh, "auto_axes")
+        explicit = sharding_types.explicit_axes_of(mesh)
+        if {a for a in mesh.axis_names if a not in explicit} == set(chosen):
+            return f(*args, **kwargs)
+        with sharding_types.axis_types(mesh, auto=chosen):
             out = f(*args, **kwargs)
-        if isinstance(target, frontend_jit.PartitionSpec) and frontend_jit.current_mesh() is None:
-            meshes = [t.mesh for t in map(sharding_types.type_of, _leaves(args)) if t]
-            if meshes:
-                with frontend_jit.use_mesh(meshes[0]):
-                    return reshard(out, target)
-        return reshard(out, target)
+        with frontend_jit.use_mesh(mesh):
+            return reshard(out, target)
     return run
 
 
 def explicit_axes(f: Callable | None = None, /, *, axes=None, in_sharding=None):
     """JAX's ``explicit_axes``: the arguments are resharded to `in_sharding` (given here or as
-    a keyword argument of the call) and `f` runs with every axis of their mesh Explicit (its
-    values get sharding types op by op). `axes` is accepted for JAX's signature."""
+    a keyword argument of the call) and `f` runs with the mesh axes `axes` (default: every
+    axis) Explicit (its values get sharding types over them op by op; the mesh's other
+    axes keep their types). The mesh is the `use_mesh` mesh, else `in_sharding`'s."""
     if f is None:
         return functools.partial(explicit_axes, axes=axes, in_sharding=in_sharding)
 
@@ -524,15 +562,13 @@ def explicit_axes(f: Callable | None = None, /, *, axes=None, in_sharding=None):
         target = in_sharding if in_sharding is not None else kwargs.pop("in_sharding", None)
         if target is None:
             raise TypeError("explicit_axes: missing required keyword argument 'in_sharding'")
-        shardings = frontend_jit.shardings_for(target, args, "explicit_axes")
-        meshes = {id(s.mesh): s.mesh for s in shardings if hasattr(s, "mesh")}
-        if len(meshes) != 1:
-            raise ValueError("explicit_axes: in_sharding must name one mesh (use "
-                             "`xs.use_mesh(mesh)` for PartitionSpecs)")
-        leaves, tree = tree_flatten(args)
-        with sharding_types.forced(next(iter(meshes.values()))):
-            moved = [reshard(leaf, s) for leaf, s in zip(leaves, shardings)]
-            return f(*tree_unflatten(tree, moved), **kwargs)
+        mesh = _mesh_for("explicit_axes", target, ())
+        if mesh is None:
+            raise ValueError("Context mesh cannot be empty. Please use `xs.set_mesh` API to "
+                             "enter into a mesh context when using `explicit_axes` API.")
+        chosen = _axes_tuple(axes, mesh, "explicit_axes")
+        with sharding_types.axis_types(mesh, explicit=chosen), frontend_jit.use_mesh(mesh):
+            return f(*reshard(args, target), **kwargs)
     return run
 
 

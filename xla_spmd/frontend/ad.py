@@ -107,17 +107,22 @@ def apply_computation(computation: Computation, args):
 
 def backward(computation: Computation, env: dict, root_ct) -> list:
     """Cotangents of the parameters of `computation` given the cotangent of its root."""
-    cts: dict[int, object] = {id(computation.root): root_ct}
+    root = env.get(id(computation.root))
+    cts: dict[int, object] = {id(computation.root): _typed_like(root_ct, root)}
     typed = vma_typed(current_trace())
-    with types_suspended():  # cotangents: no sharding types (propagation places them)
+    # The transpose rules run untyped (as JAX's pass out_sharding= to theirs); each
+    # cotangent they give gets its primal's sharding type, as in JAX.
+    with types_suspended():
         _backward(computation, env, cts, typed)
     return [_typed_like(cts.get(id(p)), env.get(id(p))) for p in computation.parameters]
 
 
 def _typed_like(ct, primal):
-    """A parameter's cotangent with its primal's sharding type (Explicit axes), as JAX's."""
+    """A cotangent with its primal's sharding type (Explicit axes), as JAX's."""
     sharding = type_of(primal)
-    if sharding is None or ct is None or isinstance(ct, tuple) or ct.aval != primal.aval:
+    if sharding is None or ct is None or isinstance(ct, tuple) or \
+            not hasattr(ct, "aval") or ct.aval != primal.aval or \
+            getattr(getattr(ct, "inst", None), "sharding", None) == sharding:
         return ct
     return bind("custom-call", ct, shape=ct.aval, custom_call_target=SHARDING,
                 sharding=sharding)
@@ -139,6 +144,7 @@ def _backward(computation: Computation, env: dict, cts: dict, typed: bool) -> No
         for operand, operand_ct in zip(inst.operands, operand_cts):
             if operand_ct is None or not differentiable(operand.shape):
                 continue
+            operand_ct = _typed_like(operand_ct, env[id(operand)])
             cts[id(operand)] = add_cotangents(cts.get(id(operand)), operand_ct)
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax
+from xla_spmd.frontend import sharding_types as types
 from xla_spmd.frontend.dtypes import jax_result_type, result_type_of
 from xla_spmd.frontend.pytree import tree_flatten, tree_unflatten
 from xla_spmd.frontend.tracing import Value, aval_of, bind, fresh_name, repack, trace_computation
@@ -60,7 +61,9 @@ def _probe(fn: Callable, leaves: list) -> list:
         found["outs"] = [_asvalue(o) for o in fn(*_typed(state, weak_types))]
         return []
 
-    trace_computation(probe, [leaf.aval for leaf in leaves], fresh_name("probe"))
+    in_types, in_known = types.types_of(leaves)
+    trace_computation(probe, [leaf.aval for leaf in leaves], fresh_name("probe"),
+                      shardings=in_types, known=in_known)
     return found["outs"]
 
 
@@ -103,24 +106,36 @@ def known_trip_count(inst) -> int | None:
 
 
 def while_flat(cond_fn: Callable, body_fn: Callable, leaves: Sequence,
-               trip_count: int | None = None) -> list:
+               trip_count: int | None = None, what: str = "while_loop body",
+               first_carry: int = 0) -> list:
     """The `while` of flat state `leaves`: ``cond_fn(*state) -> pred``,
-    ``body_fn(*state) -> list of new state``."""
+    ``body_fn(*state) -> list of new state``.
+
+    Sharding types (Explicit mesh axes): the body and condition see the state with its
+    types, the body must keep them (JAX's "carry input and carry output must have equal
+    types"; `what` names the body, carry k is reported as path ``[k - first_carry]``), and
+    the results have the state's types."""
     leaves = promote_weak_state(body_fn, [_asvalue(x) for x in leaves])
     avals = [x.aval for x in leaves]
     weak_types = [x.weak_type for x in leaves]
+    in_types, in_known = types.types_of(leaves)
     n = len(avals)
 
     def body_checked(*state):
         outs = list(body_fn(*_typed(state, weak_types)))
         if len(outs) != n:
             raise XlaSpmdError(f"loop body returned {len(outs)} values, expected {n}")
-        return [_match(o, a, f"loop body result {i}") for i, (o, a) in
+        outs = [_match(o, a, f"loop body result {i}") for i, (o, a) in
                 enumerate(zip(outs, avals))]
+        types.check_carry(what, state, in_types, in_known, outs,
+                          [f"[{k - first_carry}]" for k in range(n)])
+        return outs
 
     cond_trace, cond_outs = trace_computation(lambda *s: [cond_fn(*_typed(s, weak_types))],
-                                              avals, fresh_name("cond"))
-    body_trace, body_outs = trace_computation(body_checked, avals, fresh_name("body"))
+                                              avals, fresh_name("cond"), shardings=in_types,
+                                              known=in_known)
+    body_trace, body_outs = trace_computation(body_checked, avals, fresh_name("body"),
+                                              shardings=in_types, known=in_known)
     cond_caps, body_caps = cond_trace.captures, body_trace.captures
     shapes = avals + [aval_of(c) for c in cond_caps] + [aval_of(c) for c in body_caps]
     first_body_cap = n + len(cond_caps)
@@ -132,7 +147,21 @@ def while_flat(cond_fn: Callable, body_fn: Callable, leaves: Sequence,
     state = lax.make_tuple(*leaves, *cond_caps, *body_caps)
     extras = trip_count_extras(trip_count) if trip_count is not None else ()
     out = bind("while", state, condition=cond, body=body, extras=extras)
-    return _typed([lax.get_tuple_element(out, i) for i in range(n)], weak_types)
+    return _typed(typed_elements(out, list(zip(in_types, in_known))), weak_types)
+
+
+def typed_elements(out, found) -> list:
+    """The elements of a loop's or branch's tuple result, with their types (`found`: one
+    (type or None, known) per element)."""
+    results = []
+    for i, (typed, is_known) in enumerate(found):
+        if typed is not None:
+            results.append(bind("get-tuple-element", out, index=i, sharding=typed))
+        else:
+            results.append(lax.get_tuple_element(out, i))
+            if is_known:
+                types.mark_known(results[-1])
+    return results
 
 
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
@@ -146,13 +175,15 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
                                f"{tree}")
         return out_leaves
 
-    outs = while_flat(lambda *s: cond_fun(tree_unflatten(tree, s)), body, leaves)
+    outs = while_flat(lambda *s: cond_fun(tree_unflatten(tree, s)), body, leaves,
+                      what="while_loop body")
     return tree_unflatten(tree, outs)
 
 
 def fori_loop(lower, upper, body_fun: Callable, init_val) -> Any:
     """``for i in range(lower, upper): val = body_fun(i, val)``; static bounds give a known
     trip count (differentiable)."""
+    static = isinstance(lower, int) and isinstance(upper, int)
     leaves, tree = tree_flatten(init_val)
     counter = lax.convert(_asvalue(lower), S32) if isinstance(lower, Value) else \
         _asvalue(lax.constant(lower, S32))
@@ -171,7 +202,8 @@ def fori_loop(lower, upper, body_fun: Callable, init_val) -> Any:
 
     outs = while_flat(cond, body, [counter, *leaves],
                       trip_count=max(upper - lower, 0)
-                      if isinstance(lower, int) and isinstance(upper, int) else None)
+                      if isinstance(lower, int) and isinstance(upper, int) else None,
+                      what="scan body" if static else "while_loop body", first_carry=1)
     return tree_unflatten(tree, outs[1:])
 
 
@@ -179,6 +211,17 @@ def index_in_dim(x, i, axis: int = 0):
     """``x[i]`` along `axis` for a traced index, dropping the dim."""
     sliced = lax.dynamic_slice_in_dim(x, i, 1, axis)
     return lax.reshape(sliced, [n for d, n in enumerate(x.shape) if d != axis])
+
+
+def _scan_slice(xs, i):
+    """Step `i` of `scan`'s input `xs`, typed as JAX's: the type of `xs` without its leading
+    dim (which may be sharded)."""
+    typed = types.type_of(xs)
+    if typed is None:
+        return index_in_dim(xs, i)
+    with types.suspended():
+        x = index_in_dim(xs, i)
+    return types.typed_as(x, types.unstacked(typed, xs.ndim))
 
 
 def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False):
@@ -195,7 +238,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     carry_leaves, carry_tree = tree_flatten(init)
 
     def step(carry, i):
-        x = tree_unflatten(x_tree, [index_in_dim(xl, i) for xl in x_leaves])
+        x = tree_unflatten(x_tree, [_scan_slice(xl, i) for xl in x_leaves])
         return f(tree_unflatten(carry_tree, carry), x)
 
     def carry_step(i, *carry):
@@ -211,12 +254,17 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
         new_carry, y = step(list(carry), i)
         y_leaves, y_info["tree"] = tree_flatten(y)
         y_info["avals"] = [aval_of(_asvalue(v)) for v in y_leaves]
+        y_info["types"] = [types.type_of(_asvalue(v)) for v in y_leaves]
         return []
 
+    carry_types, carry_known = types.types_of(carry_leaves)
     trace_computation(probe, [aval_of(lax.constant(0, S32))] + [c.aval for c in carry_leaves],
-                      fresh_name("probe"))
+                      fresh_name("probe"), shardings=[None, *carry_types],
+                      known=[True, *carry_known])
     y_avals, y_tree = y_info["avals"], y_info["tree"]
-    ys0 = [lax.full((length,) + a.dims, 0, a.dtype) for a in y_avals]
+    # The stacked outputs have the per-step outputs' types with an unsharded leading dim.
+    ys0 = [_typed_buffer(lax.full((length,) + a.dims, 0, a.dtype), types.stacked(t, a.rank))
+           for a, t in zip(y_avals, y_info["types"])]
 
     def body(j, state):
         carry, ys = state
@@ -236,17 +284,40 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     return tree_unflatten(carry_tree, carry), tree_unflatten(y_tree, ys)
 
 
-def switch_flat(index, branch_fns: Sequence[Callable], leaves: Sequence) -> list:
-    """A `conditional` running ``branch_fns[index](*leaves)`` (each returns a flat list)."""
+def _typed_buffer(buffer, typed):
+    if typed is None:
+        return buffer
+    from xla_spmd.ir.custom_calls import SHARDING
+    return bind("custom-call", buffer, shape=buffer.aval, custom_call_target=SHARDING,
+                sharding=typed)
+
+
+def switch_flat(index, branch_fns: Sequence[Callable], leaves: Sequence,
+                what: str = "switch") -> list:
+    """A `conditional` running ``branch_fns[index](*leaves)`` (each returns a flat list).
+    Sharding types: the branches see the operands with their types, must give results of
+    equal types (JAX's "branches must have equal output types"), and the results have
+    them."""
     leaves = [_asvalue(x) for x in leaves]
     avals = [x.aval for x in leaves]
-    traced = [trace_computation(lambda *a, fn=fn: list(fn(*a)), avals, fresh_name("branch"))
-              for fn in branch_fns]
+    in_types, in_known = types.types_of(leaves)
+    branch_outs: list = []
+
+    def run(fn):
+        def traced(*a):
+            outs = [_asvalue(o) for o in fn(*a)]
+            branch_outs.append(outs)
+            return outs
+        return traced
+
+    traced = [trace_computation(run(fn), avals, fresh_name("branch"), shardings=in_types,
+                                known=in_known) for fn in branch_fns]
     out_avals = [o.shape for o in traced[0][1]]
     for j, (_, outs) in enumerate(traced):
         if [o.shape for o in outs] != out_avals:
             raise XlaSpmdError(f"branch {j} returns ({', '.join(str(o.shape) for o in outs)}), "
                                f"branch 0 returns ({', '.join(map(str, out_avals))})")
+    found = types.check_branches(what, branch_outs)
     computations, operands = [], []
     for trace, outs in traced:
         shapes = avals + [aval_of(c) for c in trace.captures]
@@ -254,7 +325,7 @@ def switch_flat(index, branch_fns: Sequence[Callable], leaves: Sequence) -> list
         operands.append(lax.make_tuple(*leaves, *trace.captures))
     index = lax.convert(_asvalue(index), S32)
     out = bind("conditional", index, *operands, branch_computations=tuple(computations))
-    return [lax.get_tuple_element(out, i) for i in range(len(out_avals))]
+    return typed_elements(out, found)
 
 
 def switch(index, branches: Sequence[Callable], *operands):
@@ -268,7 +339,8 @@ def switch(index, branches: Sequence[Callable], *operands):
             return out_leaves
         return run
 
-    outs = switch_flat(index, [flat(b) for b in branches], leaves)
+    outs = switch_flat(index, [flat(b) for b in branches], leaves,
+                       what="cond" if len(branches) == 2 else "switch")
     return tree_unflatten(out_tree["tree"], outs)
 
 

@@ -620,8 +620,10 @@ def typeof(x):
     from xla_spmd.frontend.transforms import ShapeDtypeStruct
     aval = aval_of(x)
     if isinstance(x, Tracer):
+        from xla_spmd.frontend.sharding_types import as_typed
         sharding = x.inst.sharding
-        sharding = user_sharding(sharding) if isinstance(sharding, TensorSharding) else None
+        sharding = user_sharding(as_typed(sharding)) if isinstance(sharding, TensorSharding) \
+            else None
     else:
         sharding = getattr(x, "sharding", None) if is_distributed(x) else None
     return ShapeDtypeStruct(aval.dims, aval.dtype.array_dtype, sharding=sharding,

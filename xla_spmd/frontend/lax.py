@@ -486,6 +486,7 @@ cummax = _cumulative("max", "cummax")
 cummin = _cumulative("min", "cummin")
 
 
+@takes_out_sharding
 def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
                          rhs_dilation=None,
                          dimension_numbers: str | ConvDimensionNumbers | Sequence = "NCHW",
@@ -494,7 +495,9 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     """Convolution as ``jax.lax.conv_general_dilated``. `padding` is "SAME", "VALID" or one
     (low, high) per spatial dim; `dimension_numbers` is a ConvDimensionNumbers, HLO
     ``dim_labels`` text (``b01f_01io->b01f``) or a JAX layout triple like
-    ``("NHWC", "HWIO", "NHWC")`` (a single "NCHW" means the JAX default triple)."""
+    ``("NHWC", "HWIO", "NHWC")`` (a single "NCHW" means the JAX default triple).
+    ``out_sharding=`` gives the result's sharding type (Explicit mesh axes), where the
+    operands' types leave it open (a sharded kernel or input feature dim)."""
     dn = conv_dimension_numbers(dimension_numbers)
     spatial = len(dn.input_spatial)
     lhs_dims, rhs_dims = shape_of(lhs), shape_of(rhs)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from xla_spmd.errors import ShardingError, XlaSpmdError
-from xla_spmd.frontend import lax
+from xla_spmd.frontend import lax, sharding_types
 from xla_spmd.frontend.pytree import tree_flatten, tree_map, tree_unflatten
 from xla_spmd.frontend.tracing import (
     bind,
@@ -202,6 +202,8 @@ def _shard_map(fn, mesh, axes, in_specs, out_specs, args, check_vma=True):
     globals_ = boundary(LOCAL_TO_GLOBAL, local_outs, global_avals,
                         [manual, (OUT_SHARDINGS, print_sharding_per_value(out_shardings)),
                          *untyped])
+    if current_trace().manual is None:  # typed by out_specs on the mesh's Explicit axes
+        globals_ = [sharding_types.typed_as(g, s) for g, s in zip(globals_, out_shardings)]
     return tree_unflatten(out_info["tree"], globals_)
 
 

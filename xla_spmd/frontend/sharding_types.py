@@ -24,19 +24,31 @@ operands' specs:
 * ``concatenate``, ``dynamic-update-slice``: the operands must agree;
 * ``gather``: JAX's rule (indexed dims whole or unsharded, indices unsharded but for
   batching dims); anything else fails (give ``x.at[idx].get(out_sharding=...)``);
-* ``scatter``: JAX's rule without batching dims (indices unsharded, whole-dim windows may
-  be sharded, the dims written into unsharded); anything else fails (give
-  ``x.at[idx].set(v, out_sharding=...)``);
-* other ops (convolution, control flow, custom calls): replicated when
-  every typed operand is; else untyped (propagation places them).
+* ``scatter``: JAX's rule, batching dims included (indices unsharded but for batching
+  dims, whole-dim windows may be sharded, the dims written into unsharded, batching dims
+  sharded one way); anything else fails (give ``x.at[idx].set(v, out_sharding=...)``);
+* ``convolution``: a replicated kernel and an unsharded input feature dim give the
+  input's spec (give ``out_sharding=`` to ``conv_general_dilated`` otherwise);
+* ``reverse``: the operand's spec; ``topk``: the last dim must be unsharded;
+* loops and branches (`xla_spmd.frontend.control`): bodies see their carries and the
+  values they close over with their types, a body must keep its carry's types and the
+  branches of a `cond` must agree (JAX's errors), and the results have those types;
+  `scan`'s stacked outputs have the per-step type with an unsharded leading dim;
+* `shard_map` results: their out_specs; calls (`custom_vjp`, `remat`): their function's
+  result types;
+* ``vmap``: the function sees per-example types (the mapped dim's spec removed, its mesh
+  axes made Auto inside), each result gets its type with those axes at its out_axis;
+* the backward pass of ``grad``: the transpose rules run untyped (as JAX's pass
+  ``out_sharding=`` to theirs) and each cotangent gets its primal's type;
+* other ops: replicated when every typed operand is; else untyped (propagation places
+  them).
 
 A type becomes the instruction's sharding, a hard constraint for propagation (closed dims on
 an all-Explicit mesh, open ones where Auto axes may be added). Untyped operands that JAX
 would see as values with no mesh (constants, plain inputs of the jit, what is computed from
-them alone) count as replicated; a value whose type was lost (the results of a loop or of an
-op with no rule here) makes the ops on it untyped as well (see `known`). Inside
-`auto_axes`, in the backward pass of ``grad`` and inside ``vmap`` no types are computed
-(propagation places those values).
+them alone) count as replicated; a value whose type was lost (the result of an op with no
+rule here) makes the ops on it untyped as well (see `known`). `auto_axes(axes=...)` and
+`explicit_axes(axes=...)` change the types of the named axes only (`axis_types`).
 
 >>> import numpy as np
 >>> import xla_spmd as xs
@@ -77,8 +89,8 @@ Spec = tuple  # one tuple of explicit axis names per dim
 # ---------------------------------------------------------------------------------------------
 # When types are computed
 
-_SUSPENDED: list[bool] = []   # auto_axes, grad's backward pass, vmap: no types
-_FORCED: list[Mesh] = []      # explicit_axes: these meshes' axes count as Explicit
+_SUSPENDED: list[bool] = []   # grad's backward pass, vmap: no types
+_AXES: list[tuple[Mesh, frozenset]] = []  # auto_axes/explicit_axes: a mesh's Explicit axes
 
 
 @contextlib.contextmanager
@@ -92,22 +104,45 @@ def suspended() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def forced(mesh: Mesh) -> Iterator[None]:
-    """Inside the block every axis of `mesh` is Explicit, and types are computed even inside
-    a `suspended` block (`explicit_axes`)."""
-    _FORCED.append(mesh)
-    _SUSPENDED.append(False)
+def axis_types(mesh: Mesh, *, auto=(), explicit=()) -> Iterator[None]:
+    """Inside the block the axes `auto` of `mesh` count as Auto and `explicit` as Explicit
+    (JAX's ``auto_axes(axes=...)`` and ``explicit_axes(axes=...)``: the other axes keep
+    their types); with `explicit` given, types are computed even inside a `suspended`
+    block."""
+    unknown = [a for a in (*auto, *explicit) if a not in mesh.axis_names]
+    if unknown:
+        raise ShardingError(f"axes {unknown} are not axes of the mesh {mesh!r}")
+    now = set(explicit_axes_of(mesh))
+    _AXES.append((mesh, frozenset((now - set(auto)) | set(explicit))))
+    _SUSPENDED.append(False if explicit else bool(_SUSPENDED and _SUSPENDED[-1]))
     try:
         yield
     finally:
         _SUSPENDED.pop()
-        _FORCED.pop()
+        _AXES.pop()
+
+
+def forced(mesh: Mesh):
+    """Every axis of `mesh` Explicit inside the block (see `axis_types`)."""
+    return axis_types(mesh, explicit=mesh.axis_names)
 
 
 def explicit_axes_of(mesh: Mesh) -> tuple[str, ...]:
-    if any(mesh == m for m in _FORCED):
-        return mesh.axis_names
+    """The axes of `mesh` that are Explicit here (its axis types, as `axis_types` blocks
+    change them)."""
+    for other, axes in reversed(_AXES):
+        if other == mesh:
+            return tuple(a for a in mesh.axis_names if a in axes)
     return mesh.explicit_axes
+
+
+def as_typed(sharding: TensorSharding) -> TensorSharding:
+    """`sharding` as a type where `auto_axes`/`explicit_axes` changed its mesh's axis types:
+    only the axes Explicit here (JAX reshards the arguments of ``auto_axes`` to the spec
+    without the axes made Auto); unchanged elsewhere."""
+    if not any(other == sharding.mesh for other, _ in _AXES):
+        return sharding
+    return _sharding(sharding, _spec(sharding, len(sharding.dims)))
 
 
 def type_of(x) -> TensorSharding | None:
@@ -227,6 +262,177 @@ def _constrain(out, out_sharding, operands, what: str):
                                 "NamedSharding, or call it inside `with xs.use_mesh(mesh):`")
         out_sharding = NamedSharding(mesh, out_sharding)
     return with_sharding_constraint(out, out_sharding)
+
+
+# ---------------------------------------------------------------------------------------------
+# Control flow: the types of loop carries, branch results and captured values
+
+
+def _capture_type(trace, x):
+    """A value captured by a nested trace (a loop body, a branch) keeps its type there."""
+    if not isinstance(x, Tracer) or x.trace.manual != trace.manual:
+        return None, False
+    return type_of(x), known(x)
+
+
+tracing.CAPTURE_TYPES.append(_capture_type)
+
+
+def types_of(values) -> tuple[list, list]:
+    """The type (or None) of each value and whether it is known (see `known`): what a
+    nested trace's parameters standing for `values` are given (`trace_computation`)."""
+    return [type_of(v) for v in values], [known(v) for v in values]
+
+
+def _type_str(value, spec: Spec | None) -> str:
+    """JAX's short form of a type: ``float32[8@a,4]``."""
+    aval = value.aval
+    spec = spec or ((),) * len(aval.dims)
+    dims = [f"{n}" if not s else f"{n}@{s[0]}" if len(s) == 1 else f"{n}@({','.join(s)})"
+            for n, s in zip(aval.dims, spec)]
+    return f"{aval.dtype.numpy.name}[{','.join(dims)}]"
+
+
+def _spec_or_replicated(value, typed, is_known) -> Spec | None:
+    """The spec of a value's type; a known untyped value is replicated; None: unknown."""
+    if isinstance(getattr(value, "aval", None), TupleShape):
+        return None
+    rank = len(value.aval.dims)
+    if typed is not None:
+        return _spec(typed, rank)
+    return ((),) * rank if is_known else None
+
+
+def check_carry(what: str, ins, in_types, in_known, outs, paths) -> None:
+    """JAX's check that a loop body keeps its carry's types: the sharding of each output
+    carry must be the input carry's (unknown types are not checked)."""
+    diffs = []
+    for value, typed, is_known, out, path in zip(ins, in_types, in_known, outs, paths):
+        if not isinstance(out, Tracer) and not isinstance(value, Tracer):
+            continue
+        want = _spec_or_replicated(value, typed, is_known)
+        got = _spec_or_replicated(out, type_of(out), known(out))
+        if want is not None and got is not None and want != got:
+            diffs.append(f"the input carry at path {path} has type {_type_str(value, want)} "
+                         f"but the corresponding output carry component has type "
+                         f"{_type_str(out, got)}")
+    if diffs:
+        listed = (diffs[0][0].upper() + diffs[0][1:] + ".\n" if len(diffs) == 1 else
+                  "\n".join(f"  * {d};" for d in diffs[:-1]) + f"\n  * {diffs[-1]}.\n")
+        raise ShardingTypeError(
+            f"{what} function carry input and carry output must have equal types, but they "
+            f"differ:\n\n{listed}\nRevise the function so that all output types match the "
+            "corresponding input types.")
+
+
+def check_branches(what: str, outs_per_branch) -> list:
+    """JAX's check that the branches of a `cond`/`switch` give equal types; returns each
+    result's (type or None, known)."""
+    first = outs_per_branch[0]
+    found = [(type_of(o), known(o)) for o in first]
+    for j, outs in enumerate(outs_per_branch[1:], start=1):
+        diffs = []
+        for k, (a, b) in enumerate(zip(first, outs)):
+            sa = _spec_or_replicated(a, type_of(a), known(a))
+            sb = _spec_or_replicated(b, type_of(b), known(b))
+            if sa is not None and sb is not None and sa != sb:
+                diffs.append(f"the output of branch 0 at path [{k}] has type "
+                             f"{_type_str(a, sa)} but the corresponding output of branch {j} "
+                             f"has type {_type_str(b, sb)}")
+            if sb is None:
+                found[k] = (None, False)
+            elif found[k][0] is None and type_of(b) is not None:
+                found[k] = (type_of(b), True)
+        if diffs:
+            listed = (diffs[0][0].upper() + diffs[0][1:] + ".\n" if len(diffs) == 1 else
+                      "\n".join(f"  * {d};" for d in diffs[:-1]) + f"\n  * {diffs[-1]}.\n")
+            raise ShardingTypeError(
+                f"{what} branches must have equal output types but they differ.\n\n"
+                f"{listed}\nRevise branch 0 and/or branch {j} so that all output types "
+                "match.")
+    return found
+
+
+def mark_known(value) -> None:
+    """`value` (an untyped result of a loop or branch whose inputs were known) counts as
+    replicated, as JAX's type of it would be."""
+    if isinstance(value, Tracer):
+        value.trace.__dict__.setdefault("_known_types", {})[id(value.inst)] = True
+
+
+def typed_as(value, sharding: TensorSharding):
+    """`value` with the sharding type `sharding` gives on the Explicit axes of its mesh (a
+    ``Sharding`` constraint; `value` itself where no axis is Explicit or types are off):
+    the results of a `shard_map` are typed by their out_specs, as in JAX."""
+    if (_SUSPENDED and _SUSPENDED[-1]) or not explicit_axes_of(sharding.mesh) or \
+            not isinstance(value, Tracer):
+        return value
+    from xla_spmd.ir.custom_calls import SHARDING
+    typed = _sharding(sharding, _spec(sharding, len(value.aval.dims)))
+    return tracing.bind("custom-call", value, shape=value.aval, custom_call_target=SHARDING,
+                        sharding=typed)
+
+
+def vmap_types(values, batched) -> tuple:
+    """JAX's vmap typing of the (batch-at-axis-0) inputs: the mesh axes the mapped dim is
+    sharded over (``explicit_mesh_axis``: every mapped input must agree, and no unmapped
+    input may use them), each input's per-example type (its spec without the mapped dim,
+    over the mesh with those axes made Auto), and whether it is known. Returns
+    ``(mesh or None, axes, per-example types, known flags)``."""
+    types, knowns = types_of(values)
+    mapped = [(_spec(t, len(v.aval.dims))[0], t.mesh) for v, t, b in zip(values, types, batched)
+              if b and t is not None]
+    def raw(spec):
+        return None if not spec else spec[0] if len(spec) == 1 else spec
+
+    for spec, _ in mapped[1:]:
+        if spec != mapped[0][0]:
+            raise ValueError("Mapped away dimension of inputs passed to vmap should be "
+                             f"sharded the same. Got inconsistent axis specs: "
+                             f"{raw(mapped[0][0])} vs {raw(spec)}")
+    axes = mapped[0][0] if mapped else ()
+    mesh = mapped[0][1] if mapped else next((t.mesh for t in types if t is not None), None)
+    for v, t, b in zip(values, types, batched):
+        used = {a for dim in _spec(t, len(v.aval.dims)) for a in dim} if t is not None else ()
+        if not b and any(a in used for a in axes):
+            raise ValueError(
+                "Unmapped values passed to vmap cannot be sharded along the mesh axis you are "
+                f"vmapping over. Got type: {_type_str(v, _spec(t, len(v.aval.dims)))}, "
+                f"in_axes: None and vmapped mesh axis: {axes}")
+    if mesh is None:
+        return None, (), [None] * len(values), knowns
+    example = []
+    with axis_types(mesh, auto=axes):
+        for v, t, b in zip(values, types, batched):
+            if t is None:
+                example.append(None)
+            else:
+                spec = _spec(t, len(v.aval.dims))
+                example.append(_sharding(t, spec[1:] if b else spec))
+    return mesh, axes, example, knowns
+
+
+def unmapped_type(example: TensorSharding | None, rank: int, axis: int, axes):
+    """A vmap result's type: its per-example type with the mapped axes (`vmap_types`) at
+    `axis` (JAX's ``unmapped_aval`` with ``explicit_mesh_axis``)."""
+    if example is None:
+        return None
+    spec = list(_spec(example, rank - 1))
+    spec.insert(axis, tuple(axes))
+    return _sharding(example, tuple(spec))
+
+
+def unstacked(typed: TensorSharding, rank: int) -> TensorSharding:
+    """The type of one step of `scan`'s input: its type without the leading dim."""
+    return _sharding(typed, _spec(typed, rank)[1:])
+
+
+def stacked(typed: TensorSharding | None, rank: int) -> TensorSharding | None:
+    """The type of `scan`'s stacked outputs: the per-step type with an unsharded leading
+    dim."""
+    if typed is None:
+        return None
+    return _sharding(typed, ((),) + _spec(typed, rank))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -485,20 +691,31 @@ def _gather(inst, specs, mesh):
 
 @RULES.register("scatter")
 def _scatter(inst, specs, mesh):
-    """JAX's scatter rule (one operand, no batching dims): the indices must be unsharded;
-    a window dim that updates the operand's whole dim may be sharded (the operand's and the
-    updates' specs must agree); the dims indexed into, and the updates' scatter dims, must
-    be unsharded. The result has the operand's (resolved) spec."""
+    """JAX's scatter rule (``_scatter_spec_computation``, one operand): batching dims must
+    resolve to one sharding across operand, indices and updates; a window dim that updates
+    the operand's whole dim may be sharded (the operand's and the updates' specs must agree,
+    or one be unsharded: JAX broadcasts the updates with the operand's slice sharding); the
+    other window dims, the dims written into, the updates' and indices' other query dims
+    and the index vector must be unsharded. The result has the operand's spec, completed
+    by the batching dims' and window dims' shardings."""
     a = inst.attrs
-    if len(inst.operands) != 3 or a.input_batching_dims:
+    if len(inst.operands) != 3:
         return None
     op_spec, idx_spec, upd_spec = specs
     if not any(op_spec) and not any(idx_spec) and not any(upd_spec):
         return op_spec
     op_dims, upd_dims = inst.operands[0].shape.dims, inst.operands[2].shape.dims
+    scatter_dims = [d for d in range(len(upd_dims)) if d not in a.update_window_dims]
+    index_dims = [d for d in range(len(idx_spec)) if d != a.index_vector_dim]
+    # the updates' scatter dims follow the indices' dims (but the index vector), in order
+    upd_of_idx = dict(zip(index_dims, scatter_dims))
+    batching = [(o, i, upd_of_idx[i]) for o, i in zip(a.input_batching_dims,
+                                                     a.scatter_indices_batching_dims)]
+    windows = [d for d in range(len(op_dims))
+               if d not in a.inserted_window_dims and d not in a.input_batching_dims]
     result = list(op_spec)
-    ok = not any(idx_spec)
-    windows = [d for d in range(len(op_dims)) if d not in a.inserted_window_dims]
+    ok = all(len({s for s in (op_spec[o], idx_spec[i], upd_spec[u]) if s}) <= 1
+             for o, i, u in batching)
     for od, ud in zip(windows, a.update_window_dims):
         if upd_dims[ud] == op_dims[od]:
             if op_spec[od] and upd_spec[ud] and op_spec[od] != upd_spec[ud]:
@@ -506,16 +723,52 @@ def _scatter(inst, specs, mesh):
             result[od] = op_spec[od] or upd_spec[ud]
         elif op_spec[od] or upd_spec[ud]:
             ok = False
+    batch_upd = {u for _, _, u in batching}
+    batch_idx = {i for _, i, _ in batching}
     ok = ok and not any(op_spec[d] for d in a.inserted_window_dims)
-    ok = ok and not any(upd_spec[d] for d in range(len(upd_dims))
-                        if d not in a.update_window_dims)
+    ok = ok and not any(upd_spec[d] for d in scatter_dims if d not in batch_upd)
+    ok = ok and not any(idx_spec[d] for d in range(len(idx_spec)) if d not in batch_idx)
     if not ok:
         raise ShardingTypeError(
             "Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec "
             "for the scatter update as out sharding could not be resolved unambiguously (or "
             f"would require collectives on inputs). Got operand spec {_show(op_spec)}, "
             f"indices spec {_show(idx_spec)} and updates spec {_show(upd_spec)}")
+    for o, i, u in batching:
+        result[o] = op_spec[o] or idx_spec[i] or upd_spec[u]
     return tuple(result)
+
+
+@RULES.register("reverse")
+def _reverse(inst, specs, mesh):
+    """JAX's rev rule: the operand's spec (reversing a sharded dim moves data)."""
+    return specs[0]
+
+
+@TUPLE_RULES.register("topk")
+def _top_k(inst, specs, mesh):
+    """JAX's top_k rule: the dim searched (the last, in HLO) must be unsharded; the values
+    and indices have the operand's spec."""
+    spec = specs[0]
+    if spec and spec[-1]:
+        raise ShardingTypeError(
+            "The input should be unsharded over the axis along which to compute the top_k "
+            f"values. Got input spec {_show(spec)} and axis={len(spec) - 1}")
+    return [spec, spec]
+
+
+@RULES.register("convolution")
+def _convolution(inst, specs, mesh):
+    """JAX's ``conv_general_dilated`` rule: the kernel must be replicated and the input's
+    feature dim unsharded; then the result has the input's spec, dim by dim position (each
+    changed size must still divide by its shards), as JAX's
+    ``_get_sharding_for_varying_out_shape`` gives it."""
+    lhs, rhs = specs
+    if any(rhs) or lhs[inst.attrs.dim_labels.input_feature]:
+        raise ShardingTypeError("Please specify the output sharding via `out_sharding` "
+                                "parameter of `conv_general_dilated`. Got lhs spec "
+                                f"{_show(lhs)} and rhs spec {_show(rhs)}")
+    return _varying(inst, lhs, inst.operands[0].shape.dims, "conv_general_dilated", mesh)
 
 
 @RULES.register("reshape")

@@ -57,6 +57,9 @@ _SOURCES: list[str] = []
 # Functions ``infer(inst, operands) -> sharding | None`` asked for the sharding type of each
 # op bound without a sharding (xla_spmd.frontend.sharding_types installs one).
 TYPE_RULES: list = []
+# Functions ``capture_type(trace, outer value) -> (sharding | None, known)`` giving the
+# parameter a nested trace makes for a captured value its sharding type (sharding_types).
+CAPTURE_TYPES: list = []
 _NAMES = itertools.count(1)
 
 
@@ -347,7 +350,12 @@ class Trace:
             key = id(x.inst)
             if key not in self._captured:
                 number = len(self.parameters)
-                param = self.builder.parameter(x.aval, f"capture.{number}")
+                typed, known = None, False
+                for rule in CAPTURE_TYPES:
+                    typed, known = rule(self, x)
+                param = self.builder.parameter(x.aval, f"capture.{number}", sharding=typed)
+                if known:
+                    self.__dict__.setdefault("_known_params", set()).add(id(param))
                 self.parameters.append(param)
                 self.captures.append(x)
                 self._captured[key] = param

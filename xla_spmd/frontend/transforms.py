@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 from collections.abc import Callable
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from xla_spmd.errors import XlaSpmdError
-from xla_spmd.frontend import lax
+from xla_spmd.frontend import lax, sharding_types
 from xla_spmd.frontend.ad import CUSTOM_RULE, CUSTOM_RULES
 from xla_spmd.frontend.autodiff import _as_value, vjp
 from xla_spmd.frontend.batching import batch_computation, moveaxis
@@ -92,7 +93,21 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size: int | 
             return [_as_value(o) for o in out_leaves]
 
         in_avals = [_example_aval(v, b) for v, b in zip(values, batched)]
-        trace, outputs = trace_computation(flat_fun, in_avals, fresh_name("vmap"))
+        # Sharding types (Explicit axes), as JAX's: the function sees per-example types
+        # over the mesh without the axes the mapped dim is sharded over; each result gets
+        # its per-example type with those axes at its out_axis.
+        mesh, mapped_axes, example_types, known = sharding_types.vmap_types(values, batched)
+
+        def typed_fun(*tracers):
+            outs = flat_fun(*tracers)
+            structure["types"] = [sharding_types.type_of(o) for o in outs]
+            return outs
+
+        with contextlib.ExitStack() as stack:
+            if mesh is not None:
+                stack.enter_context(sharding_types.axis_types(mesh, auto=mapped_axes))
+            trace, outputs = trace_computation(typed_fun, in_avals, fresh_name("vmap"),
+                                               shardings=example_types, known=known)
         computation = finish(trace, outputs, tuple_root=True)
         out, _ = batch_computation(computation, values + list(trace.captures),
                                    batched + [False] * len(trace.captures), size)
@@ -100,9 +115,15 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size: int | 
         results = [lax.get_tuple_element(out, i) for i in range(n)]
         out_axes_list = broadcast_prefix(out_axes, tree_unflatten(structure["out"], results),
                                          is_leaf=lambda a: a is None, what="vmap out_axes")
-        return tree_unflatten(structure["out"],
-                              [_place(r, axis, size) for r, axis in zip(results,
-                                                                         out_axes_list)])
+        placed = []
+        for r, axis, typed in zip(results, out_axes_list, structure["types"]):
+            r = _place(r, axis, size)
+            if typed is not None:
+                typed = typed if axis is None else sharding_types.unmapped_type(
+                    typed, r.ndim, axis % r.ndim, mapped_axes)
+                r = sharding_types.typed_as(r, typed)
+            placed.append(r)
+        return tree_unflatten(structure["out"], placed)
     return mapped
 
 
@@ -327,7 +348,9 @@ def _wrapped_call(fun: Callable, args, rule=None, attributes=()):
 
     def flat(*tracers):
         out_leaves, structure["out"] = tree_flatten(fun(*tree_unflatten(in_tree, tracers)))
-        return [_as_value(o) for o in out_leaves]
+        outs = [_as_value(o) for o in out_leaves]
+        structure["types"] = [(type_of(o), known(o)) for o in outs]
+        return outs
 
     trace, outputs = trace_computation(flat, [x.aval for x in leaves], fresh_name("call"),
                                        shardings=[type_of(x) for x in leaves],
@@ -340,7 +363,8 @@ def _wrapped_call(fun: Callable, args, rule=None, attributes=()):
         attributes = (*attributes, (CUSTOM_RULE, key))
     result = bind("call", *leaves, *trace.captures, to_apply=computation,
                   frontend_attributes=tuple(attributes))
-    outs = [lax.get_tuple_element(result, i) for i in range(len(outputs))]
+    from xla_spmd.frontend.control import typed_elements
+    outs = typed_elements(result, structure["types"])  # the results have fun's types
     return tree_unflatten(structure["out"], outs)
 
 
