@@ -64,6 +64,7 @@ from xla_spmd.propagation.driver import (
     state_to_sharding,
 )
 from xla_spmd.propagation.graph import build_graph
+from xla_spmd.propagation.groups import remove_sharding_groups, sync_sharding_groups
 from xla_spmd.propagation.importing import has_foreign_shardings, import_shardings
 from xla_spmd.propagation.rebuild import rewrite_in_place
 from xla_spmd.propagation.splitting import split_constants
@@ -125,6 +126,9 @@ def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None
     enabled = gc.isenabled()
     gc.disable()
     try:
+        if has_foreign_shardings(module):
+            module = import_shardings(module, mesh).module
+        module = sync_sharding_groups(module)
         result = _run(module, strategy, mesh, policy, groups, unsharded_scalars,
                       shared_functions)
         # Functions nothing calls (Shardy propagates every function of a module): each on
@@ -242,7 +246,9 @@ def propagation_pipeline(module: Module, *, dedup_functions_fully: bool = False,
     site given its own function (`flatten_calls`), constants split per use
     (`split_constants`), closed sharding constraints applied to their unsharded inputs
     (`apply_sharding_constraints`), user-priority propagation (`propagate`; `options` go to
-    it), copies of a function sharded alike merged back (`unflatten_calls`), every
+    it; sharding groups synced first, `sync_sharding_groups`), copies of a function sharded
+    alike merged back (`unflatten_calls`), sharding groups removed
+    (`remove_sharding_groups`), every
     sharding closed (`close_shardings`), the constraints left made reshards
     (`constraints_to_reshards`). With `dedup_functions_fully` (Shardy's aggressive mode)
     calls are not flattened: each function is one, whatever its call sites."""
@@ -256,7 +262,7 @@ def propagation_pipeline(module: Module, *, dedup_functions_fully: bool = False,
                        **options)
     if not dedup_functions_fully:
         module = unflatten_calls(module)
-    return constraints_to_reshards(close_shardings(module))
+    return constraints_to_reshards(close_shardings(remove_sharding_groups(module)))
 
 
 def close_shardings(module: Module) -> Module:
