@@ -15,7 +15,7 @@ from xla_spmd.stablehlo.exporter import (
     sharding_attr,
 )
 from xla_spmd.stablehlo.lexer import escape
-from xla_spmd.stablehlo.registry import PRINTERS
+from xla_spmd.stablehlo.registry import NAME_HINTS, PRINTERS
 from xla_spmd.stablehlo.types import PLAIN_ELEMENTWISE, print_dense, print_type
 
 UNARY_BINARY = frozenset(PLAIN_ELEMENTWISE)
@@ -120,6 +120,23 @@ def _constant(fx, inst, indent):
             (k, v) for k, v in inst.frontend_attributes if k != SDY_CONSTANT))
         return f"sdy.constant{attr_dict(plain)} {print_dense(value)} : {print_type(inst.shape)}"
     return f"stablehlo.constant{attr_dict(inst)} {print_dense(value)} : {print_type(inst.shape)}"
+
+
+@NAME_HINTS.register("constant")
+def _constant_name(inst):
+    """StableHLO's ConstantOp names its result ``%c`` (integers, booleans) or ``%cst``
+    (floats, complex); Shardy's ``sdy.constant`` has no name of its own.
+
+    >>> from xla_spmd.ir import Builder
+    >>> import numpy as np
+    >>> b = Builder("f")
+    >>> [_constant_name(b.constant(np.zeros(2, t))) for t in (np.int32, np.bool_, np.float32)]
+    ['c', 'c', 'cst']
+    """
+    if inst.frontend_attribute(SDY_CONSTANT) is not None or inst.shape.is_tuple:
+        return None
+    dtype = inst.shape.dtype
+    return "c" if dtype.is_integer or dtype.is_pred else "cst"
 
 
 @printer("iota")
