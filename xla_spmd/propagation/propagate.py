@@ -34,6 +34,7 @@ from xla_spmd.ir import (
     rebind_called,
 )
 from xla_spmd.ir.custom_calls import (
+    DATA_FLOW_EDGE,
     FUNC_RESULT_SHARDING,
     GLOBAL_TO_LOCAL,
     GROUPS,
@@ -235,8 +236,10 @@ def _run(module, strategy, mesh, policy, groups, unsharded_scalars=False,
     if user_rounds:   # priorities are spent: Shardy's user-priority pass drops them
         for state in states:
             state.priority = [None] * len(state.priority)
-    return Result(_write_back(module, graph, states, mesh, unsharded_scalars), propagator,
-                  initial, module)
+    held = {key: _edge_held(key[1], boundaries[key[1]], module)
+            for key in graph.boundary_values}
+    return Result(_write_back(module, graph, states, mesh, unsharded_scalars, held),
+                  propagator, initial, module)
 
 
 def propagation_pipeline(module: Module, *, dedup_functions_fully: bool = False,
@@ -357,7 +360,52 @@ def _rounds(states, user_rounds: bool):
         yield priority
 
 
-def _write_back(module: Module, graph, states, mesh, unsharded_scalars=False) -> Module:
+def _edge_held(boundary: Instruction, shardings, module: Module) -> tuple:
+    """Per tensor of a manual computation's boundary: its sharding as written where an
+    explicit ``sdy.data_flow_edge`` holds the propagated one instead (on the body argument
+    it enters, or on the result it leaves as), else None (Shardy updates the edge op, not
+    the computation's in/out shardings).
+
+    >>> from xla_spmd.ir import Builder, ArrayShape, F32, Computation, Module
+    >>> b = Builder("main")
+    >>> x = b.parameter(ArrayShape(F32, (8,)))
+    >>> out = b.op("custom-call", x, shape=x.shape, custom_call_target=LOCAL_TO_GLOBAL)
+    >>> edge = b.op("custom-call", out, shape=x.shape, custom_call_target="xla.sdy.DataFlowEdge")
+    >>> _edge_held(out, ("s",), Module.from_entry("m", Computation("main", (x, out, edge), edge)))
+    ('s',)
+    """
+    def is_edge(inst):
+        return getattr(inst.attrs, "custom_call_target", None) == DATA_FLOW_EDGE
+
+    owner = next(c for c in module.computations if boundary in c.instructions)
+    users = owner.users()
+
+    def local(k):   # the k-th tensor of the boundary's results
+        if not boundary.shape.is_tuple:
+            return boundary
+        return next((u for u in users[boundary]
+                     if u.opcode == "get-tuple-element" and u.attrs.index == k), None)
+    held = []
+    for k, sharding in enumerate(shardings):
+        value = local(k)
+        edged = False
+        if value is not None and boundary.attrs.custom_call_target == LOCAL_TO_GLOBAL:
+            edged = any(is_edge(u) for u in users[value])
+        elif value is not None:
+            for call in users[value]:
+                if call.opcode != "call":
+                    continue
+                body = call.attrs.to_apply
+                params = {p.attrs.parameter_number: p for p in body.parameters}
+                body_users = body.users()
+                edged |= any(is_edge(u) for n, o in enumerate(call.operands) if o is value
+                             and n in params for u in body_users[params[n]])
+        held.append(sharding if edged else None)
+    return tuple(held)
+
+
+def _write_back(module: Module, graph, states, mesh, unsharded_scalars=False,
+                held=None) -> Module:
     first_instance: dict[str, int] = {}
     for index, computation in enumerate(graph.instances):
         first_instance.setdefault(computation.name, index)
@@ -380,8 +428,11 @@ def _write_back(module: Module, graph, states, mesh, unsharded_scalars=False) ->
                                        if k != "xla.sdy.sharding")
                     new = new.replace(sharding=sharding, frontend_attributes=attributes)
             if instance is not None and (instance, inst) in graph.boundary_values:
-                new = _boundary_shardings(new, [state_to_sharding(states[v], mesh) for v in
-                                                graph.boundary_values[instance, inst]])
+                kept = (held or {}).get((instance, inst)) or ()
+                new = _boundary_shardings(new, [
+                    kept[k] if k < len(kept) and kept[k] is not None
+                    else state_to_sharding(states[v], mesh)
+                    for k, v in enumerate(graph.boundary_values[instance, inst])])
             if operands != inst.operands:
                 new = new.replace(operands=operands)
             return new
