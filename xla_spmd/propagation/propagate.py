@@ -211,6 +211,11 @@ def _run(module, strategy, mesh, policy, groups, unsharded_scalars=False,
         for value, sharding in zip(value_ids, boundaries[inst]):
             states[value] = state_from_sharding(sharding, graph.values[value].shape.rank, mesh,
                                                 graph.values[value].manual_axes, mesh_name)
+            # a manual axis enters a boundary sharding only as a dim's leading axis, as
+            # written: propagation adds none (Shardy keeps them out of in/out shardings)
+            present = {a.name for axes in states[value].axes for a in axes}
+            states[value].excluded = tuple(states[value].excluded) + tuple(
+                AxisRef(a) for a in manual_axes(inst) if a not in present)
     initial: dict[int, set[str]] = {}
     for (_, inst), value_ids in graph.inst_values.items():
         shardings = inst.sharding_leaves()
@@ -285,6 +290,9 @@ def close_shardings(module: Module) -> Module:
                 sharding = inst.sharding
                 new = new.replace(sharding=tuple(close(s) for s in sharding)
                                   if isinstance(sharding, tuple) else close(sharding))
+            if getattr(inst.attrs, "custom_call_target", None) in (GLOBAL_TO_LOCAL,
+                                                                    LOCAL_TO_GLOBAL):
+                new = _closed_boundary(new, meshes)
             if inst.opcode == "constant" and inst.frontend_attribute(SDY_CONSTANT) is None:
                 new = new.replace(frontend_attributes=tuple(new.frontend_attributes)
                                   + ((SDY_CONSTANT, "true"),))
@@ -292,7 +300,18 @@ def close_shardings(module: Module) -> Module:
                 new = new.replace(operands=operands)
             return new
         return rewrite_in_place(computation, fn)
+    meshes = declared_meshes(module)
     return map_computations(module, rebuild)
+
+
+def _closed_boundary(inst: Instruction, meshes) -> Instruction:
+    """A manual computation's boundary with its in (or out) shardings closed as Shardy's
+    close-shardings pass closes them (replicated axes dropped); as it is if unreadable."""
+    try:
+        shardings = boundary_shardings(inst, meshes)
+    except XlaSpmdError:
+        return inst
+    return _boundary_shardings(inst, [s.closed().replace(replicated=()) for s in shardings])
 
 
 def _set_groups(propagator, graph, module, groups) -> None:
