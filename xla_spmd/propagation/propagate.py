@@ -35,6 +35,7 @@ from xla_spmd.ir import (
 )
 from xla_spmd.ir.custom_calls import (
     DATA_FLOW_EDGE,
+    FUNC_DATA_FLOW_EDGE,
     FUNC_RESULT_SHARDING,
     GLOBAL_TO_LOCAL,
     GROUPS,
@@ -101,7 +102,7 @@ class Result:
 
 def propagate(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None,
               policy=None, groups=(), unsharded_scalars: bool = False,
-              shared_functions: bool = False) -> Module:
+              shared_functions: bool = False, callee_results: bool = True) -> Module:
     """Give every value of `module` a sharding (see the module docstring).
 
     `strategy` is "basic", "aggressive", "op-priority" or "user-priority" (the default,
@@ -112,14 +113,18 @@ def propagate(module: Module, strategy: str | None = None, *, mesh: Mesh | None 
     value has a sharding (what the partitioner and runtime read). `shared_functions` gives
     a function called from several places one sharding for all its calls (Shardy's
     dedup-functions-fully), where by default each call propagates on its own.
+    `callee_results=False` gives result shardings to the entry function's results only, as
+    Shardy's propagation passes do on their own (its pipeline gives every function's
+    results theirs, as the default does).
     """
     return run(module, strategy, mesh=mesh, policy=policy, groups=groups,
-               unsharded_scalars=unsharded_scalars, shared_functions=shared_functions).module
+               unsharded_scalars=unsharded_scalars, shared_functions=shared_functions,
+               callee_results=callee_results).module
 
 
 def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None,
         policy=None, groups=(), unsharded_scalars: bool = False,
-        shared_functions: bool = False) -> Result:
+        shared_functions: bool = False, callee_results: bool = True) -> Result:
     """Propagate and keep what explain() needs (see `propagate`)."""
     # Propagation allocates many small, acyclic objects that all stay alive until the end;
     # the cyclic collector would rescan them again and again (superlinear time on 10k-op
@@ -131,7 +136,7 @@ def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None
             module = import_shardings(module, mesh).module
         module = sync_sharding_groups(module)
         result = _run(module, strategy, mesh, policy, groups, unsharded_scalars,
-                      shared_functions)
+                      shared_functions, None if callee_results else {module.entry.name})
         # Functions nothing calls (Shardy propagates every function of a module): each on
         # its own, as the entry of a module of its own.
         reached = {c.name for c in Module.from_entry(module.name, module.entry).computations}
@@ -143,7 +148,8 @@ def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None
             extra = []
             for root in roots:
                 out = _run(Module.from_entry(module.name, root, module.header), strategy, mesh,
-                           policy, (), unsharded_scalars, shared_functions).module
+                           policy, (), unsharded_scalars, shared_functions,
+                           None if callee_results else set()).module
                 extra.extend(c for c in out.computations
                              if c.name not in reached and c not in extra)
             result.module = Module.from_entry(module.name, result.module.entry,
@@ -155,7 +161,7 @@ def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None
 
 
 def _run(module, strategy, mesh, policy, groups, unsharded_scalars=False,
-         shared_functions=False) -> Result:
+         shared_functions=False, results_of=None) -> Result:
     strategy = strategy or "user-priority"
     if strategy not in STRATEGIES:
         raise ShardingError(f"unknown propagation strategy {strategy!r}; expected one of "
@@ -243,7 +249,8 @@ def _run(module, strategy, mesh, policy, groups, unsharded_scalars=False,
             state.priority = [None] * len(state.priority)
     held = {key: _edge_held(key[1], boundaries[key[1]], module)
             for key in graph.boundary_values}
-    return Result(_write_back(module, graph, states, mesh, unsharded_scalars, held),
+    return Result(_write_back(module, graph, states, mesh, unsharded_scalars, held,
+                              results_of),
                   propagator, initial, module)
 
 
@@ -424,7 +431,7 @@ def _edge_held(boundary: Instruction, shardings, module: Module) -> tuple:
 
 
 def _write_back(module: Module, graph, states, mesh, unsharded_scalars=False,
-                held=None) -> Module:
+                held=None, results_of=None) -> Module:
     first_instance: dict[str, int] = {}
     for index, computation in enumerate(graph.instances):
         first_instance.setdefault(computation.name, index)
@@ -433,10 +440,14 @@ def _write_back(module: Module, graph, states, mesh, unsharded_scalars=False,
 
     def rebuild(computation, replaced):
         instance = first_instance.get(computation.name)
+        # a value an explicit sdy.func_data_flow_edge follows: the edge holds its sharding
+        # (Shardy leaves the owner's own, e.g. a callee argument's, as it was)
+        edge_owned = {i.operands[0] for i in computation.instructions if i.operands and
+                      getattr(i.attrs, "custom_call_target", None) == FUNC_DATA_FLOW_EDGE}
 
         def fn(inst, operands):
             new = rebind_called(inst, replaced)
-            if instance is not None:
+            if instance is not None and inst not in edge_owned:
                 values = graph.inst_values.get((instance, inst))
                 if values and not inst.shape.is_token and not (
                         unsharded_scalars and _says_nothing(inst, values, states)):
@@ -456,7 +467,8 @@ def _write_back(module: Module, graph, states, mesh, unsharded_scalars=False,
                 new = new.replace(operands=operands)
             return new
         rebuilt = rewrite_in_place(computation, fn)
-        if computation is module.entry or computation.name in functions:
+        if (computation is module.entry or computation.name in functions) if \
+                results_of is None else computation.name in results_of:
             rebuilt = _result_shardings(rebuilt)
         return rebuilt
     return map_computations(module, rebuild)
