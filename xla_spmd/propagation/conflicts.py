@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from xla_spmd.ir.custom_calls import PROPAGATION_BARRIER, SHARDING
 from xla_spmd.mesh import overlaps_any
 from xla_spmd.propagation.projection import AxisSizes, FactorSharding
 from xla_spmd.propagation.registry import is_conservative
@@ -155,8 +156,35 @@ def basic(views: list[TensorView], factors, sizes, axis_sizes: AxisSizes) -> lis
     return updates
 
 
+def is_elementwise(inst) -> bool:
+    """Whether the aggressive strategy schedules `inst`'s factors as an elementwise op's
+    (Shardy's isElementwise): an elementwise op, a bitcast-convert keeping the shape, a
+    sharding constraint, propagation barrier or reshard. A data-flow edge (`inst` None) or
+    any other op is not, even where every tensor has every factor (transpose, a while's
+    state).
+
+    >>> from xla_spmd.ir import Builder, ArrayShape, F32
+    >>> b = Builder("f")
+    >>> x = b.parameter(ArrayShape(F32, (4, 4)))
+    >>> t = b.transpose(x, dimensions=(1, 0))
+    >>> is_elementwise(b.add(x, x)), is_elementwise(t), is_elementwise(None)
+    (True, False, False)
+    """
+    if inst is None:
+        return False
+    if inst.op.elementwise:
+        return True
+    if inst.opcode == "bitcast-convert":
+        return inst.shape == inst.operands[0].shape
+    if inst.opcode == "copy":
+        return inst.sharding is not None     # sdy.reshard
+    target = getattr(inst.attrs, "custom_call_target", None)
+    return target in (SHARDING, PROPAGATION_BARRIER)
+
+
 def aggressive(views: list[TensorView], factors, sizes, axis_sizes: AxisSizes,
-               defer_conflicts: bool = False) -> list[Update]:
+               defer_conflicts: bool = False, elementwise: bool | None = None
+               ) -> list[Update]:
     """Shardy's aggressive strategy.
 
     Per factor, the longest axes compatible with every tensor that has it (conflicts between
@@ -165,7 +193,8 @@ def aggressive(views: list[TensorView], factors, sizes, axis_sizes: AxisSizes,
     has every factor) the most sharded factor first; then lower source and factor numbers --
     and each tensor, results before operands, takes what it can of each factor's axes without
     reusing an axis an earlier factor gave it. On elementwise ops an operand takes no more
-    sideways than a result already has.
+    sideways than a result already has. `elementwise` says whether the op is one
+    (`is_elementwise`); by default, whether every tensor has every factor.
 
     With `defer_conflicts`, a tensor that two factors both want an axis for gets neither
     yet (the driver retries at the last op-priority level). Our choice, not Shardy's: by then
@@ -174,7 +203,8 @@ def aggressive(views: list[TensorView], factors, sizes, axis_sizes: AxisSizes,
     ``dx = dy[{"data"}, {}] . W[{"data"}, {}]^T`` keeps dx batch-sharded like the rest of the
     backward pass instead of following the (larger) weight.
     """
-    elementwise = all(set(v.factors) == set(views[0].factors) for v in views)
+    if elementwise is None:   # not told: every tensor having every factor
+        elementwise = all(set(v.factors) == set(views[0].factors) for v in views)
     candidates: dict[int, tuple] = {}
     order = []
     for f in factors:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from xla_spmd.errors import ShardingError
 from xla_spmd.mesh import AxisRef, Mesh, overlaps_any
-from xla_spmd.propagation.conflicts import POLICIES, TensorView, aggressive
+from xla_spmd.propagation.conflicts import POLICIES, TensorView, aggressive, is_elementwise
 from xla_spmd.propagation.factors import FactorType
 from xla_spmd.propagation.graph import Graph, Node
 from xla_spmd.propagation.projection import AxisSizes, project_dim, unproject_dim
@@ -174,8 +174,10 @@ class Propagator:
                                     is_result=position >= n_operands))
         eligible = [f for f, kind in enumerate(rule.types)
                     if kind in level.factor_types and f not in rule.blocked]
-        if level.defer_conflicts and self.policy is aggressive:
-            updates = aggressive(views, eligible, sizes, self.axis_sizes, defer_conflicts=True)
+        if self.policy is aggressive:
+            updates = aggressive(views, eligible, sizes, self.axis_sizes,
+                                 defer_conflicts=level.defer_conflicts,
+                                 elementwise=is_elementwise(node.inst))
         else:
             updates = self.policy(views, eligible, sizes, self.axis_sizes)
         sources: dict[int, list[tuple[int, int]]] = {}   # position -> (factor, source)
