@@ -113,6 +113,9 @@ class Propagator:
     groups: dict[int, list[int]] = field(default_factory=dict)
     origins: dict[tuple[int, str], Origin] = field(default_factory=dict)
     visits: int = 0
+    # nodes each level visits before all others (Shardy pushes main's result shardings to
+    # the returned values before it propagates through any op)
+    first: tuple[int, ...] = ()
 
     def __post_init__(self):
         self.axis_sizes = AxisSizes(self.mesh)
@@ -121,7 +124,8 @@ class Propagator:
     # ---------------------------------------------------------------- the loop
     def run_level(self, level: Level) -> None:
         nodes = self.graph.nodes
-        queue = deque(range(len(nodes)))
+        first = set(self.first)
+        queue = deque([*self.first, *(i for i in range(len(nodes)) if i not in first)])
         queued = [True] * len(nodes)
         while queue:
             index = queue.popleft()

@@ -238,7 +238,11 @@ def _run(module, strategy, mesh, policy, groups, unsharded_scalars=False,
             extra = tuple(AxisRef(a) for a in manual_axes(inst))
             for value in value_ids:
                 states[value].excluded = tuple(states[value].excluded) + extra
-    propagator = Propagator(graph, mesh, get_policy(policy or policy_name), states)
+    entry_results = {i for i in module.entry.instructions
+                     if getattr(i.attrs, "custom_call_target", None) == FUNC_RESULT_SHARDING}
+    propagator = Propagator(graph, mesh, get_policy(policy or policy_name), states,
+                            first=tuple(n for n, node in enumerate(graph.nodes)
+                                        if node.inst in entry_results))
     _set_groups(propagator, graph, module, groups)
     for round_priority in _rounds(states, user_rounds):
         for level in levels:
