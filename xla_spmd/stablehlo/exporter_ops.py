@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from xla_spmd.ir import ArrayShape, Instruction
-from xla_spmd.ir.custom_calls import SDY_CONSTANT, SHARDING_RULE
+from xla_spmd.ir.custom_calls import SDY_CONSTANT, SHARDING_RULE, STABLEHLO_DOT
 from xla_spmd.sharding import TensorSharding
 from xla_spmd.stablehlo.exporter import (
     ExportError,
@@ -249,6 +249,15 @@ def _precision(attrs) -> str | None:
 def _dot(fx, inst, indent):
     a = inst.attrs
     parts = [refs(fx, inst.operands)]
+    lhs = inst.operands[0].shape
+    if inst.frontend_attribute(STABLEHLO_DOT) is not None and not a.lhs_batch_dims and \
+            tuple(a.lhs_contracting_dims) == (lhs.rank - 1,) and \
+            tuple(a.rhs_contracting_dims) == (0,) and a.algorithm is None:
+        # written as stablehlo.dot: printed back so
+        plain = inst.replace(frontend_attributes=tuple(
+            (k, v) for k, v in inst.frontend_attributes if k != STABLEHLO_DOT))
+        precision = f", precision = {_precision(a)}" if _precision(a) else ""
+        return f"stablehlo.dot {parts[0]}{precision}{attr_dict(plain)} : {fn_type(inst)}"
     if a.lhs_batch_dims or a.rhs_batch_dims:
         parts.append(f"batching_dims = {ints(a.lhs_batch_dims)} x {ints(a.rhs_batch_dims)}")
     parts.append(f"contracting_dims = {ints(a.lhs_contracting_dims)} x "
