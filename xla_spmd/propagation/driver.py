@@ -212,8 +212,11 @@ class Propagator:
         state = self.states[value]
         merged = []
         for d, (old, new) in enumerate(zip(state.axes, new_axes)):
-            if state.closed[d] or len(new) <= len(old) or new[:len(old)] != old:
-                merged.append(old)
+            if state.closed[d] or not (
+                    (len(new) > len(old) and new[:len(old)] == old)
+                    or (old and len(new) >= len(old) and new[:len(old) - 1] == old[:-1]
+                        and self.axis_sizes.is_prefix(old[-1], new[len(old) - 1]))):
+                merged.append(old)   # only extended (or its last sub-axis grown)
             else:
                 merged.append(new)
         if merged == state.axes or not _valid(merged, state.excluded):
