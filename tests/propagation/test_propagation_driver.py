@@ -339,3 +339,28 @@ def test_func_data_flow_edge_holds_its_owners_sharding():
     edge = next(i for c in out.computations for i in c.instructions
                 if getattr(i.attrs, "custom_call_target", None) == "xla.sdy.FuncDataFlowEdge")
     assert str(edge.sharding) == text('{"x", ?}, {"y", ?}')
+
+
+def test_sharding_group_links_an_uncalled_function():
+    """Functions nothing calls propagate in the module's one graph: a sharding group links
+    a value of one to a value of the other (Shardy's shard_as across functions)."""
+    from xla_spmd.stablehlo import import_stablehlo
+    source = """
+    sdy.mesh @mesh = <["x"=2, "y"=4]>
+    func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y", ?}, {?}]>})
+        -> tensor<8x8xf32> {
+      %0 = stablehlo.negate %arg0 : tensor<8x8xf32>
+      sdy.sharding_group %0 group_id = 4 : tensor<8x8xf32>
+      return %0 : tensor<8x8xf32>
+    }
+    func.func private @other(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {
+      %0 = stablehlo.exponential %arg0 : tensor<8x8xf32>
+      sdy.sharding_group %0 group_id = 4 : tensor<8x8xf32>
+      return %0 : tensor<8x8xf32>
+    }
+    """
+    out = propagate(import_stablehlo(source), "basic")
+    other = next(c for c in out.computations if c.name == "other")
+    exp = next(i for i in other.instructions if i.opcode == "exponential")
+    assert str(exp.sharding) == text('{"y", ?}, {?}')
+    assert str(other.parameters[0].sharding) == text('{"y", ?}, {?}')   # and back

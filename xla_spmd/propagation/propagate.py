@@ -135,25 +135,16 @@ def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None
         if has_foreign_shardings(module):
             module = import_shardings(module, mesh).module
         module = sync_sharding_groups(module)
-        result = _run(module, strategy, mesh, policy, groups, unsharded_scalars,
-                      shared_functions, None if callee_results else {module.entry.name})
-        # Functions nothing calls (Shardy propagates every function of a module): each on
-        # its own, as the entry of a module of its own.
+        # Functions nothing calls (Shardy propagates every function of a module): in the
+        # same graph, each instantiated on its own.
         reached = {c.name for c in Module.from_entry(module.name, module.entry).computations}
         called = {callee.name for c in module.computations for i in c.instructions
                   for callee in i.called_computations()}
-        roots = [c for c in module.computations
-                 if c.name not in reached and c.name not in called]
-        if roots:
-            extra = []
-            for root in roots:
-                out = _run(Module.from_entry(module.name, root, module.header), strategy, mesh,
-                           policy, (), unsharded_scalars, shared_functions,
-                           None if callee_results else set()).module
-                extra.extend(c for c in out.computations
-                             if c.name not in reached and c not in extra)
-            result.module = Module.from_entry(module.name, result.module.entry,
-                                              result.module.header, extra)
+        roots = tuple(c for c in module.computations
+                      if c.name not in reached and c.name not in called)
+        result = _run(module, strategy, mesh, policy, groups, unsharded_scalars,
+                      shared_functions, None if callee_results else {module.entry.name},
+                      roots)
         return result
     finally:
         if enabled:
@@ -161,7 +152,7 @@ def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None
 
 
 def _run(module, strategy, mesh, policy, groups, unsharded_scalars=False,
-         shared_functions=False, results_of=None) -> Result:
+         shared_functions=False, results_of=None, roots=()) -> Result:
     strategy = strategy or "user-priority"
     if strategy not in STRATEGIES:
         raise ShardingError(f"unknown propagation strategy {strategy!r}; expected one of "
@@ -210,7 +201,7 @@ def _run(module, strategy, mesh, policy, groups, unsharded_scalars=False,
         boundaries[inst] = shardings
         return target == GLOBAL_TO_LOCAL, prefixes
 
-    graph = build_graph(module.entry, manual_axes_of, boundary_of, shared_functions)
+    graph = build_graph(module.entry, manual_axes_of, boundary_of, shared_functions, roots)
     states = [state_from_sharding(None, v.shape.rank, mesh, v.manual_axes, mesh_name)
               for v in graph.values]
     for (_, inst), value_ids in graph.boundary_values.items():
@@ -253,6 +244,10 @@ def _run(module, strategy, mesh, policy, groups, unsharded_scalars=False,
             state.priority = [None] * len(state.priority)
     held = {key: _edge_held(key[1], boundaries[key[1]], module)
             for key in graph.boundary_values}
+    if results_of is None:   # every function's results: the uncalled ones' too
+        results_of = {module.entry.name, *(c.name for c in roots), *(
+            i.attrs.to_apply.name for c in module.computations for i in c.instructions
+            if i.op.name == "call" and is_function_call(i))}
     return Result(_write_back(module, graph, states, mesh, unsharded_scalars, held,
                               results_of),
                   propagator, initial, module)
