@@ -122,7 +122,8 @@ def _run_part(text: str, mode: str, conservative: bool = False,
             if mode == "pipeline":
                 return _stablehlo_with_meshes(
                     propagation_pipeline(module, dedup_functions_fully=dedup)), True
-            return _stablehlo_with_meshes(propagate(module, mode, unsharded_scalars=True)), True
+            return _stablehlo_with_meshes(propagate(module, mode, unsharded_scalars=True,
+                                                    callee_results=False)), True
     except XlaSpmdError as error:
         return f"error: {str(error).splitlines()[0]}\n", False
     except Exception as error:  # noqa: BLE001 - a crash is a result to count, not to stop at

@@ -121,7 +121,8 @@ def test_sharding_group_from_hlo_custom_call():
     gy = b.custom_call(y, custom_call_target="xla.sdy.ShardingGroup", shape=shape(8, 16))
     out = b.tuple(b.negate(y, name="ny"), gx, gy)
     got = shardings(propagate(Module.from_entry("m", b.build(out))))
-    assert got["y"] == text('{?}, {"y", ?}')
+    # as Shardy's syncGroupMemberShardings: y takes the group's one sharding as it is
+    assert got["y"] == text('{}, {"y"}')
     assert got["ny"] == text('{?}, {"y", ?}')
 
 
@@ -291,3 +292,75 @@ def test_shared_functions_give_every_call_one_sharding(shared):
     axes = [[d.axes for d in c.sharding.dims] for c in calls]
     assert axes[0] == [(AxisRef("a"),)]
     assert axes[1] == ([(AxisRef("a"),)] if shared else [()])
+
+
+CALLEE = """
+sdy.mesh @mesh = <["x"=2, "y"=4]>
+func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>})
+    -> tensor<8x8xf32> {
+  %0 = call @f(%arg0) : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+func.func private @f(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %0 = stablehlo.abs %arg0 : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+"""
+
+
+def _signature(module, name):
+    from xla_spmd.sharding import declare_meshes, meshes_of
+    from xla_spmd.stablehlo import export_stablehlo
+    text = export_stablehlo(declare_meshes(module, meshes_of(module)))
+    return next(line for line in text.splitlines() if f"func.func private @{name}(" in line)
+
+
+def test_callee_results_only_with_the_pipeline_default():
+    """Shardy's propagation passes give only main's results shardings (its pipeline gives
+    every function's): callee_results=False leaves @f's result bare, its argument not."""
+    from xla_spmd.stablehlo import import_stablehlo
+    module = import_stablehlo(CALLEE)
+    bare = _signature(propagate(module, "basic", callee_results=False), "f")
+    # the argument aliases main's (closed) value; the result has no sharding
+    assert bare.endswith('-> tensor<8x8xf32> {') and bare.count("#sdy.sharding<") == 1
+    full = _signature(propagate(module, "basic"), "f")
+    assert full.endswith('-> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, '
+                         '[{"x", ?}, {"y", ?}]>}) {')
+
+
+def test_func_data_flow_edge_holds_its_owners_sharding():
+    """An explicit sdy.func_data_flow_edge on a callee argument holds the propagated
+    sharding; the argument keeps none (as in Shardy)."""
+    from xla_spmd.stablehlo import import_stablehlo
+    source = CALLEE.replace("%0 = stablehlo.abs %arg0", "%e = sdy.func_data_flow_edge %arg0 : "
+                            "tensor<8x8xf32>\n  %0 = stablehlo.abs %e")
+    out = propagate(import_stablehlo(source), "basic", callee_results=False)
+    assert _signature(out, "f").startswith("  func.func private @f(%arg0: tensor<8x8xf32>) ->")
+    edge = next(i for c in out.computations for i in c.instructions
+                if getattr(i.attrs, "custom_call_target", None) == "xla.sdy.FuncDataFlowEdge")
+    assert str(edge.sharding) == text('{"x", ?}, {"y", ?}')
+
+
+def test_sharding_group_links_an_uncalled_function():
+    """Functions nothing calls propagate in the module's one graph: a sharding group links
+    a value of one to a value of the other (Shardy's shard_as across functions)."""
+    from xla_spmd.stablehlo import import_stablehlo
+    source = """
+    sdy.mesh @mesh = <["x"=2, "y"=4]>
+    func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y", ?}, {?}]>})
+        -> tensor<8x8xf32> {
+      %0 = stablehlo.negate %arg0 : tensor<8x8xf32>
+      sdy.sharding_group %0 group_id = 4 : tensor<8x8xf32>
+      return %0 : tensor<8x8xf32>
+    }
+    func.func private @other(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {
+      %0 = stablehlo.exponential %arg0 : tensor<8x8xf32>
+      sdy.sharding_group %0 group_id = 4 : tensor<8x8xf32>
+      return %0 : tensor<8x8xf32>
+    }
+    """
+    out = propagate(import_stablehlo(source), "basic")
+    other = next(c for c in out.computations if c.name == "other")
+    exp = next(i for i in other.instructions if i.opcode == "exponential")
+    assert str(exp.sharding) == text('{"y", ?}, {?}')
+    assert str(other.parameters[0].sharding) == text('{"y", ?}, {?}')   # and back

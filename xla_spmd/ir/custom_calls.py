@@ -56,6 +56,9 @@ FUNC_RESULT_SHARDING = "xla.sdy.FuncResultSharding"    # a function result's sha
 # Frontend attribute of a constant written (or to be printed) as ``sdy.constant``: Shardy's
 # import turns every constant into one, so that propagation never merges its users.
 SDY_CONSTANT = "xla.sdy.constant"
+# Frontend attribute of a dot written (and printed back) as ``stablehlo.dot``, StableHLO's
+# matrix product form (contracting the lhs's last dim with the rhs's first), not dot_general.
+STABLEHLO_DOT = "xla.stablehlo.dot"
 PROPAGATION_BARRIER = "xla.sdy.PropagationBarrier"
 DATA_FLOW_EDGE = "xla.sdy.DataFlowEdge"            # sdy.data_flow_edge: holds its owner's sharding
 FUNC_DATA_FLOW_EDGE = "xla.sdy.FuncDataFlowEdge"   # sdy.func_data_flow_edge

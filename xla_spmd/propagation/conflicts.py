@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from xla_spmd.ir.custom_calls import PROPAGATION_BARRIER, SHARDING
 from xla_spmd.mesh import overlaps_any
 from xla_spmd.propagation.projection import AxisSizes, FactorSharding
 from xla_spmd.propagation.registry import is_conservative
@@ -62,17 +63,26 @@ def truncate_for(view: TensorView, factor: int, candidate: tuple, factor_size: i
     """The longest prefix of `candidate` this tensor can hold for `factor`."""
     fs = view.factors[factor]
     have = len(fs.axes)
-    if len(candidate) <= have:
+    grows = have and candidate[have - 1:have] != fs.axes[-1:] and len(candidate) >= have
+    if len(candidate) <= have and not grows:
         return candidate
     if fs.is_closed or fs.overflow:
-        return candidate[:have]
+        return fs.axes if grows else candidate[:have]
     used = _used_elsewhere(view, factor)
-    result = list(candidate[:have])
+    start = have - 1 if grows else have
+    result = list(candidate[:start])
     product = axis_sizes.product(result)
     whole_only = is_conservative()   # conservative propagation: no new sub-axes
-    for axis in candidate[have:]:
-        if overlaps_any(axis, view.excluded) or overlaps_any(axis, used) or \
-                (whole_only and axis.is_sub_axis):
+    for axis in candidate[start:]:
+        if whole_only and axis.is_sub_axis:
+            break
+        blocked = tuple(view.excluded) + tuple(used)
+        if overlaps_any(axis, blocked):
+            part = prefix_without_overlap(axis, blocked, axis_sizes)
+            if part is not None and not whole_only:
+                size = axis_sizes(part)
+                if fs.is_minor_most or factor_size % (product * size) == 0:
+                    result.append(part)
             break
         size = axis_sizes(axis)
         if not fs.is_minor_most and factor_size % (product * size):
@@ -86,34 +96,78 @@ def truncate_for(view: TensorView, factor: int, candidate: tuple, factor_size: i
     return tuple(result)
 
 
-def compatible_major_axes(axis_lists, axis_sizes: AxisSizes) -> tuple:
-    """The longest axes every list is a prefix of (or shares a prefix with, cut there)."""
-    result: list | None = None
-    cap = None
-    for axes in axis_lists:
-        if result is None:
-            result = list(axes)
-            continue
-        n = min(len(result), len(axes))
-        for i in range(n):
-            if result[i] == axes[i]:
-                continue
-            if axis_sizes.is_prefix(result[i], axes[i]):
-                result = result[:i + 1]
-            elif axis_sizes.is_prefix(axes[i], result[i]):
-                result = result[:i] + [axes[i]]
-            else:
-                result = result[:i]
-            cap = len(result)
-            break
+def prefix_without_overlap(axis, others, axis_sizes: AxisSizes):
+    """The largest major part of `axis` that overlaps none of `others` (None: none).
+
+    >>> from xla_spmd.mesh import AxisRef, make_mesh
+    >>> sizes = AxisSizes(make_mesh({"a": 16}))
+    >>> str(prefix_without_overlap(AxisRef("a"), [AxisRef("a", (4, 2))], sizes))
+    '"a":(1)4'
+    """
+    total = axis_sizes(axis)
+    for size in sorted((d for d in range(2, total + 1) if total % d == 0), reverse=True):
+        part = axis if size == total else axis_sizes.sub(axis.name, axis.pre_size, size)
+        if not overlaps_any(part, others):
+            return part
+    return None
+
+
+def _compatible(old: list, new: list, can_expand: bool, axis_sizes: AxisSizes):
+    """Shardy's getCompatibleMajorAxesInternal: the axes both lists agree on (a sub-axis
+    may grow into the axis it is a major part of), and whether the result may still grow."""
+    out = []
+    old, new = list(old), list(new)
+    while old and new:
+        o, n = old.pop(0), new.pop(0)
+        if o.name != n.name:
+            return out, False
+        if o == n:
+            out.append(n)
+        elif axis_sizes.is_prefix(n, o):
+            if new:
+                out.append(n)
+                return out, False
+            out.append(o)
+        elif axis_sizes.is_prefix(o, n):
+            if not can_expand or old:
+                out.append(o)
+                return out, False
+            out.append(n)
         else:
-            if len(axes) > len(result) and (cap is None or len(result) < cap):
-                result = list(axes[:cap] if cap is not None else axes)
-    return tuple(result or ())
+            return out, False
+    out.extend(old)
+    if can_expand:
+        out.extend(new)
+    return out, can_expand
 
 
-def _is_prefix(have: tuple, candidate: tuple) -> bool:
-    return len(have) < len(candidate) and candidate[:len(have)] == have
+def compatible_major_axes(axis_lists, axis_sizes: AxisSizes) -> tuple:
+    """The longest axes every list is compatible with: each a prefix of it, or a prefix
+    up to a sub-axis that can grow into the axis there (Shardy's getCompatibleMajorAxes).
+
+    >>> from xla_spmd.mesh import AxisRef, make_mesh
+    >>> sizes = AxisSizes(make_mesh({"a": 16, "b": 2}))
+    >>> a2, a4 = AxisRef("a", (1, 2)), AxisRef("a", (1, 4))
+    >>> [str(x) for x in compatible_major_axes([(AxisRef("a"),), (a2,), ()], sizes)]
+    ['"a"']
+    >>> [str(x) for x in compatible_major_axes([(a2, AxisRef("b")), (a4,)], sizes)]
+    ['"a":(1)2']
+    """
+    result: list = []
+    can_expand = True
+    for axes in axis_lists:
+        result, can_expand = _compatible(result, axes, can_expand, axis_sizes)
+    return tuple(result)
+
+
+def _is_prefix(have: tuple, candidate: tuple, axis_sizes: AxisSizes | None = None) -> bool:
+    """`candidate` extends `have`: more axes after it, or (given `axis_sizes`) the same
+    axes with `have`'s last a major part of `candidate`'s there (a sub-axis grows)."""
+    if len(have) < len(candidate) and candidate[:len(have)] == have:
+        return True
+    return axis_sizes is not None and 0 < len(have) <= len(candidate) and \
+        candidate[:len(have) - 1] == have[:-1] and \
+        axis_sizes.is_prefix(have[-1], candidate[len(have) - 1])
 
 
 def basic(views: list[TensorView], factors, sizes, axis_sizes: AxisSizes) -> list[Update]:
@@ -136,7 +190,9 @@ def basic(views: list[TensorView], factors, sizes, axis_sizes: AxisSizes) -> lis
             used = _used_elsewhere(view, f)
             for i, axis in enumerate(candidate):
                 if overlaps_any(axis, used):
-                    candidate = candidate[:i]
+                    part = prefix_without_overlap(axis, used, axis_sizes)
+                    candidate = candidate[:i] + ((part,) if part is not None and
+                                                 not is_conservative() else ())
                     break
         if not candidate:
             continue
@@ -144,19 +200,47 @@ def basic(views: list[TensorView], factors, sizes, axis_sizes: AxisSizes) -> lis
                        == candidate[:len(views[t].factors[f].axes)]), sources[0])
         for t in members:
             view = views[t]
-            if not view.can_update or not _is_prefix(view.factors[f].axes, candidate):
+            if not view.can_update or not _is_prefix(view.factors[f].axes, candidate,
+                                                      axis_sizes):
                 continue
             new = candidate if view.is_source else truncate_for(view, f, candidate, sizes[f],
                                                                 axis_sizes)
-            if len(new) > len(view.factors[f].axes) and not any(
+            if _is_prefix(view.factors[f].axes, new, axis_sizes) and not any(
                     overlaps_any(a, _used_elsewhere(view, f)) for a in new):
                 view.factors[f].axes = new
                 updates.append((t, f, new, source))
     return updates
 
 
+def is_elementwise(inst) -> bool:
+    """Whether the aggressive strategy schedules `inst`'s factors as an elementwise op's
+    (Shardy's isElementwise): an elementwise op, a bitcast-convert keeping the shape, a
+    sharding constraint, propagation barrier or reshard. A data-flow edge (`inst` None) or
+    any other op is not, even where every tensor has every factor (transpose, a while's
+    state).
+
+    >>> from xla_spmd.ir import Builder, ArrayShape, F32
+    >>> b = Builder("f")
+    >>> x = b.parameter(ArrayShape(F32, (4, 4)))
+    >>> t = b.transpose(x, dimensions=(1, 0))
+    >>> is_elementwise(b.add(x, x)), is_elementwise(t), is_elementwise(None)
+    (True, False, False)
+    """
+    if inst is None:
+        return False
+    if inst.op.elementwise:
+        return True
+    if inst.opcode == "bitcast-convert":
+        return inst.shape == inst.operands[0].shape
+    if inst.opcode == "copy":
+        return inst.sharding is not None     # sdy.reshard
+    target = getattr(inst.attrs, "custom_call_target", None)
+    return target in (SHARDING, PROPAGATION_BARRIER)
+
+
 def aggressive(views: list[TensorView], factors, sizes, axis_sizes: AxisSizes,
-               defer_conflicts: bool = False) -> list[Update]:
+               defer_conflicts: bool = False, elementwise: bool | None = None
+               ) -> list[Update]:
     """Shardy's aggressive strategy.
 
     Per factor, the longest axes compatible with every tensor that has it (conflicts between
@@ -165,7 +249,8 @@ def aggressive(views: list[TensorView], factors, sizes, axis_sizes: AxisSizes,
     has every factor) the most sharded factor first; then lower source and factor numbers --
     and each tensor, results before operands, takes what it can of each factor's axes without
     reusing an axis an earlier factor gave it. On elementwise ops an operand takes no more
-    sideways than a result already has.
+    sideways than a result already has. `elementwise` says whether the op is one
+    (`is_elementwise`); by default, whether every tensor has every factor.
 
     With `defer_conflicts`, a tensor that two factors both want an axis for gets neither
     yet (the driver retries at the last op-priority level). Our choice, not Shardy's: by then
@@ -174,7 +259,8 @@ def aggressive(views: list[TensorView], factors, sizes, axis_sizes: AxisSizes,
     ``dx = dy[{"data"}, {}] . W[{"data"}, {}]^T`` keeps dx batch-sharded like the rest of the
     backward pass instead of following the (larger) weight.
     """
-    elementwise = all(set(v.factors) == set(views[0].factors) for v in views)
+    if elementwise is None:   # not told: every tensor having every factor
+        elementwise = all(set(v.factors) == set(views[0].factors) for v in views)
     candidates: dict[int, tuple] = {}
     order = []
     for f in factors:
@@ -212,12 +298,12 @@ def aggressive(views: list[TensorView], factors, sizes, axis_sizes: AxisSizes,
             if elementwise and not view.is_result:
                 for other in views:
                     ofs = other.factors.get(f) if other.is_result else None
-                    if ofs is not None and _is_prefix(ofs.axes, candidate):
+                    if ofs is not None and _is_prefix(ofs.axes, candidate, axis_sizes):
                         candidate = ofs.axes
-            if not _is_prefix(fs.axes, candidate):
+            if not _is_prefix(fs.axes, candidate, axis_sizes):
                 continue
             new = truncate_for(view, f, candidate, sizes[f], axis_sizes)
-            if len(new) > len(fs.axes):
+            if _is_prefix(fs.axes, new, axis_sizes):
                 fs.axes = new
                 updates.append((t, f, new, source))
     return updates

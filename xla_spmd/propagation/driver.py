@@ -25,7 +25,13 @@ from dataclasses import dataclass, field
 
 from xla_spmd.errors import ShardingError
 from xla_spmd.mesh import AxisRef, Mesh, overlaps_any
-from xla_spmd.propagation.conflicts import POLICIES, TensorView, Update, aggressive
+from xla_spmd.propagation.conflicts import (
+    POLICIES,
+    TensorView,
+    Update,
+    aggressive,
+    is_elementwise,
+)
 from xla_spmd.propagation.factors import FactorType
 from xla_spmd.propagation.graph import Graph, Node
 from xla_spmd.propagation.projection import AxisSizes, project_dim, unproject_dim
@@ -115,6 +121,9 @@ class Propagator:
     groups: dict[int, list[int]] = field(default_factory=dict)
     origins: dict[tuple[int, str], Origin] = field(default_factory=dict)
     visits: int = 0
+    # nodes each level visits before all others (Shardy pushes main's result shardings to
+    # the returned values before it propagates through any op)
+    first: tuple[int, ...] = ()
 
     def __post_init__(self):
         self.axis_sizes = AxisSizes(self.mesh)
@@ -123,7 +132,8 @@ class Propagator:
     # ---------------------------------------------------------------- the loop
     def run_level(self, level: Level) -> None:
         nodes = self.graph.nodes
-        queue = deque(range(len(nodes)))
+        first = set(self.first)
+        queue = deque([*self.first, *(i for i in range(len(nodes)) if i not in first)])
         queued = [True] * len(nodes)
         while queue:
             index = queue.popleft()
@@ -176,8 +186,10 @@ class Propagator:
                                     is_result=position >= n_operands))
         eligible = [f for f, kind in enumerate(rule.types)
                     if kind in level.factor_types and f not in rule.blocked]
-        if level.defer_conflicts and self.policy is aggressive:
-            updates = aggressive(views, eligible, sizes, self.axis_sizes, defer_conflicts=True)
+        if self.policy is aggressive:
+            updates = aggressive(views, eligible, sizes, self.axis_sizes,
+                                 defer_conflicts=level.defer_conflicts,
+                                 elementwise=is_elementwise(node.inst))
         else:
             updates = self.policy(views, eligible, sizes, self.axis_sizes)
         sources: dict[int, list[tuple[int, int]]] = {}   # position -> (factor, source)
@@ -208,8 +220,11 @@ class Propagator:
         state = self.states[value]
         merged = []
         for d, (old, new) in enumerate(zip(state.axes, new_axes)):
-            if state.closed[d] or len(new) <= len(old) or new[:len(old)] != old:
-                merged.append(old)
+            if state.closed[d] or not (
+                    (len(new) > len(old) and new[:len(old)] == old)
+                    or (old and len(new) >= len(old) and new[:len(old) - 1] == old[:-1]
+                        and self.axis_sizes.is_prefix(old[-1], new[len(old) - 1]))):
+                merged.append(old)   # only extended (or its last sub-axis grown)
             else:
                 merged.append(new)
         if merged == state.axes or not _valid(merged, state.excluded):

@@ -105,7 +105,7 @@ def _leaf_offsets(shape: TupleShape) -> list[int]:
 
 
 def build_graph(entry: Computation, manual_axes_of=None, boundary_of=None,
-                shared_functions: bool = False) -> Graph:
+                shared_functions: bool = False, roots=()) -> Graph:
     """The graph of `entry` and every computation it reaches through control flow.
 
     `manual_axes_of(inst)` gives the manual axes a call's body runs under (shard_map).
@@ -118,10 +118,14 @@ def build_graph(entry: Computation, manual_axes_of=None, boundary_of=None,
     `shared_functions` (Shardy's dedup-functions-fully): then once for all its calls, each
     call's operands and results linked to its parameters and results by identity edges
     (Shardy's func data-flow edges), so that every call site agrees on one sharding.
+    `roots` are functions nothing calls, each instantiated too (one graph for the module,
+    as Shardy propagates it: sharding groups may link them).
     """
     graph = Graph()
     graph.shared_functions = {} if shared_functions else None
     _instantiate(graph, entry, None, (), (manual_axes_of, boundary_of))
+    for root in roots:
+        _instantiate(graph, root, None, (), (manual_axes_of, boundary_of))
     for node in graph.nodes:
         node.single_use = all(graph.use_counts[v] <= 1 for v in node.operands)
     return graph

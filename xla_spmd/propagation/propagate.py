@@ -34,6 +34,8 @@ from xla_spmd.ir import (
     rebind_called,
 )
 from xla_spmd.ir.custom_calls import (
+    DATA_FLOW_EDGE,
+    FUNC_DATA_FLOW_EDGE,
     FUNC_RESULT_SHARDING,
     GLOBAL_TO_LOCAL,
     GROUPS,
@@ -64,6 +66,7 @@ from xla_spmd.propagation.driver import (
     state_to_sharding,
 )
 from xla_spmd.propagation.graph import build_graph
+from xla_spmd.propagation.groups import remove_sharding_groups, sync_sharding_groups
 from xla_spmd.propagation.importing import has_foreign_shardings, import_shardings
 from xla_spmd.propagation.rebuild import rewrite_in_place
 from xla_spmd.propagation.splitting import split_constants
@@ -99,7 +102,7 @@ class Result:
 
 def propagate(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None,
               policy=None, groups=(), unsharded_scalars: bool = False,
-              shared_functions: bool = False) -> Module:
+              shared_functions: bool = False, callee_results: bool = True) -> Module:
     """Give every value of `module` a sharding (see the module docstring).
 
     `strategy` is "basic", "aggressive", "op-priority" or "user-priority" (the default,
@@ -110,14 +113,18 @@ def propagate(module: Module, strategy: str | None = None, *, mesh: Mesh | None 
     value has a sharding (what the partitioner and runtime read). `shared_functions` gives
     a function called from several places one sharding for all its calls (Shardy's
     dedup-functions-fully), where by default each call propagates on its own.
+    `callee_results=False` gives result shardings to the entry function's results only, as
+    Shardy's propagation passes do on their own (its pipeline gives every function's
+    results theirs, as the default does).
     """
     return run(module, strategy, mesh=mesh, policy=policy, groups=groups,
-               unsharded_scalars=unsharded_scalars, shared_functions=shared_functions).module
+               unsharded_scalars=unsharded_scalars, shared_functions=shared_functions,
+               callee_results=callee_results).module
 
 
 def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None,
         policy=None, groups=(), unsharded_scalars: bool = False,
-        shared_functions: bool = False) -> Result:
+        shared_functions: bool = False, callee_results: bool = True) -> Result:
     """Propagate and keep what explain() needs (see `propagate`)."""
     # Propagation allocates many small, acyclic objects that all stay alive until the end;
     # the cyclic collector would rescan them again and again (superlinear time on 10k-op
@@ -125,24 +132,19 @@ def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None
     enabled = gc.isenabled()
     gc.disable()
     try:
-        result = _run(module, strategy, mesh, policy, groups, unsharded_scalars,
-                      shared_functions)
-        # Functions nothing calls (Shardy propagates every function of a module): each on
-        # its own, as the entry of a module of its own.
+        if has_foreign_shardings(module):
+            module = import_shardings(module, mesh).module
+        module = sync_sharding_groups(module)
+        # Functions nothing calls (Shardy propagates every function of a module): in the
+        # same graph, each instantiated on its own.
         reached = {c.name for c in Module.from_entry(module.name, module.entry).computations}
         called = {callee.name for c in module.computations for i in c.instructions
                   for callee in i.called_computations()}
-        roots = [c for c in module.computations
-                 if c.name not in reached and c.name not in called]
-        if roots:
-            extra = []
-            for root in roots:
-                out = _run(Module.from_entry(module.name, root, module.header), strategy, mesh,
-                           policy, (), unsharded_scalars, shared_functions).module
-                extra.extend(c for c in out.computations
-                             if c.name not in reached and c not in extra)
-            result.module = Module.from_entry(module.name, result.module.entry,
-                                              result.module.header, extra)
+        roots = tuple(c for c in module.computations
+                      if c.name not in reached and c.name not in called)
+        result = _run(module, strategy, mesh, policy, groups, unsharded_scalars,
+                      shared_functions, None if callee_results else {module.entry.name},
+                      roots)
         return result
     finally:
         if enabled:
@@ -150,7 +152,7 @@ def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None
 
 
 def _run(module, strategy, mesh, policy, groups, unsharded_scalars=False,
-         shared_functions=False) -> Result:
+         shared_functions=False, results_of=None, roots=()) -> Result:
     strategy = strategy or "user-priority"
     if strategy not in STRATEGIES:
         raise ShardingError(f"unknown propagation strategy {strategy!r}; expected one of "
@@ -201,13 +203,18 @@ def _run(module, strategy, mesh, policy, groups, unsharded_scalars=False,
         boundaries[inst] = shardings
         return target == GLOBAL_TO_LOCAL, prefixes
 
-    graph = build_graph(module.entry, manual_axes_of, boundary_of, shared_functions)
+    graph = build_graph(module.entry, manual_axes_of, boundary_of, shared_functions, roots)
     states = [state_from_sharding(None, v.shape.rank, mesh, v.manual_axes, mesh_name)
               for v in graph.values]
     for (_, inst), value_ids in graph.boundary_values.items():
         for value, sharding in zip(value_ids, boundaries[inst]):
             states[value] = state_from_sharding(sharding, graph.values[value].shape.rank, mesh,
                                                 graph.values[value].manual_axes, mesh_name)
+            # a manual axis enters a boundary sharding only as a dim's leading axis, as
+            # written: propagation adds none (Shardy keeps them out of in/out shardings)
+            present = {a.name for axes in states[value].axes for a in axes}
+            states[value].excluded = tuple(states[value].excluded) + tuple(
+                AxisRef(a) for a in manual_axes(inst) if a not in present)
     initial: dict[int, set[str]] = {}
     for (_, inst), value_ids in graph.inst_values.items():
         shardings = inst.sharding_leaves()
@@ -224,7 +231,11 @@ def _run(module, strategy, mesh, policy, groups, unsharded_scalars=False,
             extra = tuple(AxisRef(a) for a in manual_axes(inst))
             for value in value_ids:
                 states[value].excluded = tuple(states[value].excluded) + extra
-    propagator = Propagator(graph, mesh, get_policy(policy or policy_name), states)
+    entry_results = {i for i in module.entry.instructions
+                     if getattr(i.attrs, "custom_call_target", None) == FUNC_RESULT_SHARDING}
+    propagator = Propagator(graph, mesh, get_policy(policy or policy_name), states,
+                            first=tuple(n for n, node in enumerate(graph.nodes)
+                                        if node.inst in entry_results))
     _set_groups(propagator, graph, module, groups)
     for round_priority in _rounds(states, user_rounds):
         for level in levels:
@@ -233,8 +244,15 @@ def _run(module, strategy, mesh, policy, groups, unsharded_scalars=False,
     if user_rounds:   # priorities are spent: Shardy's user-priority pass drops them
         for state in states:
             state.priority = [None] * len(state.priority)
-    return Result(_write_back(module, graph, states, mesh, unsharded_scalars), propagator,
-                  initial, module)
+    held = {key: _edge_held(key[1], boundaries[key[1]], module)
+            for key in graph.boundary_values}
+    if results_of is None:   # every function's results: the uncalled ones' too
+        results_of = {module.entry.name, *(c.name for c in roots), *(
+            i.attrs.to_apply.name for c in module.computations for i in c.instructions
+            if i.op.name == "call" and is_function_call(i))}
+    return Result(_write_back(module, graph, states, mesh, unsharded_scalars, held,
+                              results_of),
+                  propagator, initial, module)
 
 
 def propagation_pipeline(module: Module, *, dedup_functions_fully: bool = False,
@@ -244,7 +262,9 @@ def propagation_pipeline(module: Module, *, dedup_functions_fully: bool = False,
     site given its own function (`flatten_calls`), constants split per use
     (`split_constants`), closed sharding constraints applied to their unsharded inputs
     (`apply_sharding_constraints`), user-priority propagation (`propagate`; `options` go to
-    it), copies of a function sharded alike merged back (`unflatten_calls`), every
+    it; sharding groups synced first, `sync_sharding_groups`), copies of a function sharded
+    alike merged back (`unflatten_calls`), sharding groups removed
+    (`remove_sharding_groups`), every
     sharding closed (`close_shardings`), the constraints left made reshards
     (`constraints_to_reshards`). With `dedup_functions_fully` (Shardy's aggressive mode)
     calls are not flattened: each function is one, whatever its call sites."""
@@ -258,7 +278,7 @@ def propagation_pipeline(module: Module, *, dedup_functions_fully: bool = False,
                        **options)
     if not dedup_functions_fully:
         module = unflatten_calls(module)
-    return constraints_to_reshards(close_shardings(module))
+    return constraints_to_reshards(close_shardings(remove_sharding_groups(module)))
 
 
 def close_shardings(module: Module) -> Module:
@@ -278,6 +298,9 @@ def close_shardings(module: Module) -> Module:
                 sharding = inst.sharding
                 new = new.replace(sharding=tuple(close(s) for s in sharding)
                                   if isinstance(sharding, tuple) else close(sharding))
+            if getattr(inst.attrs, "custom_call_target", None) in (GLOBAL_TO_LOCAL,
+                                                                    LOCAL_TO_GLOBAL):
+                new = _closed_boundary(new, meshes)
             if inst.opcode == "constant" and inst.frontend_attribute(SDY_CONSTANT) is None:
                 new = new.replace(frontend_attributes=tuple(new.frontend_attributes)
                                   + ((SDY_CONSTANT, "true"),))
@@ -285,7 +308,18 @@ def close_shardings(module: Module) -> Module:
                 new = new.replace(operands=operands)
             return new
         return rewrite_in_place(computation, fn)
+    meshes = declared_meshes(module)
     return map_computations(module, rebuild)
+
+
+def _closed_boundary(inst: Instruction, meshes) -> Instruction:
+    """A manual computation's boundary with its in (or out) shardings closed as Shardy's
+    close-shardings pass closes them (replicated axes dropped); as it is if unreadable."""
+    try:
+        shardings = boundary_shardings(inst, meshes)
+    except XlaSpmdError:
+        return inst
+    return _boundary_shardings(inst, [s.closed().replace(replicated=()) for s in shardings])
 
 
 def _set_groups(propagator, graph, module, groups) -> None:
@@ -353,7 +387,52 @@ def _rounds(states, user_rounds: bool):
         yield priority
 
 
-def _write_back(module: Module, graph, states, mesh, unsharded_scalars=False) -> Module:
+def _edge_held(boundary: Instruction, shardings, module: Module) -> tuple:
+    """Per tensor of a manual computation's boundary: its sharding as written where an
+    explicit ``sdy.data_flow_edge`` holds the propagated one instead (on the body argument
+    it enters, or on the result it leaves as), else None (Shardy updates the edge op, not
+    the computation's in/out shardings).
+
+    >>> from xla_spmd.ir import Builder, ArrayShape, F32, Computation, Module
+    >>> b = Builder("main")
+    >>> x = b.parameter(ArrayShape(F32, (8,)))
+    >>> out = b.op("custom-call", x, shape=x.shape, custom_call_target=LOCAL_TO_GLOBAL)
+    >>> edge = b.op("custom-call", out, shape=x.shape, custom_call_target="xla.sdy.DataFlowEdge")
+    >>> _edge_held(out, ("s",), Module.from_entry("m", Computation("main", (x, out, edge), edge)))
+    ('s',)
+    """
+    def is_edge(inst):
+        return getattr(inst.attrs, "custom_call_target", None) == DATA_FLOW_EDGE
+
+    owner = next(c for c in module.computations if boundary in c.instructions)
+    users = owner.users()
+
+    def local(k):   # the k-th tensor of the boundary's results
+        if not boundary.shape.is_tuple:
+            return boundary
+        return next((u for u in users[boundary]
+                     if u.opcode == "get-tuple-element" and u.attrs.index == k), None)
+    held = []
+    for k, sharding in enumerate(shardings):
+        value = local(k)
+        edged = False
+        if value is not None and boundary.attrs.custom_call_target == LOCAL_TO_GLOBAL:
+            edged = any(is_edge(u) for u in users[value])
+        elif value is not None:
+            for call in users[value]:
+                if call.opcode != "call":
+                    continue
+                body = call.attrs.to_apply
+                params = {p.attrs.parameter_number: p for p in body.parameters}
+                body_users = body.users()
+                edged |= any(is_edge(u) for n, o in enumerate(call.operands) if o is value
+                             and n in params for u in body_users[params[n]])
+        held.append(sharding if edged else None)
+    return tuple(held)
+
+
+def _write_back(module: Module, graph, states, mesh, unsharded_scalars=False,
+                held=None, results_of=None) -> Module:
     first_instance: dict[str, int] = {}
     for index, computation in enumerate(graph.instances):
         first_instance.setdefault(computation.name, index)
@@ -362,10 +441,14 @@ def _write_back(module: Module, graph, states, mesh, unsharded_scalars=False) ->
 
     def rebuild(computation, replaced):
         instance = first_instance.get(computation.name)
+        # a value an explicit sdy.func_data_flow_edge follows: the edge holds its sharding
+        # (Shardy leaves the owner's own, e.g. a callee argument's, as it was)
+        edge_owned = {i.operands[0] for i in computation.instructions if i.operands and
+                      getattr(i.attrs, "custom_call_target", None) == FUNC_DATA_FLOW_EDGE}
 
         def fn(inst, operands):
             new = rebind_called(inst, replaced)
-            if instance is not None:
+            if instance is not None and inst not in edge_owned:
                 values = graph.inst_values.get((instance, inst))
                 if values and not inst.shape.is_token and not (
                         unsharded_scalars and _says_nothing(inst, values, states)):
@@ -376,13 +459,17 @@ def _write_back(module: Module, graph, states, mesh, unsharded_scalars=False) ->
                                        if k != "xla.sdy.sharding")
                     new = new.replace(sharding=sharding, frontend_attributes=attributes)
             if instance is not None and (instance, inst) in graph.boundary_values:
-                new = _boundary_shardings(new, [state_to_sharding(states[v], mesh) for v in
-                                                graph.boundary_values[instance, inst]])
+                kept = (held or {}).get((instance, inst)) or ()
+                new = _boundary_shardings(new, [
+                    kept[k] if k < len(kept) and kept[k] is not None
+                    else state_to_sharding(states[v], mesh)
+                    for k, v in enumerate(graph.boundary_values[instance, inst])])
             if operands != inst.operands:
                 new = new.replace(operands=operands)
             return new
         rebuilt = rewrite_in_place(computation, fn)
-        if computation is module.entry or computation.name in functions:
+        if (computation is module.entry or computation.name in functions) if \
+                results_of is None else computation.name in results_of:
             rebuilt = _result_shardings(rebuilt)
         return rebuilt
     return map_computations(module, rebuild)

@@ -33,7 +33,7 @@ from xla_spmd.sharding import (
     print_sharding_per_value,
 )
 from xla_spmd.stablehlo.lexer import escape
-from xla_spmd.stablehlo.registry import PRINTERS
+from xla_spmd.stablehlo.registry import NAME_HINTS, PRINTERS
 from xla_spmd.stablehlo.scope import RESULT_INFO, VISIBILITY
 from xla_spmd.stablehlo.types import print_type
 
@@ -147,12 +147,30 @@ class FunctionExporter:
         # hold their shardings (Shardy prints none on the op itself)
         self.edge_owners: set[Instruction] = set()
         self.result_counts: dict[Instruction, int] = {}  # results printed, where fewer
-        self.iter_args = 0
+        # names given from hints (MLIR's getAsmResultNames / getAsmBlockArgumentNames) and
+        # the conflict counter they share, as MLIR's SSANameState keeps them per function
+        self.hinted: set[str] = set()
+        self.conflicts = 0
+
+    def named(self, hint: str) -> str:
+        """A value named after `hint` as MLIR's printer names it: the hint, or on a clash
+        the hint with ``_N`` added, N from one counter for the whole function.
+
+        >>> fx = FunctionExporter(None)
+        >>> [fx.named("c"), fx.named("cst"), fx.named("c"), fx.named("iterArg"),
+        ...  fx.named("iterArg")]
+        ['%c', '%cst', '%c_0', '%iterArg', '%iterArg_1']
+        """
+        name = hint
+        while name in self.hinted:
+            name = f"{hint}_{self.conflicts}"
+            self.conflicts += 1
+        self.hinted.add(name)
+        return f"%{name}"
 
     def iter_arg(self) -> str:
         """The next loop-carried value's name, as MLIR names them."""
-        self.iter_args += 1
-        return "%iterArg" if self.iter_args == 1 else f"%iterArg_{self.iter_args - 2}"
+        return self.named("iterArg")
 
     def new_value(self) -> str:
         name = f"%{self.counter}"
@@ -332,13 +350,15 @@ def emit(fx: FunctionExporter, inst: Instruction, lines: list[str], indent: str,
     if fn is None:
         raise ExportError(f"no StableHLO form for '{inst.opcode}' ({inst.name})")
     reserved = fx.counter  # number results before the values of nested regions
-    base = fx.new_value()
+    hint = NAME_HINTS.get(inst.opcode)
+    hint = hint(inst) if hint is not None else None
+    base = fx.named(hint) if hint else fx.new_value()
     text = fn(fx, inst, indent)
     if isinstance(text, list):  # whole statements; the printer named the results itself
         lines.extend(text)
         return
     if text is None:
-        if fx.counter == reserved + 1:
+        if not hint and fx.counter == reserved + 1:
             fx.counter = reserved
         return
     fx.names[inst] = base

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from xla_spmd.ir import ArrayShape, Instruction
-from xla_spmd.ir.custom_calls import SDY_CONSTANT, SHARDING_RULE
+from xla_spmd.ir.custom_calls import SDY_CONSTANT, SHARDING_RULE, STABLEHLO_DOT
 from xla_spmd.sharding import TensorSharding
 from xla_spmd.stablehlo.exporter import (
     ExportError,
@@ -15,7 +15,7 @@ from xla_spmd.stablehlo.exporter import (
     sharding_attr,
 )
 from xla_spmd.stablehlo.lexer import escape
-from xla_spmd.stablehlo.registry import PRINTERS
+from xla_spmd.stablehlo.registry import NAME_HINTS, PRINTERS
 from xla_spmd.stablehlo.types import PLAIN_ELEMENTWISE, print_dense, print_type
 
 UNARY_BINARY = frozenset(PLAIN_ELEMENTWISE)
@@ -120,6 +120,23 @@ def _constant(fx, inst, indent):
             (k, v) for k, v in inst.frontend_attributes if k != SDY_CONSTANT))
         return f"sdy.constant{attr_dict(plain)} {print_dense(value)} : {print_type(inst.shape)}"
     return f"stablehlo.constant{attr_dict(inst)} {print_dense(value)} : {print_type(inst.shape)}"
+
+
+@NAME_HINTS.register("constant")
+def _constant_name(inst):
+    """StableHLO's ConstantOp names its result ``%c`` (integers, booleans) or ``%cst``
+    (floats, complex); Shardy's ``sdy.constant`` has no name of its own.
+
+    >>> from xla_spmd.ir import Builder
+    >>> import numpy as np
+    >>> b = Builder("f")
+    >>> [_constant_name(b.constant(np.zeros(2, t))) for t in (np.int32, np.bool_, np.float32)]
+    ['c', 'c', 'cst']
+    """
+    if inst.frontend_attribute(SDY_CONSTANT) is not None or inst.shape.is_tuple:
+        return None
+    dtype = inst.shape.dtype
+    return "c" if dtype.is_integer or dtype.is_pred else "cst"
 
 
 @printer("iota")
@@ -232,6 +249,15 @@ def _precision(attrs) -> str | None:
 def _dot(fx, inst, indent):
     a = inst.attrs
     parts = [refs(fx, inst.operands)]
+    lhs = inst.operands[0].shape
+    if inst.frontend_attribute(STABLEHLO_DOT) is not None and not a.lhs_batch_dims and \
+            tuple(a.lhs_contracting_dims) == (lhs.rank - 1,) and \
+            tuple(a.rhs_contracting_dims) == (0,) and a.algorithm is None:
+        # written as stablehlo.dot: printed back so
+        plain = inst.replace(frontend_attributes=tuple(
+            (k, v) for k, v in inst.frontend_attributes if k != STABLEHLO_DOT))
+        precision = f", precision = {_precision(a)}" if _precision(a) else ""
+        return f"stablehlo.dot {parts[0]}{precision}{attr_dict(plain)} : {fn_type(inst)}"
     if a.lhs_batch_dims or a.rhs_batch_dims:
         parts.append(f"batching_dims = {ints(a.lhs_batch_dims)} x {ints(a.rhs_batch_dims)}")
     parts.append(f"contracting_dims = {ints(a.lhs_contracting_dims)} x "

@@ -29,7 +29,7 @@ from xla_spmd.ir import (
     TupleShape,
     Window,
 )
-from xla_spmd.ir.custom_calls import SDY_CONSTANT, SHARDING_RULE
+from xla_spmd.ir.custom_calls import SDY_CONSTANT, SHARDING_RULE, STABLEHLO_DOT
 from xla_spmd.sharding import TensorSharding, print_sharding_per_value
 from xla_spmd.stablehlo.importer_quant import convert_quantized, is_quantized_op
 from xla_spmd.stablehlo.registry import CONVERTERS
@@ -501,7 +501,8 @@ def _dot_general(importer, scope, node, operands):
 def _dot(importer, scope, node, operands):
     lhs = operands[0].shape
     return scope.emit("dot", operands, result_type(node), lhs_contracting_dims=(lhs.rank - 1,),
-                      rhs_contracting_dims=(0,), operand_precision=_precision(node))
+                      rhs_contracting_dims=(0,), operand_precision=_precision(node),
+                      frontend=((STABLEHLO_DOT, "true"),))
 
 
 def conv_dimension_numbers(text: str) -> ConvDimensionNumbers:

@@ -124,7 +124,14 @@ def _items(p, node: OpNode, attrs_first: bool = True) -> None:
             elif s.accept("="):
                 key = names.get(word, word)
                 value_pos = s.pos
-                value = _keyword_value(p)
+                if word == "sharding" and s.peek("<"):   # sdy.data_flow_edge's sharding=<..>
+                    text = s.balanced("<", ">")
+                    try:
+                        value = parse_sharding("#sdy.sharding" + text, p.meshes)
+                    except Exception as error:
+                        raise s.error(f"invalid sharding: {error}", value_pos) from None
+                else:
+                    value = _keyword_value(p)
                 if word in ("contracting_dims", "batching_dims"):
                     if not (isinstance(value, tuple) and len(value) == 2
                             and all(isinstance(v, tuple) for v in value)):

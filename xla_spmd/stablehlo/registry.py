@@ -1,7 +1,8 @@
 """The StableHLO converter and printer tables, below the modules that fill them.
 
 `CONVERTERS` maps a StableHLO (or chlo, sdy) op name to its converter into HLO instructions;
-`PRINTERS` maps an HLO opcode to its StableHLO printer. The rule modules (importer_ops,
+`PRINTERS` maps an HLO opcode to its StableHLO printer, `NAME_HINTS` to the name its result
+prints under (where MLIR names rather than numbers it). The rule modules (importer_ops,
 importer_control, importer_sdy; exporter_ops, exporter_control) register into them when the
 package ``__init__`` imports them; the importer and exporter drivers only look rules up.
 """
@@ -22,3 +23,6 @@ def _is_dialect_op(name: str) -> bool:
 CONVERTERS = Registry("StableHLO converter", known=_is_dialect_op,
                       what=f"op of the {'/'.join(DIALECTS)} dialects")
 PRINTERS = Registry("StableHLO printer")
+# HLO opcode -> fn(instruction) giving the name hint MLIR's printer uses for the op's result
+# (its getAsmResultNames, e.g. ``cst``), or None: such results are named, not numbered.
+NAME_HINTS = Registry("StableHLO result name")
