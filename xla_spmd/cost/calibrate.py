@@ -66,6 +66,12 @@ OPCODES = {
     "slice": "f32[8,16] slice(s), slice={[0:8], [0:16]}",
     "pad": "f32[18,16] pad(s, z), padding=1_1x0_0",
     "maximum": "f32[16,16] maximum(s, s)",
+    # an embedding's lookup and its gradient: rows of s picked by, or added at, indices g
+    "gather": "f32[4,16] gather(s, g), offset_dims={1}, collapsed_slice_dims={0}, "
+              "start_index_map={0}, index_vector_dim=1, slice_sizes={1,16}",
+    "scatter": "f32[16,16] scatter(s, g, q), update_window_dims={1}, "
+               "inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, "
+               "index_vector_dim=1, to_apply=add",
 }
 SMALL, LARGE = 64, 1 << 16          # floats per device in a collective's operand
 _ADD = "add { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT s = f32[] add(a, b) }\n"
@@ -128,7 +134,8 @@ def _opcode_program(n: int, text: str, keep: bool = False) -> str:
     lines = ["s = f32[16,16] parameter(0)", "z = f32[] constant(0)", "i = s32[] constant(0)",
              "p = pred[16,16] compare(s, s), direction=GT",
              "q = f32[4,16] slice(s), slice={[0:4], [0:16]}",
-             "b = f32[4,16,16] broadcast(s), dimensions={1,2}"]
+             "b = f32[4,16,16] broadcast(s), dimensions={1,2}",
+             "g = s32[4,1] constant({{0}, {3}, {5}, {7}})"]
     lines += [f"o{k} = {text}" for k in range(OPS)]
     if keep:
         shape = text.split(" ", 1)[0]
@@ -352,6 +359,13 @@ def _derive(runner: _Runner, quick: bool, say) -> Profile:
         negates = COPIES * (op + 8.0 * SMALL / bandwidth)
         operand = max((seconds - step - negates - alpha - beta * moved) / (COPIES - 1), 0.0)
     top = topology()
+    execution = ""
+    if plan_schedule:
+        from xla_spmd.backends.cpu.executable import execution_mode
+
+        # the mode the launch probes ran in: the unit of their prices (see cost.plan)
+        execution = execution_mode(parse_hlo(_launch_program(n, fused=True)), n,
+                                   top.kind == "local")
     profile = Profile(name=f"calibrated: {config.backend} backend, {n} {top.kind} devices",
                       backend=config.backend, communicator=top.kind, devices=n,
                       step_overhead_s=step, op_overhead_s=op, gemm_flops=gemm_flops,
@@ -359,7 +373,7 @@ def _derive(runner: _Runner, quick: bool, say) -> Profile:
                       op_overhead_by_opcode=by_opcode,
                       schedule="plan" if plan_schedule else "ops", launch_s=launches,
                       cache_bandwidth=cache_bandwidth, collective_operand_s=operand,
-                      small_gemm_flops=small_gemm)
+                      small_gemm_flops=small_gemm, execution=execution)
     if not plan_schedule:
         return profile
     say("a mix of kernels and fusions")

@@ -69,6 +69,15 @@ class Profile:
     # FLOP/s of a small dot (up to SMALL_GEMM_FLOPS: one BLAS thread, operands in cache);
     # 0: gemm_flops for every size
     small_gemm_flops: float = 0.0
+    # plan schedule: how the calibration's small programs ran ("stacked", "lockstep",
+    # "ranks": see `xla_spmd.cost.plan`), the unit of the launch prices; "": "ranks" under
+    # MPI, else "lockstep" (profiles from before stacked execution)
+    execution: str = ""
+
+    @property
+    def calibrated_mode(self) -> str:
+        """The execution mode the launch prices were measured in (see `execution`)."""
+        return self.execution or ("ranks" if self.communicator == "mpi" else "lockstep")
 
     def gemm_time(self, flops: float) -> float:
         """Seconds of a contraction's FLOPs: a small one at small_gemm_flops."""
@@ -76,9 +85,12 @@ class Profile:
             return flops / self.small_gemm_flops
         return flops / self.gemm_flops
 
-    def traffic_time(self, bytes_moved: float) -> float:
-        """Seconds to move `bytes_moved`: from cache when it fits (see cache_bandwidth)."""
-        if self.cache_bandwidth > 0 and bytes_moved <= CACHE_BYTES:
+    def traffic_time(self, bytes_moved: float, launch_bytes: float | None = None) -> float:
+        """Seconds to move `bytes_moved` (one device's): from cache when the launch's bytes,
+        `launch_bytes` (all devices' for a stacked launch; default `bytes_moved`), fit (see
+        cache_bandwidth)."""
+        launch_bytes = bytes_moved if launch_bytes is None else launch_bytes
+        if self.cache_bandwidth > 0 and launch_bytes <= CACHE_BYTES:
             return bytes_moved / self.cache_bandwidth
         return bytes_moved / self.memory_bandwidth
 
@@ -110,15 +122,15 @@ class Profile:
 
     def launch(self, kind: str, opcode: str = "", inputs: int = 2) -> float:
         """The price of launching one step of the plan schedule: a fusion (by the arrays it
-        reads: calibrated with two, ``launch_s["fusion input"]`` each beyond two), a kernel or
-        ufunc (its opcode's own price where calibrated; a view such as get-tuple-element
-        as a reshape), a fallback (priced as a kernel), a collective's start or wait (inside
-        its alpha), a constant (nothing)."""
+        reads: calibrated with two, ``launch_s["fusion input"]`` each beyond two), a kernel,
+        ufunc or fallback (its opcode's own price where calibrated; a view such as
+        get-tuple-element as a reshape; else a fallback as a kernel), a collective's start
+        or wait (inside its alpha), a constant (nothing)."""
         by_opcode = self.op_overhead_by_opcode
         if kind == "fusion" and "fusion" in self.launch_s:
             extra = self.launch_s.get("fusion input", 0.0) * max(inputs - 2, 0)
             return self.launch_s["fusion"] + extra
-        if kind in ("kernel", "ufunc"):
+        if kind in ("kernel", "ufunc", "fallback"):
             if opcode in by_opcode:
                 return by_opcode[opcode]
             if opcode in VIEW_OPCODES and "reshape" in by_opcode:
@@ -128,6 +140,14 @@ class Profile:
         if kind in ("start", "wait", "constant", "control"):
             return 0.0
         return self.launch_s.get("kernel", self.overhead(opcode))
+
+    def own_launch(self, kind: str, opcode: str) -> bool:
+        """Whether `launch(kind, opcode)` is the opcode's own calibrated price (measured on
+        a program of that opcode: its launches per step are the opcode's, see
+        `xla_spmd.cost.plan.launches`)."""
+        by_opcode = self.op_overhead_by_opcode
+        return kind in ("kernel", "ufunc", "fallback") and (
+            opcode in by_opcode or (opcode in VIEW_OPCODES and "reshape" in by_opcode))
 
     def call_time(self, arrays: int) -> float:
         """The host's price of one jitted call passing `arrays` arguments and results."""
@@ -164,6 +184,9 @@ class Profile:
         for name in ("gemm_flops", "memory_bandwidth"):
             if not getattr(profile, name) > 0:
                 raise XlaSpmdError(f"{source}: {name} must be positive")
+        if profile.execution not in ("", "stacked", "lockstep", "threaded", "ranks"):
+            raise XlaSpmdError(f"{source}: execution must be stacked, lockstep, threaded or "
+                               f"ranks, got {profile.execution!r}")
         if profile.schedule not in ("ops", "plan"):
             raise XlaSpmdError(f"{source}: schedule must be 'ops' or 'plan', got "
                                f"{profile.schedule!r}")
