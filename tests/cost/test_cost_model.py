@@ -350,3 +350,18 @@ def test_gather_and_scatter_are_calibrated_kernels():
     for opcode in ("gather", "scatter"):
         module = parse_hlo(_opcode_program(2, OPCODES[opcode], keep=True))
         assert sum(i.opcode == opcode for i in module.entry.instructions) > 1
+
+
+def test_each_extra_array_of_a_collective_is_priced_by_its_group_size(tmp_path):
+    import dataclasses
+
+    p = dataclasses.replace(PLAN, collective_operand_s=2e-5,
+                            collective_operand_by_group={2: 1e-6, 8: 3e-5})
+    line = 1e-4 + 1e-9 * 400                # all-reduce over 2: alpha + beta * bytes
+    assert p.collective_time("all-reduce", 2, 400.0, arrays=4) == pytest.approx(line + 3e-6)
+    # no price for 4 or 7: the nearest calibrated size
+    assert p.operand_time(4) == 1e-6 and p.operand_time(7) == 3e-5
+    assert PLAN.operand_time(8) == 0.0      # not calibrated by group: collective_operand_s
+    path = tmp_path / "p.json"
+    p.save(path)
+    assert load_profile(path) == p

@@ -17,7 +17,8 @@ take part.
   after each dot, reading two arrays, and five: the price of each array read), the
   bandwidth of cache-sized fusions (f32[64,64]) and the throughput of their dots (small
   GEMMs), each kernel opcode's launch (OPCODES with
-  every result kept), and the price of each array of a combined all-reduce beyond the first.
+  every result kept), and, per group size, the price of each array of a combined all-reduce
+  beyond the first.
 
 Every program is compiled first; then all run in turns, `repeats` rounds, and each one's
 fastest run counts: a stray slow run does not, and a burst of other work on a shared machine
@@ -349,15 +350,16 @@ def _derive(runner: _Runner, quick: bool, say) -> Profile:
             beta = max((t1 - t0) / (x1 - x0), 0.0)
             collectives[kind][size] = (max(t0 - beta * x0, 1e-9), beta)
     say("all-reduce of many arrays")
-    operand = 0.0
-    if sizes:
-        size = sizes[-1]
+    operands = {}
+    for size in sizes:
         seconds = runner.time(_combined_program(n, size), lambda: [rng.random(SMALL,
                                                                               np.float32)])
         alpha, beta = collectives["all-reduce"][size]
         moved = collective_bytes("all-reduce", 4.0 * SMALL * COPIES, size)
         negates = COPIES * (op + 8.0 * SMALL / bandwidth)
-        operand = max((seconds - step - negates - alpha - beta * moved) / (COPIES - 1), 0.0)
+        operands[size] = max((seconds - step - negates - alpha - beta * moved) / (COPIES - 1),
+                             0.0)
+    operand = operands[sizes[-1]] if sizes else 0.0
     top = topology()
     execution = ""
     if plan_schedule:
@@ -373,6 +375,7 @@ def _derive(runner: _Runner, quick: bool, say) -> Profile:
                       op_overhead_by_opcode=by_opcode,
                       schedule="plan" if plan_schedule else "ops", launch_s=launches,
                       cache_bandwidth=cache_bandwidth, collective_operand_s=operand,
+                      collective_operand_by_group=operands,
                       small_gemm_flops=small_gemm, execution=execution)
     if not plan_schedule:
         return profile

@@ -64,6 +64,9 @@ class Profile:
     cache_bandwidth: float = 0.0
     # each array of a collective beyond its first (a combined all-reduce of many gradients)
     collective_operand_s: float = 0.0
+    # the same by group size, where calibrated so (stacked, each array is folded member by
+    # member: its price grows with the group); other sizes: collective_operand_s
+    collective_operand_by_group: dict[int, float] = field(default_factory=dict)
     # the factor calibration scaled the launch prices by (see calibrate.mixed_scale)
     launch_scale: float = 1.0
     # FLOP/s of a small dot (up to SMALL_GEMM_FLOPS: one BLAS thread, operands in cache);
@@ -118,7 +121,18 @@ class Profile:
         if group_size <= 1:
             return 0.0
         alpha, beta = self._line(kind, group_size)
-        return alpha + beta * bytes_per_device + self.collective_operand_s * (arrays - 1)
+        return alpha + beta * bytes_per_device + self.operand_time(group_size) * (arrays - 1)
+
+    def operand_time(self, group_size: int) -> float:
+        """The price of each array of a collective over `group_size` devices beyond its
+        first: calibrated for that size, else the nearest calibrated size's, else
+        `collective_operand_s`."""
+        table = self.collective_operand_by_group
+        if not table:
+            return self.collective_operand_s
+        if group_size in table:
+            return table[group_size]
+        return table[min(table, key=lambda g: (abs(g - group_size), g))]
 
     def launch(self, kind: str, opcode: str = "", inputs: int = 2) -> float:
         """The price of launching one step of the plan schedule: a fusion (by the arrays it
@@ -169,6 +183,8 @@ class Profile:
         data = asdict(self)
         data["collectives"] = {k: {str(g): list(v) for g, v in t.items()}
                                for k, t in self.collectives.items()}
+        data["collective_operand_by_group"] = {
+            str(g): v for g, v in self.collective_operand_by_group.items()}
         return json.dumps(data, indent=2)
 
     @staticmethod
@@ -177,7 +193,10 @@ class Profile:
             data = json.loads(text)
             collectives = {k: {int(g): (float(v[0]), float(v[1])) for g, v in t.items()}
                            for k, t in data.pop("collectives", {}).items()}
-            profile = Profile(**data, collectives=collectives)
+            operands = {int(g): float(v)
+                        for g, v in data.pop("collective_operand_by_group", {}).items()}
+            profile = Profile(**data, collectives=collectives,
+                              collective_operand_by_group=operands)
         except (ValueError, TypeError, KeyError, IndexError) as error:
             raise XlaSpmdError(f"{source}: not a cost profile ({error}); make one with "
                                "`xla-spmd calibrate --output FILE`") from None
