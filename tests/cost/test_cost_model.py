@@ -365,3 +365,23 @@ def test_each_extra_array_of_a_collective_is_priced_by_its_group_size(tmp_path):
     path = tmp_path / "p.json"
     p.save(path)
     assert load_profile(path) == p
+
+
+def test_each_backend_has_its_built_in_profile():
+    from xla_spmd.cost import CPU_PROFILE, DEFAULT_PROFILE, default_profile
+
+    with xs.config.override(backend="cpu", cost_profile=""):
+        assert load_profile() is CPU_PROFILE
+    with xs.config.override(backend="reference", cost_profile=""):
+        assert load_profile() is DEFAULT_PROFILE
+    assert CPU_PROFILE.schedule == "plan" and CPU_PROFILE.calibrated_mode == "stacked"
+    assert default_profile("gpu") is DEFAULT_PROFILE
+    # An embedding's gather and scatter carry their own launch, not a small kernel's.
+    m = parse_hlo("HloModule m, num_partitions=8\nENTRY e { t = f32[16,16] parameter(0)\n"
+                  " g = s32[4,1] parameter(1)\n ROOT r = f32[4,16] gather(t, g), "
+                  "offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, "
+                  "index_vector_dim=1, slice_sizes={1,16} }")
+    (gather,) = [op for op in estimate(m, CPU_PROFILE).ops if op.opcode == "gather"]
+    # 1024 + 16 bytes read, 256 written: from cache (all 8 devices' too)
+    launch = CPU_PROFILE.op_overhead_by_opcode["gather"]
+    assert gather.time == pytest.approx(launch + 1296 / CPU_PROFILE.cache_bandwidth)

@@ -34,7 +34,8 @@ throughout; tuples, get-tuple-element and bitcasts alias what they hold.
 ...   d = f32[64,64] dot(x, x), lhs_contracting_dims={1}, rhs_contracting_dims={0}
 ...   ROOT r = f32[64,64] all-reduce(d), channel_id=1, replica_groups={{0,1}},
 ...     use_global_device_ids=true, to_apply=add }''')
->>> report = estimate(m)
+>>> from xla_spmd.cost.profile import DEFAULT_PROFILE   # every instruction priced
+>>> report = estimate(m, DEFAULT_PROFILE)
 >>> [(op.name, op.kind, op.flops) for op in report.ops]
 [('x', 'free', 0.0), ('d', 'compute', 524288.0), ('r', 'collective', 0.0)]
 >>> report.peak_memory

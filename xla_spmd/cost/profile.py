@@ -7,9 +7,10 @@ an alpha-beta line ``time = alpha + beta * bytes_per_device`` (bytes as
 `xla_spmd.partition.report.collective_bytes` counts them).
 
 Profiles are JSON files; `load_profile()` reads the one named by ``xs.config.cost_profile``
-(environment variable ``XLA_SPMD_COST_PROFILE``) and otherwise returns `DEFAULT_PROFILE`,
-numbers measured once on a 2-core machine running the reference evaluator with 8 in-process
-devices, so nothing needs a calibration first.
+(environment variable ``XLA_SPMD_COST_PROFILE``) and otherwise the built-in profile of the
+configured backend (`default_profile`): `CPU_PROFILE` for the CPU backend, `DEFAULT_PROFILE`
+(the reference evaluator's) for the others, numbers measured once on a 2-core machine with 8
+in-process devices, so nothing needs a calibration first.
 
 >>> p = DEFAULT_PROFILE
 >>> round(p.collective_time("all-reduce", 4, 0.0) * 1e6) == round(p.alpha("all-reduce", 4) * 1e6)
@@ -243,13 +244,65 @@ def _default() -> Profile:
 DEFAULT_PROFILE = _default()
 
 
+def _default_cpu() -> Profile:
+    # `xla-spmd calibrate --devices 8 --repeats 5` on the project's shared 2-core machine
+    # (cpu backend, 8 in-process devices run stacked, load average about 9), rounded.
+    collectives = {
+        "all-reduce": {2: (1.4e-05, 1.1e-08), 4: (2.2e-05, 4.5e-09), 8: (2.7e-05, 4.3e-09)},
+        "all-gather": {2: (2.5e-05, 7.8e-09), 4: (1.8e-05, 3.3e-09), 8: (2.4e-05, 3.3e-09)},
+        "reduce-scatter": {2: (3.3e-05, 1.2e-08), 4: (3.1e-05, 6.4e-09),
+                           8: (3.3e-05, 4.6e-09)},
+        "all-to-all": {2: (2.4e-05, 2.6e-08), 4: (3e-05, 9.1e-09), 8: (3e-05, 7.2e-09)},
+        "collective-permute": {2: (2.1e-05, 5e-09), 4: (1.8e-05, 4.7e-09),
+                               8: (1.9e-05, 4.7e-09)},
+    }
+    by_opcode = {
+        "dot": 6.3e-06, "dot.batched": 4.8e-05, "reduce": 7.2e-06, "broadcast": 4.8e-06,
+        "add": 4.4e-06, "multiply": 4e-06, "subtract": 3.9e-06, "divide": 3.7e-06,
+        "exponential": 8.3e-06, "compare": 2.9e-06, "select": 3.4e-06, "dynamic-slice": 2e-05,
+        "dynamic-update-slice": 2.3e-05, "reshape": 1.7e-06, "transpose": 1.3e-06,
+        "convert": 3.3e-06, "concatenate": 5.3e-06, "iota": 1.5e-06, "constant": 1.8e-06,
+        "copy": 3.4e-06, "slice": 1.5e-06, "pad": 0.00016, "maximum": 3.7e-06,
+        "gather": 4.4e-05, "scatter": 5.9e-05,
+    }
+    return Profile(name="built-in (cpu backend, 8 in-process devices stacked, 2 cores)",
+                   backend="cpu", communicator="local", devices=8,
+                   step_overhead_s=7.7e-05, op_overhead_s=1.7e-06, gemm_flops=1e10,
+                   memory_bandwidth=1.2e9, collectives=collectives,
+                   op_overhead_by_opcode=by_opcode, schedule="plan",
+                   launch_s={"kernel": 3.6e-06, "fusion": 2.2e-06, "fusion input": 6.5e-07,
+                             "ufunc": 2.2e-06},
+                   call_overhead_s=9.9e-05, array_s=2.1e-05, cache_bandwidth=1.1e10,
+                   collective_operand_s=3.9e-06,
+                   collective_operand_by_group={2: 1.7e-05, 4: 8.5e-07, 8: 3.9e-06},
+                   launch_scale=1.3, small_gemm_flops=2e10, execution="stacked")
+
+
+CPU_PROFILE = _default_cpu()
+DEFAULT_PROFILES = {"reference": DEFAULT_PROFILE, "cpu": CPU_PROFILE}
+"""The built-in profile of each backend (`default_profile`)."""
+
+
+def default_profile(backend: str | None = None) -> Profile:
+    """The built-in profile of `backend` (default ``xs.config.backend``): the CPU backend's
+    own (its plan of fused steps), else the reference evaluator's.
+
+    >>> default_profile("cpu").schedule, default_profile("reference").schedule
+    ('plan', 'ops')
+    """
+    import xla_spmd.config as config
+
+    return DEFAULT_PROFILES.get(backend or config.backend, DEFAULT_PROFILE)
+
+
 def load_profile(path: str | Path | None = None) -> Profile:
-    """The profile at `path`, else at ``xs.config.cost_profile``, else the built-in one."""
+    """The profile at `path`, else at ``xs.config.cost_profile``, else the built-in one of
+    the configured backend (`default_profile`)."""
     import xla_spmd.config as config
 
     path = path or config.cost_profile
     if not path:
-        return DEFAULT_PROFILE
+        return default_profile()
     file = Path(path)
     if not file.is_file():
         raise XlaSpmdError(f"{path}: no such cost profile; make one with "
