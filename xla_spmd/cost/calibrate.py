@@ -74,7 +74,9 @@ OPCODES = {
                "inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, "
                "index_vector_dim=1, to_apply=add",
 }
-SMALL, LARGE = 64, 1 << 16          # floats per device in a collective's operand
+# floats per device in a collective's operand: a large one as a training step's gradients or
+# activations (tens to hundreds of KiB), all devices' together still in cache where stacked
+SMALL, LARGE = 64, 1 << 14
 _ADD = "add { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT s = f32[] add(a, b) }\n"
 
 
