@@ -376,7 +376,7 @@ def test_each_backend_has_its_built_in_profile():
         assert load_profile() is DEFAULT_PROFILE
     assert CPU_PROFILE.schedule == "plan" and CPU_PROFILE.calibrated_mode == "stacked"
     assert default_profile("gpu") is DEFAULT_PROFILE
-    # An embedding's gather and scatter carry their own launch, not a small kernel's.
+    # An embedding's gather carries its own launch, not a small kernel's.
     m = parse_hlo("HloModule m, num_partitions=8\nENTRY e { t = f32[16,16] parameter(0)\n"
                   " g = s32[4,1] parameter(1)\n ROOT r = f32[4,16] gather(t, g), "
                   "offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, "
