@@ -132,3 +132,16 @@ def test_pyproject_lists_every_package():
 
 def test_iota_module_imports_only_errors():
     assert {name for _, name in _imports(ROOT / "xla_spmd" / "iota.py")} == {"xla_spmd.errors"}
+
+
+def test_cost_model_reads_only_public_names_of_the_backends():
+    # The cost model asks the CPU backend how a program will run through its public query
+    # (`execution_mode`, `plan_module`), not its private helpers.
+    private = []
+    for path in sorted((ROOT / "xla_spmd" / "cost").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if (isinstance(node, ast.ImportFrom) and node.module
+                    and node.module.startswith("xla_spmd.backends")):
+                private += [f"{path.relative_to(ROOT)}:{node.lineno} imports {alias.name}"
+                            for alias in node.names if alias.name.startswith("_")]
+    assert not private, "\n".join(private)

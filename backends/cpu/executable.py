@@ -124,21 +124,81 @@ def _communicates_only_at_starts(programs, entry: Program) -> bool:
     return True
 
 
+def plan_module(module: Module, libm: bool = False) -> dict[int, Program]:
+    """``id(computation) -> its plan`` for the entry and every computation control flow
+    runs, as ``CpuExecutable`` makes them (no code is generated: what a cost model prices).
+
+    >>> from xla_spmd.ir.hlo_parser import parse_hlo
+    >>> m = parse_hlo('HloModule m\\nENTRY e { x = f32[4] parameter(0)\\n'
+    ...               '  ROOT y = f32[4] negate(x) }')
+    >>> [step.kind for step in plan_module(m)[id(m.entry)].steps]
+    ['fusion']
+    """
+    computations = _control_computations(module)
+    called = {id(c) for c in computations}
+    return {id(c): plan(c, called, f"c{k}_", libm, windows=True)
+            for k, c in enumerate(computations)}
+
+
+EXECUTION_MODES = ("stacked", "lockstep", "threaded", "ranks")
+"""How the CPU backend runs a program on its devices (``execution_mode``):
+
+* ``stacked``: in-process devices on the calling thread, each step launched once for all of
+  them over ``(D, *shape)`` values (``run_together``, ``backends/cpu/stacked.py``);
+* ``lockstep``: in-process devices on the calling thread, each step launched once per
+  device before the next step (``run_together`` unstacked; also one device);
+* ``threaded``: a thread per in-process device, each walking its plan (a large program, or
+  one whose collectives are not all start/wait steps of the entry);
+* ``ranks``: a process per device under MPI, each walking its plan."""
+
+
+def execution_mode(module: Module, devices: int, in_process: bool = True,
+                   programs: Mapping[int, Program] | None = None,
+                   stack: bool | None = None) -> str:
+    """Which of ``EXECUTION_MODES`` runs ``module`` on ``devices`` devices, in-process or
+    (``in_process=False``) one per MPI rank; ``programs`` are its plans (``plan_module``,
+    made when not given), ``stack`` overrides ``xs.config.cpu_stacked``.
+
+    >>> from xla_spmd.ir.hlo_parser import parse_hlo
+    >>> m = parse_hlo('HloModule m, num_partitions=2\\nENTRY e { x = f32[4] parameter(0)\\n'
+    ...               '  ROOT y = f32[4] negate(x) }')
+    >>> [execution_mode(m, 2), execution_mode(m, 2, stack=False), execution_mode(m, 1),
+    ...  execution_mode(m, 2, in_process=False)]
+    ['stacked', 'lockstep', 'lockstep', 'ranks']
+    """
+    if not in_process:
+        return "ranks"
+    programs = programs if programs is not None else plan_module(module)
+    entry = programs[id(module.entry)]
+    if not _runs_in_lockstep(programs, entry):
+        return "threaded"
+    if stack is None:
+        stack = config.cpu_stacked
+    stacks = stack and devices > 1 and _DATA_OFFSET is not None and stacked.stackable(entry)
+    return "stacked" if stacks else "lockstep"
+
+
+def _runs_in_lockstep(programs: Mapping[int, Program], entry: Program) -> bool:
+    return (entry.peak_bytes <= LOCKSTEP_MAX_BYTES
+            and _communicates_only_at_starts(programs.values(), entry))
+
+
+_DATA_OFFSET = compiler.array_data_offset()
+"""Where numpy keeps an array's data pointer (None: generated kernels are called without
+stacked entries, and nothing runs stacked)."""
+
+
 class CpuExecutable:
     """A module compiled for the CPU (see ``xla_spmd.backends.base.Executable``)."""
 
     def __init__(self, module: Module, devices: Sequence[int], libm: bool = False):
         self.module = module
         self.devices = tuple(devices)
-        computations = _control_computations(module)
-        called = {id(c) for c in computations}
-        self.programs: dict[int, Program] = {
-            id(c): plan(c, called, f"c{k}_", libm, windows=True)
-            for k, c in enumerate(computations)}
+        self.programs: dict[int, Program] = plan_module(module, libm)
         fusions = [f for p in self.programs.values() for f in p.fusions]
         used = {id(s.fusion) for p in self.programs.values() for s in p.steps if s.fusion}
         fusions = [f for f in fusions if id(f) in used]
-        data_offset = compiler.array_data_offset()
+        data_offset = _DATA_OFFSET
         self.llvm_ir = render_module(fusions, data_offset)
         self.cache_key = compiler.cache_key(print_module(module) + "\n" + self.llvm_ir)
         # Held here: the machine code must outlive every step that calls into it.
@@ -157,13 +217,18 @@ class CpuExecutable:
                   for step in program.steps]
             for key, program in self.programs.items()}
         entry = self.programs[id(module.entry)]
-        self.lockstep = (entry.peak_bytes <= LOCKSTEP_MAX_BYTES
-                         and _communicates_only_at_starts(self.programs.values(), entry))
+        self.lockstep = _runs_in_lockstep(self.programs, entry)
         """Whether ``run_together`` may run this program (see there)."""
         self.stackable = self.lockstep and data_offset is not None and stacked.stackable(entry)
         """Whether ``run_together`` runs the devices stacked (see ``stacked``)."""
         self._data_offset = data_offset
         self._stacked_plans: dict[int, list[tuple]] = {}
+
+    def execution_mode(self, devices: int, in_process: bool = True,
+                       stack: bool | None = None) -> str:
+        """How this program runs on ``devices`` devices: see the module's
+        ``execution_mode``."""
+        return execution_mode(self.module, devices, in_process, self.programs, stack)
 
     def _launch(self, step: Step, library, data_offset: int | None) -> launch.Launch:
         """``step`` bound into a closure ``(values, ctx) -> value`` (see ``launch``)."""

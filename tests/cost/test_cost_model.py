@@ -181,7 +181,8 @@ PLAN = Profile(name="plan test", backend="cpu", communicator="local", devices=2,
                memory_bandwidth=1e9, collectives={"all-reduce": {2: (1e-4, 1e-9)}},
                schedule="plan", launch_s={"fusion": 1e-4, "fusion input": 1e-5,
                                           "kernel": 2e-4},
-               call_overhead_s=5e-4, array_s=1e-5, cache_bandwidth=1e10)
+               call_overhead_s=5e-4, array_s=1e-5, cache_bandwidth=1e10,
+               execution="stacked")
 
 
 def test_plan_schedule_prices_each_fusion_once_and_each_kernel_by_its_launch():
@@ -271,3 +272,116 @@ def test_small_dots_at_small_gemm_throughput_and_the_mixed_program_scale():
     assert mixed_scale(PLAN, module, 1e3).launch_scale == 3.0     # kept within 0.5 to 3
     kinds = {op.opcode for op in estimate(module, PLAN).ops}
     assert {"dot", "reduce", "transpose"} <= kinds and any("fusion" in k for k in kinds)
+
+
+def test_launches_follow_the_execution_mode_of_the_program_and_of_the_profile():
+    import dataclasses
+
+    import xla_spmd.config as config
+
+    m = parse_hlo("HloModule m, num_partitions=2\nENTRY e { x = f32[8,8] parameter(0)\n"
+                  " ROOT n = f32[8,8] negate(x) }")
+    fusion = 1e-4 + 512 / 1e10            # one launch, 256 bytes read and written
+    fixed = 1e-3 + 5e-4 + 2 * 1e-5
+    assert estimate(m, PLAN).step_time == pytest.approx(fusion + fixed)
+    # Unstacked, each of the 2 devices launches the step: twice the stacked launch.
+    with config.override(cpu_stacked=False):
+        assert estimate(m, PLAN).step_time == pytest.approx(2e-4 + 512 / 1e10 + fixed)
+    # A profile measured in lockstep (2 launches a price) prices a stacked launch at half.
+    lockstep = dataclasses.replace(PLAN, execution="lockstep")
+    assert estimate(m, lockstep).step_time == pytest.approx(5e-5 + 512 / 1e10 + fixed)
+    # Profiles from before the field measured in lockstep in-process, a launch a rank under
+    # MPI; a program under MPI runs a launch a rank too.
+    assert dataclasses.replace(PLAN, execution="").calibrated_mode == "lockstep"
+    mpi = dataclasses.replace(PLAN, execution="", communicator="mpi")
+    assert mpi.calibrated_mode == "ranks"
+    assert estimate(m, mpi).step_time == pytest.approx(fusion + fixed)
+
+
+def test_stacked_steps_without_a_stacked_form_launch_once_per_device():
+    import dataclasses
+
+    m = parse_hlo("HloModule m, num_partitions=2\nENTRY e { x = f32[8,8] parameter(0)\n"
+                  " z = f32[] parameter(1)\n"
+                  " ROOT p = f32[10,8] pad(x, z), padding=1_1x0_0 }")
+    (pad,) = [op for op in estimate(m, PLAN).ops if op.opcode == "pad"]
+    # pad (a fallback to the reference rule) has no stacked form: each device's own launch
+    # (a kernel's price, measured stacked) on its slice, plus 256 + 4 bytes read and 320
+    # written from cache
+    assert pad.time == pytest.approx(2 * 2e-4 + 580 / 1e10)
+    # Its own calibrated price was measured on a stacked program of pads, each launched per
+    # device there too: as it is.
+    own = dataclasses.replace(PLAN, op_overhead_by_opcode={"pad": 3e-4})
+    (pad,) = [op for op in estimate(m, own).ops if op.opcode == "pad"]
+    assert pad.time == pytest.approx(3e-4 + 580 / 1e10)
+
+
+def test_a_stacked_launch_moves_every_devices_bytes_through_the_cache():
+    from xla_spmd.cost.profile import CACHE_BYTES
+
+    side = 256                              # 256 KiB per device in, 256 KiB out
+    m = parse_hlo(f"HloModule m, num_partitions=8\nENTRY e {{ x = f32[{side},{side}] "
+                  f"parameter(0)\n ROOT n = f32[{side},{side}] negate(x) }}")
+    moved = 8.0 * side * side               # one device's bytes: under CACHE_BYTES ...
+    assert moved <= CACHE_BYTES < 8 * moved  # ... but not all 8 devices' at once
+    (n,) = estimate(m, PLAN).ops
+    assert n.time == pytest.approx(1e-4 + moved / 1e9)   # memory bandwidth, not cache
+    assert PLAN.traffic_time(moved) == pytest.approx(moved / 1e10)
+
+
+def test_stacked_collectives_are_copies_unless_the_profile_measured_them_stacked():
+    import dataclasses
+
+    m = parse_hlo(f"HloModule m, num_partitions=2\n{ADD}ENTRY e {{ x = f32[100] "
+                  "parameter(0)\n ROOT ar = f32[100] all-reduce(x), channel_id=1, "
+                  "replica_groups={{0,1}}, use_global_device_ids=true, to_apply=add }")
+    (ar,) = estimate(m, PLAN).ops
+    assert ar.time == pytest.approx(1e-4 + 1e-9 * 400)   # measured stacked: its line
+    lockstep = dataclasses.replace(PLAN, execution="lockstep")
+    (ar,) = estimate(m, lockstep).ops
+    # a kernel launch measured per device, halved; 400 bytes read and 400 written
+    assert ar.time == pytest.approx(2e-4 / 2 + 800 / 1e10)
+
+
+def test_gather_and_scatter_are_calibrated_kernels():
+    from xla_spmd.cost.calibrate import OPCODES, _opcode_program
+
+    assert {"gather", "scatter"} <= set(OPCODES)
+    for opcode in ("gather", "scatter"):
+        module = parse_hlo(_opcode_program(2, OPCODES[opcode], keep=True))
+        assert sum(i.opcode == opcode for i in module.entry.instructions) > 1
+
+
+def test_each_extra_array_of_a_collective_is_priced_by_its_group_size(tmp_path):
+    import dataclasses
+
+    p = dataclasses.replace(PLAN, collective_operand_s=2e-5,
+                            collective_operand_by_group={2: 1e-6, 8: 3e-5})
+    line = 1e-4 + 1e-9 * 400                # all-reduce over 2: alpha + beta * bytes
+    assert p.collective_time("all-reduce", 2, 400.0, arrays=4) == pytest.approx(line + 3e-6)
+    # no price for 4 or 7: the nearest calibrated size
+    assert p.operand_time(4) == 1e-6 and p.operand_time(7) == 3e-5
+    assert PLAN.operand_time(8) == 0.0      # not calibrated by group: collective_operand_s
+    path = tmp_path / "p.json"
+    p.save(path)
+    assert load_profile(path) == p
+
+
+def test_each_backend_has_its_built_in_profile():
+    from xla_spmd.cost import CPU_PROFILE, DEFAULT_PROFILE, default_profile
+
+    with xs.config.override(backend="cpu", cost_profile=""):
+        assert load_profile() is CPU_PROFILE
+    with xs.config.override(backend="reference", cost_profile=""):
+        assert load_profile() is DEFAULT_PROFILE
+    assert CPU_PROFILE.schedule == "plan" and CPU_PROFILE.calibrated_mode == "stacked"
+    assert default_profile("gpu") is DEFAULT_PROFILE
+    # An embedding's gather carries its own launch, not a small kernel's.
+    m = parse_hlo("HloModule m, num_partitions=8\nENTRY e { t = f32[16,16] parameter(0)\n"
+                  " g = s32[4,1] parameter(1)\n ROOT r = f32[4,16] gather(t, g), "
+                  "offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, "
+                  "index_vector_dim=1, slice_sizes={1,16} }")
+    (gather,) = [op for op in estimate(m, CPU_PROFILE).ops if op.opcode == "gather"]
+    # 1024 + 16 bytes read, 256 written: from cache (all 8 devices' too)
+    launch = CPU_PROFILE.op_overhead_by_opcode["gather"]
+    assert gather.time == pytest.approx(launch + 1296 / CPU_PROFILE.cache_bandwidth)

@@ -12,8 +12,14 @@ from xla_spmd.cost.model import (
     source_of,
     totals,
 )
-from xla_spmd.cost.profile import DEFAULT_PROFILE, Profile, load_profile
+from xla_spmd.cost.profile import (
+    CPU_PROFILE,
+    DEFAULT_PROFILE,
+    Profile,
+    default_profile,
+    load_profile,
+)
 
 __all__ = ["CostReport", "MemoryStats", "OpCost", "estimate", "flops", "live_bytes",
            "memory_stats", "source_of", "totals",
-           "DEFAULT_PROFILE", "Profile", "load_profile"]
+           "CPU_PROFILE", "DEFAULT_PROFILE", "Profile", "default_profile", "load_profile"]

@@ -17,7 +17,8 @@ take part.
   after each dot, reading two arrays, and five: the price of each array read), the
   bandwidth of cache-sized fusions (f32[64,64]) and the throughput of their dots (small
   GEMMs), each kernel opcode's launch (OPCODES with
-  every result kept), and the price of each array of a combined all-reduce beyond the first.
+  every result kept), and, per group size, the price of each array of a combined all-reduce
+  beyond the first.
 
 Every program is compiled first; then all run in turns, `repeats` rounds, and each one's
 fastest run counts: a stray slow run does not, and a burst of other work on a shared machine
@@ -66,8 +67,16 @@ OPCODES = {
     "slice": "f32[8,16] slice(s), slice={[0:8], [0:16]}",
     "pad": "f32[18,16] pad(s, z), padding=1_1x0_0",
     "maximum": "f32[16,16] maximum(s, s)",
+    # an embedding's lookup and its gradient: rows of s picked by, or added at, indices g
+    "gather": "f32[4,16] gather(s, g), offset_dims={1}, collapsed_slice_dims={0}, "
+              "start_index_map={0}, index_vector_dim=1, slice_sizes={1,16}",
+    "scatter": "f32[16,16] scatter(s, g, q), update_window_dims={1}, "
+               "inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, "
+               "index_vector_dim=1, to_apply=add",
 }
-SMALL, LARGE = 64, 1 << 16          # floats per device in a collective's operand
+# floats per device in a collective's operand: a large one as a training step's gradients or
+# activations (tens to hundreds of KiB), all devices' together still in cache where stacked
+SMALL, LARGE = 64, 1 << 14
 _ADD = "add { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT s = f32[] add(a, b) }\n"
 
 
@@ -128,7 +137,8 @@ def _opcode_program(n: int, text: str, keep: bool = False) -> str:
     lines = ["s = f32[16,16] parameter(0)", "z = f32[] constant(0)", "i = s32[] constant(0)",
              "p = pred[16,16] compare(s, s), direction=GT",
              "q = f32[4,16] slice(s), slice={[0:4], [0:16]}",
-             "b = f32[4,16,16] broadcast(s), dimensions={1,2}"]
+             "b = f32[4,16,16] broadcast(s), dimensions={1,2}",
+             "g = s32[4,1] constant({{0}, {3}, {5}, {7}})"]
     lines += [f"o{k} = {text}" for k in range(OPS)]
     if keep:
         shape = text.split(" ", 1)[0]
@@ -342,16 +352,24 @@ def _derive(runner: _Runner, quick: bool, say) -> Profile:
             beta = max((t1 - t0) / (x1 - x0), 0.0)
             collectives[kind][size] = (max(t0 - beta * x0, 1e-9), beta)
     say("all-reduce of many arrays")
-    operand = 0.0
-    if sizes:
-        size = sizes[-1]
+    operands = {}
+    for size in sizes:
         seconds = runner.time(_combined_program(n, size), lambda: [rng.random(SMALL,
                                                                               np.float32)])
         alpha, beta = collectives["all-reduce"][size]
         moved = collective_bytes("all-reduce", 4.0 * SMALL * COPIES, size)
         negates = COPIES * (op + 8.0 * SMALL / bandwidth)
-        operand = max((seconds - step - negates - alpha - beta * moved) / (COPIES - 1), 0.0)
+        operands[size] = max((seconds - step - negates - alpha - beta * moved) / (COPIES - 1),
+                             0.0)
+    operand = operands[sizes[-1]] if sizes else 0.0
     top = topology()
+    execution = ""
+    if plan_schedule:
+        from xla_spmd.backends.cpu.executable import execution_mode
+
+        # the mode the launch probes ran in: the unit of their prices (see cost.plan)
+        execution = execution_mode(parse_hlo(_launch_program(n, fused=True)), n,
+                                   top.kind == "local")
     profile = Profile(name=f"calibrated: {config.backend} backend, {n} {top.kind} devices",
                       backend=config.backend, communicator=top.kind, devices=n,
                       step_overhead_s=step, op_overhead_s=op, gemm_flops=gemm_flops,
@@ -359,7 +377,8 @@ def _derive(runner: _Runner, quick: bool, say) -> Profile:
                       op_overhead_by_opcode=by_opcode,
                       schedule="plan" if plan_schedule else "ops", launch_s=launches,
                       cache_bandwidth=cache_bandwidth, collective_operand_s=operand,
-                      small_gemm_flops=small_gemm)
+                      collective_operand_by_group=operands,
+                      small_gemm_flops=small_gemm, execution=execution)
     if not plan_schedule:
         return profile
     say("a mix of kernels and fusions")

@@ -17,8 +17,9 @@ plus the profile's fixed step overhead and the host's price of the jitted call
 (``call_overhead_s + array_s * (arguments + results)``).
 
 A profile with ``schedule = "plan"`` (calibrated on the CPU backend) prices the backend's own
-plan instead: a launch per fused step, not per instruction, serial where the backend runs
-the devices in lockstep (see `xla_spmd.cost.plan`).
+plan instead: a launch per fused step, not per instruction, once for all devices where the
+backend runs them stacked, once per device in lockstep, serial in both (see
+`xla_spmd.cost.plan`).
 
 Peak memory comes from a liveness pass over the same order: a value is allocated when
 defined and freed after its last use; parameters (owned by the caller) and results live
@@ -33,7 +34,8 @@ throughout; tuples, get-tuple-element and bitcasts alias what they hold.
 ...   d = f32[64,64] dot(x, x), lhs_contracting_dims={1}, rhs_contracting_dims={0}
 ...   ROOT r = f32[64,64] all-reduce(d), channel_id=1, replica_groups={{0,1}},
 ...     use_global_device_ids=true, to_apply=add }''')
->>> report = estimate(m)
+>>> from xla_spmd.cost.profile import DEFAULT_PROFILE   # every instruction priced
+>>> report = estimate(m, DEFAULT_PROFILE)
 >>> [(op.name, op.kind, op.flops) for op in report.ops]
 [('x', 'free', 0.0), ('d', 'compute', 524288.0), ('r', 'collective', 0.0)]
 >>> report.peak_memory
@@ -268,25 +270,59 @@ def _schedule(computation: Computation, pricer: _Pricer) -> tuple[list[OpCost], 
 
 
 class _PlanPricer:
-    """Prices the CPU backend's plan steps (see `xla_spmd.cost.plan`)."""
+    """Prices the CPU backend's plan steps in the mode the backend runs them (see
+    `xla_spmd.cost.plan`)."""
 
     def __init__(self, module: Module, pricer: _Pricer):
-        from xla_spmd.cost.plan import plans
+        from xla_spmd.cost.plan import execution_mode, plans
 
         self.pricer = pricer
         self.programs = plans(module)
+        profile = pricer.profile
+        self.devices = max(module.num_partitions * module.num_replicas, 1)
+        self.mode = execution_mode(module, self.programs, profile.communicator, self.devices)
+        # called plans run inside a control step: each device its own, in turn in-process
+        self.body_mode = "ranks" if self.mode == "ranks" else "lockstep"
         self._time: dict[int, float] = {}
 
-    def step(self, step) -> tuple[str, float, float, float, int]:
-        """(kind, seconds, flops, bytes, group size) of one step; a start is priced as its
-        collective (the start and wait launches are inside the collective's alpha)."""
+    def launch(self, step, mode: str, opcode: str, inputs: int) -> float:
+        """One step's launch price on the world's clock in `mode`: the profile's price,
+        measured in its own mode, times the launches of each (`plan.launches`); a price
+        that is not the opcode's own was measured on steps with a stacked form."""
+        from xla_spmd.cost.plan import launches, launches_per_step
+
+        p, devices = self.pricer.profile, self.devices
+        calibrated = p.calibrated_mode
+        unit = (launches(step, calibrated, devices) if p.own_launch(step.kind, opcode)
+                else launches_per_step(calibrated, devices))
+        return p.launch(step.kind, opcode, inputs) * launches(step, mode, devices) / unit
+
+    def collective(self, step, mode: str) -> tuple[str, float, float, float, int]:
+        """A collective's start: the profile's alpha-beta line, but run stacked with a
+        profile not calibrated so, a launch plus a copy of the bytes it moves."""
+        kind, seconds, work, moved, group = self.pricer.price(step.inst)
+        p = self.pricer.profile
+        if mode == "stacked" and p.calibrated_mode != "stacked" and kind == "collective":
+            from xla_spmd.cost.plan import launch_factor
+
+            copy = 2.0 * moved   # read, then written where the members' results go
+            launch = p.launch("kernel", "copy") * launch_factor(p.calibrated_mode, mode,
+                                                                self.devices)
+            seconds = launch + p.traffic_time(copy, copy * self.devices) if group > 1 else 0.0
+        return kind, seconds, work, moved, group
+
+    def step(self, step, mode: str | None = None) -> tuple[str, float, float, float, int]:
+        """(kind, seconds, flops, bytes, group size) of one step in `mode` (the program's by
+        default); a start is priced as its collective (the start and wait launches are
+        inside the collective's alpha)."""
         from xla_spmd.cost.plan import step_work
 
+        mode = mode or self.mode
         p = self.pricer.profile
         if step.kind in ("start", "wait"):
             if step.kind == "wait":
                 return "free", 0.0, 0.0, 0.0, 0
-            return self.pricer.price(step.inst)
+            return self.collective(step, mode)
         if step.kind == "control":
             inst = step.inst
             times = [self.program_time(self.programs[id(c)])
@@ -297,34 +333,35 @@ class _PlanPricer:
                 seconds = max(times, default=0.0)
             else:
                 seconds = sum(times)
-            return "compute", p.launch("control") + seconds, 0.0, 0.0, 0
+            return "compute", self.launch(step, mode, "", 0) + seconds, 0.0, 0.0, 0
         if step.kind == "constant":
             return "free", 0.0, 0.0, 0.0, 0
         work, traffic = step_work(step)
         gemm = step.kind == "kernel" and step.inst.op.family is Family.CONTRACTION
-        roofline = max(p.gemm_time(work) if gemm else 0.0, p.traffic_time(traffic))
+        # a stacked launch moves every device's bytes at once (its cache test)
+        together = self.devices if mode == "stacked" else 1
+        roofline = max(p.gemm_time(work) if gemm else 0.0,
+                       p.traffic_time(traffic, traffic * together))
         opcode = step.inst.opcode
         if opcode == "dot" and step.inst.attrs.lhs_batch_dims:
             opcode = "dot.batched"
         inputs = len(step.fusion.inputs) if step.kind == "fusion" else 2
-        return "compute", p.launch(step.kind, opcode, inputs) + roofline, work, traffic, 0
+        return "compute", self.launch(step, mode, opcode, inputs) + roofline, work, traffic, 0
 
     def program_time(self, program) -> float:
-        """Seconds of a called plan, its steps one after another."""
+        """Seconds of a called plan, its steps one after another (each device's in turn)."""
         key = id(program.computation)
         if key not in self._time:
-            self._time[key] = sum(self.step(s)[1] for s in program.steps)
+            self._time[key] = sum(self.step(s, self.body_mode)[1] for s in program.steps)
         return self._time[key]
 
 
 def _plan_schedule(module: Module, pricer: _Pricer) -> tuple[list[OpCost], float]:
-    """The entry plan's steps in order: serial in lockstep, else compute and communication
-    on two streams as in `_schedule` (see `xla_spmd.cost.plan`)."""
-    from xla_spmd.cost.plan import runs_in_lockstep
-
+    """The entry plan's steps in order: serial when stacked or in lockstep, else compute
+    and communication on two streams as in `_schedule` (see `xla_spmd.cost.plan`)."""
     steps = _PlanPricer(module, pricer)
     program = steps.programs[id(module.entry)]
-    serial = runs_in_lockstep(module, steps.programs, pricer.profile.communicator)
+    serial = steps.mode in ("stacked", "lockstep")
     causes = attribute(module.entry)
     compute_free = comm_free = 0.0
     pending: dict[str, float] = {}

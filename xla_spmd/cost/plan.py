@@ -9,48 +9,97 @@ dispatch around the kernel, the same for a fusion of one op or of twenty) plus i
 a fusion reads its inputs and writes its result once, whatever it computes between; a dot
 kernel is the larger of FLOPs over GEMM throughput and bytes over memory bandwidth.
 
-How the steps of the devices share the machine follows the backend too:
+How the steps of the devices share the machine follows the backend too, as
+`CpuExecutable.execution_mode` says (`execution_mode` here):
 
-* *lockstep* (in-process devices, a small program whose collectives are all starts and
-  waits of the entry: ``CpuExecutable.lockstep``): one thread runs each step for every
-  device before the next, so nothing overlaps: a collective's time adds to the step's;
-* otherwise (a thread or an MPI rank per device) a collective runs on the communication
-  stream from its start while compute goes on, and its wait waits for it.
+* *stacked* (in-process devices, a small program whose collectives are all starts and
+  waits of the entry, the default ``cpu_stacked``): one thread launches each step once for
+  all D devices over ``(D, *shape)`` values, so a step costs one launch plus the work of
+  all D devices; its collectives are index arithmetic over the stacked values (memory
+  copies), priced by the profile's alpha-beta line when the profile was calibrated stacked
+  too, else as a launch plus the copy of the bytes they move. A step with no stacked form
+  (control flow, a fallback, a collective whose groups do not split the devices evenly)
+  runs each device's own launch on its slice: D launches. Nothing overlaps.
+* *lockstep* (the same, unstacked): one thread runs each step for every device before the
+  next: D launches per step, nothing overlaps;
+* *threaded* (a larger program: a thread per in-process device) and *ranks* (MPI): a
+  collective runs on the communication stream from its start while compute goes on, and its
+  wait waits for it; in-process threads still take turns on the GIL for each launch.
 
-A profile calibrated on this backend (`xla-spmd calibrate`) measures every price in the same
-mode, on all the job's devices at once, so a price is the world's time for one step.
+A profile calibrated on this backend (`xla-spmd calibrate`) measures every price on all the
+job's devices at once, so a price is the world's time for one step; its small programs ran
+in the mode the profile records (`Profile.execution`), whose launches per step (1 stacked or
+under MPI, D in lockstep or threaded) are the unit of its launch prices: `launch_factor`
+rescales them to the mode a program runs in. Rates (bandwidth, FLOP/s) are each device's
+share of the world's, so a step's roofline is one device's work at that rate, its cache
+test (`Profile.traffic_time`) on the bytes the whole launch moves.
 """
 
 from __future__ import annotations
 
-from xla_spmd.backends.cpu.executable import (
-    LOCKSTEP_MAX_BYTES,
-    _communicates_only_at_starts,
-    _control_computations,
-)
-from xla_spmd.backends.cpu.program import Program, Step, plan
+from xla_spmd.backends.cpu.executable import execution_mode as _backend_mode
+from xla_spmd.backends.cpu.executable import plan_module
+from xla_spmd.backends.cpu.program import Program, Step
 from xla_spmd.cost.profile import VIEW_OPCODES
 from xla_spmd.ir import Module
 
 # Kernels that return a view of their operand (numpy shares the buffer), or a scalar: no
 # traffic.
 VIEWS = VIEW_OPCODES | {"partition-id", "replica-id"}
+# Kernel opcodes the stacked runtime launches once for all devices (backends/cpu/stacked.py:
+# `kernel_launch`); any other kernel runs once per device on its slice.
+STACKED_KERNELS = frozenset(("reshape", "bitcast", "transpose", "slice", "get-tuple-element",
+                             "tuple", "concatenate", "partition-id", "broadcast", "dot",
+                             "reduce", "gather", "scatter", "dynamic-slice",
+                             "dynamic-update-slice"))
+# Collectives with a stacked form (over groups that split the devices evenly).
+STACKED_COLLECTIVES = frozenset(("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+                                 "collective-permute"))
 
 
 def plans(module: Module) -> dict[int, Program]:
     """id(computation) -> its plan, for the entry and every computation control flow runs
     (as `CpuExecutable` makes them; no code is generated)."""
-    computations = _control_computations(module)
-    called = {id(c) for c in computations}
-    return {id(c): plan(c, called, f"c{k}_") for k, c in enumerate(computations)}
+    return plan_module(module)
 
 
-def runs_in_lockstep(module: Module, programs: dict[int, Program], communicator: str) -> bool:
-    """Whether the in-process runtime runs `module` on one thread, step by step for every
-    device (`CpuExecutable.lockstep`)."""
-    entry = programs[id(module.entry)]
-    return (communicator == "local" and entry.peak_bytes <= LOCKSTEP_MAX_BYTES
-            and _communicates_only_at_starts(programs.values(), entry))
+def execution_mode(module: Module, programs: dict[int, Program], communicator: str,
+                   devices: int) -> str:
+    """How the CPU backend runs `module` on `devices` devices of `communicator` ("local":
+    in-process; else one per MPI rank): "stacked", "lockstep", "threaded" or "ranks"."""
+    return _backend_mode(module, devices, communicator == "local", programs)
+
+
+def launches_per_step(mode: str, devices: int) -> int:
+    """Launches of one plan step on the world's clock: once for all devices stacked or on
+    their own ranks, once per device where one thread (or the GIL) takes them in turn."""
+    return devices if mode in ("lockstep", "threaded") else 1
+
+
+def launch_factor(profile_mode: str, mode: str, devices: int) -> float:
+    """What a launch price measured in `profile_mode` is multiplied by for a program run in
+    `mode` on `devices` devices (see the module docstring).
+
+    >>> launch_factor("stacked", "lockstep", 8), launch_factor("lockstep", "stacked", 8)
+    (8.0, 0.125)
+    """
+    return launches_per_step(mode, devices) / launches_per_step(profile_mode, devices)
+
+
+def launches(step: Step, mode: str, devices: int) -> int:
+    """Launches of `step` on the world's clock in `mode`: once per device in lockstep or
+    threaded, and stacked where it has no stacked form (`per_device_step`); else once."""
+    if mode in ("lockstep", "threaded") or (mode == "stacked" and per_device_step(step)):
+        return devices
+    return 1
+
+
+def per_device_step(step: Step) -> bool:
+    """Whether the stacked runtime runs `step` once per device on its slice (no stacked
+    form): control flow, fallbacks, kernels outside `STACKED_KERNELS`."""
+    if step.kind in ("control", "fallback"):
+        return True
+    return step.kind == "kernel" and step.inst.op.name not in STACKED_KERNELS
 
 
 def step_work(step: Step) -> tuple[float, float]:

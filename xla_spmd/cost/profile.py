@@ -7,9 +7,10 @@ an alpha-beta line ``time = alpha + beta * bytes_per_device`` (bytes as
 `xla_spmd.partition.report.collective_bytes` counts them).
 
 Profiles are JSON files; `load_profile()` reads the one named by ``xs.config.cost_profile``
-(environment variable ``XLA_SPMD_COST_PROFILE``) and otherwise returns `DEFAULT_PROFILE`,
-numbers measured once on a 2-core machine running the reference evaluator with 8 in-process
-devices, so nothing needs a calibration first.
+(environment variable ``XLA_SPMD_COST_PROFILE``) and otherwise the built-in profile of the
+configured backend (`default_profile`): `CPU_PROFILE` for the CPU backend, `DEFAULT_PROFILE`
+(the reference evaluator's) for the others, numbers measured once on a 2-core machine with 8
+in-process devices, so nothing needs a calibration first.
 
 >>> p = DEFAULT_PROFILE
 >>> round(p.collective_time("all-reduce", 4, 0.0) * 1e6) == round(p.alpha("all-reduce", 4) * 1e6)
@@ -64,11 +65,23 @@ class Profile:
     cache_bandwidth: float = 0.0
     # each array of a collective beyond its first (a combined all-reduce of many gradients)
     collective_operand_s: float = 0.0
+    # the same by group size, where calibrated so (stacked, each array is folded member by
+    # member: its price grows with the group); other sizes: collective_operand_s
+    collective_operand_by_group: dict[int, float] = field(default_factory=dict)
     # the factor calibration scaled the launch prices by (see calibrate.mixed_scale)
     launch_scale: float = 1.0
     # FLOP/s of a small dot (up to SMALL_GEMM_FLOPS: one BLAS thread, operands in cache);
     # 0: gemm_flops for every size
     small_gemm_flops: float = 0.0
+    # plan schedule: how the calibration's small programs ran ("stacked", "lockstep",
+    # "ranks": see `xla_spmd.cost.plan`), the unit of the launch prices; "": "ranks" under
+    # MPI, else "lockstep" (profiles from before stacked execution)
+    execution: str = ""
+
+    @property
+    def calibrated_mode(self) -> str:
+        """The execution mode the launch prices were measured in (see `execution`)."""
+        return self.execution or ("ranks" if self.communicator == "mpi" else "lockstep")
 
     def gemm_time(self, flops: float) -> float:
         """Seconds of a contraction's FLOPs: a small one at small_gemm_flops."""
@@ -76,9 +89,12 @@ class Profile:
             return flops / self.small_gemm_flops
         return flops / self.gemm_flops
 
-    def traffic_time(self, bytes_moved: float) -> float:
-        """Seconds to move `bytes_moved`: from cache when it fits (see cache_bandwidth)."""
-        if self.cache_bandwidth > 0 and bytes_moved <= CACHE_BYTES:
+    def traffic_time(self, bytes_moved: float, launch_bytes: float | None = None) -> float:
+        """Seconds to move `bytes_moved` (one device's): from cache when the launch's bytes,
+        `launch_bytes` (all devices' for a stacked launch; default `bytes_moved`), fit (see
+        cache_bandwidth)."""
+        launch_bytes = bytes_moved if launch_bytes is None else launch_bytes
+        if self.cache_bandwidth > 0 and launch_bytes <= CACHE_BYTES:
             return bytes_moved / self.cache_bandwidth
         return bytes_moved / self.memory_bandwidth
 
@@ -106,19 +122,30 @@ class Profile:
         if group_size <= 1:
             return 0.0
         alpha, beta = self._line(kind, group_size)
-        return alpha + beta * bytes_per_device + self.collective_operand_s * (arrays - 1)
+        return alpha + beta * bytes_per_device + self.operand_time(group_size) * (arrays - 1)
+
+    def operand_time(self, group_size: int) -> float:
+        """The price of each array of a collective over `group_size` devices beyond its
+        first: calibrated for that size, else the nearest calibrated size's, else
+        `collective_operand_s`."""
+        table = self.collective_operand_by_group
+        if not table:
+            return self.collective_operand_s
+        if group_size in table:
+            return table[group_size]
+        return table[min(table, key=lambda g: (abs(g - group_size), g))]
 
     def launch(self, kind: str, opcode: str = "", inputs: int = 2) -> float:
         """The price of launching one step of the plan schedule: a fusion (by the arrays it
-        reads: calibrated with two, ``launch_s["fusion input"]`` each beyond two), a kernel or
-        ufunc (its opcode's own price where calibrated; a view such as get-tuple-element
-        as a reshape), a fallback (priced as a kernel), a collective's start or wait (inside
-        its alpha), a constant (nothing)."""
+        reads: calibrated with two, ``launch_s["fusion input"]`` each beyond two), a kernel,
+        ufunc or fallback (its opcode's own price where calibrated; a view such as
+        get-tuple-element as a reshape; else a fallback as a kernel), a collective's start
+        or wait (inside its alpha), a constant (nothing)."""
         by_opcode = self.op_overhead_by_opcode
         if kind == "fusion" and "fusion" in self.launch_s:
             extra = self.launch_s.get("fusion input", 0.0) * max(inputs - 2, 0)
             return self.launch_s["fusion"] + extra
-        if kind in ("kernel", "ufunc"):
+        if kind in ("kernel", "ufunc", "fallback"):
             if opcode in by_opcode:
                 return by_opcode[opcode]
             if opcode in VIEW_OPCODES and "reshape" in by_opcode:
@@ -128,6 +155,14 @@ class Profile:
         if kind in ("start", "wait", "constant", "control"):
             return 0.0
         return self.launch_s.get("kernel", self.overhead(opcode))
+
+    def own_launch(self, kind: str, opcode: str) -> bool:
+        """Whether `launch(kind, opcode)` is the opcode's own calibrated price (measured on
+        a program of that opcode: its launches per step are the opcode's, see
+        `xla_spmd.cost.plan.launches`)."""
+        by_opcode = self.op_overhead_by_opcode
+        return kind in ("kernel", "ufunc", "fallback") and (
+            opcode in by_opcode or (opcode in VIEW_OPCODES and "reshape" in by_opcode))
 
     def call_time(self, arrays: int) -> float:
         """The host's price of one jitted call passing `arrays` arguments and results."""
@@ -149,6 +184,8 @@ class Profile:
         data = asdict(self)
         data["collectives"] = {k: {str(g): list(v) for g, v in t.items()}
                                for k, t in self.collectives.items()}
+        data["collective_operand_by_group"] = {
+            str(g): v for g, v in self.collective_operand_by_group.items()}
         return json.dumps(data, indent=2)
 
     @staticmethod
@@ -157,13 +194,19 @@ class Profile:
             data = json.loads(text)
             collectives = {k: {int(g): (float(v[0]), float(v[1])) for g, v in t.items()}
                            for k, t in data.pop("collectives", {}).items()}
-            profile = Profile(**data, collectives=collectives)
+            operands = {int(g): float(v)
+                        for g, v in data.pop("collective_operand_by_group", {}).items()}
+            profile = Profile(**data, collectives=collectives,
+                              collective_operand_by_group=operands)
         except (ValueError, TypeError, KeyError, IndexError) as error:
             raise XlaSpmdError(f"{source}: not a cost profile ({error}); make one with "
                                "`xla-spmd calibrate --output FILE`") from None
         for name in ("gemm_flops", "memory_bandwidth"):
             if not getattr(profile, name) > 0:
                 raise XlaSpmdError(f"{source}: {name} must be positive")
+        if profile.execution not in ("", "stacked", "lockstep", "threaded", "ranks"):
+            raise XlaSpmdError(f"{source}: execution must be stacked, lockstep, threaded or "
+                               f"ranks, got {profile.execution!r}")
         if profile.schedule not in ("ops", "plan"):
             raise XlaSpmdError(f"{source}: schedule must be 'ops' or 'plan', got "
                                f"{profile.schedule!r}")
@@ -201,13 +244,64 @@ def _default() -> Profile:
 DEFAULT_PROFILE = _default()
 
 
+def _default_cpu() -> Profile:
+    # `xla-spmd calibrate --devices 8 --repeats 5` on the project's shared 2-core machine
+    # (cpu backend, 8 in-process devices run stacked, load average under 1), rounded. A
+    # beta of 0: the 64 KiB message cost no more than the small one, all in cache.
+    collectives = {
+        "all-reduce": {2: (1.3e-05, 0.0), 4: (1.3e-05, 0.0), 8: (1.6e-05, 0.0)},
+        "all-gather": {2: (1.4e-05, 3e-09), 4: (1e-05, 4e-09), 8: (5.9e-06, 5.7e-09)},
+        "reduce-scatter": {2: (2.3e-05, 4.4e-09), 4: (1.8e-05, 0.0), 8: (2.2e-05, 0.0)},
+        "all-to-all": {2: (1.7e-05, 3.7e-09), 4: (1.6e-05, 5.5e-09), 8: (1.8e-05, 4.1e-09)},
+        "collective-permute": {2: (9.9e-06, 2.3e-09), 4: (8e-06, 0.0), 8: (9.2e-06, 0.0)},
+    }
+    by_opcode = {
+        "dot": 7.1e-06, "dot.batched": 4.7e-05, "reduce": 7.1e-06, "broadcast": 4.9e-06,
+        "add": 4.6e-06, "multiply": 4.4e-06, "subtract": 4.4e-06, "divide": 4.3e-06,
+        "exponential": 7.9e-06, "compare": 3.1e-06, "select": 3.8e-06,
+        "dynamic-slice": 2.1e-05, "dynamic-update-slice": 2.2e-05, "reshape": 1.5e-06,
+        "transpose": 1.2e-06, "convert": 3.5e-06, "concatenate": 5.1e-06, "iota": 1.4e-06,
+        "constant": 2e-06, "copy": 3.7e-06, "slice": 1.5e-06, "pad": 0.00016,
+        "maximum": 3.6e-06, "gather": 3.6e-05, "scatter": 5.8e-05,
+    }
+    return Profile(name="built-in (cpu backend, 8 in-process devices stacked, 2 cores)",
+                   backend="cpu", communicator="local", devices=8,
+                   step_overhead_s=8.1e-05, op_overhead_s=1.7e-06, gemm_flops=1e10,
+                   memory_bandwidth=7.5e8, collectives=collectives,
+                   op_overhead_by_opcode=by_opcode, schedule="plan",
+                   launch_s={"kernel": 3.7e-06, "fusion": 2.4e-06, "fusion input": 7.7e-07,
+                             "ufunc": 2.4e-06},
+                   call_overhead_s=9.4e-05, array_s=2.2e-05, cache_bandwidth=1.2e10,
+                   collective_operand_s=6.9e-06,
+                   collective_operand_by_group={2: 1e-05, 4: 3.9e-06, 8: 6.9e-06},
+                   launch_scale=1.4, small_gemm_flops=1.9e10, execution="stacked")
+
+
+CPU_PROFILE = _default_cpu()
+DEFAULT_PROFILES = {"reference": DEFAULT_PROFILE, "cpu": CPU_PROFILE}
+"""The built-in profile of each backend (`default_profile`)."""
+
+
+def default_profile(backend: str | None = None) -> Profile:
+    """The built-in profile of `backend` (default ``xs.config.backend``): the CPU backend's
+    own (its plan of fused steps), else the reference evaluator's.
+
+    >>> default_profile("cpu").schedule, default_profile("reference").schedule
+    ('plan', 'ops')
+    """
+    import xla_spmd.config as config
+
+    return DEFAULT_PROFILES.get(backend or config.backend, DEFAULT_PROFILE)
+
+
 def load_profile(path: str | Path | None = None) -> Profile:
-    """The profile at `path`, else at ``xs.config.cost_profile``, else the built-in one."""
+    """The profile at `path`, else at ``xs.config.cost_profile``, else the built-in one of
+    the configured backend (`default_profile`)."""
     import xla_spmd.config as config
 
     path = path or config.cost_profile
     if not path:
-        return DEFAULT_PROFILE
+        return default_profile()
     file = Path(path)
     if not file.is_file():
         raise XlaSpmdError(f"{path}: no such cost profile; make one with "
