@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 
-
 from xla_spmd.errors import VerifyError
 from xla_spmd.ir import ArrayShape, Instruction, Registry
 from xla_spmd.ir.custom_calls import SHARDING_RULE
