@@ -507,7 +507,9 @@ class MpiCommunicator(BlockingCollectives):
                                                        self.program).view(np.uint8)
         block = np.empty(_BLOCK_BYTES, np.uint8)
         block[:_HEADER_BYTES] = head
-        _pack_sequence(block, 0, sequence)  # header word 0 is the call number
+        # Header word 0 is the call number. An ndarray is a writable buffer; numpy's stubs
+        # declare ``__buffer__`` for Python >= 3.12 only, and pyright checks as 3.11.
+        _pack_sequence(block, 0, sequence)  # pyright: ignore[reportArgumentType]
         if self._waits_at_once and not self._in_flight:
             block[_WAITS_AT_ONCE] = 1
         inline = x is not None and x.nbytes <= _INLINE_BYTES

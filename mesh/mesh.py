@@ -278,7 +278,7 @@ def make_mesh(axes: Mapping[str, int] | Sequence[tuple[str, int]] | Sequence[int
         device_ids = ids[:math.prod(s for _, s in items)]
     ids = None if device_ids is None else tuple(int(d) for d in device_ids)
     if axis_types is None and config.default_axis_types == "explicit":
-        axis_types = AxisType.Explicit
+        axis_types = (AxisType.Explicit,) * len(items)
     return Mesh(tuple(n for n, _ in items), tuple(s for _, s in items), ids, axis_types)
 
 

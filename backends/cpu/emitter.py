@@ -223,6 +223,7 @@ class _FusionEmitter:
         accumulator = F32 if r.accumulator_dtype(root.shape.dtype) == F32.numpy else (
             root.shape.dtype)
         old = r.load(w, accumulator, "%out", target)
+        assert self.fusion.reducer is not None  # a window fusion's binary reducer
         new = r.binary(w, self.fusion.reducer, root.shape.dtype, old, x)
         t = r.compute_type(accumulator)
         chosen = w.emit(f"select i1 {valid}, {t} {new}, {t} {old}")
@@ -312,7 +313,7 @@ def _buffer_bytes(inst: Instruction, accumulate: bool = False) -> int:
     """Bytes of one device's buffer of ``inst`` (its accumulator's, with ``accumulate``; the
     bits, of an rng-bit-generator)."""
     shape = inst.shape.elements[1] if inst.op.name == "rng-bit-generator" else inst.shape
-    dtype = r.accumulator_dtype(shape.dtype) if accumulate else shape.dtype.numpy
+    dtype = r.accumulator_dtype(shape.dtype) if accumulate else shape.dtype.array_dtype
     return shape.num_elements * dtype.itemsize
 
 

@@ -365,6 +365,7 @@ class CpuExecutable:
     def _stacked_plan(self, program: Program, count: int) -> list[tuple]:
         """The entry plan's steps bound for ``count`` stacked devices (see ``stacked``)."""
         def entry(fusion):
+            assert self.library is not None  # compiled when there are fusions
             return self.library.function(stacked_entry_name(fusion), 2 + len(fusion.inputs))
         contexts = [self._context(d, None) for d in range(count)]
         device_launches = self.launches[id(program.computation)]

@@ -15,6 +15,8 @@ operand.flat[[[4, 5], [0, 1]]].
 
 from __future__ import annotations
 
+from typing import overload
+
 import numpy as np
 
 from xla_spmd.backends.cpu.program import Step
@@ -65,7 +67,11 @@ def _batch_shape(indices_dims, index_vector_dim: int) -> tuple[int, ...]:
         dims[:index_vector_dim] + dims[index_vector_dim + 1:])
 
 
-def _device_offsets(count: int | None, operand_dims, rank: int):
+@overload
+def _device_offsets(count: None, operand_dims, rank: int) -> int: ...
+@overload
+def _device_offsets(count: int, operand_dims, rank: int) -> np.ndarray: ...
+def _device_offsets(count: int | None, operand_dims, rank: int) -> int | np.ndarray:
     """Each stacked device's flat offset into a ``(count, *operand_dims)`` array, shaped
     to broadcast over ``rank`` more dims (0 for one device's own array)."""
     if count is None:

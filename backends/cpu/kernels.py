@@ -171,6 +171,7 @@ def sort_kernel(inst: Instruction, reads: tuple) -> Launch:
     holding NaN under a FLOAT compare order nothing strictly: that call runs the reference
     rule, counted as a fallback run (``ctx.count_fallback``)."""
     keys = recognize_comparator(inst.attrs.to_apply)
+    assert keys is not None  # kernel_for picks it only for a recognised comparator
     (axis,) = inst.attrs.dimensions
     computation = inst.attrs.to_apply
 

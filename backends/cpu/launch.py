@@ -87,7 +87,7 @@ def _rng_launch(step: Step, function, count: int | None = None) -> Launch:
     shape = inst.shape.elements[1]
     lead = () if count is None else (count,)
     dims, unsigned = lead + shape.dims, np.dtype(f"u{shape.dtype.bits // 8}")
-    dtype, size = shape.dtype.numpy, shape.num_elements
+    dtype, size = shape.dtype.array_dtype, shape.num_elements
     state_dtype = np.dtype(np.uint64)
     next_state = random.next_state
 

@@ -198,8 +198,9 @@ def _assign_lifetimes(program: Program, computation: Computation) -> int:
     return peak
 
 
-def run_fusion(step: Step, values: list) -> np.ndarray:
-    """Run a generated fusion kernel on its inputs into a fresh output."""
+def run_fusion(step: Step, values: list) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """Run a generated fusion kernel on its inputs into a fresh output (of an rng fusion: the
+    new state and the bits, its tuple's elements)."""
     fusion, inst = step.fused, step.inst
     inputs = [np.asarray(values[slot], order="C") for slot in step.reads]
     pointers = [a.ctypes.data for a in inputs]
@@ -208,7 +209,7 @@ def run_fusion(step: Step, values: list) -> np.ndarray:
         bits = np.empty(shape.dims, np.dtype(f"u{shape.dtype.bits // 8}"))
         if bits.size:
             step.function(bits.ctypes.data, *pointers)
-        return random.next_state(inst, inputs[0]), bits.view(shape.dtype.numpy)
+        return random.next_state(inst, inputs[0]), bits.view(shape.dtype.array_dtype)
     if fusion.kind == "loop":
         out = np.empty(inst.shape.dims, inst.shape.dtype.numpy)
         if out.size:

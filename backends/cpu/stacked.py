@@ -141,6 +141,7 @@ def per_device(launch) -> StackedLaunch:
 def fusion_launch(step: Step, function, count: int) -> StackedLaunch:
     """A generated fusion through its stacked entry ``function(n, out, in0, ...)``."""
     fusion, inst, reads = step.fusion, step.inst, step.reads
+    assert fusion is not None  # a fusion step
     if fusion.kind == "rng":
         return launch._rng_launch(step, function, count)
     dims = (count, *inst.shape.dims)
@@ -265,8 +266,9 @@ def _reduce(inst: Instruction, reads: tuple, count: int) -> StackedLaunch:
     """``kernels.reduce_kernel`` with a device axis in front (the reduced axes shifted, the
     initial value broadcast along the kept dims)."""
     name = binary_reducer(inst.attrs.to_apply)
+    assert name is not None  # kernels.kernel_for takes only a plain binary reducer's reduce
     axes = _shifted(sorted(inst.attrs.dimensions))
-    dtype = inst.shape.dtype.numpy
+    dtype = inst.shape.dtype.array_dtype
     init_shape = (count,) + (1,) * inst.shape.rank
     a, b = reads
     if name in ("add", "multiply") and dtype.kind == "f" and compute_dtype(dtype) == dtype:
@@ -364,7 +366,7 @@ def collective_launch(step: Step, contexts: Sequence) -> StackedLaunch | None:
         if isinstance(op, str) and op not in _NAMED_REDUCERS:
             return None
     if name == "all-reduce":
-        def one(x):
+        def one(x: np.ndarray) -> np.ndarray:
             if isinstance(op, str) and op in ("and", "or") and x.dtype.kind not in "biu":
                 raise XlaSpmdError(f"{inst.name}: reduction {op!r} needs boolean or integer "
                                    f"data, got {x.dtype}")
@@ -372,7 +374,7 @@ def collective_launch(step: Step, contexts: Sequence) -> StackedLaunch | None:
     elif name == "all-gather":
         (dim,) = attrs.dimensions
 
-        def one(x):
+        def one(x: np.ndarray) -> np.ndarray:
             gathered = np.moveaxis(x[groups], 1, dim + 1)  # (groups, ..., parts, n_dim, ...)
             shape = gathered.shape
             merged = shape[:dim + 1] + (parts * shape[dim + 2],) + shape[dim + 3:]
@@ -380,7 +382,7 @@ def collective_launch(step: Step, contexts: Sequence) -> StackedLaunch | None:
     elif name == "reduce-scatter":
         (dim,) = attrs.dimensions
 
-        def one(x):
+        def one(x: np.ndarray) -> np.ndarray:
             total = _fold(x, groups, op)  # (groups, *shape)
             shape = total.shape
             chunk = shape[dim + 1] // parts
@@ -391,7 +393,7 @@ def collective_launch(step: Step, contexts: Sequence) -> StackedLaunch | None:
     elif name == "all-to-all":
         (dim,) = attrs.dimensions
 
-        def one(x):
+        def one(x: np.ndarray) -> np.ndarray:
             sent = x[groups]  # (groups, sender, *shape)
             shape = sent.shape
             chunk = shape[dim + 2] // parts
@@ -414,7 +416,7 @@ def collective_launch(step: Step, contexts: Sequence) -> StackedLaunch | None:
 def _permute(step: Step, contexts: Sequence) -> StackedLaunch | None:
     inst = step.inst
     count = len(contexts)
-    pairs = None
+    pairs: list[tuple[int, int]] | None = None
     for ctx in contexts:
         partitions = ctx.num_partitions
         if _has_channel(inst.attrs):
@@ -426,6 +428,8 @@ def _permute(step: Step, contexts: Sequence) -> StackedLaunch | None:
         if pairs is not None and mine != pairs:
             return None
         pairs = mine
+    if pairs is None:  # no devices
+        return None
     sources = np.array([s for s, _ in pairs], np.intp)
     targets = np.array([t for _, t in pairs], np.intp)
     in_range = all(0 <= d < count for d in (*sources, *targets))

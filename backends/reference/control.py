@@ -21,6 +21,8 @@ array([1., 1.], dtype=float32)
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 import xla_spmd.config as config
@@ -196,7 +198,7 @@ def manual_boundary_rule(inst: Instruction, operands: list, ctx: Context):
     return tuple(operands) if isinstance(inst.shape, TupleShape) else operands[0]
 
 
-HOST_CALLBACKS: dict[str, object] = {}
+HOST_CALLBACKS: dict[str, Callable[..., object]] = {}
 """The process's host callbacks (``xs.debug.callback``): ``CALLBACK_KEY`` attribute -> function
 of the operands' numpy values. The frontend fills it while tracing."""
 
@@ -206,7 +208,7 @@ def debug_callback_rule(inst: Instruction, operands: list, ctx: Context):
     """Call the host function the instruction names with its operands' values: on every
     device (mode ``each``) or on device 0 alone (``once``, the operands being global)."""
     key = inst.frontend_attribute(CALLBACK_KEY)
-    function = HOST_CALLBACKS.get(key)
+    function = None if key is None else HOST_CALLBACKS.get(key)
     if function is None:
         raise EvaluationError(f"custom-call {inst.name} ({DEBUG_CALLBACK}): no host callback "
                               f"{key!r} in this process (callbacks live in the process that "

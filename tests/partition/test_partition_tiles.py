@@ -94,3 +94,18 @@ def test_concatenate_of_three_from_pieces_is_exact(sharding):
     spmd = check(module, args, propagate=True, rtol=0, atol=0, expected=[np.concatenate(args)])
     kinds = {row["kind"] for row in collective_table(spmd)}
     assert kinds == {"collective-permute"}
+
+
+def test_lowering_tiles_that_have_no_rounds_names_them():
+    """lower_tile_rounds on tiles tile_rounds cannot move (15 rows do not split 4 ways): an
+    error naming the tiles, not a failed unpacking of None."""
+    from xla_spmd.errors import PartitionError
+    from xla_spmd.mesh import AxisRef
+    from xla_spmd.partition.tiles import lower_tile_rounds, tile_rounds
+
+    mesh = make_mesh({"x": 2, "y": 4})
+    y, x = AxisRef("y"), AxisRef("x")
+    src, dst = ((x,), (y,)), ((y,), (x,))
+    assert tile_rounds(mesh, (15, 32), src, dst) is None
+    with pytest.raises(PartitionError, match=r"tile-permutes: no tile rounds .*\(15, 32\)"):
+        lower_tile_rounds(None, None, mesh, (15, 32), src, dst)

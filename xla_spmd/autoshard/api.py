@@ -128,7 +128,7 @@ def auto_shard(fn, mesh, *example_args, memory_limit: float | None = None,
             if name != solver and flat == specs:
                 continue
             candidates[name] = _predicted_step(fn, mesh, example_args, treedef, flat, profile)
-        chosen = min(candidates, key=candidates.get)
+        chosen = min(candidates, key=candidates.__getitem__)
         if chosen != solver:
             specs = layouts[chosen]
             for path in explanations:

@@ -282,6 +282,7 @@ def _auto(step, params, first, mesh, profile, memory_limit):
                   f"auto: {plan.method}, solved in {plan.solve_seconds:.2f} s")
     if world is not None:
         answer = world.bcast(answer, root=0)
+    assert answer is not None  # solved here, or on rank 0 and broadcast
     entries, note = answer
     _, treedef = tree_flatten((params, *first))
     specs = tree_unflatten(treedef, [xs.NamedSharding(mesh, xs.P(*e)) for e in entries])

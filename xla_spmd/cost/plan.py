@@ -108,6 +108,7 @@ def step_work(step: Step) -> tuple[float, float]:
     from xla_spmd.cost.model import _array_bytes, flops, memory_traffic
 
     if step.kind == "fusion":
+        assert step.fusion is not None  # a fusion step's kernel
         inputs = sum(_array_bytes(i.shape) for i in step.fusion.inputs)
         return 0.0, float(inputs + _array_bytes(step.inst.shape))
     if step.kind in ("constant", "start", "wait", "control") or step.inst.opcode in VIEWS:

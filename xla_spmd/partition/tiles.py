@@ -24,6 +24,7 @@ import itertools
 import math
 from dataclasses import dataclass
 
+from xla_spmd.errors import PartitionError
 from xla_spmd.mesh import Mesh
 from xla_spmd.sharding import TensorSharding
 
@@ -197,7 +198,11 @@ def concat_rounds(mesh: Mesh, sharding: TensorSharding, dim: int, sizes, local_d
 
 def lower_tile_rounds(em, x, mesh: Mesh, global_dims, src_dims, dst_dims):
     """Local instruction: `x` (a source tile) resharded to `dst_dims` by `tile_rounds`."""
-    piece, tile, rounds = tile_rounds(mesh, global_dims, src_dims, dst_dims)
+    found = tile_rounds(mesh, global_dims, src_dims, dst_dims)
+    if found is None:
+        raise PartitionError(f"tile-permutes: no tile rounds from tiles {src_dims} to "
+                             f"{dst_dims} of dims {global_dims} (the plan found them)")
+    piece, tile, rounds = found
     return lower_rounds(em, x, mesh, piece, tile, rounds)
 
 

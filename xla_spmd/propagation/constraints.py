@@ -46,10 +46,10 @@ def apply_sharding_constraints(module: Module) -> Module:
         users = computation.users()
         new_sharding: dict[Instruction, TensorSharding] = {}
         for inst in computation.instructions:
-            if not is_constraint(inst):
-                continue
-            value = inst.operands[0]
             sharding = inst.sharding
+            if not is_constraint(inst) or not isinstance(sharding, TensorSharding):
+                continue  # (a constraint's sharding is a TensorSharding: is_constraint)
+            value = inst.operands[0]
             if value in new_sharding or value.sharding is not None or value.shape.is_tuple \
                     or not all(d.is_closed for d in sharding.dims) or _is_edge_target(value):
                 continue
@@ -126,10 +126,13 @@ def lift_inlined_meshes(module: Module) -> Module:
         changed = {}
         for inst in computation.instructions:
             sharding = inst.sharding
-            new = tuple(lift(s) for s in sharding) if isinstance(sharding, tuple) \
-                else lift(sharding)
-            if new != sharding or (isinstance(sharding, tuple) and any(
-                    a is not b for a, b in zip(new, sharding))):
+            if isinstance(sharding, tuple):
+                new = tuple(lift(s) for s in sharding)
+                lifted = new != sharding or any(a is not b for a, b in zip(new, sharding))
+            else:
+                new = lift(sharding)
+                lifted = new != sharding
+            if lifted:
                 changed[inst] = inst.replace(sharding=new)
         return rebuild_in_order(computation, replaced, changed)
     return map_computations(module, rebuild)

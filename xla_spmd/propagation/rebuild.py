@@ -16,10 +16,13 @@ only what the root reaches, operands first).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from xla_spmd.ir import Computation, Instruction, rebind_called
 
 
-def rewrite_in_place(computation: Computation, fn) -> Computation:
+def rewrite_in_place(computation: Computation, fn: Callable[
+        [Instruction, tuple[Instruction, ...]], Instruction | None]) -> Computation:
     """`fn(inst, new_operands)` (None: keep, re-made on the new operands) for every
     instruction, in order; none dropped. `computation` itself when nothing changed."""
     final: dict[Instruction, Instruction] = {}

@@ -162,6 +162,14 @@ def reshape_rule(inst):
     return reshape_factors(b, b.operand_dims[0], inst.shape.dims).build()
 
 
+def _diverged(factor: int, smaller: int, larger: int, g: int) -> int:
+    """`reshape_factors`' next factor on the side with fewer factors (`smaller` of them so
+    far against the other side's `larger`; `g` the gcd of the two sides' next sizes)."""
+    if larger % smaller == 0 and factor % (larger // smaller) == 0:
+        return larger // smaller    # converges the two sides
+    return factor // g if factor > g else factor
+
+
 def reshape_factors(b: RuleBuilder, x: tuple[int, ...], out: tuple[int, ...]) -> RuleBuilder:
     """Factor a reshape ``x -> out`` as Shardy does: walking both shapes from the major end,
     a size-1 dim gets a size-1 factor of its own; while the factors so far agree, the GCD
@@ -195,10 +203,6 @@ def reshape_factors(b: RuleBuilder, x: tuple[int, ...], out: tuple[int, ...]) ->
         next_in, next_out = dims_in // factors_in, dims_out // factors_out
         g = math.gcd(next_in, next_out)
 
-        def diverged(factor, smaller, larger, g=g):
-            if larger % smaller == 0 and factor % (larger // smaller) == 0:
-                return larger // smaller    # converges the two sides
-            return factor // g if factor > g else factor
         if factors_in == factors_out:
             if g > 1:
                 b.add(g, [in_dim], [out_dim])
@@ -210,11 +214,11 @@ def reshape_factors(b: RuleBuilder, x: tuple[int, ...], out: tuple[int, ...]) ->
                 b.add(next_out, [None], [out_dim])
                 factors_out *= next_out
         elif factors_in < factors_out:
-            factor = diverged(next_in, factors_in, factors_out)
+            factor = _diverged(next_in, factors_in, factors_out, g)
             b.add(factor, [in_dim], [None])
             factors_in *= factor
         else:
-            factor = diverged(next_out, factors_out, factors_in)
+            factor = _diverged(next_out, factors_out, factors_in, g)
             b.add(factor, [None], [out_dim])
             factors_out *= factor
         if in_dim < len(x) and dims_in == factors_in:

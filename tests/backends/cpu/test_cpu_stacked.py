@@ -388,3 +388,15 @@ def test_stacked_scatter_applies_each_devices_updates_in_order(reducer):
     for device in range(8):
         assert [_bits(x) for x in stacked[device]] == [
             _bits(x) for x in leaves(reference[device])]
+
+
+def test_stacked_collective_permute_over_no_devices_has_no_stacked_form():
+    """With no device contexts the permute has no pairs to run: no stacked form (None, the
+    per-device fallback), not a failure iterating missing pairs."""
+    head, param, root, body = COLLECTIVES["collective-permute"]
+    module = parse_hlo(_module(body, f"x: {param}", root, head))
+    executable = BACKEND.compile(module, tuple(range(8)))
+    contexts = [executable._context(d, None) for d in range(8)]
+    (start,) = [s for s in executable.programs[id(module.entry)].steps if s.kind == "start"]
+    assert stacked_steps.collective_launch(start, contexts) is not None
+    assert stacked_steps.collective_launch(start, []) is None
