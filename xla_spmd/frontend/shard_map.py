@@ -202,7 +202,8 @@ def _shard_map(fn, mesh, axes, in_specs, out_specs, args, check_vma=True):
     globals_ = boundary(LOCAL_TO_GLOBAL, local_outs, global_avals,
                         [manual, (OUT_SHARDINGS, print_sharding_per_value(out_shardings)),
                          *untyped])
-    if current_trace().manual is None:  # typed by out_specs on the mesh's Explicit axes
+    outer = current_trace()
+    if outer is None or outer.manual is None:  # typed by out_specs on the Explicit axes
         globals_ = [sharding_types.typed_as(g, s) for g, s in zip(globals_, out_shardings)]
     return tree_unflatten(out_info["tree"], globals_)
 

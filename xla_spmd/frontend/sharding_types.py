@@ -412,11 +412,9 @@ def vmap_types(values, batched) -> tuple:
     return mesh, axes, example, knowns
 
 
-def unmapped_type(example: TensorSharding | None, rank: int, axis: int, axes):
+def unmapped_type(example: TensorSharding, rank: int, axis: int, axes) -> TensorSharding:
     """A vmap result's type: its per-example type with the mapped axes (`vmap_types`) at
     `axis` (JAX's ``unmapped_aval`` with ``explicit_mesh_axis``)."""
-    if example is None:
-        return None
     spec = list(_spec(example, rank - 1))
     spec.insert(axis, tuple(axes))
     return _sharding(example, tuple(spec))

@@ -64,7 +64,8 @@ def sync_sharding_groups(module: Module) -> Module:
     groups = _unify(found)
     body = _body_argument_shardings(module)
     set_to: dict[Instruction, TensorSharding] = {}
-    constrain: list[Instruction] = []     # members to wrap, in group order
+    # (member, the group's sharding) to wrap, in group order
+    constrain: list[tuple[Instruction, TensorSharding]] = []
     for members in groups:
         shardings = [body.get(m, m.sharding if isinstance(m.sharding, TensorSharding)
                               else None) for m in members]
