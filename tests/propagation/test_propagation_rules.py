@@ -194,6 +194,13 @@ SHARDY_REGISTRY_CASES = {
              "(tensor<16x2xf32>, tensor<16x2xi32>)", ["tensor<16x8xf32>"],
              "([i, j])->([i, j], [i, j]) {i=16, j=8} need_replication={j} "
              "blocked_propagation={j}"),
+    # The comparator is not in the module (nor in Shardy's test): kept by name only.
+    "approx_topk": ("%0:2 = stablehlo.custom_call @ApproxTopK(%arg0, %arg1, %arg2, %arg3) "
+                    "{called_computations = [@cmp]} : (tensor<8x16x4xf32>, tensor<8x16x4xf32>, "
+                    "tensor<f32>, tensor<i32>) -> (tensor<8x2x4xf32>, tensor<8x2x4xf32>)",
+                    ["tensor<8x16x4xf32>"] * 2 + ["tensor<f32>", "tensor<i32>"],
+                    "([i, j, l], [i, j, l], [], [])->([i, k, l], [i, k, l]) "
+                    "{i=8, j=16, k=2, l=4} need_replication={k} blocked_propagation={k}"),
     "x64_combine": ("%0 = stablehlo.custom_call @X64Combine(%arg0, %arg1) : (tensor<8x2xui32>, "
                     "tensor<8x2xui32>) -> tensor<8x2xui64>", ["tensor<8x2xui32>"] * 2,
                     "([i, j], [i, j])->([i, j]) {i=8, j=2}"),

@@ -13,7 +13,8 @@ library does not use it).
 - any prefixes (a directive's prefix must not follow a letter, digit, ``-`` or ``_``); lines
   holding ``RUN:`` or ``COM:`` before the directive are comments;
 - ``{{regex}}`` (Python `re` syntax, ``.`` not crossing lines), ``[[NAME:regex]]`` defines a
-  variable, ``[[NAME]]`` uses it; ``P{LITERAL}:`` (and ``P-NEXT{LITERAL}:`` ...) takes the
+  variable, ``[[NAME]]`` uses it (``[``s before ``[[`` are literal: ``[[[V:.*]]]`` is ``[``,
+  ``[[V:.*]]``, ``]``); ``P{LITERAL}:`` (and ``P-NEXT{LITERAL}:`` ...) takes the
   pattern verbatim;
 - horizontal whitespace: leading and trailing blanks of a pattern are dropped and a run of
   blanks matches any run of blanks (FileCheck without ``--strict-whitespace``).
@@ -89,6 +90,9 @@ def _regex(directive: Directive, variables: dict[str, str]) -> re.Pattern:
                 raise FileCheckError(f"line {directive.line}: '{{{{' without '}}}}'")
             parts.append(f"(?:{text[i + 2:end]})")
             i = end + 2
+        elif text.startswith("[[[", i):
+            parts.append(re.escape("["))  # extra '['s before "[[" are literal, as in LLVM's
+            i += 1
         elif text.startswith("[[", i):
             end = text.find("]]", i + 2)
             if end < 0:

@@ -54,6 +54,14 @@ def test_regex_literal_and_variables():
     fails("CHECK: %[[A:[0-9]+]] = f\nCHECK: use %[[A]]", "%7 = f\nuse %8\n", "not found")
 
 
+def test_extra_brackets_before_a_variable_are_literal():
+    # LLVM FileCheck: '['s before "[[" match themselves, so [[[V:.*]]] is "[" [[V:.*]] "]".
+    check = "CHECK: <[[[S:.*]]]>\nCHECK-NEXT: <[[[S]]]>"
+    filecheck(check, "<[{a}, {b}]>\n<[{a}, {b}]>\n")
+    fails(check, "<[{a}, {b}]>\n<[{a}, {c}]>\n", "not found")
+    fails(check, "<{a}>\n<{a}>\n", "not found")
+
+
 def test_whitespace_runs_match_any_run():
     filecheck("CHECK:   a   b  ", "xx a b\n")
     filecheck("CHECK: a b", "a\t  b\n")

@@ -139,6 +139,30 @@ def _top_k(b: RuleBuilder):
     return b.build()
 
 
+def _approx_top_k(b: RuleBuilder):
+    """``ApproxTopK``/``PartialReduce`` (`jax.lax.approx_max_k`): operands ``operand, iota,
+    init value, init index`` (scalars), results ``values, indices``. A dim the op keeps is one
+    factor of the operand, iota and both results; the reduced dim is two: the operand's size
+    on the operand and iota, and the result's size (k) on the results, which must be
+    replicated and is never propagated.
+
+    Example: ``(16x4, 16x4, f32[], i32[]) -> (16x2, 16x2)`` has the rule
+    ``([i, j], [i, j], [], [])->([i, k], [i, k]) {i=16, j=4, k=2} need_replication={k}``.
+    """
+    if len(b.operand_dims) != 4 or len(b.result_dims) != 2:
+        return None
+    x, values = b.operand_dims[0], b.result_dims[0]
+    if len(x) != len(values):
+        return None
+    for d, (n, k) in enumerate(zip(x, values)):
+        if n == k:
+            b.add(n, [d, d, None, None], [d, d])
+        else:
+            b.add(n, [d, d, None, None], [None, None])
+            b.add(k, [None] * 4, [d, d], NEED, blocked=True)
+    return b.build()
+
+
 def _eigh(b: RuleBuilder):
     """``(..., n, n) -> (..., n, n) vectors, (..., n) values``."""
     x = b.operand_dims[0]
@@ -174,6 +198,8 @@ CUSTOM_CALL_RULES = {
     "xla.megascale.provide_metadata": _pointwise_all,
     "mhlo.topk": _top_k,
     "TopK": _top_k,
+    "ApproxTopK": _approx_top_k,
+    "PartialReduce": _approx_top_k,
     "Eigh": _eigh,
     "Qr": _qr,
     "QrDecompositionBlock": _qr,

@@ -215,6 +215,9 @@ def _custom_call(fx, inst, indent):
     if a.called_computations:
         items.append("called_computations = [" + ", ".join(
             f"@{c.name}" for c in a.called_computations) + "]")
+    unresolved = dict(inst.extras).get("called_computations")
+    if unresolved is not None:
+        items.append(f"called_computations = [{unresolved}]")
     gspmd = inst.frontend_attribute("mhlo.sharding")
     if gspmd is not None:
         items.append(f"mhlo.sharding = {escape(gspmd)}")

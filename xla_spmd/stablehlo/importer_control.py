@@ -22,6 +22,7 @@ from xla_spmd.stablehlo.importer_ops import (
     single_or_tuple,
     symbol_name,
 )
+from xla_spmd.ir.custom_calls import SHARDING
 from xla_spmd.stablehlo.importer_shardings import gspmd_sharding
 from xla_spmd.stablehlo.scope import WHILE_OPERANDS, free_values
 from xla_spmd.stablehlo.syntax import RawAttr
@@ -114,17 +115,24 @@ def _custom_call(importer, scope, node, operands):
     config = a.get("backend_config")
     if isinstance(config, RawAttr):
         config = config.text
-    if config not in (None, ""):
+    # An empty one is kept too (it prints back as written), except on GSPMD's `Sharding`,
+    # which prints as an ``sdy.sharding_constraint`` (no attributes).
+    if config is not None and (config or a["call_target_name"] != SHARDING):
         extras.append(("backend_config", config if isinstance(config, str) else str(config)))
     version = a.get("api_version")
-    called = a.get("called_computations")
+    called = [symbol_name(c) for c in a.get("called_computations") or ()]
+    if any(c not in importer.functions for c in called):
+        # MLIR does not resolve a custom call's called_computations (Shardy's tests name a
+        # comparator the file lacks): the names are kept as written, with no computation.
+        extras.append(("called_computations", ", ".join(f"@{c}" for c in called)))
+        called = []
     return scope.emit(
         "custom-call", operands, shape, sharding=sharding, frontend=frontend, extras=extras,
         custom_call_target=a["call_target_name"],
         custom_call_has_side_effect=bool(a.get("has_side_effect", False)),
         api_version=None if version in (None, 1) else API_VERSIONS.get(int(version)),
         called_computations=None if not called else tuple(
-            importer.function(symbol_name(c)) for c in called))
+            importer.function(c) for c in called))
 
 
 # ---------------------------------------------------------------------------------------------
