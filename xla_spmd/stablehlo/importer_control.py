@@ -14,6 +14,7 @@ from xla_spmd.ir import (
     SliceDim,
     TupleShape,
 )
+from xla_spmd.ir.custom_calls import SHARDING
 from xla_spmd.stablehlo.importer_ops import (
     Dense,
     converter,
@@ -22,7 +23,6 @@ from xla_spmd.stablehlo.importer_ops import (
     single_or_tuple,
     symbol_name,
 )
-from xla_spmd.ir.custom_calls import SHARDING
 from xla_spmd.stablehlo.importer_shardings import gspmd_sharding
 from xla_spmd.stablehlo.scope import WHILE_OPERANDS, free_values
 from xla_spmd.stablehlo.syntax import RawAttr
