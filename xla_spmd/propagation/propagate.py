@@ -452,7 +452,8 @@ def _write_back(module: Module, graph, states, mesh, unsharded_scalars=False,
                 values = graph.inst_values.get((instance, inst))
                 if values and not inst.shape.is_token and not (
                         unsharded_scalars and _says_nothing(inst, values, states)):
-                    shardings = tuple(state_to_sharding(states[v], mesh) for v in values)
+                    shardings = _kept_open(inst, tuple(
+                        state_to_sharding(states[v], mesh) for v in values))
                     sharding = shardings if inst.shape.is_tuple else shardings[0]
                     # the imported sdy text is now stale: the instruction holds the result
                     attributes = tuple((k, v) for k, v in new.frontend_attributes
@@ -473,6 +474,19 @@ def _write_back(module: Module, graph, states, mesh, unsharded_scalars=False,
             rebuilt = _result_shardings(rebuilt)
         return rebuilt
     return map_computations(module, rebuild)
+
+
+def _kept_open(inst: Instruction, shardings: tuple) -> tuple:
+    """`shardings` (one per value of `inst`), where propagation left a value all-open that
+    already had an all-open sharding, that one as it was (its own mesh): as Shardy, a
+    sharding nothing was propagated to is not rewritten."""
+    old = inst.sharding
+    olds = old if isinstance(old, tuple) else (old,)
+    if len(olds) != len(shardings):
+        return shardings
+    return tuple(o if isinstance(o, TensorSharding) and is_unconstrained(o)
+                 and is_unconstrained(s) and o.rank == s.rank else s
+                 for o, s in zip(olds, shardings))
 
 
 def _says_nothing(inst: Instruction, values, states) -> bool:

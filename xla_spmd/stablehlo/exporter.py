@@ -34,7 +34,7 @@ from xla_spmd.sharding import (
 )
 from xla_spmd.stablehlo.lexer import escape
 from xla_spmd.stablehlo.registry import NAME_HINTS, PRINTERS
-from xla_spmd.stablehlo.scope import RESULT_INFO, VISIBILITY
+from xla_spmd.stablehlo.scope import OPEN_AS_WRITTEN, RESULT_INFO, VISIBILITY
 from xla_spmd.stablehlo.types import print_type
 
 
@@ -65,9 +65,12 @@ def sharding_attr(inst: Instruction) -> str:
 def says_something(inst: Instruction, scalars: bool = True) -> bool:
     """Whether `inst` has a sharding worth printing: some leaf constrains something (an
     all-open, unsharded sharding is what no sharding means, and Shardy prints none; nor,
-    unless `scalars`, a scalar's ``[]``, which propagation gives every scalar op). An op
+    unless `scalars`, a scalar's ``[]``, which propagation gives every scalar op), unless
+    the user wrote it so (`OPEN_AS_WRITTEN`). An op
     with no results prints the one it was given (``<@mesh, []>``, where it runs)."""
     no_results = inst.shape.is_tuple and not inst.shape.leaves()
+    if inst.frontend_attribute(OPEN_AS_WRITTEN) is not None and inst.sharding is not None:
+        return True   # all-open as the user wrote it (Shardy keeps what was written)
     return any(isinstance(s, TensorSharding) and not is_unconstrained(s)
                and (scalars or no_results or s.rank > 0 or s.replicated or s.unreduced)
                for s in inst.sharding_leaves())
@@ -332,8 +335,10 @@ def _sharding_items(inst: Instruction) -> list[str]:
 
 def exported_frontend(inst: Instruction) -> list[tuple[str, str]]:
     """The frontend attributes printed as ``mhlo.frontend_attributes``: all but the
-    ``jax.result_info.<i>`` of a function root, which print as result attributes."""
-    return [(k, v) for k, v in inst.frontend_attributes if not k.startswith(RESULT_INFO + ".")]
+    ``jax.result_info.<i>`` of a function root, which print as result attributes, and the
+    importer's `OPEN_AS_WRITTEN` mark."""
+    return [(k, v) for k, v in inst.frontend_attributes
+            if not k.startswith(RESULT_INFO + ".") and k != OPEN_AS_WRITTEN]
 
 
 def _value_attrs(param: Instruction) -> str:

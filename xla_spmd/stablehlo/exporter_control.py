@@ -21,6 +21,7 @@ from xla_spmd.ir.custom_calls import (
 from xla_spmd.sharding import TensorSharding
 from xla_spmd.stablehlo.exporter import (
     ExportError,
+    exported_frontend,
     is_manual_body_call,
     says_something,
     sharding_attr,
@@ -185,7 +186,7 @@ def _custom_call(fx, inst, indent):
             params = inst.frontend_attribute("xla.sdy.collective_params") or ""
             return (f"sdy.{collective} {params + ' ' if params else ''}{operand} out_sharding="
                     f"<{inst.sharding.body_text()}> : {print_type(inst.shape)}")
-        if len(inst.frontend_attributes) == 0:
+        if not exported_frontend(inst):
             return (f"sdy.sharding_constraint {operand} <{inst.sharding.body_text()}> : "
                     f"{print_type(inst.shape)}")
     if target == SHARDING_GROUP and operand:

@@ -48,7 +48,7 @@ from xla_spmd.sharding.meshes import MESH_ATTRS_KEY, meshes_header
 from xla_spmd.stablehlo.importer_ops import convert_op
 from xla_spmd.stablehlo.importer_shardings import arg_sharding, common_gspmd_mesh, finish_results
 from xla_spmd.stablehlo.lexer import Scanner
-from xla_spmd.stablehlo.scope import VISIBILITY, Scope
+from xla_spmd.stablehlo.scope import VISIBILITY, Scope, mark_written_open
 from xla_spmd.stablehlo.syntax import Block, FuncNode, ModuleNode, OpNode, parse_text
 from xla_spmd.stablehlo.types import print_type
 
@@ -243,6 +243,7 @@ class ModuleImporter:
                 raise self.error(node, f"@{name} has two arguments named {arg_name}")
             param = scope.parameter(shape)
             sharding, frontend = arg_sharding(self, attrs, shape)
+            frontend = mark_written_open(sharding, frontend)
             if sharding is not None or frontend:
                 param = param.replace(sharding=sharding, frontend_attributes=frontend)
                 scope.instructions[-1] = param

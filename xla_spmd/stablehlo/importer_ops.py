@@ -33,7 +33,7 @@ from xla_spmd.ir.custom_calls import SDY_CONSTANT, SHARDING_RULE, STABLEHLO_DOT
 from xla_spmd.sharding import TensorSharding, print_sharding_per_value
 from xla_spmd.stablehlo.importer_quant import convert_quantized, is_quantized_op
 from xla_spmd.stablehlo.registry import CONVERTERS
-from xla_spmd.stablehlo.scope import Scope, free_values
+from xla_spmd.stablehlo.scope import Scope, free_values, mark_written_open
 from xla_spmd.stablehlo.syntax import Dense, OpNode, RawAttr, Symbol
 from xla_spmd.stablehlo.types import PLAIN_ELEMENTWISE, DenseLiteralError, parse_dense
 
@@ -75,12 +75,15 @@ def convert_op(importer: ModuleImporter, scope: Scope, node: OpNode) -> None:
     if (shardings is not None or rule is not None) and target is not None:
         # set before a multi-result op is unpacked, so its elements read the new op
         changes = {}
+        frontend = tuple(target.frontend_attributes)
         if shardings is not None:
             changes["sharding"] = shardings[0] if len(shardings) == 1 else tuple(shardings)
+            frontend = mark_written_open(shardings, frontend)
         if rule is not None:   # a user's rule: propagation uses it instead of the built-in
             text = rule.text if isinstance(rule, RawAttr) else str(rule)
-            changes["frontend_attributes"] = tuple(target.frontend_attributes) + (
-                (SHARDING_RULE, text),)
+            frontend += ((SHARDING_RULE, text),)
+        if frontend != target.frontend_attributes:
+            changes["frontend_attributes"] = frontend
         new = target.replace(**changes)
         scope.instructions[scope.instructions.index(target)] = new
         results = new if not isinstance(results, list) else [new] + results[1:]

@@ -23,6 +23,27 @@ RESULT_INFO = "jax.result_info"
 WHILE_OPERANDS = "stablehlo.while_operands"
 # On a computation: a function other than the entry that is public (others print private).
 VISIBILITY = "visibility"
+# On a value whose written sharding says nothing (all dims open, e.g. ``[{?}, {?}]`` on a
+# mesh): Shardy prints it back as written, where one that propagation leaves all-open (what
+# no sharding means) prints none.
+OPEN_AS_WRITTEN = "xla_spmd.open_as_written"
+
+
+def mark_written_open(sharding, frontend=()) -> tuple:
+    """`frontend` with `OPEN_AS_WRITTEN` added where `sharding` (one or per value) is given
+    and every leaf of it is all-open.
+
+    >>> from xla_spmd.sharding import parse_sharding
+    >>> mark_written_open(parse_sharding('#sdy.sharding<@m, [{?}, {?}]>'))
+    (('xla_spmd.open_as_written', 'true'),)
+    >>> mark_written_open(parse_sharding('#sdy.sharding<@m, [{"a", ?}, {?}]>'))
+    ()
+    """
+    from xla_spmd.sharding import TensorSharding, is_unconstrained
+    leaves = (sharding,) if isinstance(sharding, TensorSharding) else tuple(sharding or ())
+    if leaves and all(isinstance(s, TensorSharding) and is_unconstrained(s) for s in leaves):
+        return (*frontend, (OPEN_AS_WRITTEN, "true"))
+    return tuple(frontend)
 
 
 class Scope:
@@ -41,6 +62,8 @@ class Scope:
     def emit(self, opcode: str, operands=(), shape=None, sharding=None, frontend=(), extras=(),
              name: str | None = None, **attrs) -> Instruction:
         op = op_named(opcode)
+        if opcode != "parameter" and attrs.get("custom_call_target") != "Sharding":
+            frontend = mark_written_open(sharding, frontend)
         try:
             attr_value = op.make_attrs(**attrs)
             inst = make_instruction(name or self.importer.fresh(opcode), op, operands,
