@@ -34,9 +34,9 @@ def mark_written_open(sharding, frontend=()) -> tuple:
     and every leaf of it is all-open.
 
     >>> from xla_spmd.sharding import parse_sharding
-    >>> mark_written_open(parse_sharding('#sdy.sharding<@m, [{?}, {?}]>'))
+    >>> mark_written_open(parse_sharding('<mesh<["a"=2]>, [{?}, {?}]>'))
     (('xla_spmd.open_as_written', 'true'),)
-    >>> mark_written_open(parse_sharding('#sdy.sharding<@m, [{"a", ?}, {?}]>'))
+    >>> mark_written_open(parse_sharding('<mesh<["a"=2]>, [{"a", ?}, {?}]>'))
     ()
     """
     from xla_spmd.sharding import TensorSharding, is_unconstrained
