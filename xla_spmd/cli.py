@@ -326,8 +326,10 @@ def rules_text(module) -> str:
     from xla_spmd.propagation import sharding_rule
 
     def attach(computation, replaced):
+        uses = computation.users()
+
         def fn(inst, operands):
-            rule = sharding_rule(inst)
+            rule = sharding_rule(inst, uses.get(inst, ()))
             target = getattr(inst.attrs, "custom_call_target", "")
             if rule is None or target == "Sharding" or target.startswith("xla.sdy.") or \
                     inst.frontend_attribute(SHARDING_RULE) is not None:

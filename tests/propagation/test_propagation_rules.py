@@ -233,6 +233,28 @@ def test_rules_as_shardy_registry(name):
     assert rule_text(inst) == f"#sdy.op_sharding_rule<{expected}>"
 
 
+def test_x64_combine_rule_depends_on_its_users():
+    """Shardy: an X64Combine feeding a rng_bit_generator's state is replicated and blocks
+    propagation; used otherwise it is pointwise."""
+    from xla_spmd.stablehlo import import_stablehlo
+
+    module = import_stablehlo(
+        "func.func @main(%arg0: tensor<2xui32>, %arg1: tensor<2xui32>) -> (tensor<4x8xui32>, "
+        "tensor<2xui64>) {\n  %0 = stablehlo.custom_call @X64Combine(%arg0, %arg1) : "
+        "(tensor<2xui32>, tensor<2xui32>) -> tensor<2xui64>\n  %s, %o = "
+        "stablehlo.rng_bit_generator %0, algorithm = DEFAULT : (tensor<2xui64>) -> "
+        "(tensor<2xui64>, tensor<4x8xui32>)\n  return %o, %0 : tensor<4x8xui32>, "
+        "tensor<2xui64>\n}")
+    users = module.entry.users()
+    (combine,) = [i for i in module.entry.instructions if i.opcode == "custom-call"]
+    assert str(sharding_rule(combine, users[combine])) == (
+        "#sdy.op_sharding_rule<([i], [i])->([i]) {i=2} need_replication={i} "
+        "blocked_propagation={i}>")
+    others = [u for u in users[combine] if u.opcode != "rng-bit-generator"]
+    assert str(sharding_rule(combine, others)) == str(sharding_rule(combine)) == \
+        "#sdy.op_sharding_rule<([i], [i])->([i]) {i=2}>"
+
+
 def _combiner(op):
     c = Builder(op)
     a, b = c.parameter(shape()), c.parameter(shape())

@@ -215,6 +215,10 @@ def test_all_to_all_with_different_dims_is_decomposed():
     'func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> (tensor<4xf32>, '
     'tensor<4xf32>) {\n  %0:2 = stablehlo.optimization_barrier %arg0, %arg1 : tensor<4xf32>, '
     'tensor<4xf32>\n  return %0#0, %0#1 : tensor<4xf32>, tensor<4xf32>\n}',
+    # rng_bit_generator's results are named as MLIR names them.
+    'func.func @main(%arg0: tensor<2xui64>) -> tensor<4x8xui32> {\n  %output_state, %output = '
+    'stablehlo.rng_bit_generator %arg0, algorithm = DEFAULT : (tensor<2xui64>) -> '
+    '(tensor<2xui64>, tensor<4x8xui32>)\n  return %output : tensor<4x8xui32>\n}',
     # An empty backend_config and a called computation the module lacks print as written.
     'func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n  %0 = stablehlo.custom_call '
     '@MoveToHost(%arg0) {backend_config = "", called_computations = [@absent]} : '

@@ -136,6 +136,7 @@ def _instantiate(graph: Graph, computation: Computation, params, manual, hooks) 
     instance = len(graph.instances)
     graph.instances.append(computation)
     values = graph.inst_values
+    uses = computation.users()
     for inst in computation.instructions:
         name = inst.op.name
         if name == "parameter":
@@ -171,7 +172,7 @@ def _instantiate(graph: Graph, computation: Computation, params, manual, hooks) 
         if boundary is not None:
             _boundary(graph, inst, instance, manual, boundary, flat, results)
             continue
-        rule = sharding_rule(inst)
+        rule = sharding_rule(inst, uses.get(inst, ()))
         if rule is None:
             continue
         if len(flat) != len(rule.operands):

@@ -25,6 +25,9 @@ from xla_spmd.ir.custom_calls import SHARDING_RULE
 from xla_spmd.propagation.factors import OpShardingRule, RuleBuilder, parse_rule
 
 RULES = Registry("sharding")
+# Custom-call targets whose rule depends on the op's users (Shardy's X64Combine feeding a
+# rng_bit_generator): target -> fn(inst, users) giving the rule, or None for the usual one.
+USER_DEPENDENT_RULES: dict = {}
 _CONSERVATIVE = contextvars.ContextVar("conservative_propagation", default=False)
 
 
@@ -54,12 +57,18 @@ def is_conservative() -> bool:
     return _CONSERVATIVE.get()
 
 
-def sharding_rule(inst: Instruction) -> OpShardingRule | None:
+def sharding_rule(inst: Instruction, users=()) -> OpShardingRule | None:
     """The factor rule of `inst`, or None when the driver handles the op without one. A
-    rule written on the op (``sdy.sharding_rule``) wins over the built-in one."""
+    rule written on the op (``sdy.sharding_rule``) wins over the built-in one. `users`
+    (the instructions using `inst`) matter to a few custom calls (`USER_DEPENDENT_RULES`)."""
     written = inst.frontend_attribute(SHARDING_RULE)
     if written is not None:
         return parse_rule(written, inst.name)
+    if users and inst.op.name == "custom-call":
+        special = USER_DEPENDENT_RULES.get(inst.attrs.custom_call_target)
+        rule = special(inst, users) if special is not None else None
+        if rule is not None:
+            return rule
     return RULES.lookup(inst.op.name)(inst)
 
 

@@ -20,7 +20,13 @@ from xla_spmd.ir.custom_calls import (
     targets_with,
 )
 from xla_spmd.propagation.factors import FactorType, RuleBuilder
-from xla_spmd.propagation.registry import RULES, builder_for, builder_or_none, no_rule
+from xla_spmd.propagation.registry import (
+    RULES,
+    USER_DEPENDENT_RULES,
+    builder_for,
+    builder_or_none,
+    no_rule,
+)
 from xla_spmd.propagation.rules_shape import pointwise_rule
 
 NEED = FactorType.NEED_REPLICATION
@@ -124,6 +130,27 @@ def _pointwise_all(b: RuleBuilder):
         return None
     b.pointwise(b.result_dims[0])
     return b.build()
+
+
+def _x64_combine_for_rng(inst, users):
+    """``X64Combine`` feeding a ``rng_bit_generator`` (its initial state, a 1-d ui64 that must
+    be replicated, and no reshard can move a ui64): its one dim is a need-replication factor
+    nothing propagates through. Other users: None, the usual pointwise rule.
+
+    Example: ``(2xui32, 2xui32) -> 2xui64`` used by a rng_bit_generator has the rule
+    ``([i], [i])->([i]) {i=2} need_replication={i} blocked_propagation={i}``.
+    """
+    if not any(u.op.name == "rng-bit-generator" for u in users):
+        return None
+    b = builder_or_none(inst)
+    if b is None or len(b.result_dims) != 1 or len(b.result_dims[0]) != 1 or any(
+            len(d) != 1 for d in b.operand_dims):
+        return None
+    b.add(b.result_dims[0][0], [0] * len(b.operand_dims), [0], NEED, blocked=True)
+    return b.build()
+
+
+USER_DEPENDENT_RULES["X64Combine"] = _x64_combine_for_rng
 
 
 def _top_k(b: RuleBuilder):

@@ -357,6 +357,12 @@ def emit(fx: FunctionExporter, inst: Instruction, lines: list[str], indent: str,
     reserved = fx.counter  # number results before the values of nested regions
     hint = NAME_HINTS.get(inst.opcode)
     hint = hint(inst) if hint is not None else None
+    if isinstance(hint, tuple):   # one name per result (``%output_state, %output = ...``)
+        names = [fx.named(h) for h in hint]
+        text = fn(fx, inst, indent)
+        fx.elements[inst] = names
+        lines.append(f"{indent}{', '.join(names)} = {text}")
+        return
     base = fx.named(hint) if hint else fx.new_value()
     text = fn(fx, inst, indent)
     if isinstance(text, list):  # whole statements; the printer named the results itself

@@ -433,6 +433,12 @@ def _rng_bit_generator(fx, inst, indent):
             f"{attr_dict(inst)} : {fn_type(inst)}")
 
 
+@NAME_HINTS.register("rng-bit-generator")
+def _rng_bit_generator_names(inst):
+    """StableHLO names rng_bit_generator's results ``%output_state, %output``."""
+    return ("output_state", "output")
+
+
 @printer("fft")
 def _fft(fx, inst, indent):
     a = inst.attrs

@@ -24,5 +24,6 @@ CONVERTERS = Registry("StableHLO converter", known=_is_dialect_op,
                       what=f"op of the {'/'.join(DIALECTS)} dialects")
 PRINTERS = Registry("StableHLO printer")
 # HLO opcode -> fn(instruction) giving the name hint MLIR's printer uses for the op's result
-# (its getAsmResultNames, e.g. ``cst``), or None: such results are named, not numbered.
+# (its getAsmResultNames, e.g. ``cst``; a tuple of one per result for a multi-result op, e.g.
+# ``("output_state", "output")``), or None: such results are named, not numbered.
 NAME_HINTS = Registry("StableHLO result name")
