@@ -96,7 +96,8 @@ def propagation_output(text: str) -> str:
                  if re.search(re.escape(flag) + r"(?![\w-])", run_line)), "user-priority")
     parts = text.split("\n// -----") if "-split-input-file" in run_line else [text]
     options = {"conservative": "conservative-propagation=true" in run_line,
-               "dedup": "dedup-functions-fully=true" in run_line}
+               "dedup": "dedup-functions-fully=true" in run_line,
+               "keep_rules": "keep-sharding-rules=true" in run_line}
     outputs = []
     for part in parts:
         output, ok = _run_part(part, mode, **options)
@@ -109,7 +110,7 @@ def propagation_output(text: str) -> str:
 
 
 def _run_part(text: str, mode: str, conservative: bool = False,
-              dedup: bool = False) -> tuple[str, bool]:
+              dedup: bool = False, keep_rules: bool = False) -> tuple[str, bool]:
     from xla_spmd.cli import _stablehlo_with_meshes, rules_text
     from xla_spmd.propagation import conservative_propagation, propagate, propagation_pipeline
     from xla_spmd.stablehlo import import_stablehlo
@@ -122,8 +123,9 @@ def _run_part(text: str, mode: str, conservative: bool = False,
             if mode == "pipeline":
                 return _stablehlo_with_meshes(
                     propagation_pipeline(module, dedup_functions_fully=dedup)), True
-            return _stablehlo_with_meshes(propagate(module, mode, unsharded_scalars=True,
-                                                    callee_results=False)), True
+            return _stablehlo_with_meshes(propagate(
+                module, mode, unsharded_scalars=True, callee_results=False,
+                keep_sharding_rules=keep_rules)), True
     except XlaSpmdError as error:
         return f"error: {str(error).splitlines()[0]}\n", False
     except Exception as error:  # noqa: BLE001 - a crash is a result to count, not to stop at

@@ -321,23 +321,8 @@ def cmd_rules(args) -> int:
 def rules_text(module) -> str:
     """StableHLO text of `module` with each op's ``sdy.sharding_rule`` attached (as Shardy's
     ``-sdy-populate-op-sharding-rules`` prints it)."""
-    from xla_spmd.ir import map_computations, rewrite
-    from xla_spmd.ir.custom_calls import SHARDING_RULE
-    from xla_spmd.propagation import sharding_rule
-
-    def attach(computation, replaced):
-        uses = computation.users()
-
-        def fn(inst, operands):
-            rule = sharding_rule(inst, uses.get(inst, ()))
-            target = getattr(inst.attrs, "custom_call_target", "")
-            if rule is None or target == "Sharding" or target.startswith("xla.sdy.") or \
-                    inst.frontend_attribute(SHARDING_RULE) is not None:
-                return None     # sdy's own ops print as themselves, without a rule
-            return inst.replace(operands=operands, frontend_attributes=tuple(
-                inst.frontend_attributes) + ((SHARDING_RULE, str(rule)),))
-        return rewrite(computation, fn)
-    return _stablehlo_with_meshes(map_computations(module, attach))
+    from xla_spmd.propagation import with_sharding_rules
+    return _stablehlo_with_meshes(with_sharding_rules(module))
 
 
 def _add_loop_cap(command: argparse.ArgumentParser) -> None:

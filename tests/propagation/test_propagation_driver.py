@@ -364,3 +364,28 @@ def test_sharding_group_links_an_uncalled_function():
     exp = next(i for i in other.instructions if i.opcode == "exponential")
     assert str(exp.sharding) == text('{"y", ?}, {?}')
     assert str(other.parameters[0].sharding) == text('{"y", ?}, {?}')   # and back
+
+
+def test_keep_sharding_rules_writes_built_in_rules_and_keeps_the_users():
+    """keep_sharding_rules (Shardy's keep-sharding-rules=true): every op with a rule has it
+    written after propagation; a rule written by the user stays as it was."""
+    from xla_spmd.ir.custom_calls import SHARDING_RULE
+    from xla_spmd.stablehlo import import_stablehlo
+    mine = "#sdy.op_sharding_rule<([ij, k], [ij, k])->([ij, k]) {i=4, j=2, k=8}>"
+    module = import_stablehlo(f"""
+sdy.mesh @mesh = <["a"=2, "b"=2]>
+func.func @main(%arg0: tensor<8x8xf32> {{sdy.sharding = #sdy.sharding<@mesh, [{{"a"}}, {{"b"}}]>}},
+                %arg1: tensor<8x8xf32>) -> tensor<8x8xf32> {{
+  %0 = stablehlo.add %arg0, %arg1 : tensor<8x8xf32>
+  %1 = stablehlo.add %0, %0 {{sdy.sharding_rule = {mine}}} : tensor<8x8xf32>
+  return %1 : tensor<8x8xf32>
+}}""")
+    kept = propagate(module, "basic", keep_sharding_rules=True)
+    first, second = [i for i in kept.entry.instructions if i.opcode == "add"]
+    assert first.frontend_attribute(SHARDING_RULE) == \
+        "#sdy.op_sharding_rule<([i, j], [i, j])->([i, j]) {i=8, j=8}>"
+    assert second.frontend_attribute(SHARDING_RULE) == mine
+    assert str(second.sharding) == '#sdy.sharding<@mesh, [{"a", ?}, {"b", ?}]>'
+    plain = propagate(module, "basic")
+    assert [i.frontend_attribute(SHARDING_RULE) for i in plain.entry.instructions
+            if i.opcode == "add"] == [None, mine]

@@ -22,12 +22,17 @@ from xla_spmd.propagation.propagate import (
     propagation_pipeline,
 )
 from xla_spmd.propagation.provenance import explain, explanation
-from xla_spmd.propagation.registry import RULES, conservative_propagation, sharding_rule
+from xla_spmd.propagation.registry import (
+    RULES,
+    conservative_propagation,
+    sharding_rule,
+    with_sharding_rules,
+)
 from xla_spmd.propagation.splitting import split_constants
 
 __all__ = [
     "POLICIES", "RULES", "STRATEGIES", "FactorType", "OpShardingRule", "RuleBuilder",
     "aggressive", "basic", "close_shardings", "conservative_propagation", "explain",
     "explanation", "import_shardings", "propagate", "propagation_pipeline", "sharding_rule",
-    "split_constants",
+    "split_constants", "with_sharding_rules",
 ]

@@ -69,6 +69,7 @@ from xla_spmd.propagation.graph import build_graph
 from xla_spmd.propagation.groups import remove_sharding_groups, sync_sharding_groups
 from xla_spmd.propagation.importing import has_foreign_shardings, import_shardings
 from xla_spmd.propagation.rebuild import rewrite_in_place
+from xla_spmd.propagation.registry import with_sharding_rules
 from xla_spmd.propagation.splitting import split_constants
 from xla_spmd.sharding import (
     DimSharding,
@@ -102,7 +103,8 @@ class Result:
 
 def propagate(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None,
               policy=None, groups=(), unsharded_scalars: bool = False,
-              shared_functions: bool = False, callee_results: bool = True) -> Module:
+              shared_functions: bool = False, callee_results: bool = True,
+              keep_sharding_rules: bool = False) -> Module:
     """Give every value of `module` a sharding (see the module docstring).
 
     `strategy` is "basic", "aggressive", "op-priority" or "user-priority" (the default,
@@ -115,11 +117,13 @@ def propagate(module: Module, strategy: str | None = None, *, mesh: Mesh | None 
     dedup-functions-fully), where by default each call propagates on its own.
     `callee_results=False` gives result shardings to the entry function's results only, as
     Shardy's propagation passes do on their own (its pipeline gives every function's
-    results theirs, as the default does).
+    results theirs, as the default does). `keep_sharding_rules` leaves each op's factor
+    rule written on it (``sdy.sharding_rule``; Shardy's ``keep-sharding-rules=true``).
     """
-    return run(module, strategy, mesh=mesh, policy=policy, groups=groups,
-               unsharded_scalars=unsharded_scalars, shared_functions=shared_functions,
-               callee_results=callee_results).module
+    result = run(module, strategy, mesh=mesh, policy=policy, groups=groups,
+                 unsharded_scalars=unsharded_scalars, shared_functions=shared_functions,
+                 callee_results=callee_results).module
+    return with_sharding_rules(result) if keep_sharding_rules else result
 
 
 def run(module: Module, strategy: str | None = None, *, mesh: Mesh | None = None,

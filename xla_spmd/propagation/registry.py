@@ -72,6 +72,36 @@ def sharding_rule(inst: Instruction, users=()) -> OpShardingRule | None:
     return RULES.lookup(inst.op.name)(inst)
 
 
+def with_sharding_rules(module):
+    """`module` with each op's built-in factor rule written on it (``sdy.sharding_rule``,
+    frontend attribute `SHARDING_RULE`), as Shardy's ``-sdy-populate-op-sharding-rules``
+    (and its propagation with ``keep-sharding-rules=true``) leaves them. An op's own rule
+    stays; sdy's own ops (constraints, ``xla.sdy.*`` calls) get none.
+
+    >>> from xla_spmd.ir import Builder, Module, ArrayShape, F32
+    >>> b = Builder("f")
+    >>> x = b.parameter(ArrayShape(F32, (4, 8)))
+    >>> m = with_sharding_rules(Module.from_entry("m", b.build(b.negate(x))))
+    >>> m.entry.root.frontend_attribute(SHARDING_RULE)
+    '#sdy.op_sharding_rule<([i, j])->([i, j]) {i=4, j=8}>'
+    """
+    from xla_spmd.ir import map_computations, rewrite
+
+    def attach(computation, replaced):
+        uses = computation.users()
+
+        def fn(inst, operands):
+            rule = sharding_rule(inst, uses.get(inst, ()))
+            target = getattr(inst.attrs, "custom_call_target", "")
+            if rule is None or target == "Sharding" or target.startswith("xla.sdy.") or \
+                    inst.frontend_attribute(SHARDING_RULE) is not None:
+                return None     # sdy's own ops print as themselves, without a rule
+            return inst.replace(operands=operands, frontend_attributes=tuple(
+                inst.frontend_attributes) + ((SHARDING_RULE, str(rule)),))
+        return rewrite(computation, fn)
+    return map_computations(module, attach)
+
+
 def array_operands(inst: Instruction) -> list[tuple[int, ...]] | None:
     """Operand dims, or None if some operand is a tuple (such ops get no rule)."""
     dims = []
