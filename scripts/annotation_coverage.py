@@ -7,7 +7,7 @@ it has a return annotation and every parameter other than a leading
 
 Example::
 
-    python scripts/annotation_coverage.py                 # partition/, frontend/, mesh/, ir/
+    python scripts/annotation_coverage.py                 # partition, frontend, sharding, ir
     python scripts/annotation_coverage.py -v frontend     # list the offenders too
 """
 
@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "xla_spmd"
-DEFAULT_PACKAGES = ("partition", "frontend", "mesh", "ir")
+DEFAULT_PACKAGES = ("partition", "frontend", "sharding", "ir")
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -54,9 +54,11 @@ def _fully_annotated(fn: FunctionNode, is_method: bool) -> bool:
 
 
 def count(package: str, verbose: bool = False) -> tuple[int, int]:
-    """Return (unannotated, total) public functions under ``xla_spmd/<package>``."""
+    """Return (unannotated, total) public functions in ``xla_spmd/<package>`` (dir or module)."""
     missing = total = 0
-    for path in sorted((ROOT / package).rglob("*.py")):
+    base = ROOT / package
+    paths = sorted(base.rglob("*.py")) if base.is_dir() else [base.with_suffix(".py")]
+    for path in paths:
         tree = ast.parse(path.read_text(), filename=str(path))
         for fn, is_method in _public_functions(tree):
             total += 1
