@@ -28,7 +28,7 @@ import os
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 
@@ -49,6 +49,15 @@ from xla_spmd.ir.module import make_instruction
 from xla_spmd.ir.reducers import KIND_OPCODES
 from xla_spmd.mesh import Mesh
 
+# Annotation aliases for the frontend's public functions, as JAX's ``jax.typing``. An
+# `ArrayLike` is anything an op takes as an operand: a `Value` (traced or concrete), a NumPy
+# array or scalar, a Python number or bool; a `DTypeLike` anything `lax.as_dtype` reads (a
+# DType, a NumPy dtype or type, a name, ``int``/``float``); an `AxisName` one mesh axis name
+# or a tuple of them. They stay `Any` for the checker: the frontend converts such values at
+# run time (`aval_of`, `as_value`), so a union would only move that check into every body.
+ArrayLike: TypeAlias = Any
+DTypeLike: TypeAlias = Any
+AxisName: TypeAlias = Any
 _TRACES: list[Trace] = []
 # Source locations: the folder of our own code (frames in it are skipped), and the metadata
 # of the forward op whose VJP rule is running (its backward ops point at the same line).
