@@ -362,7 +362,6 @@ def reduce_max(x: ArrayLike, dimensions: Sequence[int]) -> Value:
 
 
 
-
 def window_reduce(x: ArrayLike, kind: str, window_dimensions: Sequence[int],
                   window_strides: Sequence[int] | None = None,
                   padding: str | Sequence[tuple[int, int]] | None = "VALID",
