@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -588,6 +588,12 @@ def conv_dimension_numbers(spec: str | Sequence[str] | ConvDimensionNumbers
 # Sorting and top-k
 
 
+@overload
+def sort(operands: Sequence[ArrayLike], dimension: int = -1, is_stable: bool = True,
+         num_keys: int = 1, descending: bool = False) -> list[Value]: ...
+@overload
+def sort(operands: ArrayLike, dimension: int = -1, is_stable: bool = True, num_keys: int = 1,
+         descending: bool = False) -> Value: ...
 def sort(operands: ArrayLike, dimension: int = -1, is_stable: bool = True, num_keys: int = 1,
          descending: bool = False) -> Value | list[Value]:
     """Sort `operands` (a value or a sequence) along `dimension` by the first `num_keys`."""
