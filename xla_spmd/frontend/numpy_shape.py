@@ -205,7 +205,8 @@ def sort(x: ArrayLike, axis: int | None = -1) -> Value:
     return lax.sort(x, _axis(axis, x.ndim))
 
 
-def argsort(x: ArrayLike, axis: int = -1, stable: bool = True, descending: bool = False) -> Value:
+def argsort(x: ArrayLike, axis: int | None = -1, stable: bool = True, descending: bool = False
+            ) -> Value:
     x = xnp.asarray(x)
     if axis is None:
         x, axis = ravel(x), 0
