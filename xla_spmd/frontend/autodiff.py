@@ -124,7 +124,7 @@ def vjp(fn: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
 
 
 def value_and_grad(fn: Callable, argnums: int | tuple = 0, has_aux: bool = False
-                  ) -> Callable[..., Any]:
+                   ) -> Callable[..., Any]:
     """A function returning ``(fn(*args), gradient)`` of a scalar `fn` with respect to the
     arguments at `argnums` (``((value, aux), gradient)`` with has_aux), as in JAX."""
     def wrapped(*args, **kwargs):

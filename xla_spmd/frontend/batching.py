@@ -125,7 +125,7 @@ def _batched_sharding(sharding: Sharding | None) -> Any:
 
 
 def bind_batched(inst: Instruction, operands: Sequence[Value], size: int, **overrides: Any
-                ) -> Value:
+                 ) -> Value:
     """Bind `inst`'s op on batched `operands`, its attributes updated by `overrides`."""
     attrs = {**attrs_dict(inst), **overrides}
     shape = batched_aval(inst.shape, size) if inst.op.needs_declared_shape else None
@@ -177,7 +177,7 @@ def register_family(family: Family, rule: Callable[..., Any]) -> None:
 
 
 def unrolled(inst: Instruction, operands: Sequence[Value], batched: Sequence[bool], size: int
-            ) -> Value:
+             ) -> Value:
     """Run the op once per batch element and stack the results."""
     results = []
     for b in range(size):
@@ -424,7 +424,7 @@ def _dynamic_update_slice(inst, operands, batched, size):
 
 
 def batched_callee(computation: Computation, size: int, post: Callable[..., Any] | None = None
-                  ) -> Computation:
+                   ) -> Computation:
     """`computation` of one (tuple or array) parameter, batched: it takes and returns
     batched values (`post(result, batched, argument)` may rewrite the result)."""
     (param,) = computation.parameters

@@ -236,7 +236,7 @@ def _scan_slice(xs, i):
 
 
 def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reverse: bool = False
-        ) -> tuple[Any, Any]:
+         ) -> tuple[Any, Any]:
     """``carry, y = f(carry, x)`` over the leading axis of `xs`; returns (carry, stacked ys).
 
     Lowered to a `fori_loop` that slices `xs` and writes `ys` with dynamic slices.

@@ -53,7 +53,7 @@ def _is_sharding_leaf(s) -> bool:
 
 
 def to_tensor_sharding(sharding: NamedSharding | TensorSharding | None, rank: int, what: str
-                      ) -> TensorSharding | None:
+                       ) -> TensorSharding | None:
     """A user sharding (NamedSharding, TensorSharding or None) for a rank-`rank` value."""
     if sharding is None:
         return None

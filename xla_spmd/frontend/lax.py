@@ -231,7 +231,7 @@ def stop_gradient(x: Any) -> Any:
 
 
 def broadcast_in_dim(x: ArrayLike, shape: Sequence[int], broadcast_dimensions: Sequence[int]
-                    ) -> Value:
+                     ) -> Value:
     """Place operand dim i at result dim ``broadcast_dimensions[i]`` of `shape`."""
     aval = aval_of(x)
     shape, dims = tuple(shape), tuple(broadcast_dimensions)
@@ -277,7 +277,7 @@ def slice_in_dim(x: ArrayLike, start: int, limit: int, stride: int = 1, axis: in
 
 
 def pad(x: ArrayLike, padding_value: ArrayLike, padding_config: Sequence[tuple[int, int, int]]
-       ) -> Value:
+        ) -> Value:
     """`padding_config`: one ``(low, high, interior)`` per dim."""
     return bind("pad", x, padding_value,
                 padding=tuple(PadDim(int(lo), int(hi), int(i)) for lo, hi, i in padding_config))
@@ -309,7 +309,7 @@ def dynamic_slice_in_dim(x: ArrayLike, start: ArrayLike, size: int, axis: int = 
 
 
 def dynamic_update_slice_in_dim(x: ArrayLike, update: ArrayLike, start: ArrayLike, axis: int = 0
-                               ) -> Value:
+                                ) -> Value:
     starts = [0] * len(shape_of(x))
     starts[axis] = start
     return dynamic_update_slice(x, update, starts)
@@ -565,7 +565,7 @@ def builtins_max(a: int, b: int) -> int:
 
 
 def conv_dimension_numbers(spec: str | Sequence[str] | ConvDimensionNumbers
-                          ) -> ConvDimensionNumbers:
+                           ) -> ConvDimensionNumbers:
     if isinstance(spec, ConvDimensionNumbers):
         return spec
     if isinstance(spec, str) and "->" in spec:

@@ -130,7 +130,7 @@ def gelu(x: ArrayLike, approximate: bool = True) -> Value:
 
 
 def logsumexp(x: ArrayLike, axis: int | Sequence[int] | None = None, keepdims: bool = False
-             ) -> Value:
+              ) -> Value:
     """log(sum(exp(x))) over `axis` (default: all of `x`, as ``jax.nn.logsumexp``)."""
     x = xnp.asarray(x)
     # As JAX: the shift cancels, so it is a constant to autodiff (no max-tie bookkeeping).
@@ -183,7 +183,7 @@ def one_hot(labels: ArrayLike, num_classes: int, dtype: DTypeLike = None, axis: 
 
 
 def softmax_cross_entropy(logits: ArrayLike, labels: ArrayLike, axis: int | Sequence[int] = -1
-                         ) -> Value:
+                          ) -> Value:
     """Cross-entropy of `logits` against probability (e.g. one-hot) `labels`, per example."""
     return -numpy_reductions.sum(labels * log_softmax(logits, axis), axis)
 

@@ -434,7 +434,7 @@ def full_like(x: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike = None) -> V
 
 
 def arange(start: float, stop: float | None = None, step: float = 1, dtype: DTypeLike = None
-          ) -> Value:
+           ) -> Value:
     if stop is None:
         start, stop = 0, start
     dtype = _default_dtype(dtype, start, stop, step)

@@ -342,7 +342,7 @@ def _compact(mask, values, size: int, fill):
 
 
 def nonzero(a: ArrayLike, *, size: int | None = None, fill_value: ArrayLike = None
-           ) -> tuple[Value, ...]:
+            ) -> tuple[Value, ...]:
     """The indices of the non-zero entries, one array per dim; with a static `size`, padded
     with `fill_value` (default 0) or truncated."""
     a = xnp.asarray(a)

@@ -61,7 +61,7 @@ min = amin = _reduction("min", False)  # noqa: A001
 
 
 def count_nonzero(x: ArrayLike, axis: int | Sequence[int] | None = None, keepdims: bool = False
-                 ) -> Value:
+                  ) -> Value:
     """The number of non-zero entries (of the default int type)."""
     x = xnp.asarray(x)
     nonzero = xnp.not_equal(x, lax.zeros_like(x))

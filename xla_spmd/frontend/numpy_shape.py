@@ -106,7 +106,7 @@ def concatenate(arrays: Sequence, axis: int | None = 0) -> Value:
 
 
 def roll(x: ArrayLike, shift: int | Sequence[int], axis: int | Sequence[int] | None = None
-        ) -> Value:
+         ) -> Value:
     """Shift elements along `axis` (None: of the flattened array), wrapping around, as
     numpy; `shift` and `axis` may be tuples."""
     x = xnp.asarray(x)
@@ -152,7 +152,7 @@ def split(x: ArrayLike, indices_or_sections: int | Sequence[int], axis: int = 0)
 
 
 def array_split(x: ArrayLike, indices_or_sections: int | Sequence[int], axis: int = 0
-               ) -> list[Value]:
+                ) -> list[Value]:
     """As `split`, but `indices_or_sections` sections need not divide the dim: the first
     ``n % sections`` pieces are one longer (numpy's rule)."""
     if not isinstance(indices_or_sections, int):

@@ -126,7 +126,7 @@ def tree_unflatten(treedef: TreeDef, leaves: Iterable[Any]) -> Any:
 
 
 def broadcast_prefix(prefix: Any, tree: Any, is_leaf: Callable | None = None, what: str = "prefix"
-                    ) -> list:
+                     ) -> list:
     """One entry of `prefix` per leaf of `tree`: `prefix` is a pytree whose leaves (as
     `is_leaf` says) each stand for the whole subtree at their place in `tree`, at any level
     (as JAX matches ``in_shardings`` to arguments).

@@ -62,7 +62,7 @@ def _rotate_left(x, distance: int) -> Value:
 
 
 def threefry2x32(key1: ArrayLike, key2: ArrayLike, x1: ArrayLike, x2: ArrayLike
-                ) -> tuple[Value, Value]:
+                 ) -> tuple[Value, Value]:
     """The threefry2x32 hash of counter words `x1`, `x2` (u32 arrays of one shape) under key
     words `key1`, `key2` (u32 scalars): 5 groups of 4 rounds, a key injection after each."""
     shape = x1.shape

@@ -123,7 +123,7 @@ def _factors(mesh: Mesh, sharding, dims, what: str) -> list[int]:
 
 def shard_map(fn: Callable, mesh: Mesh, in_specs: Any, out_specs: Any,
               axis_names: Sequence[str] | None = None, check_vma: bool = True
-             ) -> Callable[..., Any]:
+              ) -> Callable[..., Any]:
     """Run `fn` per device on local shards: inputs split by `in_specs`, outputs assembled by
     `out_specs` (PartitionSpecs, or pytrees of them matching arguments / results).
 
@@ -430,7 +430,7 @@ def all_gather(x: ArrayLike, axis_name: AxisName, axis: int = 0, tiled: bool = F
 
 
 def psum_scatter(x: ArrayLike, axis_name: AxisName, scatter_dimension: int = 0, tiled: bool = False
-                ) -> Value:
+                 ) -> Value:
     """Sum over devices, each keeping its chunk of `scatter_dimension`."""
     manual = _manual("lax.psum_scatter")
     out = bind("reduce-scatter", x, dimensions=(scatter_dimension,),

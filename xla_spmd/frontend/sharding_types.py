@@ -106,7 +106,7 @@ def suspended() -> Iterator[None]:
 
 @contextlib.contextmanager
 def axis_types(mesh: Mesh, *, auto: Sequence[str] = (), explicit: Sequence[str] = ()
-              ) -> Iterator[None]:
+               ) -> Iterator[None]:
     """Inside the block the axes `auto` of `mesh` count as Auto and `explicit` as Explicit
     (JAX's ``auto_axes(axes=...)`` and ``explicit_axes(axes=...)``: the other axes keep
     their types); with `explicit` given, types are computed even inside a `suspended`
@@ -244,7 +244,7 @@ def takes_out_sharding(fn: Callable) -> Callable:
 
 
 def with_out_sharding(compute: Callable, out_sharding: Any, operands: Sequence[Any], what: str
-                     ) -> Any:
+                      ) -> Any:
     """``compute()``, typed `out_sharding` when given (see `takes_out_sharding`)."""
     if out_sharding is None:
         return compute()
@@ -417,7 +417,7 @@ def vmap_types(values: Sequence[ArrayLike], batched: Sequence[bool]) -> tuple:
 
 
 def unmapped_type(example: TensorSharding, rank: int, axis: int, axes: Sequence[str]
-                 ) -> TensorSharding:
+                  ) -> TensorSharding:
     """A vmap result's type: its per-example type with the mapped axes (`vmap_types`) at
     `axis` (JAX's ``unmapped_aval`` with ``explicit_mesh_axis``)."""
     spec = list(_spec(example, rank - 1))
@@ -450,7 +450,7 @@ TUPLE_RULES = Registry("sharding type rule of a tuple result")
 
 
 def infer(inst: Instruction, operands: Sequence[Any]
-         ) -> TensorSharding | tuple[TensorSharding | None, ...] | None:
+          ) -> TensorSharding | tuple[TensorSharding | None, ...] | None:
     """The sharding type of `inst`'s result from its operands' types (None: untyped; a tuple
     of shardings for the tuple results of a variadic ``reduce`` or ``sort``)."""
     if _SUSPENDED and _SUSPENDED[-1]:

@@ -56,7 +56,7 @@ from xla_spmd.ir import ArrayShape, DType
 
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: AxisName | None = None,
          axis_size: int | None = None, spmd_axis_name: AxisName | None = None
-        ) -> Callable[..., Any]:
+         ) -> Callable[..., Any]:
     """Map `fun` over an axis of its arguments, as JAX's ``vmap``: `in_axes` (an int, None,
     or a pytree prefix of the positional arguments) says which axis of each argument is
     mapped (None: not mapped); `out_axes` where the mapped axis goes in each result.
@@ -265,7 +265,7 @@ def _jacobian_tree(out_leaves_mapped, out_tree, in_leaves, in_tree, argnums, out
 
 
 def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
-          ) -> Callable[..., Any]:
+           ) -> Callable[..., Any]:
     """The Jacobian of `fun` by forward mode (``vmap`` of `jvp` over a basis), as JAX's
     ``jacfwd``: each output leaf holds, per input leaf, an array of shape
     ``out.shape + in.shape``."""
@@ -301,7 +301,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
 
 def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
-          ) -> Callable[..., Any]:
+           ) -> Callable[..., Any]:
     """The Jacobian of `fun` by reverse mode (``vmap`` of the pullback over a basis of the
     output), as JAX's ``jacrev``; same layout as `jacfwd`."""
     def jacobian(*args):
@@ -332,7 +332,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
 
 def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
-           ) -> Callable[..., Any]:
+            ) -> Callable[..., Any]:
     """The Hessian of a scalar `fun`: ``jacfwd(jacrev(fun))``, as JAX's ``hessian``."""
     return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
 
@@ -406,7 +406,7 @@ REMAT = "xla_spmd.remat"
 
 def checkpoint(fun: Callable, *, prevent_cse: bool = True,
                policy: Callable[..., bool] | None = None, static_argnums: int | Sequence[int] = ()
-              ) -> Callable[..., Any]:
+               ) -> Callable[..., Any]:
     """`fun`, whose intermediates the backward pass recomputes instead of keeping (JAX's
     ``checkpoint``/``remat``): values are those of `fun`; a policy of
     ``checkpoint_policies.everything_saveable`` keeps them all.

@@ -33,7 +33,7 @@ def unary(opcode: str, derivative: Callable[[Value, Value], Value]) -> None:
 
 
 def binary(opcode: str, d_lhs: Callable[..., Value | None], d_rhs: Callable[..., Value | None]
-          ) -> None:
+           ) -> None:
     """Each partial maps (ct, x, y, out) to that operand's cotangent (or None)."""
     VJP.register(opcode)(lambda ct, inst, ops, out: [
         d_lhs(ct, ops[0], ops[1], out), d_rhs(ct, ops[0], ops[1], out)])

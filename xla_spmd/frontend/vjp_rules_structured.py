@@ -111,7 +111,7 @@ def _dilate(shape, dilation):
 def conv_vjp_lhs_padding(in_shape: Sequence[int], window: Sequence[int], strides: Sequence[int],
                          out_shape: Sequence[int], padding: Sequence[tuple[int, int]],
                          lhs_dilation: Sequence[int], rhs_dilation: Sequence[int]
-                        ) -> list[tuple[int, int]]:
+                         ) -> list[tuple[int, int]]:
     lhs_dilated = _dilate(in_shape, lhs_dilation)
     rhs_dilated = _dilate(window, rhs_dilation)
     out_dilated = _dilate(out_shape, strides)

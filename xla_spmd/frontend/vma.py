@@ -41,7 +41,7 @@ def collective_axes(inst: Instruction, every: frozenset) -> frozenset:
 
 
 def combine(opcode: str, operand_vmas: Iterable[frozenset], axes: Iterable[str], every: frozenset
-           ) -> frozenset:
+            ) -> frozenset:
     """The varying axes of an op's result from its operands' (`axes`: a collective's)."""
     if opcode in ("partition-id", "replica-id"):
         return every
