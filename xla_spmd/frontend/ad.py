@@ -10,7 +10,7 @@ tuples of cotangents; None stands for a zero. Only floating-point values carry c
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from xla_spmd.frontend import lax
@@ -19,7 +19,7 @@ from xla_spmd.frontend.sharding_types import type_of
 from xla_spmd.frontend.tracing import bind, current_trace, rebind, source_of
 from xla_spmd.frontend.vma import transpose_implicit_broadcasts
 from xla_spmd.frontend.vma import typed as vma_typed
-from xla_spmd.ir import Computation, Registry, TupleShape
+from xla_spmd.ir import Computation, Registry, Shape, TupleShape
 from xla_spmd.ir.custom_calls import SHARDING
 
 VJP = Registry("VJP")
@@ -32,7 +32,7 @@ CUSTOM_RULES: dict[str, Callable[..., Any]] = {}
 """key -> rule(cotangent leaves of the call's results, operands) -> operand cotangents."""
 
 
-def differentiable(aval) -> bool:
+def differentiable(aval: Shape) -> bool:
     if isinstance(aval, TupleShape):
         return True
     return aval.dtype.is_float or aval.dtype.is_complex
@@ -42,7 +42,7 @@ def differentiable(aval) -> bool:
 # Cotangent structures
 
 
-def add_cotangents(a, b):
+def add_cotangents(a: Any, b: Any) -> Any:
     if a is None:
         return b
     if b is None:
@@ -52,13 +52,13 @@ def add_cotangents(a, b):
     return lax.add(a, b)
 
 
-def zeros_of(aval):
+def zeros_of(aval: Shape) -> Any:
     if isinstance(aval, TupleShape):
         return tuple(zeros_of(e) for e in aval.elements)
     return lax.full(aval.dims, 0, aval.dtype)
 
 
-def flat_cotangent(ct, aval) -> list:
+def flat_cotangent(ct: Any, aval: Shape) -> list:
     """The leaves of a cotangent for a value of `aval`, zeros materialized."""
     if isinstance(aval, TupleShape):
         parts = ct if ct is not None else (None,) * len(aval.elements)
@@ -66,7 +66,7 @@ def flat_cotangent(ct, aval) -> list:
     return [lax.full(aval.dims, 0, aval.dtype) if ct is None else ct]
 
 
-def unflat_cotangent(leaves, aval):
+def unflat_cotangent(leaves: Iterable[Any], aval: Shape) -> Any:
     """Inverse of `flat_cotangent` (consumes from an iterator or list)."""
     iterator = iter(leaves)
 
@@ -77,7 +77,7 @@ def unflat_cotangent(leaves, aval):
     return build(aval)
 
 
-def is_zero(ct) -> bool:
+def is_zero(ct: Any) -> bool:
     if ct is None:
         return True
     if isinstance(ct, tuple):
@@ -89,7 +89,7 @@ def is_zero(ct) -> bool:
 # The two passes over a computation
 
 
-def linearize_computation(computation: Computation, args) -> tuple[object, dict]:
+def linearize_computation(computation: Computation, args: Sequence[Any]) -> tuple[object, dict]:
     """Emit `computation` on `args` in the current trace; returns (root value, environment of
     every instruction's value)."""
     env = {id(p): a for p, a in zip(computation.parameters, args)}
@@ -100,12 +100,12 @@ def linearize_computation(computation: Computation, args) -> tuple[object, dict]
     return env[id(computation.root)], env
 
 
-def apply_computation(computation: Computation, args):
+def apply_computation(computation: Computation, args: Sequence[Any]) -> Any:
     """The value of `computation` on `args`, its instructions inlined in the current trace."""
     return linearize_computation(computation, args)[0]
 
 
-def backward(computation: Computation, env: dict, root_ct) -> list:
+def backward(computation: Computation, env: dict, root_ct: Any) -> list:
     """Cotangents of the parameters of `computation` given the cotangent of its root."""
     root = env.get(id(computation.root))
     cts: dict[int, object] = {id(computation.root): _typed_like(root_ct, root)}
@@ -148,7 +148,7 @@ def _backward(computation: Computation, env: dict, cts: dict, typed: bool) -> No
             cts[id(operand)] = add_cotangents(cts.get(id(operand)), operand_ct)
 
 
-def computation_vjp(computation: Computation, args, root_ct) -> list:
+def computation_vjp(computation: Computation, args: Sequence[Any], root_ct: Any) -> list:
     """Cotangents of `args` for `computation` (forward re-emitted, then the reverse pass)."""
     _, env = linearize_computation(computation, args)
     return backward(computation, env, root_ct)

@@ -64,7 +64,7 @@ def _as_value(x):
     return asarray(x)
 
 
-def vjp(fn: Callable, *primals, has_aux: bool = False) -> tuple[Any, ...]:
+def vjp(fn: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """``(fn(*primals), vjp_fn)`` (plus `aux` with has_aux), where ``vjp_fn(ct)`` returns a
     tuple with the cotangent of each primal (pytrees of the primals' structure).
 
@@ -123,7 +123,8 @@ def vjp(fn: Callable, *primals, has_aux: bool = False) -> tuple[Any, ...]:
     return out, vjp_fn
 
 
-def value_and_grad(fn: Callable, argnums: int | tuple = 0, has_aux: bool = False):
+def value_and_grad(fn: Callable, argnums: int | tuple = 0, has_aux: bool = False
+                   ) -> Callable[..., Any]:
     """A function returning ``(fn(*args), gradient)`` of a scalar `fn` with respect to the
     arguments at `argnums` (``((value, aux), gradient)`` with has_aux), as in JAX."""
     def wrapped(*args, **kwargs):
@@ -151,7 +152,7 @@ def value_and_grad(fn: Callable, argnums: int | tuple = 0, has_aux: bool = False
     return wrapped
 
 
-def grad(fn: Callable, argnums: int | tuple = 0, has_aux: bool = False):
+def grad(fn: Callable, argnums: int | tuple = 0, has_aux: bool = False) -> Callable[..., Any]:
     """The gradient of a scalar `fn` with respect to the arguments at `argnums`.
 
     >>> import numpy as np

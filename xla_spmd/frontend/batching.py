@@ -21,11 +21,14 @@ array([ 5., 50.], dtype=float32)
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax
 from xla_spmd.frontend.sharding_types import suspended as types_suspended
 from xla_spmd.frontend.tracing import (
+    Value,
     attrs_dict,
     aval_of,
     bind,
@@ -43,11 +46,14 @@ from xla_spmd.ir import (
     ArrayShape,
     Computation,
     Family,
+    Instruction,
     Registry,
+    Shape,
     TupleShape,
 )
 from xla_spmd.ir.attributes import PadDim, SliceDim, Window, WindowDim
 from xla_spmd.ir.custom_calls import SHARDING
+from xla_spmd.ir.module import Sharding
 from xla_spmd.sharding import DimSharding, TensorSharding
 
 BATCH = Registry("batching")
@@ -58,7 +64,8 @@ BATCH = Registry("batching")
 # The pass
 
 
-def batch_computation(computation: Computation, args, batched, size: int):
+def batch_computation(computation: Computation, args: Sequence[Any], batched: Sequence[bool],
+                      size: int) -> tuple[Any, bool]:
     """Emit `computation` on `args` (``batched[i]``: whether ``args[i]`` has the leading batch
     dimension) in the current trace; returns ``(root value, whether it is batched)``."""
     env = {id(p): (a, b) for p, a, b in zip(computation.parameters, args, batched)}
@@ -81,13 +88,13 @@ def batch_computation(computation: Computation, args, batched, size: int):
 # Helpers
 
 
-def batched_aval(aval, size: int):
+def batched_aval(aval: Shape, size: int) -> Shape:
     if isinstance(aval, TupleShape):
         return TupleShape(tuple(batched_aval(e, size) for e in aval.elements))
     return ArrayShape(aval.dtype, (size,) + aval.dims)
 
 
-def materialize(x, batched: bool, size: int):
+def materialize(x: Value, batched: bool, size: int) -> Value:
     """`x` with the batch dimension (broadcast along it when `x` is not batched)."""
     if batched:
         return x
@@ -98,13 +105,13 @@ def materialize(x, batched: bool, size: int):
     return lax.broadcast_in_dim(x, (size,) + aval.dims, range(1, aval.rank + 1))
 
 
-def moveaxis(x, source: int, destination: int):
+def moveaxis(x: Value, source: int, destination: int) -> Value:
     order = [d for d in range(x.ndim) if d != source]
     order.insert(destination, source)
     return lax.transpose(x, order)
 
 
-def _batched_sharding(sharding):
+def _batched_sharding(sharding: Sharding | None) -> Any:
     """A sharding of the per-example value, for the batched one: the batch dimension is open
     (propagation picks its sharding)."""
     if sharding is None:
@@ -117,7 +124,8 @@ def _batched_sharding(sharding):
     return None
 
 
-def bind_batched(inst, operands, size: int, **overrides):
+def bind_batched(inst: Instruction, operands: Sequence[Value], size: int, **overrides: Any
+                 ) -> Value:
     """Bind `inst`'s op on batched `operands`, its attributes updated by `overrides`."""
     attrs = {**attrs_dict(inst), **overrides}
     shape = batched_aval(inst.shape, size) if inst.op.needs_declared_shape else None
@@ -140,7 +148,7 @@ def _lead(dims) -> tuple:
     return (0,) + _shift(dims)
 
 
-def index_batch(x, b: int):
+def index_batch(x: Value, b: int) -> Value:
     """Element `b` of batched `x` (tuples element by element)."""
     aval = aval_of(x)
     if isinstance(aval, TupleShape):
@@ -149,7 +157,7 @@ def index_batch(x, b: int):
     return lax.reshape(lax.slice_in_dim(x, b, b + 1, 1, 0), aval.dims[1:])
 
 
-def stack(values):
+def stack(values: Sequence[Value]) -> Value:
     """Stack per-example values along a new leading dimension (tuples element-wise)."""
     aval = aval_of(values[0])
     if isinstance(aval, TupleShape):
@@ -158,7 +166,7 @@ def stack(values):
     return lax.concatenate([lax.reshape(v, (1,) + aval.dims) for v in values], 0)
 
 
-def register_family(family: Family, rule) -> None:
+def register_family(family: Family, rule: Callable[..., Any]) -> None:
     for name, op in OPS.items():
         if op.family is family and name not in BATCH:
             BATCH.register(name)(rule)
@@ -168,7 +176,8 @@ def register_family(family: Family, rule) -> None:
 # The rule of last resort
 
 
-def unrolled(inst, operands, batched, size):
+def unrolled(inst: Instruction, operands: Sequence[Value], batched: Sequence[bool], size: int
+             ) -> Value:
     """Run the op once per batch element and stack the results."""
     results = []
     for b in range(size):
@@ -414,7 +423,8 @@ def _dynamic_update_slice(inst, operands, batched, size):
 # Control flow: batched callees
 
 
-def batched_callee(computation: Computation, size: int, post=None) -> Computation:
+def batched_callee(computation: Computation, size: int, post: Callable[..., Any] | None = None
+                   ) -> Computation:
     """`computation` of one (tuple or array) parameter, batched: it takes and returns
     batched values (`post(result, batched, argument)` may rewrite the result)."""
     (param,) = computation.parameters

@@ -15,16 +15,27 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax
 from xla_spmd.frontend import sharding_types as types
 from xla_spmd.frontend.dtypes import jax_result_type, result_type_of
 from xla_spmd.frontend.pytree import tree_flatten, tree_unflatten
-from xla_spmd.frontend.tracing import Value, aval_of, bind, fresh_name, repack, trace_computation
-from xla_spmd.ir import S32, TupleShape
+from xla_spmd.frontend.tracing import (
+    ArrayLike,
+    Value,
+    aval_of,
+    bind,
+    fresh_name,
+    repack,
+    trace_computation,
+)
+from xla_spmd.ir import S32, Instruction, TupleShape
+
+if TYPE_CHECKING:
+    from xla_spmd.sharding import TensorSharding
 
 
 def _asvalue(x):
@@ -95,7 +106,7 @@ def trip_count_extras(n: int) -> tuple:
                                           separators=(",", ":"))),)
 
 
-def known_trip_count(inst) -> int | None:
+def known_trip_count(inst: Instruction) -> int | None:
     """The trip count recorded on a `while` instruction, or None."""
     for key, value in inst.extras:
         if key == "backend_config":
@@ -150,7 +161,7 @@ def while_flat(cond_fn: Callable, body_fn: Callable, leaves: Sequence,
     return _typed(typed_elements(out, list(zip(in_types, in_known))), weak_types)
 
 
-def typed_elements(out, found) -> list:
+def typed_elements(out: Value, found: Iterable[tuple[TensorSharding | None, bool]]) -> list:
     """The elements of a loop's or branch's tuple result, with their types (`found`: one
     (type or None, known) per element)."""
     results = []
@@ -164,7 +175,7 @@ def typed_elements(out, found) -> list:
     return results
 
 
-def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
+def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     """``while cond_fun(val): val = body_fun(val)`` over a pytree `init_val`."""
     leaves, tree = tree_flatten(init_val)
 
@@ -180,7 +191,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     return tree_unflatten(tree, outs)
 
 
-def fori_loop(lower, upper, body_fun: Callable, init_val) -> Any:
+def fori_loop(lower: ArrayLike, upper: ArrayLike, body_fun: Callable, init_val: Any) -> Any:
     """``for i in range(lower, upper): val = body_fun(i, val)``; static bounds give a known
     trip count (differentiable)."""
     static = isinstance(lower, int) and isinstance(upper, int)
@@ -207,7 +218,7 @@ def fori_loop(lower, upper, body_fun: Callable, init_val) -> Any:
     return tree_unflatten(tree, outs[1:])
 
 
-def index_in_dim(x, i, axis: int = 0):
+def index_in_dim(x: ArrayLike, i: ArrayLike, axis: int = 0) -> Value:
     """``x[i]`` along `axis` for a traced index, dropping the dim."""
     sliced = lax.dynamic_slice_in_dim(x, i, 1, axis)
     return lax.reshape(sliced, [n for d, n in enumerate(x.shape) if d != axis])
@@ -224,7 +235,8 @@ def _scan_slice(xs, i):
     return types.typed_as(x, types.unstacked(typed, xs.ndim))
 
 
-def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False):
+def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reverse: bool = False
+         ) -> tuple[Any, Any]:
     """``carry, y = f(carry, x)`` over the leading axis of `xs`; returns (carry, stacked ys).
 
     Lowered to a `fori_loop` that slices `xs` and writes `ys` with dynamic slices.
@@ -292,7 +304,7 @@ def _typed_buffer(buffer, typed):
                 sharding=typed)
 
 
-def switch_flat(index, branch_fns: Sequence[Callable], leaves: Sequence,
+def switch_flat(index: ArrayLike, branch_fns: Sequence[Callable], leaves: Sequence,
                 what: str = "switch") -> list:
     """A `conditional` running ``branch_fns[index](*leaves)`` (each returns a flat list).
     Sharding types: the branches see the operands with their types, must give results of
@@ -328,7 +340,7 @@ def switch_flat(index, branch_fns: Sequence[Callable], leaves: Sequence,
     return typed_elements(out, found)
 
 
-def switch(index, branches: Sequence[Callable], *operands):
+def switch(index: ArrayLike, branches: Sequence[Callable], *operands: Any) -> Any:
     """``branches[index](*operands)`` (an index out of range runs the last branch)."""
     leaves, tree = tree_flatten(operands)
     out_tree = {}
@@ -344,7 +356,7 @@ def switch(index, branches: Sequence[Callable], *operands):
     return tree_unflatten(out_tree["tree"], outs)
 
 
-def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
+def cond(pred: ArrayLike, true_fun: Callable, false_fun: Callable, *operands: Any) -> Any:
     """``true_fun(*operands) if pred else false_fun(*operands)``, both traced."""
     from xla_spmd.frontend.numpy_core import astype
     return switch(astype(pred, S32.numpy), [false_fun, true_fun], *operands)

@@ -31,6 +31,7 @@ import itertools
 import string
 import sys
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -96,8 +97,8 @@ def _callback_with(callback: Callable, args: tuple, kwargs: dict, partitioned: b
     _bind_callback(flat_callback, dynamic, partitioned)
 
 
-def callback(callback: Callable | None = None, *args, ordered: bool = False,
-             partitioned: bool = False, **kwargs):
+def callback(callback: Callable | None = None, *args: Any, ordered: bool = False,
+             partitioned: bool = False, **kwargs: Any) -> Any:
     """Call ``callback(*args, **kwargs)`` with the run-time values of traced arguments (JAX's
     ``jax.debug.callback``); returns None. The two-call form ``callback(ordered=True)(fn,
     *args)`` works too.
@@ -155,8 +156,8 @@ def _print_with(fmt: str, args: tuple, kwargs: dict, partitioned: bool,
     _callback_with(show, args, kwargs, partitioned)
 
 
-def print(fmt: str | None = None, *args, ordered: bool = False,  # noqa: A001
-          partitioned: bool = False, skip_format_check: bool = False, **kwargs):
+def print(fmt: str | None = None, *args: Any, ordered: bool = False, partitioned: bool = False,
+          skip_format_check: bool = False, **kwargs: Any) -> Any:  # noqa: A001
     """Print ``fmt.format(*args, **kwargs)`` with the run-time values (JAX's
     ``jax.debug.print``): from inside `xs.jit`, `shard_map`, loops and transforms. Write
     ``print("x = {x}", x=x)``, not an f-string (formatting happens when the program runs).

@@ -30,7 +30,9 @@ promotion lattice.
 
 from __future__ import annotations
 
+import builtins
 import functools
+from collections.abc import Iterable
 
 import ml_dtypes
 import numpy as np
@@ -107,7 +109,7 @@ class ScalarType:
         return f"xla_spmd.numpy.{self.dtype.name}"
 
     @property
-    def type(self):
+    def type(self) -> builtins.type:
         return self.dtype.type
 
 
@@ -164,7 +166,7 @@ def _least_upper_bound(x64: bool, nodes: frozenset):
     return least[0]
 
 
-def result_type_of(types) -> tuple[DType, bool]:
+def result_type_of(types: Iterable[tuple[DType, bool]]) -> tuple[DType, bool]:
     """The promoted type of values given as ``(dtype, weak)`` pairs, and whether it is weak.
 
     All weak: the bound of their types, weak (a weak f32 and a weak s32 give a weak f32).
@@ -186,7 +188,7 @@ def result_type_of(types) -> tuple[DType, bool]:
     return canonicalize(bound), False
 
 
-def jax_result_type(types) -> DType:
+def jax_result_type(types: Iterable[tuple[DType, bool]]) -> DType:
     """As JAX's ``result_type``: the promoted type of ``(dtype, weak)`` pairs, where a weak
     result becomes its kind's default type (a weak s32 and a weak f16 give f32)."""
     dtype, weak = result_type_of(types)

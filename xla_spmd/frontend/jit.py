@@ -20,18 +20,30 @@ import contextlib
 import functools
 import inspect
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xla_spmd.errors import ShardingError, XlaSpmdError
 from xla_spmd.frontend.dtypes import canonical_array, x64_enabled
 from xla_spmd.frontend.pytree import broadcast_prefix, tree_flatten, tree_unflatten
-from xla_spmd.frontend.tracing import Array, Trace, Value, aval_of, bind, current_trace, is_weak
+from xla_spmd.frontend.tracing import (
+    Array,
+    ArrayLike,
+    Trace,
+    Value,
+    aval_of,
+    bind,
+    current_trace,
+    is_weak,
+)
 from xla_spmd.ir import Module
 from xla_spmd.ir.custom_calls import SHARDING
-from xla_spmd.mesh import print_mesh
+from xla_spmd.mesh import Mesh, print_mesh
 from xla_spmd.sharding import NamedSharding, PartitionSpec, TensorSharding, user_sharding
+
+if TYPE_CHECKING:
+    from xla_spmd.frontend.transforms import ShapeDtypeStruct
 
 _SHARDING_TYPES = (NamedSharding, TensorSharding, PartitionSpec)
 
@@ -40,7 +52,8 @@ def _is_sharding_leaf(s) -> bool:
     return s is None or isinstance(s, _SHARDING_TYPES)
 
 
-def to_tensor_sharding(sharding, rank: int, what: str) -> TensorSharding | None:
+def to_tensor_sharding(sharding: NamedSharding | TensorSharding | None, rank: int, what: str
+                       ) -> TensorSharding | None:
     """A user sharding (NamedSharding, TensorSharding or None) for a rank-`rank` value."""
     if sharding is None:
         return None
@@ -132,7 +145,7 @@ class Lowered:
     def __str__(self) -> str:
         return self.as_text()
 
-    def compiler_ir(self, dialect: str = "stablehlo"):
+    def compiler_ir(self, dialect: str = "stablehlo") -> str | Module:
         """The program in the compiler's IR: StableHLO text (the default, as JAX's MLIR
         module prints), or with ``dialect="hlo"`` the HLO `Module` itself."""
         if dialect == "hlo":
@@ -140,24 +153,24 @@ class Lowered:
         return self.as_text(dialect)
 
     @property
-    def in_shardings(self):
+    def in_shardings(self) -> Any:
         """The parameters' shardings (NamedSharding or None) in the structure of the
         arguments, as JAX's ``(args, kwargs)`` pair."""
         return self.parameter_shardings(self.module)
 
     @property
-    def out_shardings(self):
+    def out_shardings(self) -> Any:
         """The results' shardings (NamedSharding or None) in the structure of the output."""
         return self.result_shardings(self.module)
 
-    def parameter_shardings(self, module: Module):
+    def parameter_shardings(self, module: Module) -> Any:
         """The shardings of `module`'s parameters (this program, or the propagated one) in
         the structure of the arguments."""
         leaves = [_shown(p.sharding) for p in module.entry.parameters]
         args, kwargs = tree_unflatten(self.in_tree, leaves)
         return tuple(args), kwargs
 
-    def result_shardings(self, module: Module):
+    def result_shardings(self, module: Module) -> Any:
         """The shardings of `module`'s results in the structure of the output."""
         root = module.entry.root
         if self.out_tree.num_leaves == 1 and root.opcode != "tuple":
@@ -181,7 +194,7 @@ class Traced:
         return self._lowered.module
 
     @property
-    def out_info(self):
+    def out_info(self) -> Any:
         """`ShapeDtypeStruct`s of the results, in the structure of the output."""
         from xla_spmd.frontend.transforms import ShapeDtypeStruct
         root = self.module.entry.root
@@ -249,19 +262,19 @@ class Compiled:
         as XLA's cost analysis)."""
         return self._analysis().cost_analysis(self.device_module())
 
-    def memory_analysis(self):
+    def memory_analysis(self) -> Any:
         """Per-device argument, output, temporary and peak bytes (JAX's
         ``CompiledMemoryStats`` fields)."""
         return self._analysis().memory_analysis(self.device_module())
 
     @property
-    def input_shardings(self):
+    def input_shardings(self) -> Any:
         """The shardings the compiled program takes its arguments in (after propagation),
         as ``(args, kwargs)``."""
         return self.lowered.parameter_shardings(self._propagated())
 
     @property
-    def output_shardings(self):
+    def output_shardings(self) -> Any:
         """The shardings of the compiled program's results (after propagation)."""
         return self.lowered.result_shardings(self._propagated())
 
@@ -288,7 +301,7 @@ class Compiled:
         return jitted.run(self.lowered, leaves)
 
 
-def run_on_one_device(lowered: Lowered, leaves: list):
+def run_on_one_device(lowered: Lowered, leaves: list) -> Any:
     """Run a lowered program on argument leaves, on one device with the reference backend
     (its manual regions, if any, over one-device meshes)."""
     from xla_spmd.backends.reference import evaluate
@@ -373,11 +386,11 @@ class Jitted:
                 from None
         return key, (static, dynamic, static_kwargs, dynamic_kwargs), leaves, tree
 
-    def lower(self, *args, **kwargs) -> Lowered:
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """Trace for these arguments (or hit the cache) and return the `Lowered` program."""
         return self._lower(args, kwargs)[0]
 
-    def trace(self, *args, **kwargs) -> Traced:
+    def trace(self, *args: Any, **kwargs: Any) -> Traced:
         """Trace for these arguments: the `Traced` program (``.lower()`` goes on)."""
         return Traced(self.lower(*args, **kwargs))
 
@@ -487,7 +500,7 @@ class Jitted:
         lowered, leaves = self._lower(args, kwargs)
         return self.run(lowered, leaves)
 
-    def run(self, lowered: Lowered, leaves: list):
+    def run(self, lowered: Lowered, leaves: list) -> Any:
         """Run `lowered` on the argument leaves and return the output pytree (here: on one
         device; ``xs.jit`` runs sharded programs on the devices)."""
         return run_on_one_device(lowered, leaves)
@@ -523,8 +536,9 @@ def _alias_header(donated: list[int], parameter_shapes, output_shapes,
     return (("input_output_alias", "{ " + ", ".join(entries) + " }"),)
 
 
-def jit(fn: Callable | None = None, *, in_shardings=None, out_shardings=None,
-        static_argnums=(), static_argnames=(), donate_argnums=()):
+def jit(fn: Callable | None = None, *, in_shardings: Any = None, out_shardings: Any = None,
+        static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
+        donate_argnums: int | Sequence[int] = ()) -> Jitted | Callable[[Callable], Jitted]:
     """Trace and cache `fn` per input signature; ``jit(f)``, ``@jit`` or ``@jit(...)``.
 
     `in_shardings` / `out_shardings`: None, one sharding for every value, or one entry per
@@ -542,7 +556,7 @@ def jit(fn: Callable | None = None, *, in_shardings=None, out_shardings=None,
     return wrap if fn is None else wrap(fn)
 
 
-def with_sharding_constraint(x, sharding):
+def with_sharding_constraint(x: Any, sharding: Any) -> Any:
     """Constrain the sharding of `x` (a pytree) at this point of the program, recorded as
     XLA does: a ``custom-call`` with target "Sharding" carrying the sharding."""
     leaves, tree = tree_flatten(x)
@@ -578,7 +592,7 @@ _MESHES: list = []  # the meshes of enclosing `use_mesh` blocks, innermost last
 
 
 @contextlib.contextmanager
-def use_mesh(mesh):
+def use_mesh(mesh: Mesh) -> Iterator[Mesh]:
     """Within the block, a bare `PartitionSpec` given to ``xs.reshard`` means a sharding over
     `mesh` (JAX's ``jax.sharding.use_mesh`` / ``jax.set_mesh`` as a context manager)."""
     _MESHES.append(mesh)
@@ -591,12 +605,12 @@ def use_mesh(mesh):
 set_mesh = use_mesh
 
 
-def current_mesh():
+def current_mesh() -> Mesh | None:
     """The mesh of the innermost `use_mesh` block (None outside any)."""
     return _MESHES[-1] if _MESHES else None
 
 
-def shardings_for(shardings, tree, what: str) -> list:
+def shardings_for(shardings: Any, tree: Any, what: str) -> list:
     """One sharding per leaf of `tree` from a sharding or PartitionSpec (or a pytree prefix
     of them); a bare spec is over the `use_mesh` mesh, else over the leaf's own mesh."""
     per_leaf = broadcast_prefix(shardings, tree, _is_sharding_leaf, what)
@@ -612,7 +626,7 @@ def shardings_for(shardings, tree, what: str) -> list:
     return out
 
 
-def typeof(x):
+def typeof(x: ArrayLike) -> ShapeDtypeStruct:
     """The type of `x`: shape, dtype and sharding (a `ShapeDtypeStruct`), as JAX's
     ``typeof``. The sharding is the array's own, or for a traced value the one it was given
     (an argument's in_sharding, a constraint, a reshard); None where propagation decides."""

@@ -10,7 +10,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, overload
 
 import numpy as np
 
@@ -20,6 +21,8 @@ from xla_spmd.frontend.pytree import tree_map
 from xla_spmd.frontend.sharding_types import takes_out_sharding
 from xla_spmd.frontend.tracing import (
     Array,
+    ArrayLike,
+    DTypeLike,
     Value,
     aval_of,
     bind,
@@ -39,6 +42,7 @@ from xla_spmd.ir import (
     ConvDimensionNumbers,
     DType,
     PadDim,
+    Shape,
     SliceDim,
     TupleShape,
     Window,
@@ -46,15 +50,15 @@ from xla_spmd.ir import (
 from xla_spmd.ir.attributes import Precision  # noqa: F401 (precision values users pass)
 
 
-def dtype_of(x) -> DType:
+def dtype_of(x: ArrayLike) -> DType:
     return aval_of(x).dtype
 
 
-def shape_of(x) -> tuple[int, ...]:
+def shape_of(x: ArrayLike) -> tuple[int, ...]:
     return aval_of(x).dims
 
 
-def as_dtype(dtype) -> DType:
+def as_dtype(dtype: DTypeLike) -> DType:
     """An IR element type from a numpy dtype, a dtype name or a DType. A requested numpy type
     is canonical (``np.float64`` is f32 unless x64 is on, ``float`` the default float, as in
     JAX); a DType is taken as it is."""
@@ -69,23 +73,23 @@ def as_dtype(dtype) -> DType:
 # Elementwise
 
 
-def unary(opcode: str, x) -> Value:
+def unary(opcode: str, x: ArrayLike) -> Value:
     return bind(opcode, x, weak_type=getattr(x, "weak_type", False))
 
 
-def binary(opcode: str, x, y) -> Value:
+def binary(opcode: str, x: ArrayLike, y: ArrayLike) -> Value:
     return bind(opcode, x, y)
 
 
-def add(x, y): return bind("add", x, y)
-def sub(x, y): return bind("subtract", x, y)
-def mul(x, y): return bind("multiply", x, y)
-def div(x, y): return bind("divide", x, y)
-def neg(x): return bind("negate", x)
-def exp(x): return bind("exponential", x)
-def log(x): return bind("log", x)
-def max(x, y): return bind("maximum", x, y)  # noqa: A001 (lax.max as in JAX)
-def min(x, y): return bind("minimum", x, y)  # noqa: A001
+def add(x: ArrayLike, y: ArrayLike) -> Value: return bind("add", x, y)
+def sub(x: ArrayLike, y: ArrayLike) -> Value: return bind("subtract", x, y)
+def mul(x: ArrayLike, y: ArrayLike) -> Value: return bind("multiply", x, y)
+def div(x: ArrayLike, y: ArrayLike) -> Value: return bind("divide", x, y)
+def neg(x: ArrayLike) -> Value: return bind("negate", x)
+def exp(x: ArrayLike) -> Value: return bind("exponential", x)
+def log(x: ArrayLike) -> Value: return bind("log", x)
+def max(x: ArrayLike, y: ArrayLike) -> Value: return bind("maximum", x, y)  # noqa: A001 (lax.max as in JAX)
+def min(x: ArrayLike, y: ArrayLike) -> Value: return bind("minimum", x, y)  # noqa: A001
 
 
 def _unary_function(opcode: str, name: str):
@@ -125,10 +129,10 @@ globals().update({name: _binary_function(opcode, name)
                   for name, opcode in _BINARY_FUNCTIONS.items()})
 
 
-def square(x): return bind("multiply", x, x)
+def square(x: ArrayLike) -> Value: return bind("multiply", x, x)
 
 
-def integer_pow(x, y: int):
+def integer_pow(x: ArrayLike, y: int) -> Value:
     """``x ** y`` for a static integer `y`, by repeated multiplication (as ``jax.lax``)."""
     if y == 0:
         return full(shape_of(x), 1, dtype_of(x))
@@ -139,27 +143,27 @@ def integer_pow(x, y: int):
     return out
 
 
-def clamp(minimum, x, maximum) -> Value:
+def clamp(minimum: ArrayLike, x: ArrayLike, maximum: ArrayLike) -> Value:
     """`x` clamped to ``[minimum, maximum]`` (scalars or arrays of x's shape)."""
     return bind("clamp", minimum, x, maximum)
 
 
-def erf_inv(x):
+def erf_inv(x: ArrayLike) -> Value:
     """The inverse error function (XLA's polynomial), as ``jax.lax.erf_inv``."""
     from xla_spmd.frontend.numpy_math import erfinv
     return erfinv(x)
 
 
-def compare(x, y, direction: str) -> Value:
+def compare(x: ArrayLike, y: ArrayLike, direction: str) -> Value:
     return bind("compare", x, y, direction=ComparisonDirection(direction))
 
 
-def select(pred, on_true, on_false) -> Value:
+def select(pred: ArrayLike, on_true: ArrayLike, on_false: ArrayLike) -> Value:
     """Elementwise `pred ? on_true : on_false` (pred is pred-typed, a scalar or same shape)."""
     return bind("select", pred, on_true, on_false)
 
 
-def convert(x, dtype) -> Value:
+def convert(x: ArrayLike, dtype: DTypeLike) -> Value:
     dtype = as_dtype(dtype)
     aval = aval_of(x)
     if aval.dtype is dtype:
@@ -167,31 +171,31 @@ def convert(x, dtype) -> Value:
     return bind("convert", x, shape=ArrayShape(dtype, aval.dims))
 
 
-def convert_element_type(x, dtype) -> Value:
+def convert_element_type(x: ArrayLike, dtype: DTypeLike) -> Value:
     return convert(x, dtype)
 
 
-def bitcast_convert(x, dtype, shape=None) -> Value:
+def bitcast_convert(x: ArrayLike, dtype: DTypeLike, shape: Sequence[int] | None = None) -> Value:
     dtype = as_dtype(dtype)
     dims = shape_of(x) if shape is None else tuple(shape)
     return bind("bitcast-convert", x, shape=ArrayShape(dtype, dims))
 
 
-def constant(value, dtype) -> Value:
+def constant(value: ArrayLike, dtype: DTypeLike) -> Value:
     """A scalar constant of `dtype` (a concrete value the trace embeds)."""
     return Array(np.asarray(value, dtype=as_dtype(dtype).numpy))
 
 
-def full(shape, value, dtype) -> Value:
+def full(shape: Sequence[int], value: ArrayLike, dtype: DTypeLike) -> Value:
     return broadcast_in_dim(constant(value, dtype), tuple(shape), ())
 
 
-def zeros_like(x) -> Value:
+def zeros_like(x: ArrayLike) -> Value:
     aval = aval_of(x)
     return full(aval.dims, 0, aval.dtype)
 
 
-def iota(dtype, shape, dimension: int = 0) -> Value:
+def iota(dtype: DTypeLike, shape: Sequence[int], dimension: int = 0) -> Value:
     return bind("iota", shape=ArrayShape(as_dtype(dtype), tuple(shape)),
                 iota_dimension=dimension)
 
@@ -201,7 +205,7 @@ STOP_GRADIENT = "xla_spmd.stop_gradient"
 derivative; every other consumer sees a plain copy (XLA removes it)."""
 
 
-def stop_gradient(x):
+def stop_gradient(x: Any) -> Any:
     """`x` (a pytree), with a zero derivative: the identity in the forward pass, a constant to
     autodiff, as ``jax.lax.stop_gradient``. Inside a trace it is a ``copy`` carrying the
     frontend attribute ``xla_spmd.stop_gradient`` (so the mark survives nested traces, loop
@@ -226,7 +230,8 @@ def stop_gradient(x):
 # Shapes
 
 
-def broadcast_in_dim(x, shape, broadcast_dimensions) -> Value:
+def broadcast_in_dim(x: ArrayLike, shape: Sequence[int], broadcast_dimensions: Sequence[int]
+                     ) -> Value:
     """Place operand dim i at result dim ``broadcast_dimensions[i]`` of `shape`."""
     aval = aval_of(x)
     shape, dims = tuple(shape), tuple(broadcast_dimensions)
@@ -236,7 +241,7 @@ def broadcast_in_dim(x, shape, broadcast_dimensions) -> Value:
 
 
 @takes_out_sharding
-def reshape(x, shape) -> Value:
+def reshape(x: ArrayLike, shape: Sequence[int]) -> Value:
     aval = aval_of(x)
     shape = tuple(int(d) for d in shape)
     if aval.dims == shape and isinstance(x, Value):
@@ -244,24 +249,25 @@ def reshape(x, shape) -> Value:
     return bind("reshape", x, shape=ArrayShape(aval.dtype, shape))
 
 
-def transpose(x, permutation) -> Value:
+def transpose(x: ArrayLike, permutation: Sequence[int]) -> Value:
     permutation = tuple(permutation)
     if permutation == tuple(range(len(permutation))) and isinstance(x, Value):
         return x
     return bind("transpose", x, dimensions=permutation)
 
 
-def rev(x, dimensions) -> Value:
+def rev(x: ArrayLike, dimensions: Sequence[int]) -> Value:
     return bind("reverse", x, dimensions=tuple(dimensions))
 
 
-def slice(x, start_indices, limit_indices, strides=None) -> Value:  # noqa: A001
+def slice(x: ArrayLike, start_indices: Sequence[int], limit_indices: Sequence[int],
+          strides: Sequence[int] | None = None) -> Value:  # noqa: A001
     strides = strides or (1,) * len(start_indices)
     return bind("slice", x, slice=tuple(SliceDim(int(a), int(b), int(s)) for a, b, s
                                         in zip(start_indices, limit_indices, strides)))
 
 
-def slice_in_dim(x, start: int, limit: int, stride: int = 1, axis: int = 0) -> Value:
+def slice_in_dim(x: ArrayLike, start: int, limit: int, stride: int = 1, axis: int = 0) -> Value:
     dims = shape_of(x)
     starts = [0] * len(dims)
     limits = list(dims)
@@ -270,7 +276,8 @@ def slice_in_dim(x, start: int, limit: int, stride: int = 1, axis: int = 0) -> V
     return slice(x, starts, limits, strides)
 
 
-def pad(x, padding_value, padding_config) -> Value:
+def pad(x: ArrayLike, padding_value: ArrayLike, padding_config: Sequence[tuple[int, int, int]]
+        ) -> Value:
     """`padding_config`: one ``(low, high, interior)`` per dim."""
     return bind("pad", x, padding_value,
                 padding=tuple(PadDim(int(lo), int(hi), int(i)) for lo, hi, i in padding_config))
@@ -282,17 +289,17 @@ def concatenate(operands: Sequence, dimension: int) -> Value:
     return bind("concatenate", *operands, dimensions=(dimension,))
 
 
-def dynamic_slice(x, start_indices: Sequence, slice_sizes: Sequence[int]) -> Value:
+def dynamic_slice(x: ArrayLike, start_indices: Sequence, slice_sizes: Sequence[int]) -> Value:
     starts = [convert(i, S32) if isinstance(i, Value) else np.int32(i) for i in start_indices]
     return bind("dynamic-slice", x, *starts, dynamic_slice_sizes=tuple(slice_sizes))
 
 
-def dynamic_update_slice(x, update, start_indices: Sequence) -> Value:
+def dynamic_update_slice(x: ArrayLike, update: ArrayLike, start_indices: Sequence) -> Value:
     starts = [convert(i, S32) if isinstance(i, Value) else np.int32(i) for i in start_indices]
     return bind("dynamic-update-slice", x, update, *starts)
 
 
-def dynamic_slice_in_dim(x, start, size: int, axis: int = 0) -> Value:
+def dynamic_slice_in_dim(x: ArrayLike, start: ArrayLike, size: int, axis: int = 0) -> Value:
     dims = shape_of(x)
     starts = [0] * len(dims)
     starts[axis] = start
@@ -301,21 +308,22 @@ def dynamic_slice_in_dim(x, start, size: int, axis: int = 0) -> Value:
     return dynamic_slice(x, starts, sizes)
 
 
-def dynamic_update_slice_in_dim(x, update, start, axis: int = 0) -> Value:
+def dynamic_update_slice_in_dim(x: ArrayLike, update: ArrayLike, start: ArrayLike, axis: int = 0
+                                ) -> Value:
     starts = [0] * len(shape_of(x))
     starts[axis] = start
     return dynamic_update_slice(x, update, starts)
 
 
-def get_tuple_element(t, index: int) -> Value:
+def get_tuple_element(t: ArrayLike, index: int) -> Value:
     return bind("get-tuple-element", t, index=index)
 
 
-def make_tuple(*values) -> Value:
+def make_tuple(*values: ArrayLike) -> Value:
     return bind("tuple", *values)
 
 
-def untuple(t) -> list:
+def untuple(t: ArrayLike) -> list:
     aval = aval_of(t)
     return [get_tuple_element(t, i) for i in range(len(aval.elements))]
 
@@ -326,7 +334,7 @@ def untuple(t) -> list:
 _IDENTITY = {"add": 0, "mul": 1, "and": True, "or": False}
 
 
-def reduction_identity(kind: str, dtype: DType):
+def reduction_identity(kind: str, dtype: DType) -> bool | int | float:
     if kind in _IDENTITY:
         return _IDENTITY[kind]
     if dtype.is_float:
@@ -337,7 +345,7 @@ def reduction_identity(kind: str, dtype: DType):
     return info.min if kind == "max" else info.max
 
 
-def reduce(x, kind: str, dimensions: Sequence[int]) -> Value:
+def reduce(x: ArrayLike, kind: str, dimensions: Sequence[int]) -> Value:
     """Reduce `x` over `dimensions` with add, mul, max, min, and, or."""
     dtype = dtype_of(x)
     init = constant(reduction_identity(kind, dtype), dtype)
@@ -345,13 +353,20 @@ def reduce(x, kind: str, dimensions: Sequence[int]) -> Value:
                 to_apply=reducer(kind, dtype))
 
 
-def reduce_sum(x, dimensions): return reduce(x, "add", dimensions)
-def reduce_max(x, dimensions): return reduce(x, "max", dimensions)
+def reduce_sum(x: ArrayLike, dimensions: Sequence[int]) -> Value:
+    return reduce(x, "add", dimensions)
 
 
-def window_reduce(x, kind: str, window_dimensions, window_strides=None,
+def reduce_max(x: ArrayLike, dimensions: Sequence[int]) -> Value:
+    return reduce(x, "max", dimensions)
+
+
+
+def window_reduce(x: ArrayLike, kind: str, window_dimensions: Sequence[int],
+                  window_strides: Sequence[int] | None = None,
                   padding: str | Sequence[tuple[int, int]] | None = "VALID",
-                  base_dilation=None, window_dilation=None) -> Value:
+                  base_dilation: Sequence[int] | None = None,
+                  window_dilation: Sequence[int] | None = None) -> Value:
     """Reduce sliding windows of `x` with a named reduction (add, max, min, mul) from its
     identity; `padding` is "VALID", "SAME" or one (low, high) per dim."""
     dtype = dtype_of(x)
@@ -384,8 +399,12 @@ def _scalar_computation(computation, dtype) -> Computation:
     return finish(trace, outputs, tuple_root=False)
 
 
-def reduce_window(operand, init_value, computation, window_dimensions, window_strides=None,
-                  padding="VALID", base_dilation=None, window_dilation=None) -> Value:
+def reduce_window(operand: ArrayLike, init_value: ArrayLike,
+                  computation: Callable[..., Any] | Computation, window_dimensions: Sequence[int],
+                  window_strides: Sequence[int] | None = None,
+                  padding: str | Sequence[tuple[int, int]] = "VALID",
+                  base_dilation: Sequence[int] | None = None,
+                  window_dilation: Sequence[int] | None = None) -> Value:
     """As ``jax.lax.reduce_window``: reduce sliding windows of `operand` with the binary
     `computation` (lax.add, lax.max, lax.min, lax.mul or any traceable function) starting
     from `init_value`; `padding` is "VALID", "SAME" or one (low, high) per dim.
@@ -402,12 +421,16 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
                           window_dilation)
 
 
-def max_pool(x, window_dimensions, window_strides=None, padding="VALID") -> Value:
+def max_pool(x: ArrayLike, window_dimensions: Sequence[int],
+             window_strides: Sequence[int] | None = None,
+             padding: str | Sequence[tuple[int, int]] = "VALID") -> Value:
     """Max over windows; `padding` is "VALID", "SAME" or one (low, high) per dim."""
     return window_reduce(x, "max", window_dimensions, window_strides, padding)
 
 
-def avg_pool(x, window_dimensions, window_strides=None, padding="VALID") -> Value:
+def avg_pool(x: ArrayLike, window_dimensions: Sequence[int],
+             window_strides: Sequence[int] | None = None,
+             padding: str | Sequence[tuple[int, int]] = "VALID") -> Value:
     """Mean over windows (padding counts as zeros, as ``flax.linen.avg_pool``)."""
     total = window_reduce(x, "add", window_dimensions, window_strides, padding)
     count = int(np.prod(window_dimensions))
@@ -418,9 +441,15 @@ def avg_pool(x, window_dimensions, window_strides=None, padding="VALID") -> Valu
 # Contractions
 
 
+# ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch)), as ``jax.lax.dot_general``.
+DotDimensionNumbers = tuple[tuple[Sequence[int], Sequence[int]],
+                            tuple[Sequence[int], Sequence[int]]]
+
+
 @takes_out_sharding
-def dot_general(lhs, rhs, dimension_numbers, precision=None,
-                preferred_element_type=None) -> Value:
+def dot_general(lhs: ArrayLike, rhs: ArrayLike,
+                dimension_numbers: DotDimensionNumbers,
+                precision: Any = None, preferred_element_type: DTypeLike = None) -> Value:
     """``dimension_numbers = ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))``,
     as in JAX; the result is batch dims, then lhs free dims, then rhs free dims."""
     (lc, rc), (lb, rb) = dimension_numbers
@@ -437,7 +466,8 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None,
 
 
 @takes_out_sharding
-def dot(lhs, rhs, precision=None, preferred_element_type=None) -> Value:
+def dot(lhs: ArrayLike, rhs: ArrayLike, precision: Any = None,
+        preferred_element_type: DTypeLike = None) -> Value:
     """Vector/matrix products contracting `lhs`'s last dim with `rhs`'s first (as
     ``jax.lax.dot``; operands of one type)."""
     lhs_rank = len(shape_of(lhs))
@@ -445,7 +475,7 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None) -> Value:
                        preferred_element_type)
 
 
-def prefix_product(x, axis: int) -> Value:
+def prefix_product(x: ArrayLike, axis: int) -> Value:
     """Inclusive prefix products along `axis`: a Hillis-Steele scan (log2(n) shifted
     multiplies), differentiable through pad, slice and multiply, zeros included."""
     shape = shape_of(x)
@@ -487,11 +517,12 @@ cummin = _cumulative("min", "cummin")
 
 
 @takes_out_sharding
-def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
-                         rhs_dilation=None,
+def conv_general_dilated(lhs: ArrayLike, rhs: ArrayLike, window_strides: Sequence[int],
+                         padding: str | Sequence[tuple[int, int]],
+                         lhs_dilation: Sequence[int] | None = None,
+                         rhs_dilation: Sequence[int] | None = None,
                          dimension_numbers: str | ConvDimensionNumbers | Sequence = "NCHW",
-                         feature_group_count=1,
-                         batch_group_count=1) -> Value:
+                         feature_group_count: int = 1, batch_group_count: int = 1) -> Value:
     """Convolution as ``jax.lax.conv_general_dilated``. `padding` is "SAME", "VALID" or one
     (low, high) per spatial dim; `dimension_numbers` is a ConvDimensionNumbers, HLO
     ``dim_labels`` text (``b01f_01io->b01f``) or a JAX layout triple like
@@ -514,7 +545,8 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
                 feature_group_count=feature_group_count, batch_group_count=batch_group_count)
 
 
-def padtype_to_pads(in_shape, window_shape, strides, padding: str):
+def padtype_to_pads(in_shape: Sequence[int], window_shape: Sequence[int], strides: Sequence[int],
+                    padding: str) -> list[tuple[int, int]]:
     if padding.upper() == "VALID":
         return [(0, 0)] * len(in_shape)
     if padding.upper() != "SAME":
@@ -528,11 +560,12 @@ def padtype_to_pads(in_shape, window_shape, strides, padding: str):
     return pads
 
 
-def builtins_max(a, b):
+def builtins_max(a: int, b: int) -> int:
     return a if a > b else b
 
 
-def conv_dimension_numbers(spec) -> ConvDimensionNumbers:
+def conv_dimension_numbers(spec: str | Sequence[str] | ConvDimensionNumbers
+                           ) -> ConvDimensionNumbers:
     if isinstance(spec, ConvDimensionNumbers):
         return spec
     if isinstance(spec, str) and "->" in spec:
@@ -555,8 +588,14 @@ def conv_dimension_numbers(spec) -> ConvDimensionNumbers:
 # Sorting and top-k
 
 
-def sort(operands, dimension: int = -1, is_stable: bool = True, num_keys: int = 1,
-         descending: bool = False):
+@overload
+def sort(operands: Sequence[ArrayLike], dimension: int = -1, is_stable: bool = True,
+         num_keys: int = 1, descending: bool = False) -> list[Value]: ...
+@overload
+def sort(operands: ArrayLike, dimension: int = -1, is_stable: bool = True, num_keys: int = 1,
+         descending: bool = False) -> Value: ...
+def sort(operands: ArrayLike, dimension: int = -1, is_stable: bool = True, num_keys: int = 1,
+         descending: bool = False) -> Value | list[Value]:
     """Sort `operands` (a value or a sequence) along `dimension` by the first `num_keys`."""
     single = isinstance(operands, Value) or not isinstance(operands, (list, tuple))
     operands = [operands] if single else list(operands)
@@ -568,13 +607,13 @@ def sort(operands, dimension: int = -1, is_stable: bool = True, num_keys: int = 
     return out if single else untuple(out)
 
 
-def top_k(x, k: int):
+def top_k(x: ArrayLike, k: int) -> tuple[Value, Value]:
     """The `k` largest entries along the last dim and their indices (values descending)."""
     out = bind("topk", x, k=k, largest=True)
     return get_tuple_element(out, 0), get_tuple_element(out, 1)
 
 
-def tuple_shape(*avals) -> TupleShape:
+def tuple_shape(*avals: Shape) -> TupleShape:
     return TupleShape(tuple(avals))
 
 

@@ -26,7 +26,15 @@ from xla_spmd.frontend.dtypes import (
 )
 from xla_spmd.frontend.lax import as_dtype, dtype_of, shape_of
 from xla_spmd.frontend.sharding_types import takes_out_sharding
-from xla_spmd.frontend.tracing import Array, Value, bind, is_distributed, is_weak
+from xla_spmd.frontend.tracing import (
+    Array,
+    ArrayLike,
+    DTypeLike,
+    Value,
+    bind,
+    is_distributed,
+    is_weak,
+)
 from xla_spmd.ir import PRED, S32, DType
 
 # Scalar types: dtypes that are also callable (``xnp.float32(x)``), as JAX's.
@@ -45,18 +53,18 @@ def _dtype_weak(x) -> tuple[DType, bool]:
     return dtype_of(x), is_weak(x)
 
 
-def result_type_weak(*xs) -> tuple[DType, bool]:
+def result_type_weak(*xs: ArrayLike) -> tuple[DType, bool]:
     """The element type of an elementwise op on `xs`, and whether it is weak (JAX's lattice:
     weak Python scalars adopt strong types)."""
     return result_type_of(_dtype_weak(x) for x in xs)
 
 
-def result_type(*xs) -> DType:
+def result_type(*xs: ArrayLike) -> DType:
     """The element type of an elementwise op on `xs` (weak scalars adopt strong types)."""
     return result_type_weak(*xs)[0]
 
 
-def asarray(x, dtype=None) -> Value:
+def asarray(x: ArrayLike, dtype: DTypeLike = None) -> Value:
     """A concrete or traced array from `x` (lists, numpy arrays, scalars, values); arrays
     distributed on the devices stay there."""
     if isinstance(x, Value) or is_distributed(x):
@@ -84,7 +92,7 @@ def _stack(values) -> Value:
     return lax.concatenate([lax.reshape(a, (1, *a.shape)) for a in arrays], 0)
 
 
-def astype(x, dtype) -> Value:
+def astype(x: ArrayLike, dtype: DTypeLike) -> Value:
     x = asarray(x)
     target = as_dtype(dtype)
     if target is PRED and not x.aval.dtype.is_pred:
@@ -103,14 +111,14 @@ def _to(x, dtype: DType) -> Value:
     return lax.convert(asarray(x), dtype)
 
 
-def broadcast_shapes(*shapes) -> tuple[int, ...]:
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
         raise XlaSpmdError(f"shapes {', '.join(map(str, shapes))} do not broadcast") from None
 
 
-def broadcast_to(x, shape) -> Value:
+def broadcast_to(x: ArrayLike, shape: Sequence[int]) -> Value:
     x = asarray(x)
     shape = tuple(shape)
     dims = x.shape
@@ -160,12 +168,12 @@ bitwise_or = logical_or = _binary("or")
 bitwise_xor = logical_xor = _binary("xor")
 
 
-def left_shift(x, y):
+def left_shift(x: ArrayLike, y: ArrayLike) -> Value:
     """``x << y`` for integers (shifts of the width or more give 0, as XLA's)."""
     return _elementwise("shift-left", x, y)
 
 
-def right_shift(x, y):
+def right_shift(x: ArrayLike, y: ArrayLike) -> Value:
     """``x >> y``: arithmetic for signed integers, logical for unsigned ones."""
     dtype = result_type(x, y)
     return _elementwise("shift-right-logical" if dtype.kind.name == "UNSIGNED"
@@ -175,14 +183,14 @@ def right_shift(x, y):
 bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
 
 
-def true_divide(x, y):
+def true_divide(x: ArrayLike, y: ArrayLike) -> Value:
     return _elementwise("divide", x, y, dtype=_float_args(x, y))
 
 
 divide = true_divide
 
 
-def floor_divide(x, y):
+def floor_divide(x: ArrayLike, y: ArrayLike) -> Value:
     dtype = result_type(x, y)
     if dtype.is_float:
         return floor(true_divide(x, y))
@@ -194,7 +202,7 @@ def floor_divide(x, y):
     return where(adjust, quotient - 1, quotient)
 
 
-def remainder(x, y):
+def remainder(x: ArrayLike, y: ArrayLike) -> Value:
     x, y = _promote(x, y)
     rem = bind("remainder", x, y)
     zero = lax.zeros_like(x)
@@ -205,7 +213,7 @@ def remainder(x, y):
 mod = remainder
 
 
-def power(x, y):
+def power(x: ArrayLike, y: ArrayLike) -> Value:
     if isinstance(y, int) and not isinstance(y, bool) and 0 <= y <= 4:
         x = asarray(x)
         result = ones_like(x) if y == 0 else x
@@ -215,7 +223,7 @@ def power(x, y):
     return _elementwise("power", x, y)
 
 
-def arctan2(y, x):
+def arctan2(y: ArrayLike, x: ArrayLike) -> Value:
     return _elementwise("atan2", y, x, dtype=_float_args(y, x))
 
 
@@ -264,27 +272,27 @@ invert = bitwise_not = logical_not = _unary("not", floating=False)
 isfinite = _unary("is-finite")
 
 
-def sigmoid(x):
+def sigmoid(x: ArrayLike) -> Value:
     return _unary("logistic")(x)
 
 
-def square(x):
+def square(x: ArrayLike) -> Value:
     return multiply(x, x)
 
 
-def reciprocal(x):
+def reciprocal(x: ArrayLike) -> Value:
     return true_divide(1.0, x)
 
 
-def log2(x):
+def log2(x: ArrayLike) -> Value:
     return log(x) / float(np.log(2.0))  # a Python float is weak: f32 stays f32
 
 
-def exp2(x):
+def exp2(x: ArrayLike) -> Value:
     return exp(multiply(x, float(np.log(2.0))))
 
 
-def where(condition, x=None, y=None):
+def where(condition: ArrayLike, x: ArrayLike = None, y: ArrayLike = None) -> Value:
     """`condition ? x : y` elementwise, broadcasting all three (``xla_spmd.numpy.where`` also
     takes the one-argument form, `nonzero`)."""
     if x is None or y is None:
@@ -296,7 +304,7 @@ def where(condition, x=None, y=None):
                       broadcast_to(y, shape))
 
 
-def clip(x, a_min=None, a_max=None):
+def clip(x: ArrayLike, a_min: ArrayLike = None, a_max: ArrayLike = None) -> Value:
     if a_min is not None:
         x = maximum(x, a_min)
     if a_max is not None:
@@ -309,7 +317,7 @@ def clip(x, a_min=None, a_max=None):
 
 
 @takes_out_sharding
-def matmul(a, b, preferred_element_type=None):
+def matmul(a: ArrayLike, b: ArrayLike, preferred_element_type: DTypeLike = None) -> Value:
     """numpy matmul: 1-D operands are promoted to matrices; batch dims broadcast. With
     `preferred_element_type` the product accumulates and returns in that type (as JAX's)."""
     a, b = _promote_dtype(a, b)
@@ -343,7 +351,7 @@ def _promote_dtype(*xs):
 
 
 @takes_out_sharding
-def dot(a, b, preferred_element_type=None):
+def dot(a: ArrayLike, b: ArrayLike, preferred_element_type: DTypeLike = None) -> Value:
     a, b = _promote_dtype(a, b)
     if a.ndim == 0 or b.ndim == 0:
         out = multiply(a, b)
@@ -362,17 +370,17 @@ def _numpy_dtype(dtype) -> np.dtype:
     return own if isinstance(own, np.dtype) else np.dtype(dtype)
 
 
-def finfo(dtype):
+def finfo(dtype: DTypeLike) -> np.finfo:
     """Machine limits of a float type (or of a value's type), bfloat16 and f8 included."""
     return ml_dtypes.finfo(_numpy_dtype(dtype))
 
 
-def iinfo(dtype):
+def iinfo(dtype: DTypeLike) -> ml_dtypes.iinfo:
     """Machine limits of an integer type (or of a value's type)."""
     return ml_dtypes.iinfo(_numpy_dtype(dtype))
 
 
-def tensordot(a, b, axes: int | Sequence = 2) -> Value:
+def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence = 2) -> Value:
     a, b = _promote_dtype(a, b)
     if isinstance(axes, int):
         axes = (tuple(range(a.ndim - axes, a.ndim)), tuple(range(axes)))
@@ -395,17 +403,17 @@ def _default_dtype(dtype, *values) -> DType:
     return default_int()
 
 
-def zeros(shape, dtype=None):
+def zeros(shape: Sequence[int], dtype: DTypeLike = None) -> Value:
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     return lax.full(shape, 0, as_dtype(dtype or default_float()))
 
 
-def ones(shape, dtype=None):
+def ones(shape: Sequence[int], dtype: DTypeLike = None) -> Value:
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     return lax.full(shape, 1, as_dtype(dtype or default_float()))
 
 
-def full(shape, fill_value, dtype=None):
+def full(shape: Sequence[int], fill_value: ArrayLike, dtype: DTypeLike = None) -> Value:
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     if isinstance(fill_value, Value):
         return broadcast_to(fill_value if dtype is None else astype(fill_value, dtype), shape)
@@ -413,19 +421,20 @@ def full(shape, fill_value, dtype=None):
                     else as_dtype(dtype))
 
 
-def zeros_like(x, dtype=None):
+def zeros_like(x: ArrayLike, dtype: DTypeLike = None) -> Value:
     return lax.full(shape_of(x), 0, as_dtype(dtype) if dtype else dtype_of(x))
 
 
-def ones_like(x, dtype=None):
+def ones_like(x: ArrayLike, dtype: DTypeLike = None) -> Value:
     return lax.full(shape_of(x), 1, as_dtype(dtype) if dtype else dtype_of(x))
 
 
-def full_like(x, fill_value, dtype=None):
+def full_like(x: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike = None) -> Value:
     return lax.full(shape_of(x), fill_value, as_dtype(dtype) if dtype else dtype_of(x))
 
 
-def arange(start, stop=None, step=1, dtype=None):
+def arange(start: float, stop: float | None = None, step: float = 1, dtype: DTypeLike = None
+           ) -> Value:
     if stop is None:
         start, stop = 0, start
     dtype = _default_dtype(dtype, start, stop, step)
@@ -438,14 +447,14 @@ def arange(start, stop=None, step=1, dtype=None):
     return out
 
 
-def linspace(start, stop, num: int = 50, dtype=None):
+def linspace(start: float, stop: float, num: int = 50, dtype: DTypeLike = None) -> Value:
     dtype = as_dtype(dtype or default_float())
     step = (stop - start) / builtins.max(num - 1, 1)
     return lax.iota(dtype, (num,), 0) * lax.full((num,), step, dtype) + \
         lax.full((num,), start, dtype)
 
 
-def eye(n: int, m: int | None = None, k: int = 0, dtype=None):
+def eye(n: int, m: int | None = None, k: int = 0, dtype: DTypeLike = None) -> Value:
     m = n if m is None else m
     rows = lax.iota(S32, (n, m), 0)
     cols = lax.iota(S32, (n, m), 1)
@@ -453,30 +462,30 @@ def eye(n: int, m: int | None = None, k: int = 0, dtype=None):
     return astype(mask, dtype or default_float())
 
 
-def identity(n: int, dtype=None):
+def identity(n: int, dtype: DTypeLike = None) -> Value:
     return eye(n, dtype=dtype)
 
 
-def tri_mask(n: int, m: int, k: int, lower: bool):
+def tri_mask(n: int, m: int, k: int, lower: bool) -> Value:
     rows = lax.iota(S32, (n, m), 0)
     cols = lax.iota(S32, (n, m), 1)
     diff = lax.sub(cols, rows)
     return lax.compare(diff, lax.full((n, m), k, S32), "LE" if lower else "GE")
 
 
-def tril(x, k: int = 0):
+def tril(x: ArrayLike, k: int = 0) -> Value:
     x = asarray(x)
     mask = broadcast_to(tri_mask(x.shape[-2], x.shape[-1], k, True), x.shape)
     return lax.select(mask, x, lax.zeros_like(x))
 
 
-def triu(x, k: int = 0):
+def triu(x: ArrayLike, k: int = 0) -> Value:
     x = asarray(x)
     mask = broadcast_to(tri_mask(x.shape[-2], x.shape[-1], k, False), x.shape)
     return lax.select(mask, x, lax.zeros_like(x))
 
 
-def tri(n: int, m: int | None = None, k: int = 0, dtype=None):
+def tri(n: int, m: int | None = None, k: int = 0, dtype: DTypeLike = None) -> Value:
     return astype(tri_mask(n, n if m is None else m, k, True), dtype or default_float())
 
 

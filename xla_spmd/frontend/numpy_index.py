@@ -15,13 +15,15 @@ np.float32(-1.0)
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax, numpy_reductions, numpy_shape
 from xla_spmd.frontend import numpy_core as xnp
 from xla_spmd.frontend.sharding_types import with_out_sharding
-from xla_spmd.frontend.tracing import Array, Tracer, Value, bind, reducer
+from xla_spmd.frontend.tracing import Array, ArrayLike, Tracer, Value, bind, reducer
 from xla_spmd.ir import S32
 
 
@@ -102,7 +104,7 @@ def _is_mask(entry) -> bool:
     return dtype is not None and np.dtype(dtype) == np.bool_ and np.ndim(entry) > 0
 
 
-def getitem(x, index):
+def getitem(x: ArrayLike, index: Any) -> Value:
     x = xnp.asarray(x)
     entries = index if isinstance(index, tuple) else (index,)
     if any(_is_mask(e) for e in entries):  # a data-dependent shape: concrete values only
@@ -182,15 +184,15 @@ def _gather_advanced(x, advanced):
                 index_vector_dim=len(batch), slice_sizes=tuple(slice_sizes))
 
 
-def take(x, indices, axis: int | None = None):
+def take(x: ArrayLike, indices: ArrayLike, axis: int | None = None) -> Value:
     x = xnp.asarray(x)
     if axis is None:
         x, axis = numpy_shape.ravel(x), 0
-    axis %= x.ndim
-    return getitem(x, (slice(None),) * axis + (xnp.asarray(indices),))
+    dim: int = axis % x.ndim
+    return getitem(x, (slice(None),) * dim + (xnp.asarray(indices),))
 
 
-def take_along_axis(x, indices, axis: int):
+def take_along_axis(x: ArrayLike, indices: ArrayLike, axis: int) -> Value:
     """``x[..., indices, ...]`` matched elementwise along `axis` (a gather of all dims)."""
     x, indices = xnp.asarray(x), xnp.asarray(indices)
     axis %= x.ndim
@@ -232,27 +234,27 @@ class IndexUpdateRef:
     def _run(self, compute, out_sharding, what: str):
         return with_out_sharding(compute, out_sharding, (self.x,), what)
 
-    def set(self, values, *, out_sharding=None):
+    def set(self, values: ArrayLike, *, out_sharding: Any = None) -> Value:
         return self._run(lambda: _update(self.x, self.index, values, "set"), out_sharding,
                          "at[].set")
 
-    def add(self, values, *, out_sharding=None):
+    def add(self, values: ArrayLike, *, out_sharding: Any = None) -> Value:
         return self._run(lambda: _update(self.x, self.index, values, "add"), out_sharding,
                          "at[].add")
 
-    def multiply(self, values, *, out_sharding=None):
+    def multiply(self, values: ArrayLike, *, out_sharding: Any = None) -> Value:
         return self._run(lambda: _update(self.x, self.index, values, "mul"), out_sharding,
                          "at[].multiply")
 
-    def max(self, values, *, out_sharding=None):
+    def max(self, values: ArrayLike, *, out_sharding: Any = None) -> Value:
         return self._run(lambda: _update(self.x, self.index, values, "max"), out_sharding,
                          "at[].max")
 
-    def min(self, values, *, out_sharding=None):
+    def min(self, values: ArrayLike, *, out_sharding: Any = None) -> Value:
         return self._run(lambda: _update(self.x, self.index, values, "min"), out_sharding,
                          "at[].min")
 
-    def get(self, *, out_sharding=None):
+    def get(self, *, out_sharding: Any = None) -> Value:
         return self._run(lambda: getitem(self.x, self.index), out_sharding, "at[].get")
 
 
@@ -339,7 +341,8 @@ def _compact(mask, values, size: int, fill):
     return _update(filled, (target,), values, "set")
 
 
-def nonzero(a, *, size: int | None = None, fill_value=None):
+def nonzero(a: ArrayLike, *, size: int | None = None, fill_value: ArrayLike = None
+            ) -> tuple[Value, ...]:
     """The indices of the non-zero entries, one array per dim; with a static `size`, padded
     with `fill_value` (default 0) or truncated."""
     a = xnp.asarray(a)
@@ -359,7 +362,7 @@ def nonzero(a, *, size: int | None = None, fill_value=None):
     return tuple(out)
 
 
-def argwhere(a, *, size: int | None = None, fill_value=None):
+def argwhere(a: ArrayLike, *, size: int | None = None, fill_value: ArrayLike = None) -> Value:
     """The indices of the non-zero entries as rows, ``[count, ndim]`` (see `nonzero`)."""
     a = xnp.asarray(a)
     if size is None:
@@ -367,7 +370,7 @@ def argwhere(a, *, size: int | None = None, fill_value=None):
     return numpy_shape.stack(nonzero(a, size=size, fill_value=fill_value), axis=1)
 
 
-def unique(x, *, size: int | None = None, fill_value=None):
+def unique(x: ArrayLike, *, size: int | None = None, fill_value: ArrayLike = None) -> Value:
     """The sorted distinct values of `x` (flattened); with a static `size`, padded with
     `fill_value` (default: the smallest value) or truncated."""
     x = xnp.asarray(x)
@@ -384,7 +387,7 @@ def unique(x, *, size: int | None = None, fill_value=None):
     return _compact(distinct, ordered, size, fill)
 
 
-def searchsorted(a, v, side: str = "left", sorter=None):
+def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left", sorter: ArrayLike = None) -> Value:
     """Where the values `v` would go in the sorted 1-D `a` (``side="left"``: before equal
     entries; ``"right"``: after them), by counting the entries below each value."""
     a, v = xnp.asarray(a), xnp.asarray(v)
@@ -399,7 +402,9 @@ def searchsorted(a, v, side: str = "left", sorter=None):
     return numpy_reductions.sum(xnp.astype(below, np.int32), axis=-1)
 
 
-def where(condition, x=None, y=None, *, size=None, fill_value=None):
+def where(condition: ArrayLike, x: ArrayLike = None, y: ArrayLike = None, *,
+          size: int | None = None, fill_value: ArrayLike = None
+          ) -> Value | tuple[Value, ...]:
     """`condition ? x : y` elementwise, broadcasting all three; ``where(condition)`` is
     ``nonzero(condition, size=..., fill_value=...)``."""
     if x is None and y is None:

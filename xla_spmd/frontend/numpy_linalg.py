@@ -8,14 +8,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import numpy_core as xnp
 from xla_spmd.frontend import numpy_reductions, numpy_shape
+from xla_spmd.frontend.tracing import ArrayLike, Value
 
 
-def norm(x, ord=None, axis=None, keepdims: bool = False):  # noqa: A002 (numpy's name)
+def norm(x: ArrayLike, ord: int | float | str | None = None,
+         axis: int | Sequence[int] | None = None, keepdims: bool = False
+         ) -> Value:  # noqa: A002 (numpy's name)
     """Vector norms (ord None/2, 1, inf, -inf, 0 or any p) over one axis, matrix norms
     (ord None/'fro', 1, -1, inf, -inf) over two; axis None: the whole array's 2-norm when
     ord is None, else a vector (1-D) or matrix (2-D) norm."""
@@ -29,7 +34,7 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):  # noqa: A002 (numpy's
             raise XlaSpmdError(f"norm: ord={ord!r} with axis=None needs a 1-D or 2-D array, "
                                f"got rank {x.ndim}; pass axis")
         axis = tuple(range(x.ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = (axis,) if isinstance(axis, int) else tuple(axis or ())  # set above when None
     axes = tuple(a % x.ndim for a in axes)
     if len(axes) == 1:
         return _vector_norm(x, ord, axes[0], keepdims)

@@ -19,6 +19,7 @@ import numpy as np
 from xla_spmd.frontend import lax, numpy_reductions
 from xla_spmd.frontend import numpy_core as xnp
 from xla_spmd.frontend.dtypes import to_inexact
+from xla_spmd.frontend.tracing import ArrayLike, Value
 from xla_spmd.ir import U16, U32, U64
 
 
@@ -29,38 +30,38 @@ def _floating(x):
     return x
 
 
-def arctan(x):
+def arctan(x: ArrayLike) -> Value:
     x = _floating(x)
     return xnp.arctan2(x, xnp.ones_like(x))
 
 
-def arcsin(x):
+def arcsin(x: ArrayLike) -> Value:
     """2 atan2(x, 1 + sqrt(1 - x^2)), as XLA."""
     x = _floating(x)
     return 2.0 * xnp.arctan2(x, 1.0 + xnp.sqrt((1.0 - x) * (1.0 + x)))
 
 
-def arccos(x):
+def arccos(x: ArrayLike) -> Value:
     x = _floating(x)
     return xnp.arctan2(xnp.sqrt((1.0 - x) * (1.0 + x)), x)
 
 
-def sinh(x):
+def sinh(x: ArrayLike) -> Value:
     x = _floating(x)
     return 0.5 * (xnp.expm1(x) - xnp.expm1(-x))
 
 
-def cosh(x):
+def cosh(x: ArrayLike) -> Value:
     x = _floating(x)
     return 0.5 * (xnp.exp(x) + xnp.exp(-x))
 
 
-def arctanh(x):
+def arctanh(x: ArrayLike) -> Value:
     x = _floating(x)
     return 0.5 * (xnp.log1p(x) - xnp.log1p(-x))
 
 
-def arcsinh(x):
+def arcsinh(x: ArrayLike) -> Value:
     """Odd extension of log1p(a + a^2 / (1 + sqrt(1 + a^2))) for a = |x| >= 0 (accurate near
     zero; `where` rather than sign() so the derivative at 0 is 1)."""
     x = _floating(x)
@@ -70,30 +71,31 @@ def arcsinh(x):
     return xnp.where(x < 0, -positive(-x), positive(x))
 
 
-def arccosh(x):
+def arccosh(x: ArrayLike) -> Value:
     x = _floating(x)
     return xnp.log(x + xnp.sqrt((x - 1.0) * (x + 1.0)))
 
 
-def log10(x):
+def log10(x: ArrayLike) -> Value:
     return xnp.log(x) / float(math.log(10.0))
 
 
-def isnan(x):
+def isnan(x: ArrayLike) -> Value:
     x = xnp.asarray(x)
     if not (x.aval.dtype.is_float or x.aval.dtype.is_complex):
         return lax.full(x.shape, False, xnp.bool_)
     return xnp.not_equal(x, x)
 
 
-def isinf(x):
+def isinf(x: ArrayLike) -> Value:
     x = xnp.asarray(x)
     if not (x.aval.dtype.is_float or x.aval.dtype.is_complex):
         return lax.full(x.shape, False, xnp.bool_)
     return xnp.equal(xnp.abs(x), np.inf)
 
 
-def isclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
+def isclose(a: ArrayLike, b: ArrayLike, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False) -> Value:
     """|a - b| <= atol + rtol |b| elementwise, infinities equal only to themselves (numpy)."""
     a, b = xnp._promote(a, b)
     if not (a.aval.dtype.is_float or a.aval.dtype.is_complex):
@@ -106,12 +108,13 @@ def isclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = Fa
     return out
 
 
-def allclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
+def allclose(a: ArrayLike, b: ArrayLike, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> Value:
     """Whether every element of `a` is close to `b` (a boolean array of shape ())."""
     return numpy_reductions.all(isclose(a, b, rtol, atol, equal_nan))
 
 
-def erfinv(x):
+def erfinv(x: ArrayLike) -> Value:
     """The inverse error function, as XLA computes it: Giles' single-precision polynomial in
     ``w = -log((1 - x)(1 + x))`` (one set of coefficients below w = 5, one above), +-inf at
     +-1. Computed in `x`'s type (what ``jax.lax.erf_inv`` gives for f32)."""
@@ -135,7 +138,7 @@ def erfinv(x):
     return lax.select(at_one, lax.mul(x, const(np.inf)), result)
 
 
-def nextafter(x, y):
+def nextafter(x: ArrayLike, y: ArrayLike) -> Value:
     """The next representable float after `x` toward `y`, elementwise (as ``np.nextafter``):
     one step of the bit pattern, the smallest subnormal from zero, NaN if either is NaN."""
     x, y = xnp._promote(_floating(x), y)
@@ -154,7 +157,8 @@ def nextafter(x, y):
     return lax.select(either_nan, xnp.add(x, y), out)
 
 
-def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf=None, neginf=None):
+def nan_to_num(x: ArrayLike, copy: bool = True, nan: float = 0.0, posinf: float | None = None,
+               neginf: float | None = None) -> Value:
     """`x` with NaN, +inf and -inf replaced (by 0 and the type's largest and lowest finite
     values unless given); integers unchanged."""
     x = xnp.asarray(x)

@@ -4,11 +4,14 @@ linear_ramp, maximum, minimum, mean, median, empty).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax, numpy_index, numpy_reductions, numpy_shape
 from xla_spmd.frontend import numpy_core as xnp
+from xla_spmd.frontend.tracing import ArrayLike, Value
 
 
 def _pairs(value, ndim: int, what: str) -> list[tuple]:
@@ -99,7 +102,8 @@ def _median(x, axis, keepdims=True):
     return xnp.true_divide(xnp.add(low, high), 2)
 
 
-def pad(x, pad_width, mode: str = "constant", constant_values=0, end_values=0):
+def pad(x: ArrayLike, pad_width: Any, mode: str = "constant", constant_values: ArrayLike = 0,
+        end_values: ArrayLike = 0) -> Value:
     """numpy's pad, every mode: constant (per-axis values too), edge, wrap, reflect,
     symmetric, maximum, minimum, mean, median (over the whole axis), linear_ramp and empty
     (zeros)."""

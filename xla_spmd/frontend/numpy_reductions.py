@@ -10,6 +10,7 @@ argmin, cumsum, cumprod.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax
 from xla_spmd.frontend import numpy_core as xnp
 from xla_spmd.frontend.dtypes import default_int
-from xla_spmd.frontend.tracing import bind, fresh_name
+from xla_spmd.frontend.tracing import ArrayLike, DTypeLike, Value, bind, fresh_name
 from xla_spmd.ir import F32, PRED, S32, Builder, DType
 from xla_spmd.ir.shapes import ArrayShape
 
@@ -59,22 +60,24 @@ max = amax = _reduction("max", False)  # noqa: A001
 min = amin = _reduction("min", False)  # noqa: A001
 
 
-def count_nonzero(x, axis=None, keepdims: bool = False):
+def count_nonzero(x: ArrayLike, axis: int | Sequence[int] | None = None, keepdims: bool = False
+                  ) -> Value:
     """The number of non-zero entries (of the default int type)."""
     x = xnp.asarray(x)
     nonzero = xnp.not_equal(x, lax.zeros_like(x))
     return sum(lax.convert(nonzero, default_int()), axis, keepdims)
 
 
-def all(x, axis=None, keepdims=False):  # noqa: A001
+def all(x: ArrayLike, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Value:  # noqa: A001
     return _reduction("and", False)(xnp.astype(x, PRED), axis, keepdims)
 
 
-def any(x, axis=None, keepdims=False):  # noqa: A001
+def any(x: ArrayLike, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Value:  # noqa: A001
     return _reduction("or", False)(xnp.astype(x, PRED), axis, keepdims)
 
 
-def mean(x, axis=None, keepdims: bool = False, dtype=None):
+def mean(x: ArrayLike, axis: int | Sequence[int] | None = None, keepdims: bool = False,
+         dtype: DTypeLike = None) -> Value:
     x = xnp.asarray(x)
     if not (x.aval.dtype.is_float or x.aval.dtype.is_complex):
         x = lax.convert(x, F32)
@@ -83,12 +86,12 @@ def mean(x, axis=None, keepdims: bool = False, dtype=None):
     return xnp.true_divide(sum(x, axis, keepdims), float(count))
 
 
-def var(x, axis=None, keepdims: bool = False):
+def var(x: ArrayLike, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Value:
     centered = x - mean(x, axis, keepdims=True)
     return mean(centered * centered, axis, keepdims=keepdims)
 
 
-def std(x, axis=None, keepdims: bool = False):
+def std(x: ArrayLike, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Value:
     return xnp.sqrt(var(x, axis, keepdims))
 
 
@@ -133,11 +136,11 @@ def _argreduce(kind: str, x, axis, keepdims: bool):
     return _keep(index, x.shape, (axis,), keepdims)
 
 
-def argmax(x, axis=None, keepdims: bool = False):
+def argmax(x: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Value:
     return _argreduce("max", x, axis, keepdims)
 
 
-def argmin(x, axis=None, keepdims: bool = False):
+def argmin(x: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Value:
     return _argreduce("min", x, axis, keepdims)
 
 
@@ -155,7 +158,7 @@ def _scan_operand(x, axis, dtype):
     return x, axis
 
 
-def cumsum(x, axis=None, dtype=None):
+def cumsum(x: ArrayLike, axis: int | None = None, dtype: DTypeLike = None) -> Value:
     """Inclusive prefix sums along `axis` (a reduce-window with a full-length window)."""
     x, axis = _scan_operand(x, axis, dtype)
     n = x.shape[axis]
@@ -166,7 +169,7 @@ def cumsum(x, axis=None, dtype=None):
     return lax.window_reduce(x, "add", window, None, padding)
 
 
-def cumprod(x, axis=None, dtype=None):
+def cumprod(x: ArrayLike, axis: int | None = None, dtype: DTypeLike = None) -> Value:
     """Inclusive prefix products along `axis` (`lax.prefix_product`)."""
     x, axis = _scan_operand(x, axis, dtype)
     return lax.prefix_product(x, axis)

@@ -16,6 +16,7 @@ from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax, numpy_reductions
 from xla_spmd.frontend import numpy_core as xnp
 from xla_spmd.frontend.sharding_types import takes_out_sharding
+from xla_spmd.frontend.tracing import ArrayLike, Value
 from xla_spmd.ir import S32
 
 
@@ -26,7 +27,7 @@ def _axis(axis: int, ndim: int) -> int:
 
 
 @takes_out_sharding
-def reshape(x, shape):
+def reshape(x: ArrayLike, shape: Sequence[int]) -> Value:
     x = xnp.asarray(x)
     shape = (shape,) if isinstance(shape, int) else tuple(int(d) for d in shape)
     if shape.count(-1) > 1:
@@ -41,18 +42,18 @@ def reshape(x, shape):
     return lax.reshape(x, shape)
 
 
-def ravel(x):
+def ravel(x: ArrayLike) -> Value:
     return reshape(x, (-1,))
 
 
-def transpose(x, axes=None):
+def transpose(x: ArrayLike, axes: Sequence[int] | None = None) -> Value:
     x = xnp.asarray(x)
     axes = tuple(reversed(range(x.ndim))) if axes is None else tuple(
         _axis(a, x.ndim) for a in axes)
     return lax.transpose(x, axes)
 
 
-def swapaxes(x, axis1: int, axis2: int):
+def swapaxes(x: ArrayLike, axis1: int, axis2: int) -> Value:
     x = xnp.asarray(x)
     perm = list(range(x.ndim))
     a, b = _axis(axis1, x.ndim), _axis(axis2, x.ndim)
@@ -60,7 +61,7 @@ def swapaxes(x, axis1: int, axis2: int):
     return lax.transpose(x, perm)
 
 
-def moveaxis(x, source, destination):
+def moveaxis(x: ArrayLike, source: int | Sequence[int], destination: int | Sequence[int]) -> Value:
     x = xnp.asarray(x)
     source = [source] if isinstance(source, int) else list(source)
     destination = [destination] if isinstance(destination, int) else list(destination)
@@ -72,7 +73,7 @@ def moveaxis(x, source, destination):
     return lax.transpose(x, order)
 
 
-def expand_dims(x, axis):
+def expand_dims(x: ArrayLike, axis: int | Sequence[int]) -> Value:
     x = xnp.asarray(x)
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     ndim = x.ndim + len(axes)
@@ -83,7 +84,7 @@ def expand_dims(x, axis):
     return lax.reshape(x, shape)
 
 
-def squeeze(x, axis=None):
+def squeeze(x: ArrayLike, axis: int | Sequence[int] | None = None) -> Value:
     x = xnp.asarray(x)
     if axis is None:
         axes = [i for i, n in enumerate(x.shape) if n == 1]
@@ -95,7 +96,7 @@ def squeeze(x, axis=None):
     return lax.reshape(x, [n for i, n in enumerate(x.shape) if i not in axes])
 
 
-def concatenate(arrays: Sequence, axis: int | None = 0):
+def concatenate(arrays: Sequence, axis: int | None = 0) -> Value:
     """Join `arrays` along `axis` (None: flattened first, as numpy)."""
     arrays = xnp._promote_dtype(*arrays)
     if axis is None:
@@ -104,7 +105,8 @@ def concatenate(arrays: Sequence, axis: int | None = 0):
     return lax.concatenate(arrays, axis)
 
 
-def roll(x, shift, axis=None):
+def roll(x: ArrayLike, shift: int | Sequence[int], axis: int | Sequence[int] | None = None
+         ) -> Value:
     """Shift elements along `axis` (None: of the flattened array), wrapping around, as
     numpy; `shift` and `axis` may be tuples."""
     x = xnp.asarray(x)
@@ -128,13 +130,13 @@ def roll(x, shift, axis=None):
     return x
 
 
-def stack(arrays: Sequence, axis: int = 0):
+def stack(arrays: Sequence, axis: int = 0) -> Value:
     arrays = [xnp.asarray(a) for a in arrays]
     axis = _axis(axis, arrays[0].ndim + 1)
     return concatenate([expand_dims(a, axis) for a in arrays], axis)
 
 
-def split(x, indices_or_sections, axis: int = 0):
+def split(x: ArrayLike, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Value]:
     x = xnp.asarray(x)
     axis = _axis(axis, x.ndim)
     n = x.shape[axis]
@@ -149,7 +151,8 @@ def split(x, indices_or_sections, axis: int = 0):
     return [lax.slice_in_dim(x, lo, hi, 1, axis) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
-def array_split(x, indices_or_sections, axis: int = 0):
+def array_split(x: ArrayLike, indices_or_sections: int | Sequence[int], axis: int = 0
+                ) -> list[Value]:
     """As `split`, but `indices_or_sections` sections need not divide the dim: the first
     ``n % sections`` pieces are one longer (numpy's rule)."""
     if not isinstance(indices_or_sections, int):
@@ -161,14 +164,14 @@ def array_split(x, indices_or_sections, axis: int = 0):
     return split(x, bounds, axis)
 
 
-def flip(x, axis=None):
+def flip(x: ArrayLike, axis: int | Sequence[int] | None = None) -> Value:
     x = xnp.asarray(x)
     axes = range(x.ndim) if axis is None else (
         [axis] if isinstance(axis, int) else axis)
     return lax.rev(x, [_axis(a, x.ndim) for a in axes])
 
 
-def repeat(x, repeats: int, axis: int | None = None):
+def repeat(x: ArrayLike, repeats: int, axis: int | None = None) -> Value:
     x = xnp.asarray(x)
     if axis is None:
         x, axis = ravel(x), 0
@@ -182,27 +185,28 @@ def repeat(x, repeats: int, axis: int | None = None):
     return lax.reshape(tiled, out)
 
 
-def tile(x, reps):
+def tile(x: ArrayLike, reps: int | Sequence[int]) -> Value:
     x = xnp.asarray(x)
-    reps = (reps,) if isinstance(reps, int) else tuple(reps)
-    x = lax.reshape(x, (1,) * (len(reps) - x.ndim) + x.shape) if len(reps) > x.ndim else x
-    reps = (1,) * (x.ndim - len(reps)) + reps
+    counts = (reps,) if isinstance(reps, int) else tuple(reps)
+    x = lax.reshape(x, (1,) * (len(counts) - x.ndim) + x.shape) if len(counts) > x.ndim else x
+    counts = (1,) * (x.ndim - len(counts)) + counts
     shape, dims = [], []
-    for i, (r, n) in enumerate(zip(reps, x.shape)):
+    for i, (r, n) in enumerate(zip(counts, x.shape)):
         shape += [r, n]
         dims.append(2 * i + 1)
     out = lax.broadcast_in_dim(x, shape, dims)
-    return lax.reshape(out, [r * n for r, n in zip(reps, x.shape)])
+    return lax.reshape(out, [r * n for r, n in zip(counts, x.shape)])
 
 
-def sort(x, axis: int = -1):
+def sort(x: ArrayLike, axis: int | None = -1) -> Value:
     x = xnp.asarray(x)
     if axis is None:
         x, axis = ravel(x), 0
     return lax.sort(x, _axis(axis, x.ndim))
 
 
-def argsort(x, axis: int = -1, stable: bool = True, descending: bool = False):
+def argsort(x: ArrayLike, axis: int | None = -1, stable: bool = True, descending: bool = False
+            ) -> Value:
     x = xnp.asarray(x)
     if axis is None:
         x, axis = ravel(x), 0
@@ -257,7 +261,7 @@ def _sum_unneeded(x, spec: str, needed: set):
     return x, spec
 
 
-def einsum_impl(subscripts: str, operands: list):
+def einsum_impl(subscripts: str, operands: list) -> Value:
     specs, output = _parse_subscripts(subscripts, operands)
     operands = xnp._promote_dtype(*operands)
     sizes = {}
@@ -285,15 +289,15 @@ def einsum_impl(subscripts: str, operands: list):
 
 
 @takes_out_sharding
-def einsum(subscripts: str, *operands):
+def einsum(subscripts: str, *operands: ArrayLike) -> Value:
     """General einsum by pairwise contraction, left to right (no repeated labels within one
     operand)."""
     return einsum_impl(subscripts, [xnp.asarray(o) for o in operands])
 
 
-def vdot(a, b):
+def vdot(a: ArrayLike, b: ArrayLike) -> Value:
     return numpy_reductions.sum(xnp.multiply(ravel(a), ravel(b)))
 
 
-def outer(a, b):
+def outer(a: ArrayLike, b: ArrayLike) -> Value:
     return xnp.multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))

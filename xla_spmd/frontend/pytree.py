@@ -16,7 +16,7 @@ a leaf.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,7 +88,7 @@ def _node(x) -> tuple[type, tuple[Sequence, Any]] | tuple[None, None]:
     return None, None
 
 
-def tree_flatten(tree, is_leaf: Callable | None = None) -> tuple[list, TreeDef]:
+def tree_flatten(tree: Any, is_leaf: Callable | None = None) -> tuple[list, TreeDef]:
     """The leaves of `tree` in order, and its structure."""
     leaves: list = []
 
@@ -106,7 +106,7 @@ def tree_flatten(tree, is_leaf: Callable | None = None) -> tuple[list, TreeDef]:
     return leaves, visit(tree)
 
 
-def tree_unflatten(treedef: TreeDef, leaves) -> Any:
+def tree_unflatten(treedef: TreeDef, leaves: Iterable[Any]) -> Any:
     """Rebuild a pytree of structure `treedef` from `leaves`."""
     leaves = list(leaves)
     if len(leaves) != treedef.num_leaves:
@@ -125,8 +125,8 @@ def tree_unflatten(treedef: TreeDef, leaves) -> Any:
     return build(treedef)
 
 
-def broadcast_prefix(prefix, tree, is_leaf: Callable | None = None,
-                     what: str = "prefix") -> list:
+def broadcast_prefix(prefix: Any, tree: Any, is_leaf: Callable | None = None, what: str = "prefix"
+                     ) -> list:
     """One entry of `prefix` per leaf of `tree`: `prefix` is a pytree whose leaves (as
     `is_leaf` says) each stand for the whole subtree at their place in `tree`, at any level
     (as JAX matches ``in_shardings`` to arguments).
@@ -162,7 +162,8 @@ def _keys(aux) -> str:
     return f"(keys {list(aux)}) " if isinstance(aux, tuple) and aux else ""
 
 
-def register_dataclass(node_type: type, data_fields=None, meta_fields=None) -> type:
+def register_dataclass(node_type: type, data_fields: Sequence[str] | None = None,
+                       meta_fields: Sequence[str] | None = None) -> type:
     """Make a dataclass a container: `data_fields` are its children (by default every field
     not named in `meta_fields`), `meta_fields` static data of its structure (as
     ``jax.tree_util.register_dataclass``; usable as a decorator).
@@ -200,15 +201,15 @@ def register_pytree_node_class(node_type: type) -> type:
     return node_type
 
 
-def tree_leaves(tree, is_leaf: Callable | None = None) -> list:
+def tree_leaves(tree: Any, is_leaf: Callable | None = None) -> list:
     return tree_flatten(tree, is_leaf)[0]
 
 
-def tree_structure(tree, is_leaf: Callable | None = None) -> TreeDef:
+def tree_structure(tree: Any, is_leaf: Callable | None = None) -> TreeDef:
     return tree_flatten(tree, is_leaf)[1]
 
 
-def tree_map(fn: Callable, tree, *rest, is_leaf: Callable | None = None) -> Any:
+def tree_map(fn: Callable, tree: Any, *rest: Any, is_leaf: Callable | None = None) -> Any:
     """Apply `fn` leafwise over `tree` and trees of the same structure `rest`."""
     leaves, treedef = tree_flatten(tree, is_leaf)
     others = []

@@ -27,6 +27,7 @@ True
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import ml_dtypes
 import numpy as np
@@ -34,7 +35,7 @@ import numpy as np
 from xla_spmd.frontend import lax, numpy_index, numpy_math, numpy_reductions, numpy_shape
 from xla_spmd.frontend import numpy_core as xnp
 from xla_spmd.frontend.dtypes import canonicalize, default_float, default_int, x64_enabled
-from xla_spmd.frontend.tracing import Array, Value, bind
+from xla_spmd.frontend.tracing import Array, ArrayLike, DTypeLike, Value, bind
 from xla_spmd.ir import S32, U8, U16, U32, U64, DType
 
 _UNSIGNED = {8: U8, 16: U16, 32: U32, 64: U64}
@@ -60,7 +61,8 @@ def _rotate_left(x, distance: int) -> Value:
     return bind("or", left, right)
 
 
-def threefry2x32(key1, key2, x1, x2) -> tuple[Value, Value]:
+def threefry2x32(key1: ArrayLike, key2: ArrayLike, x1: ArrayLike, x2: ArrayLike
+                 ) -> tuple[Value, Value]:
     """The threefry2x32 hash of counter words `x1`, `x2` (u32 arrays of one shape) under key
     words `key1`, `key2` (u32 scalars): 5 groups of 4 rounds, a key injection after each."""
     shape = x1.shape
@@ -113,7 +115,7 @@ def _hash_pairs(key, shape) -> tuple[Value, Value]:
 # Keys
 
 
-def PRNGKey(seed) -> Value:  # noqa: N802 (JAX's name)
+def PRNGKey(seed: ArrayLike) -> Value:  # noqa: N802 (JAX's name)
     """The raw key of an integer seed, ``[high word, low word]``; without x64 the seed is a
     32-bit integer first (``PRNGKey(2**40 + 7)`` is ``[0, 7]``), as in JAX."""
     if isinstance(seed, Value):
@@ -136,17 +138,17 @@ def PRNGKey(seed) -> Value:  # noqa: N802 (JAX's name)
 key = PRNGKey
 
 
-def key_data(keys) -> Value:
+def key_data(keys: ArrayLike) -> Value:
     """The u32 words of keys (keys are raw arrays here: themselves)."""
     return xnp.asarray(keys)
 
 
-def wrap_key_data(data) -> Value:
+def wrap_key_data(data: ArrayLike) -> Value:
     """Keys from their u32 words (keys are raw arrays here: the words themselves)."""
     return xnp.asarray(data, np.uint32)
 
 
-def split(key, num=2) -> Value:
+def split(key: ArrayLike, num: int | tuple[int, ...] | list[int] = 2) -> Value:
     """`num` new keys (an int, or a shape), as a ``u32[*num, 2]`` array: unpack with
     ``k1, k2 = split(k)``."""
     shape = tuple(num) if isinstance(num, (tuple, list)) else (int(num),)
@@ -155,7 +157,7 @@ def split(key, num=2) -> Value:
     return lax.concatenate([lax.reshape(bits1, ones), lax.reshape(bits2, ones)], len(shape))
 
 
-def fold_in(key, data) -> Value:
+def fold_in(key: ArrayLike, data: ArrayLike) -> Value:
     """A new key from `key` and a 32-bit integer (the hash of the pair ``(0, data)``)."""
     if (data.ndim if isinstance(data, Value) else np.ndim(data)) != 0:
         raise TypeError("fold_in takes a scalar; use a loop or vmap for several")
@@ -166,7 +168,7 @@ def fold_in(key, data) -> Value:
     return lax.concatenate([out1, out2], 0)
 
 
-def random_bits(key, bit_width: int, shape) -> Value:
+def random_bits(key: ArrayLike, bit_width: int, shape: Sequence[int]) -> Value:
     """Uniform random bits of `shape`, unsigned of `bit_width` (8, 16, 32 or 64)."""
     if bit_width not in _UNSIGNED:
         raise ValueError(f"random_bits: bit_width {bit_width}; expected 8, 16, 32 or 64")
@@ -179,7 +181,7 @@ def random_bits(key, bit_width: int, shape) -> Value:
     return mixed if bit_width == 32 else lax.convert(mixed, _UNSIGNED[bit_width])
 
 
-def bits(key, shape=(), dtype=None) -> Value:
+def bits(key: ArrayLike, shape: Sequence[int] = (), dtype: DTypeLike = None) -> Value:
     """Uniform random bits of `shape` as an unsigned `dtype` (default uint32)."""
     dtype = lax.as_dtype(dtype or np.uint32)
     if dtype.kind.name != "UNSIGNED":
@@ -202,8 +204,8 @@ def _finfo(dtype: DType):
     return ml_dtypes.finfo(dtype.numpy)
 
 
-def uniform(key, shape=(), dtype=None, minval: float | Value = 0.0,
-            maxval: float | Value = 1.0) -> Value:
+def uniform(key: ArrayLike, shape: Sequence[int] = (), dtype: DTypeLike = None,
+            minval: float | Value = 0.0, maxval: float | Value = 1.0) -> Value:
     """Floats in ``[minval, maxval)``: random mantissa bits of a float in [1, 2), minus 1,
     scaled (``max(minval, u * (maxval - minval) + minval)``)."""
     dtype = _float_dtype(dtype, "uniform")
@@ -228,7 +230,7 @@ def _bcast_to(x, shape) -> Value:
     return xnp.broadcast_to(x, xnp.broadcast_shapes(x.shape, shape))
 
 
-def normal(key, shape=(), dtype=None) -> Value:
+def normal(key: ArrayLike, shape: Sequence[int] = (), dtype: DTypeLike = None) -> Value:
     """Standard normal samples: ``sqrt(2) * erfinv(u)`` for u uniform in (-1, 1)."""
     dtype = _float_dtype(dtype, "normal")
     low = np.nextafter(np.array(-1.0, dtype.numpy), np.array(0.0, dtype.numpy))
@@ -236,7 +238,8 @@ def normal(key, shape=(), dtype=None) -> Value:
     return lax.mul(lax.full(u.shape, np.sqrt(2), dtype), numpy_math.erfinv(u))
 
 
-def truncated_normal(key, lower, upper, shape=None, dtype=None) -> Value:
+def truncated_normal(key: ArrayLike, lower: ArrayLike, upper: ArrayLike,
+                     shape: Sequence[int] | None = None, dtype: DTypeLike = None) -> Value:
     """Normal samples in the open interval ``(lower, upper)`` (inverse-CDF on a uniform
     between ``erf(lower / sqrt 2)`` and ``erf(upper / sqrt 2)``)."""
     dtype = _float_dtype(dtype, "truncated_normal")
@@ -252,13 +255,13 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None) -> Value:
                     numpy_math.nextafter(upper, lax.constant(-np.inf, dtype)))
 
 
-def bernoulli(key, p=0.5, shape=None) -> Value:
+def bernoulli(key: ArrayLike, p: ArrayLike = 0.5, shape: Sequence[int] | None = None) -> Value:
     """Booleans that are True with probability `p` (``uniform < p``)."""
     p = xnp.asarray(p)
     if not p.aval.dtype.is_float:
         raise TypeError(f"bernoulli: p must be floating, got {p.aval}")
-    shape = p.shape if shape is None else tuple(shape)
-    return xnp.less(uniform(key, shape, p.aval.dtype), p)
+    dims = p.shape if shape is None else tuple(shape)
+    return xnp.less(uniform(key, dims, p.aval.dtype), p)
 
 
 def _gumbel(key, shape, dtype: DType) -> Value:
@@ -267,12 +270,13 @@ def _gumbel(key, shape, dtype: DType) -> Value:
     return xnp.negative(xnp.log(xnp.negative(xnp.log(u))))
 
 
-def gumbel(key, shape=(), dtype=None) -> Value:
+def gumbel(key: ArrayLike, shape: Sequence[int] = (), dtype: DTypeLike = None) -> Value:
     """Standard Gumbel samples (``-log(-log(u))``)."""
     return _gumbel(key, tuple(shape), _float_dtype(dtype, "gumbel"))
 
 
-def categorical(key, logits, axis: int = -1, shape=None) -> Value:
+def categorical(key: ArrayLike, logits: ArrayLike, axis: int = -1,
+                shape: Sequence[int] | None = None) -> Value:
     """Class indices drawn with probabilities ``softmax(logits, axis)`` (the Gumbel-max
     trick); `shape` may add leading sample dims to the batch dims."""
     logits = xnp.asarray(logits)
@@ -298,7 +302,8 @@ def _clip_to(value, dtype: DType) -> Value:
     return lax.convert(clipped, dtype)
 
 
-def randint(key, shape, minval, maxval, dtype=None) -> Value:
+def randint(key: ArrayLike, shape: Sequence[int], minval: ArrayLike, maxval: ArrayLike,
+            dtype: DTypeLike = None) -> Value:
     """Integers in ``[minval, maxval)``: two draws of random bits combined modulo the span
     (``maxval <= minval`` gives minval); 8- and 16-bit types are sampled in 32 bits."""
     dtype = default_int() if dtype is None else lax.as_dtype(dtype)
@@ -355,7 +360,7 @@ def _shuffle(key, x, axis: int) -> Value:
     return x
 
 
-def permutation(key, x, axis: int = 0, independent: bool = False) -> Value:
+def permutation(key: ArrayLike, x: ArrayLike, axis: int = 0, independent: bool = False) -> Value:
     """A random permutation of ``range(x)`` (an int), or of `x` along `axis` (the same for
     every slice unless `independent`)."""
     if not isinstance(x, Value) and np.ndim(x) == 0:

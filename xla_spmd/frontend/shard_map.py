@@ -21,8 +21,9 @@ and a channel id.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -30,6 +31,9 @@ from xla_spmd.errors import ShardingError, XlaSpmdError
 from xla_spmd.frontend import lax, sharding_types
 from xla_spmd.frontend.pytree import tree_flatten, tree_map, tree_unflatten
 from xla_spmd.frontend.tracing import (
+    ArrayLike,
+    AxisName,
+    Value,
     bind,
     current_trace,
     declare_mesh,
@@ -40,7 +44,17 @@ from xla_spmd.frontend.tracing import (
     trace_computation,
 )
 from xla_spmd.frontend.vma import COLLECTIVE_AXES, NO_CHECK_VMA
-from xla_spmd.ir import OPS, S32, U32, ArrayShape, Module, ReplicaGroups, TupleShape
+from xla_spmd.ir import (
+    OPS,
+    S32,
+    U32,
+    ArrayShape,
+    Instruction,
+    Module,
+    ReplicaGroups,
+    Shape,
+    TupleShape,
+)
 from xla_spmd.ir.custom_calls import (
     GLOBAL_TO_LOCAL,
     IN_SHARDINGS,
@@ -56,6 +70,7 @@ from xla_spmd.mesh import Mesh
 from xla_spmd.sharding import (
     NamedSharding,
     PartitionSpec,
+    TensorSharding,
     meshes_of,
     print_sharding_per_value,
 )
@@ -106,8 +121,9 @@ def _factors(mesh: Mesh, sharding, dims, what: str) -> list[int]:
     return factors
 
 
-def shard_map(fn: Callable, mesh: Mesh, in_specs, out_specs, axis_names=None,
-              check_vma: bool = True):
+def shard_map(fn: Callable, mesh: Mesh, in_specs: Any, out_specs: Any,
+              axis_names: Sequence[str] | None = None, check_vma: bool = True
+              ) -> Callable[..., Any]:
     """Run `fn` per device on local shards: inputs split by `in_specs`, outputs assembled by
     `out_specs` (PartitionSpecs, or pytrees of them matching arguments / results).
 
@@ -124,7 +140,7 @@ def shard_map(fn: Callable, mesh: Mesh, in_specs, out_specs, axis_names=None,
     return wrapped
 
 
-def spec_axes(sharding) -> frozenset:
+def spec_axes(sharding: TensorSharding) -> frozenset:
     """The mesh axes a sharding uses (what a value of it varies over)."""
     return frozenset(a.name for d in range(sharding.rank) for a in sharding.dim_axes(d))
 
@@ -213,12 +229,13 @@ def _tracer_of(trace, inst):
     return Tracer(trace, inst)
 
 
-def is_typed(inst) -> bool:
+def is_typed(inst: Instruction) -> bool:
     """Whether the shard_map of this body call or boundary checks varying axes."""
     return inst.frontend_attribute(NO_CHECK_VMA) is None
 
 
-def boundary(target: str, values, avals, attributes) -> list:
+def boundary(target: str, values: Sequence[Value], avals: Sequence[Shape],
+             attributes: Iterable[tuple[str, str]]) -> list:
     """A manual-region boundary custom-call on `values`, giving values of `avals`."""
     shape = avals[0] if len(avals) == 1 else TupleShape(tuple(avals))
     out = bind("custom-call", *values, shape=shape, custom_call_target=target,
@@ -228,7 +245,7 @@ def boundary(target: str, values, avals, attributes) -> list:
     return [lax.get_tuple_element(out, i) for i in range(len(avals))]
 
 
-def transpose_boundary(ct, inst, ops) -> list:
+def transpose_boundary(ct: Value, inst: Instruction, ops: Sequence[Value]) -> list:
     """VJP of a boundary: GlobalToLocal's cotangent goes through a LocalToGlobal with the
     same shardings, and vice versa.
 
@@ -263,7 +280,7 @@ def _split(ct, region: ManualRegion, sharding):
     return lax.div(ct, lax.full(ct.shape, float(copies), ct.aval.dtype))
 
 
-def psum_replicated(cts, region: ManualRegion) -> list:
+def psum_replicated(cts: Sequence[Value], region: ManualRegion) -> list:
     """Inside a manual backward body: each operand cotangent summed over the manual axes its
     operand is replicated over (the transpose of that operand's broadcast to the devices)."""
     out = []
@@ -362,7 +379,7 @@ def _all_reduce(kind: str, x, axis_name):
     return tree_unflatten(tree, [one(v) for v in leaves])
 
 
-def pvary(x, axis_name):
+def pvary(x: Any, axis_name: AxisName) -> Any:
     """JAX's ``lax.pvary``: `x` (a pytree) unchanged, typed as varying over `axis_name` (with
     ``check_vma``); its transpose is a ``psum`` over those axes. With ``check_vma=False`` it
     is the identity both ways."""
@@ -380,31 +397,31 @@ def pvary(x, axis_name):
     return tree_map(one, x)
 
 
-def psum(x, axis_name):
+def psum(x: Any, axis_name: AxisName) -> Any:
     """Sum over the devices along `axis_name` (a mesh axis or a tuple of them)."""
     return _all_reduce("add", x, axis_name)
 
 
-def pmax(x, axis_name):
+def pmax(x: Any, axis_name: AxisName) -> Any:
     return _all_reduce("max", x, axis_name)
 
 
-def pmin(x, axis_name):
+def pmin(x: Any, axis_name: AxisName) -> Any:
     return _all_reduce("min", x, axis_name)
 
 
-def axis_size(axis_name) -> int:
+def axis_size(axis_name: AxisName) -> int:
     manual = _manual("lax.axis_size")
     return int(np.prod([manual.mesh.axis_size(a) for a in _axes(axis_name)]))
 
 
-def pmean(x, axis_name):
+def pmean(x: Any, axis_name: AxisName) -> Any:
     _manual("lax.pmean")
     n = axis_size(axis_name)
     return tree_map(lambda v: v / float(n), psum(x, axis_name))
 
 
-def all_gather(x, axis_name, axis: int = 0, tiled: bool = False):
+def all_gather(x: ArrayLike, axis_name: AxisName, axis: int = 0, tiled: bool = False) -> Value:
     """Concatenate (tiled) or stack the devices' `x` along `axis`."""
     manual = _manual("lax.all_gather")
     if not tiled:
@@ -412,7 +429,8 @@ def all_gather(x, axis_name, axis: int = 0, tiled: bool = False):
     return bind("all-gather", x, dimensions=(axis,), **_group_kwargs(manual, axis_name))
 
 
-def psum_scatter(x, axis_name, scatter_dimension: int = 0, tiled: bool = False):
+def psum_scatter(x: ArrayLike, axis_name: AxisName, scatter_dimension: int = 0, tiled: bool = False
+                 ) -> Value:
     """Sum over devices, each keeping its chunk of `scatter_dimension`."""
     manual = _manual("lax.psum_scatter")
     out = bind("reduce-scatter", x, dimensions=(scatter_dimension,),
@@ -425,7 +443,8 @@ def psum_scatter(x, axis_name, scatter_dimension: int = 0, tiled: bool = False):
     return out
 
 
-def all_to_all(x, axis_name, split_axis: int, concat_axis: int, tiled: bool = False):
+def all_to_all(x: ArrayLike, axis_name: AxisName, split_axis: int, concat_axis: int,
+               tiled: bool = False) -> Value:
     """Split `split_axis` into one chunk per device, exchange, concatenate the received
     chunks along `concat_axis` (HLO all-to-all plus reshape/transpose, as XLA lowers it)."""
     from xla_spmd.frontend.numpy_shape import moveaxis
@@ -453,7 +472,7 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, tiled: bool = Fa
     return lax.reshape(y, final)
 
 
-def ppermute(x, axis_name, perm):
+def ppermute(x: ArrayLike, axis_name: AxisName, perm: Iterable[tuple[int, int]]) -> Value:
     """Send each device's `x` to another along `axis_name`: `perm` lists (source, target)
     positions on the axis; devices that receive nothing get zeros."""
     manual = _manual("lax.ppermute")
@@ -463,7 +482,7 @@ def ppermute(x, axis_name, perm):
                 channel_id=next(manual.channels))
 
 
-def axis_index(axis_name):
+def axis_index(axis_name: AxisName) -> Value | None:
     """This device's position along `axis_name` (s32), computed from partition-id."""
     manual = _manual("lax.axis_index")
     mesh = manual.mesh

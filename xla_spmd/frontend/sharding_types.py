@@ -67,11 +67,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from xla_spmd.errors import ShardingError
 from xla_spmd.frontend import tracing
-from xla_spmd.frontend.tracing import Tracer
+from xla_spmd.frontend.tracing import ArrayLike, Tracer, Value
 from xla_spmd.ir import ArrayShape, Instruction, Registry, TupleShape
 from xla_spmd.ir.ops import Family
 from xla_spmd.mesh import AxisRef, Mesh
@@ -104,7 +105,8 @@ def suspended() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def axis_types(mesh: Mesh, *, auto=(), explicit=()) -> Iterator[None]:
+def axis_types(mesh: Mesh, *, auto: Sequence[str] = (), explicit: Sequence[str] = ()
+               ) -> Iterator[None]:
     """Inside the block the axes `auto` of `mesh` count as Auto and `explicit` as Explicit
     (JAX's ``auto_axes(axes=...)`` and ``explicit_axes(axes=...)``: the other axes keep
     their types); with `explicit` given, types are computed even inside a `suspended`
@@ -122,7 +124,7 @@ def axis_types(mesh: Mesh, *, auto=(), explicit=()) -> Iterator[None]:
         _AXES.pop()
 
 
-def forced(mesh: Mesh):
+def forced(mesh: Mesh) -> contextlib.AbstractContextManager[None]:
     """Every axis of `mesh` Explicit inside the block (see `axis_types`)."""
     return axis_types(mesh, explicit=mesh.axis_names)
 
@@ -145,7 +147,7 @@ def as_typed(sharding: TensorSharding) -> TensorSharding:
     return _sharding(sharding, _spec(sharding, len(sharding.dims)))
 
 
-def type_of(x) -> TensorSharding | None:
+def type_of(x: ArrayLike) -> TensorSharding | None:
     """The sharding type of a traced value: its sharding, when over Explicit axes."""
     if not isinstance(x, Tracer) or isinstance(x.aval, TupleShape):
         return None
@@ -159,7 +161,7 @@ _LEAF_OPCODES = frozenset({"constant", "iota", "rng", "rng-bit-generator", "part
                            "replica-id", "after-all"})
 
 
-def known(x) -> bool:
+def known(x: ArrayLike) -> bool:
     """Whether `x` has a type or counts as replicated, as a value with no mesh does in JAX:
     concrete values, constants and what is computed from them alone, the inputs of the
     outermost trace. A value whose type was lost (the results of a loop, of an op with no
@@ -241,7 +243,8 @@ def takes_out_sharding(fn: Callable) -> Callable:
     return wrapped
 
 
-def with_out_sharding(compute: Callable, out_sharding, operands, what: str):
+def with_out_sharding(compute: Callable, out_sharding: Any, operands: Sequence[Any], what: str
+                      ) -> Any:
     """``compute()``, typed `out_sharding` when given (see `takes_out_sharding`)."""
     if out_sharding is None:
         return compute()
@@ -278,7 +281,7 @@ def _capture_type(trace, x):
 tracing.CAPTURE_TYPES.append(_capture_type)
 
 
-def types_of(values) -> tuple[list, list]:
+def types_of(values: Sequence[ArrayLike]) -> tuple[list, list]:
     """The type (or None) of each value and whether it is known (see `known`): what a
     nested trace's parameters standing for `values` are given (`trace_computation`)."""
     return [type_of(v) for v in values], [known(v) for v in values]
@@ -303,7 +306,8 @@ def _spec_or_replicated(value, typed, is_known) -> Spec | None:
     return ((),) * rank if is_known else None
 
 
-def check_carry(what: str, ins, in_types, in_known, outs, paths) -> None:
+def check_carry(what: str, ins: Sequence[Any], in_types: Sequence[TensorSharding | None],
+                in_known: Sequence[bool], outs: Sequence[Any], paths: Sequence[str]) -> None:
     """JAX's check that a loop body keeps its carry's types: the sharding of each output
     carry must be the input carry's (unknown types are not checked)."""
     diffs = []
@@ -325,7 +329,7 @@ def check_carry(what: str, ins, in_types, in_known, outs, paths) -> None:
             "corresponding input types.")
 
 
-def check_branches(what: str, outs_per_branch) -> list:
+def check_branches(what: str, outs_per_branch: Sequence[Sequence[Any]]) -> list:
     """JAX's check that the branches of a `cond`/`switch` give equal types; returns each
     result's (type or None, known)."""
     first = outs_per_branch[0]
@@ -353,14 +357,14 @@ def check_branches(what: str, outs_per_branch) -> list:
     return found
 
 
-def mark_known(value) -> None:
+def mark_known(value: Value) -> None:
     """`value` (an untyped result of a loop or branch whose inputs were known) counts as
     replicated, as JAX's type of it would be."""
     if isinstance(value, Tracer):
         value.trace.__dict__.setdefault("_known_types", {})[id(value.inst)] = True
 
 
-def typed_as(value, sharding: TensorSharding):
+def typed_as(value: Value, sharding: TensorSharding) -> Value:
     """`value` with the sharding type `sharding` gives on the Explicit axes of its mesh (a
     ``Sharding`` constraint; `value` itself where no axis is Explicit or types are off):
     the results of a `shard_map` are typed by their out_specs, as in JAX."""
@@ -373,7 +377,7 @@ def typed_as(value, sharding: TensorSharding):
                         sharding=typed)
 
 
-def vmap_types(values, batched) -> tuple:
+def vmap_types(values: Sequence[ArrayLike], batched: Sequence[bool]) -> tuple:
     """JAX's vmap typing of the (batch-at-axis-0) inputs: the mesh axes the mapped dim is
     sharded over (``explicit_mesh_axis``: every mapped input must agree, and no unmapped
     input may use them), each input's per-example type (its spec without the mapped dim,
@@ -412,7 +416,8 @@ def vmap_types(values, batched) -> tuple:
     return mesh, axes, example, knowns
 
 
-def unmapped_type(example: TensorSharding, rank: int, axis: int, axes) -> TensorSharding:
+def unmapped_type(example: TensorSharding, rank: int, axis: int, axes: Sequence[str]
+                  ) -> TensorSharding:
     """A vmap result's type: its per-example type with the mapped axes (`vmap_types`) at
     `axis` (JAX's ``unmapped_aval`` with ``explicit_mesh_axis``)."""
     spec = list(_spec(example, rank - 1))
@@ -444,7 +449,8 @@ TUPLE_RULES = Registry("sharding type rule of a tuple result")
 """opcode -> ``rule(inst, specs, mesh) -> [Spec per element] | None``."""
 
 
-def infer(inst: Instruction, operands):
+def infer(inst: Instruction, operands: Sequence[Any]
+          ) -> TensorSharding | tuple[TensorSharding | None, ...] | None:
     """The sharding type of `inst`'s result from its operands' types (None: untyped; a tuple
     of shardings for the tuple results of a variadic ``reduce`` or ``sort``)."""
     if _SUSPENDED and _SUSPENDED[-1]:

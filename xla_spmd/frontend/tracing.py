@@ -26,9 +26,9 @@ import contextlib
 import itertools
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 
@@ -42,13 +42,26 @@ from xla_spmd.ir import (
     DType,
     Instruction,
     Module,
+    Shape,
     TupleShape,
     op_named,
 )
-from xla_spmd.ir.module import make_instruction
+from xla_spmd.ir.module import Sharding, make_instruction
 from xla_spmd.ir.reducers import KIND_OPCODES
 from xla_spmd.mesh import Mesh
 
+if TYPE_CHECKING:
+    from xla_spmd.sharding import NamedSharding, TensorSharding
+
+# Annotation aliases for the frontend's public functions, as JAX's ``jax.typing``. An
+# `ArrayLike` is anything an op takes as an operand: a `Value` (traced or concrete), a NumPy
+# array or scalar, a Python number or bool; a `DTypeLike` anything `lax.as_dtype` reads (a
+# DType, a NumPy dtype or type, a name, ``int``/``float``); an `AxisName` one mesh axis name
+# or a tuple of them. They stay `Any` for the checker: the frontend converts such values at
+# run time (`aval_of`, `as_value`), so a union would only move that check into every body.
+ArrayLike: TypeAlias = Any
+DTypeLike: TypeAlias = Any
+AxisName: TypeAlias = Any
 _TRACES: list[Trace] = []
 # Source locations: the folder of our own code (frames in it are skipped), and the metadata
 # of the forward op whose VJP rule is running (its backward ops point at the same line).
@@ -192,7 +205,7 @@ class Tracer(Value):
         self.weak_type = weak_type
 
     @property
-    def aval(self):
+    def aval(self) -> Shape:
         return self.inst.shape
 
     def __bool__(self):
@@ -221,11 +234,11 @@ class Array(Value):
         self._aval = aval_of_concrete(value)
 
     @property
-    def aval(self):
+    def aval(self) -> Shape:
         return self._aval
 
     @property
-    def sharding(self):
+    def sharding(self) -> NamedSharding:
         """The whole value on one device (JAX's ``SingleDeviceSharding``): a `NamedSharding`
         over a mesh of one device, with an empty spec."""
         from xla_spmd.mesh import Mesh
@@ -252,30 +265,30 @@ class Array(Value):
     def __index__(self) -> int:
         return int(self._array())
 
-    def item(self):
+    def item(self) -> Any:
         return self._array().item()
 
-    def tolist(self):
+    def tolist(self) -> Any:
         return self._array().tolist()
 
     def __repr__(self) -> str:
         return f"Array({self.value!r})"
 
 
-def aval_of_concrete(value):
+def aval_of_concrete(value: ArrayLike) -> Shape:
     if isinstance(value, tuple):
         return TupleShape(tuple(aval_of_concrete(v) for v in value))
     array = np.asarray(value)
     return ArrayShape(DType.from_numpy(array.dtype), array.shape)
 
 
-def is_weak(x) -> bool:
+def is_weak(x: ArrayLike) -> bool:
     """Whether `x` is weakly typed: a Python int, float or complex (not bool, not a numpy
     scalar, as in JAX), or a value born from one."""
     return type(x) in (int, float, complex) or getattr(x, "weak_type", False)
 
 
-def aval_of(x):
+def aval_of(x: ArrayLike) -> Shape:
     """The IR shape of any array-like: a value's own, else that of its canonical array
     (Python scalars get their default type; without x64, 64-bit types narrow to 32)."""
     if isinstance(x, Value):
@@ -286,7 +299,7 @@ def aval_of(x):
     return aval_of_concrete(canonical_array(x))
 
 
-def python_scalar_array(x) -> np.ndarray:
+def python_scalar_array(x: ArrayLike) -> np.ndarray:
     """A Python scalar as an array of its default type (s32, f32, c64 or pred; 64-bit with
     x64); anything else as its canonical array."""
     return canonical_array(x)
@@ -325,7 +338,8 @@ class Trace:
         popped = _TRACES.pop()
         assert popped is self
 
-    def new_parameter(self, aval, name: str | None = None, sharding=None) -> Tracer:
+    def new_parameter(self, aval: Shape, name: str | None = None,
+                      sharding: TensorSharding | None = None) -> Tracer:
         inst = self.builder.parameter(aval, name or f"Arg_{len(self.parameters)}",
                                       sharding=sharding)
         self.parameters.append(inst)
@@ -339,7 +353,7 @@ class Trace:
             t = t.parent
         return False
 
-    def to_inst(self, x, dtype: DType | None = None) -> Instruction:
+    def to_inst(self, x: ArrayLike, dtype: DType | None = None) -> Instruction:
         """The instruction of `x` in this trace: its own, a capture, or a new constant."""
         if isinstance(x, Tracer):
             if x.trace is self:
@@ -368,7 +382,8 @@ class Trace:
             array = array.astype(dtype.numpy)
         return self.builder.constant(array)
 
-    def bind(self, opcode: str, operands, shape, attrs: dict, extra: dict) -> Tracer:
+    def bind(self, opcode: str, operands: Sequence[Any], shape: Shape | None, attrs: dict,
+             extra: dict) -> Tracer:
         insts = [self.to_inst(o) for o in operands]
         inst = self.builder.op(opcode, *insts, shape=shape, **attrs)
         extras = extra.get("extras", ())
@@ -403,7 +418,7 @@ def source_metadata() -> str | None:
 
 
 @contextlib.contextmanager
-def source_of(inst: Instruction):
+def source_of(inst: Instruction) -> Iterator[None]:
     """Ops bound inside the block carry `inst`'s source location (autodiff: the backward
     ops of a forward op point at the user's line of the forward op)."""
     metadata = next((value for key, value in inst.extras if key == "metadata"), None)
@@ -421,7 +436,7 @@ def current_trace() -> Trace | None:
     return _TRACES[-1] if _TRACES else None
 
 
-def is_distributed(x) -> bool:
+def is_distributed(x: ArrayLike) -> bool:
     """Whether `x` is an array of the runtime, held as shards on the devices (eager ops here
     read its gathered value; ``xs.Array``'s operators run on its devices)."""
     return hasattr(x, "addressable_shards") and not isinstance(x, Value)
@@ -482,8 +497,10 @@ def _eager_bind(opcode: str, operands, shape, attrs: dict, extra: dict) -> Array
     return Array(evaluate(module, args))
 
 
-def bind(opcode: str, *operands, shape=None, weak_type: bool = False,
-         frontend_attributes=(), extras=(), sharding=None, **attrs) -> Value:
+def bind(opcode: str, *operands: Any, shape: Shape | None = None, weak_type: bool = False,
+         frontend_attributes: Iterable[tuple[str, str]] = (),
+         extras: Iterable[tuple[str, str]] = (), sharding: Sharding | None = None,
+         **attrs: Any) -> Value:
     """Apply IR op `opcode` to `operands` in the current trace (or evaluate it eagerly).
 
     Operands must already have the types the op requires; attributes are named as in HLO text.
@@ -510,7 +527,7 @@ def attrs_dict(inst: Instruction) -> dict:
             for spec, f in zip(inst.op.attrs, fields(inst.attrs))}
 
 
-def rebind(inst: Instruction, operands) -> Value:
+def rebind(inst: Instruction, operands: Sequence[ArrayLike]) -> Value:
     """Bind `inst`'s op again, with its attributes, on new operands."""
     shape = inst.shape if inst.op.needs_declared_shape else None
     return bind(inst.opcode, *operands, shape=shape, frontend_attributes=inst.frontend_attributes,
@@ -521,7 +538,9 @@ def rebind(inst: Instruction, operands) -> Value:
 # Nested traces: functions to computations
 
 
-def trace_computation(fn, in_avals, name: str, *, manual=None, shardings=None, known=None):
+def trace_computation(fn: Callable[..., Any], in_avals: Sequence[Shape], name: str, *,
+                      manual: Any = None, shardings: Sequence[TensorSharding | None] | None = None,
+                      known: Sequence[bool] | None = None) -> tuple[Trace, list[Instruction]]:
     """Trace `fn(*tracers)` (returning a flat list of values) into a new trace; `shardings`
     (one per input, or None) are its parameters' shardings (the sharding types of the values
     a transform passes in), `known` (one flag per input) which untyped ones count as
@@ -544,7 +563,7 @@ def trace_computation(fn, in_avals, name: str, *, manual=None, shardings=None, k
     return trace, out_insts
 
 
-def finish(trace: Trace, outputs, *, tuple_root: bool) -> Computation:
+def finish(trace: Trace, outputs: Sequence[Instruction], *, tuple_root: bool) -> Computation:
     """The computation of a finished nested trace with its outputs as root."""
     b = trace.builder
     if tuple_root or len(outputs) != 1:
@@ -554,7 +573,8 @@ def finish(trace: Trace, outputs, *, tuple_root: bool) -> Computation:
     return b.build(root, trace.name)
 
 
-def repack(trace: Trace, outputs, positions, tuple_shapes, extra_outputs=(),
+def repack(trace: Trace, outputs: Sequence[Instruction], positions: Sequence[int],
+           tuple_shapes: Iterable[Shape], extra_outputs: Iterable[int] = (),
            name: str | None = None, tuple_root: bool = True) -> Computation:
     """Rebuild a traced computation so it takes one tuple parameter of `tuple_shapes`:
     its parameter k reads element `positions[k]`. The root is a tuple of `outputs` followed
@@ -604,7 +624,7 @@ def reducer(kind: str, dtype: DType) -> Computation:
     return _REDUCERS[key]
 
 
-def comparator(dtypes, descending: bool = False, num_keys: int = 1) -> Computation:
+def comparator(dtypes: Sequence[DType], descending: bool = False, num_keys: int = 1) -> Computation:
     """A sort comparator over operands of `dtypes` comparing the first `num_keys` (lexicographic,
     total order for floats so NaNs sort last)."""
     key = ("sort", tuple(d.name for d in dtypes), descending, num_keys)
@@ -636,7 +656,7 @@ def _compare(b: Builder, lhs, rhs, direction: str, ctype):
                 type=None if ctype is None else ComparisonType(ctype))
 
 
-def is_float(x) -> bool:
+def is_float(x: ArrayLike) -> bool:
     aval = aval_of(x)
     return isinstance(aval, ArrayShape) and (aval.dtype.is_float or aval.dtype.is_complex)
 

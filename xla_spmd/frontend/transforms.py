@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +40,7 @@ from xla_spmd.frontend.pytree import (
 )
 from xla_spmd.frontend.sharding_types import known, type_of
 from xla_spmd.frontend.tracing import (
+    AxisName,
     aval_of,
     bind,
     current_trace,
@@ -53,8 +54,9 @@ from xla_spmd.ir import ArrayShape, DType
 # vmap
 
 
-def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size: int | None = None,
-         spmd_axis_name=None):
+def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: AxisName | None = None,
+         axis_size: int | None = None, spmd_axis_name: AxisName | None = None
+         ) -> Callable[..., Any]:
     """Map `fun` over an axis of its arguments, as JAX's ``vmap``: `in_axes` (an int, None,
     or a pytree prefix of the positional arguments) says which axis of each argument is
     mapped (None: not mapped); `out_axes` where the mapped axis goes in each result.
@@ -196,7 +198,7 @@ def _pushforward(fun: Callable, primals, has_aux: bool) -> tuple[Any, ...]:
     return (out, f_jvp) + ((result[2],) if has_aux else ())
 
 
-def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
+def jvp(fun: Callable, primals: Any, tangents: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """``(fun(*primals), J·tangents)`` (plus `aux` with has_aux), as JAX's ``jvp``.
 
     >>> import numpy as np
@@ -210,7 +212,7 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     return (result[0], result[1](tangents)) + tuple(result[2:])
 
 
-def linearize(fun: Callable, *primals, has_aux: bool = False):
+def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` is the Jacobian-vector product
     at `primals`, as JAX's ``linearize``."""
     result = _pushforward(fun, primals, has_aux)
@@ -262,7 +264,8 @@ def _jacobian_tree(out_leaves_mapped, out_tree, in_leaves, in_tree, argnums, out
     return tree_unflatten(out_tree, [per_output(row) for row in out_leaves_mapped])
 
 
-def jacfwd(fun: Callable, argnums=0, has_aux: bool = False):
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
+           ) -> Callable[..., Any]:
     """The Jacobian of `fun` by forward mode (``vmap`` of `jvp` over a basis), as JAX's
     ``jacfwd``: each output leaf holds, per input leaf, an array of shape
     ``out.shape + in.shape``."""
@@ -297,7 +300,8 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False):
     return jacobian
 
 
-def jacrev(fun: Callable, argnums=0, has_aux: bool = False):
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
+           ) -> Callable[..., Any]:
     """The Jacobian of `fun` by reverse mode (``vmap`` of the pullback over a basis of the
     output), as JAX's ``jacrev``; same layout as `jacfwd`."""
     def jacobian(*args):
@@ -327,7 +331,8 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False):
     return jacobian
 
 
-def hessian(fun: Callable, argnums=0, has_aux: bool = False):
+def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
+            ) -> Callable[..., Any]:
     """The Hessian of a scalar `fun`: ``jacfwd(jacrev(fun))``, as JAX's ``hessian``."""
     return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
 
@@ -399,8 +404,9 @@ checkpoint_policies = _CheckpointPolicies()
 REMAT = "xla_spmd.remat"
 
 
-def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None,
-               static_argnums=()):
+def checkpoint(fun: Callable, *, prevent_cse: bool = True,
+               policy: Callable[..., bool] | None = None, static_argnums: int | Sequence[int] = ()
+               ) -> Callable[..., Any]:
     """`fun`, whose intermediates the backward pass recomputes instead of keeping (JAX's
     ``checkpoint``/``remat``): values are those of `fun`; a policy of
     ``checkpoint_policies.everything_saveable`` keeps them all.
@@ -513,7 +519,7 @@ class custom_jvp:
         self.jvp = jvp_rule
         return jvp_rule
 
-    def defjvps(self, *per_argument) -> None:
+    def defjvps(self, *per_argument: Callable[..., Any] | None) -> None:
         def rule(primals, tangents):
             out = self.fun(*primals)
             total = None
@@ -587,7 +593,7 @@ class ShapeDtypeStruct:
         return ArrayShape(DType.from_numpy(self.dtype), self.shape)
 
 
-def eval_shape(fun: Callable, *args, **kwargs):
+def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
     """The shapes and dtypes of ``fun(*args, **kwargs)`` as `ShapeDtypeStruct`s, computed by
     tracing (no arithmetic runs); arguments may be arrays or `ShapeDtypeStruct`s.
 

@@ -9,13 +9,14 @@ cotangent (linear ops that are their own adjoint).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
 from xla_spmd.frontend import lax
 from xla_spmd.frontend import numpy_core as xnp
 from xla_spmd.frontend.ad import VJP
-from xla_spmd.frontend.tracing import bind, fresh_name, rebind
+from xla_spmd.frontend.tracing import Value, bind, fresh_name, rebind
 from xla_spmd.ir import (
     S32,
     ArrayShape,
@@ -26,24 +27,25 @@ from xla_spmd.ir import (
 )
 
 
-def unary(opcode: str, derivative):
+def unary(opcode: str, derivative: Callable[[Value, Value], Value]) -> None:
     """d(operand) = ct * derivative(x, out)."""
     VJP.register(opcode)(lambda ct, inst, ops, out: [ct * derivative(ops[0], out)])
 
 
-def binary(opcode: str, d_lhs, d_rhs):
+def binary(opcode: str, d_lhs: Callable[..., Value | None], d_rhs: Callable[..., Value | None]
+           ) -> None:
     """Each partial maps (ct, x, y, out) to that operand's cotangent (or None)."""
     VJP.register(opcode)(lambda ct, inst, ops, out: [
         d_lhs(ct, ops[0], ops[1], out), d_rhs(ct, ops[0], ops[1], out)])
 
 
-def zero_rule(*opcodes: str):
+def zero_rule(*opcodes: str) -> None:
     """Ops with zero derivative (or no differentiable operands)."""
     for opcode in opcodes:
         VJP.register(opcode)(lambda ct, inst, ops, out: [None] * len(ops))
 
 
-def self_transpose(*opcodes: str):
+def self_transpose(*opcodes: str) -> None:
     """Linear ops that are their own adjoint: the cotangent goes through the same op."""
     for opcode in opcodes:
         VJP.register(opcode)(lambda ct, inst, ops, out: [rebind(inst, [ct])])
@@ -182,7 +184,7 @@ def _pad(ct, inst, ops, out):
     return [operand_ct, value_ct]
 
 
-def out_ct_total(ct):
+def out_ct_total(ct: Value) -> Value:
     return lax.reshape(ct, (ct.size,))
 
 

@@ -11,6 +11,7 @@ self-adjoint, collective-permute inverts its pairs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -18,7 +19,13 @@ import numpy as np
 from xla_spmd.frontend import lax, numpy_index, numpy_reductions, numpy_shape
 from xla_spmd.frontend import numpy_core as xnp
 from xla_spmd.frontend.ad import VJP
-from xla_spmd.frontend.tracing import bind, current_trace, fresh_name, rebind, reducer
+from xla_spmd.frontend.tracing import (
+    bind,
+    current_trace,
+    fresh_name,
+    rebind,
+    reducer,
+)
 from xla_spmd.frontend.vma import COLLECTIVE_AXES
 from xla_spmd.frontend.vma import typed as vma_typed
 from xla_spmd.ir import (
@@ -101,8 +108,10 @@ def _dilate(shape, dilation):
     return [0 if n == 0 else 1 + d * (n - 1) for n, d in zip(shape, dilation)]
 
 
-def conv_vjp_lhs_padding(in_shape, window, strides, out_shape, padding, lhs_dilation,
-                         rhs_dilation):
+def conv_vjp_lhs_padding(in_shape: Sequence[int], window: Sequence[int], strides: Sequence[int],
+                         out_shape: Sequence[int], padding: Sequence[tuple[int, int]],
+                         lhs_dilation: Sequence[int], rhs_dilation: Sequence[int]
+                         ) -> list[tuple[int, int]]:
     lhs_dilated = _dilate(in_shape, lhs_dilation)
     rhs_dilated = _dilate(window, rhs_dilation)
     out_dilated = _dilate(out_shape, strides)

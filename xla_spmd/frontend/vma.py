@@ -21,7 +21,10 @@ applies (JAX's untyped shard_map: ``psum`` transposes to ``psum``).
 
 from __future__ import annotations
 
-from xla_spmd.frontend.tracing import Trace, Tracer, current_trace
+from collections.abc import Iterable, Sequence
+
+from xla_spmd.frontend.tracing import ArrayLike, Trace, Tracer, Value, current_trace
+from xla_spmd.ir import Instruction
 
 COLLECTIVE_AXES = "xla_spmd.collective_axes"
 """Frontend attribute of a collective bound in a shard_map body: the manual axes it spans
@@ -32,12 +35,13 @@ NO_CHECK_VMA = "xla_spmd.check_vma"
 "false"); without it the region is typed."""
 
 
-def collective_axes(inst, every: frozenset) -> frozenset:
+def collective_axes(inst: Instruction, every: frozenset) -> frozenset:
     text = inst.frontend_attribute(COLLECTIVE_AXES)
     return every if text is None else frozenset(a for a in text.split(",") if a)
 
 
-def combine(opcode: str, operand_vmas, axes, every: frozenset) -> frozenset:
+def combine(opcode: str, operand_vmas: Iterable[frozenset], axes: Iterable[str], every: frozenset
+            ) -> frozenset:
     """The varying axes of an op's result from its operands' (`axes`: a collective's)."""
     if opcode in ("partition-id", "replica-id"):
         return every
@@ -91,7 +95,7 @@ def _capture_parameters(trace: Trace) -> list:
     return [trace._captured[id(outer.inst)] for outer in trace.captures]
 
 
-def vma_of(value, default: frozenset = frozenset()) -> frozenset:
+def vma_of(value: ArrayLike, default: frozenset = frozenset()) -> frozenset:
     """The manual axes `value` varies over (`default` when it is not a typed traced value;
     a concrete value varies over none)."""
     if not isinstance(value, Tracer):
@@ -107,7 +111,8 @@ def typed(trace: Trace | None) -> bool:
     return trace is not None and trace.manual is not None and trace.manual.check_vma
 
 
-def transpose_implicit_broadcasts(inst, operands, cotangents) -> list:
+def transpose_implicit_broadcasts(inst: Instruction, operands: Sequence[Value],
+                                  cotangents: Sequence[Value | None]) -> list:
     """Operand cotangents of `inst` (in a typed trace) each summed over the axes the op needed
     its operand to vary over and the operand did not: the op saw an implicitly broadcast
     copy (JAX's ``pvary``), whose transpose is a ``psum``. An op needs the union of its

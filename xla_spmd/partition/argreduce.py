@@ -26,6 +26,9 @@ return None and keep the all-gather.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from xla_spmd.ir import (
     BF16,
     F16,
@@ -43,6 +46,10 @@ from xla_spmd.ir import (
     Instruction,
     TupleShape,
 )
+
+if TYPE_CHECKING:
+    from xla_spmd.mesh import AxisRef
+    from xla_spmd.partition.emit import Emitter
 
 _FLOATS = (F32, F16, BF16)
 FLOAT_ARG_VALUES = _FLOATS  # value types whose -0.0 and NaN the packing canonicalises
@@ -102,7 +109,8 @@ def arg_kind(computation: Computation) -> str | None:
     return None
 
 
-def combine_arg_partials(em, local: Instruction, axes, kind: str) -> Instruction:
+def combine_arg_partials(em: Emitter, local: Instruction, axes: Sequence[AxisRef], kind: str
+                         ) -> Instruction:
     """The tuple of (value, index) partial results `local` finished across the devices of
     `axes`: packed, all-reduced once with maximum (argmax) or minimum (argmin), unpacked."""
     value_shape, index_shape = local.shape.elements

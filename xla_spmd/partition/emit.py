@@ -10,7 +10,8 @@ values is a constant, indexed by a dynamic-slice at partition-id.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -112,7 +113,7 @@ class Emitter:
 
     def op(self, opcode: str, *operands: Instruction, shape: Shape | None = None,
            name: str | None = None, sharding: TensorSharding | None = None,
-           **attrs) -> Instruction:
+           **attrs: Any) -> Instruction:
         op = op_named(opcode)
         inst = make_instruction(self.state.fresh_name(name or opcode), op, operands,
                                 op.make_attrs(**attrs), shape, sharding=sharding)
@@ -151,7 +152,7 @@ class Emitter:
             self._partition_id = self.op("partition-id")
         return self._partition_id
 
-    def device_value(self, values) -> Instruction:
+    def device_value(self, values: Iterable[int]) -> Instruction:
         """An s32[] holding ``values[partition-id]`` (a constant when all are equal)."""
         values = tuple(int(v) for v in values)
         if max(values) > _S32_MAX or min(values) < -_S32_MAX - 1:
@@ -183,8 +184,9 @@ class Emitter:
             attrs["use_global_device_ids"] = True
         return attrs
 
-    def all_reduce(self, x: Instruction, axes, reducer: Computation | None = None,
-                   sharding=None) -> Instruction:
+    def all_reduce(self, x: Instruction, axes: Sequence[AxisRef],
+                   reducer: Computation | None = None,
+                   sharding: TensorSharding | None = None) -> Instruction:
         reducer = reducer or self.state.reducer(x.shape.dtype)
         return self.op("all-reduce", x, to_apply=reducer, sharding=sharding,
                        **self.group_attrs(axes))
@@ -205,7 +207,7 @@ class Emitter:
                        sharding=sharding, **self.group_attrs(axes))
 
     # -- local data movement ---------------------------------------------------------------
-    def pad_dim(self, x: Instruction, dim: int, size: int, value=0) -> Instruction:
+    def pad_dim(self, x: Instruction, dim: int, size: int, value: object = 0) -> Instruction:
         have = x.shape.dims[dim]
         if have == size:
             return x
@@ -218,8 +220,8 @@ class Emitter:
         return self.op("slice", x, slice=tuple(
             SliceDim(0, size if d == dim else n) for d, n in enumerate(x.shape.dims)))
 
-    def dynamic_slice(self, x: Instruction, starts: dict[int, Instruction], sizes
-                      ) -> Instruction:
+    def dynamic_slice(self, x: Instruction, starts: dict[int, Instruction],
+                      sizes: Sequence[int]) -> Instruction:
         zero = self.scalar(0, S32)
         indices = [starts.get(d, zero) for d in range(x.shape.rank)]
         return self.op("dynamic-slice", x, *indices,
@@ -243,8 +245,8 @@ class Emitter:
 # Lowering a plan
 
 
-def lower_plan(em: Emitter, x: Instruction, source: TensorSharding, plan: Plan, global_dims
-               ) -> Instruction:
+def lower_plan(em: Emitter, x: Instruction, source: TensorSharding, plan: Plan,
+               global_dims: Sequence[int]) -> Instruction:
     """Apply `plan` to the local value `x` whose layout is `source`."""
     mesh = source.mesh
     cur = [tuple(d.axes) for d in source.dims]

@@ -21,10 +21,19 @@ computes outputs 2 and 3 from [1, 2, 3, 4] with an unpadded window.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from xla_spmd.ir import S32, ArrayShape, ComparisonDirection, PadDim, SliceDim, WindowDim
 from xla_spmd.partition.reshard import axes_size, plan_reshard, shard_dims
+
+if TYPE_CHECKING:
+    from xla_spmd.ir import Instruction, Window
+    from xla_spmd.mesh import Mesh
+    from xla_spmd.partition.partitioner import Lowering
+    from xla_spmd.partition.values import PValue
+    from xla_spmd.sharding import TensorSharding
 
 
 @dataclass(frozen=True)
@@ -50,8 +59,8 @@ class HaloPlan:
         return any(s < 0 or s + self.length > self.size for s in self.starts)
 
 
-def plan_from_starts(dim: int, size: int, shards: int, starts, length: int, window=None
-                     ) -> HaloPlan:
+def plan_from_starts(dim: int, size: int, shards: int, starts: Sequence[int], length: int,
+                     window: WindowDim | None = None) -> HaloPlan:
     """The frame for given per-shard window inputs; only in-range positions are received."""
     c = -(-size // shards)
     left = right = 0
@@ -90,7 +99,8 @@ def gather_bytes(plan: HaloPlan, shards: int) -> int:
     return (shards - 1) * plan.shard
 
 
-def index_pairs(mesh, sharding, dim: int, mapping) -> tuple[tuple[int, int], ...]:
+def index_pairs(mesh: Mesh, sharding: TensorSharding, dim: int, mapping: Callable[[int], int]
+                ) -> tuple[tuple[int, int], ...]:
     """(source, target) device pairs: the device at shard index j along `dim` sends to the
     device at ``mapping(j)`` with the same coordinates on every other axis."""
     strides = []
@@ -179,7 +189,8 @@ def _one_permute(low, x, sharding, plan: HaloPlan, needs):
     return em.op("concatenate", moved, x, moved, dimensions=(dim,)), width
 
 
-def exchange(low, x, sharding, plan: HaloPlan, fill=None):
+def exchange(low: Lowering, x: Instruction, sharding: TensorSharding, plan: HaloPlan,
+             fill: Instruction | None = None) -> Instruction:
     """Local instruction: each device's window input (`plan.length` elements along the dim)
     from its shard `x` of a value sharded `sharding`; positions outside the operand hold the
     scalar `fill` (left as they come when None). Where every device needs elements from one
@@ -234,7 +245,8 @@ def _window(low, frame, sharding, plan: HaloPlan, left: int, fill):
     return mask_outside(low, window, sharding, dim, plan.starts, plan.size, fill)
 
 
-def mask_outside(low, x, sharding, dim, starts, size, fill):
+def mask_outside(low: Lowering, x: Instruction, sharding: TensorSharding, dim: int,
+                 starts: Sequence[int], size: int, fill: Instruction) -> Instruction:
     """`x` (local element t along `dim` at global position ``starts[i] + t``) with positions
     outside ``[0, size)`` replaced by the scalar `fill`."""
     em = low.em
@@ -250,13 +262,14 @@ def mask_outside(low, x, sharding, dim, starts, size, fill):
     return em.op("select", inside, x, em.broadcast_scalar(fill, dims))
 
 
-def local_window(window, plans):
+def local_window(window: Window, plans: Mapping[int, HaloPlan]) -> Window:
     """`window` with the local dims of `plans` (window dim index -> HaloPlan)."""
     return dataclasses.replace(window, dims=tuple(
         plans[d].window if d in plans else w for d, w in enumerate(window.dims)))
 
 
-def halo_bytes(low, global_shape, sharding, plan: HaloPlan) -> float:
+def halo_bytes(low: Lowering, global_shape: ArrayShape, sharding: TensorSharding,
+               plan: HaloPlan) -> float:
     """Bytes one device receives for `plan` on a value of `global_shape` sharded `sharding`."""
     local = shard_dims(low.mesh, tuple(d.axes for d in sharding.dims), global_shape.dims)
     others = 1
@@ -266,7 +279,8 @@ def halo_bytes(low, global_shape, sharding, plan: HaloPlan) -> float:
     return plan.halo * others * global_shape.dtype.itemsize
 
 
-def cheaper_than_gather(low, values, sharding, plan, rounds: int = 1, extra: float = 0.0
+def cheaper_than_gather(low: Lowering, values: Sequence[PValue], sharding: TensorSharding,
+                        plan: HaloPlan | list[HaloPlan], rounds: int = 1, extra: float = 0.0
                         ) -> bool:
     """Whether exchanging halos of `values` (PValues, resharded to `sharding` first; `plan` a
     HaloPlan or one per value) moves no more bytes than gathering their dim instead; `extra`

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -37,9 +38,10 @@ from xla_spmd.partition.uneven import zero_padding
 from xla_spmd.partition.values import PValue
 
 if TYPE_CHECKING:
-    from xla_spmd.ir import Instruction
+    from xla_spmd.ir import Instruction, Shape
     from xla_spmd.partition.partitioner import Lowering
     from xla_spmd.partition.values import PartValue
+    from xla_spmd.sharding import TensorSharding
 
 MAX_ASSIGNMENTS = 4096
 
@@ -84,7 +86,7 @@ def _kernel_plan(factor: Factor, shards: int):
                             WindowDim(c))
 
 
-def dot_factors(inst, lhs_rank: int, rhs_rank: int) -> list[Factor]:
+def dot_factors(inst: Instruction, lhs_rank: int, rhs_rank: int) -> list[Factor]:
     a = inst.attrs
     lb, lc, rb, rc = (a.lhs_batch_dims, a.lhs_contracting_dims, a.rhs_batch_dims,
                       a.rhs_contracting_dims)
@@ -106,7 +108,7 @@ def dot_factors(inst, lhs_rank: int, rhs_rank: int) -> list[Factor]:
     return factors
 
 
-def conv_factors(inst) -> list[Factor]:
+def conv_factors(inst: Instruction) -> list[Factor]:
     """Factors of a convolution. Feature groups: lhs features and output features split into
     G groups, so sharding both by a number of shards dividing G keeps whole groups local
     (local feature_group_count G/n); the kernel's input feature dim stays whole. Batch groups
@@ -175,7 +177,9 @@ def _valid(assignment) -> bool:
     return True
 
 
-def choose(low, factors, lhs: PValue, rhs: PValue, out_shape, target):
+def choose(low: Lowering, factors: Sequence[Factor], lhs: PValue, rhs: PValue,
+           out_shape: Shape, target: TensorSharding
+           ) -> tuple[TensorSharding, TensorSharding, TensorSharding]:
     """The cheapest (lhs sharding, rhs sharding, local result sharding) for a contraction."""
     options = [_options(f, lhs, rhs, target) for f in factors]
     while math.prod(len(o) for o in options) > MAX_ASSIGNMENTS:
@@ -231,7 +235,8 @@ def choose(low, factors, lhs: PValue, rhs: PValue, out_shape, target):
     return best
 
 
-def contraction(low, inst, operands, factors):
+def contraction(low: Lowering, inst: Instruction, operands: list,
+                factors: list) -> PartValue:
     lhs, rhs = operands
     target = low.target(inst)
     lhs_sharding, rhs_sharding, out_sharding = choose(low, factors, lhs, rhs, inst.shape,

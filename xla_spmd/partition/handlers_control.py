@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from xla_spmd.errors import PartitionError
@@ -39,7 +40,7 @@ from xla_spmd.partition.values import PTuple, PValue, array_shape, called, leave
 from xla_spmd.sharding.manual import boundary_shardings, manual_axes
 
 if TYPE_CHECKING:
-    from xla_spmd.ir import Instruction
+    from xla_spmd.ir import Computation, Instruction
     from xla_spmd.partition.partitioner import Lowering
     from xla_spmd.partition.values import PartValue
 
@@ -140,7 +141,7 @@ def custom_call(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     return generic(low, inst, operands)
 
 
-def partitioned_callback(low, inst, operands):
+def partitioned_callback(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     """``xs.debug.callback(..., partitioned=True)``: every device calls it on its own shard
     of each operand, as sharded. A shard that holds padding (an uneven dim) or partial sums
     (unreduced axes) is no piece of the value: such an operand is replicated first."""
@@ -158,7 +159,7 @@ def partitioned_callback(low, inst, operands):
 _SDY_REDUCTIONS = {"sum": "add", "max": "maximum", "min": "minimum"}
 
 
-def sdy_all_reduce(low, inst, value):
+def sdy_all_reduce(low: Lowering, inst: Instruction, value: PValue) -> PValue:
     """``sdy.all_reduce [op] {axes}``: each device's local value is one partial value along
     `axes` (Shardy's semantics: the global program does not see it), combined by an all-reduce
     over them; then resharded to the op's out_sharding."""
@@ -178,7 +179,7 @@ def sdy_all_reduce(low, inst, value):
     return low.reshard(value, low.target(inst))
 
 
-def sdy_partial_axes(computations) -> dict:
+def sdy_partial_axes(computations: Iterable[Computation]) -> dict:
     """instruction -> the axes an ``sdy.all_reduce`` (sum) or ``sdy.reduce_scatter`` reads it
     as partial over: its producer leaves those axes unreduced (e.g. a dot over a sharded
     contracting dim; a parameter's local values are the partial sums)."""

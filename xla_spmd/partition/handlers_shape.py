@@ -9,18 +9,21 @@ reshards the result to the wanted sharding (a local slice when it only adds axes
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from xla_spmd.ir import S32, ArrayShape
 from xla_spmd.mesh import AxisRef, merge_sub_axes
 from xla_spmd.partition.registry import HANDLERS
 from xla_spmd.partition.reshard import plan_reshard
-from xla_spmd.partition.values import PValue
+from xla_spmd.partition.values import PValue, array_shape
 
 if TYPE_CHECKING:
     from xla_spmd.ir import Instruction
+    from xla_spmd.mesh import Mesh
     from xla_spmd.partition.partitioner import Lowering
     from xla_spmd.partition.values import PartValue
+    from xla_spmd.sharding import TensorSharding
 
 
 def _clear(sharding, dims):
@@ -34,7 +37,8 @@ def _dims_axes(sharding):
 
 
 @HANDLERS.register("broadcast")
-def broadcast(low, inst, operands, target=None):
+def broadcast(low: Lowering, inst: Instruction, operands: list,
+              target: TensorSharding | None = None) -> PartValue:
     (operand,) = operands
     target = target or low.target(inst)
     compute = target.replace(unreduced=())
@@ -93,7 +97,8 @@ def dynamic_slice(low: Lowering, inst: Instruction, operands: list) -> PartValue
 
 
 @HANDLERS.register("iota")
-def iota(low, inst, operands, wanted=None):
+def iota(low: Lowering, inst: Instruction, operands: list,
+         wanted: TensorSharding | None = None) -> PartValue:
     wanted = wanted or low.target(inst)
     target = wanted.replace(unreduced=())
     value = low.emit(inst, [], target)
@@ -109,7 +114,7 @@ def iota(low, inst, operands, wanted=None):
         offset = em.op("convert", offset, shape=ArrayShape(local.dtype, ()))
     shifted = em.op("add", value.inst, em.broadcast_scalar(offset, local.dims),
                     sharding=target)
-    result = PValue(shifted, target, inst.shape)
+    result = PValue(shifted, target, array_shape(inst.shape))
     low.recompute[shifted] = low.recompute[value.inst]
     return low.reshard(result, wanted)
 
@@ -127,7 +132,8 @@ def constant(low: Lowering, inst: Instruction, operands: list) -> PartValue:
 # reshape
 
 
-def reshape_groups(in_dims, out_dims) -> list[tuple[list[int], list[int]]]:
+def reshape_groups(in_dims: Sequence[int], out_dims: Sequence[int]
+                   ) -> list[tuple[list[int], list[int]]]:
     """Groups of consecutive input and output dims with equal products, in order."""
     groups, i, j = [], 0, 0
     while i < len(in_dims) or j < len(out_dims):
@@ -170,7 +176,8 @@ def _ref(name, pre, size, full):
     return AxisRef(name, (pre, size))
 
 
-def distribute(mesh, axes, sizes):
+def distribute(mesh: Mesh, axes: Sequence[AxisRef], sizes: Sequence[int]
+               ) -> list[tuple[AxisRef, ...]] | None:
     """Assign `axes` (major to minor) to dims of `sizes` so the shards are contiguous blocks:
     each dim but the last sharded one fully split. None when that is impossible."""
     result = [[] for _ in sizes]

@@ -19,6 +19,7 @@ its right neighbour (8 bytes moved instead of a 24-byte all-gather).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -50,6 +51,7 @@ from xla_spmd.partition.values import PValue, array_shape
 
 if TYPE_CHECKING:
     from xla_spmd.ir import Instruction
+    from xla_spmd.partition.halo import HaloPlan
     from xla_spmd.partition.partitioner import Lowering
     from xla_spmd.partition.values import PartValue
 
@@ -288,7 +290,9 @@ def _select_padding(select, dtype):
         root.attrs.direction)
 
 
-def select_and_scatter_halo(low, inst, operands, halo_plans):
+def select_and_scatter_halo(low: Lowering, inst: Instruction, operands: list,
+                            halo_plans: Callable[..., dict[int, HaloPlan] | None]
+                            ) -> PartValue | None:
     """select-and-scatter with sharded windowed dims kept sharded, or None (not supported:
     select not a GE/GT/LE/LT compare, scatter not add, or gathering is cheaper)."""
     operand, source, init = operands

@@ -8,10 +8,21 @@ Example: sort along dim 1 of f32[16,64] sharded (None, "x") over 8 devices: all-
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
 from xla_spmd.partition.reshard import axes_size, plan_reshard
+from xla_spmd.partition.values import array_shape
+
+if TYPE_CHECKING:
+    from xla_spmd.ir import Shape
+    from xla_spmd.partition.partitioner import Lowering
+    from xla_spmd.partition.values import PValue
+    from xla_spmd.sharding import TensorSharding
 
 
-def park(low, operand, compute, dim):
+def park(low: Lowering, operand: PValue, compute: TensorSharding, dim: int
+         ) -> TensorSharding | None:
     """`compute` (`dim` replicated) with the axes `operand` has on `dim` moved onto the
     largest other dim they divide evenly, so that an all-to-all, not an all-gather, frees
     `dim` (GSPMD's sort along a sharded dim); None when no dim takes them."""
@@ -34,13 +45,15 @@ def park(low, operand, compute, dim):
                                  for d, s in enumerate(compute.dims)])
 
 
-def moved_bytes(operands, compute, results) -> float:
+def moved_bytes(operands: Iterable[PValue], compute: TensorSharding,
+                results: Iterable[tuple[Shape, TensorSharding]]) -> float:
     """Bytes to reshard `operands` to `compute`, and results ((global shape, wanted
     sharding) pairs) from `compute` to what is wanted."""
     total = 0.0
     for value in operands:
         shape = value.global_shape
         total += plan_reshard(value.sharding, compute, shape.dims, shape.dtype.itemsize).bytes
-    for shape, target in results:
+    for global_shape, target in results:
+        shape = array_shape(global_shape)
         total += plan_reshard(compute, target, shape.dims, shape.dtype.itemsize).bytes
     return total

@@ -27,7 +27,8 @@ instruction keeps the sharding of the value it computes (for inspection), and th
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from xla_spmd.errors import PartitionError, XlaSpmdError
 from xla_spmd.ir import (
@@ -46,6 +47,12 @@ from xla_spmd.partition.registry import handler_for
 from xla_spmd.partition.reshard import Plan, plan_reshard
 from xla_spmd.partition.values import PTuple, PValue, leaves, shape_leaves, unflatten
 from xla_spmd.sharding import TensorSharding, declared_meshes, program_mesh
+
+if TYPE_CHECKING:
+    from xla_spmd.ir import Shape
+    from xla_spmd.ir.attr_types import Attrs
+    from xla_spmd.mesh import AxisRef
+    from xla_spmd.partition.values import PartValue
 
 
 class Lowering:
@@ -66,13 +73,14 @@ class Lowering:
         self.root: Instruction | None = None
 
     # -- shardings -------------------------------------------------------------------------
-    def sharding(self, dims_axes, unreduced=()) -> TensorSharding:
+    def sharding(self, dims_axes: Iterable[Iterable[AxisRef]],
+                 unreduced: Iterable[AxisRef] = ()) -> TensorSharding:
         return TensorSharding(self.mesh, [list(a) for a in dims_axes], unreduced=list(unreduced))
 
     def replicated(self, rank: int) -> TensorSharding:
         return TensorSharding(self.mesh, [[] for _ in range(rank)])
 
-    def normalize(self, sharding, rank: int) -> TensorSharding:
+    def normalize(self, sharding: object, rank: int) -> TensorSharding:
         """Closed dims and unreduced axes only; None means replicated."""
         if not isinstance(sharding, TensorSharding):
             return self.replicated(rank)
@@ -166,8 +174,9 @@ class Lowering:
     def replicate(self, value: PValue) -> PValue:
         return self.reshard(value, self.replicated(value.global_shape.rank))
 
-    def emit(self, original: Instruction, operands, sharding: TensorSharding,
-             global_shape=None, attrs=None) -> PValue:
+    def emit(self, original: Instruction, operands: Sequence[PValue | Instruction],
+             sharding: TensorSharding, global_shape: Shape | None = None,
+             attrs: Attrs | None = None) -> PValue:
         """`original`'s op on local operands; the result is `sharding` of `global_shape`."""
         global_shape = global_shape or original.shape
         assert isinstance(global_shape, ArrayShape), "emit makes one array"
@@ -176,7 +185,8 @@ class Lowering:
                                         for o in operands], local, sharding, attrs)
         return PValue(inst, sharding, global_shape)
 
-    def explode(self, inst: Instruction, shardings, global_shape) -> PTuple | PValue:
+    def explode(self, inst: Instruction, shardings: Sequence[TensorSharding], global_shape: Shape
+                ) -> PTuple | PValue:
         """GTEs of a local tuple instruction, as a PTuple of PValues."""
         if not isinstance(global_shape, TupleShape):
             return PValue(inst, shardings[0], global_shape)
@@ -193,7 +203,7 @@ class Lowering:
             return PTuple(tuple(items))
         return build(inst, global_shape)
 
-    def pack(self, value) -> Instruction:
+    def pack(self, value: PartValue) -> Instruction:
         """A local instruction for a PValue or (a tuple instruction of) a PTuple."""
         if isinstance(value, PValue):
             return value.inst
@@ -224,7 +234,8 @@ class Lowering:
             self.uses, self.root = outer
         return env[computation.root]
 
-    def parameter(self, number: int, global_shape, shardings, name: str):
+    def parameter(self, number: int, global_shape: Shape, shardings: Sequence[TensorSharding],
+                  name: str) -> PartValue:
         """A parameter with the local shape of `global_shape` under `shardings` (leaves)."""
         local = self.local_tuple_shape(global_shape, list(shardings))
         inst = self.em.op("parameter", shape=local, name=name, parameter_number=number,
@@ -232,7 +243,7 @@ class Lowering:
                           not isinstance(global_shape, TupleShape) else None)
         return self.explode(inst, shardings, global_shape)
 
-    def local_tuple_shape(self, global_shape, shardings: list):
+    def local_tuple_shape(self, global_shape: Shape, shardings: list[TensorSharding]) -> Shape:
         if isinstance(global_shape, TupleShape):
             return TupleShape(tuple(self.local_tuple_shape(e, shardings)
                                     for e in global_shape.elements))
@@ -241,14 +252,16 @@ class Lowering:
             return global_shape
         return self.local_shape(global_shape, sharding)
 
-    def finish(self, root_value, name: str, params) -> Computation:
+    def finish(self, root_value: PartValue, name: str, params: Sequence[Instruction]
+               ) -> Computation:
         root = self.pack(root_value)
         # Side effects nothing uses (host callbacks) stay, in the order they were emitted.
         effects = [i for i in self.em.instructions if has_side_effect(i)]
         order = topological_order(root, [*params, *effects])
         return Computation(name, order, root)
 
-    def partition_callee(self, computation: Computation, arg_values: list, result_targets,
+    def partition_callee(self, computation: Computation, arg_values: list,
+                         result_targets: Sequence[TensorSharding],
                          name: str | None = None) -> tuple[Computation, object]:
         """Partition a called computation whose parameters have the given values' shardings;
         its root is resharded to `result_targets` (leaves). Returns it and its result PTuple

@@ -122,8 +122,8 @@ def layout_of(sharding: TensorSharding) -> tuple[DimsAxes, Axes]:
     return tuple(d.axes for d in sharding.dims), tuple(sharding.unreduced)
 
 
-def plan_reshard(source: TensorSharding, target: TensorSharding, global_dims, itemsize: int
-                 ) -> Plan:
+def plan_reshard(source: TensorSharding, target: TensorSharding, global_dims: Sequence[int],
+                 itemsize: int) -> Plan:
     """The cheapest plan found from `source` to `target` for a tensor of `global_dims`."""
     src_dims, src_unreduced = layout_of(source)
     dst_dims, dst_unreduced = layout_of(target)

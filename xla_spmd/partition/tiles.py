@@ -22,14 +22,23 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from xla_spmd.errors import PartitionError
-from xla_spmd.mesh import Mesh
+from xla_spmd.mesh import AxisRef, Mesh
 from xla_spmd.sharding import TensorSharding
+
+if TYPE_CHECKING:
+    from xla_spmd.ir import Instruction
+    from xla_spmd.partition.emit import Emitter
 
 MAX_ROUNDS = 8  # more collective-permutes than this: not worth their latency
 
+
+Dims = tuple[int, ...]
+DimsAxes = Sequence[Sequence[AxisRef]]  # axes per dim
 
 @dataclass(frozen=True)
 class TileRound:
@@ -115,7 +124,8 @@ def _colored(transfers, size: int, piece_rank: int):
     return rounds
 
 
-def tile_rounds(mesh: Mesh, global_dims, src_dims, dst_dims):
+def tile_rounds(mesh: Mesh, global_dims: Sequence[int], src_dims: DimsAxes, dst_dims: DimsAxes
+                ) -> tuple[Dims, Dims, tuple[TileRound, ...]] | None:
     """(piece dims, target tile dims, rounds) resharding tiles `src_dims` to `dst_dims`
     (axes per dim, nothing unreduced), or None: uneven dims, tiles that do not nest, or more
     than `MAX_ROUNDS` collective-permutes."""
@@ -154,12 +164,13 @@ def tile_rounds(mesh: Mesh, global_dims, src_dims, dst_dims):
     return piece, dst_tile, tuple(rounds + _local_rounds(kept, mesh.size, len(piece)))
 
 
-def tile_bytes(piece, rounds, itemsize: int) -> float:
+def tile_bytes(piece: Sequence[int], rounds: Iterable[TileRound], itemsize: int) -> float:
     """Bytes one device receives: one piece per collective-permute."""
     return float(math.prod(piece) * itemsize * sum(r.moves for r in rounds))
 
 
-def concat_rounds(mesh: Mesh, sharding: TensorSharding, dim: int, sizes, local_dims):
+def concat_rounds(mesh: Mesh, sharding: TensorSharding, dim: int, sizes: Sequence[int],
+                  local_dims: Sequence[int]) -> tuple[Dims, tuple[TileRound, ...]] | None:
     """(piece dims, rounds) for a concatenate along `dim` of operands of `sizes` along it,
     all and the result sharded `sharding` (local dims `local_dims` off `dim`), from the
     operands' tiles laid end to end along `dim` on each device; None when a size does not
@@ -196,7 +207,8 @@ def concat_rounds(mesh: Mesh, sharding: TensorSharding, dim: int, sizes, local_d
     return piece, tuple(rounds + _local_rounds(kept, mesh.size, len(local_dims)))
 
 
-def lower_tile_rounds(em, x, mesh: Mesh, global_dims, src_dims, dst_dims):
+def lower_tile_rounds(em: Emitter, x: Instruction, mesh: Mesh, global_dims: Sequence[int],
+                      src_dims: DimsAxes, dst_dims: DimsAxes) -> Instruction:
     """Local instruction: `x` (a source tile) resharded to `dst_dims` by `tile_rounds`."""
     found = tile_rounds(mesh, global_dims, src_dims, dst_dims)
     if found is None:
@@ -206,7 +218,8 @@ def lower_tile_rounds(em, x, mesh: Mesh, global_dims, src_dims, dst_dims):
     return lower_rounds(em, x, mesh, piece, tile, rounds)
 
 
-def lower_rounds(em, x, mesh: Mesh, piece, tile, rounds, dim: int = 0):
+def lower_rounds(em: Emitter, x: Instruction, mesh: Mesh, piece: Sequence[int],
+                 tile: Sequence[int], rounds: Sequence[TileRound], dim: int = 0) -> Instruction:
     """Local instruction: the tile of dims `tile` each device assembles by `rounds` from its
     local `x`. It is built in a buffer one piece longer along `dim`, where devices that get
     nothing in a round write (cut off at the end)."""
