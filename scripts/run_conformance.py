@@ -29,7 +29,8 @@ Each test of XLA's ``xla/service/spmd/spmd_partitioner_test.cc`` that partitions
 devices with the shardings as written, run on N in-process devices with seeded random inputs
 and compared with the unpartitioned module on the reference evaluator
 (tests/partition/xla_spmd_tests.py). Prints a table of the outcomes (PASS, PARSE, UNSUPPORTED,
-MISMATCH, CRASH, TIMEOUT) with the most common reasons; ``--failures`` lists each failing test.
+MISMATCH, CRASH, TIMEOUT, TOO_LARGE) with the most common reasons; ``--failures`` lists each
+failing test.
 """
 
 from __future__ import annotations

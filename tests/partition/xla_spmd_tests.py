@@ -43,8 +43,8 @@ class XlaCase:
 @dataclass(frozen=True)
 class XlaResult:
     """How one case went: status PASS, PARSE (the parser refused it), UNSUPPORTED (the
-    partitioner or evaluator refused it), MISMATCH (it ran, the results differ) or CRASH;
-    `message` is the first line of why."""
+    partitioner or evaluator refused it), MISMATCH (it ran, the results differ), CRASH,
+    TIMEOUT or TOO_LARGE (out of memory); `message` is the first line of why."""
 
     name: str
     status: str
@@ -138,6 +138,8 @@ def _run_module(case: XlaCase) -> XlaResult:
         return XlaResult(case.name, "MISMATCH", _first_line(error, skip_blank=True))
     except XlaSpmdError as error:
         return XlaResult(case.name, "UNSUPPORTED", _first_line(error))
+    except MemoryError as error:  # values larger than this machine holds: not a verdict
+        return XlaResult(case.name, "TOO_LARGE", _first_line(error))
     except Exception as error:  # noqa: BLE001 - a crash is a result to count, not to stop at
         return XlaResult(case.name, "CRASH", f"{type(error).__name__}: {_first_line(error)}")
     return XlaResult(case.name, "PASS")
