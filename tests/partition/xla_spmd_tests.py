@@ -68,6 +68,16 @@ def extract_modules(text: str) -> list[XlaCase]:
     return cases
 
 
+MAX_INPUT_BYTES = 256 << 20  # the entry parameters' size above which a case is TOO_LARGE
+
+
+def _parameter_bytes(module) -> int:
+    from xla_spmd.partition.values import shape_leaves
+
+    return sum(int(np.prod(leaf.dims)) * leaf.dtype.itemsize
+               for param in module.entry.parameters for leaf in shape_leaves(param.shape))
+
+
 def random_inputs(module, seed: int) -> list[np.ndarray]:
     """Deterministic random values for the entry's parameters (array leaves of tuples too)."""
     from xla_spmd.ir import TupleShape
@@ -130,6 +140,9 @@ def _run_module(case: XlaCase) -> XlaResult:
     except Exception as error:  # noqa: BLE001 - a crash is a result to count, not to stop at
         return XlaResult(case.name, "CRASH", f"parse: {type(error).__name__}: "
                                              f"{_first_line(error)}")
+    size = _parameter_bytes(module)
+    if size > MAX_INPUT_BYTES:  # refused before any memory is taken for it
+        return XlaResult(case.name, "TOO_LARGE", f"parameters need {size >> 20} MiB")
     try:
         args = random_inputs(module, zlib.crc32(case.name.encode()))
         check(module, args, num_devices=case.num_devices, propagate=False, rtol=1e-4,
