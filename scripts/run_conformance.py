@@ -3,6 +3,7 @@
     python scripts/run_conformance.py --stablehlo DIR   # StableHLO's stablehlo/tests/interpret
     python scripts/run_conformance.py --shardy DIR  # Shardy: executable_convert_global_to_local
     python scripts/run_conformance.py --shardy-propagation DIR  # Shardy: propagation/test
+    python scripts/run_conformance.py --xla-spmd FILE  # XLA: spmd/spmd_partitioner_test.cc
 
 Each ``.mlir`` file of the StableHLO directory runs in our interpreter-convention runner
 (`xla_spmd.stablehlo.interpreter`), except files whose ``// RUN:`` lines pipe into FileCheck:
@@ -22,6 +23,14 @@ lines are matched against the output by our FileCheck subset (tests/stablehlo/fi
 one case per CHECK-LABEL: each label's block of the output, from its match to the next
 label's, is checked on its own.
 Prints the pass rate per file (``--failures`` also lists each failing case and why).
+
+Each test of XLA's ``xla/service/spmd/spmd_partitioner_test.cc`` that partitions an HLO module
+(``PartitionComputation(hlo_string, /*num_devices=*/N)``) is parsed, partitioned over its N
+devices with the shardings as written, run on N in-process devices with seeded random inputs
+and compared with the unpartitioned module on the reference evaluator
+(tests/partition/xla_spmd_tests.py). Prints a table of the outcomes (PASS, PARSE, UNSUPPORTED,
+MISMATCH, CRASH, TIMEOUT, TOO_LARGE) with the most common reasons; ``--failures`` lists each
+failing test.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,6 +48,7 @@ sys.path.insert(0, str(ROOT / "tests" / "stablehlo"))
 from filecheck import FileCheckError, filecheck, parse_directives  # noqa: E402
 from run_lines import has_filecheck, replay_file  # noqa: E402
 from shardy_exec import run_shardy_executable_test  # noqa: E402
+from xla_spmd_tests import extract_modules, run_module  # noqa: E402
 
 from xla_spmd.errors import XlaSpmdError  # noqa: E402
 from xla_spmd.stablehlo.interpreter import (  # noqa: E402
@@ -216,17 +227,61 @@ def print_propagation_table(rows) -> None:
     print(f"| **all** | {ok}/{total} | {100 * ok / max(total, 1):.0f}% |")
 
 
+def run_xla_spmd(path: str, failures: bool, timeout: float) -> list:
+    """Every partitioning test of XLA's spmd_partitioner_test.cc at `path`, run (see the
+    module docstring); its results in file order."""
+    results = []
+    for case in extract_modules(Path(path).read_text()):
+        result = run_module(case, timeout=timeout)
+        results.append(result)
+        if failures and result.status != "PASS":
+            print(f"{result.status} {case.name} ({case.num_devices} devices): "
+                  f"{result.message[:160]}", flush=True)
+    return results
+
+
+def print_xla_spmd_table(results, top: int = 12) -> None:
+    statuses = Counter(r.status for r in results)
+    total = len(results)
+    print("| outcome | tests |")
+    print("|---|---|")
+    for status, count in statuses.most_common():
+        print(f"| {status} | {count} |")
+    passed = statuses["PASS"]
+    print(f"| **pass** | {passed}/{total} ({100 * passed / max(total, 1):.0f}%) |")
+    reasons = Counter((r.status, _reason(r.message)) for r in results if r.status != "PASS")
+    print()
+    print("| failure class | tests |")
+    print("|---|---|")
+    for (status, reason), count in reasons.most_common(top):
+        print(f"| {status}: {reason} | {count} |")
+
+
+def _reason(message: str) -> str:
+    """A failure's message with names and numbers taken out, to group alike failures."""
+    message = re.sub(r"^[\w.]+:\d+:\d+: ", "", message)  # the parser's file:line:column
+    message = re.sub(r"%?[\w.-]*\d[\w.-]*", "#", message)
+    return message[:100].replace("|", "/")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stablehlo", help="StableHLO's stablehlo/tests/interpret directory")
     parser.add_argument("--shardy", help="Shardy's executable_convert_global_to_local directory")
     parser.add_argument("--shardy-propagation", metavar="DIR",
                         help="Shardy's shardy/dialect/sdy/transforms/propagation/test directory")
+    parser.add_argument("--xla-spmd", metavar="FILE",
+                        help="XLA's xla/service/spmd/spmd_partitioner_test.cc")
+    parser.add_argument("--timeout", type=float, default=20.0,
+                        help="seconds an XLA test may run before it counts as TIMEOUT")
     parser.add_argument("--failures", action="store_true",
-                        help="also list each failing propagation case")
+                        help="also list each failing propagation case or XLA test")
     args = parser.parse_args()
-    if not args.stablehlo and not args.shardy and not args.shardy_propagation:
-        parser.error("give --stablehlo DIR, --shardy DIR and/or --shardy-propagation DIR")
+    if not (args.stablehlo or args.shardy or args.shardy_propagation or args.xla_spmd):
+        parser.error("give --stablehlo DIR, --shardy DIR, --shardy-propagation DIR "
+                     "and/or --xla-spmd FILE")
+    if args.xla_spmd:
+        print_xla_spmd_table(run_xla_spmd(args.xla_spmd, args.failures, args.timeout))
     if args.shardy_propagation:
         print_propagation_table(run_propagation(args.shardy_propagation, args.failures))
     for name, directory, shardy in (("StableHLO interpreter", args.stablehlo, False),

@@ -12,8 +12,10 @@ from shards import assemble, shard_array, signature
 
 from xla_spmd.backends.reference import evaluate, evaluate_spmd
 from xla_spmd.ir import verify
+from xla_spmd.mesh import make_mesh
 from xla_spmd.partition.values import shape_leaves
 from xla_spmd.pipeline import lower
+from xla_spmd.propagation.importing import has_foreign_shardings, import_shardings
 from xla_spmd.sharding import program_mesh
 
 
@@ -21,6 +23,14 @@ def _flatten(value):
     if isinstance(value, tuple):
         return [leaf for v in value for leaf in _flatten(v)]
     return [value]
+
+
+def _shard(arg, shardings, device):
+    """Device `device`'s part of a parameter: its shard, or a tuple of its leaves' shards."""
+    if isinstance(arg, tuple):
+        return tuple(shard_array(leaf, sharding, device)
+                     for leaf, sharding in zip(_flatten(arg), shardings))
+    return shard_array(arg, shardings[0], device)
 
 
 def run_on_devices(spmd, per_device, n, backend):
@@ -40,16 +50,24 @@ def run_on_devices(spmd, per_device, n, backend):
 
 
 def check(module, args, *, rtol=1e-5, atol=1e-5, propagate=False, expected=None,
-          backend="reference", bits=False):
+          backend="reference", bits=False, num_devices=None):
     """Partition `module`, run it on every device (on `backend`), compare with the reference
     (or with `expected`), bit for bit when `bits` (the sign of zero and NaN payloads
-    included); return the partitioned module."""
-    program = lower(module, propagate_shardings=propagate)
+    included); return the partitioned module. `num_devices` partitions GSPMD-style
+    shardings (``{devices=[2,1]0,1}``) over that many devices, as XLA's tests do."""
+    mesh = None
+    if num_devices is not None:
+        if has_foreign_shardings(module):
+            module = import_shardings(module).module
+        mesh = program_mesh(module)
+        if mesh is None or mesh.is_maximal:  # only values placed on single devices
+            mesh = make_mesh({"x": num_devices})
+    program = lower(module, mesh=mesh, propagate_shardings=propagate)
     module, spmd = program.module, program.spmd_module
     verify(spmd)
-    n = program_mesh(module).size
+    n = program.mesh.size
     params, results_shardings = signature(module)
-    per_device = [[shard_array(arg, shardings[0], device) for arg, shardings in zip(args, params)]
+    per_device = [[_shard(arg, shardings, device) for arg, shardings in zip(args, params)]
                   for device in range(n)]
     results = run_on_devices(spmd, per_device, n, backend)
     expected = _flatten(evaluate(module, args)) if expected is None else list(expected)

@@ -1,0 +1,86 @@
+"""The replay of XLA's spmd_partitioner_test.cc (tests/partition/xla_spmd_tests.py and
+``scripts/run_conformance.py --xla-spmd``) on a hand-written file of the same form."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+from xla_spmd_tests import XlaCase, extract_modules, run_module  # tests/partition on sys.path
+
+SNIPPET = r'''
+TEST_P(SpmdPartitioningTest, TiledAdd) {
+  absl::string_view hlo_string = R"(
+HloModule module
+
+ENTRY entry {
+  %a = f32[6,3] parameter(0), sharding={devices=[2,1]0,1}
+  %b = f32[6,3] parameter(1), sharding={replicated}
+  ROOT %add = f32[6,3] add(%a, %b), sharding={devices=[1,2]0,1}
+})";
+  TF_ASSERT_OK_AND_ASSIGN(auto module,
+                          PartitionComputation(hlo_string, /*num_devices=*/2));
+  EXPECT_THAT(module->entry_computation()->root_instruction(), op::Add());
+}
+
+TEST_F(SomeOtherTest, NoPartitioning) {
+  absl::string_view hlo_string = R"(HloModule m)";
+  EXPECT_TRUE(true);
+}
+
+TEST_P(SpmdPartitioningTest, TiledInfeed) {
+  const char* const hlo_string = R"hlo(
+HloModule module
+
+ENTRY entry {
+  token0 = token[] after-all(), sharding={maximal device=0}
+  ROOT infeed = (f32[8,2]{1,0}, token[]) infeed(token0),
+    sharding={{devices=[2,1]0,1}, {maximal device=0}}
+})hlo";
+  TF_ASSERT_OK_AND_ASSIGN(auto module, PartitionComputation(hlo_string, 4));
+}
+'''
+
+
+def test_extracts_each_partitioned_module_with_its_devices():
+    cases = extract_modules(SNIPPET)
+    assert [(c.name, c.num_devices) for c in cases] == [("TiledAdd", 2), ("TiledInfeed", 4)]
+    assert cases[0].hlo.strip().startswith("HloModule module")
+    assert cases[0].hlo.rstrip().endswith("}")
+    assert "infeed(token0)" in cases[1].hlo
+
+
+def test_runs_one_to_a_pass_and_classifies_the_other():
+    passed, refused = (run_module(c, timeout=60) for c in extract_modules(SNIPPET))
+    assert (passed.status, passed.message) == ("PASS", "")
+    assert refused.status == "PARSE"
+    assert "infeed" in refused.message
+
+
+def test_a_wrong_partition_is_a_mismatch(monkeypatch):
+    """The comparison can fail: a module whose devices disagree with the reference."""
+    import spmd_oracle
+
+    case = extract_modules(SNIPPET)[0]
+    real = spmd_oracle.run_on_devices
+
+    def off_by_one(spmd, per_device, n, backend):
+        return [result + 1 for result in real(spmd, per_device, n, backend)]  # one array each
+
+    monkeypatch.setattr(spmd_oracle, "run_on_devices", off_by_one)
+    assert run_module(case).status == "MISMATCH"
+
+
+def test_a_missing_device_count_is_not_a_case():
+    assert extract_modules('TEST_P(T, X) {\n  hlo_string = R"(HloModule m)";\n}\n') == []
+    assert isinstance(XlaCase("x", "HloModule m", 2), XlaCase)
+
+
+def test_the_runner_prints_the_table(tmp_path):
+    path = tmp_path / "spmd_partitioner_test.cc"
+    path.write_text(SNIPPET)
+    script = Path(__file__).resolve().parents[2] / "scripts" / "run_conformance.py"
+    out = subprocess.run([sys.executable, str(script), "--xla-spmd", str(path), "--failures"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "PARSE TiledInfeed (4 devices)" in out
+    assert "| PASS | 1 |" in out
+    assert "| **pass** | 1/2 (50%) |" in out

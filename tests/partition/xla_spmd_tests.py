@@ -1,0 +1,178 @@
+"""XLA's own SPMD partitioner tests (``xla/service/spmd/spmd_partitioner_test.cc``), replayed.
+
+`extract_modules(text)` finds, in each ``TEST_P``/``TEST_F`` of the C++ file, the HLO module
+(the raw string ``R"(...)"`` assigned to ``hlo_string``) and the number of devices it is
+partitioned over (``PartitionComputation(hlo_string, /*num_devices=*/N, ...)``).
+`run_module(case)` parses it with `xla_spmd.ir.parse_hlo`, partitions it over N devices as
+XLA's test does (the module's shardings as written, no propagation; a value without one is
+replicated), runs it on N in-process devices with random inputs (seeded by the test's name;
+integers within [0, 4), so that indices are in range) and compares the assembled results
+with the unpartitioned module on the reference evaluator (`spmd_oracle.check`): exactly for
+integers and predicates, to 1e-4 for floats (2e-2 for bf16 results, 2e-3 for f16).
+
+>>> cc = 'TEST_P(T, Add) {\\n  absl::string_view hlo_string = R"(\\nHloModule m\\n)";\\n' \\
+...      '  PartitionComputation(hlo_string, /*num_devices=*/2));\\n}\\n'
+>>> [(c.name, c.num_devices) for c in extract_modules(cc)]
+[('Add', 2)]
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+_TEST = re.compile(r"^TEST_[PF]\(\s*\w+\s*,\s*(\w+)\s*\)", re.M)
+_RAW = re.compile(r'(\w+)\s*=\s*R"(\w*)\((.*?)\)\2"', re.S)
+_PARTITION = re.compile(r"PartitionComputation\(\s*(\w+)\s*,\s*(?:/\*\s*num_devices\s*=\s*\*/)?"
+                        r"\s*(\d+)")
+
+
+@dataclass(frozen=True)
+class XlaCase:
+    """One test's module: the test's name, its HLO text and its number of devices."""
+
+    name: str
+    hlo: str
+    num_devices: int
+
+
+@dataclass(frozen=True)
+class XlaResult:
+    """How one case went: status PASS, PARSE (the parser refused it), UNSUPPORTED (the
+    partitioner or evaluator refused it), MISMATCH (it ran, the results differ), CRASH,
+    TIMEOUT or TOO_LARGE (out of memory); `message` is the first line of why."""
+
+    name: str
+    status: str
+    message: str = ""
+
+
+def extract_modules(text: str) -> list[XlaCase]:
+    """Every test of `text` that partitions a raw-string HLO module: the string passed to
+    its first ``PartitionComputation`` call, with that call's device count."""
+    starts = [m.start() for m in _TEST.finditer(text)] + [len(text)]
+    cases = []
+    for start, end in zip(starts, starts[1:]):
+        body = text[start:end]
+        match = _TEST.match(body)
+        assert match is not None
+        strings = {m.group(1): m.group(3) for m in _RAW.finditer(body)}
+        call = _PARTITION.search(body)
+        if call is None or call.group(1) not in strings:
+            continue
+        cases.append(XlaCase(match.group(1), strings[call.group(1)], int(call.group(2))))
+    return cases
+
+
+MAX_INPUT_BYTES = 256 << 20  # the entry parameters' size above which a case is TOO_LARGE
+
+
+def _parameter_bytes(module) -> int:
+    from xla_spmd.partition.values import shape_leaves
+
+    return sum(int(np.prod(leaf.dims)) * leaf.dtype.itemsize
+               for param in module.entry.parameters for leaf in shape_leaves(param.shape))
+
+
+def random_inputs(module, seed: int) -> list[np.ndarray]:
+    """Deterministic random values for the entry's parameters (array leaves of tuples too)."""
+    from xla_spmd.ir import TupleShape
+    from xla_spmd.partition.values import shape_leaves
+
+    rng = np.random.default_rng(seed)
+    args = []
+    for param in module.entry.parameters:
+        leaves = []
+        for shape in shape_leaves(param.shape):
+            dtype = shape.dtype.array_dtype
+            if dtype == np.bool_:
+                value = rng.integers(0, 2, shape.dims).astype(bool)
+            elif np.issubdtype(dtype, np.integer):
+                value = rng.integers(0, 4, shape.dims).astype(dtype)
+            elif np.issubdtype(dtype, np.complexfloating):
+                value = (rng.standard_normal(shape.dims)
+                         + 1j * rng.standard_normal(shape.dims)).astype(dtype)
+            else:
+                value = rng.standard_normal(shape.dims).astype(dtype)
+            leaves.append(np.asarray(value))
+        args.append(tuple(leaves) if isinstance(param.shape, TupleShape) else leaves[0])
+    return args
+
+
+class _Timeout(BaseException):  # not an Exception: no handler of a case catches it
+    pass
+
+
+def _alarm(signum, frame):
+    raise _Timeout
+
+
+def run_module(case: XlaCase, timeout: float | None = None) -> XlaResult:
+    """Parse, partition over `case.num_devices`, run and compare (see the module docstring);
+    a case still running after `timeout` seconds is stopped as TIMEOUT (main thread only)."""
+    if not timeout:
+        return _run_module(case)
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        return _run_module(case)
+    except _Timeout:
+        return XlaResult(case.name, "TIMEOUT", f"still running after {timeout:g} s")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _run_module(case: XlaCase) -> XlaResult:
+    from spmd_oracle import check
+
+    from xla_spmd.errors import ParseError, XlaSpmdError
+    from xla_spmd.ir import parse_hlo
+
+    try:
+        module = parse_hlo(case.hlo, case.name)
+    except ParseError as error:
+        return XlaResult(case.name, "PARSE", _first_line(error))
+    except Exception as error:  # noqa: BLE001 - a crash is a result to count, not to stop at
+        return XlaResult(case.name, "CRASH", f"parse: {type(error).__name__}: "
+                                             f"{_first_line(error)}")
+    size = _parameter_bytes(module)
+    if size > MAX_INPUT_BYTES:  # refused before any memory is taken for it
+        return XlaResult(case.name, "TOO_LARGE", f"parameters need {size >> 20} MiB")
+    try:
+        args = random_inputs(module, zlib.crc32(case.name.encode()))
+        tolerance = _tolerance(module)
+        check(module, args, num_devices=case.num_devices, propagate=False, rtol=tolerance,
+              atol=tolerance)
+    except AssertionError as error:
+        return XlaResult(case.name, "MISMATCH", _first_line(error, skip_blank=True))
+    except XlaSpmdError as error:
+        return XlaResult(case.name, "UNSUPPORTED", _first_line(error))
+    except MemoryError as error:  # values larger than this machine holds: not a verdict
+        return XlaResult(case.name, "TOO_LARGE", _first_line(error))
+    except Exception as error:  # noqa: BLE001 - a crash is a result to count, not to stop at
+        return XlaResult(case.name, "CRASH", f"{type(error).__name__}: {_first_line(error)}")
+    return XlaResult(case.name, "PASS")
+
+
+# Float results may differ by a reduction's order (a partitioned sum adds partial sums): the
+# tolerance follows the narrowest float type of the results.
+_TOLERANCES = {"bf16": 2e-2, "f16": 2e-3}
+
+
+def _tolerance(module) -> float:
+    from xla_spmd.partition.values import shape_leaves
+
+    names = {leaf.dtype.name for leaf in shape_leaves(module.entry.root.shape)}
+    return max([_TOLERANCES[n] for n in names if n in _TOLERANCES], default=1e-4)
+
+
+def _first_line(error: BaseException, skip_blank: bool = False) -> str:
+    lines = [line.strip() for line in str(error).splitlines()]
+    if skip_blank:
+        lines = [line for line in lines if line]
+    return lines[0] if lines else type(error).__name__
