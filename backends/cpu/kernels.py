@@ -72,13 +72,18 @@ Launch = Callable[[list, Any], object]  # (slot values, the run's Context) -> va
 _asarray, _empty = np.asarray, np.empty
 
 
-def dot_kernel(inst: Instruction, reads: tuple) -> Launch:
+def dot_kernel(inst: Instruction, reads: tuple, count: int | None = None) -> Launch:
     """Dot through BLAS (``numpy.matmul`` into a preallocated output), its shapes, orders and
     dtypes decided once: the operands are moved to ``(batch, free, contracting)`` and
     ``(batch, contracting, free)`` order as the reference's copies are, so BLAS sees the same
     layouts and sums in the same order (bit for bit); an operand already in order is used as
     it is (the reference's copy of it is C-ordered too). Runs under ``np.errstate``
-    (``run`` sets it)."""
+    (``run`` sets it).
+
+    With a device `count` (stacked execution, ``stacked.py``) the operands carry a leading
+    device axis and the dot is one matmul over ``(D, batch, m, k) @ (D, batch, k, n)``: the
+    device axis stays outermost, so every device's matrices have the layout of its own
+    call."""
     lhs_shape, rhs_shape = (o.shape.dims for o in inst.operands)
     result_dtype = inst.shape.dtype.numpy
     work = compute_dtype(result_dtype)
@@ -88,8 +93,13 @@ def dot_kernel(inst: Instruction, reads: tuple) -> Launch:
     left_order, right_order = lb + lf + lc, rb + rc + rf
     left_sorted, right_sorted = left_order == sorted(left_order), right_order == sorted(
         right_order)
-    left_shape, right_shape, out_shape = (batch, m, k), (batch, k, n), (batch, m, n)
-    dims = inst.shape.dims
+    lead: tuple[int, ...] = ()
+    if count is not None:
+        lead = (count,)
+        left_order = (0, *(d + 1 for d in left_order))
+        right_order = (0, *(d + 1 for d in right_order))
+    left_shape, right_shape = (*lead, batch, m, k), (*lead, batch, k, n)
+    out_shape, dims = (*lead, batch, m, n), (*lead, *inst.shape.dims)
     a, b = reads
     matmul = np.matmul
 
@@ -99,8 +109,8 @@ def dot_kernel(inst: Instruction, reads: tuple) -> Launch:
         return np.transpose(x, order).astype(work).reshape(shape)
 
     def launch_dot(values, ctx):
-        left = operand(values[a], left_order, left_sorted, left_shape)
-        right = operand(values[b], right_order, right_sorted, right_shape)
+        left = operand(_asarray(values[a]), left_order, left_sorted, left_shape)
+        right = operand(_asarray(values[b]), right_order, right_sorted, right_shape)
         out = _empty(dims, work)
         matmul(left, right, out=out.reshape(out_shape))  # under run()'s errstate
         return out if work == result_dtype else out.astype(result_dtype)

@@ -45,7 +45,6 @@ from xla_spmd.backends.reference.collectives import (
     _has_channel,
     _required_group,
 )
-from xla_spmd.backends.reference.contraction import dot_dimensions
 from xla_spmd.backends.reference.numeric import compute_dtype
 from xla_spmd.backends.reference.reduction import _fast_reduce, binary_reducer
 from xla_spmd.errors import XlaSpmdError
@@ -207,7 +206,7 @@ def kernel_launch(step: Step, count: int, device_launch) -> StackedLaunch:
     if name == "broadcast":
         return _broadcast(inst, reads, count)
     if name == "dot":
-        return _dot(inst, reads, count)
+        return kernels.dot_kernel(inst, reads, count)
     if name == "reduce":
         return _reduce(inst, reads, count)
     if name in indexing.STACKED:
@@ -227,39 +226,6 @@ def _broadcast(inst: Instruction, reads: tuple, count: int) -> StackedLaunch:
     (a,) = reads
     return lambda values, env: np.broadcast_to(
         _asarray(values[a]).transpose(permutation).reshape(placed), shape)
-
-
-def _dot(inst: Instruction, reads: tuple, count: int) -> StackedLaunch:
-    """Dot as one matmul over ``(D, batch, m, k) @ (D, batch, k, n)``: each device's
-    operands are moved exactly as ``kernels.dot_kernel`` moves them (the device axis stays
-    outermost, so every matrix has the layout of the device's own call)."""
-    lhs_shape, rhs_shape = (o.shape.dims for o in inst.operands)
-    result_dtype = inst.shape.dtype.numpy
-    work = compute_dtype(result_dtype)
-    lb, lf, lc, rb, rc, rf = dot_dimensions(inst.attrs, len(lhs_shape), len(rhs_shape))
-    batch, m, k = (kernels._size(d, lhs_shape) for d in (lb, lf, lc))
-    n = kernels._size(rf, rhs_shape)
-    left_order, right_order = lb + lf + lc, rb + rc + rf
-    left_sorted = left_order == sorted(left_order)
-    right_sorted = right_order == sorted(right_order)
-    left_order, right_order = (0, *_shifted(left_order)), (0, *_shifted(right_order))
-    left_shape, right_shape = (count, batch, m, k), (count, batch, k, n)
-    out_shape, dims = (count, batch, m, n), (count, *inst.shape.dims)
-    a, b = reads
-    matmul = np.matmul
-
-    def operand(x, order, in_order, shape):
-        if in_order and x.flags.c_contiguous:
-            return x.astype(work, copy=False).reshape(shape)
-        return np.transpose(x, order).astype(work).reshape(shape)
-
-    def launch_dot(values, env):
-        left = operand(_asarray(values[a]), left_order, left_sorted, left_shape)
-        right = operand(_asarray(values[b]), right_order, right_sorted, right_shape)
-        out = _empty(dims, work)
-        matmul(left, right, out=out.reshape(out_shape))
-        return out if work == result_dtype else out.astype(result_dtype)
-    return launch_dot
 
 
 def _reduce(inst: Instruction, reads: tuple, count: int) -> StackedLaunch:
