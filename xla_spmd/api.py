@@ -28,9 +28,9 @@ import xla_spmd.cost as cost
 import xla_spmd.numpy as xnp
 import xla_spmd.pipeline as pipeline
 from xla_spmd.errors import XlaSpmdError
+from xla_spmd.frontend import constraints, sharding_types
 from xla_spmd.frontend import jit as frontend_jit
 from xla_spmd.frontend import shard_map as frontend_shard_map
-from xla_spmd.frontend import sharding_types
 from xla_spmd.frontend.pytree import tree_flatten, tree_unflatten
 from xla_spmd.frontend.tracing import current_trace
 from xla_spmd.ir import Module
@@ -473,7 +473,7 @@ def reshard(x, out_shardings):
     leaves, tree = tree_flatten(x)
     named = frontend_jit.shardings_for(out_shardings, x, "reshard")
     if current_trace() is not None:
-        return tree_unflatten(tree, [frontend_jit.with_sharding_constraint(v, s)
+        return tree_unflatten(tree, [constraints.with_sharding_constraint(v, s)
                                      for v, s in zip(leaves, named)])
     return tree_unflatten(tree, [device_put(v, s) for v, s in zip(leaves, named)])
 
@@ -496,7 +496,7 @@ def _mesh_for(what: str, shardings, args):
     if len(named) > 1:
         raise ValueError(f"Shardings passed to {what} should have the same mesh. Got "
                          f"{' and '.join(map(repr, named.values()))}")
-    current = frontend_jit.current_mesh()
+    current = constraints.current_mesh()
     mesh = next(iter(named.values()), None)
     if mesh is not None and current is not None and mesh != current:
         raise ValueError(f"Context mesh {current!r} must match the mesh passed to shardings "
@@ -544,7 +544,7 @@ def auto_axes(f: Callable | None = None, /, *, axes=None, out_sharding=None):
             return f(*args, **kwargs)
         with sharding_types.axis_types(mesh, auto=chosen):
             out = f(*args, **kwargs)
-        with frontend_jit.use_mesh(mesh):
+        with constraints.use_mesh(mesh):
             return reshard(out, target)
     return run
 
@@ -567,7 +567,7 @@ def explicit_axes(f: Callable | None = None, /, *, axes=None, in_sharding=None):
             raise ValueError("Context mesh cannot be empty. Please use `xs.set_mesh` API to "
                              "enter into a mesh context when using `explicit_axes` API.")
         chosen = _axes_tuple(axes, mesh, "explicit_axes")
-        with sharding_types.axis_types(mesh, explicit=chosen), frontend_jit.use_mesh(mesh):
+        with sharding_types.axis_types(mesh, explicit=chosen), constraints.use_mesh(mesh):
             return f(*reshard(args, target), **kwargs)
     return run
 

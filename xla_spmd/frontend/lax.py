@@ -16,7 +16,12 @@ from typing import Any, overload
 import numpy as np
 
 from xla_spmd.errors import XlaSpmdError
-from xla_spmd.frontend.dtypes import canonicalize, python_scalar_dtype
+from xla_spmd.frontend.dtypes import (
+    canonical_array,
+    canonicalize,
+    python_scalar_dtype,
+    to_inexact,
+)
 from xla_spmd.frontend.pytree import tree_map
 from xla_spmd.frontend.sharding_types import takes_out_sharding
 from xla_spmd.frontend.tracing import (
@@ -30,6 +35,8 @@ from xla_spmd.frontend.tracing import (
     current_trace,
     finish,
     fresh_name,
+    is_distributed,
+    is_weak,
     reducer,
     trace_computation,
 )
@@ -48,6 +55,7 @@ from xla_spmd.ir import (
     Window,
 )
 from xla_spmd.ir.attributes import Precision  # noqa: F401 (precision values users pass)
+from xla_spmd.ir.erf_inv import ERF_INV_LARGE, ERF_INV_SMALL
 
 
 def dtype_of(x: ArrayLike) -> DType:
@@ -149,9 +157,30 @@ def clamp(minimum: ArrayLike, x: ArrayLike, maximum: ArrayLike) -> Value:
 
 
 def erf_inv(x: ArrayLike) -> Value:
-    """The inverse error function (XLA's polynomial), as ``jax.lax.erf_inv``."""
-    from xla_spmd.frontend.numpy_math import erfinv
-    return erfinv(x)
+    """The inverse error function, as ``jax.lax.erf_inv`` and as XLA computes it: Giles'
+    single-precision polynomial in ``w = -log((1 - x)(1 + x))`` (one set of coefficients
+    below w = 5, one above, `xla_spmd.ir.erf_inv`), +-inf at +-1. Computed in `x`'s type
+    (an integer `x` as its inexact type)."""
+    if not isinstance(x, Value) and not is_distributed(x):
+        x = Array(canonical_array(x), weak_type=is_weak(x))
+    dtype, shape = aval_of(x).dtype, shape_of(x)
+    if not (dtype.is_float or dtype.is_complex):
+        dtype = to_inexact(dtype)
+        x = convert(x, dtype)
+
+    def const(value):
+        return full(shape, value, dtype)
+
+    one = const(1.0)
+    w = neg(log(mul(sub(one, x), add(one, x))))
+    small = compare(w, const(5.0), "LT")
+    w = select(small, sub(w, const(2.5)), sub(unary("sqrt", w), const(3.0)))
+    p = select(small, const(ERF_INV_SMALL[0]), const(ERF_INV_LARGE[0]))
+    for a, b in zip(ERF_INV_SMALL[1:], ERF_INV_LARGE[1:]):
+        p = add(select(small, const(a), const(b)), mul(p, w))
+    result = mul(p, x)
+    at_one = compare(unary("abs", x), one, "EQ")
+    return select(at_one, mul(x, const(np.inf)), result)
 
 
 def compare(x: ArrayLike, y: ArrayLike, direction: str) -> Value:

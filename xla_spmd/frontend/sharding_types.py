@@ -72,11 +72,13 @@ from typing import Any
 
 from xla_spmd.errors import ShardingError
 from xla_spmd.frontend import tracing
+from xla_spmd.frontend.constraints import current_mesh, with_sharding_constraint
 from xla_spmd.frontend.tracing import ArrayLike, Tracer, Value
 from xla_spmd.ir import ArrayShape, Instruction, Registry, TupleShape
+from xla_spmd.ir.custom_calls import SHARDING
 from xla_spmd.ir.ops import Family
 from xla_spmd.mesh import AxisRef, Mesh
-from xla_spmd.sharding import DimSharding, TensorSharding
+from xla_spmd.sharding import DimSharding, NamedSharding, PartitionSpec, TensorSharding
 
 
 class ShardingTypeError(ShardingError, TypeError):
@@ -254,9 +256,6 @@ def with_out_sharding(compute: Callable, out_sharding: Any, operands: Sequence[A
 
 
 def _constrain(out, out_sharding, operands, what: str):
-    from xla_spmd.frontend.jit import current_mesh, with_sharding_constraint
-    from xla_spmd.sharding import NamedSharding, PartitionSpec
-
     if isinstance(out_sharding, PartitionSpec):
         typed = [t for t in map(type_of, operands) if t is not None]
         mesh = current_mesh() or (typed[0].mesh if typed else None)
@@ -371,7 +370,6 @@ def typed_as(value: Value, sharding: TensorSharding) -> Value:
     if (_SUSPENDED and _SUSPENDED[-1]) or not explicit_axes_of(sharding.mesh) or \
             not isinstance(value, Tracer):
         return value
-    from xla_spmd.ir.custom_calls import SHARDING
     typed = _sharding(sharding, _spec(sharding, len(value.aval.dims)))
     return tracing.bind("custom-call", value, shape=value.aval, custom_call_target=SHARDING,
                         sharding=typed)

@@ -19,6 +19,8 @@ import numpy as np
 from xla_spmd.frontend import lax, numpy_index, numpy_reductions, numpy_shape
 from xla_spmd.frontend import numpy_core as xnp
 from xla_spmd.frontend.ad import VJP
+from xla_spmd.frontend.parallel import COLLECTIVE_AXES, psum
+from xla_spmd.frontend.shard_map import transpose_boundary
 from xla_spmd.frontend.tracing import (
     bind,
     current_trace,
@@ -26,7 +28,6 @@ from xla_spmd.frontend.tracing import (
     rebind,
     reducer,
 )
-from xla_spmd.frontend.vma import COLLECTIVE_AXES
 from xla_spmd.frontend.vma import typed as vma_typed
 from xla_spmd.ir import (
     PRED,
@@ -456,9 +457,7 @@ def _custom_call(ct, inst, ops, out):
     if target in (SHARDING, FUNC_RESULT_SHARDING, PROPAGATION_BARRIER):
         return [rebind(inst, [ct])]
     if target in MANUAL_BOUNDARIES:
-        from xla_spmd.frontend.shard_map import transpose_boundary
         return transpose_boundary(ct, inst, ops)
     if target == PVARY:  # varying -> invariant: the cotangents summed over its axes
-        from xla_spmd.frontend.shard_map import psum
         return [psum(ct, tuple(inst.frontend_attribute(COLLECTIVE_AXES).split(",")))]
     raise NotImplementedError(f"VJP of custom-call {target!r}")
