@@ -12,7 +12,7 @@ does, a ``custom-call`` with target "Sharding" carrying the sharding.
 ...     current_mesh() is mesh
 True
 >>> print(to_tensor_sharding(NamedSharding(mesh, P("x")), 2, "x"))
-{mesh<["x"=2]>, [{"x"}, {}]}
+#sdy.sharding<@mesh, [{"x"}, {}]>
 """
 
 from __future__ import annotations

@@ -522,6 +522,10 @@ def jit(fn: Callable | None = None, *, in_shardings: Any = None, out_shardings: 
     return wrap if fn is None else wrap(fn)
 
 
+# ---------------------------------------------------------------------------------------------
+# Manual regions (shard_map) on one device
+
+
 def region_meshes(module: Module) -> list[Mesh]:
     """The meshes of the module's manual regions (entry body calls), in order, read from
     their boundaries and the module's ``xla.sdy.meshes``."""
@@ -568,7 +572,7 @@ def _single_device_module(module: Module) -> Module:
 
 
 # ---------------------------------------------------------------------------------------------
-# Sharding in types, as far as it goes here: the current mesh and typeof
+# Sharding in types, as far as it goes here: bare specs over the current mesh, and typeof
 
 def shardings_for(shardings: Any, tree: Any, what: str) -> list:
     """One sharding per leaf of `tree` from a sharding or PartitionSpec (or a pytree prefix
