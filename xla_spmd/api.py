@@ -31,9 +31,10 @@ from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import constraints, sharding_types
 from xla_spmd.frontend import jit as frontend_jit
 from xla_spmd.frontend import shard_map as frontend_shard_map
-from xla_spmd.frontend.pytree import tree_flatten, tree_unflatten
+from xla_spmd.frontend.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from xla_spmd.frontend.tracing import current_trace
 from xla_spmd.ir import Module
+from xla_spmd.runtime import sharded_array
 from xla_spmd.runtime.devices import local_devices, topology
 from xla_spmd.runtime.jit_runtime import Runner
 from xla_spmd.runtime.sharded_array import ShardedArray
@@ -414,15 +415,12 @@ Array.__hash__ = None  # pyright: ignore[reportAttributeAccessIssue]  (== is ele
 
 def device_put(value, sharding):
     """`xla_spmd.runtime.device_put`, returning `Array`s (whose math runs on the devices)."""
-    from xla_spmd.frontend.pytree import tree_map
     return tree_map(Array.of, runtime_device_put(value, sharding))
 
 
 def device_get(tree):
     """The values of a pytree of arrays as numpy arrays on the host (JAX's ``device_get``);
     leaves that are not arrays are returned as they are."""
-    from xla_spmd.frontend.pytree import tree_map
-
     def get(x):
         if isinstance(x, ShardedArray) or hasattr(x, "__array__"):
             return np.asarray(x)
@@ -433,7 +431,6 @@ def device_get(tree):
 def block_until_ready(tree):
     """Wait until every array of `tree` is computed, and return `tree` (JAX's
     ``block_until_ready``)."""
-    from xla_spmd.frontend.pytree import tree_leaves
     for leaf in tree_leaves(tree):
         wait = getattr(leaf, "block_until_ready", None)
         if wait is not None:
@@ -443,27 +440,24 @@ def block_until_ready(tree):
 
 def make_array_from_callback(shape, sharding, data_callback, dtype=None) -> Array:
     """`xla_spmd.runtime.make_array_from_callback`, as an `Array`."""
-    from xla_spmd.runtime import sharded_array
     return Array.of(sharded_array.make_array_from_callback(shape, sharding, data_callback,
                                                            dtype))
 
 
 def make_array_from_single_device_arrays(shape, sharding, arrays) -> Array:
     """`xla_spmd.runtime.make_array_from_single_device_arrays`, as an `Array`."""
-    from xla_spmd.runtime import sharded_array
     return Array.of(sharded_array.make_array_from_single_device_arrays(shape, sharding, arrays))
 
 
 def make_array_from_process_local_data(sharding, local_data, global_shape=None) -> Array:
     """`xla_spmd.runtime.make_array_from_process_local_data`, as an `Array`."""
-    from xla_spmd.runtime import sharded_array
     return Array.of(sharded_array.make_array_from_process_local_data(sharding, local_data,
                                                                      global_shape))
 
 
 # ---------------------------------------------------------------------------------------------
-# Sharding in types (the current mesh and typeof: frontend.jit; the op-by-op rules of
-# Explicit axes: frontend.sharding_types)
+# Sharding in types (the current mesh: frontend.constraints; typeof: frontend.jit; the op-by-op
+# rules of Explicit axes: frontend.sharding_types)
 
 
 def reshard(x, out_shardings):
