@@ -50,7 +50,6 @@ class Manual:
     check_vma: bool = True  # values typed by the axes they vary over (frontend.vma)
 
 
-
 def _manual(what: str) -> Manual:
     trace = current_trace()
     manual = trace.manual if trace is not None else None
