@@ -298,6 +298,7 @@ def print_module(module: Module) -> str:
 
 
 def _module_text(self: Module) -> str:
+    """``str(module)``: `print_module`."""
     return print_module(self)
 
 
