@@ -26,7 +26,7 @@ from xla_spmd.stablehlo.importer_ops import (
 )
 from xla_spmd.stablehlo.importer_shardings import gspmd_sharding
 from xla_spmd.stablehlo.scope import WHILE_OPERANDS, free_values
-from xla_spmd.stablehlo.syntax import RawAttr
+from xla_spmd.stablehlo.syntax_tree import RawAttr
 
 API_VERSIONS = {1: "API_VERSION_ORIGINAL", 2: "API_VERSION_STATUS_RETURNING",
                 3: "API_VERSION_STATUS_RETURNING_UNIFIED", 4: "API_VERSION_TYPED_FFI"}
