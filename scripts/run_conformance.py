@@ -227,11 +227,14 @@ def print_propagation_table(rows) -> None:
     print(f"| **all** | {ok}/{total} | {100 * ok / max(total, 1):.0f}% |")
 
 
-def run_xla_spmd(path: str, failures: bool, timeout: float) -> list:
-    """Every partitioning test of XLA's spmd_partitioner_test.cc at `path`, run (see the
-    module docstring); its results in file order."""
+def run_xla_spmd(path: str, failures: bool, timeout: float, only: str | None = None) -> list:
+    """Every partitioning test of XLA's spmd_partitioner_test.cc at `path` (those whose name
+    matches the regular expression `only` in full, when given), run (see the module
+    docstring); its results in file order."""
     results = []
     for case in extract_modules(Path(path).read_text()):
+        if only is not None and not re.fullmatch(only, case.name):
+            continue
         result = run_module(case, timeout=timeout)
         results.append(result)
         if failures and result.status != "PASS":
@@ -274,6 +277,8 @@ def main() -> int:
                         help="XLA's xla/service/spmd/spmd_partitioner_test.cc")
     parser.add_argument("--timeout", type=float, default=20.0,
                         help="seconds an XLA test may run before it counts as TIMEOUT")
+    parser.add_argument("--only", metavar="REGEX",
+                        help="run only the XLA tests whose name matches REGEX in full")
     parser.add_argument("--failures", action="store_true",
                         help="also list each failing propagation case or XLA test")
     args = parser.parse_args()
@@ -281,7 +286,8 @@ def main() -> int:
         parser.error("give --stablehlo DIR, --shardy DIR, --shardy-propagation DIR "
                      "and/or --xla-spmd FILE")
     if args.xla_spmd:
-        print_xla_spmd_table(run_xla_spmd(args.xla_spmd, args.failures, args.timeout))
+        print_xla_spmd_table(run_xla_spmd(args.xla_spmd, args.failures, args.timeout,
+                                            args.only))
     if args.shardy_propagation:
         print_propagation_table(run_propagation(args.shardy_propagation, args.failures))
     for name, directory, shardy in (("StableHLO interpreter", args.stablehlo, False),

@@ -589,6 +589,20 @@ ENTRY e {
     assert evaluate(module, [np.array([3, 1, 2, 5], np.float32)]) == 1.0
 
 
+def test_omitted_shape_with_a_sharding_is_checked_once_inferred():
+    """XLA's ReshardCrash test: ``copy = copy(p), sharding=...`` with the shape left out."""
+    module = parse_hlo("""HloModule m
+ENTRY e {
+  p = f32[8,32,4] parameter(0), sharding={devices=[4,2,1]0,2,1,3,4,6,5,7}
+  ROOT copy = copy(p), sharding={devices=[2,2,2]<=[8]}
+}""")
+    assert str(module.entry.root.shape) == "f32[8,32,4]"
+    assert str(module.entry.root.sharding) == "{devices=[2,2,2]<=[8]}"
+    with pytest.raises(ParseError, match=r"4:8: %c: .*of rank 1"):
+        parse_hlo("HloModule m\nENTRY e {\n  p = f32[8] parameter(0)\n"
+                  "  ROOT c = copy(p), sharding={devices=[2,2]<=[4]}\n}")
+
+
 def test_omitted_shape_of_a_parameter_is_an_error():
     with pytest.raises(ParseError, match=r"3:7: parameter p needs its shape"):
         parse_hlo("HloModule m\nENTRY e {\n  p = parameter(0)\n}")

@@ -344,6 +344,10 @@ class _ComputationParser(AttributeValueParser):
             inst.built = make_instruction(
                 inst.name, inst.op, operands, attrs, inst.shape, sharding=inst.sharding,
                 frontend_attributes=inst.frontend_attributes, extras=tuple(inst.extras))
+            if inst.shape is None and inst.sharding is not None:
+                inst.sharding.check_shape(inst.built.shape, f"%{inst.name}")
+        except ShardingError as error:
+            raise self.s.error(f"%{inst.name}: {error}", inst.pos) from None
         except VerifyError as error:
             raise self.s.error(str(error), inst.pos) from None
         self.built.append(inst.built)
@@ -431,7 +435,8 @@ class _ComputationParser(AttributeValueParser):
             text = s.balanced() if s.at("{") else s.raw_value()
             try:
                 inst.sharding = HloSharding.parse(text)
-                inst.sharding.check_shape(inst.shape, f"%{inst.name}")
+                if inst.shape is not None:  # an omitted shape is checked once inferred
+                    inst.sharding.check_shape(inst.shape, f"%{inst.name}")
             except (ParseError, ShardingError) as error:  # re-anchor its column in the file
                 raise s.error(f"%{inst.name}: {getattr(error, 'message', error)}",
                               start + (getattr(error, "column", None) or 1) - 1) from None
