@@ -7,10 +7,12 @@ holding the same element must agree.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from shards import assemble, shard_array, signature
 
-from xla_spmd.backends.reference import evaluate, evaluate_spmd
+from xla_spmd.backends.reference import Feeds, evaluate, evaluate_spmd
 from xla_spmd.ir import verify
 from xla_spmd.mesh import make_mesh
 from xla_spmd.partition.values import shape_leaves
@@ -33,14 +35,17 @@ def _shard(arg, shardings, device):
     return shard_array(arg, shardings[0], device)
 
 
-def run_on_devices(spmd, per_device, n, backend):
+def run_on_devices(spmd, per_device, n, backend, feeds=None):
     """Every device's results: in lockstep on the reference evaluator, or compiled by
     `backend` (a name or a Backend) and run on one thread per in-process device, or by
-    `backend.run_on_devices(spmd, per_device, n)` where it has one."""
+    `backend.run_on_devices(spmd, per_device, n)` where it has one. `feeds` (a `Feeds` per
+    device, for a program with infeeds or outfeeds) needs the reference evaluator."""
+    if feeds is not None and backend != "reference":
+        raise ValueError("infeed and outfeed queues run on the reference evaluator only")
     if hasattr(backend, "run_on_devices"):
         return backend.run_on_devices(spmd, per_device, n)
     if backend == "reference":
-        return evaluate_spmd(spmd, per_device, n)
+        return evaluate_spmd(spmd, per_device, n, feeds=feeds)
     from xla_spmd.backends import get_backend
     from xla_spmd.collectives import LocalWorld
     backend = get_backend(backend) if isinstance(backend, str) else backend
@@ -50,13 +55,22 @@ def run_on_devices(spmd, per_device, n, backend):
 
 
 def check(module, args, *, rtol=1e-5, atol=1e-5, propagate=False, expected=None,
-          backend="reference", bits=False, num_devices=None):
+          backend="reference", bits=False, num_devices=None, infeeds=None):
     """Partition `module`, run it on every device (on `backend`), compare with the reference
     (or with `expected`), bit for bit when `bits` (the sign of zero and NaN payloads
     included); return the partitioned module. `num_devices` partitions GSPMD-style
-    shardings (``{devices=[2,1]0,1}``) over that many devices, as XLA's tests do."""
+    shardings (``{devices=[2,1]0,1}``) over that many devices, as XLA's tests do.
+
+    A module with host transfers: `infeeds` holds one global value per ``infeed`` of the
+    entry, in order; each device's queue gets its shard of each (the infeed's sharding),
+    and what the devices outfeed, assembled by the outfeed data's sharding, must equal what
+    the unpartitioned module outfeeds."""
     mesh = None
     if num_devices is not None:
+        if module.num_partitions == 1 and num_devices > 1:  # XLA's test sets the config's
+            module = dataclasses.replace(module, header=tuple(  # num_partitions to N
+                (k, v) for k, v in module.header if k != "num_partitions")
+                + (("num_partitions", str(num_devices)),))
         if has_foreign_shardings(module):
             module = import_shardings(module).module
         mesh = program_mesh(module)
@@ -69,11 +83,18 @@ def check(module, args, *, rtol=1e-5, atol=1e-5, propagate=False, expected=None,
     params, results_shardings = signature(module)
     per_device = [[_shard(arg, shardings, device) for arg, shardings in zip(args, params)]
                   for device in range(n)]
-    results = run_on_devices(spmd, per_device, n, backend)
-    expected = _flatten(evaluate(module, args)) if expected is None else list(expected)
+    host = _host_transfers(module, infeeds, params, n)
+    results = run_on_devices(spmd, per_device, n, backend, host and host[1])
+    if expected is None:
+        expected = _flatten(evaluate(module, args, host and host[0]))
+    expected = list(expected)
+    if host:
+        _compare_outfeeds(module, *host, rtol=rtol, atol=atol)
     shapes = shape_leaves(module.entry.root.shape)
     per_device_leaves = [_flatten(r) for r in results]
     for index, (want, sharding, shape) in enumerate(zip(expected, results_shardings, shapes)):
+        if shape.is_token:
+            continue  # a token has no value to compare
         got = assemble([leaves_[index] for leaves_ in per_device_leaves], sharding,
                        shape.dims, np.asarray(want).dtype, rtol=rtol, atol=atol)
         np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=f"output {index}")
@@ -83,3 +104,50 @@ def check(module, args, *, rtol=1e-5, atol=1e-5, propagate=False, expected=None,
             np.testing.assert_array_equal(np.asarray(got, want.dtype).view(unsigned),
                                           want.view(unsigned), err_msg=f"output {index} bits")
     return spmd
+
+
+def _host_transfers(module, infeeds, params, n):
+    """(the global run's Feeds, each device's) for a module with infeeds or outfeeds, else
+    None: the queues hold `infeeds` (one value per infeed of the entry), sharded."""
+    ops = [i for i in module.entry.instructions if i.opcode in ("infeed", "outfeed")]
+    if not ops:
+        return None
+    infeed_ops = [i for i in ops if i.opcode == "infeed"]
+    infeeds = list(infeeds or ())
+    if len(infeeds) != len(infeed_ops):
+        raise ValueError(f"the module has {len(infeed_ops)} infeeds; give as many values, got "
+                         f"{len(infeeds)}")
+    targets = _targets(module)
+    whole, devices = Feeds(), [Feeds() for _ in range(n)]
+    for inst, value in zip(infeed_ops, infeeds):
+        whole.infeed.append(value)
+        shardings = targets(inst)[:-1]  # the data's leaves (the token is last)
+        for device, feeds in enumerate(devices):
+            feeds.infeed.append(_shard(value, shardings, device))
+    return whole, devices
+
+
+def _targets(module):
+    from xla_spmd.partition.partitioner import Lowering, Partitioner
+
+    low = Lowering(Partitioner(module, program_mesh(module) or make_mesh({"x": 1})).state, None)
+    return low.targets
+
+
+def _compare_outfeeds(module, whole, devices, *, rtol, atol):
+    """Each outfeed of the global run equals the devices' outfeeds (the k-th of each device),
+    assembled by the sharding of its data."""
+    for device, feeds in enumerate(devices):
+        if len(feeds.outfeed) != len(whole.outfeed):
+            raise AssertionError(f"device {device} outfed {len(feeds.outfeed)} values, the "
+                                 f"unpartitioned module {len(whole.outfeed)}")
+    by_name = {i.name: i for i in module.entry.instructions}
+    targets = _targets(module)
+    for k, (name, want) in enumerate(whole.outfeed):
+        data = by_name[name].operands[0]
+        for index, (leaf, sharding, shape) in enumerate(zip(
+                _flatten(want), targets(data), shape_leaves(data.shape))):
+            got = assemble([_flatten(feeds.outfeed[k][1])[index] for feeds in devices],
+                           sharding, shape.dims, np.asarray(leaf).dtype, rtol=rtol, atol=atol)
+            np.testing.assert_allclose(got, leaf, rtol=rtol, atol=atol,
+                                       err_msg=f"outfeed {name} leaf {index}")

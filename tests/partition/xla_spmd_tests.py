@@ -80,27 +80,36 @@ def _parameter_bytes(module) -> int:
 
 def random_inputs(module, seed: int) -> list[np.ndarray]:
     """Deterministic random values for the entry's parameters (array leaves of tuples too)."""
+    rng = np.random.default_rng(seed)
+    return [_random_value(param.shape, rng) for param in module.entry.parameters]
+
+
+def random_infeeds(module, seed: int) -> list:
+    """Deterministic random values for the entry's infeeds, in order (their data's shapes)."""
+    rng = np.random.default_rng(seed + 1)
+    return [_random_value(inst.shape.elements[0], rng)
+            for inst in module.entry.instructions if inst.opcode == "infeed"]
+
+
+def _random_value(shape, rng):
+    """A random value of `shape`: an array, or a tuple of its leaves' arrays."""
     from xla_spmd.ir import TupleShape
     from xla_spmd.partition.values import shape_leaves
 
-    rng = np.random.default_rng(seed)
-    args = []
-    for param in module.entry.parameters:
-        leaves = []
-        for shape in shape_leaves(param.shape):
-            dtype = shape.dtype.array_dtype
-            if dtype == np.bool_:
-                value = rng.integers(0, 2, shape.dims).astype(bool)
-            elif np.issubdtype(dtype, np.integer):
-                value = rng.integers(0, 4, shape.dims).astype(dtype)
-            elif np.issubdtype(dtype, np.complexfloating):
-                value = (rng.standard_normal(shape.dims)
-                         + 1j * rng.standard_normal(shape.dims)).astype(dtype)
-            else:
-                value = rng.standard_normal(shape.dims).astype(dtype)
-            leaves.append(np.asarray(value))
-        args.append(tuple(leaves) if isinstance(param.shape, TupleShape) else leaves[0])
-    return args
+    leaves = []
+    for leaf in shape_leaves(shape):
+        dtype = leaf.dtype.array_dtype
+        if dtype == np.bool_:
+            value = rng.integers(0, 2, leaf.dims).astype(bool)
+        elif np.issubdtype(dtype, np.integer):
+            value = rng.integers(0, 4, leaf.dims).astype(dtype)
+        elif np.issubdtype(dtype, np.complexfloating):
+            value = (rng.standard_normal(leaf.dims)
+                     + 1j * rng.standard_normal(leaf.dims)).astype(dtype)
+        else:
+            value = rng.standard_normal(leaf.dims).astype(dtype)
+        leaves.append(np.asarray(value))
+    return tuple(leaves) if isinstance(shape, TupleShape) else leaves[0]
 
 
 class _Timeout(BaseException):  # not an Exception: no handler of a case catches it
@@ -144,10 +153,11 @@ def _run_module(case: XlaCase) -> XlaResult:
     if size > MAX_INPUT_BYTES:  # refused before any memory is taken for it
         return XlaResult(case.name, "TOO_LARGE", f"parameters need {size >> 20} MiB")
     try:
-        args = random_inputs(module, zlib.crc32(case.name.encode()))
+        seed = zlib.crc32(case.name.encode())
+        args = random_inputs(module, seed)
         tolerance = _tolerance(module)
         check(module, args, num_devices=case.num_devices, propagate=False, rtol=tolerance,
-              atol=tolerance)
+              atol=tolerance, infeeds=random_infeeds(module, seed))
     except AssertionError as error:
         return XlaResult(case.name, "MISMATCH", _first_line(error, skip_blank=True))
     except XlaSpmdError as error:
