@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 import signal
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,7 +45,9 @@ class XlaCase:
 class XlaResult:
     """How one case went: status PASS, PARSE (the parser refused it), UNSUPPORTED (the
     partitioner or evaluator refused it), MISMATCH (it ran, the results differ), CRASH,
-    TIMEOUT or TOO_LARGE (out of memory); `message` is the first line of why."""
+    TIMEOUT or TOO_LARGE (out of memory), RANGE (a module with ``rng``, whose values are
+    implementation-defined: its random results agree by shape, type and range, its others
+    exactly); `message` is the first line of why."""
 
     name: str
     status: str
@@ -78,10 +81,13 @@ def _parameter_bytes(module) -> int:
                for param in module.entry.parameters for leaf in shape_leaves(param.shape))
 
 
-def random_inputs(module, seed: int) -> list[np.ndarray]:
-    """Deterministic random values for the entry's parameters (array leaves of tuples too)."""
+def random_inputs(module, seed: int, ordered: bool = False) -> list[np.ndarray]:
+    """Deterministic random values for the entry's parameters (array leaves of tuples too).
+    `ordered` (a module with ``rng``, whose bounds are its parameters in order) adds 4k to
+    the values of parameter k, so that each rng's low bound is below its high one."""
     rng = np.random.default_rng(seed)
-    return [_random_value(param.shape, rng) for param in module.entry.parameters]
+    return [_random_value(param.shape, rng, 4 * param.attrs.parameter_number if ordered else 0)
+            for param in module.entry.parameters]
 
 
 def random_infeeds(module, seed: int) -> list:
@@ -91,8 +97,9 @@ def random_infeeds(module, seed: int) -> list:
             for inst in module.entry.instructions if inst.opcode == "infeed"]
 
 
-def _random_value(shape, rng):
-    """A random value of `shape`: an array, or a tuple of its leaves' arrays."""
+def _random_value(shape, rng, offset: int = 0):
+    """A random value of `shape` (plus `offset`; booleans none): an array, or a tuple of its
+    leaves' arrays."""
     from xla_spmd.ir import TupleShape
     from xla_spmd.partition.values import shape_leaves
 
@@ -102,14 +109,49 @@ def _random_value(shape, rng):
         if dtype == np.bool_:
             value = rng.integers(0, 2, leaf.dims).astype(bool)
         elif np.issubdtype(dtype, np.integer):
-            value = rng.integers(0, 4, leaf.dims).astype(dtype)
+            value = rng.integers(offset, offset + 4, leaf.dims).astype(dtype)
         elif np.issubdtype(dtype, np.complexfloating):
             value = (rng.standard_normal(leaf.dims)
                      + 1j * rng.standard_normal(leaf.dims)).astype(dtype)
         else:
-            value = rng.standard_normal(leaf.dims).astype(dtype)
+            value = (rng.standard_normal(leaf.dims) + offset).astype(dtype)
         leaves.append(np.asarray(value))
     return tuple(leaves) if isinstance(shape, TupleShape) else leaves[0]
+
+
+@contextmanager
+def opaque_custom_calls():
+    """While active, a custom-call target with no reference rule (XLA's tests invent some:
+    ``SomeCustomCall``, ``BatchableCustomCall``) evaluates as an opaque pure function: its
+    results are random values seeded by a hash of the target and of its operands' values and
+    shapes. A partitioned program then matches only if it runs the call on the operands the
+    unpartitioned one does (XLA replicates such a call's operands)."""
+    from xla_spmd.backends.reference import EVALUATE
+    from xla_spmd.backends.reference.control import CUSTOM_CALLS
+
+    known = EVALUATE["custom-call"]
+
+    def rule(inst, operands, ctx):
+        target = inst.attrs.custom_call_target
+        if target in CUSTOM_CALLS:
+            return known(inst, operands, ctx)
+        digest = zlib.crc32(target.encode())
+        for leaf in _leaves(operands):
+            array = np.ascontiguousarray(leaf)
+            digest = zlib.crc32(array.tobytes(), zlib.crc32(str(array.shape).encode(), digest))
+        return _random_value(inst.shape, np.random.default_rng(digest))
+
+    EVALUATE["custom-call"] = rule
+    try:
+        yield
+    finally:
+        EVALUATE["custom-call"] = known
+
+
+def _leaves(value):
+    if isinstance(value, (tuple, list)):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [] if not isinstance(value, np.ndarray | np.generic) else [value]
 
 
 class _Timeout(BaseException):  # not an Exception: no handler of a case catches it
@@ -154,10 +196,12 @@ def _run_module(case: XlaCase) -> XlaResult:
         return XlaResult(case.name, "TOO_LARGE", f"parameters need {size >> 20} MiB")
     try:
         seed = zlib.crc32(case.name.encode())
-        args = random_inputs(module, seed)
+        random = _has_rng(module)
+        args = random_inputs(module, seed, ordered=random)
         tolerance = _tolerance(module)
-        check(module, args, num_devices=case.num_devices, propagate=False, rtol=tolerance,
-              atol=tolerance, infeeds=random_infeeds(module, seed))
+        with opaque_custom_calls():
+            check(module, args, num_devices=case.num_devices, propagate=False, rtol=tolerance,
+                  atol=tolerance, infeeds=random_infeeds(module, seed), random=random)
     except AssertionError as error:
         return XlaResult(case.name, "MISMATCH", _first_line(error, skip_blank=True))
     except XlaSpmdError as error:
@@ -166,7 +210,13 @@ def _run_module(case: XlaCase) -> XlaResult:
         return XlaResult(case.name, "TOO_LARGE", _first_line(error))
     except Exception as error:  # noqa: BLE001 - a crash is a result to count, not to stop at
         return XlaResult(case.name, "CRASH", f"{type(error).__name__}: {_first_line(error)}")
+    if random:
+        return XlaResult(case.name, "RANGE", "rng values: compared by shape, type and range")
     return XlaResult(case.name, "PASS")
+
+
+def _has_rng(module) -> bool:
+    return any(inst.opcode == "rng" for c in module.computations for inst in c.instructions)
 
 
 # Float results may differ by a reduction's order (a partitioned sum adds partial sums): the
