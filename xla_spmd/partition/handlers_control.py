@@ -326,4 +326,4 @@ def outfeed(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     if attrs.outfeed_shape is not None:
         attrs = dataclasses.replace(attrs, outfeed_shape=str(data.shape))
     clone = low.em.clone(inst, [data, token], inst.shape, attrs=attrs)
-    return PValue(clone, low.target(inst), inst.shape)
+    return PValue(clone, low.target(inst), array_shape(inst.shape))
