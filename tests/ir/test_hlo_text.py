@@ -189,6 +189,9 @@ ENTRY main {
   barrier = (s32[], f32[4]{0}) opt-barrier(init)
   rbg = (u64[2]{0}, u32[4]{0}) rng-bit-generator(state), algorithm=rng_three_fry
   rng = f32[4]{0} rng(c0, scalar), distribution=rng_uniform
+  infeed = ((f32[4]{0}, s32[]), token[]) infeed(tok), infeed_config="feed"
+  fed = (f32[4]{0}, s32[]) get-tuple-element(infeed), index=0
+  outfeed = token[] outfeed(fed, tok2), outfeed_shape=(f32[4]{0}, s32[]), outfeed_config="out"
   ar = f32[4]{0} all-reduce(x), channel_id=1, replica_groups={{0,1},{2,3}}, use_global_device_ids=true, to_apply=add
   ar_mesh = f32[4]{0} all-reduce(x), channel_id=2, replica_groups=mesh['a'=2,'b'=2] {'b'}, use_global_device_ids=true, to_apply=add
   ar_ids = f32[4]{0} all-reduce(x), channel_id=3, replica_groups=mesh['a'=2,'b'=2], device_ids=([2,2]T(1,0)) {'a'}, use_global_device_ids=true, to_apply=add

@@ -145,7 +145,7 @@ define("infeed", Family.CUSTOM, _infer_infeed, operands=1,
        attrs=(A("infeed_config", K.STRING, ""),), needs_declared_shape=True,
        traits=(Trait.SIDE_EFFECT, Trait.DISTINCT))
 define("outfeed", Family.CUSTOM, _infer_outfeed, operands=2,
-       attrs=(A("outfeed_config", K.STRING, ""), A("outfeed_shape", K.RAW, None)),
+       attrs=(A("outfeed_shape", K.RAW, None), A("outfeed_config", K.STRING, "")),
        traits=(Trait.SIDE_EFFECT, Trait.DISTINCT))
 
 # ---------------------------------------------------------------------------------------------
