@@ -5,7 +5,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from xla_spmd_tests import XlaCase, extract_modules, run_module  # tests/partition on sys.path
+from xla_spmd_tests import (  # tests/partition on sys.path
+    XlaCase,
+    XlaResult,
+    extract_modules,
+    run_module,
+)
 
 SNIPPET = r'''
 TEST_P(SpmdPartitioningTest, TiledAdd) {
@@ -100,3 +105,38 @@ def test_the_runner_prints_the_table(tmp_path):
     only = subprocess.run([sys.executable, str(script), "--xla-spmd", str(path), "--only",
                            "Tiled.*"], capture_output=True, text=True, check=True).stdout
     assert "| **pass** | 2/2 (100%) |" in only
+
+
+REFUSED = r'''
+TEST_P(SpmdPartitioningTest, Illegal) {
+  absl::string_view hlo_string = R"(
+HloModule module
+
+ENTRY entry {
+  %a = f32[6,3] parameter(0), sharding={devices=[2,1]0,1}
+  ROOT %c = f32[6,3] copy(%a), sharding={replicated}
+})";
+  auto module_status = PartitionComputation(hlo_string, /*num_devices=*/2);
+  EXPECT_FALSE(module_status.status().ok());
+  EXPECT_THAT(module_status.status().ToString(),
+              ::testing::HasSubstr("not "
+                                   "allowed"));
+}
+'''
+
+
+def test_a_test_expecting_xla_to_refuse_passes_only_if_we_refuse(monkeypatch):
+    (case,) = extract_modules(REFUSED)
+    assert case.refused == "not allowed"
+    result = run_module(case)
+    assert result.status == "MISMATCH"  # a valid module: we partition it, XLA's test refuses
+    assert "we partitioned it" in result.message
+    import xla_spmd.pipeline
+    from xla_spmd.errors import PartitionError
+
+    def refuse(*args, **kwargs):
+        raise PartitionError("not allowed here")
+
+    monkeypatch.setattr(xla_spmd.pipeline, "lower", refuse)
+    assert run_module(case) == XlaResult("Illegal", "PASS",
+                                         "refused, as XLA does: not allowed here")

@@ -28,17 +28,23 @@ import numpy as np
 
 _TEST = re.compile(r"^TEST_[PF]\(\s*\w+\s*,\s*(\w+)\s*\)", re.M)
 _RAW = re.compile(r'(\w+)\s*=\s*R"(\w*)\((.*?)\)\2"', re.S)
+_REFUSED = re.compile(r"EXPECT_FALSE\(\s*\w+\.status\(\)\.ok\(\)\s*\)")
+_SUBSTR = re.compile(r'HasSubstr\(((?:\s*"(?:[^"\\]|\\.)*")+)\s*\)')
+_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
 _PARTITION = re.compile(r"PartitionComputation\(\s*(\w+)\s*,\s*(?:/\*\s*num_devices\s*=\s*\*/)?"
                         r"\s*(\d+)")
 
 
 @dataclass(frozen=True)
 class XlaCase:
-    """One test's module: the test's name, its HLO text and its number of devices."""
+    """One test's module: the test's name, its HLO text and its number of devices;
+    `refused` is None, or (for a test that expects ``PartitionComputation`` to fail) the
+    text XLA's error must hold ('' when the test names none)."""
 
     name: str
     hlo: str
     num_devices: int
+    refused: str | None = None
 
 
 @dataclass(frozen=True)
@@ -67,7 +73,12 @@ def extract_modules(text: str) -> list[XlaCase]:
         call = _PARTITION.search(body)
         if call is None or call.group(1) not in strings:
             continue
-        cases.append(XlaCase(match.group(1), strings[call.group(1)], int(call.group(2))))
+        refused = None
+        if _REFUSED.search(body):  # the text of HasSubstr("..." "..."), adjacent literals joined
+            substr = _SUBSTR.search(body)
+            refused = "".join(_STRING.findall(substr.group(1))) if substr else ""
+        cases.append(XlaCase(match.group(1), strings[call.group(1)], int(call.group(2)),
+                             refused))
     return cases
 
 
@@ -191,6 +202,8 @@ def _run_module(case: XlaCase) -> XlaResult:
     except Exception as error:  # noqa: BLE001 - a crash is a result to count, not to stop at
         return XlaResult(case.name, "CRASH", f"parse: {type(error).__name__}: "
                                              f"{_first_line(error)}")
+    if case.refused is not None:
+        return _run_refused(case, module)
     size = _parameter_bytes(module)
     if size > MAX_INPUT_BYTES:  # refused before any memory is taken for it
         return XlaResult(case.name, "TOO_LARGE", f"parameters need {size >> 20} MiB")
@@ -213,6 +226,25 @@ def _run_module(case: XlaCase) -> XlaResult:
     if random:
         return XlaResult(case.name, "RANGE", "rng values: compared by shape, type and range")
     return XlaResult(case.name, "PASS")
+
+
+def _run_refused(case: XlaCase, module) -> XlaResult:
+    """A test that expects XLA's partitioner to fail passes when ours refuses the module."""
+    from xla_spmd.errors import XlaSpmdError
+    from xla_spmd.pipeline import lower
+    from xla_spmd.propagation.importing import has_foreign_shardings, import_shardings
+    from xla_spmd.sharding import program_mesh
+
+    try:
+        if has_foreign_shardings(module):
+            module = import_shardings(module).module
+        lower(module, mesh=program_mesh(module), propagate_shardings=False)
+    except XlaSpmdError as error:
+        return XlaResult(case.name, "PASS", f"refused, as XLA does: {_first_line(error)}")
+    except Exception as error:  # noqa: BLE001 - a crash is a result to count, not to stop at
+        return XlaResult(case.name, "CRASH", f"{type(error).__name__}: {_first_line(error)}")
+    return XlaResult(case.name, "MISMATCH", f"XLA refuses this module ({case.refused!r}); "
+                                            "we partitioned it")
 
 
 def _has_rng(module) -> bool:
