@@ -232,7 +232,7 @@ def evaluate_mpmd(computations: Sequence[Computation], per_device_args: Sequence
         for thread in threads:
             thread.start()
         _join(threads, rendezvous)
-    except KeyboardInterrupt:
+    except BaseException:  # Ctrl-C, or a caller's timeout signal: stop the devices too
         rendezvous.fail(-1)  # every device stops at its next loop iteration or collective
         _join(threads, rendezvous)
         raise
