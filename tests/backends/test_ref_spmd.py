@@ -338,4 +338,5 @@ def test_an_exception_in_the_caller_stops_the_devices():
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    assert not [t for t in threading.enumerate() if t.name.startswith("device-")]
+    assert not [t for t in threading.enumerate()
+                if t.name.startswith("device-") and t.is_alive()]
