@@ -74,7 +74,8 @@ def import_shardings(module: Module, mesh: Mesh | None = None) -> Imported:
     def convert(inst, operands):
         sharding = _sdy_sharding(inst, meshes)
         if sharding is None and isinstance(inst.sharding, HloSharding):
-            sharding = _from_hlo(inst, gspmd_mesh)
+            sharding = (_outfeed_from_hlo(inst, operands[0], gspmd_mesh)
+                        if inst.opcode == "outfeed" else _from_hlo(inst, gspmd_mesh))
         if sharding is None and isinstance(inst.sharding, (TensorSharding, tuple)):
             sharding = inst.sharding
         # The axis-based sharding now lives on the instruction; the printers write the
@@ -151,6 +152,35 @@ def _from_hlo(inst, mesh):
         return _leaf_from_hlo(hlo, leaves[0].rank, mesh)
     except ShardingError as error:
         raise ShardingError(f"{inst.name}: {error}") from None
+
+
+def _outfeed_from_hlo(inst, data, mesh):
+    """An outfeed's HloSharding is its data's (and its token's, as one more element): the
+    data is written as its operand holds it, so the two must agree; the token result is
+    replicated."""
+    hlo = inst.sharding
+    leaves = data.shape.leaves()
+    elements = hlo.elements if hlo.is_tuple else (hlo,) * len(leaves)
+    if len(elements) == len(leaves) + 1:
+        elements = elements[:-1]
+    if len(elements) != len(leaves):
+        raise ShardingError(f"{inst.name}: {hlo} has {len(elements)} elements but the "
+                            f"outfeed's data {data.shape} has {len(leaves)}")
+    wanted = [_leaf_from_hlo(e, leaf.rank, mesh) for e, leaf in zip(elements, leaves)]
+    held = data.sharding_leaves()
+    held = held if len(held) == len(leaves) else (None,) * len(leaves)
+    for leaf, want, have in zip(leaves, wanted, held):
+        if _replicated_if_none(want, leaf.rank, mesh) != _replicated_if_none(
+                have, leaf.rank, mesh):
+            raise ShardingError(f"{inst.name}: outfeed sharding {hlo} differs from its "
+                                f"operand's ({data.name}); give the operand that sharding")
+    return TensorSharding.replicated_on(mesh or make_mesh({}), 0)
+
+
+def _replicated_if_none(sharding, rank, mesh):
+    if sharding is None or not isinstance(sharding, TensorSharding):
+        return None if mesh is None else TensorSharding.replicated_on(mesh, rank)
+    return sharding
 
 
 def _leaf_from_hlo(hlo, rank, mesh):
