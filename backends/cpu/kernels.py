@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from xla_spmd.backends.comparators import recognize_comparator
+from xla_spmd.backends.cpu.convolution import conv_kernel
 from xla_spmd.backends.reference.collectives import (
     _communicator_op,
     _has_channel,
@@ -166,7 +167,7 @@ def _as_kernel(builder):
 
 
 KERNELS.update(broadcast=_as_kernel(broadcast_kernel), dot=_as_kernel(dot_kernel),
-               reduce=_as_kernel(reduce_kernel))
+               reduce=_as_kernel(reduce_kernel), convolution=_as_kernel(conv_kernel))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -222,7 +223,7 @@ def kernel_for(inst: Instruction):
     if name == "bitcast" and not (_default_layout(inst.shape)
                                   and _default_layout(inst.operands[0].shape)):
         return None
-    if name == "dot":
+    if name in ("dot", "convolution"):
         dtype = inst.shape.dtype
         if dtype is PRED or dtype.is_complex or dtype.numpy is None or dtype.bits < 8:
             return None
