@@ -11,6 +11,10 @@ Dot: operands are moved to ``(batch, free, contracting)`` and ``(batch, contract
 order, converted to the accumulation type (f32 for f16/bf16; integers in their own type, which
 numpy's matmul wraps without BLAS) and multiplied by ``numpy.matmul`` into the output buffer:
 the reference's computation, with the output preallocated.
+
+Convolution (``convolution.py``) makes the reference's GEMM per kernel tap on operands of its
+layouts; select-and-scatter (``select_scatter.py``) is a vectorised numpy kernel: both
+bit-identical to the reference.
 """
 
 from __future__ import annotations
@@ -22,6 +26,10 @@ import numpy as np
 
 from xla_spmd.backends.comparators import recognize_comparator
 from xla_spmd.backends.cpu.convolution import conv_kernel
+from xla_spmd.backends.cpu.select_scatter import (
+    can_select_and_scatter,
+    select_and_scatter_kernel,
+)
 from xla_spmd.backends.reference.collectives import (
     _communicator_op,
     _has_channel,
@@ -168,6 +176,7 @@ def _as_kernel(builder):
 
 KERNELS.update(broadcast=_as_kernel(broadcast_kernel), dot=_as_kernel(dot_kernel),
                reduce=_as_kernel(reduce_kernel), convolution=_as_kernel(conv_kernel))
+KERNELS["select-and-scatter"] = _as_kernel(select_and_scatter_kernel)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -232,6 +241,8 @@ def kernel_for(inst: Instruction):
     if name == "reduce" and (len(inst.operands) != 2
                              or binary_reducer(inst.attrs.to_apply) is None):
         return None
+    if name == "select-and-scatter" and not can_select_and_scatter(inst):
+        return None  # a select called per element: the reference's loop
     if name == "sort" and recognize_comparator(inst.attrs.to_apply) is None:
         return None  # a comparator called on pairs: the reference's sort
     if name == "scatter" and (len(inst.operands) != 3 or inst.operands[0].shape.dtype
