@@ -17,9 +17,13 @@ the last bits, so neither is used; ``scripts/bench_conv.py`` measures them again
 What this kernel saves over the reference rule is the per-call planning and copies: the
 dimension permutations, the flips, the tap slices and the group reshapes are decided once;
 padding and base dilation are one zero-filled buffer written once (the reference pads one
-dimension at a time, each a copy); each tap's product goes into one scratch buffer. Negative
-padding (a crop, which leaves the reference's padded input a view whose strides BLAS may see)
-takes the reference's own padding steps.
+dimension at a time, each a copy); a tap's matrix is one copy into a reused buffer where the
+reference's is C-ordered (two copies there: a reshape, then the group transpose; the first
+call checks the layout, which depends only on the shapes), else the reference's own steps;
+each tap's product goes into one scratch buffer; the result is the total's transposed view
+(no final copy) when it is already in the result type. Negative padding (a crop, which leaves
+the reference's padded input a view whose strides BLAS may see) takes the reference's own
+padding steps.
 
 Example: a 1-d valid cross-correlation of ``[1, 2, 3]`` with kernel ``[1, 10]`` gives
 ``[21, 32]`` (taps ``1·[1, 2] + 10·[2, 3]``).
@@ -99,6 +103,26 @@ def conv_kernel(inst: Instruction, reads: tuple):
         pads = any(w.padding_low or w.padding_high or w.lhs_dilation > 1
                    for w in window.dims)
     empty = inst.shape.num_elements == 0 or not taps or channels_g == 0 or n == 0
+    same_dtype = work == result_dtype
+    # A tap's window (n, c, *out_spatial) split into groups and moved to the reference's
+    # (g, channels, batch, *out_spatial) order: a view, copied once into a buffer.
+    if batch_groups > 1:
+        split_shape = (g, batch_g, c, *out_spatial)
+    else:
+        split_shape = (n, g, channels_g, *out_spatial)
+    gather_order = (0, 2, 1, *range(3, 3 + len(out_spatial))) if batch_groups > 1 else (
+        1, 2, 0, *range(3, 3 + len(out_spatial)))
+    gathered_shape = tuple(split_shape[d] for d in gather_order)
+    direct: list[bool | None] = [None]  # the reference's taps C-ordered (first call decides)
+
+    def _reference_cols(window_view: np.ndarray) -> np.ndarray:
+        """A tap's matrix as the reference makes it (a view or a copy, its strides)."""
+        cols = window_view.reshape(n, c, m)
+        if batch_groups > 1:
+            cols = cols.reshape(grouped_batch).transpose(0, 2, 1, 3)
+        else:
+            cols = cols.reshape(grouped_feature).transpose(1, 2, 0, 3)
+        return cols.reshape(tap_shape)
 
     def launch_convolution(values, ctx):
         lhs, rhs = _asarray(values[a]), _asarray(values[b])
@@ -117,19 +141,24 @@ def conv_kernel(inst: Instruction, reads: tuple):
             kernel = np.flip(kernel, axis=flips)
         kernel = kernel.reshape(kernel_shape)
         total = np.zeros(total_shape, work)
-        scratch = None
+        scratch = buffer = None
         for tap, index in taps:
-            cols = padded[index].reshape(n, c, m)
-            if batch_groups > 1:
-                cols = cols.reshape(grouped_batch).transpose(0, 2, 1, 3)
+            window_view = padded[index]
+            if direct[0] is None:  # the first call: how the reference lays its taps out
+                direct[0] = _reference_cols(window_view).flags.c_contiguous
+            if direct[0]:
+                # The reference's copies of the taps are C-ordered: one copy to that layout.
+                if buffer is None:
+                    buffer = np.empty(gathered_shape, work)
+                np.copyto(buffer, window_view.reshape(split_shape).transpose(gather_order))
+                cols = buffer.reshape(tap_shape)
             else:
-                cols = cols.reshape(grouped_feature).transpose(1, 2, 0, 3)
-            cols = cols.reshape(tap_shape)
+                cols = _reference_cols(window_view)
             if scratch is None:
                 product = scratch = np.matmul(kernel[tap], cols)
             else:
                 product = np.matmul(kernel[tap], cols, out=scratch)
             total += product
         result = total.reshape(result_shape).swapaxes(0, 1).transpose(out_order)
-        return _finish(result, result_dtype)
+        return result if same_dtype else _finish(result, result_dtype)
     return launch_convolution
