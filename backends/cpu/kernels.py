@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from xla_spmd.backends.comparators import recognize_comparator
+from xla_spmd.backends.cpu import blas
 from xla_spmd.backends.cpu.convolution import conv_kernel
 from xla_spmd.backends.cpu.select_scatter import (
     can_select_and_scatter,
@@ -92,7 +93,11 @@ def dot_kernel(inst: Instruction, reads: tuple, count: int | None = None) -> Lau
     With a device `count` (stacked execution, ``stacked.py``) the operands carry a leading
     device axis and the dot is one matmul over ``(D, batch, m, k) @ (D, batch, k, n)``: the
     device axis stays outermost, so every device's matrices have the layout of its own
-    call."""
+    call.
+
+    A large batch of f32 matrices, when BLAS may use several threads, is split over a pool
+    of threads instead, each matrix's gemm on one BLAS thread (``blas.batched_matmul``: one
+    hand-off per dot rather than one per matrix)."""
     lhs_shape, rhs_shape = (o.shape.dims for o in inst.operands)
     result_dtype = inst.shape.dtype.numpy
     work = compute_dtype(result_dtype)
@@ -117,11 +122,20 @@ def dot_kernel(inst: Instruction, reads: tuple, count: int | None = None) -> Lau
             return x.astype(work, copy=False).reshape(shape)
         return np.transpose(x, order).astype(work).reshape(shape)
 
+    # A large batch of float gemms goes to blas.batched_matmul when BLAS has several threads
+    # (one hand-off per dot, not one per matrix: see blas.py); the same gemm per matrix.
+    matrices = batch * (count or 1)
+    splits = blas.splittable(matrices, m, n, k, work)
+
     def launch_dot(values, ctx):
         left = operand(_asarray(values[a]), left_order, left_sorted, left_shape)
         right = operand(_asarray(values[b]), right_order, right_sorted, right_shape)
         out = _empty(dims, work)
-        matmul(left, right, out=out.reshape(out_shape))  # under run()'s errstate
+        parts = min(blas.threads(), matrices) if splits else 1
+        if parts > 1:
+            blas.batched_matmul(left, right, out.reshape(out_shape), parts)
+        else:
+            matmul(left, right, out=out.reshape(out_shape))  # under run()'s errstate
         return out if work == result_dtype else out.astype(result_dtype)
     return launch_dot
 
