@@ -68,7 +68,7 @@ def select_and_scatter_kernel(inst: Instruction, reads: tuple):
     """``select-and-scatter`` bound to its instruction: ``launch(values, ctx) -> value``."""
     operand_shape = inst.operands[0].shape.dims
     out_shape = inst.operands[1].shape.dims
-    dtype = inst.shape.dtype.numpy
+    dtype = inst.shape.dtype.array_dtype
     size = int(np.prod(operand_shape, dtype=np.int64))
     empty = size == 0 or 0 in out_shape
     taps: list[tuple[np.ndarray, np.ndarray | None, np.ndarray | None]] = []
