@@ -30,6 +30,13 @@ operands' specs:
 * ``convolution``: a replicated kernel and an unsharded input feature dim give the
   input's spec (give ``out_sharding=`` to ``conv_general_dilated`` otherwise);
 * ``reverse``: the operand's spec; ``topk``: the last dim must be unsharded;
+* ``fft``: the operand's spec, every dim (JAX's fft keeps its operand's sharding);
+* ``cholesky``: the matrix dims unsharded, the batch dims keep their sharding;
+  ``triangular-solve``: JAX's rule (equal batch specs, the contracted dims of ``a`` and
+  ``b`` unsharded, the result's dims from ``a``'s other dim and ``b``'s free dim);
+* ``rng-bit-generator``: the new state has the key's type, the bits are replicated
+  (``out_sharding=`` of ``lax.rng_bit_generator`` and of the `xla_spmd.random` samplers
+  gives another type);
 * loops and branches (`xla_spmd.frontend.control`): bodies see their carries and the
   values they close over with their types, a body must keep its carry's types and the
   branches of a `cond` must agree (JAX's errors), and the results have those types;
@@ -837,6 +844,67 @@ def _reshape(inst, specs, mesh):
         else:
             fail()
     return tuple(result)
+
+
+@RULES.register("fft")
+def _fft(inst, specs, mesh):
+    """JAX's ``fft`` (its abstract eval updates only the operand's shape and dtype): the
+    result has the operand's spec, the transformed dims included (an rfft/irfft's resized
+    last dim keeps its sharding too)."""
+    return specs[0]
+
+
+def _linalg_batch(name: str, specs, ranks) -> Spec:
+    """JAX's ``linalg_sharding_rule``: each operand unsharded on its last `rank` dims, and
+    the operands' batch specs equal; returns that batch spec."""
+    batches = []
+    for i, (spec, rank) in enumerate(zip(specs, ranks)):
+        if any(spec[len(spec) - rank:]):
+            raise ShardingTypeError(f"Input {i} to {name} must be unsharded on non-batch "
+                                    f"dimensions, but got {_show(spec)}.")
+        batches.append(spec[:len(spec) - rank])
+    if any(b != batches[0] for b in batches[1:]):
+        raise ShardingTypeError(f"All inputs to {name} must have the same batch sharding, "
+                                f"but got {[_show(b) for b in batches]}.")
+    return batches[0]
+
+
+@RULES.register("cholesky")
+def _cholesky(inst, specs, mesh):
+    """JAX's cholesky rule (``linalg_sharding_rule``): the matrix dims (the last two) must
+    be unsharded; the batch dims keep their sharding."""
+    return (*_linalg_batch("cholesky", specs, (2,)), (), ())
+
+
+@RULES.register("triangular-solve")
+def _triangular_solve(inst, specs, mesh):
+    """JAX's ``_tri_solve_sharding``: a and b have equal batch specs; a's contracting dim
+    and b's contracting dim must be unsharded; the result's matrix dims are (a's other dim,
+    b's columns) for ``op(a) x = b`` and (b's rows, a's other dim) for ``x op(a) = b``."""
+    a, b = specs
+    batch, a_spec = a[:-2], a[-2:]
+    batch_b, b_spec = b[:-2], b[-2:]
+    left = bool(inst.attrs.left_side)
+    transpose_a = str(inst.attrs.transpose_a or "NO_TRANSPOSE").upper() != "NO_TRANSPOSE"
+    shown = f"left_side={left} and transpose_a={transpose_a}"
+    if batch != batch_b:
+        raise ShardingTypeError("All inputs to triangular_solve must have the same batch "
+                                f"sharding, but got {_show(batch)} and {_show(batch_b)}.")
+    if a_spec[left ^ transpose_a]:
+        raise ShardingTypeError("triangular solve input `a` must be unsharded on the "
+                                f"contracting axis, but got {_show(a)} with {shown}.")
+    if b_spec[not left]:
+        raise ShardingTypeError("triangular solve input `b` must be unsharded on the "
+                                f"contracting axis, but got {_show(b)} with {shown}.")
+    out = (a_spec[transpose_a], b_spec[1]) if left else (b_spec[0], a_spec[not transpose_a])
+    return (*batch, *out)
+
+
+@TUPLE_RULES.register("rng-bit-generator")
+def _rng_bit_generator(inst, specs, mesh):
+    """JAX's ``rng_bit_generator`` rule: the new state has the key's spec, the bits are
+    replicated (give ``out_sharding=`` for another type)."""
+    return [specs[0], ((),) * inst.shape.elements[1].rank]
 
 
 # Installed into tracing's bind: every op bound in a trace asks `infer` for its type.
