@@ -184,3 +184,56 @@ def test_random_samplers_take_out_sharding(mesh, sampler):
     eager = np.asarray(sampler(xr.PRNGKey(3)))
     np.testing.assert_array_equal(np.asarray(plain), eager)
     np.testing.assert_array_equal(np.asarray(placed), eager)
+
+
+def test_auto_axes_reshards_its_arguments(mesh):
+    """JAX's auto_axes reshards each argument to its spec without the axes made Auto
+    (``modify_spec_for_auto_manual``): inside, `u` is a new value constrained to P('a')
+    with its dims open to 'b' (a mesh with an Auto axis leaves every dim open to it);
+    eagerly the array moves to P('a', None). The result is resharded to out_sharding."""
+    x = _put(mesh, X, "a", "b")
+    seen = {}
+
+    def inner(u):
+        seen["same"] = u is x
+        seen["spec"] = xs.typeof(u).sharding.spec
+        inst = getattr(u, "inst", None)
+        if inst is not None:
+            sharding = inst.sharding
+            seen["constraint"] = (inst.opcode, [tuple(a.name for a in sharding.dim_axes(d))
+                                                for d in range(2)],
+                                  [dim.is_closed for dim in sharding.dims])
+        else:
+            seen["shards"] = [s.data.shape for s in u.addressable_shards]
+        return u * 2.0
+
+    out = xs.jit(xs.sharding.auto_axes(inner, axes="b", out_sharding=P(None, "b")))(x)
+    assert seen["spec"] == P("a", None)
+    assert seen["constraint"] == ("custom-call", [("a",), ()], [False, False])
+    assert out.sharding.spec == P(None, "b")
+    np.testing.assert_array_equal(np.asarray(out), X * 2.0)
+
+    eager = xs.sharding.auto_axes(inner, axes="b", out_sharding=P(None, "b"))(x)
+    assert not seen["same"] and seen["spec"] == P("a", None)
+    assert seen["shards"] == [(4, 4)] * 8
+    assert eager.sharding.spec == P(None, "b")
+    np.testing.assert_array_equal(np.asarray(eager), X * 2.0)
+
+
+def test_explicit_axes_results_leave_the_axes_auto_again():
+    """JAX's explicit_axes reshards its results to their specs over the axes Explicit
+    outside: on an Auto mesh the result's dims are open again (propagation places it)."""
+    auto = xs.make_mesh((2, 4), ("a", "b"), axis_types=(xs.AxisType.Auto,) * 2)
+    xa = xs.device_put(X, NamedSharding(auto, P("a")))
+    seen = {}
+
+    @xs.jit
+    def g(v):
+        out = xs.sharding.explicit_axes(lambda u: u * 2.0,
+                                        in_sharding=NamedSharding(auto, P("a", "b")))(v)
+        seen["dims"] = [(tuple(a.name for a in out.inst.sharding.dim_axes(d)),
+                         out.inst.sharding.dims[d].is_closed) for d in range(2)]
+        return out
+
+    np.testing.assert_array_equal(np.asarray(g(xa)), X * 2.0)
+    assert seen["dims"] == [((), False), ((), False)]

@@ -384,6 +384,37 @@ def typed_as(value: Value, sharding: TensorSharding) -> Value:
                         sharding=typed)
 
 
+def retyped(value: Any, mesh: Mesh) -> Any:
+    """`value` resharded to its type over the axes of `mesh` that are Explicit here, as
+    JAX's ``auto_axes``/``explicit_axes`` reshard their arguments and results to
+    ``modify_spec_for_auto_manual`` of their specs: the axes that are Auto here leave the
+    spec, and with any Auto axis every dim is open to them (propagation may add them).
+    Anything but a traced value with a sharding on `mesh` is returned as it is."""
+    if not isinstance(value, Tracer) or isinstance(value.aval, TupleShape):
+        return value
+    sharding = value.inst.sharding
+    if not isinstance(sharding, TensorSharding) or sharding.mesh != mesh:
+        return value
+    from xla_spmd.ir.custom_calls import SHARDING
+    typed = _sharding(sharding, _spec(sharding, len(value.aval.dims)))
+    if typed == sharding:
+        return value
+    return tracing.bind("custom-call", value, shape=value.aval, custom_call_target=SHARDING,
+                        sharding=typed)
+
+
+def explicit_spec(spec: Sequence[Any], mesh: Mesh) -> tuple:
+    """A PartitionSpec's entries with only the axes of `mesh` Explicit here (JAX's
+    ``modify_spec_for_auto_manual``)."""
+    explicit = set(explicit_axes_of(mesh))
+    entries = []
+    for entry in spec:
+        names = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+        kept = tuple(a for a in names if a in explicit)
+        entries.append(None if not kept else kept[0] if len(kept) == 1 else kept)
+    return tuple(entries)
+
+
 def vmap_types(values: Sequence[ArrayLike], batched: Sequence[bool]) -> tuple:
     """JAX's vmap typing of the (batch-at-axis-0) inputs: the mesh axes the mapped dim is
     sharded over (``explicit_mesh_axis``: every mapped input must agree, and no unmapped
