@@ -45,8 +45,11 @@ operands' specs:
   result types;
 * ``vmap``: the function sees per-example types (the mapped dim's spec removed, its mesh
   axes made Auto inside), each result gets its type with those axes at its out_axis;
-* the backward pass of ``grad``: the transpose rules run untyped (as JAX's pass
-  ``out_sharding=`` to theirs) and each cotangent gets its primal's type;
+* the backward pass of ``grad``: the transpose rules run typed, as JAX's: ``dot``'s
+  transpose gives its dot the primal's type permuted (JAX's ``out_sharding=``), a reduce's
+  broadcasts its cotangent to the operand's type, a gather's scatters into zeros of the
+  operand's type, and each cotangent a rule gives gets its primal's type; an op inside a
+  rule whose type would be ambiguous is left untyped (`lenient`) rather than failing;
 * other ops: replicated when every typed operand is; else untyped (propagation places
   them).
 
@@ -99,6 +102,7 @@ Spec = tuple  # one tuple of explicit axis names per dim
 
 _SUSPENDED: list[bool] = []   # grad's backward pass, vmap: no types
 _AXES: list[tuple[Mesh, frozenset]] = []  # auto_axes/explicit_axes: a mesh's Explicit axes
+_LENIENT: list[bool] = []  # transpose rules: ambiguous ops untyped (see `lenient`)
 
 
 @contextlib.contextmanager
@@ -129,6 +133,41 @@ def axis_types(mesh: Mesh, *, auto: Sequence[str] = (), explicit: Sequence[str] 
     finally:
         _SUSPENDED.pop()
         _AXES.pop()
+
+
+@contextlib.contextmanager
+def lenient() -> Iterator[None]:
+    """Inside the block an op whose operands' types leave its result's type ambiguous gets
+    no type (propagation places it) instead of failing: the transpose rules of the
+    backward pass, where JAX's rules pass ``out_sharding=`` to such ops (the rules here
+    do for ``dot``; each cotangent a rule gives gets its primal's type)."""
+    _LENIENT.append(True)
+    try:
+        yield
+    finally:
+        _LENIENT.pop()
+
+
+def with_type(value: Value, typed: TensorSharding | None, order: Sequence[int] | None = None
+              ) -> Value:
+    """`value` constrained to the type `typed` (its dims taken in `order`: result dim i has
+    the spec of `typed`'s dim ``order[i]``); `value` itself when `typed` is None or types
+    are off. A transpose rule gives its results their primal's type with it."""
+    if typed is None or (_SUSPENDED and _SUSPENDED[-1]) or not isinstance(value, Tracer):
+        return value
+    spec = _spec(typed, len(order) if order is not None else len(value.aval.dims))
+    if order is not None:
+        spec = tuple(spec[d] for d in order)
+    return typed_as(value, _sharding(typed, spec))
+
+
+def type_for(value: Value, typed: TensorSharding | None, order: Sequence[int]
+             ) -> TensorSharding | None:
+    """`typed` with its dims taken in `order` (see `with_type`), for ``out_sharding=``."""
+    if typed is None or (_SUSPENDED and _SUSPENDED[-1]):
+        return None
+    spec = _spec(typed, len(order))
+    return _sharding(typed, tuple(spec[d] for d in order))
 
 
 def forced(mesh: Mesh) -> contextlib.AbstractContextManager[None]:
@@ -508,16 +547,23 @@ def infer(inst: Instruction, operands: Sequence[Any]
              else _spec(t, len(o.aval.dims)) for o, t in zip(operands, types)]
     if isinstance(inst.shape, TupleShape):
         rule = TUPLE_RULES.get(inst.opcode)
-        found = None if rule is None else rule(inst, specs, like.mesh)
-        return None if found is None else tuple(_sharding(like, spec) for spec in found)
+        try:
+            found = None if rule is None else rule(inst, specs, like.mesh)
+            return None if found is None else tuple(_sharding(like, spec) for spec in found)
+        except ShardingTypeError:
+            if _LENIENT:
+                return None
+            raise
     if not isinstance(inst.shape, ArrayShape):
         return None
-    rule = _rule_for(inst)
-    if rule is None:
-        spec = _replicated_rule(inst, specs, like.mesh)
-    else:
+    rule = _rule_for(inst) or _replicated_rule
+    try:
         spec = rule(inst, specs, like.mesh)
-    return None if spec is None else _sharding(like, spec)
+        return None if spec is None else _sharding(like, spec)
+    except ShardingTypeError:
+        if _LENIENT:
+            return None
+        raise
 
 
 def _element_type(tuple_value, index: int) -> TensorSharding | None:
