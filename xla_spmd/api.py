@@ -566,7 +566,7 @@ def _retyped(tree, mesh):
         if current_trace() is not None or not isinstance(value, ShardedArray):
             return sharding_types.retyped(value, mesh)
         named = value.sharding
-        if getattr(named, "mesh", None) != mesh or not hasattr(named, "spec"):
+        if not isinstance(named, NamedSharding) or named.mesh != mesh:
             return value
         spec = PartitionSpec(*sharding_types.explicit_spec(named.spec, mesh))
         return value if spec == named.spec else device_put(value, NamedSharding(mesh, spec))

@@ -23,8 +23,7 @@ from xla_spmd.frontend.tracing import ArrayLike, Value, aval_of, bind
 def _inexact(x: ArrayLike, what: str):
     dtype = aval_of(x).dtype
     if not (dtype.is_float or dtype.is_complex):
-        raise TypeError(f"{what}: operands must be floating-point or complex, got "
-                        f"{dtype.numpy.name}")
+        raise TypeError(f"{what}: operands must be floating-point or complex, got {dtype}")
     dims = aval_of(x).dims
     if len(dims) < 2 or dims[-1] != dims[-2] and what == "cholesky":
         raise ValueError(f"The input to {what} must be a square matrix. Got shape {dims}.")
