@@ -560,7 +560,7 @@ def _retyped(tree, mesh):
     """JAX's reshard of the arguments of `auto_axes` (the results of `explicit_axes`) to
     their specs over the axes of `mesh` Explicit here (`sharding_types.retyped`): traced
     values get the constraint, arrays on `mesh` move to the new spec."""
-    from xla_spmd.sharding import NamedSharding, PartitionSpec
+    NamedSharding, PartitionSpec = frontend_jit.NamedSharding, frontend_jit.PartitionSpec
 
     def one(value):
         if current_trace() is not None or not isinstance(value, ShardedArray):
