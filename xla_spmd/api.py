@@ -485,7 +485,8 @@ def _axes_tuple(axes, mesh, what: str) -> tuple[str, ...]:
 def _mesh_for(what: str, shardings, args):
     """The mesh `auto_axes`/`explicit_axes` change, as JAX's ``_get_new_mesh`` finds it:
     the shardings' mesh (they must name one), which must be the `use_mesh` mesh if there is
-    one; else the `use_mesh` mesh; else (here) the mesh of the typed arguments."""
+    one; else the `use_mesh` mesh; else (here) the mesh of the typed arguments (of the
+    arrays on an Explicit mesh, eagerly)."""
     named = {id(s.mesh): s.mesh for s in _leaves(shardings) if hasattr(s, "mesh")}
     if len(named) > 1:
         raise ValueError(f"Shardings passed to {what} should have the same mesh. Got "
@@ -500,6 +501,9 @@ def _mesh_for(what: str, shardings, args):
         mesh = current
     if mesh is None:
         typed = [t.mesh for t in map(sharding_types.type_of, _leaves(args)) if t]
+        meshes = [getattr(a.sharding, "mesh", None) for a in _leaves(args)
+                  if isinstance(a, ShardedArray)]  # eagerly: the arrays' Explicit meshes
+        typed += [m for m in meshes if m is not None and sharding_types.explicit_axes_of(m)]
         mesh = typed[0] if typed else None
     return mesh
 
@@ -507,8 +511,10 @@ def _mesh_for(what: str, shardings, args):
 def auto_axes(f: Callable | None = None, /, *, axes=None, out_sharding=None):
     """JAX's ``auto_axes``: `f` runs with the mesh axes `axes` (a name or names; default:
     every axis) Auto, so they leave the sharding types (propagation places the values over
-    them) while the mesh's other Explicit axes stay typed; its result is resharded to
-    `out_sharding` (given here or as a keyword argument of the call). The mesh is
+    them) while the mesh's other Explicit axes stay typed: the arguments are resharded to
+    their specs without those axes (dims open to them; eagerly, the arrays move), and the
+    result is resharded to `out_sharding` (given here or as a keyword argument of the
+    call). The mesh is
     `out_sharding`'s, else the `use_mesh` mesh, else the arguments'. When `axes` are
     already all of the Auto axes, `f` just runs (no reshard), as in JAX.
 
@@ -537,17 +543,39 @@ def auto_axes(f: Callable | None = None, /, *, axes=None, out_sharding=None):
         if {a for a in mesh.axis_names if a not in explicit} == set(chosen):
             return f(*args, **kwargs)
         with sharding_types.axis_types(mesh, auto=chosen):
+            args = _retyped(args, mesh)
             out = f(*args, **kwargs)
         with constraints.use_mesh(mesh):
             return reshard(out, target)
     return run
 
 
+def _retyped(tree, mesh):
+    """JAX's reshard of the arguments of `auto_axes` (the results of `explicit_axes`) to
+    their specs over the axes of `mesh` Explicit here (`sharding_types.retyped`): traced
+    values get the constraint, arrays on `mesh` move to the new spec."""
+    NamedSharding, PartitionSpec = frontend_jit.NamedSharding, frontend_jit.PartitionSpec
+
+    def one(value):
+        if current_trace() is not None or not isinstance(value, ShardedArray):
+            return sharding_types.retyped(value, mesh)
+        named = value.sharding
+        if not isinstance(named, NamedSharding) or named.mesh != mesh:
+            return value
+        spec = PartitionSpec(*sharding_types.explicit_spec(named.spec, mesh))
+        return value if spec == named.spec else device_put(value, NamedSharding(mesh, spec))
+
+    leaves, structure = tree_flatten(tree)
+    return tree_unflatten(structure, [one(v) for v in leaves])
+
+
 def explicit_axes(f: Callable | None = None, /, *, axes=None, in_sharding=None):
     """JAX's ``explicit_axes``: the arguments are resharded to `in_sharding` (given here or as
     a keyword argument of the call) and `f` runs with the mesh axes `axes` (default: every
     axis) Explicit (its values get sharding types over them op by op; the mesh's other
-    axes keep their types). The mesh is the `use_mesh` mesh, else `in_sharding`'s."""
+    axes keep their types); its results are resharded to their specs over the axes
+    Explicit outside (the others open again), as JAX's. The mesh is the `use_mesh` mesh,
+    else `in_sharding`'s."""
     if f is None:
         return functools.partial(explicit_axes, axes=axes, in_sharding=in_sharding)
 
@@ -562,7 +590,8 @@ def explicit_axes(f: Callable | None = None, /, *, axes=None, in_sharding=None):
                              "enter into a mesh context when using `explicit_axes` API.")
         chosen = _axes_tuple(axes, mesh, "explicit_axes")
         with sharding_types.axis_types(mesh, explicit=chosen), constraints.use_mesh(mesh):
-            return f(*reshard(args, target), **kwargs)
+            out = f(*reshard(args, target), **kwargs)
+        return _retyped(out, mesh)
     return run
 
 

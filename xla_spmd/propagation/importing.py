@@ -21,7 +21,7 @@ from xla_spmd.errors import ShardingError
 from xla_spmd.ir import Module, map_computations, rebind_called
 from xla_spmd.ir.custom_calls import GLOBAL_TO_LOCAL, IN_SHARDINGS, OUT_SHARDINGS, SDY_SHARDING
 from xla_spmd.ir.hlo_sharding import HloSharding, ShardingKind
-from xla_spmd.mesh import Mesh, make_mesh
+from xla_spmd.mesh import Mesh
 from xla_spmd.propagation.rebuild import rewrite_in_place
 from xla_spmd.sharding import (
     TensorSharding,
@@ -69,7 +69,7 @@ def import_shardings(module: Module, mesh: Mesh | None = None) -> Imported:
     gspmd_mesh = mesh or (next(iter(meshes.values())) if meshes else _finest_mesh(module))
     if gspmd_mesh is None and module.num_partitions > 1:
         # Only values placed on single devices: they run on the module's devices.
-        gspmd_mesh = make_mesh({"_axis_0": module.num_partitions})
+        gspmd_mesh = Mesh.from_shape({"_axis_0": module.num_partitions})
 
     def convert(inst, operands):
         sharding = _sdy_sharding(inst, meshes)
@@ -174,7 +174,7 @@ def _outfeed_from_hlo(inst, data, mesh):
                 have, leaf.rank, mesh):
             raise ShardingError(f"{inst.name}: outfeed sharding {hlo} differs from its "
                                 f"operand's ({data.name}); give the operand that sharding")
-    return TensorSharding.replicated_on(mesh or make_mesh({}), 0)
+    return TensorSharding.replicated_on(mesh or Mesh.from_shape({}), 0)
 
 
 def _replicated_if_none(sharding, rank, mesh):

@@ -35,7 +35,6 @@ from xla_spmd.mesh import (
     AxisRef,
     Mesh,
     find_iota,
-    make_mesh,
     merge_sub_axes,
 )
 
@@ -83,7 +82,7 @@ def hlo_to_axes(hlo: HloSharding, rank: int | None = None, mesh: Mesh | None = N
     if rank is None:
         raise ShardingError(f"converting {hlo} needs the tensor rank")
     if hlo.kind is ShardingKind.REPLICATED:
-        return ImportedSharding(TensorSharding.replicated_on(mesh or make_mesh({}), rank,
+        return ImportedSharding(TensorSharding.replicated_on(mesh or Mesh.from_shape({}), rank,
                                                              mesh_name))
     if hlo.kind is ShardingKind.MAXIMAL:
         if mesh is None:
@@ -94,7 +93,7 @@ def hlo_to_axes(hlo: HloSharding, rank: int | None = None, mesh: Mesh | None = N
                                 f"mesh <[], device_ids=[{hlo.device}]>")
         return ImportedSharding(TensorSharding.replicated_on(mesh, rank, mesh_name))
     if hlo.kind is ShardingKind.MANUAL:
-        mesh = mesh or make_mesh({})
+        mesh = mesh or Mesh.from_shape({})
         return ImportedSharding(TensorSharding.replicated_on(mesh, rank, mesh_name),
                                 manual_axes=mesh.axis_names, fully_manual=True)
     if hlo.kind is ShardingKind.UNREDUCED and mesh is not None:
@@ -134,7 +133,7 @@ def _tiled_to_axes(hlo: HloSharding, mesh: Mesh | None, mesh_name: str | None
         if sorted(devices) != list(range(len(devices))):
             raise ShardingError(f"{hlo} uses devices {sorted(devices)}, not 0..{len(devices)-1};"
                                 f" give a mesh over them")
-        mesh = make_mesh(axes, device_ids=devices)
+        mesh = Mesh.from_shape(axes, device_ids=devices)
     positions = {device: flat for flat, device in enumerate(mesh.all_device_ids)}
     if sorted(positions) != sorted(array.ravel().tolist()):
         raise ShardingError(f"{hlo} spans devices {sorted(array.ravel().tolist())} but mesh "
@@ -164,7 +163,7 @@ def _from_iota(hlo: HloSharding, reshape_dims: Sequence[int], perm: Sequence[int
         names = iter(range(sum(len(p) for p in pieces)))
         refs = [[AxisRef(f"_axis_{next(names)}") for _ in group] for group in pieces]
         flat = [size for group in pieces for size in group]
-        mesh = make_mesh({f"_axis_{i}": size for i, size in enumerate(flat)})
+        mesh = Mesh.from_shape({f"_axis_{i}": size for i, size in enumerate(flat)})
     else:
         refs = _pieces_to_axes(pieces, mesh)
     per_tile_dim: list[list[AxisRef]] = [[] for _ in tile_dims]
