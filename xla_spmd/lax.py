@@ -8,6 +8,7 @@ collectives (as ``jax.lax``).
 """
 
 from xla_spmd.frontend import lax_linalg as linalg  # noqa: F401
+from xla_spmd.frontend.constraints import with_sharding_constraint  # noqa: F401
 from xla_spmd.frontend.control import cond, fori_loop, scan, switch, while_loop  # noqa: F401
 from xla_spmd.frontend.lax import *  # noqa: F401,F403
 from xla_spmd.frontend.lax import (  # noqa: F401

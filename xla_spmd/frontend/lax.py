@@ -23,7 +23,7 @@ from xla_spmd.frontend.dtypes import (
     to_inexact,
 )
 from xla_spmd.frontend.pytree import tree_map
-from xla_spmd.frontend.sharding_types import takes_out_sharding
+from xla_spmd.frontend.sharding_types import takes_out_sharding, with_out_sharding
 from xla_spmd.frontend.tracing import (
     Array,
     ArrayLike,
@@ -637,8 +637,6 @@ def rng_bit_generator(key: ArrayLike, shape: Sequence[int], dtype: DTypeLike = n
     `RandomAlgorithm` or its name (``RNG_DEFAULT``, ``RNG_THREE_FRY``, ``RNG_PHILOX``).
     Under Explicit mesh axes the new key has the key's type and the bits are replicated,
     or typed `out_sharding` when given (JAX's rule)."""
-    from xla_spmd.frontend.sharding_types import with_out_sharding
-
     dtype = as_dtype(dtype)
     if dtype.kind.name != "UNSIGNED":
         raise TypeError(f"rng_bit_generator: unsupported dtype {dtype.numpy.name}")

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from xla_spmd.errors import XlaSpmdError
+from xla_spmd.frontend import lax_linalg, numpy_reductions, numpy_shape
 from xla_spmd.frontend import numpy_core as xnp
-from xla_spmd.frontend import numpy_reductions, numpy_shape
 from xla_spmd.frontend.tracing import ArrayLike, Value
 
 
@@ -98,8 +98,6 @@ def cholesky(a: ArrayLike, *, upper: bool = False, symmetrize_input: bool = True
     >>> np.asarray(cholesky(np.array([[4.0, 2.0], [2.0, 5.0]], np.float32))).tolist()
     [[2.0, 0.0], [1.0, 2.0]]
     """
-    from xla_spmd.frontend import lax_linalg
-
     a = xnp.asarray(a)
     if not (a.aval.dtype.is_float or a.aval.dtype.is_complex):
         a = xnp.astype(a, xnp.float32)
