@@ -244,14 +244,17 @@ def _chunks(total: int, parts: int) -> tuple[np.ndarray, np.ndarray]:
 class _Layout:
     """How an ordered all-reduce of ``size`` elements of ``itemsize`` bytes splits over
     ``parts`` members, as member ``me`` sees it: the byte counts and offsets of the chunks
-    (``_chunks``) and of what this member receives (its chunk from every member). Cached:
+    (``_chunks``) and of what this member receives (its chunk from every member). ``equal``:
+    every chunk has the same size, so the exchanges are ``Alltoall`` and ``Allgather``
+    (measured faster than their ``v`` twins in Open MPI, and no counts to convert). Cached:
     building the arrays costs more than the MPI call that reads them, for small buffers."""
 
     __slots__ = ("counts", "offsets", "mine", "start", "received_counts",
-                 "received_offsets", "received_bytes")
+                 "received_offsets", "received_bytes", "equal")
 
     def __init__(self, size: int, itemsize: int, parts: int, me: int):
         counts, offsets = _chunks(size, parts)
+        self.equal = size % parts == 0
         self.counts, self.offsets = counts * itemsize, offsets * itemsize
         self.mine, self.start = int(counts[me]), int(offsets[me])
         self.received_counts = np.full(parts, self.mine * itemsize)
@@ -731,7 +734,8 @@ class MpiCommunicator(BlockingCollectives):
 
     def _ordered_all_reduce(self, x: np.ndarray, group: Group, comm: Any, op: ReduceOp
                             ) -> Steps:
-        """Alltoallv the chunks, fold this member's chunk in group order, Allgatherv."""
+        """Alltoall(v) the chunks, fold this member's chunk in group order, Allgather(v) (the
+        plain calls when the chunks are equal)."""
         flat = x.reshape(-1)
         key = (flat.size, x.itemsize, group)
         layout = self._layouts.get(key)
@@ -744,14 +748,21 @@ class MpiCommunicator(BlockingCollectives):
         received = self._scratch(group, layout.received_bytes).view(x.dtype).reshape(
             parts, mine)
         byte = self._MPI.BYTE
-        yield comm, "Alltoallv", (
-            [flat.view(np.uint8), layout.counts, layout.offsets, byte],
-            [received.reshape(-1).view(np.uint8), layout.received_counts,
-             layout.received_offsets, byte])
+        if layout.equal:
+            yield comm, "Alltoall", ([flat.view(np.uint8), byte],
+                                     [received.reshape(-1).view(np.uint8), byte])
+        else:
+            yield comm, "Alltoallv", (
+                [flat.view(np.uint8), layout.counts, layout.offsets, byte],
+                [received.reshape(-1).view(np.uint8), layout.received_counts,
+                 layout.received_offsets, byte])
         out = self._results.take(flat.shape, flat.dtype)
         fold(list(received), op, out=out[start:start + mine])
-        yield comm, "Allgatherv", (self._MPI.IN_PLACE,
-                                   [out.view(np.uint8), layout.counts, layout.offsets, byte])
+        if layout.equal:
+            yield comm, "Allgather", (self._MPI.IN_PLACE, [out.view(np.uint8), byte])
+        else:
+            yield comm, "Allgatherv", (self._MPI.IN_PLACE, [out.view(np.uint8), layout.counts,
+                                                            layout.offsets, byte])
         return out.reshape(x.shape)
 
     def all_gather_start(self, x: np.ndarray, group: Sequence[int], axis: int = 0
