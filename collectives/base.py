@@ -195,7 +195,7 @@ def collective_timeout(timeout: float | None = None) -> float:
     try:
         if timeout is not None:
             return config.OPTIONS["collective_timeout"].parse(timeout)
-        return config.collective_timeout
+        return config.value("collective_timeout")
     except (TypeError, ValueError) as error:
         raise CommunicationError(f"timeout={timeout!r}: {error}") from None
     except XlaSpmdError as error:  # the environment variable's value, named by config
