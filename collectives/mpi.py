@@ -15,8 +15,10 @@ usual SPMD rule -- all members of a group make the same sequence of collective c
 **Bit-identical reductions.** Every float reduction is a left fold in group order, as in
 ``LocalWorld``, so results agree bit for bit in-process, under MPI and on any machine,
 whatever algorithm the MPI library picks. An all-reduce moves the bytes a ring all-reduce
-does: an ``Alltoallv`` gives member k chunk k of every member's buffer, member k folds its
-chunk in group order, and an ``Allgatherv`` shares the folded chunks. Small buffers (up to
+does: an ``Alltoall`` gives member k chunk k of every member's buffer, member k folds its
+chunk in group order, and an in-place ``Allgather`` shares the folded chunks (their ``v``
+twins when the buffer does not split into equal chunks: they are slower in Open MPI). The
+fold of three or more chunks runs tile by tile (``base.fold``). Small buffers (up to
 ``_SMALL_REDUCE_BYTES`` gathered) are gathered whole and folded locally (one round trip).
 Reduce-scatter is an ``Alltoall`` and a fold. Large results are made in recycled buffers
 (``_Recycler``): a fresh one costs a page fault per page. Integer and boolean reductions

@@ -72,7 +72,7 @@ def stages(ours: MpiCommunicator, raw, size: int, repeats: int) -> list[float]:
 
     def gather():
         raw.Allgather(x, gathered)
-        fold(list(gathered), "sum")
+        fold([gathered[k] for k in range(n)], "sum")
 
     fns = [lambda: ours.all_reduce(x, group, "sum"), lambda: raw.Allreduce(x, out, MPI.SUM),
            lambda: ours.barrier(group), a2av, fold_only, agv, bare, header_bare,
@@ -81,7 +81,7 @@ def stages(ours: MpiCommunicator, raw, size: int, repeats: int) -> list[float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--min-bytes", default="256K")
     parser.add_argument("--max-bytes", default="4M")
     parser.add_argument("--repeats", type=int, default=20)
