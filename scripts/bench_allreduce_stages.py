@@ -8,11 +8,11 @@ load that comes and goes weighs on all alike):
 * ``header``: our header round alone (``barrier``, which is nothing else);
 * ``a2av``: raw ``Alltoallv`` of the chunks ours sends; ``fold``: the fold alone (no MPI);
   ``agv``: raw in-place ``Allgatherv`` of the folded chunks;
-* ``bare``: ``a2av`` + ``fold`` + ``agv`` in one go (our algorithm with no header, no Python
-  machinery): ``ours - bare - header`` is the Python cost;
+* ``bare``: ``a2a`` + ``fold`` + ``ag`` in one go (our algorithm with no header, no Python
+  machinery): ``ours - bare - header`` is roughly the Python cost;
 * ``hdr+bare``: our header round, then ``bare``;
-* ``a2a``, ``ag``: raw ``Alltoall`` and in-place ``Allgather`` of the same bytes (equal
-  chunks: no counts or displacements);
+* ``a2a``, ``ag``: raw ``Alltoall`` and in-place ``Allgather`` of the same bytes (what ours
+  uses when the chunks are equal: no counts or displacements);
 * ``gather``: raw ``Allgather`` of the whole buffer + a local fold (the other deterministic
   algorithm).
 
@@ -61,10 +61,10 @@ def stages(ours: MpiCommunicator, raw, size: int, repeats: int) -> list[float]:
     def agv():
         raw.Allgatherv(MPI.IN_PLACE, [out.view(np.uint8), layout.counts, layout.offsets, byte])
 
-    def bare():
-        a2av()
+    def bare():  # what ours does when the chunks are equal (they are at these sizes)
+        raw.Alltoall(x, received)
         fold_only()
-        agv()
+        raw.Allgather(MPI.IN_PLACE, out)
 
     def header_bare():
         ours.barrier(group)
