@@ -6,7 +6,8 @@ load that comes and goes weighs on all alike):
 * ``ours``: ``MpiCommunicator.all_reduce`` (default, deterministic);
 * ``raw``: mpi4py ``Allreduce`` into a preallocated buffer;
 * ``header``: our header round alone (``barrier``, which is nothing else);
-* ``a2av``: raw ``Alltoallv`` of the chunks ours sends; ``fold``: the fold alone (no MPI);
+* ``a2av``: raw ``Alltoallv`` of the same chunks (what ours uses when they are unequal); ``fold``:
+  the fold alone (no MPI);
   ``agv``: raw in-place ``Allgatherv`` of the folded chunks;
 * ``bare``: ``a2a`` + ``fold`` + ``ag`` in one go (our algorithm with no header, no Python
   machinery): ``ours - bare - header`` is roughly the Python cost;
