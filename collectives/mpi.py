@@ -30,6 +30,13 @@ too: faster on some networks, reproducible on none.
 (kind, reduction, dtype, shape, arguments, per-group call number, program fingerprint; see
 ``header.py``) and compare; ranks that disagree raise the same ``CommunicationError`` on
 every member, naming both calls, instead of returning wrong data or crashing inside MPI.
+The header costs a round of its own, on purpose. Sending it in the same exchange as the
+first payload stage (a derived datatype over [header, chunk k] per member, no copy) would
+make a rank that disagrees about the size send more than its peers expect: in Open MPI
+5.0.11 that is ``MPI_ERR_TRUNCATE`` on one rank and a hang in ``Alltoallw`` and
+``Ialltoallw`` on the others, even with errors returned. Sending the header and the chunks
+as point-to-point messages (sizes known from the header before a chunk is received) stays
+safe, but measured no faster on 2 ranks and several times slower on 4 ranks sharing 2 cores.
 
 **Nonblocking collectives.** ``*_start`` posts the header exchange at once and returns a
 handle; the payload stages are posted as the handle progresses (at every later ``*_start``
