@@ -122,8 +122,10 @@ _WAITS_AT_ONCE = _CHECKED_BYTES
 _MAX_HEADERS = 4096
 # Up to this many bytes gathered per member, a float all-reduce gathers every member's whole
 # buffer and folds locally: one round trip instead of two, which pays for moving n times the
-# data below about 128 KiB a member on 4 ranks sharing memory (measured).
-_SMALL_REDUCE_BYTES = 1 << 19
+# data up to 64 KiB a member on 4 ranks and 128 KiB on 2, sharing memory (measured with the
+# Alltoall/Allgather stages: at 128 KiB a member on 4 ranks, 256 KiB on 2, the two rounds
+# win, by 1.2-2.4x on 4 ranks; scripts/bench_allreduce_stages.py has both columns).
+_SMALL_REDUCE_BYTES = 1 << 18
 # Results of at least this many bytes are made in recycled buffers (_Recycler), at most
 # this many of them and this many bytes in all.
 _RECYCLE_BYTES = 1 << 20
