@@ -728,7 +728,11 @@ class MpiCommunicator(BlockingCollectives):
                 yield comm, "Allreduce", (x, out, native)
                 return out
             if x.nbytes * parts <= _SMALL_REDUCE_BYTES:
-                gathered = np.empty((parts,) + x.shape, x.dtype)
+                # A named reduction's fold makes a fresh result, so the gathered rows may live
+                # in scratch; a callable may return one of its arguments.
+                shape = (parts,) + x.shape
+                gathered = (self._scratch(group, x.nbytes * parts).view(x.dtype).reshape(shape)
+                            if isinstance(op, str) else np.empty(shape, x.dtype))
                 yield comm, "Allgather", (_bytes(x), _bytes(gathered))
                 return fold(list(gathered), op)
             return (yield from self._ordered_all_reduce(x, group, comm, op))
