@@ -15,8 +15,10 @@ usual SPMD rule -- all members of a group make the same sequence of collective c
 **Bit-identical reductions.** Every float reduction is a left fold in group order, as in
 ``LocalWorld``, so results agree bit for bit in-process, under MPI and on any machine,
 whatever algorithm the MPI library picks. An all-reduce moves the bytes a ring all-reduce
-does: an ``Alltoallv`` gives member k chunk k of every member's buffer, member k folds its
-chunk in group order, and an ``Allgatherv`` shares the folded chunks. Small buffers (up to
+does: an ``Alltoall`` gives member k chunk k of every member's buffer, member k folds its
+chunk in group order, and an in-place ``Allgather`` shares the folded chunks (their ``v``
+twins when the buffer does not split into equal chunks: they are slower in Open MPI). The
+fold of three or more chunks runs tile by tile (``base.fold``). Small buffers (up to
 ``_SMALL_REDUCE_BYTES`` gathered) are gathered whole and folded locally (one round trip).
 Reduce-scatter is an ``Alltoall`` and a fold. Large results are made in recycled buffers
 (``_Recycler``): a fresh one costs a page fault per page. Integer and boolean reductions
@@ -28,6 +30,13 @@ too: faster on some networks, reproducible on none.
 (kind, reduction, dtype, shape, arguments, per-group call number, program fingerprint; see
 ``header.py``) and compare; ranks that disagree raise the same ``CommunicationError`` on
 every member, naming both calls, instead of returning wrong data or crashing inside MPI.
+The header costs a round of its own, on purpose. Sending it in the same exchange as the
+first payload stage (a derived datatype over [header, chunk k] per member, no copy) would
+make a rank that disagrees about the size send more than its peers expect: in Open MPI
+5.0.11 that is ``MPI_ERR_TRUNCATE`` on one rank and a hang in ``Alltoallw`` and
+``Ialltoallw`` on the others, even with errors returned. Sending the header and the chunks
+as point-to-point messages (sizes known from the header before a chunk is received) stays
+safe, but measured no faster on 2 ranks and several times slower on 4 ranks sharing 2 cores.
 
 **Nonblocking collectives.** ``*_start`` posts the header exchange at once and returns a
 handle; the payload stages are posted as the handle progresses (at every later ``*_start``
@@ -113,8 +122,10 @@ _WAITS_AT_ONCE = _CHECKED_BYTES
 _MAX_HEADERS = 4096
 # Up to this many bytes gathered per member, a float all-reduce gathers every member's whole
 # buffer and folds locally: one round trip instead of two, which pays for moving n times the
-# data below about 128 KiB a member on 4 ranks sharing memory (measured).
-_SMALL_REDUCE_BYTES = 1 << 19
+# data up to 64 KiB a member on 4 ranks and 128 KiB on 2, sharing memory (measured with the
+# Alltoall/Allgather stages: at 128 KiB a member on 4 ranks, 256 KiB on 2, the two rounds
+# win, by 1.2-2.4x on 4 ranks; scripts/bench_allreduce_stages.py has both columns).
+_SMALL_REDUCE_BYTES = 1 << 18
 # Results of at least this many bytes are made in recycled buffers (_Recycler), at most
 # this many of them and this many bytes in all.
 _RECYCLE_BYTES = 1 << 20
@@ -244,14 +255,17 @@ def _chunks(total: int, parts: int) -> tuple[np.ndarray, np.ndarray]:
 class _Layout:
     """How an ordered all-reduce of ``size`` elements of ``itemsize`` bytes splits over
     ``parts`` members, as member ``me`` sees it: the byte counts and offsets of the chunks
-    (``_chunks``) and of what this member receives (its chunk from every member). Cached:
+    (``_chunks``) and of what this member receives (its chunk from every member). ``equal``:
+    every chunk has the same size, so the exchanges are ``Alltoall`` and ``Allgather``
+    (measured faster than their ``v`` twins in Open MPI, and no counts to convert). Cached:
     building the arrays costs more than the MPI call that reads them, for small buffers."""
 
     __slots__ = ("counts", "offsets", "mine", "start", "received_counts",
-                 "received_offsets", "received_bytes")
+                 "received_offsets", "received_bytes", "equal")
 
     def __init__(self, size: int, itemsize: int, parts: int, me: int):
         counts, offsets = _chunks(size, parts)
+        self.equal = size % parts == 0
         self.counts, self.offsets = counts * itemsize, offsets * itemsize
         self.mine, self.start = int(counts[me]), int(offsets[me])
         self.received_counts = np.full(parts, self.mine * itemsize)
@@ -714,7 +728,11 @@ class MpiCommunicator(BlockingCollectives):
                 yield comm, "Allreduce", (x, out, native)
                 return out
             if x.nbytes * parts <= _SMALL_REDUCE_BYTES:
-                gathered = np.empty((parts,) + x.shape, x.dtype)
+                # A named reduction's fold makes a fresh result, so the gathered rows may live
+                # in scratch; a callable may return one of its arguments.
+                shape = (parts,) + x.shape
+                gathered = (self._scratch(group, x.nbytes * parts).view(x.dtype).reshape(shape)
+                            if isinstance(op, str) else np.empty(shape, x.dtype))
                 yield comm, "Allgather", (_bytes(x), _bytes(gathered))
                 return fold(list(gathered), op)
             return (yield from self._ordered_all_reduce(x, group, comm, op))
@@ -731,7 +749,8 @@ class MpiCommunicator(BlockingCollectives):
 
     def _ordered_all_reduce(self, x: np.ndarray, group: Group, comm: Any, op: ReduceOp
                             ) -> Steps:
-        """Alltoallv the chunks, fold this member's chunk in group order, Allgatherv."""
+        """Alltoall(v) the chunks, fold this member's chunk in group order, Allgather(v) (the
+        plain calls when the chunks are equal)."""
         flat = x.reshape(-1)
         key = (flat.size, x.itemsize, group)
         layout = self._layouts.get(key)
@@ -744,14 +763,21 @@ class MpiCommunicator(BlockingCollectives):
         received = self._scratch(group, layout.received_bytes).view(x.dtype).reshape(
             parts, mine)
         byte = self._MPI.BYTE
-        yield comm, "Alltoallv", (
-            [flat.view(np.uint8), layout.counts, layout.offsets, byte],
-            [received.reshape(-1).view(np.uint8), layout.received_counts,
-             layout.received_offsets, byte])
+        if layout.equal:
+            yield comm, "Alltoall", ([flat.view(np.uint8), byte],
+                                     [received.reshape(-1).view(np.uint8), byte])
+        else:
+            yield comm, "Alltoallv", (
+                [flat.view(np.uint8), layout.counts, layout.offsets, byte],
+                [received.reshape(-1).view(np.uint8), layout.received_counts,
+                 layout.received_offsets, byte])
         out = self._results.take(flat.shape, flat.dtype)
         fold(list(received), op, out=out[start:start + mine])
-        yield comm, "Allgatherv", (self._MPI.IN_PLACE,
-                                   [out.view(np.uint8), layout.counts, layout.offsets, byte])
+        if layout.equal:
+            yield comm, "Allgather", (self._MPI.IN_PLACE, [out.view(np.uint8), byte])
+        else:
+            yield comm, "Allgatherv", (self._MPI.IN_PLACE, [out.view(np.uint8), layout.counts,
+                                                            layout.offsets, byte])
         return out.reshape(x.shape)
 
     def all_gather_start(self, x: np.ndarray, group: Sequence[int], axis: int = 0

@@ -1,14 +1,17 @@
 """Benchmark MpiCommunicator against raw mpi4py calls (all-reduce sum, all-gather).
 
 Rows: ``all_reduce`` is our default, deterministic all-reduce (a left fold in group order,
-bit-identical everywhere: Alltoallv + fold + Allgatherv); ``all_reduce/mpi`` is ours with
-``deterministic=False`` (MPI's own float reduction); ``all_gather``. Every call of ours first
+bit-identical everywhere: Alltoall + fold + Allgather, or gathered whole up to 256 KiB
+gathered); ``all_reduce/mpi`` is ours with ``deterministic=False`` (MPI's own float
+reduction); ``all_gather``. Every call of ours first
 exchanges and checks a call header; the ``header`` column is the time of that exchange alone
 (our barrier, which is nothing else) and its share of our call.
 
 Run under MPI, e.g.::
 
     mpirun -n 4 python scripts/bench_communicators.py [--max-bytes 16M] [--repeats 20]
+
+``scripts/bench_allreduce_stages.py`` splits the all-reduce into its stages.
 
 Our call and the raw calls it is compared with run in turn within every repeat, so that a
 load that comes and goes on a shared machine weighs on them alike; compare ratios, not

@@ -129,9 +129,10 @@ SCENARIOS = {
     "kind": ("rank 0 called all_reduce(sum)", "rank 1 called broadcast of float32[8], root 0"),
     "size": ("float32[8]", "rank 2 called all_reduce(sum) of float32[16]"),
     "size-large": ("float32[262144]", "rank 2 called all_reduce(sum) of float32[131072]"),
+    "size-uneven": ("float32[262144]", "rank 1 called all_reduce(sum) of float32[262147]"),
     "shape": ("float32[4,2], axis 0", "rank 3 called all_gather of float32[2,4], axis 0"),
     "dtype": ("float32[8]", "rank 3 called all_reduce(sum) of float64[8]"),
     "axis": ("float32[4,2], axis 0", "rank 1 called all_gather of float32[4,2], axis 1"),
-    "program": ("in program 00000001", "rank 3 called all_reduce(sum) of float32[8] (call #7) "
+    "program": ("in program 00000001", "rank 3 called all_reduce(sum) of float32[8] (call #8) "
                 "in program 00000002"),
 }

@@ -82,6 +82,25 @@ def test_bfloat16_reduces_in_float32():
     assert fold(values, "sum").dtype == ml_dtypes.bfloat16
 
 
+@pytest.mark.parametrize("op", ["sum", "prod", "max"])
+def test_large_fold_is_the_plain_left_fold_bit_for_bit(op):
+    # From 512 KiB per input, three or more inputs are folded tile by tile: the same bits as
+    # one numpy step per input over the whole arrays, into a fresh array or into ``out``, and
+    # for inputs that are not contiguous (which take the untiled path).
+    ufunc = {"sum": np.add, "prod": np.multiply, "max": np.maximum}[op]
+    rng = np.random.default_rng(5)
+    rows = [rng.standard_normal((3, (1 << 16) + 7)).astype(np.float32) for _ in range(5)]
+    rows[2][0, :5] = np.nan
+    expected = rows[0]
+    for row in rows[1:]:
+        expected = ufunc(expected, row)
+    out = np.empty_like(rows[0])
+    assert fold(rows, op).tobytes() == expected.tobytes()
+    assert fold(rows, op, out=out) is out and out.tobytes() == expected.tobytes()
+    strided = [np.asfortranarray(row) for row in rows]
+    assert fold(strided, op).tobytes() == expected.tobytes()
+
+
 def test_split_stacked_matches_numpy_split():
     x = np.arange(2 * 6 * 3).reshape(2, 6, 3)
     stacked = split_stacked("t", x, 3, 1)

@@ -57,6 +57,18 @@ def main() -> int:
                 expected.tobytes():
             failures.append(f"rank {comm.rank}: deterministic all-reduce of {size} is not "
                             "the left fold in group order")
+        # Nonblocking, two in flight at once: the payload stages are MPI's nonblocking
+        # collectives (Ialltoall(v), Iallgather(v) in place), and give the same bits.
+        flipped = [row[::-1].copy() for row in rows]
+        handles = [comm.all_reduce_start(r[comm.rank], everyone_group, "sum")
+                   for r in (rows, flipped)]
+        for handle, inputs in zip(handles, (rows, flipped)):
+            want = inputs[0].copy()
+            for row in inputs[1:]:
+                want += row
+            if handle.wait().tobytes() != want.tobytes():
+                failures.append(f"rank {comm.rank}: nonblocking deterministic all-reduce of "
+                                f"{size} is not the left fold in group order")
     failures += check_recycled_results(comm, everyone_group)
     for line in failures:
         print(line, flush=True)

@@ -25,6 +25,10 @@ def scenarios(comm: MpiCommunicator, everyone: tuple[int, ...]):
                                           everyone, "sum")
     yield "size-large", lambda: comm.all_reduce(big[: (1 << 17) if rank == 2 else None],
                                                 everyone, "sum")
+    # Rank 1's buffer does not split into equal chunks (Alltoallv), the others' do (Alltoall):
+    # different MPI calls, refused by the header before either is made.
+    uneven = np.ones((1 << 18) + 3, np.float32)
+    yield "size-uneven", lambda: comm.all_reduce(uneven if rank == 1 else big, everyone, "sum")
     yield "shape", lambda: comm.all_gather(f32.reshape((2, 4) if rank == 3 else (4, 2)),
                                            everyone, 0)
     yield "dtype", lambda: comm.all_reduce(f32.astype(np.float64 if rank == 3 else np.float32),

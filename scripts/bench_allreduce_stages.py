@@ -1,0 +1,116 @@
+"""Where the time of our deterministic all-reduce goes, stage by stage, against raw mpi4py.
+
+Columns (median over repeats, slowest rank, every column run in turn within each repeat so a
+load that comes and goes weighs on all alike):
+
+* ``ours``: ``MpiCommunicator.all_reduce`` (default, deterministic);
+* ``raw``: mpi4py ``Allreduce`` into a preallocated buffer;
+* ``header``: our header round alone (``barrier``, which is nothing else);
+* ``a2av``: raw ``Alltoallv`` of the same chunks (what ours uses when they are unequal); ``fold``:
+  the fold alone (no MPI);
+  ``agv``: raw in-place ``Allgatherv`` of the folded chunks;
+* ``bare``: ``a2a`` + ``fold`` + ``ag`` in one go (our algorithm with no header, no Python
+  machinery): ``ours - bare - header`` is roughly the Python cost;
+* ``hdr+bare``: our header round, then ``bare``;
+* ``a2a``, ``ag``: raw ``Alltoall`` and in-place ``Allgather`` of the same bytes (what ours
+  uses when the chunks are equal: no counts or displacements);
+* ``gather``: raw ``Allgather`` of the whole buffer + a local fold (the other deterministic
+  algorithm).
+
+Run under MPI, e.g.::
+
+    mpirun -n 4 python scripts/bench_allreduce_stages.py --min-bytes 256K --max-bytes 4M
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+import numpy as np
+from bench_communicators import parse_bytes, timed
+from mpi4py import MPI
+
+from xla_spmd.collectives.base import fold
+from xla_spmd.collectives.mpi import MpiCommunicator, _Layout
+
+NAMES = ("ours", "raw", "header", "a2av", "fold", "agv", "bare", "hdr+bare", "a2a", "ag",
+         "gather")
+
+
+def stages(ours: MpiCommunicator, raw, size: int, repeats: int) -> list[float]:
+    """The median time of each column of ``NAMES`` at ``size`` bytes per rank."""
+    world = MPI.COMM_WORLD
+    n, rank = world.Get_size(), world.Get_rank()
+    group = tuple(range(n))
+    x = np.random.default_rng(rank).standard_normal(size // 4).astype(np.float32)
+    layout = _Layout(x.size, 4, n, rank)
+    received = np.empty((n, layout.mine), np.float32)
+    out = np.empty_like(x)
+    gathered = np.empty((n,) + x.shape, x.dtype)
+    start, mine = layout.start, layout.mine
+    byte = MPI.BYTE
+
+    def a2av():
+        raw.Alltoallv([x.view(np.uint8), layout.counts, layout.offsets, byte],
+                      [received.reshape(-1).view(np.uint8), layout.received_counts,
+                       layout.received_offsets, byte])
+
+    def fold_only():
+        fold(list(received), "sum", out=out[start:start + mine])
+
+    def agv():
+        raw.Allgatherv(MPI.IN_PLACE, [out.view(np.uint8), layout.counts, layout.offsets, byte])
+
+    def bare():  # what ours does when the chunks are equal (they are at these sizes)
+        raw.Alltoall(x, received)
+        fold_only()
+        raw.Allgather(MPI.IN_PLACE, out)
+
+    def header_bare():
+        ours.barrier(group)
+        bare()
+
+    def gather():
+        raw.Allgather(x, gathered)
+        fold([gathered[k] for k in range(n)], "sum")
+
+    fns = [lambda: ours.all_reduce(x, group, "sum"), lambda: raw.Allreduce(x, out, MPI.SUM),
+           lambda: ours.barrier(group), a2av, fold_only, agv, bare, header_bare,
+           lambda: raw.Alltoall(x, received), lambda: raw.Allgather(MPI.IN_PLACE, out), gather]
+    return timed(fns, world, repeats)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--min-bytes", default="256K")
+    parser.add_argument("--max-bytes", default="4M")
+    parser.add_argument("--repeats", type=int, default=20)
+    args = parser.parse_args()
+    world = MPI.COMM_WORLD
+    ours = MpiCommunicator()
+    raw = world.Dup()
+    load = os.getloadavg()[0]
+    rows = []
+    size = parse_bytes(args.min_bytes)
+    while size <= parse_bytes(args.max_bytes):
+        repeats = max(3, args.repeats if size <= (1 << 22) else args.repeats // 4)
+        rows.append((size, stages(ours, raw, size, repeats)))
+        size *= 4
+    if world.Get_rank() == 0:
+        print(f"{world.Get_size()} ranks, float32 sum, median of {args.repeats} runs "
+              f"interleaved, slowest rank, us; load average {load:.1f} at start, "
+              f"{os.getloadavg()[0]:.1f} at end, {os.cpu_count()} cores")
+        print(f"{'bytes/rank':>10} " + " ".join(f"{name:>8}" for name in NAMES)
+              + f" {'ours/raw':>8} {'python':>8}")
+        for size, times in rows:
+            t = dict(zip(NAMES, times))
+            python = t["ours"] - t["bare"] - t["header"]
+            print(f"{size:>10} " + " ".join(f"{v * 1e6:>8.1f}" for v in times)
+                  + f" {t['ours'] / t['raw']:>8.2f} {python * 1e6:>8.1f}")
+    raw.Free()
+    ours.free()
+
+
+if __name__ == "__main__":
+    main()
