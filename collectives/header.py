@@ -9,8 +9,9 @@ member compares them; a mismatch raises the same ``CommunicationError`` on every
 naming both calls.
 
 A header holds the per-group call number, the collective kind, the reduction, the dtype,
-the shape, the kind's arguments (axes, root, permutation pairs) and a fingerprint of the
-program the rank runs. Names are encoded with a stable hash (no Python hash randomisation),
+the shape, the kind's arguments (axes, root, permutation pairs), a fingerprint of the
+program the rank runs, and whether float reductions fold in group order or use MPI's own
+(``XLA_SPMD_DETERMINISTIC``): the two make different MPI calls. Names are encoded with a stable hash (no Python hash randomisation),
 so headers agree across processes.
 
 >>> import numpy as np
@@ -43,7 +44,7 @@ _NAME_BYTES = 16
 # Word offsets.
 _SEQUENCE, _KIND, _OP, _DTYPE, _NDIM, _DIMS = 0, 1, 2, 3, 5, 6
 _ARGS = _DIMS + _MAX_DIMS  # 4 words: the kind's integer arguments
-_SHAPE_HASH, _PAIRS_HASH, _PROGRAM, _OP_HASH = 18, 19, 20, 21
+_SHAPE_HASH, _PAIRS_HASH, _PROGRAM, _OP_HASH, _NATIVE_FLOATS = 18, 19, 20, 21, 22
 
 
 def stable_hash(values: Sequence[int] | bytes) -> int:
@@ -67,9 +68,10 @@ def _name_of(words: np.ndarray) -> str:
 
 def encode(sequence: int, kind: str, op: str | None, x: np.ndarray | None,
            args: Sequence[int] = (), pairs: Sequence[tuple[int, int]] = (),
-           program: int = 0) -> np.ndarray:
+           program: int = 0, deterministic: bool = True) -> np.ndarray:
     """The header of one call: ``op`` a reduction name (or a callable's name) or None;
-    ``x`` the input buffer (None for a barrier); ``args`` up to 4 integer arguments."""
+    ``x`` the input buffer (None for a barrier); ``args`` up to 4 integer arguments;
+    ``deterministic`` False where float reductions use MPI's own."""
     header = np.zeros(HEADER_WORDS, np.int64)
     header[_SEQUENCE] = sequence
     header[_KIND] = KINDS.index(kind)
@@ -89,6 +91,7 @@ def encode(sequence: int, kind: str, op: str | None, x: np.ndarray | None,
     if pairs:
         header[_PAIRS_HASH] = stable_hash([v for pair in pairs for v in pair])
     header[_PROGRAM] = program
+    header[_NATIVE_FLOATS] = not deterministic
     return header
 
 
@@ -108,6 +111,8 @@ def describe(header: np.ndarray) -> str:
         text += ", " + ", ".join(args)
     if header[_PAIRS_HASH]:
         text += f" with pairs #{int(header[_PAIRS_HASH]) & 0xFFFF:04x}"
+    if header[_NATIVE_FLOATS]:
+        text += " with MPI's own float reductions (XLA_SPMD_DETERMINISTIC=0)"
     text += f" (call #{int(header[_SEQUENCE])})"
     if header[_PROGRAM]:
         text += f" in program {int(header[_PROGRAM]) & 0xFFFFFFFF:08x}"

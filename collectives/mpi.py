@@ -512,13 +512,15 @@ class MpiCommunicator(BlockingCollectives):
         sequence = self._sequence.get(group, 0)
         self._sequence[group] = sequence + 1
         self._beacons.entered(_fingerprint(group), sequence)
-        key = (kind, op, None if x is None else (x.dtype, x.shape), args, pairs, self.program)
+        key = (kind, op, None if x is None else (x.dtype, x.shape), args, pairs, self.program,
+               self.deterministic)
         head = self._headers.get(key)
         if head is None:
             if len(self._headers) > _MAX_HEADERS:
                 self._headers.clear()
             head = self._headers[key] = header.encode(0, kind, op, x, args, pairs,
-                                                       self.program).view(np.uint8)
+                                                       self.program, self.deterministic
+                                                       ).view(np.uint8)
         block = np.empty(_BLOCK_BYTES, np.uint8)
         block[:_HEADER_BYTES] = head
         # Header word 0 is the call number. An ndarray is a writable buffer; numpy's stubs

@@ -135,4 +135,7 @@ SCENARIOS = {
     "axis": ("float32[4,2], axis 0", "rank 1 called all_gather of float32[4,2], axis 1"),
     "program": ("in program 00000001", "rank 3 called all_reduce(sum) of float32[8] (call #8) "
                 "in program 00000002"),
+    "determinism": ("rank 0 called all_reduce(sum) of float32[262144] (call #",
+                    "rank 2 called all_reduce(sum) of float32[262144] with MPI's own float "
+                    "reductions (XLA_SPMD_DETERMINISTIC=0)"),
 }

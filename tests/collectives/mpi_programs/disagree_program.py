@@ -44,6 +44,15 @@ def scenarios(comm: MpiCommunicator, everyone: tuple[int, ...]):
 
     yield "program", program
 
+    def determinism():
+        comm.deterministic = rank != 2
+        try:
+            return comm.all_reduce(big, everyone, "sum")
+        finally:
+            comm.deterministic = True
+
+    yield "determinism", determinism
+
 
 def main() -> int:
     comm = MpiCommunicator(timeout=60)
