@@ -11,8 +11,8 @@ naming both calls.
 A header holds the per-group call number, the collective kind, the reduction, the dtype,
 the shape, the kind's arguments (axes, root, permutation pairs), a fingerprint of the
 program the rank runs, and whether float reductions fold in group order or use MPI's own
-(``XLA_SPMD_DETERMINISTIC``): the two make different MPI calls. Names are encoded with a stable hash (no Python hash randomisation),
-so headers agree across processes.
+(``XLA_SPMD_DETERMINISTIC``): the two make different MPI calls. Names are encoded with a
+stable hash (no Python hash randomisation), so headers agree across processes.
 
 >>> import numpy as np
 >>> a = encode(3, "all_reduce", "sum", np.zeros((4, 2), np.float32))
