@@ -75,3 +75,18 @@ def test_boolean_masks_on_concrete_arrays_and_an_error_under_jit(mesh):
     np.testing.assert_array_equal(np.asarray(xnp.asarray(X)[X[:, 0] > 40]), X[X[:, 0] > 40])
     with pytest.raises(xs.errors.XlaSpmdError, match="boolean mask"):
         xs.jit(lambda x: x[x > 2])(X)
+
+
+def test_a_captured_sharded_array_indexes_as_a_constant(mesh):
+    """A ShardedArray closed over by a jitted function is a constant index, as a jax.Array
+    is: reads and ``.at`` updates give numpy's values."""
+    ids = xs.device_put(np.array([5, 0, 7], np.int32), NamedSharding(mesh, P()))
+    rows = NamedSharding(mesh, P("v", "d"))
+    read = xs.jit(lambda x: x[ids], in_shardings=(rows,))(X)
+    np.testing.assert_array_equal(np.asarray(read), X[[5, 0, 7]])
+    picked = xs.jit(lambda x: x[ids, 2])(X)
+    np.testing.assert_array_equal(np.asarray(picked), X[[5, 0, 7], 2])
+    added = xs.jit(lambda x: x.at[ids].add(1.0))(X)
+    expected = X.copy()
+    np.add.at(expected, [5, 0, 7], 1.0)
+    np.testing.assert_array_equal(np.asarray(added), expected)

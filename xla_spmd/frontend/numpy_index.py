@@ -31,9 +31,17 @@ def _is_array_index(i) -> bool:
     return isinstance(i, (Value, np.ndarray, list)) and not isinstance(i, bool)
 
 
+def _host_constant(entry):
+    """An array of the runtime used as an index (a ``ShardedArray`` captured by a jitted
+    function, anything with ``__array__`` that is not traced) is a constant: its value."""
+    if hasattr(entry, "__array__") and not isinstance(entry, (Value, np.ndarray, np.generic)):
+        return np.asarray(entry)
+    return entry
+
+
 def _expand(index, ndim: int) -> list:
     """The index as a list with the ellipsis expanded (None entries kept)."""
-    index = list(index) if isinstance(index, tuple) else [index]
+    index = [_host_constant(i) for i in (index if isinstance(index, tuple) else [index])]
     consumed = sum(1 for i in index if not (i is None or i is Ellipsis))
     ellipses = [k for k, i in enumerate(index) if i is Ellipsis]
     if len(ellipses) > 1:
