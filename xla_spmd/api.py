@@ -413,7 +413,7 @@ Array.transpose = _transpose  # pyright: ignore[reportAttributeAccessIssue]  (in
 Array.__hash__ = None  # pyright: ignore[reportAttributeAccessIssue]  (== is elementwise)
 
 
-def device_put(value, sharding):
+def device_put(value, sharding=None):
     """`xla_spmd.runtime.device_put`, returning `Array`s (whose math runs on the devices)."""
     return tree_map(Array.of, runtime_device_put(value, sharding))
 

@@ -137,6 +137,20 @@ def test_a_mesh_over_fewer_devices_runs_on_the_first_ones():
         xs.device_put(np.ones(16), NamedSharding(xs.make_mesh({"x": 16}), P("x")))
 
 
+def test_device_put_without_a_sharding_is_on_the_first_device_and_moves_where_needed():
+    """``device_put(x)`` as JAX's: the value on the default (first) device, usable alone or
+    with arrays sharded over the whole job, where every device gets its copy."""
+    x = np.arange(8.0, dtype=np.float32)
+    a = xs.device_put(x)
+    assert [shard.device.id for shard in a.addressable_shards] == [0]
+    np.testing.assert_array_equal(np.asarray(xs.jit(lambda v: v * 2)(a)), x * 2)
+    mesh = xs.make_mesh({"x": 8}, axis_types=xs.AxisType.Auto)
+    b = xs.device_put(np.ones(8, np.float32), NamedSharding(mesh, P("x")))
+    total = xs.jit(lambda u, v: u + v)(a, b)
+    np.testing.assert_array_equal(np.asarray(total), x + 1)
+    assert total.sharding.spec == P("x")
+
+
 def test_jax_mesh_constructors():
     assert xs.make_mesh((2, 4), ("a", "b")) == xs.make_mesh({"a": 2, "b": 4})
     devices = np.array(xs.devices()[:4]).reshape(2, 2)

@@ -286,9 +286,13 @@ def _as_tuple(value) -> tuple:
 
 
 def _committed_sharding(leaf):
-    """A sharded argument's own sharding (jit respects committed input shardings)."""
+    """A sharded argument's own sharding (jit respects committed input shardings). An array
+    on a mesh without axes (``device_put(x)`` with no sharding) is not committed, as in JAX:
+    propagation places it."""
     sharding = getattr(leaf, "tensor_sharding", None)
-    return sharding if isinstance(sharding, TensorSharding) else None
+    if not isinstance(sharding, TensorSharding) or not sharding.mesh.axis_names:
+        return None
+    return sharding
 
 
 class Jitted:

@@ -24,6 +24,7 @@ import numpy as np
 from xla_spmd.backends import Executable
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import Module, TupleShape
+from xla_spmd.mesh import Mesh
 from xla_spmd.runtime.devices import topology
 from xla_spmd.runtime.executable import execute
 from xla_spmd.runtime.sharded_array import ShardedArray, device_put, mesh_local_devices
@@ -54,7 +55,13 @@ class Runner:
 
     def _place(self, leaf, sharding: TensorSharding, number: int) -> ShardedArray:
         """The argument as a ShardedArray with the parameter's sharding; an argument sharded
-        differently is gathered and placed again."""
+        differently is gathered and placed again. A replicated value on fewer devices than
+        the program runs on (``device_put(x)`` puts it on the first device, as JAX's does)
+        is copied to every device of the program."""
+        partitions = self.executable.module.num_partitions
+        if sharding.mesh.size < partitions and sharding.is_fully_replicated:
+            sharding = TensorSharding.replicated_on(Mesh.from_shape({"devices": partitions}),
+                                                    sharding.rank)
         if isinstance(leaf, ShardedArray) and leaf.tensor_sharding == sharding.closed():
             return leaf
         value = leaf.gather() if isinstance(leaf, ShardedArray) else np.asarray(leaf)

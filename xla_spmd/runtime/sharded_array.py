@@ -28,9 +28,10 @@ import numpy as np
 
 from xla_spmd.errors import ShardingError, XlaSpmdError
 from xla_spmd.ir.dtypes import canonical_array
+from xla_spmd.mesh import Mesh
 from xla_spmd.runtime.array_interface import ArrayInterface
 from xla_spmd.runtime.devices import Device, local_devices, topology
-from xla_spmd.sharding import NamedSharding, TensorSharding, user_sharding
+from xla_spmd.sharding import NamedSharding, PartitionSpec, TensorSharding, user_sharding
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,11 +262,15 @@ def _put_one(value, sharding, what: str) -> ShardedArray:
     return ShardedArray(array.shape, array.dtype, tensor_sharding, shards)
 
 
-def device_put(value, sharding):
+def device_put(value, sharding=None):
     """Place an array (or a pytree of arrays) on the devices by a sharding (or a pytree of
-    shardings of the same structure); this process keeps only its devices' shards."""
+    shardings of the same structure); this process keeps only its devices' shards. With no
+    sharding, on the first device, as JAX's ``device_put(x)`` puts it on the default device.
+    """
     from xla_spmd.frontend.pytree import broadcast_prefix, tree_flatten, tree_unflatten
 
+    if sharding is None:
+        sharding = NamedSharding(Mesh.from_shape({}), PartitionSpec())
     leaves, tree = tree_flatten(value)
     try:
         shardings = broadcast_prefix(
