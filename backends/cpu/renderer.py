@@ -190,7 +190,7 @@ class _Writer:
 
 
 def loop_function(name: str, params: str, dims: tuple, body: list[str],
-                  tiled: tuple[int, int] | None = None, tile: int = 32) -> str:
+                  tiled: tuple[int, int] | None = None, tile: int = 64) -> str:
     """The function ``define void @name(params)`` running ``body`` (a `_Writer`'s lines) in
     a row-major loop nest over ``dims``: loop ``k`` counts ``%i{k}`` from 0 to ``dims[k]``,
     the innermost over the last dim; a scalar (``dims == ()``) runs ``body`` once.

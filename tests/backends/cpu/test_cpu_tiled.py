@@ -1,7 +1,7 @@
 """Loop fusions that read an operand through a transpose (maybe behind reshapes) run their
 loop nest in blocks (``emitter.TILE``); each element is still computed once, the same way, so
 the results are bit-identical to the reference evaluator's and to numpy's. Shapes are picked
-to leave partial blocks at the edges (and blocks larger than a dim)."""
+to leave partial blocks at the edges (and blocks larger than a dim, and dims in between)."""
 
 import ml_dtypes
 import numpy as np
@@ -47,9 +47,10 @@ def transposed_update(dtype: DType, shape: tuple, permutation: tuple) -> Module:
 
 
 def check(module: Module, args: list[np.ndarray], want_numpy: np.ndarray | None = None):
-    want = evaluate(module, args)
+    want = np.asarray(evaluate(module, args))
     executable = BACKEND.compile(module, (0,))
-    (got,) = executable.run(0, args, None)
+    (result,) = executable.run(0, args, None)
+    got = np.asarray(result)
     assert executable.report()["fallbacks"] == {}
     assert got.dtype == want.dtype and got.shape == want.shape
     assert got.tobytes() == want.tobytes()
@@ -62,9 +63,11 @@ def tiled(module: Module) -> bool:
     return "%j" in render_module(fusions)
 
 
-CASES = [((37, 45), (1, 0)), ((TILE, 2 * TILE), (1, 0)), ((70, 3), (1, 0)),
-         ((5, 33, 40), (0, 2, 1)), ((33, 6, 35), (2, 0, 1)), ((34, 3, 31), (1, 2, 0)),
-         ((3, 36, 2, 33), (0, 3, 1, 2)), ((2, 33, 3, 34), (3, 2, 0, 1))]
+T = TILE
+CASES = [((T + 5, 2 * T - 3), (1, 0)), ((T, 2 * T), (1, 0)), ((70, 3), (1, 0)), ((7, 9), (1, 0)),
+         ((3, T + 1, T + 7), (0, 2, 1)), ((T + 3, 4, T - 1), (2, 0, 1)),
+         ((T + 2, 3, 9), (1, 2, 0)), ((2, T + 1, 2, T + 3), (0, 3, 1, 2)),
+         ((2, T + 3, 3, 5), (3, 2, 0, 1))]
 
 
 @pytest.mark.parametrize("shape, permutation", CASES)
