@@ -7,6 +7,10 @@ SSA names or Python ints (folded while emitting).
 
 A loop fusion whose members are all elementwise, with every input of the output's shape or a
 scalar, is emitted as one flat loop over the elements (the best case for the vectorizer).
+A loop fusion that reads some input along the output's innermost dim with a stride but along
+another dim contiguously (a transpose, maybe behind reshapes) runs those two dims in
+``TILE`` x ``TILE`` blocks (``_tiled``), so the strided reads stay in cache; every element is
+computed as before, so the results are unchanged.
 
 >>> from xla_spmd.ir import parse_hlo
 >>> from xla_spmd.backends.cpu.fusion import fuse
@@ -29,6 +33,8 @@ from xla_spmd.ir import Instruction
 from xla_spmd.ir.dtypes import F32, S64
 
 Index = tuple  # of str (SSA i64) or int
+TILE = 64  # the block edge of a tiled loop nest (see ``renderer.loop_function``)
+_INDEX_OPS = ("broadcast", "transpose", "reshape", "bitcast", "slice", "reverse")
 
 
 class _FusionEmitter:
@@ -103,7 +109,7 @@ class _FusionEmitter:
             value = index[attrs.iota_dimension]
             value = str(value) if isinstance(value, int) else value
             return r.round_to(w, dtype, r.convert(w, S64, dtype, value))
-        if name in ("broadcast", "transpose", "reshape", "bitcast", "slice", "reverse"):
+        if name in _INDEX_OPS:
             (operand,) = inst.operands
             return self.value(operand, self._operand_index(inst, operand, index))
         values = [self.value(o, index if o.shape.rank else ()) for o in inst.operands]
@@ -193,7 +199,53 @@ class _FusionEmitter:
         else:
             value = self.value(root, index)
             r.store(w, root.shape.dtype, value, "%out", str(self.linear(index, dims)))
+            return r.loop_function(fusion.name, params, dims, w.lines, self._tiled(), TILE)
         return r.loop_function(fusion.name, params, dims, w.lines)
+
+    def _read_strides(self) -> set[tuple[int, ...]]:
+        """For each place an input is read: its element stride along each output dim (0
+        along dims of size 1), found by following the origin and a unit step along each dim
+        through the index ops (exact for transposes, slices, reverses and broadcasts; the
+        local stride through a reshape)."""
+        dims = self.fusion.root.shape.dims
+        probes = ((0,) * len(dims),) + tuple(
+            tuple(int(n > 1 and j == k) for j in range(len(dims))) for k, n in enumerate(dims))
+        strides: set[tuple[int, ...]] = set()
+        seen: set[tuple] = set()
+
+        def visit(inst: Instruction, indices: tuple[Index, ...]) -> None:
+            if (id(inst), indices) in seen:
+                return
+            seen.add((id(inst), indices))
+            if id(inst) not in self.members:
+                offsets = [self.linear(i, inst.shape.dims) for i in indices]
+                assert all(isinstance(o, int) for o in offsets)  # integer probes fold
+                strides.add(tuple(int(o) - int(offsets[0]) for o in offsets[1:]))
+            elif inst.op.name in _INDEX_OPS:
+                (operand,) = inst.operands
+                visit(operand, tuple(self._operand_index(inst, operand, i) for i in indices))
+            else:
+                for o in inst.operands:
+                    visit(o, indices if o.shape.rank else ((),) * len(indices))
+
+        visit(self.fusion.root, probes)
+        return strides
+
+    def _tiled(self) -> tuple[int, int] | None:
+        """The dims ``(a, b)`` to run in blocks: ``b`` the output's innermost dim (of size
+        above 1) and ``a`` another, when some input is read with a stride other than 0 or
+        +-1 along ``b`` but +-1 along ``a`` (a transpose, maybe through reshapes); else None.
+        """
+        big = [k for k, n in enumerate(self.fusion.root.shape.dims) if n > 1]
+        if len(big) < 2:
+            return None
+        b = big[-1]
+        for strides in sorted(self._read_strides()):
+            if abs(strides[b]) > 1:
+                a = next((k for k in big[:-1] if abs(strides[k]) == 1), None)
+                if a is not None:
+                    return a, b
+        return None
 
     def _render_window(self, params: str) -> str:
         """A reduce-window: loops over the output, then over the window (row-major), each
