@@ -164,7 +164,7 @@ class Prepared:
 
     def __init__(self, model, mesh_axes: dict):
         step, args, specs = model
-        mesh = xs.make_mesh(mesh_axes)
+        mesh = xs.make_mesh(mesh_axes, axis_types=xs.AxisType.Auto)  # propagation places the rest
         shardings = _shardings(mesh, specs, args)
         xs.set_num_devices(mesh.size)
         start = time.perf_counter()

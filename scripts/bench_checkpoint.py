@@ -203,7 +203,8 @@ def main() -> None:
                         "(default: the system's temporary folder)")
     args = parser.parse_args()
     xs.set_num_devices(args.devices)
-    mesh = xs.make_mesh({"data": 2, "model": args.devices // 2})
+    mesh = xs.make_mesh({"data": 2, "model": args.devices // 2},
+                        axis_types=xs.AxisType.Auto)  # propagation places the rest
     params = make_params(args.megabytes, mesh)
     work = Path(tempfile.mkdtemp(prefix="bench_checkpoint_", dir=args.dir))
     try:
