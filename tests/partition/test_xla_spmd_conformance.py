@@ -5,7 +5,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from xla_spmd_tests import XlaCase, extract_modules, run_module  # tests/partition on sys.path
+import numpy as np
+from xla_spmd_tests import (  # tests/partition on sys.path
+    BACKENDS,
+    XlaCase,
+    extract_modules,
+    run_module,
+)
 
 SNIPPET = r'''
 TEST_P(SpmdPartitioningTest, TiledAdd) {
@@ -63,11 +69,22 @@ def test_a_wrong_partition_is_a_mismatch(monkeypatch):
     case = extract_modules(SNIPPET)[0]
     real = spmd_oracle.run_on_devices
 
+    def bump(result):  # a device's result: an array, or a tuple of its leaves
+        if isinstance(result, (tuple, list)):
+            return tuple(bump(leaf) for leaf in result)
+        return np.asarray(result) + 1
+
     def off_by_one(spmd, per_device, n, backend):
-        return [result + 1 for result in real(spmd, per_device, n, backend)]  # one array each
+        return [bump(result) for result in real(spmd, per_device, n, backend)]
 
     monkeypatch.setattr(spmd_oracle, "run_on_devices", off_by_one)
-    assert run_module(case).status == "MISMATCH"
+    for backend in BACKENDS:
+        assert run_module(case, backend=backend).status == "MISMATCH"
+
+
+def test_both_backends_pass_a_correct_partition():
+    case = extract_modules(SNIPPET)[0]
+    assert [run_module(case, backend=b).status for b in BACKENDS] == ["PASS", "PASS"]
 
 
 def test_a_missing_device_count_is_not_a_case():

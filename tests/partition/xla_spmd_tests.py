@@ -7,8 +7,10 @@ partitioned over (``PartitionComputation(hlo_string, /*num_devices=*/N, ...)``).
 XLA's test does (the module's shardings as written, no propagation; a value without one is
 replicated), runs it on N in-process devices with random inputs (seeded by the test's name;
 integers within [0, 4), so that indices are in range) and compares the assembled results
-with the unpartitioned module on the reference evaluator (`spmd_oracle.check`): exactly for
-integers and predicates, to 1e-4 for floats (2e-2 for bf16 results, 2e-3 for f16).
+with the unpartitioned module (`spmd_oracle.check`), both run on the compiled CPU backend or
+the reference evaluator: exactly for integers and predicates, to 1e-4 for floats (2e-2 for bf16
+results, 2e-3 for f16), relative to the result's largest magnitude (a partitioned sum adds
+in another order).
 
 >>> cc = 'TEST_P(T, Add) {\\n  absl::string_view hlo_string = R"(\\nHloModule m\\n)";\\n' \\
 ...      '  PartitionComputation(hlo_string, /*num_devices=*/2));\\n}\\n'
@@ -111,15 +113,24 @@ def _alarm(signum, frame):
     raise _Timeout
 
 
-def run_module(case: XlaCase, timeout: float | None = None) -> XlaResult:
+BACKENDS = ("cpu", "reference")  # what runs both modules: compiled, or the numpy evaluator
+
+
+def run_module(case: XlaCase, timeout: float | None = None, backend: str = "cpu"
+               ) -> XlaResult:
     """Parse, partition over `case.num_devices`, run and compare (see the module docstring);
-    a case still running after `timeout` seconds is stopped as TIMEOUT (main thread only)."""
+    a case still running after `timeout` seconds is stopped as TIMEOUT (main thread only).
+    `backend` runs the partitioned module (on N devices) and the unpartitioned one: the
+    compiled CPU backend (bit-identical to the reference evaluator, much faster on large
+    convolutions, dots and sorts) or the reference evaluator itself."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend {backend!r} is not one of {BACKENDS}")
     if not timeout:
-        return _run_module(case)
+        return _run_module(case, backend)
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
-        return _run_module(case)
+        return _run_module(case, backend)
     except _Timeout:
         return XlaResult(case.name, "TIMEOUT", f"still running after {timeout:g} s")
     finally:
@@ -127,7 +138,7 @@ def run_module(case: XlaCase, timeout: float | None = None) -> XlaResult:
         signal.signal(signal.SIGALRM, previous)
 
 
-def _run_module(case: XlaCase) -> XlaResult:
+def _run_module(case: XlaCase, backend: str) -> XlaResult:
     from spmd_oracle import check
 
     from xla_spmd.errors import ParseError, XlaSpmdError
@@ -147,7 +158,7 @@ def _run_module(case: XlaCase) -> XlaResult:
         args = random_inputs(module, zlib.crc32(case.name.encode()))
         tolerance = _tolerance(module)
         check(module, args, num_devices=case.num_devices, propagate=False, rtol=tolerance,
-              atol=tolerance)
+              atol=tolerance, scaled=True, backend=backend, expected_backend=backend)
     except AssertionError as error:
         return XlaResult(case.name, "MISMATCH", _first_line(error, skip_blank=True))
     except XlaSpmdError as error:
