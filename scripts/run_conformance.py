@@ -29,7 +29,8 @@ Each test of XLA's ``xla/service/spmd/spmd_partitioner_test.cc`` that partitions
 devices with the shardings as written, run on N in-process devices with seeded random inputs
 and compared with the unpartitioned module, both on the compiled CPU backend (``--backend
 reference``: on the reference evaluator)
-(tests/partition/xla_spmd_tests.py). Prints a table of the outcomes (PASS, PARSE, UNSUPPORTED,
+(tests/partition/xla_spmd_tests.py), each in a process of its own (killed at ``--timeout``,
+its memory capped). Prints a table of the outcomes (PASS, PARSE, UNSUPPORTED,
 MISMATCH, CRASH, TIMEOUT, TOO_LARGE) with the most common reasons; ``--failures`` lists each
 failing test.
 """
@@ -49,7 +50,7 @@ sys.path.insert(0, str(ROOT / "tests" / "stablehlo"))
 from filecheck import FileCheckError, filecheck, parse_directives  # noqa: E402
 from run_lines import has_filecheck, replay_file  # noqa: E402
 from shardy_exec import run_shardy_executable_test  # noqa: E402
-from xla_spmd_tests import BACKENDS, extract_modules, run_module  # noqa: E402
+from xla_spmd_tests import BACKENDS, extract_modules, run_isolated  # noqa: E402
 
 from xla_spmd.errors import XlaSpmdError  # noqa: E402
 from xla_spmd.stablehlo.interpreter import (  # noqa: E402
@@ -233,7 +234,7 @@ def run_xla_spmd(path: str, failures: bool, timeout: float, backend: str = "cpu"
     (see the module docstring); its results in file order."""
     results = []
     for case in extract_modules(Path(path).read_text()):
-        result = run_module(case, timeout=timeout, backend=backend)
+        result = run_isolated(case, timeout=timeout, backend=backend)
         results.append(result)
         if failures and result.status != "PASS":
             print(f"{result.status} {case.name} ({case.num_devices} devices): "

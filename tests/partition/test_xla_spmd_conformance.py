@@ -10,6 +10,7 @@ from xla_spmd_tests import (  # tests/partition on sys.path
     BACKENDS,
     XlaCase,
     extract_modules,
+    run_isolated,
     run_module,
 )
 
@@ -101,3 +102,18 @@ def test_the_runner_prints_the_table(tmp_path):
     assert "PARSE TiledInfeed (4 devices)" in out
     assert "| PASS | 1 |" in out
     assert "| **pass** | 1/2 (50%) |" in out
+
+
+def test_an_isolated_case_passes_stops_at_its_timeout_and_is_capped_in_memory():
+    case = extract_modules(SNIPPET)[0]
+    assert run_isolated(case, timeout=120).status == "PASS"
+    slow = XlaCase("Slow", case.hlo.replace("f32[6,3]", "f32[3000,3000]").replace(
+        "add(%a, %b)", "dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}"), 2)
+    assert run_isolated(slow, timeout=0.5, backend="reference").status == "TIMEOUT"
+    huge = XlaCase("Huge", """HloModule m
+ENTRY e {
+  i = f32[60000,60000] iota(), iota_dimension=0
+  ROOT a = f32[60000,60000] add(i, i), sharding={devices=[2,1]0,1}
+}""", 2)  # 14 GB a value: over the 6 GB cap
+    result = run_isolated(huge, timeout=120, backend="reference")
+    assert result.status == "TOO_LARGE", result

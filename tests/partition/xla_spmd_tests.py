@@ -20,7 +20,11 @@ in another order).
 
 from __future__ import annotations
 
+import os
+import pickle
 import re
+import resource
+import select
 import signal
 import zlib
 from dataclasses import dataclass
@@ -138,6 +142,56 @@ def run_module(case: XlaCase, timeout: float | None = None, backend: str = "cpu"
         signal.signal(signal.SIGALRM, previous)
 
 
+MEMORY_LIMIT = 6 << 30  # the address space an isolated case may take (more: TOO_LARGE)
+
+
+def run_isolated(case: XlaCase, timeout: float | None = None, backend: str = "cpu",
+                 memory: int | None = MEMORY_LIMIT) -> XlaResult:
+    """`run_module` in a forked child process: stopped at `timeout` seconds even inside a
+    long native call (a BLAS product, a sort), its address space capped at `memory` bytes so
+    that a case too large for the machine is a MemoryError (TOO_LARGE), not the kernel's
+    out-of-memory killer stopping the whole run. A child killed by a signal is TOO_LARGE
+    too (the killer), one that exits without a result a CRASH. POSIX only."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend {backend!r} is not one of {BACKENDS}")
+    if backend != "reference":  # its native libraries loaded once, before the cap
+        from xla_spmd.backends import get_backend
+        get_backend(backend)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: run, send the result, leave without any cleanup of the parent's
+        code = 1
+        try:
+            os.close(read)
+            if memory:
+                resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+            try:
+                result = _run_module(case, backend)
+            except MemoryError as error:
+                result = XlaResult(case.name, "TOO_LARGE", _first_line(error))
+            with os.fdopen(write, "wb") as out:
+                pickle.dump((result.status, result.message), out)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        ready, _, _ = select.select([pipe], [], [], timeout)
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return XlaResult(case.name, "TIMEOUT", f"still running after {timeout:g} s")
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    if data:
+        return XlaResult(case.name, *pickle.loads(data))
+    if os.WIFSIGNALED(status):
+        return XlaResult(case.name, "TOO_LARGE", f"killed by signal {os.WTERMSIG(status)} "
+                                                 f"(out of memory)")
+    return XlaResult(case.name, "CRASH", f"the case's process exited with status "
+                                         f"{os.WEXITSTATUS(status)} and no result")
+
+
 def _run_module(case: XlaCase, backend: str) -> XlaResult:
     from spmd_oracle import check
 
@@ -162,6 +216,8 @@ def _run_module(case: XlaCase, backend: str) -> XlaResult:
     except AssertionError as error:
         return XlaResult(case.name, "MISMATCH", _first_line(error, skip_blank=True))
     except XlaSpmdError as error:
+        if "MemoryError" in str(error):  # an evaluator's rule ran out of memory
+            return XlaResult(case.name, "TOO_LARGE", _first_line(error))
         return XlaResult(case.name, "UNSUPPORTED", _first_line(error))
     except MemoryError as error:  # values larger than this machine holds: not a verdict
         return XlaResult(case.name, "TOO_LARGE", _first_line(error))
