@@ -229,11 +229,15 @@ def print_propagation_table(rows) -> None:
     print(f"| **all** | {ok}/{total} | {100 * ok / max(total, 1):.0f}% |")
 
 
-def run_xla_spmd(path: str, failures: bool, timeout: float, backend: str = "cpu") -> list:
-    """Every partitioning test of XLA's spmd_partitioner_test.cc at `path`, run on `backend`
-    (see the module docstring); its results in file order."""
+def run_xla_spmd(path: str, failures: bool, timeout: float, backend: str = "cpu",
+                 only: str | None = None) -> list:
+    """Every partitioning test of XLA's spmd_partitioner_test.cc at `path` (those whose name
+    `only`, a regular expression, matches in full), run on `backend` (see the module
+    docstring); its results in file order."""
     results = []
     for case in extract_modules(Path(path).read_text()):
+        if only is not None and not re.fullmatch(only, case.name):
+            continue
         result = run_isolated(case, timeout=timeout, backend=backend)
         results.append(result)
         if failures and result.status != "PASS":
@@ -279,6 +283,9 @@ def main() -> int:
     parser.add_argument("--backend", choices=BACKENDS, default="cpu",
                         help="what runs an XLA test's modules: the compiled CPU backend "
                              "(default) or the reference evaluator")
+    parser.add_argument("--only", metavar="REGEX",
+                        help="run only the XLA tests whose name the expression matches in full"
+                             " (to rerun some cases of a full run)")
     parser.add_argument("--failures", action="store_true",
                         help="also list each failing propagation case or XLA test")
     args = parser.parse_args()
@@ -287,7 +294,7 @@ def main() -> int:
                      "and/or --xla-spmd FILE")
     if args.xla_spmd:
         print_xla_spmd_table(run_xla_spmd(args.xla_spmd, args.failures, args.timeout,
-                                          args.backend))
+                                          args.backend, args.only))
     if args.shardy_propagation:
         print_propagation_table(run_propagation(args.shardy_propagation, args.failures))
     for name, directory, shardy in (("StableHLO interpreter", args.stablehlo, False),

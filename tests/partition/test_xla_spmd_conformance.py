@@ -117,3 +117,13 @@ ENTRY e {
 }""", 2)  # 14 GB a value: over the 6 GB cap
     result = run_isolated(huge, timeout=120, backend="reference")
     assert result.status == "TOO_LARGE", result
+
+
+def test_the_runner_reruns_only_the_named_tests(tmp_path):
+    path = tmp_path / "spmd_partitioner_test.cc"
+    path.write_text(SNIPPET)
+    script = Path(__file__).resolve().parents[2] / "scripts" / "run_conformance.py"
+    out = subprocess.run([sys.executable, str(script), "--xla-spmd", str(path), "--only",
+                          "Tiled(Add|Nothing)", "--backend", "reference"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "| **pass** | 1/1 (100%) |" in out
