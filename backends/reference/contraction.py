@@ -111,9 +111,10 @@ def convolution(inst: Instruction, lhs, rhs, work: np.dtype, xp=np):
     output position's input window (channels major, kernel taps minor) is one column, so
     every output element is one dot product of length channels x taps, however few the
     channels (an image's 3 colours against a 7x7 kernel is one GEMM of depth 147, not 49 of
-    depth 3). Patches are built in blocks of batch elements and output rows of at most
-    `PATCH_BYTES`. ``xp`` is the operands' array module (numpy here, CuPy on the GPU
-    backend)."""
+    depth 3). Patches are copied a kernel tap at a time, or a window at a time where there
+    are fewer output positions than taps (a weight gradient), in blocks of batch elements
+    and output rows of at most `PATCH_BYTES`. ``xp`` is the operands' array module (numpy
+    here, CuPy on the GPU backend)."""
     attrs = inst.attrs
     dn, window = attrs.dim_labels, attrs.window
     groups, batch_groups = attrs.feature_group_count, attrs.batch_group_count
@@ -146,7 +147,17 @@ def convolution(inst: Instruction, lhs, rhs, work: np.dtype, xp=np):
                                             np.dtype(work).itemsize):
         block = (r1 - r0,) + out_spatial[1:] if out_spatial else ()
         patches = xp.empty((g, channels_g, len(taps), b1 - b0) + block, dtype=work)
-        for t, offsets in enumerate(taps):
+        positions = int(np.prod(block, dtype=np.int64))
+        if positions < len(taps):  # few outputs, large windows: copy a window at a time
+            for where in itertools.product(*(range(n) for n in block)):
+                index = [slice(None), slice(b0, b1), slice(None)]
+                for axis, (w, q) in enumerate(zip(window.dims, where)):
+                    start = (q + (r0 if axis == 0 else 0)) * w.stride
+                    index.append(slice(start, start + (w.size - 1) * w.rhs_dilation + 1,
+                                       w.rhs_dilation))
+                view = xp.moveaxis(padded[tuple(index)], 1, -1)  # (g, channels, taps, batch)
+                patches[(Ellipsis,) + where] = view.reshape(patches.shape[:4])
+        for t, offsets in enumerate(taps if positions >= len(taps) else ()):
             index = [slice(None), slice(b0, b1), slice(None)]
             for axis, (w, k, size) in enumerate(zip(window.dims, offsets, out_spatial)):
                 lo, hi = (r0, r1) if axis == 0 else (0, size)
