@@ -154,6 +154,8 @@ def run_isolated(case: XlaCase, timeout: float | None = None, backend: str = "cp
     too (the killer), one that exits without a result a CRASH. POSIX only."""
     if backend not in BACKENDS:
         raise ValueError(f"backend {backend!r} is not one of {BACKENDS}")
+    import spmd_oracle  # noqa: F401 - imported once here, not again in every child
+
     if backend != "reference":  # its native libraries loaded once, before the cap
         from xla_spmd.backends import get_backend
         get_backend(backend)
