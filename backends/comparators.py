@@ -124,7 +124,7 @@ def _neither_before(equal: Instruction, key: SortKey, params) -> bool:
     return total and first.operand == second.operand == key.operand \
         and first.descending != second.descending \
         and equal.operands[0].attrs.direction == equal.operands[1].attrs.direction \
-        and all(_same_expression(side.expression, key.expression, {}) for side in sides) \
+        and all(_same_expression(side.expression, key.expression, {}) for side in (first, second)) \
         and first.comparison == second.comparison == key.comparison
 
 
