@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT / "tests" / "stablehlo"))
 from filecheck import FileCheckError, filecheck, parse_directives  # noqa: E402
 from run_lines import has_filecheck, replay_file  # noqa: E402
 from shardy_exec import run_shardy_executable_test  # noqa: E402
-from xla_spmd_tests import BACKENDS, extract_modules, run_isolated  # noqa: E402
+from xla_spmd_tests import BACKENDS, CLOCKS, extract_modules, run_isolated  # noqa: E402
 
 from xla_spmd.errors import XlaSpmdError  # noqa: E402
 from xla_spmd.stablehlo.interpreter import (  # noqa: E402
@@ -230,7 +230,7 @@ def print_propagation_table(rows) -> None:
 
 
 def run_xla_spmd(path: str, failures: bool, timeout: float, backend: str = "cpu",
-                 only: str | None = None) -> list:
+                 only: str | None = None, clock: str = "wall") -> list:
     """Every partitioning test of XLA's spmd_partitioner_test.cc at `path` (those whose name
     `only`, a regular expression, matches in full), run on `backend` (see the module
     docstring); its results in file order."""
@@ -238,7 +238,7 @@ def run_xla_spmd(path: str, failures: bool, timeout: float, backend: str = "cpu"
     for case in extract_modules(Path(path).read_text()):
         if only is not None and not re.fullmatch(only, case.name):
             continue
-        result = run_isolated(case, timeout=timeout, backend=backend)
+        result = run_isolated(case, timeout=timeout, backend=backend, clock=clock)
         results.append(result)
         if failures and result.status != "PASS":
             print(f"{result.status} {case.name} ({case.num_devices} devices): "
@@ -283,6 +283,10 @@ def main() -> int:
     parser.add_argument("--backend", choices=BACKENDS, default="cpu",
                         help="what runs an XLA test's modules: the compiled CPU backend "
                              "(default) or the reference evaluator")
+    parser.add_argument("--clock", choices=CLOCKS, default="wall",
+                        help="what --timeout counts for an XLA test: elapsed seconds (default)"
+                             " or the CPU seconds of its process (verdicts that do not depend "
+                             "on the load of a shared machine)")
     parser.add_argument("--only", metavar="REGEX",
                         help="run only the XLA tests whose name the expression matches in full"
                              " (to rerun some cases of a full run)")
@@ -294,7 +298,7 @@ def main() -> int:
                      "and/or --xla-spmd FILE")
     if args.xla_spmd:
         print_xla_spmd_table(run_xla_spmd(args.xla_spmd, args.failures, args.timeout,
-                                          args.backend, args.only))
+                                          args.backend, args.only, args.clock))
     if args.shardy_propagation:
         print_propagation_table(run_propagation(args.shardy_propagation, args.failures))
     for name, directory, shardy in (("StableHLO interpreter", args.stablehlo, False),

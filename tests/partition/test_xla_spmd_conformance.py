@@ -127,3 +127,12 @@ def test_the_runner_reruns_only_the_named_tests(tmp_path):
                           "Tiled(Add|Nothing)", "--backend", "reference"],
                          capture_output=True, text=True, check=True).stdout
     assert "| **pass** | 1/1 (100%) |" in out
+
+
+def test_a_cpu_clock_counts_the_cases_cpu_time():
+    case = extract_modules(SNIPPET)[0]
+    assert run_isolated(case, timeout=60, clock="cpu").status == "PASS"
+    slow = XlaCase("Slow", case.hlo.replace("f32[6,3]", "f32[3000,3000]").replace(
+        "add(%a, %b)", "dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}"), 2)
+    result = run_isolated(slow, timeout=1, backend="reference", clock="cpu")
+    assert (result.status, result.message) == ("TIMEOUT", "used over 1 s of CPU time")

@@ -20,6 +20,7 @@ in another order).
 
 from __future__ import annotations
 
+import math
 import os
 import pickle
 import re
@@ -145,15 +146,28 @@ def run_module(case: XlaCase, timeout: float | None = None, backend: str = "cpu"
 MEMORY_LIMIT = 6 << 30  # the address space an isolated case may take (more: TOO_LARGE)
 
 
+CLOCKS = ("wall", "cpu")  # what a case's timeout counts: elapsed time, or its CPU time
+WALL_PER_CPU_SECOND = 30  # with the CPU clock, the wall-clock time allowed per CPU second
+
+
 def run_isolated(case: XlaCase, timeout: float | None = None, backend: str = "cpu",
-                 memory: int | None = MEMORY_LIMIT) -> XlaResult:
+                 memory: int | None = MEMORY_LIMIT, clock: str = "wall") -> XlaResult:
     """`run_module` in a forked child process: stopped at `timeout` seconds even inside a
     long native call (a BLAS product, a sort), its address space capped at `memory` bytes so
     that a case too large for the machine is a MemoryError (TOO_LARGE), not the kernel's
     out-of-memory killer stopping the whole run. A child killed by a signal is TOO_LARGE
-    too (the killer), one that exits without a result a CRASH. POSIX only."""
+    too (the killer), one that exits without a result a CRASH. POSIX only.
+
+    With ``clock="cpu"`` the timeout counts the CPU seconds the case's process uses (all its
+    threads; whole seconds, rounded up), not elapsed time: verdicts that do not depend on
+    how busy a shared machine is (elapsed time is still capped, at `WALL_PER_CPU_SECOND`
+    times the timeout)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend {backend!r} is not one of {BACKENDS}")
+    if clock not in CLOCKS:
+        raise ValueError(f"clock {clock!r} is not one of {CLOCKS}")
+    cpu_seconds = math.ceil(timeout) if timeout and clock == "cpu" else None
+    wait = timeout * WALL_PER_CPU_SECOND if cpu_seconds else timeout
     import spmd_oracle  # noqa: F401 - imported once here, not again in every child
 
     if backend != "reference":  # its native libraries loaded once, before the cap
@@ -167,6 +181,9 @@ def run_isolated(case: XlaCase, timeout: float | None = None, backend: str = "cp
             os.close(read)
             if memory:
                 resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+            if cpu_seconds:  # SIGXCPU (which ends the process) past the budget
+                resource.setrlimit(resource.RLIMIT_CPU,
+                                   (cpu_seconds, resource.getrlimit(resource.RLIMIT_CPU)[1]))
             try:
                 result = _run_module(case, backend)
             except MemoryError as error:
@@ -178,15 +195,17 @@ def run_isolated(case: XlaCase, timeout: float | None = None, backend: str = "cp
             os._exit(code)
     os.close(write)
     with os.fdopen(read, "rb") as pipe:
-        ready, _, _ = select.select([pipe], [], [], timeout)
+        ready, _, _ = select.select([pipe], [], [], wait)
         if not ready:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
-            return XlaResult(case.name, "TIMEOUT", f"still running after {timeout:g} s")
+            return XlaResult(case.name, "TIMEOUT", f"still running after {wait:g} s")
         data = pipe.read()
     _, status = os.waitpid(pid, 0)
     if data:
         return XlaResult(case.name, *pickle.loads(data))
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
+        return XlaResult(case.name, "TIMEOUT", f"used over {cpu_seconds} s of CPU time")
     if os.WIFSIGNALED(status):
         return XlaResult(case.name, "TOO_LARGE", f"killed by signal {os.WTERMSIG(status)} "
                                                  f"(out of memory)")
