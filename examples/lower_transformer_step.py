@@ -95,7 +95,7 @@ def main(argv=None) -> list[float]:
     parser.add_argument("--steps", type=int, default=3)
     args = parser.parse_args(argv)
 
-    mesh = xs.make_mesh({"data": 2, "model": 4})
+    mesh = xs.make_mesh((2, 4), ("data", "model"), axis_types=(xs.AxisType.Auto,) * 2)
     params = init_params(xr.key(0))
     tokens = xr.randint(xr.key(1), (BATCH, SEQ), 0, VOCAB)
     targets = xnp.concatenate([tokens[:, 1:], tokens[:, :1]], axis=1)  # next token, wrapped

@@ -78,7 +78,9 @@ def make_mesh(text: str) -> xs.Mesh:
         axes[name.strip()] = int(size)
     for name in ("data", "model"):
         axes.setdefault(name, 1)
-    mesh = xs.make_mesh(axes)
+    # Auto axes: the strategies shard a few parameters and propagation places the rest
+    # (JAX 0.10's make_mesh would make them Explicit: sharding in types).
+    mesh = xs.make_mesh(axes, axis_types=xs.AxisType.Auto)
     if xs.device_count() != mesh.size:
         xs.set_num_devices(mesh.size)  # in-process devices; under mpirun, use -n mesh.size
     return mesh

@@ -43,7 +43,7 @@ def main() -> None:
     w = rng.standard_normal((6, 3)).astype(np.float32)
     x = rng.standard_normal((8, 6)).astype(np.float32)
     y = rng.standard_normal(8).astype(np.float32)
-    mesh = xs.make_mesh({"data": 2, "model": 2})
+    mesh = xs.make_mesh((2, 2), ("data", "model"), axis_types=(xs.AxisType.Auto,) * 2)
     step = xs.jit(analyse, in_shardings=(NamedSharding(mesh, P(None, "model")),
                                          NamedSharding(mesh, P("data")),
                                          NamedSharding(mesh, P("data"))))

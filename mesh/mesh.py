@@ -86,8 +86,11 @@ class Mesh:
     @classmethod
     def from_shape(cls, shape: Mapping[str, int],
                    device_ids: Iterable[int] | None = None) -> Mesh:
-        """A mesh from ``{name: size}`` in major-to-minor order (same as ``make_mesh``)."""
-        return make_mesh(shape, device_ids=device_ids)
+        """A mesh from ``{name: size}`` in major-to-minor order, as ``make_mesh`` lays it out
+        but untyped (every axis Auto, whatever ``make_mesh``'s default): the mesh of shardings
+        read from program text, which does not give axis types."""
+        return Mesh(tuple(shape), tuple(shape.values()),
+                    None if device_ids is None else tuple(int(d) for d in device_ids))
 
     # ----- sizes and axes -----
     @property
@@ -253,8 +256,9 @@ def make_mesh(axes: Mapping[str, int] | Sequence[tuple[str, int]] | Sequence[int
     """A mesh from ``{name: size}`` (major to minor), or as JAX's ``make_mesh(axis_shapes,
     axis_names, devices=...)``, over iota or the given device ids (or devices: anything with
     an ``id``). `axis_types` (one `AxisType` per axis, or one for all) types the axes; the
-    default is the option ``default_axis_types`` (Auto; JAX 0.10's default, Explicit, with
-    ``xs.config.update("default_axis_types", "explicit")``).
+    default is the option ``default_axis_types``: Explicit, as JAX 0.10's ``make_mesh``
+    (``xs.config.update("default_axis_types", "auto")`` makes it Auto; a `Mesh` built
+    directly is Auto, as JAX's).
 
     >>> make_mesh({"x": 4}, device_ids=[3, 2, 1, 0]).devices.tolist()
     [3, 2, 1, 0]

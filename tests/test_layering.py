@@ -145,3 +145,26 @@ def test_cost_model_reads_only_public_names_of_the_backends():
                 private += [f"{path.relative_to(ROOT)}:{node.lineno} imports {alias.name}"
                             for alias in node.names if alias.name.startswith("_")]
     assert not private, "\n".join(private)
+
+
+def test_frontend_modules_import_each_other_at_module_level():
+    # The frontend is layered (README, layout): an import of a frontend module inside a
+    # function would hide a circle between its files, not remove it.
+    lazy = []
+    for path in sorted((ROOT / "xla_spmd" / "frontend").rglob("*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        type_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                     and "TYPE_CHECKING" in ast.unparse(block.test) for n in ast.walk(block)}
+        top = {id(n) for n in tree.body}
+        for node in ast.walk(tree):
+            if id(node) in top or id(node) in type_only:
+                continue
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] if node.level == 0 else ["xla_spmd.frontend"]
+            else:
+                continue
+            if any(name.startswith("xla_spmd.frontend") for name in names):
+                lazy.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {names[0]}")
+    assert not lazy, "imports of frontend modules inside functions:\n" + "\n".join(lazy)

@@ -25,7 +25,7 @@ def matmul_module(mesh):
 
 
 def test_compile_keeps_each_stage_and_runs_on_the_devices():
-    mesh = xs.make_mesh({"x": 4})
+    mesh = xs.make_mesh({"x": 4}, axis_types=xs.AxisType.Auto)
     program = pipeline.compile(matmul_module(mesh))
     assert program.mesh == mesh and program.spmd_module.num_partitions == 4
     assert program.executable.module is program.spmd_module
@@ -66,7 +66,7 @@ def test_jit_propagates_once_per_program(monkeypatch):
         return original(module, *args, **kwargs)
 
     monkeypatch.setattr(pipeline, "propagate", counting)
-    mesh = xs.make_mesh({"x": 8})
+    mesh = xs.make_mesh({"x": 8}, axis_types=xs.AxisType.Auto)
     f = xs.jit(lambda a: (a * 2).sum(0), in_shardings=xs.NamedSharding(mesh, xs.P("x")))
     for _ in range(3):
         np.testing.assert_array_equal(np.asarray(f(X)), (X * 2).sum(0))
@@ -77,7 +77,7 @@ def test_jit_propagates_once_per_program(monkeypatch):
 def test_partition_only_partitions():
     # An unpropagated module keeps its missing shardings as replicated: propagation is the
     # pipeline's business, not the partitioner's.
-    mesh = xs.make_mesh({"x": 4})
+    mesh = xs.make_mesh({"x": 4}, axis_types=xs.AxisType.Auto)
     module = matmul_module(mesh)
     spmd = partition(module, mesh)
     assert spmd.num_partitions == 4

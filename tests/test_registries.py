@@ -28,13 +28,17 @@ EXPECTED_GAPS = {
     # Not differentiated: async halves, opaque or non-float ops, and ops the frontend never
     # emits into a differentiated program.
     "VJP": ASYNC_PAIRS | {"bitcast-convert", "cholesky", "collective-broadcast", "complex",
-                          "fft", "fusion", "imag", "map", "parameter", "real",
+                          "fft", "fusion", "imag", "infeed", "map", "outfeed", "parameter",
+                          "real",
                           "select-and-scatter", "triangular-solve"},
     # Leaves have no operands, so they are never batched; async halves are XLA-internal.
-    "batching": ASYNC_PAIRS | {name for name, op in OPS.items() if op.family is Family.LEAF},
+    "batching": ASYNC_PAIRS | {name for name, op in OPS.items() if op.family is Family.LEAF}
+    | {"infeed", "outfeed"},  # host transfers are not vmapped
     # The exporter prints programs as JAX lowers them: no async halves, fusions, rng or
-    # bitcasts (XLA-internal forms), and parameters are function arguments.
-    "StableHLO printer": ASYNC_PAIRS | {"bitcast", "fusion", "parameter", "rng"},
+    # bitcasts (XLA-internal forms), and parameters are function arguments; infeed and
+    # outfeed are read from XLA's HLO text only.
+    "StableHLO printer": ASYNC_PAIRS | {"bitcast", "fusion", "infeed", "outfeed", "parameter",
+                                        "rng"},
 }
 
 

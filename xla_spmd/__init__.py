@@ -49,7 +49,7 @@ _EXPORTS = {
     "auto_shard": "xla_spmd.autoshard",
     "jit": "xla_spmd.api",
     "Lowered": "xla_spmd.frontend.jit",
-    "with_sharding_constraint": "xla_spmd.frontend.jit",
+    "with_sharding_constraint": "xla_spmd.frontend.constraints",
     "grad": "xla_spmd.frontend.autodiff",
     "value_and_grad": "xla_spmd.frontend.autodiff",
     "vjp": "xla_spmd.frontend.autodiff",
@@ -73,14 +73,14 @@ _EXPORTS = {
     "custom_vjp": "xla_spmd.frontend.transforms",
     "custom_jvp": "xla_spmd.frontend.transforms",
     "eval_shape": "xla_spmd.frontend.transforms",
-    "ShapeDtypeStruct": "xla_spmd.frontend.transforms",
+    "ShapeDtypeStruct": "xla_spmd.frontend.tracing",
     "device_get": "xla_spmd.api",
     "reshard": "xla_spmd.api",
     "auto_axes": "xla_spmd.api",
     "explicit_axes": "xla_spmd.api",
     "typeof": "xla_spmd.frontend.jit",
-    "use_mesh": "xla_spmd.frontend.jit",
-    "set_mesh": "xla_spmd.frontend.jit",
+    "use_mesh": "xla_spmd.frontend.constraints",
+    "set_mesh": "xla_spmd.frontend.constraints",
     "AxisType": "xla_spmd.sharding",
     "make_array_from_callback": "xla_spmd.api",
     "make_array_from_single_device_arrays": "xla_spmd.api",
@@ -105,7 +105,8 @@ if TYPE_CHECKING:  # the lazy names above, for type checkers and IDEs
     from xla_spmd.autoshard import auto_shard
     from xla_spmd.backends.reference import evaluate, evaluate_spmd
     from xla_spmd.frontend.autodiff import grad, value_and_grad, vjp
-    from xla_spmd.frontend.jit import Lowered, set_mesh, typeof, use_mesh, with_sharding_constraint
+    from xla_spmd.frontend.constraints import set_mesh, use_mesh, with_sharding_constraint
+    from xla_spmd.frontend.jit import Lowered, typeof
     from xla_spmd.frontend.pytree import (
         register_dataclass,
         register_pytree_node,
@@ -116,8 +117,8 @@ if TYPE_CHECKING:  # the lazy names above, for type checkers and IDEs
         tree_unflatten,
         tree_util,
     )
+    from xla_spmd.frontend.tracing import ShapeDtypeStruct
     from xla_spmd.frontend.transforms import (
-        ShapeDtypeStruct,
         checkpoint_policies,
         custom_jvp,
         custom_vjp,

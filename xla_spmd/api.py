@@ -28,12 +28,13 @@ import xla_spmd.cost as cost
 import xla_spmd.numpy as xnp
 import xla_spmd.pipeline as pipeline
 from xla_spmd.errors import XlaSpmdError
+from xla_spmd.frontend import constraints, sharding_types
 from xla_spmd.frontend import jit as frontend_jit
 from xla_spmd.frontend import shard_map as frontend_shard_map
-from xla_spmd.frontend import sharding_types
-from xla_spmd.frontend.pytree import tree_flatten, tree_unflatten
+from xla_spmd.frontend.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from xla_spmd.frontend.tracing import current_trace
 from xla_spmd.ir import Module
+from xla_spmd.runtime import sharded_array
 from xla_spmd.runtime.devices import local_devices, topology
 from xla_spmd.runtime.jit_runtime import Runner
 from xla_spmd.runtime.sharded_array import ShardedArray
@@ -414,15 +415,12 @@ Array.__hash__ = None  # pyright: ignore[reportAttributeAccessIssue]  (== is ele
 
 def device_put(value, sharding):
     """`xla_spmd.runtime.device_put`, returning `Array`s (whose math runs on the devices)."""
-    from xla_spmd.frontend.pytree import tree_map
     return tree_map(Array.of, runtime_device_put(value, sharding))
 
 
 def device_get(tree):
     """The values of a pytree of arrays as numpy arrays on the host (JAX's ``device_get``);
     leaves that are not arrays are returned as they are."""
-    from xla_spmd.frontend.pytree import tree_map
-
     def get(x):
         if isinstance(x, ShardedArray) or hasattr(x, "__array__"):
             return np.asarray(x)
@@ -433,7 +431,6 @@ def device_get(tree):
 def block_until_ready(tree):
     """Wait until every array of `tree` is computed, and return `tree` (JAX's
     ``block_until_ready``)."""
-    from xla_spmd.frontend.pytree import tree_leaves
     for leaf in tree_leaves(tree):
         wait = getattr(leaf, "block_until_ready", None)
         if wait is not None:
@@ -443,27 +440,24 @@ def block_until_ready(tree):
 
 def make_array_from_callback(shape, sharding, data_callback, dtype=None) -> Array:
     """`xla_spmd.runtime.make_array_from_callback`, as an `Array`."""
-    from xla_spmd.runtime import sharded_array
     return Array.of(sharded_array.make_array_from_callback(shape, sharding, data_callback,
                                                            dtype))
 
 
 def make_array_from_single_device_arrays(shape, sharding, arrays) -> Array:
     """`xla_spmd.runtime.make_array_from_single_device_arrays`, as an `Array`."""
-    from xla_spmd.runtime import sharded_array
     return Array.of(sharded_array.make_array_from_single_device_arrays(shape, sharding, arrays))
 
 
 def make_array_from_process_local_data(sharding, local_data, global_shape=None) -> Array:
     """`xla_spmd.runtime.make_array_from_process_local_data`, as an `Array`."""
-    from xla_spmd.runtime import sharded_array
     return Array.of(sharded_array.make_array_from_process_local_data(sharding, local_data,
                                                                      global_shape))
 
 
 # ---------------------------------------------------------------------------------------------
-# Sharding in types (the current mesh and typeof: frontend.jit; the op-by-op rules of
-# Explicit axes: frontend.sharding_types)
+# Sharding in types (the current mesh: frontend.constraints; typeof: frontend.jit; the op-by-op
+# rules of Explicit axes: frontend.sharding_types)
 
 
 def reshard(x, out_shardings):
@@ -473,7 +467,7 @@ def reshard(x, out_shardings):
     leaves, tree = tree_flatten(x)
     named = frontend_jit.shardings_for(out_shardings, x, "reshard")
     if current_trace() is not None:
-        return tree_unflatten(tree, [frontend_jit.with_sharding_constraint(v, s)
+        return tree_unflatten(tree, [constraints.with_sharding_constraint(v, s)
                                      for v, s in zip(leaves, named)])
     return tree_unflatten(tree, [device_put(v, s) for v, s in zip(leaves, named)])
 
@@ -491,12 +485,13 @@ def _axes_tuple(axes, mesh, what: str) -> tuple[str, ...]:
 def _mesh_for(what: str, shardings, args):
     """The mesh `auto_axes`/`explicit_axes` change, as JAX's ``_get_new_mesh`` finds it:
     the shardings' mesh (they must name one), which must be the `use_mesh` mesh if there is
-    one; else the `use_mesh` mesh; else (here) the mesh of the typed arguments."""
+    one; else the `use_mesh` mesh; else (here) the mesh of the typed arguments (of the
+    arrays on an Explicit mesh, eagerly)."""
     named = {id(s.mesh): s.mesh for s in _leaves(shardings) if hasattr(s, "mesh")}
     if len(named) > 1:
         raise ValueError(f"Shardings passed to {what} should have the same mesh. Got "
                          f"{' and '.join(map(repr, named.values()))}")
-    current = frontend_jit.current_mesh()
+    current = constraints.current_mesh()
     mesh = next(iter(named.values()), None)
     if mesh is not None and current is not None and mesh != current:
         raise ValueError(f"Context mesh {current!r} must match the mesh passed to shardings "
@@ -506,6 +501,9 @@ def _mesh_for(what: str, shardings, args):
         mesh = current
     if mesh is None:
         typed = [t.mesh for t in map(sharding_types.type_of, _leaves(args)) if t]
+        meshes = [getattr(a.sharding, "mesh", None) for a in _leaves(args)
+                  if isinstance(a, ShardedArray)]  # eagerly: the arrays' Explicit meshes
+        typed += [m for m in meshes if m is not None and sharding_types.explicit_axes_of(m)]
         mesh = typed[0] if typed else None
     return mesh
 
@@ -513,8 +511,10 @@ def _mesh_for(what: str, shardings, args):
 def auto_axes(f: Callable | None = None, /, *, axes=None, out_sharding=None):
     """JAX's ``auto_axes``: `f` runs with the mesh axes `axes` (a name or names; default:
     every axis) Auto, so they leave the sharding types (propagation places the values over
-    them) while the mesh's other Explicit axes stay typed; its result is resharded to
-    `out_sharding` (given here or as a keyword argument of the call). The mesh is
+    them) while the mesh's other Explicit axes stay typed: the arguments are resharded to
+    their specs without those axes (dims open to them; eagerly, the arrays move), and the
+    result is resharded to `out_sharding` (given here or as a keyword argument of the
+    call). The mesh is
     `out_sharding`'s, else the `use_mesh` mesh, else the arguments'. When `axes` are
     already all of the Auto axes, `f` just runs (no reshard), as in JAX.
 
@@ -543,17 +543,39 @@ def auto_axes(f: Callable | None = None, /, *, axes=None, out_sharding=None):
         if {a for a in mesh.axis_names if a not in explicit} == set(chosen):
             return f(*args, **kwargs)
         with sharding_types.axis_types(mesh, auto=chosen):
+            args = _retyped(args, mesh)
             out = f(*args, **kwargs)
-        with frontend_jit.use_mesh(mesh):
+        with constraints.use_mesh(mesh):
             return reshard(out, target)
     return run
+
+
+def _retyped(tree, mesh):
+    """JAX's reshard of the arguments of `auto_axes` (the results of `explicit_axes`) to
+    their specs over the axes of `mesh` Explicit here (`sharding_types.retyped`): traced
+    values get the constraint, arrays on `mesh` move to the new spec."""
+    NamedSharding, PartitionSpec = frontend_jit.NamedSharding, frontend_jit.PartitionSpec
+
+    def one(value):
+        if current_trace() is not None or not isinstance(value, ShardedArray):
+            return sharding_types.retyped(value, mesh)
+        named = value.sharding
+        if not isinstance(named, NamedSharding) or named.mesh != mesh:
+            return value
+        spec = PartitionSpec(*sharding_types.explicit_spec(named.spec, mesh))
+        return value if spec == named.spec else device_put(value, NamedSharding(mesh, spec))
+
+    leaves, structure = tree_flatten(tree)
+    return tree_unflatten(structure, [one(v) for v in leaves])
 
 
 def explicit_axes(f: Callable | None = None, /, *, axes=None, in_sharding=None):
     """JAX's ``explicit_axes``: the arguments are resharded to `in_sharding` (given here or as
     a keyword argument of the call) and `f` runs with the mesh axes `axes` (default: every
     axis) Explicit (its values get sharding types over them op by op; the mesh's other
-    axes keep their types). The mesh is the `use_mesh` mesh, else `in_sharding`'s."""
+    axes keep their types); its results are resharded to their specs over the axes
+    Explicit outside (the others open again), as JAX's. The mesh is the `use_mesh` mesh,
+    else `in_sharding`'s."""
     if f is None:
         return functools.partial(explicit_axes, axes=axes, in_sharding=in_sharding)
 
@@ -567,8 +589,9 @@ def explicit_axes(f: Callable | None = None, /, *, axes=None, in_sharding=None):
             raise ValueError("Context mesh cannot be empty. Please use `xs.set_mesh` API to "
                              "enter into a mesh context when using `explicit_axes` API.")
         chosen = _axes_tuple(axes, mesh, "explicit_axes")
-        with sharding_types.axis_types(mesh, explicit=chosen), frontend_jit.use_mesh(mesh):
-            return f(*reshard(args, target), **kwargs)
+        with sharding_types.axis_types(mesh, explicit=chosen), constraints.use_mesh(mesh):
+            out = f(*reshard(args, target), **kwargs)
+        return _retyped(out, mesh)
     return run
 
 

@@ -6,7 +6,9 @@
   declares are read (a zip bomb is never inflated); nothing is unpickled;
 * a program one of whose values is larger than the memory available is refused by name;
 * an output path is refused up front if it is a folder, has the wrong suffix, or lies in a
-  folder that does not exist.
+  folder that does not exist;
+* a mesh given as text (``--mesh data=2,model=4``) must be ``name=size`` pairs, each name
+  once (`parse_mesh_text`, which the bench runner and the inspection report read it with).
 """
 
 from __future__ import annotations
@@ -20,6 +22,20 @@ from pathlib import Path
 import numpy as np
 
 from xla_spmd.errors import ParseError, XlaSpmdError
+
+
+def parse_mesh_text(text: str) -> dict[str, int]:
+    """``data=2,model=4`` -> {"data": 2, "model": 4}, with a clear error otherwise."""
+    axes: dict[str, int] = {}
+    for item in text.split(","):
+        name, _, size = item.partition("=")
+        name = name.strip()
+        if not name or not size.strip().isdigit() or int(size) < 1:
+            raise XlaSpmdError(f"mesh {text!r}: expected name=size pairs like data=2,model=4")
+        if name in axes:
+            raise XlaSpmdError(f"mesh {text!r}: axis {name!r} given twice")
+        axes[name] = int(size)
+    return axes
 
 
 def read_text(path: str) -> str:

@@ -4,7 +4,9 @@
     xla-spmd inspect PROGRAM.hlo|.mlir [--mesh data=2,model=4] [--html REPORT.html]
     xla-spmd bench SCRIPT.py --meshes data=8 data=2,model=4 --strategies dp,tp,auto [--mpirun]
 
-They live apart from cli.py and register themselves with `add_commands(subparsers)`.
+They live apart from cli.py and register themselves with `add_commands(subparsers)`. The bench
+runner and the inspection report read their ``--mesh`` text with
+`xla_spmd.cli_files.parse_mesh_text`.
 """
 
 from __future__ import annotations
@@ -14,20 +16,6 @@ from pathlib import Path
 
 from xla_spmd.cli_files import load_module
 from xla_spmd.errors import XlaSpmdError
-
-
-def parse_mesh_text(text: str) -> dict[str, int]:
-    """``data=2,model=4`` -> {"data": 2, "model": 4}, with a clear error otherwise."""
-    axes: dict[str, int] = {}
-    for item in text.split(","):
-        name, _, size = item.partition("=")
-        name = name.strip()
-        if not name or not size.strip().isdigit() or int(size) < 1:
-            raise XlaSpmdError(f"mesh {text!r}: expected name=size pairs like data=2,model=4")
-        if name in axes:
-            raise XlaSpmdError(f"mesh {text!r}: axis {name!r} given twice")
-        axes[name] = int(size)
-    return axes
 
 
 def _set_devices(devices: int | None) -> None:

@@ -105,11 +105,11 @@ OPTIONS: dict[str, Option] = {option.name: option for option in (
     Option("enable_x64", False, "XLA_SPMD_ENABLE_X64", _boolean,
            "64-bit types, as JAX's jax_enable_x64: off narrows f64/s64/u64/c128 inputs and "
            "defaults to 32 bits (Python floats become f32); on keeps them"),
-    Option("default_axis_types", "auto", "XLA_SPMD_DEFAULT_AXIS_TYPES",
+    Option("default_axis_types", "explicit", "XLA_SPMD_DEFAULT_AXIS_TYPES",
            _choice("auto", "explicit"),
-           "the axis type of `make_mesh` axes when `axis_types` is not given: 'auto' "
-           "(propagation places values) or 'explicit' (JAX 0.10's default: sharding in "
-           "types)"),
+           "the axis type of `make_mesh` axes when `axis_types` is not given: 'explicit' "
+           "(JAX 0.10's default: sharding in types) or 'auto' (propagation places "
+           "values)"),
     Option("cost_profile", "", "XLA_SPMD_COST_PROFILE", str,
            "a JSON profile from `xla-spmd calibrate` that the cost model prices programs "
            "with; empty: the built-in profile"),

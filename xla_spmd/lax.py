@@ -7,8 +7,9 @@ collectives (as ``jax.lax``).
 3.0
 """
 
+from xla_spmd.frontend import lax_linalg as linalg  # noqa: F401
+from xla_spmd.frontend.constraints import with_sharding_constraint  # noqa: F401
 from xla_spmd.frontend.control import cond, fori_loop, scan, switch, while_loop  # noqa: F401
-from xla_spmd.frontend.jit import with_sharding_constraint  # noqa: F401
 from xla_spmd.frontend.lax import *  # noqa: F401,F403
 from xla_spmd.frontend.lax import (  # noqa: F401
     dynamic_slice,
@@ -17,7 +18,7 @@ from xla_spmd.frontend.lax import (  # noqa: F401
     select,
     top_k,
 )
-from xla_spmd.frontend.shard_map import (  # noqa: F401
+from xla_spmd.frontend.parallel import (  # noqa: F401
     all_gather,
     all_to_all,
     axis_index,

@@ -22,6 +22,7 @@ True
 
 from __future__ import annotations
 
+from xla_spmd.backends.cpu import random
 from xla_spmd.backends.cpu import renderer as r
 from xla_spmd.backends.cpu.fusion import Fusion
 from xla_spmd.ir import Instruction
@@ -192,7 +193,7 @@ class _FusionEmitter:
         else:
             value = self.value(root, index)
             r.store(w, root.shape.dtype, value, "%out", str(self.linear(index, dims)))
-        return _function(fusion.name, params, dims, w.lines)
+        return r.loop_function(fusion.name, params, dims, w.lines)
 
     def _render_window(self, params: str) -> str:
         """A reduce-window: loops over the output, then over the window (row-major), each
@@ -228,7 +229,7 @@ class _FusionEmitter:
         t = r.compute_type(accumulator)
         chosen = w.emit(f"select i1 {valid}, {t} {new}, {t} {old}")
         r.store(w, accumulator, chosen, "%out", target)
-        return _function(self.fusion.name, params, dims, w.lines)
+        return r.loop_function(self.fusion.name, params, dims, w.lines)
 
     def _flat_body(self, i: str) -> None:
         """The flat loop: every value at the linear index (inputs read at ``i``)."""
@@ -236,31 +237,6 @@ class _FusionEmitter:
         self.flat = i
         value = self.value(root, (i,) * root.shape.rank)
         r.store(self.w, root.shape.dtype, value, "%out", i)
-
-
-def _function(name: str, params: str, dims: tuple, body: list[str]) -> str:
-    lines = [f"define void @{name}({params}) nounwind {{", "entry:"]
-    rank = len(dims)
-    if rank == 0:
-        lines += body + ["  ret void", "}"]
-        return "\n".join(lines)
-    lines.append("  br label %L0")
-    for k in range(rank):
-        before = "entry" if k == 0 else f"L{k - 1}"
-        latch = f"L{k}" if k == rank - 1 else f"E{k}"
-        lines += [f"L{k}:", f"  %i{k} = phi i64 [0, %{before}], [%i{k}.next, %{latch}]"]
-        if k < rank - 1:
-            lines.append(f"  br label %L{k + 1}")
-    lines += body
-    for k in range(rank - 1, -1, -1):
-        if k < rank - 1:
-            lines.append(f"E{k}:")
-        leave = f"E{k - 1}" if k > 0 else "exit"
-        lines += [f"  %i{k}.next = add nuw nsw i64 %i{k}, 1",
-                  f"  %c{k} = icmp eq i64 %i{k}.next, {dims[k]}",
-                  f"  br i1 %c{k}, label %{leave}, label %L{k}"]
-    lines += ["exit:", "  ret void", "}"]
-    return "\n".join(lines)
 
 
 def render_module(fusions: list[Fusion], data_offset: int | None = None) -> str:
@@ -271,7 +247,6 @@ def render_module(fusions: list[Fusion], data_offset: int | None = None) -> str:
     functions = []
     for fusion in fusions:
         if fusion.kind == "rng":
-            from xla_spmd.backends.cpu import random
             functions.append(random.render(fusion.name, fusion.root))
         else:
             emitter = _FusionEmitter(fusion)

@@ -11,6 +11,10 @@ Dot: operands are moved to ``(batch, free, contracting)`` and ``(batch, contract
 order, converted to the accumulation type (f32 for f16/bf16; integers in their own type, which
 numpy's matmul wraps without BLAS) and multiplied by ``numpy.matmul`` into the output buffer:
 the reference's computation, with the output preallocated.
+
+Convolution (``convolution.py``) makes the reference's GEMM per kernel tap on operands of its
+layouts; select-and-scatter (``select_scatter.py``) is a vectorised numpy kernel: both
+bit-identical to the reference.
 """
 
 from __future__ import annotations
@@ -21,6 +25,12 @@ from typing import Any
 import numpy as np
 
 from xla_spmd.backends.comparators import recognize_comparator
+from xla_spmd.backends.cpu import blas
+from xla_spmd.backends.cpu.convolution import conv_kernel
+from xla_spmd.backends.cpu.select_scatter import (
+    can_select_and_scatter,
+    select_and_scatter_kernel,
+)
 from xla_spmd.backends.reference.collectives import (
     _communicator_op,
     _has_channel,
@@ -83,7 +93,11 @@ def dot_kernel(inst: Instruction, reads: tuple, count: int | None = None) -> Lau
     With a device `count` (stacked execution, ``stacked.py``) the operands carry a leading
     device axis and the dot is one matmul over ``(D, batch, m, k) @ (D, batch, k, n)``: the
     device axis stays outermost, so every device's matrices have the layout of its own
-    call."""
+    call.
+
+    A large batch of f32 matrices, when BLAS may use several threads, is split over a pool
+    of threads instead, each matrix's gemm on one BLAS thread (``blas.batched_matmul``: one
+    hand-off per dot rather than one per matrix)."""
     lhs_shape, rhs_shape = (o.shape.dims for o in inst.operands)
     result_dtype = inst.shape.dtype.numpy
     work = compute_dtype(result_dtype)
@@ -108,11 +122,20 @@ def dot_kernel(inst: Instruction, reads: tuple, count: int | None = None) -> Lau
             return x.astype(work, copy=False).reshape(shape)
         return np.transpose(x, order).astype(work).reshape(shape)
 
+    # A large batch of float gemms goes to blas.batched_matmul when BLAS has several threads
+    # (one hand-off per dot, not one per matrix: see blas.py); the same gemm per matrix.
+    matrices = batch * (count or 1)
+    splits = blas.splittable(matrices, m, n, k, work)
+
     def launch_dot(values, ctx):
         left = operand(_asarray(values[a]), left_order, left_sorted, left_shape)
         right = operand(_asarray(values[b]), right_order, right_sorted, right_shape)
         out = _empty(dims, work)
-        matmul(left, right, out=out.reshape(out_shape))  # under run()'s errstate
+        parts = min(blas.threads(), matrices) if splits else 1
+        if parts > 1:
+            blas.batched_matmul(left, right, out.reshape(out_shape), parts)
+        else:
+            matmul(left, right, out=out.reshape(out_shape))  # under run()'s errstate
         return out if work == result_dtype else out.astype(result_dtype)
     return launch_dot
 
@@ -166,7 +189,8 @@ def _as_kernel(builder):
 
 
 KERNELS.update(broadcast=_as_kernel(broadcast_kernel), dot=_as_kernel(dot_kernel),
-               reduce=_as_kernel(reduce_kernel))
+               reduce=_as_kernel(reduce_kernel), convolution=_as_kernel(conv_kernel))
+KERNELS["select-and-scatter"] = _as_kernel(select_and_scatter_kernel)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -222,7 +246,7 @@ def kernel_for(inst: Instruction):
     if name == "bitcast" and not (_default_layout(inst.shape)
                                   and _default_layout(inst.operands[0].shape)):
         return None
-    if name == "dot":
+    if name in ("dot", "convolution"):
         dtype = inst.shape.dtype
         if dtype is PRED or dtype.is_complex or dtype.numpy is None or dtype.bits < 8:
             return None
@@ -231,6 +255,8 @@ def kernel_for(inst: Instruction):
     if name == "reduce" and (len(inst.operands) != 2
                              or binary_reducer(inst.attrs.to_apply) is None):
         return None
+    if name == "select-and-scatter" and not can_select_and_scatter(inst):
+        return None  # a select called per element: the reference's loop
     if name == "sort" and recognize_comparator(inst.attrs.to_apply) is None:
         return None  # a comparator called on pairs: the reference's sort
     if name == "scatter" and (len(inst.operands) != 3 or inst.operands[0].shape.dtype

@@ -18,8 +18,10 @@ from __future__ import annotations
 import numpy as np
 
 from xla_spmd.backends.cpu import indexing, kernels, random
+from xla_spmd.backends.cpu.convolution import conv_kernel
 from xla_spmd.backends.cpu.program import Step
 from xla_spmd.backends.cpu.renderer import accumulator_dtype
+from xla_spmd.backends.cpu.select_scatter import select_and_scatter_kernel
 
 Launch = kernels.Launch
 
@@ -134,6 +136,10 @@ def kernel_launch(step: Step) -> Launch:
         return kernels.dot_kernel(inst, reads)
     if name == "reduce":
         return kernels.reduce_kernel(inst, reads)
+    if name == "convolution":
+        return conv_kernel(inst, reads)
+    if name == "select-and-scatter":
+        return select_and_scatter_kernel(inst, reads)
     if name == "sort":
         return kernels.sort_kernel(inst, reads)
     if name in indexing.LAUNCHES:

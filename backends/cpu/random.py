@@ -194,9 +194,8 @@ def render(name: str, inst: Instruction) -> str:
         value = w.emit(f"trunc i32 {value} to i{bits}")
     address = w.emit(f"getelementptr inbounds i{bits}, ptr %out, i64 {i}")
     w.lines.append(f"  store i{bits} {value}, ptr {address}")
-    from xla_spmd.backends.cpu.emitter import _function
     params = "ptr noalias %out, ptr noalias %in0"
-    return _function(name, params, (out.num_elements,), w.lines)
+    return r.loop_function(name, params, (out.num_elements,), w.lines)
 
 
 class _Index:

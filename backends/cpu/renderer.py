@@ -189,6 +189,34 @@ class _Writer:
         return self.call(ctype, f"llvm.{name}.{suffix}", [(ctype, a) for a in args])
 
 
+def loop_function(name: str, params: str, dims: tuple, body: list[str]) -> str:
+    """The function ``define void @name(params)`` running ``body`` (a `_Writer`'s lines) in
+    a row-major loop nest over ``dims``: loop ``k`` counts ``%i{k}`` from 0 to ``dims[k]``,
+    the innermost over the last dim; a scalar (``dims == ()``) runs ``body`` once."""
+    lines = [f"define void @{name}({params}) nounwind {{", "entry:"]
+    rank = len(dims)
+    if rank == 0:
+        lines += body + ["  ret void", "}"]
+        return "\n".join(lines)
+    lines.append("  br label %L0")
+    for k in range(rank):
+        before = "entry" if k == 0 else f"L{k - 1}"
+        latch = f"L{k}" if k == rank - 1 else f"E{k}"
+        lines += [f"L{k}:", f"  %i{k} = phi i64 [0, %{before}], [%i{k}.next, %{latch}]"]
+        if k < rank - 1:
+            lines.append(f"  br label %L{k + 1}")
+    lines += body
+    for k in range(rank - 1, -1, -1):
+        if k < rank - 1:
+            lines.append(f"E{k}:")
+        leave = f"E{k - 1}" if k > 0 else "exit"
+        lines += [f"  %i{k}.next = add nuw nsw i64 %i{k}, 1",
+                  f"  %c{k} = icmp eq i64 %i{k}.next, {dims[k]}",
+                  f"  br i1 %c{k}, label %{leave}, label %L{k}"]
+    lines += ["exit:", "  ret void", "}"]
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------------------------------------
 # Storage <-> compute
 

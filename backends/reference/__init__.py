@@ -18,11 +18,12 @@ from xla_spmd.backends.reference.evaluator import (
     EVALUATE,
     TOKEN_VALUE,
     Context,
+    Feeds,
     evaluate,
     evaluate_computation,
     leaves,
 )
 from xla_spmd.backends.reference.spmd import evaluate_mpmd, evaluate_spmd
 
-__all__ = ["EVALUATE", "TOKEN_VALUE", "Context", "evaluate", "evaluate_computation",
+__all__ = ["EVALUATE", "TOKEN_VALUE", "Context", "Feeds", "evaluate", "evaluate_computation",
            "evaluate_mpmd", "evaluate_spmd", "leaves"]

@@ -28,7 +28,9 @@ import numpy as np
 import xla_spmd.config as config
 from xla_spmd.backends.reference.evaluator import (
     EVALUATE,
+    TOKEN_VALUE,
     Context,
+    coerce_argument,
     stopped_error,
     zeros_of,
 )
@@ -150,6 +152,34 @@ def async_start_rule(inst: Instruction, operands: list, ctx: Context):
 @EVALUATE.register("async-done")
 def async_done_rule(inst: Instruction, operands: list, ctx: Context):
     return operands[0][1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Host transfers: the device's queues (`Context.feeds`)
+
+
+@EVALUATE.register("infeed")
+def infeed_rule(inst: Instruction, operands: list, ctx: Context):
+    """The oldest value of the device's infeed queue, checked against the data's shape."""
+    if ctx.feeds is None or not ctx.feeds.infeed:
+        raise EvaluationError(f"infeed {inst.name}: the infeed queue of device "
+                              f"{ctx.device_id} is empty (give the run its feeds: a "
+                              "Feeds per device holding one value per infeed)")
+    assert isinstance(inst.shape, TupleShape)  # (data, token[]), as the op table infers
+    data = coerce_argument(ctx.feeds.infeed.popleft(), inst.shape.elements[0],
+                           f"infeed {inst.name}'s value")
+    return (data, TOKEN_VALUE)
+
+
+@EVALUATE.register("outfeed")
+def outfeed_rule(inst: Instruction, operands: list, ctx: Context):
+    """Appends ``(name, data)`` to the device's outfeed list (nowhere without feeds)."""
+    if ctx.feeds is not None:
+        data = operands[0]
+        copied = tuple(np.array(v, copy=True) for v in data) if isinstance(data, tuple) \
+            else np.array(data, copy=True)
+        ctx.feeds.outfeed.append((inst.name, copied))
+    return TOKEN_VALUE
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ array([-0., -1., -2.], dtype=float32)
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -59,6 +60,33 @@ class Communicator(Protocol):
 
 
 @dataclass
+class Feeds:
+    """A device's host queues: `infeed` holds the values its ``infeed`` ops take, oldest
+    first (each the op's data: an array, or a tuple for a tuple-shaped infeed); `outfeed`
+    collects ``(instruction name, value)`` for each ``outfeed`` run, in order.
+
+    >>> from xla_spmd.ir import parse_hlo
+    >>> m = parse_hlo('''HloModule m
+    ... ENTRY e {
+    ...   t = token[] after-all()
+    ...   in = (f32[2], token[]) infeed(t)
+    ...   x = f32[2] get-tuple-element(in), index=0
+    ...   n = f32[2] negate(x)
+    ...   t1 = token[] get-tuple-element(in), index=1
+    ...   ROOT out = token[] outfeed(n, t1)
+    ... }''')
+    >>> feeds = Feeds(deque([np.array([1, 2], np.float32)]))
+    >>> evaluate(m, [], feeds)
+    token
+    >>> feeds.outfeed
+    [('out', array([-1., -2.], dtype=float32))]
+    """
+
+    infeed: deque = field(default_factory=deque)
+    outfeed: list = field(default_factory=list)
+
+
+@dataclass
 class Context:
     """What a rule may need beyond its operands: the device it runs on, and how to exchange
     data with the other devices at a collective (None on one device)."""
@@ -81,6 +109,9 @@ class Context:
     # device failed, or the user pressed Ctrl-C. Loops check it every iteration. Defaults to
     # the communicator's `stopped`, where it has one (the in-process communicator).
     stop: Any = None
+    # The device's infeed and outfeed queues (`Feeds`); None: an infeed fails, an outfeed
+    # writes nowhere.
+    feeds: Feeds | None = None
 
     def __post_init__(self) -> None:
         if self.stop is None:
@@ -171,8 +202,9 @@ def coerce_argument(value, shape, what: str) -> object:
     return cast
 
 
-def evaluate(module: Module, args: Sequence) -> object:
-    """Evaluate the entry computation on one device; returns an array or a tuple of values."""
+def evaluate(module: Module, args: Sequence, feeds: Feeds | None = None) -> object:
+    """Evaluate the entry computation on one device; returns an array or a tuple of values.
+    `feeds` holds the values its infeeds take and collects what it outfeeds."""
     params = module.entry.parameters
     if len(args) != len(params):
         raise EvaluationError(f"module {module.name} takes {len(params)} arguments, got "
@@ -180,7 +212,7 @@ def evaluate(module: Module, args: Sequence) -> object:
     coerced = [coerce_argument(a, p.shape, f"argument {i} ({p.name})")
                for i, (a, p) in enumerate(zip(args, params))]
     return evaluate_computation(module.entry, coerced, Context(
-        num_partitions=1, num_replicas=1))
+        num_partitions=1, num_replicas=1, feeds=feeds))
 
 
 def zeros_of(shape) -> object:

@@ -34,7 +34,12 @@ import numpy as np  # noqa: F401 (the doctest uses it)
 
 import xla_spmd.config as config
 from xla_spmd.backends.reference.collectives import check_device_ids
-from xla_spmd.backends.reference.evaluator import Context, coerce_argument, evaluate_computation
+from xla_spmd.backends.reference.evaluator import (
+    Context,
+    Feeds,
+    coerce_argument,
+    evaluate_computation,
+)
 from xla_spmd.errors import CommunicationError, EvaluationError
 from xla_spmd.ir import Computation, Instruction, Module
 
@@ -137,11 +142,13 @@ def _caused_by_peer(error: BaseException | None) -> bool:
 
 def evaluate_spmd(module: Module, per_device_args: Sequence[Sequence],
                   num_devices: int | None = None, num_replicas: int | None = None,
-                  max_loop_iterations: int | None = None) -> list:
+                  max_loop_iterations: int | None = None,
+                  feeds: Sequence[Feeds] | None = None) -> list:
     """Run `module` on `num_devices` devices in lockstep; returns each device's result.
 
     By default the module runs on its own devices: ``num_partitions x replica_count`` from its
-    header. Given `num_devices` alone, the run has one replica.
+    header. Given `num_devices` alone, the run has one replica. ``feeds[d]`` is device d's
+    infeed and outfeed queues (`Feeds`).
     """
     if num_devices is None:
         num_replicas = module.num_replicas if num_replicas is None else num_replicas
@@ -153,12 +160,13 @@ def evaluate_spmd(module: Module, per_device_args: Sequence[Sequence],
         raise EvaluationError(f"expected arguments for {num_devices} devices, got "
                               f"{len(per_device_args)}")
     return evaluate_mpmd([module.entry] * num_devices, per_device_args, num_replicas,
-                         num_devices // num_replicas, max_loop_iterations)
+                         num_devices // num_replicas, max_loop_iterations, feeds)
 
 
 def evaluate_mpmd(computations: Sequence[Computation], per_device_args: Sequence[Sequence],
                   num_replicas: int, num_partitions: int,
-                  max_loop_iterations: int | None = None) -> list:
+                  max_loop_iterations: int | None = None,
+                  feeds: Sequence[Feeds] | None = None) -> list:
     """Run ``computations[d]`` on device d (flattened id ``replica * num_partitions +
     partition``) in lockstep; returns each device's result.
 
@@ -184,6 +192,8 @@ def evaluate_mpmd(computations: Sequence[Computation], per_device_args: Sequence
     if len(per_device_args) != num_devices:
         raise EvaluationError(f"expected arguments for {num_devices} devices, got "
                               f"{len(per_device_args)}")
+    if feeds is not None and len(feeds) != num_devices:
+        raise EvaluationError(f"expected feeds for {num_devices} devices, got {len(feeds)}")
     arguments = []
     for device, (computation, args) in enumerate(zip(computations, per_device_args)):
         params = computation.parameters
@@ -205,7 +215,8 @@ def evaluate_mpmd(computations: Sequence[Computation], per_device_args: Sequence
         ctx = Context(partition_id=device % num_partitions, replica_id=device // num_partitions,
                       num_partitions=num_partitions, num_replicas=num_replicas,
                       exchange=lambda inst, value: rendezvous.exchange(device, inst, value),
-                      max_loop_iterations=limit, stop=rendezvous.stop)
+                      max_loop_iterations=limit, stop=rendezvous.stop,
+                      feeds=None if feeds is None else feeds[device])
         try:
             results[device] = evaluate_computation(computations[device], arguments[device], ctx)
         except BaseException as error:  # noqa: BLE001 - reported to the caller below
@@ -221,7 +232,7 @@ def evaluate_mpmd(computations: Sequence[Computation], per_device_args: Sequence
         for thread in threads:
             thread.start()
         _join(threads, rendezvous)
-    except KeyboardInterrupt:
+    except BaseException:  # Ctrl-C, or a caller's timeout signal: stop the devices too
         rendezvous.fail(-1)  # every device stops at its next loop iteration or collective
         _join(threads, rendezvous)
         raise

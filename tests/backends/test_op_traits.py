@@ -46,5 +46,6 @@ def test_linear_ops_map_sums_to_sums(opcode):
 
 
 def test_side_effect_and_distinct_ops():
-    assert {n for n, op in OPS.items() if op.side_effect} == {"rng"}
-    assert {"parameter", "rng", "after-all"} <= {n for n, op in OPS.items() if op.distinct}
+    assert {n for n, op in OPS.items() if op.side_effect} == {"rng", "infeed", "outfeed"}
+    assert {"parameter", "rng", "after-all", "infeed", "outfeed"} <= {
+        n for n, op in OPS.items() if op.distinct}

@@ -295,3 +295,48 @@ def test_xla_partitioned_program_matches_global_outputs(name):
         for i, (got, want) in enumerate(zip(leaves(result), outputs)):
             np.testing.assert_allclose(got, tile_of(want, out_shardings[i], device), rtol=2e-4,
                                        atol=2e-5, err_msg=f"{name} device {device} out{i}")
+
+
+LONG_LOOP = """HloModule m, num_partitions=2
+
+cond {
+  s = s32[] parameter(0)
+  limit = s32[] constant(2000000000)
+  ROOT lt = pred[] compare(s, limit), direction=LT
+}
+
+body {
+  s = s32[] parameter(0)
+  one = s32[] constant(1)
+  ROOT next = s32[] add(s, one)
+}
+
+ENTRY e {
+  zero = s32[] constant(0)
+  ROOT loop = s32[] while(zero), condition=cond, body=body
+}
+"""
+
+
+def test_an_exception_in_the_caller_stops_the_devices():
+    """A caller's timeout (a signal raising in the main thread) stops the device threads
+    at their next loop iteration instead of leaving them running."""
+    import signal
+    import threading
+
+    class Stop(BaseException):
+        pass
+
+    def alarm(signum, frame):
+        raise Stop
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    try:
+        with pytest.raises(Stop):
+            evaluate_spmd(parse_hlo(LONG_LOOP), [[], []], max_loop_iterations=2_000_000_000)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert not [t for t in threading.enumerate()
+                if t.name.startswith("device-") and t.is_alive()]

@@ -132,7 +132,7 @@ def test_frontend_records_source_lines_and_collectives_point_at_them():
     from xla_spmd.cost.model import attribute, source_of
     from xla_spmd.partition import partition
 
-    mesh = xs.make_mesh({"x": 4})
+    mesh = xs.make_mesh({"x": 4}, axis_types=xs.AxisType.Auto)
     xs.set_num_devices(4)
 
     def f(a, b):

@@ -291,7 +291,7 @@ def test_vmap_and_eager_ops_under_explicit_axes(mesh):
 
 
 def test_auto_meshes_have_no_types():
-    mesh = xs.make_mesh((2, 4), ("a", "b"))
+    mesh = xs.make_mesh((2, 4), ("a", "b"), axis_types=(xs.AxisType.Auto,) * 2)
     x = xs.device_put(X, NamedSharding(mesh, P("a", None)))
     seen = {}
     xs.jit(lambda v: (seen.setdefault("t", xs.typeof(v * 2).sharding), v)[1])(x)
@@ -325,7 +325,7 @@ def test_auto_axes_and_explicit_axes(mesh):
     assert seen["auto"] == P("a", None) and out.sharding.spec == P("a", None)
     np.testing.assert_allclose(np.asarray(out), X @ X.T)
 
-    auto = xs.make_mesh((2, 4), ("a", "b"))
+    auto = xs.make_mesh((2, 4), ("a", "b"), axis_types=(xs.AxisType.Auto,) * 2)
     xa = xs.device_put(X, NamedSharding(auto, P("a")))
 
     @xs.jit
@@ -349,15 +349,24 @@ def test_jax_sharding_namespace_names():
         xs.sharding.no_such_name  # noqa: B018
 
 
-def test_default_axis_types_option_gives_jax_0_10s_make_mesh():
-    with xs.config.override(default_axis_types="explicit"):
-        mesh = xs.make_mesh((2, 4), ("a", "b"))
-        assert mesh.explicit_axes == ("a", "b")
-        assert xs.make_mesh((8,), ("x",), axis_types=xs.AxisType.Auto).explicit_axes == ()
-        x = xs.device_put(X, NamedSharding(mesh, P(None, "b")))
-        with pytest.raises(ShardingTypeError, match="Contracting dimensions are sharded"):
-            xs.jit(lambda v: v @ v.T)(x)
-    assert xs.make_mesh((2, 4), ("a", "b")).explicit_axes == ()  # Auto, the default here
+def test_make_mesh_defaults_to_explicit_as_jax_0_10():
+    """JAX 0.10's make_mesh types every axis Explicit unless `axis_types` says otherwise
+    (jax/_src/sharding_impls.py: ``axis_types = (AxisType.Explicit,) * ndim``); a Mesh
+    built directly is Auto, as JAX's; the option ``default_axis_types="auto"`` gives the
+    old default."""
+    mesh = xs.make_mesh((2, 4), ("a", "b"))
+    assert mesh.explicit_axes == ("a", "b") and mesh.auto_axes == ()
+    assert xs.make_mesh({"a": 2, "b": 4}).explicit_axes == ("a", "b")
+    assert xs.make_mesh((8,), ("x",), axis_types=xs.AxisType.Auto).explicit_axes == ()
+    assert xs.Mesh(("a",), (8,)).explicit_axes == ()
+    x = xs.device_put(X, NamedSharding(mesh, P(None, "b")))
+    with pytest.raises(ShardingTypeError, match="Contracting dimensions are sharded"):
+        xs.jit(lambda v: v @ v.T)(x)
+    with xs.config.override(default_axis_types="auto"):
+        assert xs.make_mesh((2, 4), ("a", "b")).explicit_axes == ()
+        auto = xs.make_mesh((2, 4), ("a", "b"))
+        y = xs.device_put(X, NamedSharding(auto, P(None, "b")))
+        np.testing.assert_allclose(np.asarray(xs.jit(lambda v: v @ v.T)(y)), X @ X.T)
     with pytest.raises(XlaSpmdError, match="default_axis_types"):
         xs.config.update("default_axis_types", "manual")
 
@@ -388,7 +397,7 @@ def test_auto_axes_and_explicit_axes_honour_axes(mesh):
             x, w)
 
     # explicit_axes(axes='a') on an Auto mesh: only 'a' is typed inside
-    auto = xs.make_mesh((2, 4), ("a", "b"))
+    auto = xs.make_mesh((2, 4), ("a", "b"), axis_types=(xs.AxisType.Auto,) * 2)
     xa = xs.device_put(X, NamedSharding(auto, P("a")))
 
     @xs.jit

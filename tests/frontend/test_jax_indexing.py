@@ -14,7 +14,7 @@ SPECS = [P("v", "d"), P("d", "v"), P("v"), P(None, "d"), P("d"), P(None, "v"), P
 
 @pytest.fixture
 def mesh():
-    return xs.make_mesh({"v": 2, "d": 4})
+    return xs.make_mesh({"v": 2, "d": 4}, axis_types=xs.AxisType.Auto)  # propagation
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=str)

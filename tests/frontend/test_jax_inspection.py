@@ -15,7 +15,7 @@ B = np.arange(64, dtype=np.float32).reshape(16, 4) / 100
 
 @pytest.fixture
 def mesh():
-    return xs.make_mesh({"d": 4})
+    return xs.make_mesh({"d": 4}, axis_types=xs.AxisType.Auto)  # propagation
 
 
 def _step(mesh):

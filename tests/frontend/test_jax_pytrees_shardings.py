@@ -126,7 +126,7 @@ def test_registered_classes_and_dataclasses_go_through_jit():
 
 
 def test_a_mesh_over_fewer_devices_runs_on_the_first_ones():
-    mesh = xs.make_mesh({"x": 4})  # a job of 8 devices
+    mesh = xs.make_mesh({"x": 4}, axis_types=xs.AxisType.Auto)  # a job of 8 devices
     a = xs.device_put(np.arange(8.0, dtype=np.float32), NamedSharding(mesh, P("x")))
     assert [shard.device.id for shard in a.addressable_shards] == [0, 1, 2, 3]
     assert float(xs.jit(lambda v: (v * 2).sum())(a)) == 56.0

@@ -8,11 +8,11 @@ import numpy as np
 import xla_spmd as xs
 import xla_spmd.nn as nn
 import xla_spmd.numpy as xnp
-from xla_spmd.mesh import make_mesh
+from xla_spmd.mesh import AxisType, make_mesh
 from xla_spmd.sharding import NamedSharding, P
 
 RNG = np.random.default_rng(7)
-MESH = make_mesh({"data": 2, "model": 4})
+MESH = make_mesh({"data": 2, "model": 4}, axis_types=AxisType.Auto)  # propagation
 
 
 def _rand(*shape, scale=0.5, dtype=np.float32):

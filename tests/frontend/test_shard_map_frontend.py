@@ -8,10 +8,10 @@ import xla_spmd as xs
 import xla_spmd.lax as lax
 import xla_spmd.numpy as xnp
 from xla_spmd.ir import verify
-from xla_spmd.mesh import make_mesh
+from xla_spmd.mesh import AxisType, make_mesh
 from xla_spmd.sharding import P
 
-MESH = make_mesh({"x": 2, "y": 4})
+MESH = make_mesh({"x": 2, "y": 4}, axis_types=AxisType.Auto)  # propagation
 
 
 def body(a, b):
@@ -126,7 +126,7 @@ def test_collectives_outside_shard_map_are_errors():
 # its copies, a replicated operand's cotangent summed over them (JAX's convention), so each
 # gradient equals the one of the same function written without shard_map.
 
-MESH8 = make_mesh({"data": 2, "model": 4})
+MESH8 = make_mesh({"data": 2, "model": 4}, axis_types=AxisType.Auto)
 
 
 def _named(*spec):

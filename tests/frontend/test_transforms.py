@@ -204,7 +204,7 @@ def test_eval_shape_device_get_block_until_ready():
 def test_transforms_under_jit_partitioned_equal_unpartitioned():
     """The central property: each transform under jit with sharded inputs on a mesh gives
     the unpartitioned values."""
-    mesh = xs.make_mesh({"a": 2, "b": 2})
+    mesh = xs.make_mesh({"a": 2, "b": 2}, axis_types=xs.AxisType.Auto)  # propagation
     rows, cols = NamedSharding(mesh, P("a", "b")), NamedSharding(mesh, P("b"))
     x8 = RNG.standard_normal((8, 6)).astype(np.float32)
 

@@ -16,7 +16,7 @@ from xla_spmd.cli import main
 
 def _matmul_report():
     xs.set_num_devices(4)
-    mesh = xs.make_mesh({"x": 4})
+    mesh = xs.make_mesh({"x": 4}, axis_types=xs.AxisType.Auto)
 
     def f(a, b):
         return xnp.tanh(a @ b)  # the all-reduce finishes this dot's partial sums
@@ -49,7 +49,7 @@ def test_values_shapes_provenance_and_collectives():
 
 def test_measured_step_time_rides_along():
     xs.set_num_devices(2)
-    mesh = xs.make_mesh({"data": 2})
+    mesh = xs.make_mesh({"data": 2}, axis_types=xs.AxisType.Auto)
     jitted = xs.jit(lambda x: xnp.exp(-x), in_shardings=xs.NamedSharding(mesh, xs.P("data")))
     report = xs.inspect(jitted, np.ones((4, 3), np.float32), measure=2)
     assert report.measured_step_time > 0
@@ -59,7 +59,7 @@ def test_measured_step_time_rides_along():
 
 def test_provenance_names_the_user_argument():
     xs.set_num_devices(2)
-    mesh = xs.make_mesh({"data": 2})
+    mesh = xs.make_mesh({"data": 2}, axis_types=xs.AxisType.Auto)
     jitted = xs.jit(lambda x: xnp.exp(-x), in_shardings=xs.NamedSharding(mesh, xs.P("data")))
     report = xs.inspect(jitted, np.ones((4, 3), np.float32))
     exp = next(v for v in report.values if v.opcode == "exponential")
@@ -99,7 +99,7 @@ class _Collect(HTMLParser):
 
 def _rank4_on_3d_mesh_html():
     xs.set_num_devices(8)
-    mesh = xs.make_mesh({"a": 2, "b": 2, "c": 2})
+    mesh = xs.make_mesh({"a": 2, "b": 2, "c": 2}, axis_types=xs.AxisType.Auto)
 
     def f(x, w):
         return xnp.tanh(xnp.einsum("ijkl,lm->ijkm", x, w)).sum(axis=0)

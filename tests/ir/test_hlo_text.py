@@ -189,6 +189,9 @@ ENTRY main {
   barrier = (s32[], f32[4]{0}) opt-barrier(init)
   rbg = (u64[2]{0}, u32[4]{0}) rng-bit-generator(state), algorithm=rng_three_fry
   rng = f32[4]{0} rng(c0, scalar), distribution=rng_uniform
+  infeed = ((f32[4]{0}, s32[]), token[]) infeed(tok), infeed_config="feed"
+  fed = (f32[4]{0}, s32[]) get-tuple-element(infeed), index=0
+  outfeed = token[] outfeed(fed, tok2), outfeed_shape=(f32[4]{0}, s32[]), outfeed_config="out"
   ar = f32[4]{0} all-reduce(x), channel_id=1, replica_groups={{0,1},{2,3}}, use_global_device_ids=true, to_apply=add
   ar_mesh = f32[4]{0} all-reduce(x), channel_id=2, replica_groups=mesh['a'=2,'b'=2] {'b'}, use_global_device_ids=true, to_apply=add
   ar_ids = f32[4]{0} all-reduce(x), channel_id=3, replica_groups=mesh['a'=2,'b'=2], device_ids=([2,2]T(1,0)) {'a'}, use_global_device_ids=true, to_apply=add
@@ -587,6 +590,20 @@ ENTRY e {
     reducer = next(c for c in module.computations if c.name == "min_f32")
     assert str(reducer.root.shape) == "f32[]"
     assert evaluate(module, [np.array([3, 1, 2, 5], np.float32)]) == 1.0
+
+
+def test_omitted_shape_with_a_sharding_is_checked_once_inferred():
+    """XLA's ReshardCrash test: ``copy = copy(p), sharding=...`` with the shape left out."""
+    module = parse_hlo("""HloModule m
+ENTRY e {
+  p = f32[8,32,4] parameter(0), sharding={devices=[4,2,1]0,2,1,3,4,6,5,7}
+  ROOT copy = copy(p), sharding={devices=[2,2,2]<=[8]}
+}""")
+    assert str(module.entry.root.shape) == "f32[8,32,4]"
+    assert str(module.entry.root.sharding) == "{devices=[2,2,2]<=[8]}"
+    with pytest.raises(ParseError, match=r"4:8: %c: .*of rank 1"):
+        parse_hlo("HloModule m\nENTRY e {\n  p = f32[8] parameter(0)\n"
+                  "  ROOT c = copy(p), sharding={devices=[2,2]<=[4]}\n}")
 
 
 def test_omitted_shape_of_a_parameter_is_an_error():

@@ -7,11 +7,15 @@ holding the same element must agree.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from shards import assemble, shard_array, signature
 
-from xla_spmd.backends.reference import evaluate, evaluate_spmd
-from xla_spmd.ir import verify
+from xla_spmd.backends.reference import Context, Feeds, evaluate, evaluate_spmd
+from xla_spmd.backends.reference.evaluator import coerce_argument, evaluate_computation
+from xla_spmd.errors import XlaSpmdError
+from xla_spmd.ir import Computation, verify
 from xla_spmd.mesh import make_mesh
 from xla_spmd.partition.values import shape_leaves
 from xla_spmd.pipeline import lower
@@ -76,15 +80,18 @@ def _all_close(got, want, rtol: float, atol: float) -> bool:
     return True
 
 
-def run_on_devices(spmd, per_device, n, backend):
+def run_on_devices(spmd, per_device, n, backend, feeds=None):
     """Every device's results: in lockstep on the reference evaluator, or compiled by
     `backend` (a name or a Backend) and run on one thread per in-process device (all on this
     thread, step by step, where the executable runs in lockstep), or by
-    `backend.run_on_devices(spmd, per_device, n)` where it has one."""
+    `backend.run_on_devices(spmd, per_device, n)` where it has one. `feeds` (a `Feeds` per
+    device, for a program with infeeds or outfeeds) needs the reference evaluator."""
+    if feeds is not None and backend != "reference":
+        raise ValueError("infeed and outfeed queues run on the reference evaluator only")
     if hasattr(backend, "run_on_devices"):
         return backend.run_on_devices(spmd, per_device, n)
     if backend == "reference":
-        return evaluate_spmd(spmd, per_device, n)
+        return evaluate_spmd(spmd, per_device, n, feeds=feeds)
     from xla_spmd.backends import get_backend
     from xla_spmd.collectives import LocalWorld
     backend = get_backend(backend) if isinstance(backend, str) else backend
@@ -109,15 +116,34 @@ def run_global(module, args, backend="reference") -> list:
 
 
 def check(module, args, *, rtol=1e-5, atol=1e-5, propagate=False, expected=None,
-          backend="reference", bits=False, num_devices=None, scaled=False,
-          expected_backend="reference"):
+          backend="reference", bits=False, num_devices=None, infeeds=None, random=False,
+          scaled=False, expected_backend="reference"):
     """Partition `module`, run it on every device (on `backend`), compare with the reference
     (or with `expected`), bit for bit when `bits` (the sign of zero and NaN payloads
     included); return the partitioned module. `expected_backend` runs the unpartitioned
-    module (`run_global`). `num_devices` partitions GSPMD-style
-    shardings (``{devices=[2,1]0,1}``) over that many devices, as XLA's tests do."""
+    module (`run_global`; a module with host transfers runs on the reference evaluator).
+    `num_devices` partitions GSPMD-style shardings (``{devices=[2,1]0,1}``) over that many
+    devices, as XLA's tests do. `scaled` multiplies `atol` by the largest magnitude of each
+    expected float result (at least 1): a sum of many terms, added in another order by the
+    partitioned program, differs by rounding relative to its terms, not to its (possibly
+    near-zero) value.
+
+    A module with host transfers: `infeeds` holds one global value per ``infeed`` of the
+    entry, in order; each device's queue gets its shard of each (the infeed's sharding),
+    and what the devices outfeed, assembled by the outfeed data's sharding, must equal what
+    the unpartitioned module outfeeds.
+
+    `random`: the module's ``rng`` values are implementation-defined (each device draws its
+    own), so a result an rng makes is compared by shape, type and range only (uniform:
+    within the rng's bounds, evaluated on the unpartitioned module; normal: finite), and
+    devices holding the same element must still agree; a result computed from rng values
+    by other ops cannot be compared and raises `NotComparable`."""
     mesh = None
     if num_devices is not None:
+        if module.num_partitions == 1 and num_devices > 1:  # XLA's test sets the config's
+            module = dataclasses.replace(module, header=tuple(  # num_partitions to N
+                (k, v) for k, v in module.header if k != "num_partitions")
+                + (("num_partitions", str(num_devices)),))
         if has_foreign_shardings(module):
             module = import_shardings(module).module
         mesh = program_mesh(module)
@@ -127,18 +153,30 @@ def check(module, args, *, rtol=1e-5, atol=1e-5, propagate=False, expected=None,
     module, spmd = program.module, program.spmd_module
     verify(spmd)
     n = program.mesh.size
-    params, results_shardings = signature(module)
+    params, results_shardings = signature(module, program.mesh)
     per_device = [[_shard(arg, shardings, device) for arg, shardings in zip(args, params)]
                   for device in range(n)]
-    results = run_on_devices(spmd, per_device, n, backend)
-    expected = run_global(module, args, expected_backend) if expected is None \
-        else list(expected)
+    host = _host_transfers(module, infeeds, program.mesh)
+    results = run_on_devices(spmd, per_device, n, backend, host and host[1])
+    if expected is None:
+        expected = _flatten(evaluate(module, args, host and host[0])) \
+            if host or expected_backend == "reference" \
+            else run_global(module, args, expected_backend)
+    expected = list(expected)
+    if host:
+        _compare_outfeeds(module, *host, program.mesh, rtol=rtol, atol=atol)
     shapes = shape_leaves(module.entry.root.shape)
     per_device_leaves = [_flatten(r) for r in results]
+    producers = _random_producers(module, args) if random else [None] * len(shapes)
     for index, (want, sharding, shape) in enumerate(zip(expected, results_shardings, shapes)):
+        if shape.is_token:
+            continue  # a token has no value to compare
         tol = atol * max(1.0, _magnitude(want)) if scaled else atol
         got = assemble([leaves_[index] for leaves_ in per_device_leaves], sharding,
                        shape.dims, np.asarray(want).dtype, rtol=rtol, atol=tol)
+        if producers[index] is not None:
+            _check_random(got, want, *producers[index], f"output {index}")
+            continue
         if not _all_close(got, want, rtol, tol):  # numpy's own check, and its message
             np.testing.assert_allclose(got, want, rtol=rtol, atol=tol,
                                        err_msg=f"output {index}")
@@ -148,3 +186,110 @@ def check(module, args, *, rtol=1e-5, atol=1e-5, propagate=False, expected=None,
             np.testing.assert_array_equal(np.asarray(got, want.dtype).view(unsigned),
                                           want.view(unsigned), err_msg=f"output {index} bits")
     return spmd
+
+
+class NotComparable(XlaSpmdError):
+    """A result computed from random values by other ops: nothing to compare it with."""
+
+
+def _random_producers(module, args) -> list:
+    """Per result leaf: None (not random: compared exactly), or (distribution, low, high)
+    of the entry's ``rng`` that makes it, its bounds evaluated on the unpartitioned module.
+    Raises `NotComparable` for a leaf computed from rng values by other ops."""
+    entry = module.entry
+    root = entry.root
+    makers = list(root.operands) if root.opcode == "tuple" else [root]
+    if len(makers) != len(shape_leaves(root.shape)):
+        makers = [root] * len(shape_leaves(root.shape))
+    producers = []
+    for maker in makers:
+        if maker.opcode == "rng":
+            bounds = [_evaluate_before(entry, maker, operand, args) for operand in maker.operands]
+            producers.append((maker.attrs.distribution.value, *bounds))
+        elif _depends_on_rng(maker):
+            raise NotComparable(f"{maker.name} is computed from rng values: its values are "
+                                "implementation-defined, nothing to compare them with")
+        else:
+            producers.append(None)
+    return producers
+
+
+def _depends_on_rng(inst, seen=None) -> bool:
+    seen = set() if seen is None else seen
+    if id(inst) in seen:
+        return False
+    seen.add(id(inst))
+    if inst.opcode == "rng" or any(_depends_on_rng(c.root, seen)
+                                   for c in inst.called_computations()):
+        return True
+    return any(_depends_on_rng(o, seen) for o in inst.operands)
+
+
+def _evaluate_before(entry, rng, value, args):
+    """`value` (an operand of `rng`) on the unpartitioned module: the entry cut before rng."""
+    index = entry.instructions.index(rng)
+    kept = tuple(i for i in entry.instructions[:index]) + tuple(
+        p for p in entry.parameters if p not in entry.instructions[:index])
+    cut = Computation(entry.name, kept, value)
+    return np.asarray(evaluate_computation(cut, [coerce_argument(a, p.shape, "argument")
+                                                 for a, p in zip(args, cut.parameters)],
+                                           Context()))
+
+
+def _check_random(got, want, distribution, low, high, what):
+    """`got` (assembled from the devices) has `want`'s shape and type and lies in range."""
+    want = np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, (
+        f"{what}: {got.dtype}{list(got.shape)}, unpartitioned {want.dtype}{list(want.shape)}")
+    if distribution == "rng_normal":
+        assert np.isfinite(got).all(), f"{what}: normal values must be finite"
+        return
+    upper = got < high if got.dtype.kind in "iub" else got <= high
+    assert ((low <= got) & upper).all(), (
+        f"{what}: uniform values outside [{low}, {high}): {got}")
+
+
+def _host_transfers(module, infeeds, mesh):
+    """(the global run's Feeds, each device's) for a module with infeeds or outfeeds, else
+    None: the queues hold `infeeds` (one value per infeed of the entry), sharded."""
+    ops = [i for i in module.entry.instructions if i.opcode in ("infeed", "outfeed")]
+    if not ops:
+        return None
+    infeed_ops = [i for i in ops if i.opcode == "infeed"]
+    infeeds = list(infeeds or ())
+    if len(infeeds) != len(infeed_ops):
+        raise ValueError(f"the module has {len(infeed_ops)} infeeds; give as many values, got "
+                         f"{len(infeeds)}")
+    targets = _targets(module, mesh)
+    whole, devices = Feeds(), [Feeds() for _ in range(mesh.size)]
+    for inst, value in zip(infeed_ops, infeeds):
+        whole.infeed.append(value)
+        shardings = targets(inst)[:-1]  # the data's leaves (the token is last)
+        for device, feeds in enumerate(devices):
+            feeds.infeed.append(_shard(value, shardings, device))
+    return whole, devices
+
+
+def _targets(module, mesh):
+    from xla_spmd.partition.partitioner import Lowering, Partitioner
+
+    return Lowering(Partitioner(module, mesh).state, None).targets
+
+
+def _compare_outfeeds(module, whole, devices, mesh, *, rtol, atol):
+    """Each outfeed of the global run equals the devices' outfeeds (the k-th of each device),
+    assembled by the sharding of its data."""
+    for device, feeds in enumerate(devices):
+        if len(feeds.outfeed) != len(whole.outfeed):
+            raise AssertionError(f"device {device} outfed {len(feeds.outfeed)} values, the "
+                                 f"unpartitioned module {len(whole.outfeed)}")
+    by_name = {i.name: i for i in module.entry.instructions}
+    targets = _targets(module, mesh)
+    for k, (name, want) in enumerate(whole.outfeed):
+        data = by_name[name].operands[0]
+        for index, (leaf, sharding, shape) in enumerate(zip(
+                _flatten(want), targets(data), shape_leaves(data.shape))):
+            got = assemble([_flatten(feeds.outfeed[k][1])[index] for feeds in devices],
+                           sharding, shape.dims, np.asarray(leaf).dtype, rtol=rtol, atol=atol)
+            np.testing.assert_allclose(got, leaf, rtol=rtol, atol=atol,
+                                       err_msg=f"outfeed {name} leaf {index}")

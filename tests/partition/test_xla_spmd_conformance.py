@@ -9,6 +9,7 @@ import numpy as np
 from xla_spmd_tests import (  # tests/partition on sys.path
     BACKENDS,
     XlaCase,
+    XlaResult,
     extract_modules,
     run_isolated,
     run_module,
@@ -45,22 +46,35 @@ ENTRY entry {
 })hlo";
   TF_ASSERT_OK_AND_ASSIGN(auto module, PartitionComputation(hlo_string, 4));
 }
+
+TEST_P(SpmdPartitioningTest, Unknown) {
+  absl::string_view hlo_string = R"(
+HloModule module
+
+ENTRY entry {
+  %a = f32[6,3] parameter(0), sharding={devices=[2,1]0,1}
+  ROOT %f = f32[6,3] frobnicate(%a), sharding={devices=[2,1]0,1}
+})";
+  TF_ASSERT_OK_AND_ASSIGN(auto module, PartitionComputation(hlo_string, 2));
+}
 '''
 
 
 def test_extracts_each_partitioned_module_with_its_devices():
     cases = extract_modules(SNIPPET)
-    assert [(c.name, c.num_devices) for c in cases] == [("TiledAdd", 2), ("TiledInfeed", 4)]
+    assert [(c.name, c.num_devices) for c in cases] == [("TiledAdd", 2), ("TiledInfeed", 4),
+                                                         ("Unknown", 2)]
     assert cases[0].hlo.strip().startswith("HloModule module")
     assert cases[0].hlo.rstrip().endswith("}")
     assert "infeed(token0)" in cases[1].hlo
 
 
-def test_runs_one_to_a_pass_and_classifies_the_other():
-    passed, refused = (run_module(c, timeout=60) for c in extract_modules(SNIPPET))
+def test_runs_to_a_pass_and_classifies_the_others():
+    passed, infeed, refused = (run_module(c, timeout=60) for c in extract_modules(SNIPPET))
     assert (passed.status, passed.message) == ("PASS", "")
+    assert (infeed.status, infeed.message) == ("PASS", "")  # each device infeeds its shard
     assert refused.status == "PARSE"
-    assert "infeed" in refused.message
+    assert "frobnicate" in refused.message
 
 
 def test_a_wrong_partition_is_a_mismatch(monkeypatch):
@@ -75,8 +89,8 @@ def test_a_wrong_partition_is_a_mismatch(monkeypatch):
             return tuple(bump(leaf) for leaf in result)
         return np.asarray(result) + 1
 
-    def off_by_one(spmd, per_device, n, backend):
-        return [bump(result) for result in real(spmd, per_device, n, backend)]
+    def off_by_one(spmd, per_device, n, backend, feeds=None):
+        return [bump(result) for result in real(spmd, per_device, n, backend, feeds)]
 
     monkeypatch.setattr(spmd_oracle, "run_on_devices", off_by_one)
     for backend in BACKENDS:
@@ -99,9 +113,47 @@ def test_the_runner_prints_the_table(tmp_path):
     script = Path(__file__).resolve().parents[2] / "scripts" / "run_conformance.py"
     out = subprocess.run([sys.executable, str(script), "--xla-spmd", str(path), "--failures"],
                          capture_output=True, text=True, check=True).stdout
-    assert "PARSE TiledInfeed (4 devices)" in out
-    assert "| PASS | 1 |" in out
-    assert "| **pass** | 1/2 (50%) |" in out
+    assert "PARSE Unknown (2 devices)" in out
+    assert "| PASS | 2 |" in out
+    assert "| **pass** | 2/3 (67%) |" in out
+    only = subprocess.run([sys.executable, str(script), "--xla-spmd", str(path), "--only",
+                           "Tiled.*"], capture_output=True, text=True, check=True).stdout
+    assert "| **pass** | 2/2 (100%) |" in only
+
+
+REFUSED = r'''
+TEST_P(SpmdPartitioningTest, Illegal) {
+  absl::string_view hlo_string = R"(
+HloModule module
+
+ENTRY entry {
+  %a = f32[6,3] parameter(0), sharding={devices=[2,1]0,1}
+  ROOT %c = f32[6,3] copy(%a), sharding={replicated}
+})";
+  auto module_status = PartitionComputation(hlo_string, /*num_devices=*/2);
+  EXPECT_FALSE(module_status.status().ok());
+  EXPECT_THAT(module_status.status().ToString(),
+              ::testing::HasSubstr("not "
+                                   "allowed"));
+}
+'''
+
+
+def test_a_test_expecting_xla_to_refuse_passes_only_if_we_refuse(monkeypatch):
+    (case,) = extract_modules(REFUSED)
+    assert case.refused == "not allowed"
+    result = run_module(case)
+    assert result.status == "MISMATCH"  # a valid module: we partition it, XLA's test refuses
+    assert "we partitioned it" in result.message
+    import xla_spmd.pipeline
+    from xla_spmd.errors import PartitionError
+
+    def refuse(*args, **kwargs):
+        raise PartitionError("not allowed here")
+
+    monkeypatch.setattr(xla_spmd.pipeline, "lower", refuse)
+    assert run_module(case) == XlaResult("Illegal", "PASS",
+                                         "refused, as XLA does: not allowed here")
 
 
 def test_an_isolated_case_passes_stops_at_its_timeout_and_is_capped_in_memory():
@@ -117,16 +169,6 @@ ENTRY e {
 }""", 2)  # 14 GB a value: over the 6 GB cap
     result = run_isolated(huge, timeout=120, backend="reference")
     assert result.status == "TOO_LARGE", result
-
-
-def test_the_runner_reruns_only_the_named_tests(tmp_path):
-    path = tmp_path / "spmd_partitioner_test.cc"
-    path.write_text(SNIPPET)
-    script = Path(__file__).resolve().parents[2] / "scripts" / "run_conformance.py"
-    out = subprocess.run([sys.executable, str(script), "--xla-spmd", str(path), "--only",
-                          "Tiled(Add|Nothing)", "--backend", "reference"],
-                         capture_output=True, text=True, check=True).stdout
-    assert "| **pass** | 1/1 (100%) |" in out
 
 
 def test_a_cpu_clock_counts_the_cases_cpu_time():

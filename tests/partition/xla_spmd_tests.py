@@ -28,30 +28,39 @@ import resource
 import select
 import signal
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
 _TEST = re.compile(r"^TEST_[PF]\(\s*\w+\s*,\s*(\w+)\s*\)", re.M)
 _RAW = re.compile(r'(\w+)\s*=\s*R"(\w*)\((.*?)\)\2"', re.S)
+_REFUSED = re.compile(r"EXPECT_FALSE\(\s*\w+\.status\(\)\.ok\(\)\s*\)")
+_SUBSTR = re.compile(r'HasSubstr\(((?:\s*"(?:[^"\\]|\\.)*")+)\s*\)')
+_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
 _PARTITION = re.compile(r"PartitionComputation\(\s*(\w+)\s*,\s*(?:/\*\s*num_devices\s*=\s*\*/)?"
                         r"\s*(\d+)")
 
 
 @dataclass(frozen=True)
 class XlaCase:
-    """One test's module: the test's name, its HLO text and its number of devices."""
+    """One test's module: the test's name, its HLO text and its number of devices;
+    `refused` is None, or (for a test that expects ``PartitionComputation`` to fail) the
+    text XLA's error must hold ('' when the test names none)."""
 
     name: str
     hlo: str
     num_devices: int
+    refused: str | None = None
 
 
 @dataclass(frozen=True)
 class XlaResult:
     """How one case went: status PASS, PARSE (the parser refused it), UNSUPPORTED (the
     partitioner or evaluator refused it), MISMATCH (it ran, the results differ), CRASH,
-    TIMEOUT or TOO_LARGE (out of memory); `message` is the first line of why."""
+    TIMEOUT or TOO_LARGE (out of memory), RANGE (a module with ``rng``, whose values are
+    implementation-defined: its random results agree by shape, type and range, its others
+    exactly); `message` is the first line of why."""
 
     name: str
     status: str
@@ -71,7 +80,12 @@ def extract_modules(text: str) -> list[XlaCase]:
         call = _PARTITION.search(body)
         if call is None or call.group(1) not in strings:
             continue
-        cases.append(XlaCase(match.group(1), strings[call.group(1)], int(call.group(2))))
+        refused = None
+        if _REFUSED.search(body):  # the text of HasSubstr("..." "..."), adjacent literals joined
+            substr = _SUBSTR.search(body)
+            refused = "".join(_STRING.findall(substr.group(1))) if substr else ""
+        cases.append(XlaCase(match.group(1), strings[call.group(1)], int(call.group(2)),
+                             refused))
     return cases
 
 
@@ -85,29 +99,77 @@ def _parameter_bytes(module) -> int:
                for param in module.entry.parameters for leaf in shape_leaves(param.shape))
 
 
-def random_inputs(module, seed: int) -> list[np.ndarray]:
-    """Deterministic random values for the entry's parameters (array leaves of tuples too)."""
+def random_inputs(module, seed: int, ordered: bool = False) -> list[np.ndarray]:
+    """Deterministic random values for the entry's parameters (array leaves of tuples too).
+    `ordered` (a module with ``rng``, whose bounds are its parameters in order) adds 4k to
+    the values of parameter k, so that each rng's low bound is below its high one."""
+    rng = np.random.default_rng(seed)
+    return [_random_value(param.shape, rng, 4 * param.attrs.parameter_number if ordered else 0)
+            for param in module.entry.parameters]
+
+
+def random_infeeds(module, seed: int) -> list:
+    """Deterministic random values for the entry's infeeds, in order (their data's shapes)."""
+    rng = np.random.default_rng(seed + 1)
+    return [_random_value(inst.shape.elements[0], rng)
+            for inst in module.entry.instructions if inst.opcode == "infeed"]
+
+
+def _random_value(shape, rng, offset: int = 0):
+    """A random value of `shape` (plus `offset`; booleans none): an array, or a tuple of its
+    leaves' arrays."""
     from xla_spmd.ir import TupleShape
     from xla_spmd.partition.values import shape_leaves
 
-    rng = np.random.default_rng(seed)
-    args = []
-    for param in module.entry.parameters:
-        leaves = []
-        for shape in shape_leaves(param.shape):
-            dtype = shape.dtype.array_dtype
-            if dtype == np.bool_:
-                value = rng.integers(0, 2, shape.dims).astype(bool)
-            elif np.issubdtype(dtype, np.integer):
-                value = rng.integers(0, 4, shape.dims).astype(dtype)
-            elif np.issubdtype(dtype, np.complexfloating):
-                value = (rng.standard_normal(shape.dims)
-                         + 1j * rng.standard_normal(shape.dims)).astype(dtype)
-            else:
-                value = rng.standard_normal(shape.dims).astype(dtype)
-            leaves.append(np.asarray(value))
-        args.append(tuple(leaves) if isinstance(param.shape, TupleShape) else leaves[0])
-    return args
+    leaves = []
+    for leaf in shape_leaves(shape):
+        dtype = leaf.dtype.array_dtype
+        if dtype == np.bool_:
+            value = rng.integers(0, 2, leaf.dims).astype(bool)
+        elif np.issubdtype(dtype, np.integer):
+            value = rng.integers(offset, offset + 4, leaf.dims).astype(dtype)
+        elif np.issubdtype(dtype, np.complexfloating):
+            value = (rng.standard_normal(leaf.dims)
+                     + 1j * rng.standard_normal(leaf.dims)).astype(dtype)
+        else:
+            value = (rng.standard_normal(leaf.dims) + offset).astype(dtype)
+        leaves.append(np.asarray(value))
+    return tuple(leaves) if isinstance(shape, TupleShape) else leaves[0]
+
+
+@contextmanager
+def opaque_custom_calls():
+    """While active, a custom-call target with no reference rule (XLA's tests invent some:
+    ``SomeCustomCall``, ``BatchableCustomCall``) evaluates as an opaque pure function: its
+    results are random values seeded by a hash of the target and of its operands' values and
+    shapes. A partitioned program then matches only if it runs the call on the operands the
+    unpartitioned one does (XLA replicates such a call's operands)."""
+    from xla_spmd.backends.reference import EVALUATE
+    from xla_spmd.backends.reference.control import CUSTOM_CALLS
+
+    known = EVALUATE["custom-call"]
+
+    def rule(inst, operands, ctx):
+        target = inst.attrs.custom_call_target
+        if target in CUSTOM_CALLS:
+            return known(inst, operands, ctx)
+        digest = zlib.crc32(target.encode())
+        for leaf in _leaves(operands):
+            array = np.ascontiguousarray(leaf)
+            digest = zlib.crc32(array.tobytes(), zlib.crc32(str(array.shape).encode(), digest))
+        return _random_value(inst.shape, np.random.default_rng(digest))
+
+    EVALUATE["custom-call"] = rule
+    try:
+        yield
+    finally:
+        EVALUATE["custom-call"] = known
+
+
+def _leaves(value):
+    if isinstance(value, (tuple, list)):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [] if not isinstance(value, np.ndarray | np.generic) else [value]
 
 
 class _Timeout(BaseException):  # not an Exception: no handler of a case catches it
@@ -226,14 +288,23 @@ def _run_module(case: XlaCase, backend: str) -> XlaResult:
     except Exception as error:  # noqa: BLE001 - a crash is a result to count, not to stop at
         return XlaResult(case.name, "CRASH", f"parse: {type(error).__name__}: "
                                              f"{_first_line(error)}")
+    if case.refused is not None:
+        return _run_refused(case, module)
     size = _parameter_bytes(module)
     if size > MAX_INPUT_BYTES:  # refused before any memory is taken for it
         return XlaResult(case.name, "TOO_LARGE", f"parameters need {size >> 20} MiB")
     try:
-        args = random_inputs(module, zlib.crc32(case.name.encode()))
+        seed = zlib.crc32(case.name.encode())
+        random = _has_rng(module)
+        args = random_inputs(module, seed, ordered=random)
         tolerance = _tolerance(module)
-        check(module, args, num_devices=case.num_devices, propagate=False, rtol=tolerance,
-              atol=tolerance, scaled=True, backend=backend, expected_backend=backend)
+        infeeds = random_infeeds(module, seed)
+        if _has_host_transfers(module):  # infeed/outfeed queues: the reference evaluator's
+            backend = "reference"
+        with opaque_custom_calls():
+            check(module, args, num_devices=case.num_devices, propagate=False, rtol=tolerance,
+                  atol=tolerance, infeeds=infeeds, random=random, scaled=True,
+                  backend=backend, expected_backend=backend)
     except AssertionError as error:
         return XlaResult(case.name, "MISMATCH", _first_line(error, skip_blank=True))
     except XlaSpmdError as error:
@@ -244,7 +315,37 @@ def _run_module(case: XlaCase, backend: str) -> XlaResult:
         return XlaResult(case.name, "TOO_LARGE", _first_line(error))
     except Exception as error:  # noqa: BLE001 - a crash is a result to count, not to stop at
         return XlaResult(case.name, "CRASH", f"{type(error).__name__}: {_first_line(error)}")
+    if random:
+        return XlaResult(case.name, "RANGE", "rng values: compared by shape, type and range")
     return XlaResult(case.name, "PASS")
+
+
+def _run_refused(case: XlaCase, module) -> XlaResult:
+    """A test that expects XLA's partitioner to fail passes when ours refuses the module."""
+    from xla_spmd.errors import XlaSpmdError
+    from xla_spmd.pipeline import lower
+    from xla_spmd.propagation.importing import has_foreign_shardings, import_shardings
+    from xla_spmd.sharding import program_mesh
+
+    try:
+        if has_foreign_shardings(module):
+            module = import_shardings(module).module
+        lower(module, mesh=program_mesh(module), propagate_shardings=False)
+    except XlaSpmdError as error:
+        return XlaResult(case.name, "PASS", f"refused, as XLA does: {_first_line(error)}")
+    except Exception as error:  # noqa: BLE001 - a crash is a result to count, not to stop at
+        return XlaResult(case.name, "CRASH", f"{type(error).__name__}: {_first_line(error)}")
+    return XlaResult(case.name, "MISMATCH", f"XLA refuses this module ({case.refused!r}); "
+                                            "we partitioned it")
+
+
+def _has_host_transfers(module) -> bool:
+    return any(inst.opcode in ("infeed", "outfeed") for c in module.computations
+               for inst in c.instructions)
+
+
+def _has_rng(module) -> bool:
+    return any(inst.opcode == "rng" for c in module.computations for inst in c.instructions)
 
 
 # Float results may differ by a reduction's order (a partitioned sum adds partial sums): the

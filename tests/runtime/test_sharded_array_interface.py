@@ -12,7 +12,7 @@ VALUES = np.arange(8.0, dtype=np.float32).reshape(2, 4)
 
 @pytest.fixture
 def mesh():
-    return xs.make_mesh({"data": 2, "model": 4})
+    return xs.make_mesh({"data": 2, "model": 4}, axis_types=xs.AxisType.Auto)
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ MODULES = [
     "xla_spmd.mesh", "xla_spmd.mesh.axis", "xla_spmd.iota", "xla_spmd.mesh.mesh",
     "xla_spmd.mesh.text", "xla_spmd.ir.hlo_sharding", "xla_spmd.sharding",
     "xla_spmd.sharding.tensor_sharding", "xla_spmd.sharding.partition_spec",
+    "xla_spmd.sharding.named_sharding",
     "xla_spmd.sharding.sdy_text", "xla_spmd.sharding.gspmd", "xla_spmd.sharding.visualize",
     "xla_spmd.sharding.manual",
 ]

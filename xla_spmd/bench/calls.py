@@ -67,7 +67,8 @@ def measure_calls(profile, repeats: int = 7):
     the module docstring)."""
     import xla_spmd as xs
 
-    probe = CallProbe(xs.make_mesh({"devices": xs.device_count()}))
+    probe = CallProbe(xs.make_mesh({"devices": xs.device_count()},
+                                   axis_types=xs.AxisType.Auto))
     for _ in range(repeats):
         probe.sample()
     return probe.fit(profile)

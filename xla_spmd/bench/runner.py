@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from xla_spmd.cli_files import parse_mesh_text
 from xla_spmd.errors import XlaSpmdError
 
 if TYPE_CHECKING:
@@ -189,15 +190,14 @@ def bench_script(path: str | Path, **options) -> BenchResult:
 
 
 def _mesh(text: str):
-    from xla_spmd.cli_tools import parse_mesh_text
-    from xla_spmd.mesh import make_mesh
+    from xla_spmd.mesh import AxisType, make_mesh
     from xla_spmd.runtime import device_count, set_num_devices
     from xla_spmd.runtime.devices import topology
 
     axes = parse_mesh_text(text)
     for name in ("data", "model"):
         axes.setdefault(name, 1)
-    mesh = make_mesh(axes)
+    mesh = make_mesh(axes, axis_types=AxisType.Auto)  # the models' shardings propagate
     if device_count() != mesh.size:
         if topology().kind == "mpi":
             raise XlaSpmdError(f"mesh {text} has {mesh.size} devices, but mpirun started "
@@ -415,8 +415,6 @@ def _bench_mesh(step, params, batches, mesh, mesh_text, strategies, roles, steps
 
 
 def _mesh_size(text: str) -> int:
-    from xla_spmd.cli_tools import parse_mesh_text
-
     size = 1
     for n in parse_mesh_text(text).values():
         size *= n

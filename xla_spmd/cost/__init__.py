@@ -6,7 +6,6 @@ from xla_spmd.cost.model import (
     MemoryStats,
     OpCost,
     estimate,
-    flops,
     live_bytes,
     memory_stats,
     source_of,
@@ -19,6 +18,7 @@ from xla_spmd.cost.profile import (
     default_profile,
     load_profile,
 )
+from xla_spmd.cost.work import flops
 
 __all__ = ["CostReport", "MemoryStats", "OpCost", "estimate", "flops", "live_bytes",
            "memory_stats", "source_of", "totals",

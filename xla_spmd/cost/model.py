@@ -47,7 +47,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from xla_spmd.cost.plan import (
+    execution_mode,
+    launch_factor,
+    launches,
+    launches_per_step,
+    plans,
+    step_work,
+)
 from xla_spmd.cost.profile import Profile, load_profile
+from xla_spmd.cost.work import array_bytes, flops, memory_traffic
 from xla_spmd.ir import Computation, Instruction, Module
 from xla_spmd.ir.ops import Family
 from xla_spmd.partition.report import collective_table
@@ -106,34 +115,6 @@ class CostReport:
                 base = op.opcode.removesuffix("-start")
                 by_kind[base] = by_kind.get(base, 0.0) + op.time
         return max(by_kind, key=lambda kind: by_kind[kind]) if by_kind else "-"
-
-
-def _array_bytes(shape) -> int:
-    return sum(leaf.byte_size for leaf in shape.leaves() if not leaf.is_token)
-
-
-def _elements(shape) -> int:
-    return sum(leaf.num_elements for leaf in shape.leaves() if not leaf.is_token)
-
-
-def flops(inst: Instruction) -> float:
-    """Floating-point operations of one instruction (multiply-adds count two)."""
-    if inst.opcode == "dot":
-        lhs = inst.operands[0].shape
-        contracting = 1
-        for d in inst.attrs.lhs_contracting_dims:
-            contracting *= lhs.dims[d]
-        return 2.0 * _elements(inst.shape) * contracting
-    if inst.opcode == "convolution":
-        kernel = inst.operands[1].shape
-        output_features = max(1, inst.shape.dims[-1]) if inst.shape.dims else 1
-        return 2.0 * _elements(inst.shape) * kernel.num_elements / output_features
-    return float(_elements(inst.shape))
-
-
-def memory_traffic(inst: Instruction) -> float:
-    """Bytes an instruction reads and writes (operands once each, then its result)."""
-    return float(sum(_array_bytes(o.shape) for o in inst.operands) + _array_bytes(inst.shape))
 
 
 def source_of(inst: Instruction) -> str:
@@ -274,8 +255,6 @@ class _PlanPricer:
     `xla_spmd.cost.plan`)."""
 
     def __init__(self, module: Module, pricer: _Pricer):
-        from xla_spmd.cost.plan import execution_mode, plans
-
         self.pricer = pricer
         self.programs = plans(module)
         profile = pricer.profile
@@ -289,8 +268,6 @@ class _PlanPricer:
         """One step's launch price on the world's clock in `mode`: the profile's price,
         measured in its own mode, times the launches of each (`plan.launches`); a price
         that is not the opcode's own was measured on steps with a stacked form."""
-        from xla_spmd.cost.plan import launches, launches_per_step
-
         p, devices = self.pricer.profile, self.devices
         calibrated = p.calibrated_mode
         unit = (launches(step, calibrated, devices) if p.own_launch(step.kind, opcode)
@@ -303,8 +280,6 @@ class _PlanPricer:
         kind, seconds, work, moved, group = self.pricer.price(step.inst)
         p = self.pricer.profile
         if mode == "stacked" and p.calibrated_mode != "stacked" and kind == "collective":
-            from xla_spmd.cost.plan import launch_factor
-
             copy = 2.0 * moved   # read, then written where the members' results go
             launch = p.launch("kernel", "copy") * launch_factor(p.calibrated_mode, mode,
                                                                 self.devices)
@@ -315,8 +290,6 @@ class _PlanPricer:
         """(kind, seconds, flops, bytes, group size) of one step in `mode` (the program's by
         default); a start is priced as its collective (the start and wait launches are
         inside the collective's alpha)."""
-        from xla_spmd.cost.plan import step_work
-
         mode = mode or self.mode
         p = self.pricer.profile
         if step.kind in ("start", "wait"):
@@ -413,12 +386,12 @@ def live_bytes(computation: Computation, transient=None) -> list[int]:
     release: dict[int, int] = {}
     for inst in instructions:
         if inst.opcode not in ALIASING and last_use[inst] < end:
-            release[last_use[inst]] = release.get(last_use[inst], 0) + _array_bytes(inst.shape)
+            release[last_use[inst]] = release.get(last_use[inst], 0) + array_bytes(inst.shape)
     live = 0
     timeline = []
     for i, inst in enumerate(instructions):
         if inst.opcode not in ALIASING:
-            live += _array_bytes(inst.shape)
+            live += array_bytes(inst.shape)
         timeline.append(live + (transient(inst) if transient else 0))
         live -= release.get(i, 0)
     return timeline
@@ -442,7 +415,7 @@ def estimate(module: Module, profile: Profile | None = None) -> CostReport:
         for c in called:
             if id(c) not in peaks:
                 inner = live_bytes(c, transient)
-                params = sum(_array_bytes(p.shape) for p in c.parameters)
+                params = sum(array_bytes(p.shape) for p in c.parameters)
                 peaks[id(c)] = max(0, max(inner, default=0) - params)
             result = max(result, peaks[id(c)])
         return result
@@ -510,7 +483,7 @@ def memory_stats(module: Module) -> MemoryStats:
     """Argument, output, temporary and peak bytes of one device running `module` (the peak
     from the liveness pass of `estimate`; temporaries are what the peak holds beyond the
     arguments and results)."""
-    arguments = sum(_array_bytes(p.shape) for p in module.entry.parameters)
-    outputs = _array_bytes(module.entry.root.shape)
+    arguments = sum(array_bytes(p.shape) for p in module.entry.parameters)
+    outputs = array_bytes(module.entry.root.shape)
     peak = estimate(module).peak_memory
     return MemoryStats(arguments, outputs, max(0, peak - arguments - outputs), 0, peak)

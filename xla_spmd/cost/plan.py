@@ -41,6 +41,7 @@ from xla_spmd.backends.cpu.executable import execution_mode as _backend_mode
 from xla_spmd.backends.cpu.executable import plan_module
 from xla_spmd.backends.cpu.program import Program, Step
 from xla_spmd.cost.profile import VIEW_OPCODES
+from xla_spmd.cost.work import array_bytes, flops, memory_traffic
 from xla_spmd.ir import Module
 
 # Kernels that return a view of their operand (numpy shares the buffer), or a scalar: no
@@ -105,12 +106,10 @@ def per_device_step(step: Step) -> bool:
 def step_work(step: Step) -> tuple[float, float]:
     """(FLOPs, bytes moved) of one step: a fusion reads its inputs and writes its root once;
     any other step is its instruction's."""
-    from xla_spmd.cost.model import _array_bytes, flops, memory_traffic
-
     if step.kind == "fusion":
         assert step.fusion is not None  # a fusion step's kernel
-        inputs = sum(_array_bytes(i.shape) for i in step.fusion.inputs)
-        return 0.0, float(inputs + _array_bytes(step.inst.shape))
+        inputs = sum(array_bytes(i.shape) for i in step.fusion.inputs)
+        return 0.0, float(inputs + array_bytes(step.inst.shape))
     if step.kind in ("constant", "start", "wait", "control") or step.inst.opcode in VIEWS:
         return 0.0, 0.0
     return flops(step.inst), memory_traffic(step.inst)

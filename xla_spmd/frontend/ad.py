@@ -10,10 +10,12 @@ tuples of cotangents; None stands for a zero. Only floating-point values carry c
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from xla_spmd.frontend import lax
+from xla_spmd.frontend.sharding_types import lenient as types_lenient
 from xla_spmd.frontend.sharding_types import suspended as types_suspended
 from xla_spmd.frontend.sharding_types import type_of
 from xla_spmd.frontend.tracing import bind, current_trace, rebind, source_of
@@ -24,6 +26,10 @@ from xla_spmd.ir.custom_calls import SHARDING
 
 VJP = Registry("VJP")
 """opcode -> rule(ct, inst, operands, out) -> one cotangent (or None) per operand."""
+
+UNTYPED_RULES = frozenset({"while", "conditional"})
+"""Opcodes whose transpose rules run untyped under Explicit axes (the loops and branches
+they emit would need typed zero carries; their cotangents get their primals' types)."""
 
 CUSTOM_RULE = "xla_spmd.custom_vjp"
 """The frontend attribute of a ``call`` with a user-defined VJP (custom_vjp, custom_jvp): its
@@ -110,9 +116,9 @@ def backward(computation: Computation, env: dict, root_ct: Any) -> list:
     root = env.get(id(computation.root))
     cts: dict[int, object] = {id(computation.root): _typed_like(root_ct, root)}
     typed = vma_typed(current_trace())
-    # The transpose rules run untyped (as JAX's pass out_sharding= to theirs); each
-    # cotangent they give gets its primal's sharding type, as in JAX.
-    with types_suspended():
+    # The transpose rules run typed, as JAX's (an op left ambiguous inside a rule is
+    # untyped: sharding_types.lenient); each cotangent they give gets its primal's type.
+    with types_lenient():
         _backward(computation, env, cts, typed)
     return [_typed_like(cts.get(id(p)), env.get(id(p))) for p in computation.parameters]
 
@@ -137,7 +143,8 @@ def _backward(computation: Computation, env: dict, cts: dict, typed: bool) -> No
             continue
         rule = VJP.lookup(inst.opcode)
         operands = [env[id(o)] for o in inst.operands]
-        with source_of(inst):
+        with source_of(inst), (types_suspended() if inst.opcode in UNTYPED_RULES
+                               else contextlib.nullcontext()):
             operand_cts = rule(ct, inst, operands, env[id(inst)])
             if typed:  # a shard_map body with check_vma: see xla_spmd.frontend.vma
                 operand_cts = transpose_implicit_broadcasts(inst, operands, operand_cts)

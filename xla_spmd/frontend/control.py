@@ -16,12 +16,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.frontend import lax
 from xla_spmd.frontend import sharding_types as types
 from xla_spmd.frontend.dtypes import jax_result_type, result_type_of
+from xla_spmd.frontend.numpy_core import asarray, astype, less
 from xla_spmd.frontend.pytree import tree_flatten, tree_unflatten
 from xla_spmd.frontend.tracing import (
     ArrayLike,
@@ -33,20 +34,14 @@ from xla_spmd.frontend.tracing import (
     trace_computation,
 )
 from xla_spmd.ir import S32, Instruction, TupleShape
-
-if TYPE_CHECKING:
-    from xla_spmd.sharding import TensorSharding
-
-
-def _asvalue(x):
-    from xla_spmd.frontend.numpy_core import asarray
-    return asarray(x)
+from xla_spmd.ir.custom_calls import SHARDING
+from xla_spmd.sharding import TensorSharding
 
 
 def _match(value, aval, what: str):
     """`value` converted to the loop-state type `aval` (weak values adopt it when it holds
     them: a weak s32 in an f32 state, not a weak f32 in an s32 one)."""
-    value = _asvalue(value)
+    value = asarray(value)
     if value.aval.same_type(aval):
         return value
     if isinstance(aval, TupleShape) or value.shape != aval.dims or not value.weak_type or \
@@ -69,7 +64,7 @@ def _probe(fn: Callable, leaves: list) -> list:
     found = {}
 
     def probe(*state):
-        found["outs"] = [_asvalue(o) for o in fn(*_typed(state, weak_types))]
+        found["outs"] = [asarray(o) for o in fn(*_typed(state, weak_types))]
         return []
 
     in_types, in_known = types.types_of(leaves)
@@ -126,7 +121,7 @@ def while_flat(cond_fn: Callable, body_fn: Callable, leaves: Sequence,
     types, the body must keep them (JAX's "carry input and carry output must have equal
     types"; `what` names the body, carry k is reported as path ``[k - first_carry]``), and
     the results have the state's types."""
-    leaves = promote_weak_state(body_fn, [_asvalue(x) for x in leaves])
+    leaves = promote_weak_state(body_fn, [asarray(x) for x in leaves])
     avals = [x.aval for x in leaves]
     weak_types = [x.weak_type for x in leaves]
     in_types, in_known = types.types_of(leaves)
@@ -196,12 +191,11 @@ def fori_loop(lower: ArrayLike, upper: ArrayLike, body_fun: Callable, init_val: 
     trip count (differentiable)."""
     static = isinstance(lower, int) and isinstance(upper, int)
     leaves, tree = tree_flatten(init_val)
-    counter = lax.convert(_asvalue(lower), S32) if isinstance(lower, Value) else \
-        _asvalue(lax.constant(lower, S32))
+    counter = lax.convert(asarray(lower), S32) if isinstance(lower, Value) else \
+        asarray(lax.constant(lower, S32))
     stop = upper
 
     def cond(i, *state):
-        from xla_spmd.frontend.numpy_core import less
         return less(i, stop if not isinstance(stop, int) else lax.constant(stop, S32))
 
     def body(i, *state):
@@ -242,7 +236,7 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     Lowered to a `fori_loop` that slices `xs` and writes `ys` with dynamic slices.
     """
     x_leaves, x_tree = tree_flatten(xs)
-    x_leaves = [_asvalue(x) for x in x_leaves]
+    x_leaves = [asarray(x) for x in x_leaves]
     if length is None:
         if not x_leaves:
             raise XlaSpmdError("scan needs xs or length")
@@ -256,8 +250,8 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     def carry_step(i, *carry):
         return [i, *tree_flatten(step(list(carry), i)[0])[0]]
 
-    index0 = _asvalue(lax.constant(0, S32))
-    carry_leaves = promote_weak_state(carry_step, [index0, *map(_asvalue, carry_leaves)])[1:]
+    index0 = asarray(lax.constant(0, S32))
+    carry_leaves = promote_weak_state(carry_step, [index0, *map(asarray, carry_leaves)])[1:]
 
     # Trace once to learn the shapes of y (the trace is discarded).
     y_info = {}
@@ -265,8 +259,8 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     def probe(i, *carry):
         new_carry, y = step(list(carry), i)
         y_leaves, y_info["tree"] = tree_flatten(y)
-        y_info["avals"] = [aval_of(_asvalue(v)) for v in y_leaves]
-        y_info["types"] = [types.type_of(_asvalue(v)) for v in y_leaves]
+        y_info["avals"] = [aval_of(asarray(v)) for v in y_leaves]
+        y_info["types"] = [types.type_of(asarray(v)) for v in y_leaves]
         return []
 
     carry_types, carry_known = types.types_of(carry_leaves)
@@ -286,7 +280,7 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
         if new_tree != carry_tree:
             raise XlaSpmdError(f"scan carry changed structure: {carry_tree} -> {new_tree}")
         y_leaves = tree_flatten(y)[0]
-        ys = [lax.dynamic_update_slice_in_dim(buf, lax.reshape(_asvalue(v), (1,) + a.dims),
+        ys = [lax.dynamic_update_slice_in_dim(buf, lax.reshape(asarray(v), (1,) + a.dims),
                                               i, 0)
               for buf, v, a in zip(ys, y_leaves, y_avals)]
         return [_match(c, a.aval, "scan carry") for c, a in
@@ -299,7 +293,6 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
 def _typed_buffer(buffer, typed):
     if typed is None:
         return buffer
-    from xla_spmd.ir.custom_calls import SHARDING
     return bind("custom-call", buffer, shape=buffer.aval, custom_call_target=SHARDING,
                 sharding=typed)
 
@@ -310,14 +303,14 @@ def switch_flat(index: ArrayLike, branch_fns: Sequence[Callable], leaves: Sequen
     Sharding types: the branches see the operands with their types, must give results of
     equal types (JAX's "branches must have equal output types"), and the results have
     them."""
-    leaves = [_asvalue(x) for x in leaves]
+    leaves = [asarray(x) for x in leaves]
     avals = [x.aval for x in leaves]
     in_types, in_known = types.types_of(leaves)
     branch_outs: list = []
 
     def run(fn):
         def traced(*a):
-            outs = [_asvalue(o) for o in fn(*a)]
+            outs = [asarray(o) for o in fn(*a)]
             branch_outs.append(outs)
             return outs
         return traced
@@ -335,7 +328,7 @@ def switch_flat(index: ArrayLike, branch_fns: Sequence[Callable], leaves: Sequen
         shapes = avals + [aval_of(c) for c in trace.captures]
         computations.append(repack(trace, outs, list(range(len(shapes))), shapes))
         operands.append(lax.make_tuple(*leaves, *trace.captures))
-    index = lax.convert(_asvalue(index), S32)
+    index = lax.convert(asarray(index), S32)
     out = bind("conditional", index, *operands, branch_computations=tuple(computations))
     return typed_elements(out, found)
 
@@ -358,5 +351,4 @@ def switch(index: ArrayLike, branches: Sequence[Callable], *operands: Any) -> An
 
 def cond(pred: ArrayLike, true_fun: Callable, false_fun: Callable, *operands: Any) -> Any:
     """``true_fun(*operands) if pred else false_fun(*operands)``, both traced."""
-    from xla_spmd.frontend.numpy_core import astype
     return switch(astype(pred, S32.numpy), [false_fun, true_fun], *operands)

@@ -37,6 +37,7 @@ from collections.abc import Iterable
 import ml_dtypes
 import numpy as np
 
+from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir.dtypes import (  # the canonical types live with the element types
     ALL_DTYPES,
     BF16,
@@ -160,7 +161,6 @@ def _least_upper_bound(x64: bool, nodes: frozenset):
     # The least common bound is the one every other common bound lies above.
     least = [c for c in common if bounds[c] == common]
     if len(least) != 1:
-        from xla_spmd.errors import XlaSpmdError
         names = ", ".join(sorted(str(n) for n in nodes))
         raise XlaSpmdError(f"no common type for {names}")
     return least[0]

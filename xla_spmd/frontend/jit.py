@@ -16,73 +16,43 @@ devices.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from xla_spmd.errors import ShardingError, XlaSpmdError
+from xla_spmd.backends.reference import evaluate
+from xla_spmd.errors import XlaSpmdError
+from xla_spmd.frontend.constraints import (
+    current_mesh,
+    is_sharding_leaf,
+    shardings_per_leaf,
+    to_tensor_sharding,
+)
 from xla_spmd.frontend.dtypes import canonical_array, x64_enabled
 from xla_spmd.frontend.pytree import broadcast_prefix, tree_flatten, tree_unflatten
+from xla_spmd.frontend.sharding_types import as_typed
 from xla_spmd.frontend.tracing import (
     Array,
     ArrayLike,
+    ShapeDtypeStruct,
     Trace,
+    Tracer,
     Value,
     aval_of,
-    bind,
     current_trace,
+    is_distributed,
     is_weak,
 )
-from xla_spmd.ir import Module
-from xla_spmd.ir.custom_calls import SHARDING
+from xla_spmd.ir import OPS, Module
+from xla_spmd.ir.custom_calls import MANUAL_BOUNDARIES
+from xla_spmd.ir.hlo_printer import print_module
+from xla_spmd.ir.module import make_instruction, rewrite
 from xla_spmd.mesh import Mesh, print_mesh
-from xla_spmd.sharding import NamedSharding, PartitionSpec, TensorSharding, user_sharding
-
-if TYPE_CHECKING:
-    from xla_spmd.frontend.transforms import ShapeDtypeStruct
-
-_SHARDING_TYPES = (NamedSharding, TensorSharding, PartitionSpec)
-
-
-def _is_sharding_leaf(s) -> bool:
-    return s is None or isinstance(s, _SHARDING_TYPES)
-
-
-def to_tensor_sharding(sharding: NamedSharding | TensorSharding | None, rank: int, what: str
-                       ) -> TensorSharding | None:
-    """A user sharding (NamedSharding, TensorSharding or None) for a rank-`rank` value."""
-    if sharding is None:
-        return None
-    if isinstance(sharding, NamedSharding):
-        return sharding.to_tensor_sharding(rank)
-    if isinstance(sharding, TensorSharding):
-        if sharding.rank != rank:
-            raise ShardingError(f"{what}: sharding {sharding} has rank {sharding.rank}, the "
-                                f"value has rank {rank}")
-        return sharding
-    if isinstance(sharding, PartitionSpec):
-        raise ShardingError(f"{what}: a bare PartitionSpec {sharding!r} has no mesh; use "
-                            "NamedSharding(mesh, spec)")
-    raise ShardingError(f"{what}: expected a NamedSharding or TensorSharding, got "
-                        f"{type(sharding).__name__}")
-
-
-def _shardings_per_leaf(shardings, trees: Sequence, what: str) -> list:
-    """Match `shardings` (one sharding for all, or a pytree prefix of `trees`: a sharding
-    stands for the whole subtree at its place, at any level) to the leaves of `trees`."""
-    if not _is_sharding_leaf(shardings):
-        shardings = list(shardings)
-        if len(shardings) != len(trees):
-            raise ShardingError(f"{what}: {len(shardings)} shardings given for {len(trees)} "
-                                "values")
-    try:
-        return broadcast_prefix(shardings, list(trees), _is_sharding_leaf, what)
-    except XlaSpmdError as error:
-        raise ShardingError(str(error)) from None
+from xla_spmd.sharding import NamedSharding, PartitionSpec, TensorSharding, meshes_of, user_sharding
+from xla_spmd.sharding.manual import manual_region
 
 
 def _canonical(leaf):
@@ -132,7 +102,6 @@ class Lowered:
         """The program as StableHLO MLIR with Shardy attributes, as
         ``jax.jit(f).lower(...).as_text()`` prints it, or (``dialect="hlo"``) as HLO text."""
         if dialect == "hlo":
-            from xla_spmd.ir.hlo_printer import print_module
             return print_module(self.module)
         if dialect == "stablehlo":
             # xla_spmd.stablehlo is a sibling layer of the frontend (it never imports it):
@@ -196,7 +165,6 @@ class Traced:
     @property
     def out_info(self) -> Any:
         """`ShapeDtypeStruct`s of the results, in the structure of the output."""
-        from xla_spmd.frontend.transforms import ShapeDtypeStruct
         root = self.module.entry.root
         shapes = ([root.shape] if self._lowered.out_tree.num_leaves == 1 and
                   root.opcode != "tuple" else [o.shape for o in root.operands])
@@ -253,7 +221,6 @@ class Compiled:
     def as_text(self) -> str:
         """The per-device program as HLO text (what XLA's ``compiled.as_text()`` shows)."""
         if self._text is None:
-            from xla_spmd.ir.hlo_printer import print_module
             self._text = print_module(self.device_module())
         return self._text
 
@@ -304,7 +271,6 @@ class Compiled:
 def run_on_one_device(lowered: Lowered, leaves: list) -> Any:
     """Run a lowered program on argument leaves, on one device with the reference backend
     (its manual regions, if any, over one-device meshes)."""
-    from xla_spmd.backends.reference import evaluate
     module = _single_device_module(lowered.module)
     result: Any = evaluate(module, [leaf.value for leaf in leaves])  # one value or a tuple
     outs = list(result) if module.entry.root.opcode == "tuple" and \
@@ -418,7 +384,7 @@ class Jitted:
 
     def _trace(self, parts, leaves, in_tree, key) -> Lowered:
         static, dynamic, static_kwargs, dynamic_kwargs = parts
-        shardings = _shardings_per_leaf(self.in_shardings, dynamic, "in_shardings") \
+        shardings = shardings_per_leaf(self.in_shardings, dynamic, "in_shardings") \
             if self.in_shardings is not None else [None] * len(tree_flatten(dynamic)[0])
         shardings += [None] * (len(leaves) - len(shardings))  # keyword arguments
         name = getattr(self.fn, "__name__", "fn").replace("<", "").replace(">", "")
@@ -473,7 +439,7 @@ class Jitted:
         b = trace.builder
         shardings = [None] * len(outputs)
         if self.out_shardings is not None:
-            shardings = _shardings_per_leaf([self.out_shardings], [out], "out_shardings")
+            shardings = shardings_per_leaf([self.out_shardings], [out], "out_shardings")
         tensor_shardings = [to_tensor_sharding(s, o.shape.rank, f"result {i}")
                             for i, (s, o) in enumerate(zip(shardings, outputs))]
         if len(outputs) != 1:
@@ -556,26 +522,46 @@ def jit(fn: Callable | None = None, *, in_shardings: Any = None, out_shardings: 
     return wrap if fn is None else wrap(fn)
 
 
-def with_sharding_constraint(x: Any, sharding: Any) -> Any:
-    """Constrain the sharding of `x` (a pytree) at this point of the program, recorded as
-    XLA does: a ``custom-call`` with target "Sharding" carrying the sharding."""
-    leaves, tree = tree_flatten(x)
-    shardings = _shardings_per_leaf([sharding], [x], "with_sharding_constraint")
-    if current_trace() is None:
-        return x
-    outs = []
-    for leaf, s in zip(leaves, shardings):
-        aval = aval_of(leaf)
-        tensor_sharding = to_tensor_sharding(s, aval.rank, "with_sharding_constraint")
-        outs.append(bind("custom-call", leaf, shape=aval, custom_call_target=SHARDING,
-                         sharding=tensor_sharding))
-    return tree_unflatten(tree, outs)
+# ---------------------------------------------------------------------------------------------
+# Manual regions (shard_map) on one device
+
+
+def region_meshes(module: Module) -> list[Mesh]:
+    """The meshes of the module's manual regions (entry body calls), in order, read from
+    their boundaries and the module's ``xla.sdy.meshes``."""
+    meshes = meshes_of(module)
+    regions = [manual_region(inst, meshes) for inst in module.entry.instructions
+               if inst.opcode == "call"]
+    return [region.mesh for region in regions if region is not None]
+
+
+def strip_manual_boundaries(module: Module) -> Module:
+    """On one device, a manual region over a one-device mesh is plain code: its boundaries
+    are identities. Larger meshes need the partitioner."""
+    targets = MANUAL_BOUNDARIES
+    entry = module.entry
+    if not any(i.opcode == "custom-call" and i.attrs.custom_call_target in targets
+               for i in entry.instructions):
+        return module
+    for mesh in region_meshes(module):
+        if mesh.size != 1:
+            raise XlaSpmdError(
+                f"this program has a shard_map over {mesh!r} ({mesh.size} devices), "
+                "which cannot be evaluated on one device; call it through xs.jit, "
+                "which runs it on the mesh's devices")
+
+    def strip(inst, operands):
+        if inst.opcode != "custom-call" or inst.attrs.custom_call_target not in targets:
+            return None
+        if len(operands) == 1:
+            return operands[0]
+        return make_instruction(inst.name, OPS["tuple"], operands)
+    return Module.from_entry(module.name, rewrite(entry, strip), module.header)
 
 
 def _single_device_module(module: Module) -> Module:
     """The module to evaluate on one device: manual regions (shard_map) must be over a mesh of
     one device, where their boundary custom-calls are identities."""
-    from xla_spmd.frontend.shard_map import region_meshes, strip_manual_boundaries
     for mesh in region_meshes(module):
         if mesh.size != 1:
             raise XlaSpmdError(
@@ -586,38 +572,18 @@ def _single_device_module(module: Module) -> Module:
 
 
 # ---------------------------------------------------------------------------------------------
-# Sharding in types, as far as it goes here: the current mesh and typeof
-
-_MESHES: list = []  # the meshes of enclosing `use_mesh` blocks, innermost last
-
-
-@contextlib.contextmanager
-def use_mesh(mesh: Mesh) -> Iterator[Mesh]:
-    """Within the block, a bare `PartitionSpec` given to ``xs.reshard`` means a sharding over
-    `mesh` (JAX's ``jax.sharding.use_mesh`` / ``jax.set_mesh`` as a context manager)."""
-    _MESHES.append(mesh)
-    try:
-        yield mesh
-    finally:
-        _MESHES.pop()
-
-
-set_mesh = use_mesh
-
-
-def current_mesh() -> Mesh | None:
-    """The mesh of the innermost `use_mesh` block (None outside any)."""
-    return _MESHES[-1] if _MESHES else None
-
+# Sharding in types, as far as it goes here: bare specs over the current mesh, and typeof
 
 def shardings_for(shardings: Any, tree: Any, what: str) -> list:
     """One sharding per leaf of `tree` from a sharding or PartitionSpec (or a pytree prefix
     of them); a bare spec is over the `use_mesh` mesh, else over the leaf's own mesh."""
-    per_leaf = broadcast_prefix(shardings, tree, _is_sharding_leaf, what)
+    per_leaf = broadcast_prefix(shardings, tree, is_sharding_leaf, what)
     out = []
     for sharding, leaf in zip(per_leaf, tree_flatten(tree)[0]):
         if isinstance(sharding, PartitionSpec):
-            mesh = _MESHES[-1] if _MESHES else getattr(typeof(leaf).sharding, "mesh", None)
+            mesh = current_mesh()
+            if mesh is None:
+                mesh = getattr(typeof(leaf).sharding, "mesh", None)
             if mesh is None:
                 raise XlaSpmdError(f"{what}: a PartitionSpec needs a mesh; give a "
                                    "NamedSharding, or call it inside `with xs.use_mesh(mesh):`")
@@ -630,11 +596,8 @@ def typeof(x: ArrayLike) -> ShapeDtypeStruct:
     """The type of `x`: shape, dtype and sharding (a `ShapeDtypeStruct`), as JAX's
     ``typeof``. The sharding is the array's own, or for a traced value the one it was given
     (an argument's in_sharding, a constraint, a reshard); None where propagation decides."""
-    from xla_spmd.frontend.tracing import Tracer, is_distributed
-    from xla_spmd.frontend.transforms import ShapeDtypeStruct
     aval = aval_of(x)
     if isinstance(x, Tracer):
-        from xla_spmd.frontend.sharding_types import as_typed
         sharding = x.inst.sharding
         sharding = user_sharding(as_typed(sharding)) if isinstance(sharding, TensorSharding) \
             else None

@@ -16,9 +16,14 @@ from typing import Any, overload
 import numpy as np
 
 from xla_spmd.errors import XlaSpmdError
-from xla_spmd.frontend.dtypes import canonicalize, python_scalar_dtype
+from xla_spmd.frontend.dtypes import (
+    canonical_array,
+    canonicalize,
+    python_scalar_dtype,
+    to_inexact,
+)
 from xla_spmd.frontend.pytree import tree_map
-from xla_spmd.frontend.sharding_types import takes_out_sharding
+from xla_spmd.frontend.sharding_types import takes_out_sharding, with_out_sharding
 from xla_spmd.frontend.tracing import (
     Array,
     ArrayLike,
@@ -30,10 +35,15 @@ from xla_spmd.frontend.tracing import (
     current_trace,
     finish,
     fresh_name,
+    is_distributed,
+    is_weak,
     reducer,
     trace_computation,
 )
 from xla_spmd.ir import (
+    C64,
+    C128,
+    F32,
     PRED,
     S32,
     ArrayShape,
@@ -47,7 +57,12 @@ from xla_spmd.ir import (
     TupleShape,
     Window,
 )
-from xla_spmd.ir.attributes import Precision  # noqa: F401 (precision values users pass)
+from xla_spmd.ir.attributes import (
+    FftType,
+    Precision,  # noqa: F401 (precision values users pass)
+)
+from xla_spmd.ir.attributes import RngAlgorithm as RandomAlgorithm
+from xla_spmd.ir.erf_inv import ERF_INV_LARGE, ERF_INV_SMALL
 
 
 def dtype_of(x: ArrayLike) -> DType:
@@ -149,9 +164,30 @@ def clamp(minimum: ArrayLike, x: ArrayLike, maximum: ArrayLike) -> Value:
 
 
 def erf_inv(x: ArrayLike) -> Value:
-    """The inverse error function (XLA's polynomial), as ``jax.lax.erf_inv``."""
-    from xla_spmd.frontend.numpy_math import erfinv
-    return erfinv(x)
+    """The inverse error function, as ``jax.lax.erf_inv`` and as XLA computes it: Giles'
+    single-precision polynomial in ``w = -log((1 - x)(1 + x))`` (one set of coefficients
+    below w = 5, one above, `xla_spmd.ir.erf_inv`), +-inf at +-1. Computed in `x`'s type
+    (an integer `x` as its inexact type)."""
+    if not isinstance(x, Value) and not is_distributed(x):
+        x = Array(canonical_array(x), weak_type=is_weak(x))
+    dtype, shape = aval_of(x).dtype, shape_of(x)
+    if not (dtype.is_float or dtype.is_complex):
+        dtype = to_inexact(dtype)
+        x = convert(x, dtype)
+
+    def const(value):
+        return full(shape, value, dtype)
+
+    one = const(1.0)
+    w = neg(log(mul(sub(one, x), add(one, x))))
+    small = compare(w, const(5.0), "LT")
+    w = select(small, sub(w, const(2.5)), sub(unary("sqrt", w), const(3.0)))
+    p = select(small, const(ERF_INV_SMALL[0]), const(ERF_INV_LARGE[0]))
+    for a, b in zip(ERF_INV_SMALL[1:], ERF_INV_LARGE[1:]):
+        p = add(select(small, const(a), const(b)), mul(p, w))
+    result = mul(p, x)
+    at_one = compare(unary("abs", x), one, "EQ")
+    return select(at_one, mul(x, const(np.inf)), result)
 
 
 def compare(x: ArrayLike, y: ArrayLike, direction: str) -> Value:
@@ -545,6 +581,79 @@ def conv_general_dilated(lhs: ArrayLike, rhs: ArrayLike, window_strides: Sequenc
                 feature_group_count=feature_group_count, batch_group_count=batch_group_count)
 
 
+# ---------------------------------------------------------------------------------------------
+# FFT and the bits of XLA's generator
+
+
+def fft(x: ArrayLike, fft_type: FftType | str, fft_lengths: Sequence[int]) -> Value:
+    """XLA's FFT over the last ``len(fft_lengths)`` dims, as ``jax.lax.fft``: `fft_type`
+    is a `FftType` or its name (``"fft"``, ``"ifft"``, ``"rfft"``, ``"irfft"``); the input
+    is made complex (real for rfft) first, as JAX does.
+
+    >>> import numpy as np
+    >>> np.round(np.asarray(fft(np.array([1.0, 0.0, -1.0, 0.0], np.float32), "fft", (4,))),
+    ...          6).tolist()
+    [0j, (2+0j), 0j, (2+0j)]
+    """
+    if isinstance(fft_type, str):
+        try:
+            kind = FftType[fft_type.upper()]
+        except KeyError:
+            raise ValueError(f"Unknown FFT type '{fft_type}'") from None
+    elif isinstance(fft_type, FftType):
+        kind = fft_type
+    else:
+        raise TypeError(f"Unknown FFT type value '{fft_type}'")
+    dtype = dtype_of(x)
+    if kind is FftType.RFFT:
+        if dtype.is_complex:
+            raise ValueError("only real valued inputs supported for rfft")
+        x = convert(x, dtype if dtype.is_float and dtype.bits >= 32 else F32)
+    elif not dtype.is_complex:
+        x = convert(x, C128 if dtype.bits == 64 and dtype.is_float else C64)
+    lengths = tuple(int(n) for n in fft_lengths)
+    if not lengths:
+        return x
+    dims = shape_of(x)
+    if len(lengths) > len(dims):
+        raise ValueError(f"FFT input shape {dims} must have at least as many input "
+                         f"dimensions as fft_lengths {lengths}.")
+    minor = dims[len(dims) - len(lengths):]
+    if kind is FftType.IRFFT:
+        if minor[:-1] != lengths[:-1]:
+            raise ValueError(f"IRFFT input shape {dims} minor dimensions must be equal to all "
+                             f"except the last fft_length, got fft_lengths={lengths}")
+    elif minor != lengths:
+        raise ValueError(f"{kind.value} input shape {dims} minor dimensions must be equal to "
+                         f"fft_lengths {lengths}")
+    return bind("fft", x, fft_type=kind, fft_length=lengths)
+
+
+def rng_bit_generator(key: ArrayLike, shape: Sequence[int], dtype: DTypeLike = np.uint32,
+                      algorithm: RandomAlgorithm | str = "RNG_DEFAULT", *,
+                      out_sharding: Any = None) -> tuple[Value, Value]:
+    """XLA's stateless bit generator, as ``jax.lax.rng_bit_generator``: returns ``(new
+    key, bits)``, the bits unsigned (8 to 64 bits) of `shape`. `algorithm` is a
+    `RandomAlgorithm` or its name (``RNG_DEFAULT``, ``RNG_THREE_FRY``, ``RNG_PHILOX``).
+    Under Explicit mesh axes the new key has the key's type and the bits are replicated,
+    or typed `out_sharding` when given (JAX's rule)."""
+    dtype = as_dtype(dtype)
+    if dtype.kind.name != "UNSIGNED":
+        raise TypeError(f"rng_bit_generator: unsupported dtype {dtype.numpy.name}")
+    if isinstance(algorithm, str):
+        name = algorithm.upper().removeprefix("RNG_")
+        algorithm = {"DEFAULT": RandomAlgorithm.DEFAULT,
+                     "THREE_FRY": RandomAlgorithm.THREE_FRY,
+                     "PHILOX": RandomAlgorithm.PHILOX}[name]
+    aval = aval_of(key)
+    out = TupleShape((aval, ArrayShape(dtype, tuple(int(d) for d in shape))))
+    pair = bind("rng-bit-generator", key, shape=out, algorithm=algorithm)
+    new_key = bind("get-tuple-element", pair, index=0)
+    bits = with_out_sharding(lambda: bind("get-tuple-element", pair, index=1), out_sharding,
+                             (key,), "rng_bit_generator")
+    return new_key, bits
+
+
 def padtype_to_pads(in_shape: Sequence[int], window_shape: Sequence[int], strides: Sequence[int],
                     padding: str) -> list[tuple[int, int]]:
     if padding.upper() == "VALID":
@@ -620,6 +729,7 @@ def tuple_shape(*avals: Shape) -> TupleShape:
 __all__ = [
     *_UNARY_FUNCTIONS, *_BINARY_FUNCTIONS, "clamp", "cummax", "cummin", "cumprod", "cumsum",
     "dot", "erf_inv", "integer_pow", "square",
+    "FftType", "RandomAlgorithm", "fft", "rng_bit_generator",
     "PRED", "add", "avg_pool", "bitcast_convert", "broadcast_in_dim", "compare", "concatenate",
     "conv_general_dilated", "convert", "convert_element_type", "div", "dot_general",
     "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_slice",

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from xla_spmd.frontend import lax, numpy_reductions, numpy_shape
 from xla_spmd.frontend import numpy_core as xnp
+from xla_spmd.frontend.dtypes import default_float
 from xla_spmd.frontend.tracing import ArrayLike, DTypeLike, Value
 from xla_spmd.ir import S32
 
@@ -175,7 +176,6 @@ def rms_norm(x: ArrayLike, scale: ArrayLike = None, axis: int | Sequence[int] = 
 
 def one_hot(labels: ArrayLike, num_classes: int, dtype: DTypeLike = None, axis: int = -1) -> Value:
     """`labels` as one-hot vectors of `num_classes` (the default float type)."""
-    from xla_spmd.frontend.dtypes import default_float
     labels = xnp.asarray(labels)
     classes = lax.iota(S32, labels.shape + (num_classes,), labels.ndim)
     out = xnp.astype(numpy_shape.expand_dims(labels, -1) == classes, dtype or default_float())

@@ -1,4 +1,4 @@
-"""`xla_spmd.numpy.linalg`: norms (as ``jax.numpy.linalg.norm``).
+"""`xla_spmd.numpy.linalg`: norms (as ``jax.numpy.linalg.norm``) and `cholesky`.
 
 >>> import numpy as np
 >>> import xla_spmd.numpy as xnp
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from xla_spmd.errors import XlaSpmdError
+from xla_spmd.frontend import lax_linalg, numpy_reductions, numpy_shape
 from xla_spmd.frontend import numpy_core as xnp
-from xla_spmd.frontend import numpy_reductions, numpy_shape
 from xla_spmd.frontend.tracing import ArrayLike, Value
 
 
@@ -88,3 +88,18 @@ def _matrix_norm(x, ord, axes, keepdims: bool):  # noqa: A002
         return out if keepdims else numpy_shape.squeeze(out, axis=axes)
     raise XlaSpmdError(f"norm: matrix ord={ord!r} is not supported (needs an SVD); use "
                        "None/'fro', 1, -1, inf or -inf")
+
+
+def cholesky(a: ArrayLike, *, upper: bool = False, symmetrize_input: bool = True) -> Value:
+    """The Cholesky factor of each Hermitian positive-definite matrix in `a`, lower (``a =
+    L Lᴴ``) or `upper` (``a = Uᴴ U``), as ``jax.numpy.linalg.cholesky`` (NaNs where `a` is
+    not positive definite).
+
+    >>> np.asarray(cholesky(np.array([[4.0, 2.0], [2.0, 5.0]], np.float32))).tolist()
+    [[2.0, 0.0], [1.0, 2.0]]
+    """
+    a = xnp.asarray(a)
+    if not (a.aval.dtype.is_float or a.aval.dtype.is_complex):
+        a = xnp.astype(a, xnp.float32)
+    factor = lax_linalg.cholesky(a, symmetrize_input=symmetrize_input)
+    return lax_linalg.conj_transpose(factor) if upper else factor

@@ -115,27 +115,9 @@ def allclose(a: ArrayLike, b: ArrayLike, rtol: float = 1e-05, atol: float = 1e-0
 
 
 def erfinv(x: ArrayLike) -> Value:
-    """The inverse error function, as XLA computes it: Giles' single-precision polynomial in
-    ``w = -log((1 - x)(1 + x))`` (one set of coefficients below w = 5, one above), +-inf at
-    +-1. Computed in `x`'s type (what ``jax.lax.erf_inv`` gives for f32)."""
-    from xla_spmd.stablehlo.importer_control import ERF_INV_LARGE, ERF_INV_SMALL
-
-    x = _floating(x)
-    dtype, shape = x.aval.dtype, x.shape
-
-    def const(value):
-        return lax.full(shape, value, dtype)
-
-    one = const(1.0)
-    w = lax.neg(lax.log(lax.mul(lax.sub(one, x), lax.add(one, x))))
-    small = lax.compare(w, const(5.0), "LT")
-    w = lax.select(small, lax.sub(w, const(2.5)), lax.sub(xnp.sqrt(w), const(3.0)))
-    p = lax.select(small, const(ERF_INV_SMALL[0]), const(ERF_INV_LARGE[0]))
-    for a, b in zip(ERF_INV_SMALL[1:], ERF_INV_LARGE[1:]):
-        p = lax.add(lax.select(small, const(a), const(b)), lax.mul(p, w))
-    result = lax.mul(p, x)
-    at_one = lax.compare(xnp.abs(x), one, "EQ")
-    return lax.select(at_one, lax.mul(x, const(np.inf)), result)
+    """The inverse error function, as XLA computes it (`lax.erf_inv`), in `x`'s type (an
+    integer `x` as the default float)."""
+    return lax.erf_inv(_floating(x))
 
 
 def nextafter(x: ArrayLike, y: ArrayLike) -> Value:

@@ -19,7 +19,7 @@ from xla_spmd.frontend import lax
 from xla_spmd.frontend import numpy_core as xnp
 from xla_spmd.frontend.dtypes import default_int
 from xla_spmd.frontend.tracing import ArrayLike, DTypeLike, Value, bind, fresh_name
-from xla_spmd.ir import F32, PRED, S32, Builder, DType
+from xla_spmd.ir import F32, PRED, S32, Builder, ComparisonDirection, DType
 from xla_spmd.ir.shapes import ArrayShape
 
 
@@ -100,7 +100,6 @@ _ARG_REDUCERS: dict = {}
 
 def _arg_reducer(kind: str, dtype: DType):
     """(value, index) pairs reducer keeping the max (min) value, the first index on ties."""
-    from xla_spmd.ir import ComparisonDirection
     key = (kind, dtype.name)
     if key not in _ARG_REDUCERS:
         b = Builder("argreduce")

@@ -15,6 +15,10 @@ written with u32 adds, rotations and xors, as JAX's default implementation with 
 * The samplers transform bits as JAX does: `uniform` fills the mantissa of a float in
   [1, 2); `normal` is ``sqrt(2) erfinv(u)``; `randint` combines two draws modulo the span;
   `permutation` sorts by random keys; `categorical` takes the Gumbel argmax.
+* ``out_sharding=`` (`bits`, `uniform`, `normal`, `truncated_normal`, `bernoulli`,
+  `randint`, `permutation`), as JAX's: the sample is drawn untyped and resharded to it (a
+  sharding, or a PartitionSpec over the `use_mesh` mesh or the key's); without it a sample
+  from one key is replicated under Explicit mesh axes, as JAX's ``random_bits`` rule gives.
 
 >>> k1, k2 = split(PRNGKey(0))
 >>> np.asarray(k1).tolist()
@@ -35,6 +39,7 @@ import numpy as np
 from xla_spmd.frontend import lax, numpy_index, numpy_math, numpy_reductions, numpy_shape
 from xla_spmd.frontend import numpy_core as xnp
 from xla_spmd.frontend.dtypes import canonicalize, default_float, default_int, x64_enabled
+from xla_spmd.frontend.sharding_types import takes_out_sharding
 from xla_spmd.frontend.tracing import Array, ArrayLike, DTypeLike, Value, bind
 from xla_spmd.ir import S32, U8, U16, U32, U64, DType
 
@@ -181,6 +186,7 @@ def random_bits(key: ArrayLike, bit_width: int, shape: Sequence[int]) -> Value:
     return mixed if bit_width == 32 else lax.convert(mixed, _UNSIGNED[bit_width])
 
 
+@takes_out_sharding
 def bits(key: ArrayLike, shape: Sequence[int] = (), dtype: DTypeLike = None) -> Value:
     """Uniform random bits of `shape` as an unsigned `dtype` (default uint32)."""
     dtype = lax.as_dtype(dtype or np.uint32)
@@ -204,6 +210,7 @@ def _finfo(dtype: DType):
     return ml_dtypes.finfo(dtype.numpy)
 
 
+@takes_out_sharding
 def uniform(key: ArrayLike, shape: Sequence[int] = (), dtype: DTypeLike = None,
             minval: float | Value = 0.0, maxval: float | Value = 1.0) -> Value:
     """Floats in ``[minval, maxval)``: random mantissa bits of a float in [1, 2), minus 1,
@@ -230,6 +237,7 @@ def _bcast_to(x, shape) -> Value:
     return xnp.broadcast_to(x, xnp.broadcast_shapes(x.shape, shape))
 
 
+@takes_out_sharding
 def normal(key: ArrayLike, shape: Sequence[int] = (), dtype: DTypeLike = None) -> Value:
     """Standard normal samples: ``sqrt(2) * erfinv(u)`` for u uniform in (-1, 1)."""
     dtype = _float_dtype(dtype, "normal")
@@ -238,6 +246,7 @@ def normal(key: ArrayLike, shape: Sequence[int] = (), dtype: DTypeLike = None) -
     return lax.mul(lax.full(u.shape, np.sqrt(2), dtype), numpy_math.erfinv(u))
 
 
+@takes_out_sharding
 def truncated_normal(key: ArrayLike, lower: ArrayLike, upper: ArrayLike,
                      shape: Sequence[int] | None = None, dtype: DTypeLike = None) -> Value:
     """Normal samples in the open interval ``(lower, upper)`` (inverse-CDF on a uniform
@@ -255,6 +264,7 @@ def truncated_normal(key: ArrayLike, lower: ArrayLike, upper: ArrayLike,
                     numpy_math.nextafter(upper, lax.constant(-np.inf, dtype)))
 
 
+@takes_out_sharding
 def bernoulli(key: ArrayLike, p: ArrayLike = 0.5, shape: Sequence[int] | None = None) -> Value:
     """Booleans that are True with probability `p` (``uniform < p``)."""
     p = xnp.asarray(p)
@@ -302,6 +312,7 @@ def _clip_to(value, dtype: DType) -> Value:
     return lax.convert(clipped, dtype)
 
 
+@takes_out_sharding
 def randint(key: ArrayLike, shape: Sequence[int], minval: ArrayLike, maxval: ArrayLike,
             dtype: DTypeLike = None) -> Value:
     """Integers in ``[minval, maxval)``: two draws of random bits combined modulo the span
@@ -360,6 +371,7 @@ def _shuffle(key, x, axis: int) -> Value:
     return x
 
 
+@takes_out_sharding
 def permutation(key: ArrayLike, x: ArrayLike, axis: int = 0, independent: bool = False) -> Value:
     """A random permutation of ``range(x)`` (an int), or of `x` along `axis` (the same for
     every slice unless `independent`)."""

@@ -30,6 +30,13 @@ operands' specs:
 * ``convolution``: a replicated kernel and an unsharded input feature dim give the
   input's spec (give ``out_sharding=`` to ``conv_general_dilated`` otherwise);
 * ``reverse``: the operand's spec; ``topk``: the last dim must be unsharded;
+* ``fft``: the operand's spec, every dim (JAX's fft keeps its operand's sharding);
+* ``cholesky``: the matrix dims unsharded, the batch dims keep their sharding;
+  ``triangular-solve``: JAX's rule (equal batch specs, the contracted dims of ``a`` and
+  ``b`` unsharded, the result's dims from ``a``'s other dim and ``b``'s free dim);
+* ``rng-bit-generator``: the new state has the key's type, the bits are replicated
+  (``out_sharding=`` of ``lax.rng_bit_generator`` and of the `xla_spmd.random` samplers
+  gives another type);
 * loops and branches (`xla_spmd.frontend.control`): bodies see their carries and the
   values they close over with their types, a body must keep its carry's types and the
   branches of a `cond` must agree (JAX's errors), and the results have those types;
@@ -38,8 +45,11 @@ operands' specs:
   result types;
 * ``vmap``: the function sees per-example types (the mapped dim's spec removed, its mesh
   axes made Auto inside), each result gets its type with those axes at its out_axis;
-* the backward pass of ``grad``: the transpose rules run untyped (as JAX's pass
-  ``out_sharding=`` to theirs) and each cotangent gets its primal's type;
+* the backward pass of ``grad``: the transpose rules run typed, as JAX's: ``dot``'s
+  transpose gives its dot the primal's type permuted (JAX's ``out_sharding=``), a reduce's
+  broadcasts its cotangent to the operand's type, a gather's scatters into zeros of the
+  operand's type, and each cotangent a rule gives gets its primal's type; an op inside a
+  rule whose type would be ambiguous is left untyped (`lenient`) rather than failing;
 * other ops: replicated when every typed operand is; else untyped (propagation places
   them).
 
@@ -72,11 +82,13 @@ from typing import Any
 
 from xla_spmd.errors import ShardingError
 from xla_spmd.frontend import tracing
+from xla_spmd.frontend.constraints import current_mesh, with_sharding_constraint
 from xla_spmd.frontend.tracing import ArrayLike, Tracer, Value
 from xla_spmd.ir import ArrayShape, Instruction, Registry, TupleShape
+from xla_spmd.ir.custom_calls import SHARDING
 from xla_spmd.ir.ops import Family
 from xla_spmd.mesh import AxisRef, Mesh
-from xla_spmd.sharding import DimSharding, TensorSharding
+from xla_spmd.sharding import DimSharding, NamedSharding, PartitionSpec, TensorSharding
 
 
 class ShardingTypeError(ShardingError, TypeError):
@@ -92,6 +104,7 @@ Spec = tuple  # one tuple of explicit axis names per dim
 
 _SUSPENDED: list[bool] = []   # grad's backward pass, vmap: no types
 _AXES: list[tuple[Mesh, frozenset]] = []  # auto_axes/explicit_axes: a mesh's Explicit axes
+_LENIENT: list[bool] = []  # transpose rules: ambiguous ops untyped (see `lenient`)
 
 
 @contextlib.contextmanager
@@ -122,6 +135,41 @@ def axis_types(mesh: Mesh, *, auto: Sequence[str] = (), explicit: Sequence[str] 
     finally:
         _SUSPENDED.pop()
         _AXES.pop()
+
+
+@contextlib.contextmanager
+def lenient() -> Iterator[None]:
+    """Inside the block an op whose operands' types leave its result's type ambiguous gets
+    no type (propagation places it) instead of failing: the transpose rules of the
+    backward pass, where JAX's rules pass ``out_sharding=`` to such ops (the rules here
+    do for ``dot``; each cotangent a rule gives gets its primal's type)."""
+    _LENIENT.append(True)
+    try:
+        yield
+    finally:
+        _LENIENT.pop()
+
+
+def with_type(value: Value, typed: TensorSharding | None, order: Sequence[int] | None = None
+              ) -> Value:
+    """`value` constrained to the type `typed` (its dims taken in `order`: result dim i has
+    the spec of `typed`'s dim ``order[i]``); `value` itself when `typed` is None or types
+    are off. A transpose rule gives its results their primal's type with it."""
+    if typed is None or (_SUSPENDED and _SUSPENDED[-1]) or not isinstance(value, Tracer):
+        return value
+    spec = _spec(typed, len(order) if order is not None else len(value.aval.dims))
+    if order is not None:
+        spec = tuple(spec[d] for d in order)
+    return typed_as(value, _sharding(typed, spec))
+
+
+def type_for(value: Value, typed: TensorSharding | None, order: Sequence[int]
+             ) -> TensorSharding | None:
+    """`typed` with its dims taken in `order` (see `with_type`), for ``out_sharding=``."""
+    if typed is None or (_SUSPENDED and _SUSPENDED[-1]):
+        return None
+    spec = _spec(typed, len(order))
+    return _sharding(typed, tuple(spec[d] for d in order))
 
 
 def forced(mesh: Mesh) -> contextlib.AbstractContextManager[None]:
@@ -254,9 +302,6 @@ def with_out_sharding(compute: Callable, out_sharding: Any, operands: Sequence[A
 
 
 def _constrain(out, out_sharding, operands, what: str):
-    from xla_spmd.frontend.jit import current_mesh, with_sharding_constraint
-    from xla_spmd.sharding import NamedSharding, PartitionSpec
-
     if isinstance(out_sharding, PartitionSpec):
         typed = [t for t in map(type_of, operands) if t is not None]
         mesh = current_mesh() or (typed[0].mesh if typed else None)
@@ -371,10 +416,40 @@ def typed_as(value: Value, sharding: TensorSharding) -> Value:
     if (_SUSPENDED and _SUSPENDED[-1]) or not explicit_axes_of(sharding.mesh) or \
             not isinstance(value, Tracer):
         return value
-    from xla_spmd.ir.custom_calls import SHARDING
     typed = _sharding(sharding, _spec(sharding, len(value.aval.dims)))
     return tracing.bind("custom-call", value, shape=value.aval, custom_call_target=SHARDING,
                         sharding=typed)
+
+
+def retyped(value: Any, mesh: Mesh) -> Any:
+    """`value` resharded to its type over the axes of `mesh` that are Explicit here, as
+    JAX's ``auto_axes``/``explicit_axes`` reshard their arguments and results to
+    ``modify_spec_for_auto_manual`` of their specs: the axes that are Auto here leave the
+    spec, and with any Auto axis every dim is open to them (propagation may add them).
+    Anything but a traced value with a sharding on `mesh` is returned as it is."""
+    if not isinstance(value, Tracer) or isinstance(value.aval, TupleShape):
+        return value
+    sharding = value.inst.sharding
+    if not isinstance(sharding, TensorSharding) or sharding.mesh != mesh:
+        return value
+    from xla_spmd.ir.custom_calls import SHARDING
+    typed = _sharding(sharding, _spec(sharding, len(value.aval.dims)))
+    if typed == sharding:
+        return value
+    return tracing.bind("custom-call", value, shape=value.aval, custom_call_target=SHARDING,
+                        sharding=typed)
+
+
+def explicit_spec(spec: Sequence[Any], mesh: Mesh) -> tuple:
+    """A PartitionSpec's entries with only the axes of `mesh` Explicit here (JAX's
+    ``modify_spec_for_auto_manual``)."""
+    explicit = set(explicit_axes_of(mesh))
+    entries = []
+    for entry in spec:
+        names = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+        kept = tuple(a for a in names if a in explicit)
+        entries.append(None if not kept else kept[0] if len(kept) == 1 else kept)
+    return tuple(entries)
 
 
 def vmap_types(values: Sequence[ArrayLike], batched: Sequence[bool]) -> tuple:
@@ -470,16 +545,23 @@ def infer(inst: Instruction, operands: Sequence[Any]
              else _spec(t, len(o.aval.dims)) for o, t in zip(operands, types)]
     if isinstance(inst.shape, TupleShape):
         rule = TUPLE_RULES.get(inst.opcode)
-        found = None if rule is None else rule(inst, specs, like.mesh)
-        return None if found is None else tuple(_sharding(like, spec) for spec in found)
+        try:
+            found = None if rule is None else rule(inst, specs, like.mesh)
+            return None if found is None else tuple(_sharding(like, spec) for spec in found)
+        except ShardingTypeError:
+            if _LENIENT:
+                return None
+            raise
     if not isinstance(inst.shape, ArrayShape):
         return None
-    rule = _rule_for(inst)
-    if rule is None:
-        spec = _replicated_rule(inst, specs, like.mesh)
-    else:
+    rule = _rule_for(inst) or _replicated_rule
+    try:
         spec = rule(inst, specs, like.mesh)
-    return None if spec is None else _sharding(like, spec)
+        return None if spec is None else _sharding(like, spec)
+    except ShardingTypeError:
+        if _LENIENT:
+            return None
+        raise
 
 
 def _element_type(tuple_value, index: int) -> TensorSharding | None:
@@ -837,6 +919,67 @@ def _reshape(inst, specs, mesh):
         else:
             fail()
     return tuple(result)
+
+
+@RULES.register("fft")
+def _fft(inst, specs, mesh):
+    """JAX's ``fft`` (its abstract eval updates only the operand's shape and dtype): the
+    result has the operand's spec, the transformed dims included (an rfft/irfft's resized
+    last dim keeps its sharding too)."""
+    return specs[0]
+
+
+def _linalg_batch(name: str, specs, ranks) -> Spec:
+    """JAX's ``linalg_sharding_rule``: each operand unsharded on its last `rank` dims, and
+    the operands' batch specs equal; returns that batch spec."""
+    batches = []
+    for i, (spec, rank) in enumerate(zip(specs, ranks)):
+        if any(spec[len(spec) - rank:]):
+            raise ShardingTypeError(f"Input {i} to {name} must be unsharded on non-batch "
+                                    f"dimensions, but got {_show(spec)}.")
+        batches.append(spec[:len(spec) - rank])
+    if any(b != batches[0] for b in batches[1:]):
+        raise ShardingTypeError(f"All inputs to {name} must have the same batch sharding, "
+                                f"but got {[_show(b) for b in batches]}.")
+    return batches[0]
+
+
+@RULES.register("cholesky")
+def _cholesky(inst, specs, mesh):
+    """JAX's cholesky rule (``linalg_sharding_rule``): the matrix dims (the last two) must
+    be unsharded; the batch dims keep their sharding."""
+    return (*_linalg_batch("cholesky", specs, (2,)), (), ())
+
+
+@RULES.register("triangular-solve")
+def _triangular_solve(inst, specs, mesh):
+    """JAX's ``_tri_solve_sharding``: a and b have equal batch specs; a's contracting dim
+    and b's contracting dim must be unsharded; the result's matrix dims are (a's other dim,
+    b's columns) for ``op(a) x = b`` and (b's rows, a's other dim) for ``x op(a) = b``."""
+    a, b = specs
+    batch, a_spec = a[:-2], a[-2:]
+    batch_b, b_spec = b[:-2], b[-2:]
+    left = bool(inst.attrs.left_side)
+    transpose_a = str(inst.attrs.transpose_a or "NO_TRANSPOSE").upper() != "NO_TRANSPOSE"
+    shown = f"left_side={left} and transpose_a={transpose_a}"
+    if batch != batch_b:
+        raise ShardingTypeError("All inputs to triangular_solve must have the same batch "
+                                f"sharding, but got {_show(batch)} and {_show(batch_b)}.")
+    if a_spec[left ^ transpose_a]:
+        raise ShardingTypeError("triangular solve input `a` must be unsharded on the "
+                                f"contracting axis, but got {_show(a)} with {shown}.")
+    if b_spec[not left]:
+        raise ShardingTypeError("triangular solve input `b` must be unsharded on the "
+                                f"contracting axis, but got {_show(b)} with {shown}.")
+    out = (a_spec[transpose_a], b_spec[1]) if left else (b_spec[0], a_spec[not transpose_a])
+    return (*batch, *out)
+
+
+@TUPLE_RULES.register("rng-bit-generator")
+def _rng_bit_generator(inst, specs, mesh):
+    """JAX's ``rng_bit_generator`` rule: the new state has the key's spec, the bits are
+    replicated (give ``out_sharding=`` for another type)."""
+    return [specs[0], ((),) * inst.shape.elements[1].rank]
 
 
 # Installed into tracing's bind: every op bound in a trace asks `infer` for its type.

@@ -27,17 +27,20 @@ import itertools
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 
+from xla_spmd.backends.reference import evaluate
 from xla_spmd.errors import ShardingError, XlaSpmdError
 from xla_spmd.frontend.dtypes import canonical_array
 from xla_spmd.ir import (
     PRED,
     ArrayShape,
     Builder,
+    ComparisonDirection,
+    ComparisonType,
     Computation,
     DType,
     Instruction,
@@ -49,9 +52,7 @@ from xla_spmd.ir import (
 from xla_spmd.ir.module import Sharding, make_instruction
 from xla_spmd.ir.reducers import KIND_OPCODES
 from xla_spmd.mesh import Mesh
-
-if TYPE_CHECKING:
-    from xla_spmd.sharding import NamedSharding, TensorSharding
+from xla_spmd.sharding import NamedSharding, PartitionSpec, TensorSharding
 
 # Annotation aliases for the frontend's public functions, as JAX's ``jax.typing``. An
 # `ArrayLike` is anything an op takes as an operand: a `Value` (traced or concrete), a NumPy
@@ -241,8 +242,6 @@ class Array(Value):
     def sharding(self) -> NamedSharding:
         """The whole value on one device (JAX's ``SingleDeviceSharding``): a `NamedSharding`
         over a mesh of one device, with an empty spec."""
-        from xla_spmd.mesh import Mesh
-        from xla_spmd.sharding import NamedSharding, PartitionSpec
         return NamedSharding(Mesh((), ()), PartitionSpec())
 
     def _array(self) -> np.ndarray:
@@ -297,6 +296,33 @@ def aval_of(x: ArrayLike) -> Shape:
     if aval is not None:
         return aval
     return aval_of_concrete(canonical_array(x))
+
+
+@dataclass(frozen=True)
+class ShapeDtypeStruct:
+    """A shape and dtype standing for an array (JAX's ``ShapeDtypeStruct``), for
+    `eval_shape` and ``jit(f).lower``/``trace``."""
+
+    shape: tuple
+    dtype: np.dtype
+    sharding: object = None
+    weak_type: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+        object.__setattr__(self, "dtype", np.dtype(self.dtype))
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+    @property
+    def aval(self) -> ArrayShape:
+        return ArrayShape(DType.from_numpy(self.dtype), self.shape)
 
 
 def python_scalar_array(x: ArrayLike) -> np.ndarray:
@@ -479,7 +505,6 @@ def mesh_scope(meshes: Mapping[str, Mesh]) -> Iterator[None]:
 
 
 def _eager_bind(opcode: str, operands, shape, attrs: dict, extra: dict) -> Array:
-    from xla_spmd.backends.reference import evaluate
 
     builder = Builder("eager")
     args, params = [], []
@@ -651,7 +676,6 @@ def comparator(dtypes: Sequence[DType], descending: bool = False, num_keys: int 
 
 
 def _compare(b: Builder, lhs, rhs, direction: str, ctype):
-    from xla_spmd.ir import ComparisonDirection, ComparisonType
     return b.op("compare", lhs, rhs, direction=ComparisonDirection(direction),
                 type=None if ctype is None else ComparisonType(ctype))
 

@@ -22,7 +22,6 @@ import contextlib
 import functools
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,6 +31,7 @@ from xla_spmd.frontend import lax, sharding_types
 from xla_spmd.frontend.ad import CUSTOM_RULE, CUSTOM_RULES
 from xla_spmd.frontend.autodiff import _as_value, vjp
 from xla_spmd.frontend.batching import batch_computation, moveaxis
+from xla_spmd.frontend.control import typed_elements
 from xla_spmd.frontend.pytree import (
     broadcast_prefix,
     tree_flatten,
@@ -41,6 +41,7 @@ from xla_spmd.frontend.pytree import (
 from xla_spmd.frontend.sharding_types import known, type_of
 from xla_spmd.frontend.tracing import (
     AxisName,
+    ShapeDtypeStruct,
     aval_of,
     bind,
     current_trace,
@@ -368,7 +369,6 @@ def _wrapped_call(fun: Callable, args, rule=None, attributes=()):
         attributes = (*attributes, (CUSTOM_RULE, key))
     result = bind("call", *leaves, *trace.captures, to_apply=computation,
                   frontend_attributes=tuple(attributes))
-    from xla_spmd.frontend.control import typed_elements
     outs = typed_elements(result, structure["types"])  # the results have fun's types
     return tree_unflatten(structure["out"], outs)
 
@@ -564,33 +564,6 @@ class custom_jvp:
 
 # ---------------------------------------------------------------------------------------------
 # eval_shape
-
-
-@dataclass(frozen=True)
-class ShapeDtypeStruct:
-    """A shape and dtype standing for an array (JAX's ``ShapeDtypeStruct``), for
-    `eval_shape` and ``jit(f).lower``/``trace``."""
-
-    shape: tuple
-    dtype: np.dtype
-    sharding: object = None
-    weak_type: bool = False
-
-    def __post_init__(self):
-        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
-        object.__setattr__(self, "dtype", np.dtype(self.dtype))
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape))
-
-    @property
-    def aval(self) -> ArrayShape:
-        return ArrayShape(DType.from_numpy(self.dtype), self.shape)
 
 
 def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:

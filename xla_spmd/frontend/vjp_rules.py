@@ -13,9 +13,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from xla_spmd.frontend import lax
+from xla_spmd.frontend import lax, sharding_types
 from xla_spmd.frontend import numpy_core as xnp
 from xla_spmd.frontend.ad import VJP
+from xla_spmd.frontend.sharding_types import type_of
 from xla_spmd.frontend.tracing import Value, bind, fresh_name, rebind
 from xla_spmd.ir import (
     S32,
@@ -259,8 +260,8 @@ def _reduce(ct, inst, ops, out):
 def _reduce_one(ct, x, dims, kind, out, name):
     kept = [d for d in range(x.ndim) if d not in dims]
 
-    def expand(v):
-        return lax.broadcast_in_dim(v, x.shape, kept)
+    def expand(v):  # JAX's: broadcast to the operand's type
+        return sharding_types.with_type(lax.broadcast_in_dim(v, x.shape, kept), type_of(x))
     if kind == "add":
         return expand(ct)
     if kind in ("max", "min"):

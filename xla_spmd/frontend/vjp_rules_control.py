@@ -26,6 +26,8 @@ from xla_spmd.frontend.ad import (
     unflat_cotangent,
 )
 from xla_spmd.frontend.control import fori_loop, index_in_dim, known_trip_count, switch_flat
+from xla_spmd.frontend.parallel import Manual
+from xla_spmd.frontend.shard_map import is_typed, psum_replicated, spec_axes
 from xla_spmd.frontend.tracing import (
     bind,
     declared_meshes,
@@ -33,6 +35,7 @@ from xla_spmd.frontend.tracing import (
     fresh_name,
     trace_computation,
 )
+from xla_spmd.frontend.vma import declare, vma_of
 from xla_spmd.ir import TupleShape
 from xla_spmd.ir.custom_calls import MANUAL_BODY
 from xla_spmd.sharding.manual import manual_region
@@ -142,8 +145,6 @@ def _conditional(ct, inst, ops, out):
 
 @VJP.register("call")
 def _call(ct, inst, ops, out):
-    from xla_spmd.frontend.shard_map import Manual, is_typed, psum_replicated, spec_axes
-    from xla_spmd.frontend.vma import declare, vma_of
     callee = inst.attrs.to_apply
     ct_leaves = flat_cotangent(ct, inst.shape)
     custom = inst.frontend_attribute(CUSTOM_RULE)

@@ -16,9 +16,12 @@ from dataclasses import replace
 
 import numpy as np
 
-from xla_spmd.frontend import lax, numpy_index, numpy_reductions, numpy_shape
+from xla_spmd.frontend import lax, numpy_index, numpy_reductions, numpy_shape, sharding_types
 from xla_spmd.frontend import numpy_core as xnp
 from xla_spmd.frontend.ad import VJP
+from xla_spmd.frontend.parallel import COLLECTIVE_AXES, psum
+from xla_spmd.frontend.shard_map import transpose_boundary
+from xla_spmd.frontend.sharding_types import type_of
 from xla_spmd.frontend.tracing import (
     bind,
     current_trace,
@@ -26,7 +29,6 @@ from xla_spmd.frontend.tracing import (
     rebind,
     reducer,
 )
-from xla_spmd.frontend.vma import COLLECTIVE_AXES
 from xla_spmd.frontend.vma import typed as vma_typed
 from xla_spmd.ir import (
     PRED,
@@ -58,7 +60,11 @@ def _ranges_like(*xs):
         start += len(x)
 
 
-def _dot_transpose_lhs(g, x_aval, y, dims, swap_ans=False):
+def _dot_transpose_lhs(g, x, y, dims, swap_ans=False):
+    """JAX's ``_dot_general_transpose_lhs``: the dot of `g` and `y` typed (under Explicit
+    axes) with `x`'s type in its own dim order (JAX's ``out_sharding=``), transposed into
+    `x`'s order."""
+    x_aval = x.aval
     (x_contract, y_contract), (x_batch, y_batch) = dims
     x_ndim, y_ndim = len(x_aval.dims), y.ndim
     x_kept = [d for d in range(x_ndim) if d not in x_contract and d not in x_batch]
@@ -69,8 +75,10 @@ def _dot_transpose_lhs(g, x_aval, y, dims, swap_ans=False):
         ans_batch, _, ans_y = _ranges_like(x_batch, x_kept, y_kept)
     new_dims = ((ans_y, y_kept), (ans_batch, list(y_batch)))
     x_contract_sorted_by_y = list(np.take(x_contract, np.argsort(y_contract)).astype(int))
-    out_axes = np.argsort(list(x_batch) + x_kept + x_contract_sorted_by_y).tolist()
-    result = lax.dot_general(g, lax.convert(y, g.aval.dtype), new_dims)
+    unsorted = [int(d) for d in list(x_batch) + x_kept + x_contract_sorted_by_y]
+    out_axes = np.argsort(unsorted).tolist()
+    result = lax.dot_general(g, lax.convert(y, g.aval.dtype), new_dims,
+                             out_sharding=sharding_types.type_for(x, type_of(x), unsorted))
     return lax.convert(lax.transpose(result, out_axes), x_aval.dtype)
 
 
@@ -81,8 +89,8 @@ def _dot(ct, inst, ops, out):
             (list(a.lhs_batch_dims), list(a.rhs_batch_dims)))
     swapped = ((dims[0][1], dims[0][0]), (dims[1][1], dims[1][0]))
     lhs, rhs = ops
-    return [_dot_transpose_lhs(ct, lhs.aval, rhs, dims),
-            _dot_transpose_lhs(ct, rhs.aval, lhs, swapped, swap_ans=True)]
+    return [_dot_transpose_lhs(ct, lhs, rhs, dims),
+            _dot_transpose_lhs(ct, rhs, lhs, swapped, swap_ans=True)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -282,7 +290,8 @@ def _select_computation(dtype, direction: str):
 def _gather(ct, inst, ops, out):
     a = inst.attrs
     operand, indices = ops
-    result = bind("scatter", lax.zeros_like(operand), indices, ct,
+    zeros = sharding_types.with_type(lax.full(operand.shape, 0, ct.aval.dtype), type_of(operand))
+    result = bind("scatter", zeros, indices, ct,
                   update_window_dims=a.offset_dims, inserted_window_dims=a.collapsed_slice_dims,
                   scatter_dims_to_operand_dims=a.start_index_map,
                   input_batching_dims=a.operand_batching_dims,
@@ -456,9 +465,7 @@ def _custom_call(ct, inst, ops, out):
     if target in (SHARDING, FUNC_RESULT_SHARDING, PROPAGATION_BARRIER):
         return [rebind(inst, [ct])]
     if target in MANUAL_BOUNDARIES:
-        from xla_spmd.frontend.shard_map import transpose_boundary
         return transpose_boundary(ct, inst, ops)
     if target == PVARY:  # varying -> invariant: the cotangents summed over its axes
-        from xla_spmd.frontend.shard_map import psum
         return [psum(ct, tuple(inst.frontend_attribute(COLLECTIVE_AXES).split(",")))]
     raise NotImplementedError(f"VJP of custom-call {target!r}")

@@ -23,12 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from xla_spmd.frontend.parallel import COLLECTIVE_AXES, psum
 from xla_spmd.frontend.tracing import ArrayLike, Trace, Tracer, Value, current_trace
 from xla_spmd.ir import Instruction
-
-COLLECTIVE_AXES = "xla_spmd.collective_axes"
-"""Frontend attribute of a collective bound in a shard_map body: the manual axes it spans
-(comma-separated)."""
 
 NO_CHECK_VMA = "xla_spmd.check_vma"
 """Frontend attribute of a shard_map body call made with ``check_vma=False`` (value
@@ -117,7 +114,6 @@ def transpose_implicit_broadcasts(inst: Instruction, operands: Sequence[Value],
     its operand to vary over and the operand did not: the op saw an implicitly broadcast
     copy (JAX's ``pvary``), whose transpose is a ``psum``. An op needs the union of its
     operands' axes; a collective also its own axes."""
-    from xla_spmd.frontend.shard_map import psum
     trace = current_trace()
     assert trace is not None and trace.manual is not None  # inside a manual region only
     every = frozenset(trace.manual.axes)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from xla_spmd.cli_files import parse_mesh_text
 from xla_spmd.cost import CostReport, OpCost, estimate, load_profile
 from xla_spmd.cost.model import source_of
 from xla_spmd.errors import XlaSpmdError
@@ -188,7 +189,6 @@ def inspect_module(module: Module, *, mesh: str | None = None, profile=None
                    ) -> InspectReport:
     """The report of a program file's module; `mesh` (``data=2,model=4``) gives programs
     without shardings a mesh, every argument replicated over it."""
-    from xla_spmd.cli_tools import parse_mesh_text
     from xla_spmd.ir import rewrite
     from xla_spmd.mesh import make_mesh
     from xla_spmd.pipeline import program_mesh

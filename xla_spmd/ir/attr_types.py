@@ -93,6 +93,7 @@ class Attrs(Protocol):
     index: int
     index_vector_dim: int
     indices_are_sorted: bool
+    infeed_config: str
     inferred_dimension: int | None
     input_batching_dims: tuple[int, ...]
     inserted_window_dims: tuple[int, ...]
@@ -112,6 +113,8 @@ class Attrs(Protocol):
     operand_batching_dims: tuple[int, ...]
     operand_layout_constraints: str | None
     operand_precision: tuple[Precision, ...] | None
+    outfeed_config: str
+    outfeed_shape: str | None
     output_to_operand_aliasing: str | None
     padding: tuple[PadDim, ...]
     parameter_number: int

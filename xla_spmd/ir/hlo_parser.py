@@ -340,10 +340,15 @@ class _ComputationParser(AttributeValueParser):
             if spec.kind is AttrKind.WINDOW and spec.required and spec.name not in inst.attrs:
                 inst.attrs[spec.name] = Window(())
         try:
-            attrs = inst.op.make_attrs(**inst.attrs)
+            op = inst.op
+            attrs = op.make_attrs(**inst.attrs)
             inst.built = make_instruction(
                 inst.name, inst.op, operands, attrs, inst.shape, sharding=inst.sharding,
                 frontend_attributes=inst.frontend_attributes, extras=tuple(inst.extras))
+            if inst.sharding is not None and (inst.shape is None or op.name == "outfeed"):
+                inst.sharding.check_shape(_sharded_shape(inst.built), f"%{inst.name}")
+        except ShardingError as error:
+            raise self.s.error(f"%{inst.name}: {error}", inst.pos) from None
         except VerifyError as error:
             raise self.s.error(str(error), inst.pos) from None
         self.built.append(inst.built)
@@ -431,7 +436,8 @@ class _ComputationParser(AttributeValueParser):
             text = s.balanced() if s.at("{") else s.raw_value()
             try:
                 inst.sharding = HloSharding.parse(text)
-                inst.sharding.check_shape(inst.shape, f"%{inst.name}")
+                if inst.shape is not None and op.name != "outfeed":  # else checked once built
+                    inst.sharding.check_shape(inst.shape, f"%{inst.name}")
             except (ParseError, ShardingError) as error:  # re-anchor its column in the file
                 raise s.error(f"%{inst.name}: {getattr(error, 'message', error)}",
                               start + (getattr(error, "column", None) or 1) - 1) from None
@@ -462,3 +468,23 @@ class _ComputationParser(AttributeValueParser):
         return tuple(pairs)
 
 __all__ = ["parse_hlo", "STACK_FRAMES_KEY", "SIGNATURE_EXTRA"]
+
+
+def _sharded_shape(inst: Instruction) -> Shape:
+    """The shape `inst`'s sharding describes: its own, but an outfeed's is its data's (XLA
+    also writes the data's and the token's, as a tuple of one more element).
+
+    >>> m = parse_hlo("HloModule m\\nENTRY e {\\n  t = token[] after-all()\\n"
+    ...               "  p = (f32[4], f32[2]) parameter(0)\\n  ROOT o = token[] outfeed(p, t)\\n}")
+    >>> str(_sharded_shape(m.entry.root))
+    '(f32[4], f32[2])'
+    """
+    if inst.op.name != "outfeed":
+        return inst.shape
+    data, token = (o.shape for o in inst.operands)
+    written = inst.sharding
+    data_leaves = len(data.leaves())
+    if isinstance(written, HloSharding) and written.is_tuple \
+            and len(written.elements) == data_leaves + 1:
+        return TupleShape((data, token))
+    return data

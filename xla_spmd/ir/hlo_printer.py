@@ -295,3 +295,13 @@ def print_module(module: Module) -> str:
     parts.append("\n\n".join(print_computation(c, c is module.entry)
                              for c in module.computations))
     return "".join(parts) + "\n"
+
+
+def _module_text(self: Module) -> str:
+    """``str(module)``: `print_module`."""
+    return print_module(self)
+
+
+# A module prints as its HLO text. The printer is above `module` (it reads instructions and
+# computations), so it gives `Module` its ``__str__`` rather than being imported by it.
+Module.__str__ = _module_text

@@ -220,9 +220,8 @@ class Module:
     def __hash__(self) -> int:
         return hash((self.name, len(self.computations)))
 
-    def __str__(self) -> str:
-        from xla_spmd.ir.hlo_printer import print_module
-        return print_module(self)
+    # ``str(module)`` is its HLO text: `hlo_printer`, which reads this module, installs
+    # `print_module` as ``Module.__str__`` (the ir package always loads it).
 
 
 def _attr_key(attrs) -> tuple:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from xla_spmd.ir.dtypes import F32  # noqa: F401 (the doctests' element type)
 from xla_spmd.ir.opdefs import A, K, _array, _declared, _fail
 from xla_spmd.ir.ops import Family, Trait, define
-from xla_spmd.ir.shapes import ArrayShape, TupleShape
+from xla_spmd.ir.shapes import TOKEN_SHAPE, ArrayShape, TupleShape
 
 
 def _signature_check(name, computation, operand_shapes):
@@ -107,6 +108,44 @@ define("rng-bit-generator", Family.RANDOM, _infer_rng_bit_generator, operands=1,
        attrs=(A("algorithm", K.RNG_ALGORITHM),), needs_declared_shape=True)
 define("rng", Family.RANDOM, lambda o, a, d: _declared("rng", d), operands=2,
        attrs=(A("distribution", K.RNG_DISTRIBUTION),), needs_declared_shape=True,
+       traits=(Trait.SIDE_EFFECT, Trait.DISTINCT))
+
+# ---------------------------------------------------------------------------------------------
+# Host transfers: infeed reads a value from the device's infeed queue, outfeed writes one to
+# its outfeed queue; both are ordered by their token.
+
+
+def _token(op: str, shape, what: str = "token operand") -> None:
+    if not (isinstance(shape, ArrayShape) and shape.is_token):
+        _fail(op, f"the {what} must be token[], got {shape}")
+
+
+def _infer_infeed(operands, attrs, declared):
+    """``(data, token[]) infeed(token)``: the data's shape is the declared one's first element.
+
+    >>> from xla_spmd.ir.shapes import TOKEN_SHAPE
+    >>> out = TupleShape((ArrayShape(F32, (8, 2)), TOKEN_SHAPE))
+    >>> str(_infer_infeed([TOKEN_SHAPE], None, out))
+    '(f32[8,2], token[])'
+    """
+    _token("infeed", operands[0])
+    out = _declared("infeed", declared)
+    if not (isinstance(out, TupleShape) and len(out.elements) == 2):
+        _fail("infeed", f"result must be (data, token[]), got {out}")
+    _token("infeed", out.elements[1], "result's second element")
+    return out
+
+
+def _infer_outfeed(operands, attrs, declared):
+    _token("outfeed", operands[1], "second operand")
+    return TOKEN_SHAPE
+
+
+define("infeed", Family.CUSTOM, _infer_infeed, operands=1,
+       attrs=(A("infeed_config", K.STRING, ""),), needs_declared_shape=True,
+       traits=(Trait.SIDE_EFFECT, Trait.DISTINCT))
+define("outfeed", Family.CUSTOM, _infer_outfeed, operands=2,
+       attrs=(A("outfeed_shape", K.RAW, None), A("outfeed_config", K.STRING, "")),
        traits=(Trait.SIDE_EFFECT, Trait.DISTINCT))
 
 # ---------------------------------------------------------------------------------------------

@@ -8,6 +8,10 @@
   is partitioned with its operand's sharding and returns the conditional's sharding;
 * sharding markers (``Sharding``, ``xla.sdy.FuncResultSharding``, ...) reshard to their own
   sharding; other custom calls run replicated (generic handler);
+* infeed yields each device's shard of the data (the infeed runs on local shapes: a device's
+  queue holds its shard, padded to the ceiling shard shape where the data does not split
+  evenly); outfeed writes its data as its operand holds it (the importer checks that this is
+  the outfeed's sharding), each device its shard;
 * manual computations (``xla.sdy.GlobalToLocalShape`` -> call of
   ``xla.sdy.manual_computation_body*`` -> ``xla.sdy.LocalToGlobalShape``, or GSPMD's
   ``SPMDFullToShardShape`` / ``SPMDShardToFullShape``): operands are resharded to the
@@ -17,6 +21,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -298,3 +303,27 @@ def _strip_shardings(low, computation):
         cache[computation.name] = rewrite(
             computation, lambda i, ops: i.replace(operands=ops, sharding=None))
     return cache[computation.name]
+
+
+# ---------------------------------------------------------------------------------------------
+# Host transfers
+
+
+@HANDLERS.register("infeed")
+def infeed(low: Lowering, inst: Instruction, operands: list) -> PartValue:
+    """An infeed of the local shard shapes of its (data, token) result's shardings."""
+    targets = low.targets(inst)
+    local = low.local_tuple_shape(inst.shape, list(targets))
+    clone = low.em.clone(inst, [low.pack(o) for o in operands], local)
+    return low.explode(clone, targets, inst.shape)
+
+
+@HANDLERS.register("outfeed")
+def outfeed(low: Lowering, inst: Instruction, operands: list) -> PartValue:
+    """Each device outfeeds its part of the data, as its operand holds it."""
+    data, token = (low.pack(o) for o in operands)
+    attrs = inst.attrs
+    if attrs.outfeed_shape is not None:
+        attrs = dataclasses.replace(attrs, outfeed_shape=str(data.shape))
+    clone = low.em.clone(inst, [data, token], inst.shape, attrs=attrs)
+    return PValue(clone, low.target(inst), array_shape(inst.shape))

@@ -24,7 +24,7 @@ from xla_spmd.errors import ShardingError
 from xla_spmd.ir import Module, map_computations, rebind_called
 from xla_spmd.ir.custom_calls import GLOBAL_TO_LOCAL, IN_SHARDINGS, OUT_SHARDINGS, SDY_SHARDING
 from xla_spmd.ir.hlo_sharding import HloSharding, ShardingKind
-from xla_spmd.mesh import Mesh, make_mesh
+from xla_spmd.mesh import Mesh
 from xla_spmd.propagation.rebuild import rewrite_in_place
 from xla_spmd.sharding import (
     TensorSharding,
@@ -72,14 +72,15 @@ def import_shardings(module: Module, mesh: Mesh | None = None) -> Imported:
     gspmd_mesh = mesh or (next(iter(meshes.values())) if meshes else _finest_mesh(module))
     if gspmd_mesh is None and module.num_partitions > 1:
         # Only values placed on single devices: they run on the module's devices.
-        gspmd_mesh = make_mesh({"_axis_0": module.num_partitions})
+        gspmd_mesh = Mesh.from_shape({"_axis_0": module.num_partitions})
 
     reordered: dict[Mesh, str] = {}  # meshes in other device orders -> their names
 
     def convert(inst, operands):
         sharding = _sdy_sharding(inst, meshes)
         if sharding is None and isinstance(inst.sharding, HloSharding):
-            sharding = _from_hlo(inst, gspmd_mesh, reordered)
+            sharding = (_outfeed_from_hlo(inst, operands[0], gspmd_mesh, reordered)
+                        if inst.opcode == "outfeed" else _from_hlo(inst, gspmd_mesh, reordered))
         if sharding is None and isinstance(inst.sharding, (TensorSharding, tuple)):
             sharding = inst.sharding
         # The axis-based sharding now lives on the instruction; the printers write the
@@ -156,6 +157,36 @@ def _from_hlo(inst, mesh, reordered):
         return _leaf_from_hlo(hlo, leaves[0].rank, mesh, reordered)
     except ShardingError as error:
         raise ShardingError(f"{inst.name}: {error}") from None
+
+
+def _outfeed_from_hlo(inst, data, mesh, reordered):
+    """An outfeed's HloSharding is its data's (and its token's, as one more element): the
+    data is written as its operand holds it, so the two must agree; the token result is
+    replicated."""
+    hlo = inst.sharding
+    leaves = data.shape.leaves()
+    elements = hlo.elements if hlo.is_tuple else (hlo,) * len(leaves)
+    if len(elements) == len(leaves) + 1:
+        elements = elements[:-1]
+    if len(elements) != len(leaves):
+        raise ShardingError(f"{inst.name}: {hlo} has {len(elements)} elements but the "
+                            f"outfeed's data {data.shape} has {len(leaves)}")
+    wanted = [_leaf_from_hlo(e, leaf.rank, mesh, reordered)
+              for e, leaf in zip(elements, leaves)]
+    held = data.sharding_leaves()
+    held = held if len(held) == len(leaves) else (None,) * len(leaves)
+    for leaf, want, have in zip(leaves, wanted, held):
+        if _replicated_if_none(want, leaf.rank, mesh) != _replicated_if_none(
+                have, leaf.rank, mesh):
+            raise ShardingError(f"{inst.name}: outfeed sharding {hlo} differs from its "
+                                f"operand's ({data.name}); give the operand that sharding")
+    return TensorSharding.replicated_on(mesh or Mesh.from_shape({}), 0)
+
+
+def _replicated_if_none(sharding, rank, mesh):
+    if sharding is None or not isinstance(sharding, TensorSharding):
+        return None if mesh is None else TensorSharding.replicated_on(mesh, rank)
+    return sharding
 
 
 def _leaf_from_hlo(hlo, rank, mesh, reordered):

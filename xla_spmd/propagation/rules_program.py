@@ -36,7 +36,7 @@ RULES.register(*(name for name, op in OPS.items() if op.family is Family.LEAF))(
 RULES.register("tuple", "get-tuple-element", "opt-barrier")(no_rule)
 RULES.register("while", "conditional", "call", "fusion")(no_rule)
 RULES.register(*(name for name, op in OPS.items() if op.family is Family.ASYNC))(no_rule)
-RULES.register("rng")(no_rule)
+RULES.register("rng", "infeed", "outfeed")(no_rule)
 
 
 @RULES.register("rng-bit-generator")

@@ -11,7 +11,7 @@ import sys
 
 from xla_spmd.mesh import AxisRef, AxisType, Mesh, make_mesh
 
-from .gspmd import ImportedSharding, axes_to_hlo, finest_mesh, hlo_to_axes, hlo_tuple_to_axes
+from .gspmd import ImportedSharding, finest_mesh, hlo_to_axes, hlo_tuple_to_axes
 from .meshes import (
     declare_meshes,
     declared_meshes,
@@ -19,14 +19,21 @@ from .meshes import (
     program_mesh,
     sharding_mesh,
 )
-from .partition_spec import UNCONSTRAINED, NamedSharding, P, PartitionSpec, user_sharding
+from .named_sharding import NamedSharding, user_sharding
+from .partition_spec import UNCONSTRAINED, P, PartitionSpec
 from .sdy_text import (
     parse_sharding,
     parse_sharding_per_value,
     print_sharding,
     print_sharding_per_value,
 )
-from .tensor_sharding import DimSharding, TensorSharding, axis_shardings, is_unconstrained
+from .tensor_sharding import (
+    DimSharding,
+    TensorSharding,
+    axes_to_hlo,
+    axis_shardings,
+    is_unconstrained,
+)
 from .visualize import render_sharding, tile_devices, visualize_sharding
 
 __all__ = [

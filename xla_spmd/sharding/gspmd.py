@@ -5,6 +5,8 @@ into the digits the sharding's sub-axes cut them into (``reshape_dims``, mesh or
 dims are the products of each dim's axes, followed by a MANUAL, an UNREDUCED and a REPLICATED
 subgroup dim; ``transpose_perm`` lists the sharded digits in dim order, then manual, unreduced
 and the remaining ones. Iota meshes give the iota form, meshes with device ids a device list.
+This direction is `TensorSharding.to_hlo_sharding`, so `axes_to_hlo` lives in
+`tensor_sharding` (below this module); it is named here too.
 
 GSPMD → axis-based (as Shardy's importer): write the tile assignment, in mesh positions, as an
 iota ``[dims]<=[R]T(perm)``; refine ``R`` until every tile dim (in transposed order) and every
@@ -22,24 +24,21 @@ TensorSharding(@mesh, [{"_axis_1"}, {"_axis_0"}])
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from xla_spmd.errors import ShardingError
-from xla_spmd.ir.hlo_sharding import HloSharding, ShardingKind, SubgroupType, TileAssignment
+from xla_spmd.ir.hlo_sharding import HloSharding, ShardingKind, SubgroupType
 from xla_spmd.mesh import (
     AxisRef,
     Mesh,
-    axis_digits,
     find_iota,
-    make_mesh,
     merge_sub_axes,
 )
 
-from .tensor_sharding import DimSharding, TensorSharding
+from .tensor_sharding import DimSharding, TensorSharding, axes_to_hlo
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,71 +59,6 @@ class ImportedSharding:
             return HloSharding.manual()
         return axes_to_hlo(self.sharding, manual_axes=self.manual_axes,
                            explicit_devices=self.explicit_devices)
-
-
-# ---------------------------------------------------------------- axis-based → GSPMD
-def axes_to_hlo(sharding: TensorSharding, *, manual_axes: Sequence[str] = (),
-                explicit_devices: bool | None = None) -> HloSharding:
-    """The GSPMD sharding of an axis-based one (``explicit_devices`` None: list iff the mesh
-    has device ids).
-
-    >>> from xla_spmd.mesh import make_mesh
-    >>> mesh = make_mesh({"axis_0": 2, "axis_1": 16})
-    >>> str(axes_to_hlo(TensorSharding(mesh, [[], ["axis_0"]])))
-    '{devices=[1,2,16]<=[32] last_tile_dim_replicate}'
-    """
-    mesh = sharding.mesh
-    manual = _manual_refs(sharding, manual_axes)
-    if not mesh.axis_names or mesh.size == 1 and not manual:
-        if mesh.is_maximal:
-            return HloSharding.maximal(mesh.all_device_ids[0])
-        return HloSharding.replicate()
-    if manual and len(manual) == len(mesh.axis_names):
-        return HloSharding.manual()
-    used = [*sharding.sharded_axes, *manual, *sharding.unreduced, *sharding.replicated]
-    digits = axis_digits(mesh, used)
-    index = {ref: i for i, ref in enumerate(digits)}
-    sizes = [mesh.axis_size(ref) for ref in digits]
-    perm: list[int] = []
-    dims: list[int] = []
-    for dim in sharding.dims:
-        perm.extend(index[ref] for ref in dim.axes)
-        dims.append(math.prod(mesh.axis_size(ref) for ref in dim.axes))
-    types: list[SubgroupType] = []
-    for refs, kind in ((manual, SubgroupType.MANUAL), (sharding.unreduced, SubgroupType.UNREDUCED)):
-        if refs:
-            perm.extend(index[ref] for ref in refs)
-            dims.append(math.prod(mesh.axis_size(ref) for ref in refs))
-            types.append(kind)
-    rest = [i for i in range(len(digits)) if i not in perm]
-    if rest:
-        perm.extend(rest)
-        dims.append(math.prod(sizes[i] for i in rest))
-        types.append(SubgroupType.REPLICATED)
-    iota = TileAssignment(tuple(dims or [1]), reshape_dims=tuple(sizes), transpose_perm=tuple(perm))
-    if mesh.device_ids is None and not explicit_devices:
-        return HloSharding.tile(iota, types)
-    ids = np.array(mesh.all_device_ids, dtype=np.int64)[iota.array().ravel()]
-    if explicit_devices is False:
-        found = find_iota(ids, iota.dims)
-        if found is None:
-            raise ShardingError(f"sharding {sharding} over mesh {mesh!r} has no iota form; "
-                                f"pass explicit_devices=True or None")
-        tiles = TileAssignment(iota.dims, reshape_dims=found.reshape_dims,
-                               transpose_perm=found.transpose_perm)
-        return HloSharding.tile(tiles, types)
-    return HloSharding.tile(TileAssignment(iota.dims, devices=tuple(map(int, ids))), types)
-
-
-def _manual_refs(sharding: TensorSharding, manual_axes: Sequence[str]) -> tuple[AxisRef, ...]:
-    refs = tuple(AxisRef(name) for name in manual_axes)
-    order = sharding.mesh.axis_names
-    for ref in refs:
-        sharding.mesh.axis_index(ref.name)
-        for used in (*sharding.sharded_axes, *sharding.unreduced, *sharding.replicated):
-            if used.overlaps(ref):
-                raise ShardingError(f"manual axis {ref} is also used by sharding {sharding}")
-    return tuple(sorted(refs, key=lambda ref: order.index(ref.name)))
 
 
 # ---------------------------------------------------------------- GSPMD → axis-based
@@ -159,7 +93,7 @@ def hlo_to_axes(hlo: HloSharding, rank: int | None = None, mesh: Mesh | None = N
     if rank is None:
         raise ShardingError(f"converting {hlo} needs the tensor rank")
     if hlo.kind is ShardingKind.REPLICATED:
-        return ImportedSharding(TensorSharding.replicated_on(mesh or make_mesh({}), rank,
+        return ImportedSharding(TensorSharding.replicated_on(mesh or Mesh.from_shape({}), rank,
                                                              mesh_name))
     if hlo.kind is ShardingKind.MAXIMAL:
         if mesh is None:
@@ -170,7 +104,7 @@ def hlo_to_axes(hlo: HloSharding, rank: int | None = None, mesh: Mesh | None = N
                                 f"mesh <[], device_ids=[{hlo.device}]>")
         return ImportedSharding(TensorSharding.replicated_on(mesh, rank, mesh_name))
     if hlo.kind is ShardingKind.MANUAL:
-        mesh = mesh or make_mesh({})
+        mesh = mesh or Mesh.from_shape({})
         return ImportedSharding(TensorSharding.replicated_on(mesh, rank, mesh_name),
                                 manual_axes=mesh.axis_names, fully_manual=True)
     if hlo.kind is ShardingKind.UNREDUCED and mesh is not None:
@@ -235,7 +169,7 @@ def _tiled_to_axes(hlo: HloSharding, mesh: Mesh | None, mesh_name: str | None
         if sorted(devices) != list(range(len(devices))):
             raise ShardingError(f"{hlo} uses devices {sorted(devices)}, not 0..{len(devices)-1};"
                                 f" give a mesh over them")
-        mesh = make_mesh(axes, device_ids=devices)
+        mesh = Mesh.from_shape(axes, device_ids=devices)
     positions = {device: flat for flat, device in enumerate(mesh.all_device_ids)}
     if sorted(positions) != sorted(array.ravel().tolist()):
         raise ShardingError(f"{hlo} spans devices {sorted(array.ravel().tolist())} but mesh "
@@ -265,7 +199,7 @@ def _from_iota(hlo: HloSharding, reshape_dims: Sequence[int], perm: Sequence[int
         names = iter(range(sum(len(p) for p in pieces)))
         refs = [[AxisRef(f"_axis_{next(names)}") for _ in group] for group in pieces]
         flat = [size for group in pieces for size in group]
-        mesh = make_mesh({f"_axis_{i}": size for i, size in enumerate(flat)})
+        mesh = Mesh.from_shape({f"_axis_{i}": size for i, size in enumerate(flat)})
     else:
         refs = _pieces_to_axes(pieces, mesh)
     per_tile_dim: list[list[AxisRef]] = [[] for _ in tile_dims]

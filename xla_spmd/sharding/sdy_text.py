@@ -4,7 +4,8 @@
 one ``{...}`` per dim, axes major to minor; ``{}`` closed empty, ``{?}`` open empty,
 ``{"a", ?}`` open with axes, ``pN`` a priority. The mesh is a symbol resolved through a
 ``{name: Mesh}`` dict, or inline (``mesh<["x"=2]>``). ``#sdy.sharding_per_value<[<...>, ...]>``
-holds one sharding per op result.
+holds one sharding per op result. A `TensorSharding` prints itself (``to_text``,
+``body_text``); the printers here name that for symmetry with the parsers.
 
 >>> from xla_spmd.mesh import make_mesh
 >>> meshes = {"mesh": make_mesh({"a": 2, "b": 4, "c": 2})}
@@ -20,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from xla_spmd.errors import ParseError, ShardingError
-from xla_spmd.mesh import AxisRef, Cursor, Mesh, parse_mesh_at, print_mesh
+from xla_spmd.mesh import AxisRef, Cursor, Mesh, parse_mesh_at
 
 from .tensor_sharding import DimSharding, TensorSharding
 
@@ -28,22 +29,14 @@ MeshResolver = Mapping[str, Mesh]
 
 
 def print_sharding_body(sharding: TensorSharding) -> str:
-    """The text inside ``#sdy.sharding<...>``: mesh, dims, replicated, unreduced."""
-    if sharding.mesh_name is None:
-        mesh = "mesh" + print_mesh(sharding.mesh)
-    else:
-        mesh = "@" + sharding.mesh_name
-    text = f"{mesh}, [{', '.join(str(dim) for dim in sharding.dims)}]"
-    if sharding.replicated:
-        text += ", replicated={" + ", ".join(map(str, sharding.replicated)) + "}"
-    if sharding.unreduced:
-        text += ", unreduced={" + ", ".join(map(str, sharding.unreduced)) + "}"
-    return text
+    """The text inside ``#sdy.sharding<...>``: mesh, dims, replicated, unreduced (a sharding
+    prints itself: `TensorSharding.body_text`)."""
+    return sharding.body_text()
 
 
 def print_sharding(sharding: TensorSharding) -> str:
-    """``#sdy.sharding<...>``."""
-    return f"#sdy.sharding<{print_sharding_body(sharding)}>"
+    """``#sdy.sharding<...>`` (`TensorSharding.to_text`)."""
+    return sharding.to_text()
 
 
 def print_sharding_per_value(shardings: Sequence[TensorSharding]) -> str:

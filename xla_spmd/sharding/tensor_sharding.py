@@ -12,6 +12,12 @@ knows its valid extent. Worked example: mesh ``x=2, y=4``, dims ``[{"y"}, {"x"}]
 ``(6, 3)``: shard shape ``(2, 2)``; device 5 = (x=1, y=1) holds rows 2..3 and column 2 only
 (its second column is padding).
 
+A sharding converts itself into the forms others read: Shardy text (``to_text``, parsed by
+`sdy_text`), a `PartitionSpec` (``to_partition_spec``; `named_sharding` goes the other way)
+and GSPMD's ``HloSharding`` (``to_hlo_sharding``, `axes_to_hlo`; `gspmd` reads it back).
+They live here, with `PartitionSpec` below in `partition_spec`, because ir's printer asks a
+sharding for its text and GSPMD form, and the readers of those forms build on this module.
+
 >>> from xla_spmd.mesh import make_mesh
 >>> s = TensorSharding(make_mesh({"x": 2, "y": 4}), [DimSharding(["y"]), DimSharding(["x"])])
 >>> s.shard_shape((6, 3)), s.shard_offsets((6, 3), 5)
@@ -26,8 +32,13 @@ from dataclasses import dataclass
 from types import EllipsisType
 from typing import TYPE_CHECKING, Protocol
 
+import numpy as np
+
 from xla_spmd.errors import ShardingError
-from xla_spmd.mesh import AxisRef, Mesh, as_axis_ref
+from xla_spmd.ir.hlo_sharding import HloSharding, SubgroupType, TileAssignment
+from xla_spmd.mesh import AxisRef, Mesh, as_axis_ref, axis_digits, find_iota, print_mesh
+
+from .partition_spec import UNCONSTRAINED, PartitionSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,25 +295,31 @@ class TensorSharding:
         return self.replace(dims=[DimSharding(d.axes) for d in self.dims])
 
     # ----- conversions and text -----
-    def to_partition_spec(self):
+    def to_partition_spec(self) -> PartitionSpec:
         """The JAX PartitionSpec (full axes only; open dims must be empty)."""
-        from .partition_spec import tensor_sharding_to_spec
         return tensor_sharding_to_spec(self)
 
     def to_text(self) -> str:
-        """Shardy text, ``#sdy.sharding<@mesh, [...]>``."""
-        from .sdy_text import print_sharding
-        return print_sharding(self)
+        """Shardy text, ``#sdy.sharding<@mesh, [...]>`` (`sdy_text` parses it back)."""
+        return f"#sdy.sharding<{self.body_text()}>"
 
-    def to_hlo_sharding(self):
-        """The GSPMD form, as HLO text's ``sharding={...}`` holds it."""
-        from .gspmd import axes_to_hlo
+    def to_hlo_sharding(self) -> HloSharding:
+        """The GSPMD form, as HLO text's ``sharding={...}`` holds it (`axes_to_hlo`)."""
         return axes_to_hlo(self)
 
     def body_text(self) -> str:
-        """``@mesh, [{...}, ...], replicated={...}`` (the part inside ``<...>``)."""
-        from .sdy_text import print_sharding_body
-        return print_sharding_body(self)
+        """``@mesh, [{...}, ...], replicated={...}`` (the part inside ``<...>``): the mesh
+        by name, or inline when ``mesh_name`` is None; then dims, replicated, unreduced."""
+        if self.mesh_name is None:
+            mesh = "mesh" + print_mesh(self.mesh)
+        else:
+            mesh = "@" + self.mesh_name
+        text = f"{mesh}, [{', '.join(str(dim) for dim in self.dims)}]"
+        if self.replicated:
+            text += ", replicated={" + ", ".join(map(str, self.replicated)) + "}"
+        if self.unreduced:
+            text += ", unreduced={" + ", ".join(map(str, self.unreduced)) + "}"
+        return text
 
     def __str__(self) -> str:
         return self.to_text()
@@ -327,3 +344,95 @@ def is_unconstrained(sharding: TensorSharding) -> bool:
     A scalar's ``[]`` is a statement (written by a user, it stays)."""
     return (bool(sharding.dims) and not sharding.replicated and not sharding.unreduced
             and all(d.is_open and not d.axes for d in sharding.dims))
+
+
+# ---------------------------------------------------------------- PartitionSpec
+def tensor_sharding_to_spec(sharding: TensorSharding) -> PartitionSpec:
+    """The PartitionSpec of a sharding; sub-axes, open dims with axes and unreduced axes have
+    no PartitionSpec form and raise ShardingError."""
+    entries = []
+    for index, dim in enumerate(sharding.dims):
+        subs = [axis for axis in dim.axes if axis.is_sub_axis]
+        if subs:
+            raise ShardingError(f"dim {index} of {sharding} uses sub-axis {subs[0]}, which a "
+                                f"PartitionSpec cannot express")
+        if dim.is_open:
+            if dim.axes:
+                raise ShardingError(f"dim {index} of {sharding} is open with axes; a "
+                                    f"PartitionSpec entry is either axes or UNCONSTRAINED")
+            entries.append(UNCONSTRAINED)
+        elif not dim.axes:
+            entries.append(None)
+        elif len(dim.axes) == 1:
+            entries.append(dim.axes[0].name)
+        else:
+            entries.append(tuple(axis.name for axis in dim.axes))
+    if sharding.unreduced:
+        raise ShardingError(f"{sharding} has unreduced axes, which a PartitionSpec cannot "
+                            f"express")
+    return PartitionSpec(*entries)
+
+
+# ---------------------------------------------------------------- axis-based → GSPMD
+def axes_to_hlo(sharding: TensorSharding, *, manual_axes: Sequence[str] = (),
+                explicit_devices: bool | None = None) -> HloSharding:
+    """The GSPMD sharding of an axis-based one (``explicit_devices`` None: list iff the mesh
+    has device ids).
+
+    >>> from xla_spmd.mesh import make_mesh
+    >>> mesh = make_mesh({"axis_0": 2, "axis_1": 16})
+    >>> str(axes_to_hlo(TensorSharding(mesh, [[], ["axis_0"]])))
+    '{devices=[1,2,16]<=[32] last_tile_dim_replicate}'
+    """
+    mesh = sharding.mesh
+    manual = _manual_refs(sharding, manual_axes)
+    if not mesh.axis_names or mesh.size == 1 and not manual:
+        if mesh.is_maximal:
+            return HloSharding.maximal(mesh.all_device_ids[0])
+        return HloSharding.replicate()
+    if manual and len(manual) == len(mesh.axis_names):
+        return HloSharding.manual()
+    used = [*sharding.sharded_axes, *manual, *sharding.unreduced, *sharding.replicated]
+    digits = axis_digits(mesh, used)
+    index = {ref: i for i, ref in enumerate(digits)}
+    sizes = [mesh.axis_size(ref) for ref in digits]
+    perm: list[int] = []
+    dims: list[int] = []
+    for dim in sharding.dims:
+        perm.extend(index[ref] for ref in dim.axes)
+        dims.append(math.prod(mesh.axis_size(ref) for ref in dim.axes))
+    types: list[SubgroupType] = []
+    for refs, kind in ((manual, SubgroupType.MANUAL), (sharding.unreduced, SubgroupType.UNREDUCED)):
+        if refs:
+            perm.extend(index[ref] for ref in refs)
+            dims.append(math.prod(mesh.axis_size(ref) for ref in refs))
+            types.append(kind)
+    rest = [i for i in range(len(digits)) if i not in perm]
+    if rest:
+        perm.extend(rest)
+        dims.append(math.prod(sizes[i] for i in rest))
+        types.append(SubgroupType.REPLICATED)
+    iota = TileAssignment(tuple(dims or [1]), reshape_dims=tuple(sizes), transpose_perm=tuple(perm))
+    if mesh.device_ids is None and not explicit_devices:
+        return HloSharding.tile(iota, types)
+    ids = np.array(mesh.all_device_ids, dtype=np.int64)[iota.array().ravel()]
+    if explicit_devices is False:
+        found = find_iota(ids, iota.dims)
+        if found is None:
+            raise ShardingError(f"sharding {sharding} over mesh {mesh!r} has no iota form; "
+                                f"pass explicit_devices=True or None")
+        tiles = TileAssignment(iota.dims, reshape_dims=found.reshape_dims,
+                               transpose_perm=found.transpose_perm)
+        return HloSharding.tile(tiles, types)
+    return HloSharding.tile(TileAssignment(iota.dims, devices=tuple(map(int, ids))), types)
+
+
+def _manual_refs(sharding: TensorSharding, manual_axes: Sequence[str]) -> tuple[AxisRef, ...]:
+    refs = tuple(AxisRef(name) for name in manual_axes)
+    order = sharding.mesh.axis_names
+    for ref in refs:
+        sharding.mesh.axis_index(ref.name)
+        for used in (*sharding.sharded_axes, *sharding.unreduced, *sharding.replicated):
+            if used.overlaps(ref):
+                raise ShardingError(f"manual axis {ref} is also used by sharding {sharding}")
+    return tuple(sorted(refs, key=lambda ref: order.index(ref.name)))

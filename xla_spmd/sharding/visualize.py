@@ -2,7 +2,8 @@
 ``jax.debug.visualize_array_sharding``: one box per tile, labelled with its devices.
 
 >>> from xla_spmd.mesh import make_mesh
->>> from .partition_spec import NamedSharding, P
+>>> from .named_sharding import NamedSharding
+>>> from .partition_spec import P
 >>> sharding = NamedSharding(make_mesh({"x": 2, "y": 2}), P("x"))
 >>> visualize_sharding(sharding, (4, 4), use_color=False)
 ┌──────────┐
@@ -29,7 +30,7 @@ from rich.text import Text
 
 from xla_spmd.errors import ShardingError
 
-from .partition_spec import NamedSharding
+from .named_sharding import NamedSharding
 from .tensor_sharding import TensorSharding
 
 _COLORS = ["blue", "green", "magenta", "cyan", "red", "yellow", "bright_blue", "bright_green",

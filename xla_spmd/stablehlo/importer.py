@@ -49,7 +49,8 @@ from xla_spmd.stablehlo.importer_ops import convert_op
 from xla_spmd.stablehlo.importer_shardings import arg_sharding, common_gspmd_mesh, finish_results
 from xla_spmd.stablehlo.lexer import Scanner
 from xla_spmd.stablehlo.scope import VISIBILITY, Scope, mark_written_open
-from xla_spmd.stablehlo.syntax import Block, FuncNode, ModuleNode, OpNode, parse_text
+from xla_spmd.stablehlo.syntax import parse_text
+from xla_spmd.stablehlo.syntax_tree import Block, FuncNode, ModuleNode, OpNode
 from xla_spmd.stablehlo.types import print_type
 
 # Attributes written after a mesh declaration (``sdy.mesh @m = <...> {stablehlo.mesh = ...}``)

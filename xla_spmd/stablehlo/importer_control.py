@@ -15,6 +15,7 @@ from xla_spmd.ir import (
     TupleShape,
 )
 from xla_spmd.ir.custom_calls import SHARDING
+from xla_spmd.ir.erf_inv import ERF_INV_LARGE, ERF_INV_SMALL
 from xla_spmd.stablehlo.importer_ops import (
     Dense,
     converter,
@@ -25,7 +26,7 @@ from xla_spmd.stablehlo.importer_ops import (
 )
 from xla_spmd.stablehlo.importer_shardings import gspmd_sharding
 from xla_spmd.stablehlo.scope import WHILE_OPERANDS, free_values
-from xla_spmd.stablehlo.syntax import RawAttr
+from xla_spmd.stablehlo.syntax_tree import RawAttr
 
 API_VERSIONS = {1: "API_VERSION_ORIGINAL", 2: "API_VERSION_STATUS_RETURNING",
                 3: "API_VERSION_STATUS_RETURNING_UNIFIED", 4: "API_VERSION_TYPED_FFI"}
@@ -136,13 +137,8 @@ def _custom_call(importer, scope, node, operands):
 
 
 # ---------------------------------------------------------------------------------------------
-# chlo.erf_inv: XLA's single-precision polynomial (Giles), computed in f32. (The frontend's
-# xnp.erfinv uses the same coefficients.)
-
-ERF_INV_SMALL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
-          -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
-ERF_INV_LARGE = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
-          -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+# chlo.erf_inv: XLA's single-precision polynomial (Giles, `xla_spmd.ir.erf_inv`), computed in
+# f32, as the frontend's lax.erf_inv.
 
 
 @converter("chlo.erf_inv")

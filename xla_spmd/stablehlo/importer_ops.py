@@ -34,7 +34,7 @@ from xla_spmd.sharding import TensorSharding, print_sharding_per_value
 from xla_spmd.stablehlo.importer_quant import convert_quantized, is_quantized_op
 from xla_spmd.stablehlo.registry import CONVERTERS
 from xla_spmd.stablehlo.scope import Scope, free_values, mark_written_open
-from xla_spmd.stablehlo.syntax import Dense, OpNode, RawAttr, Symbol
+from xla_spmd.stablehlo.syntax_tree import Dense, OpNode, RawAttr, Symbol
 from xla_spmd.stablehlo.types import PLAIN_ELEMENTWISE, DenseLiteralError, parse_dense
 
 if TYPE_CHECKING:

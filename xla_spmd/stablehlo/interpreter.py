@@ -47,7 +47,8 @@ from xla_spmd.ir.custom_calls import INTERPRETER_CHECKS
 from xla_spmd.stablehlo.importer import ModuleImporter
 from xla_spmd.stablehlo.importer_ops import converter
 from xla_spmd.stablehlo.lexer import Scanner
-from xla_spmd.stablehlo.syntax import Dense, Parser, Symbol, parse_text
+from xla_spmd.stablehlo.syntax import Parser, parse_text
+from xla_spmd.stablehlo.syntax_tree import Dense, Symbol
 from xla_spmd.stablehlo.types import parse_dense, print_type
 from xla_spmd.stablehlo.value_text import print_value
 

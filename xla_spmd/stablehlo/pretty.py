@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from xla_spmd.sharding import parse_sharding
-from xla_spmd.stablehlo.syntax import Dense, OpNode, RawAttr
+from xla_spmd.stablehlo.syntax_tree import Dense, OpNode, RawAttr
 from xla_spmd.stablehlo.types import parse_type
 
 # pretty keyword -> generic attribute name, per op

@@ -10,7 +10,7 @@ from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import Computation, Instruction
 from xla_spmd.ir.module import make_instruction
 from xla_spmd.ir.ops import op_named
-from xla_spmd.stablehlo.syntax import Block, OpNode
+from xla_spmd.stablehlo.syntax_tree import Block, OpNode
 
 if TYPE_CHECKING:
     from xla_spmd.stablehlo.importer import ModuleImporter

@@ -5,7 +5,8 @@ operand names, attributes under their generic names (``broadcast_dimensions``, n
 regions and result types. The importer then works on one form only. Attribute values are
 plain Python: ints, floats, bools, strings, lists, dicts, `Symbol`, `Dense`, numpy-free
 tuples for ``array<i64: ...>``, enums as their upper-case word, `TensorSharding` for Shardy
-shardings, and `RawAttr` for anything kept verbatim.
+shardings, and `RawAttr` for anything kept verbatim. The tree's classes are in `syntax_tree`,
+below this parser and the pretty forms' readers (`pretty`) it calls.
 
 >>> tree = parse_text('func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {\\n'
 ...                   '  %0 = stablehlo.add %a, %a : tensor<2xf32>\\n'
@@ -17,81 +18,22 @@ shardings, and `RawAttr` for anything kept verbatim.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-
-import numpy as np
 
 from xla_spmd.errors import MAX_NESTING, TOO_DEEP, ParseError
-from xla_spmd.ir import Shape
 from xla_spmd.mesh import Mesh, parse_mesh
 from xla_spmd.sharding import parse_sharding, parse_sharding_per_value
 from xla_spmd.stablehlo.lexer import Scanner, strip_locations
-from xla_spmd.stablehlo.types import parse_type
-
-
-@dataclass(frozen=True)
-class Symbol:
-    name: str
-
-
-@dataclass(frozen=True)
-class Dense:
-    """``dense<body>``; `value` is filled when the type is known."""
-
-    body: str
-    shape: Shape | None = None
-    value: np.ndarray | None = None
-    # Where `body` starts in the text (-1 when unknown), so errors can point into it.
-    pos: int = field(default=-1, compare=False)
-
-
-@dataclass(frozen=True)
-class RawAttr:
-    text: str
-
-
-@dataclass
-class Block:
-    args: list[tuple[str, Shape]]
-    ops: list[OpNode]
-
-
-@dataclass
-class OpNode:
-    name: str
-    results: list[str]
-    operands: list[str]
-    attrs: dict
-    regions: list[Block]
-    result_types: list
-    pos: int
-    line: int = 0
-    column: int = 0
-
-
-@dataclass
-class FuncNode:
-    name: str
-    visibility: str
-    args: list[tuple[str, object, dict]]
-    result_types: list
-    result_attrs: list[dict]
-    body: Block
-    pos: int
-
-
-@dataclass
-class ModuleNode:
-    name: str | None
-    attrs: dict
-    meshes: dict[str, Mesh] = field(default_factory=dict)
-    functions: list[FuncNode] = field(default_factory=list)
-    # Attributes after a mesh (``sdy.mesh @m = <...> {stablehlo.mesh = ...}``), verbatim
-    # from '{' to '}', by mesh name: kept so an exported module still carries them.
-    mesh_attrs: dict[str, str] = field(default_factory=dict)
-    # The scanner of the (location-stripped) text, so later stages can quote source lines.
-    scanner: Scanner | None = None
-
+from xla_spmd.stablehlo.pretty import parse_pretty
+from xla_spmd.stablehlo.syntax_tree import (
+    Block,
+    Dense,
+    FuncNode,
+    ModuleNode,
+    OpNode,
+    RawAttr,
+    Symbol,
+)
+from xla_spmd.stablehlo.types import DenseLiteralError, parse_dense, parse_type
 
 # ---------------------------------------------------------------------------------------------
 # Module level
@@ -232,8 +174,6 @@ class Parser:
         return Block(block_args, ops)
 
     def operation(self) -> OpNode:
-        from xla_spmd.stablehlo.pretty import parse_pretty
-
         s = self.s
         pos = s.pos
         results: list[str] = []
@@ -381,7 +321,6 @@ class Parser:
             body = s.balanced("<", ">")[1:-1]
             if s.accept(":"):
                 shape = parse_type(s)
-                from xla_spmd.stablehlo.types import DenseLiteralError, parse_dense
                 try:
                     return Dense(body, shape, parse_dense(body, shape), body_pos)
                 except DenseLiteralError as error:

@@ -379,7 +379,7 @@ def test_lockstep_run_on_one_thread_equals_one_thread_per_device():
 
     params, roles = example.init_params(0)
     tokens, targets = example.make_batches(0)(0)
-    mesh = xs.make_mesh({"data": 2, "model": 4})
+    mesh = xs.make_mesh({"data": 2, "model": 4}, axis_types=xs.AxisType.Auto)
     shardings = ({k: xs.NamedSharding(mesh, spec_for("tp", roles[k], v.ndim))
                   for k, v in params.items()},
                  xs.NamedSharding(mesh, xs.PartitionSpec("data", None)),

@@ -281,7 +281,7 @@ def test_the_transformer_step_runs_stacked_bit_for_bit():
 
     params, roles = example.init_params(0)
     tokens, targets = example.make_batches(0)(0)
-    mesh = xs.make_mesh({"data": 4, "model": 2})
+    mesh = xs.make_mesh({"data": 4, "model": 2}, axis_types=xs.AxisType.Auto)
     shardings = ({k: xs.NamedSharding(mesh, spec_for("2d", roles[k], v.ndim))
                   for k, v in params.items()},
                  xs.NamedSharding(mesh, xs.PartitionSpec("data", None)),

@@ -4,7 +4,7 @@ import numpy as np
 import xla_spmd as xs
 from xla_spmd import NamedSharding, P
 
-mesh = xs.make_mesh({"x": 2})
+mesh = xs.make_mesh({"x": 2}, axis_types=xs.AxisType.Auto)
 x = np.arange(16.0, dtype=np.float32).reshape(4, 4)
 f = xs.jit(lambda a: (a @ a.T).sum(0), in_shardings=NamedSharding(mesh, P("x")))
 result = np.asarray(f(x))

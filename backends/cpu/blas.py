@@ -1,0 +1,115 @@
+"""BLAS threads for the CPU backend's batched contractions.
+
+OpenBLAS threads each call on its own: every ``gemm`` wakes its worker threads and waits for
+them. A batched dot (attention's ``(batch·heads, q, d) @ (batch·heads, d, k)``) is one
+``gemm`` per matrix, so a step of the transformer block makes thousands of such hand-offs; on
+a machine whose cores are busy with other work each waits for a descheduled worker, and
+the 64 ``gemm`` calls of one attention dot took 5.3 s on 2 threads against 72 ms on one
+(``scripts/bench_backend.py``'s transformer block on 1 device, measured under load 30 on 2
+cores). ``batched_matmul`` instead splits the batch across a pool of threads, one chunk per
+BLAS thread the caller may use, each chunk run with BLAS on one thread: one hand-off per dot.
+
+Every matrix is still multiplied by the same ``gemm`` call on the same operands, on one BLAS
+thread: the bits of the reference evaluator's ``numpy.matmul`` of the whole batch with BLAS
+on one thread (the tests compare exactly that). Whether a matrix's bits depend on BLAS's
+thread count is the BLAS kernel's business: OpenBLAS 0.3.31's SkylakeX ``sgemm`` gave the
+same bits on 1, 2 and 3 threads for all 140 shapes tried (2..256 × 3..300 × 2..300), its
+``dgemm`` did not for 15 of them, so only f32 products (f16/bf16 compute in f32) are split
+and f64 ones keep the caller's threads, as the reference's call does.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+SPLIT_MIN_FLOPS = 1 << 24
+"""The smallest batched product (2·batch·m·n·k) split over threads: below it the hand-off to
+the pool costs more than the product (the README's small models stay on one thread)."""
+
+_lock = threading.Lock()
+_state: dict = {"controllers": None, "pool": None, "inside": 0, "saved": ()}
+
+
+def _controllers() -> list:
+    controllers = _state["controllers"]
+    if controllers is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+            controllers = ThreadpoolController().select(user_api="blas").lib_controllers
+        except (ImportError, OSError, ValueError):  # no threadpoolctl, or no BLAS found
+            controllers = []
+        _state["controllers"] = controllers
+    return controllers
+
+
+def threads() -> int:
+    """How many threads BLAS may use now (1 where it cannot be told)."""
+    return max((c.num_threads for c in _controllers()), default=1)
+
+
+def _pool() -> ThreadPoolExecutor:
+    with _lock:
+        pool = _state["pool"]
+        if pool is None:
+            pool = _state["pool"] = ThreadPoolExecutor(
+                max_workers=os.cpu_count() or 1, thread_name_prefix="xla-spmd-blas")
+        return pool
+
+
+def _single_threaded(enter: bool) -> None:
+    """Hold BLAS on one thread while any split product runs (nested callers counted)."""
+    with _lock:
+        if enter:
+            if _state["inside"] == 0:
+                _state["saved"] = tuple((c, c.num_threads) for c in _controllers())
+                for controller, _ in _state["saved"]:
+                    controller.set_num_threads(1)
+            _state["inside"] += 1
+        else:
+            _state["inside"] -= 1
+            if _state["inside"] == 0:
+                for controller, count in _state["saved"]:
+                    controller.set_num_threads(count)
+
+
+def splittable(batch: int, m: int, n: int, k: int, dtype) -> bool:
+    """Whether a ``(batch, m, k) @ (batch, k, n)`` product goes to ``batched_matmul`` when
+    BLAS may use several threads: a batch of f32 ``gemm`` calls, large enough."""
+    if batch < 2 or m < 2 or n < 2 or np.dtype(dtype) != np.float32:
+        return False
+    return 2 * batch * m * n * k >= SPLIT_MIN_FLOPS
+
+
+def batched_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: int) -> None:
+    """``numpy.matmul(left, right, out=out)`` over C-contiguous ``(..., m, k)``,
+    ``(..., k, n)`` and ``(..., m, n)`` arrays of one batch shape, the flattened batch split
+    into ``parts`` chunks run at once on the pool, BLAS on one thread meanwhile.
+
+    >>> a = np.arange(24, dtype=np.float32).reshape(4, 2, 3)
+    >>> b = np.ones((4, 3, 2), np.float32)
+    >>> out = np.empty((4, 2, 2), np.float32)
+    >>> batched_matmul(a, b, out, 2)
+    >>> bool((out == a @ b).all())
+    True
+    """
+    shape_l, shape_r, shape_o = left.shape[-2:], right.shape[-2:], out.shape[-2:]
+    left3, right3 = left.reshape(-1, *shape_l), right.reshape(-1, *shape_r)
+    out3 = out.reshape(-1, *shape_o)
+    batch = left3.shape[0]
+    bounds = [batch * p // parts for p in range(parts + 1)]
+    matmul = np.matmul
+
+    def chunk(i0: int, i1: int) -> None:
+        with np.errstate(all="ignore"):
+            matmul(left3[i0:i1], right3[i0:i1], out=out3[i0:i1])
+    _single_threaded(True)
+    try:
+        futures = [_pool().submit(chunk, i0, i1) for i0, i1 in zip(bounds[:-1], bounds[1:])]
+        for future in futures:
+            future.result()
+    finally:
+        _single_threaded(False)
