@@ -122,7 +122,7 @@ def reordered_mesh(hlo: HloSharding, mesh: Mesh) -> Mesh | None:
     order then has one, over a mesh of its own (Shardy's ``device_ids``). None when ``hlo``
     does not span ``mesh``'s devices or its tile dims do not factor ``mesh``'s axes in order.
 
-    >>> mesh = make_mesh({"x": 2, "y": 2})
+    >>> mesh = Mesh(("x", "y"), (2, 2))
     >>> reordered_mesh(HloSharding.parse("{devices=[2,2]3,1,2,0}"), mesh)
     Mesh('x': 2, 'y': 2; device_ids=[3, 1, 2, 0])
     >>> hlo_to_axes(HloSharding.parse("{devices=[2,2]3,1,2,0}"), 2, mesh, any_order=True
