@@ -10,7 +10,9 @@ A comparator is recognised when its root is built from
   the operands swapped flip the direction;
 * ``or(LT_i, and(EQ_i, REST))`` (either operand order of ``or``/``and``) or
   ``select(EQ_i, REST, LT_i)`` -- lexicographic: key i first, ties broken by REST, where
-  ``EQ_i`` is ``compare(K(lhs_i), K(rhs_i)), direction=EQ`` over the same key expression;
+  ``EQ_i`` is ``compare(K(lhs_i), K(rhs_i)), direction=EQ`` over the same key expression, or,
+  for integer keys (or TOTALORDER), ``compare(GT_i, GT_i'), direction=EQ`` with ``GT_i'`` the
+  same comparison with the sides swapped (neither before the other, as XLA's top-k writes);
 
 where ``lhs_i``/``rhs_i`` are the comparator's parameters ``2i``/``2i+1`` and ``K`` is the same
 scalar elementwise expression of one parameter on both sides (the identity, or the
@@ -93,12 +95,37 @@ def _lexicographic(node: Instruction, params) -> tuple[SortKey, Instruction] | N
 
 def _with_tie(less, equal, rest, params):
     key = _key_compare(less, params, ("LT", "GT"))
+    if key is None:
+        return None
+    if _neither_before(equal, key, params):
+        return key, rest
     tie = _key_compare(equal, params, ("EQ",))
-    if key is None or tie is None or tie.operand != key.operand \
+    if tie is None or tie.operand != key.operand \
             or not _same_expression(key.expression, tie.expression, {}) \
             or key.comparison != tie.comparison:
         return None
     return key, rest
+
+
+def _neither_before(equal: Instruction, key: SortKey, params) -> bool:
+    """Whether `equal` is ``compare(GT(K(l), K(r)), GT(K(r), K(l))), direction=EQ`` (or with
+    LT): "neither key before the other", as XLA's top-k comparators write a tie. It is the
+    keys' equality only where their order is total: integer keys (the float-ordering dance
+    ends in one), or floats compared as TOTALORDER; a float NaN is before nothing."""
+    if equal.op.name != "compare" or equal.attrs.direction.value != "EQ":
+        return False
+    sides = [_key_compare(side, params, ("LT", "GT")) for side in equal.operands]
+    if any(side is None for side in sides):
+        return False
+    first, second = sides
+    assert first is not None and second is not None
+    total = key.expression.shape.dtype.array_dtype.kind in "biu" \
+        or getattr(key.comparison, "value", None) == "TOTALORDER"
+    return total and first.operand == second.operand == key.operand \
+        and first.descending != second.descending \
+        and equal.operands[0].attrs.direction == equal.operands[1].attrs.direction \
+        and all(_same_expression(side.expression, key.expression, {}) for side in (first, second)) \
+        and first.comparison == second.comparison == key.comparison
 
 
 def _key_compare(node: Instruction, params, directions) -> SortKey | None:

@@ -27,11 +27,13 @@ Prints the pass rate per file (``--failures`` also lists each failing case and w
 Each test of XLA's ``xla/service/spmd/spmd_partitioner_test.cc`` that partitions an HLO module
 (``PartitionComputation(hlo_string, /*num_devices=*/N)``) is parsed, partitioned over its N
 devices with the shardings as written, run on N in-process devices with seeded random inputs
-and compared with the unpartitioned module on the reference evaluator
-(tests/partition/xla_spmd_tests.py). Prints a table of the outcomes (PASS, RANGE: random values
-compared by shape, type and range only, PARSE, UNSUPPORTED, MISMATCH, CRASH, TIMEOUT,
-TOO_LARGE) with the most common reasons; ``--failures`` lists each test that is not a PASS,
-``--only REGEX`` runs the tests whose name matches.
+and compared with the unpartitioned module, both on the compiled CPU backend (``--backend
+reference``: on the reference evaluator) (tests/partition/xla_spmd_tests.py), each in a
+process of its own (killed at ``--timeout``, its memory capped). Prints a table of the
+outcomes (PASS, RANGE: random values compared by shape, type and range only, PARSE,
+UNSUPPORTED, MISMATCH, CRASH, TIMEOUT, TOO_LARGE) with the most common reasons;
+``--failures`` lists each test that is not a PASS, ``--only REGEX`` runs the tests whose name
+matches.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ sys.path.insert(0, str(ROOT / "tests" / "stablehlo"))
 from filecheck import FileCheckError, filecheck, parse_directives  # noqa: E402
 from run_lines import has_filecheck, replay_file  # noqa: E402
 from shardy_exec import run_shardy_executable_test  # noqa: E402
-from xla_spmd_tests import extract_modules, run_module  # noqa: E402
+from xla_spmd_tests import BACKENDS, CLOCKS, extract_modules, run_isolated  # noqa: E402
 
 from xla_spmd.errors import XlaSpmdError  # noqa: E402
 from xla_spmd.stablehlo.interpreter import (  # noqa: E402
@@ -228,15 +230,16 @@ def print_propagation_table(rows) -> None:
     print(f"| **all** | {ok}/{total} | {100 * ok / max(total, 1):.0f}% |")
 
 
-def run_xla_spmd(path: str, failures: bool, timeout: float, only: str | None = None) -> list:
+def run_xla_spmd(path: str, failures: bool, timeout: float, backend: str = "cpu",
+                 only: str | None = None, clock: str = "wall") -> list:
     """Every partitioning test of XLA's spmd_partitioner_test.cc at `path` (those whose name
-    matches the regular expression `only` in full, when given), run (see the module
+    `only`, a regular expression, matches in full), run on `backend` (see the module
     docstring); its results in file order."""
     results = []
     for case in extract_modules(Path(path).read_text()):
         if only is not None and not re.fullmatch(only, case.name):
             continue
-        result = run_module(case, timeout=timeout)
+        result = run_isolated(case, timeout=timeout, backend=backend, clock=clock)
         results.append(result)
         if failures and result.status != "PASS":
             print(f"{result.status} {case.name} ({case.num_devices} devices): "
@@ -282,8 +285,16 @@ def main() -> int:
                         help="XLA's xla/service/spmd/spmd_partitioner_test.cc")
     parser.add_argument("--timeout", type=float, default=20.0,
                         help="seconds an XLA test may run before it counts as TIMEOUT")
+    parser.add_argument("--backend", choices=BACKENDS, default="cpu",
+                        help="what runs an XLA test's modules: the compiled CPU backend "
+                             "(default) or the reference evaluator")
+    parser.add_argument("--clock", choices=CLOCKS, default="wall",
+                        help="what --timeout counts for an XLA test: elapsed seconds (default)"
+                             " or the CPU seconds of its process (verdicts that do not depend "
+                             "on the load of a shared machine)")
     parser.add_argument("--only", metavar="REGEX",
-                        help="run only the XLA tests whose name matches REGEX in full")
+                        help="run only the XLA tests whose name the expression matches in full"
+                             " (to rerun some cases of a full run)")
     parser.add_argument("--failures", action="store_true",
                         help="also list each failing propagation case or XLA test")
     args = parser.parse_args()
@@ -292,7 +303,7 @@ def main() -> int:
                      "and/or --xla-spmd FILE")
     if args.xla_spmd:
         print_xla_spmd_table(run_xla_spmd(args.xla_spmd, args.failures, args.timeout,
-                                            args.only))
+                                          args.backend, args.only, args.clock))
     if args.shardy_propagation:
         print_propagation_table(run_propagation(args.shardy_propagation, args.failures))
     for name, directory, shardy in (("StableHLO interpreter", args.stablehlo, False),

@@ -222,7 +222,9 @@ def apply_scatter(inst, operands, targets: np.ndarray, sources: np.ndarray, ctx)
     count = len(operands) // 2
     inputs, updates = operands[:count], operands[count + 1:]
     result_shapes = inst.shape.elements if count > 1 else (inst.shape,)
-    outputs = [np.array(x, dtype=s.dtype.numpy) for x, s in zip(inputs, result_shapes)]
+    # C order: the flat targets index it row-major, and its flat view must be a view (an
+    # operand in another layout, a transpose, would otherwise take the writes in a copy)
+    outputs = [np.array(x, dtype=s.dtype.numpy, order="C") for x, s in zip(inputs, result_shapes)]
     kind = _reducer_kind(inst.attrs.to_apply) if count == 1 else None
     if kind == "current" or targets.size == 0:
         pass

@@ -12,7 +12,7 @@ import ref_helpers
 from ref_helpers import evaluate_on, run_op, shape_of  # noqa: F401 (run_op: see backend)
 
 from xla_spmd.backends.reference.evaluator import evaluate
-from xla_spmd.ir import F32, S32, ArrayShape, Builder, Module, TupleShape
+from xla_spmd.ir import F32, S32, ArrayShape, Builder, Module, TupleShape, parse_hlo
 
 
 @pytest.fixture(autouse=True, params=["reference", "cpu"])
@@ -327,3 +327,24 @@ def test_scatter_bf16_add_rounds_each_step():
     updates = np.array([256, 1, 1, 3], BF16.numpy)
     (result,) = run_scatter([x], idx, [updates], reducer("add", BF16), np.add, **ROWS)
     np.testing.assert_array_equal(result.astype(np.float32), [256, 3])
+
+
+def test_scatter_into_a_transposed_operand():
+    """The operand of a scatter in another memory layout (a transpose's view): the updates
+    land in the result, at row-major positions of the transposed shape."""
+    module = parse_hlo("""HloModule m
+add {
+  lhs = f32[] parameter(0)
+  rhs = f32[] parameter(1)
+  ROOT sum = f32[] add(lhs, rhs)
+}
+ENTRY e {
+  p = f32[2,3] parameter(0)
+  t = f32[3,2] transpose(p), dimensions={1,0}
+  i = s32[1,1] constant({{1}})
+  u = f32[1,2] constant({{10, 20}})
+  ROOT r = f32[3,2] scatter(t, i, u), update_window_dims={1}, inserted_window_dims={0},
+    scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
+}""")
+    got = np.asarray(evaluate(module, [np.arange(6, dtype=np.float32).reshape(2, 3)]))
+    np.testing.assert_array_equal(got, [[0, 3], [11, 24], [2, 5]])

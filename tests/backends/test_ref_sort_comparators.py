@@ -99,3 +99,66 @@ ENTRY e {
   ROOT s = f32[5] sort(x), dimensions={0}, to_apply=cmp
 }""")
     assert recognize_comparator(module.entry.root.attrs.to_apply) is None
+
+
+# XLA's top-k comparator with a tie written as "neither greater": EQ(GT(a, b), GT(b, a)) over
+# the integer keys of the float-ordering dance (spmd_partitioner_test.cc's
+# PartitionSortInTopKWhenComparisonWithSelect).
+NEITHER_GREATER = """HloModule neither
+cmp {
+  a = bf16[] parameter(0)
+  fa = f32[] convert(a)
+  ia = s32[] bitcast-convert(fa)
+  zero = s32[] constant(0)
+  na = pred[] compare(ia, zero), direction=LT
+  big = u32[] constant(2147483647)
+  ua = u32[] bitcast-convert(fa)
+  da = u32[] subtract(big, ua)
+  sa = s32[] bitcast-convert(da)
+  ka = s32[] select(na, sa, ia)
+  b = bf16[] parameter(1)
+  fb = f32[] convert(b)
+  ib = s32[] bitcast-convert(fb)
+  nb = pred[] compare(ib, zero), direction=LT
+  ub = u32[] bitcast-convert(fb)
+  db = u32[] subtract(big, ub)
+  sb = s32[] bitcast-convert(db)
+  kb = s32[] select(nb, sb, ib)
+  gt = pred[] compare(ka, kb), direction=GT
+  lt = pred[] compare(kb, ka), direction=GT
+  tie = pred[] compare(gt, lt), direction=EQ
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  first = pred[] compare(i, j), direction=LT
+  ROOT r = pred[] select(tie, first, gt)
+}
+ENTRY e {
+  x = bf16[2,SIZE] parameter(0)
+  y = s32[2,SIZE] iota(), iota_dimension=1
+  ROOT sort = (bf16[2,SIZE], s32[2,SIZE]) sort(x, y), dimensions={1}, is_stable=true,
+    to_apply=cmp
+}"""
+
+
+def test_a_tie_written_as_neither_greater_is_recognised_and_sorts_as_the_comparator():
+    module = parse_hlo(NEITHER_GREATER.replace("SIZE", "96"))
+    keys = recognize_comparator(module.entry.root.attrs.to_apply)
+    assert [(k.operand, k.descending) for k in keys] == [(0, True), (1, False)]
+    import ml_dtypes
+    x = _values(192, 5).reshape(2, 96).astype(ml_dtypes.bfloat16)
+    got = evaluate(module, [x])
+    y = np.broadcast_to(np.arange(96, dtype=np.int32), (2, 96))
+    want = _by_comparator(module, [x, y], 1)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(a).view(np.uint16) if a.dtype.itemsize == 2
+                                      else a, np.asarray(b).view(np.uint16)
+                                      if b.dtype.itemsize == 2 else b)
+
+
+def test_neither_greater_over_float_keys_is_not_a_tie():
+    """With float keys and the default comparison, NaN is neither greater nor equal: the
+    form is not equality, and the comparator is called instead."""
+    text = NEITHER_GREATER.replace("gt = pred[] compare(ka, kb)", "gt = pred[] compare(a, b)") \
+        .replace("lt = pred[] compare(kb, ka)", "lt = pred[] compare(b, a)")
+    module = parse_hlo(text.replace("SIZE", "8"))
+    assert recognize_comparator(module.entry.root.attrs.to_apply) is None

@@ -37,9 +37,53 @@ def _shard(arg, shardings, device):
     return shard_array(arg, shardings[0], device)
 
 
+def _wide(array: np.ndarray) -> np.ndarray:
+    """Floats narrower than f32 (bf16, f16, f8) as f32: numpy's loops on them are slow."""
+    if array.dtype.kind == "V" or (array.dtype.kind == "f" and array.dtype.itemsize < 4) \
+            or array.dtype.name in ("bfloat16",) or "float8" in array.dtype.name:
+        return array.astype(np.float32)
+    return array
+
+
+def _magnitude(want) -> float:
+    """The largest finite magnitude of a float result (0 for other types, or none)."""
+    want = np.asarray(want)
+    if not np.size(want) or want.dtype.kind in "biu" or want.dtype == np.bool_:
+        return 0.0
+    size = np.abs(_wide(want))
+    largest = float(size.max())
+    if not np.isfinite(largest):
+        largest = float(size[np.isfinite(size)].max(initial=0.0))
+    return largest
+
+
+def _all_close(got, want, rtol: float, atol: float) -> bool:
+    """Whether ``assert_allclose(got, want, rtol, atol)`` (NaN equal to NaN) passes, computed
+    in the results' own precision without numpy.testing's temporaries: a fast yes; a no is
+    settled by numpy.testing itself."""
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape or want.dtype.kind not in "fc" and want.dtype.kind != "V" \
+            and "float" not in want.dtype.name:
+        return bool(got.shape == want.shape and np.array_equal(got, want))
+    if got.ndim == 0:
+        got, want = got.reshape(1), want.reshape(1)
+    # In runs of rows: no temporaries the size of the result, and no copy of a transposed one
+    rows = max(1, (1 << 20) // max(1, got[0].size)) if len(got) else 1
+    with np.errstate(all="ignore"):
+        for start in range(0, len(got), rows):
+            a, b = _wide(got[start:start + rows]), _wide(want[start:start + rows])
+            close = np.abs(a - b) <= atol + rtol * np.abs(b)
+            close |= a == b  # equal infinities
+            close |= np.isnan(a) & np.isnan(b)
+            if not close.all():
+                return False
+    return True
+
+
 def run_on_devices(spmd, per_device, n, backend, feeds=None):
     """Every device's results: in lockstep on the reference evaluator, or compiled by
-    `backend` (a name or a Backend) and run on one thread per in-process device, or by
+    `backend` (a name or a Backend) and run on one thread per in-process device (all on this
+    thread, step by step, where the executable runs in lockstep), or by
     `backend.run_on_devices(spmd, per_device, n)` where it has one. `feeds` (a `Feeds` per
     device, for a program with infeeds or outfeeds) needs the reference evaluator."""
     if feeds is not None and backend != "reference":
@@ -52,16 +96,37 @@ def run_on_devices(spmd, per_device, n, backend, feeds=None):
     from xla_spmd.collectives import LocalWorld
     backend = get_backend(backend) if isinstance(backend, str) else backend
     executable = backend.compile(spmd, tuple(range(n)))
+    if getattr(executable, "lockstep", False):
+        world = LocalWorld(n)
+        results = executable.run_together({d: per_device[d] for d in range(n)},
+                                          {d: world.communicator(d) for d in range(n)})
+        return [tuple(results[d]) for d in range(n)]
     return LocalWorld(n).run(lambda comm: tuple(executable.run(comm.rank,
                                                                per_device[comm.rank], comm)))
 
 
+def run_global(module, args, backend="reference") -> list:
+    """The unpartitioned `module`'s results on `args` (flattened), on one device of `backend`
+    (a name or a Backend): the oracle's side of the comparison."""
+    if backend == "reference":
+        return _flatten(evaluate(module, args))
+    from xla_spmd.backends import get_backend
+    backend = get_backend(backend) if isinstance(backend, str) else backend
+    return _flatten(tuple(backend.compile(module, (0,)).run(0, args, None)))
+
+
 def check(module, args, *, rtol=1e-5, atol=1e-5, propagate=False, expected=None,
-          backend="reference", bits=False, num_devices=None, infeeds=None, random=False):
+          backend="reference", bits=False, num_devices=None, infeeds=None, random=False,
+          scaled=False, expected_backend="reference"):
     """Partition `module`, run it on every device (on `backend`), compare with the reference
     (or with `expected`), bit for bit when `bits` (the sign of zero and NaN payloads
-    included); return the partitioned module. `num_devices` partitions GSPMD-style
-    shardings (``{devices=[2,1]0,1}``) over that many devices, as XLA's tests do.
+    included); return the partitioned module. `expected_backend` runs the unpartitioned
+    module (`run_global`; a module with host transfers runs on the reference evaluator).
+    `num_devices` partitions GSPMD-style shardings (``{devices=[2,1]0,1}``) over that many
+    devices, as XLA's tests do. `scaled` multiplies `atol` by the largest magnitude of each
+    expected float result (at least 1): a sum of many terms, added in another order by the
+    partitioned program, differs by rounding relative to its terms, not to its (possibly
+    near-zero) value.
 
     A module with host transfers: `infeeds` holds one global value per ``infeed`` of the
     entry, in order; each device's queue gets its shard of each (the infeed's sharding),
@@ -94,7 +159,9 @@ def check(module, args, *, rtol=1e-5, atol=1e-5, propagate=False, expected=None,
     host = _host_transfers(module, infeeds, program.mesh)
     results = run_on_devices(spmd, per_device, n, backend, host and host[1])
     if expected is None:
-        expected = _flatten(evaluate(module, args, host and host[0]))
+        expected = _flatten(evaluate(module, args, host and host[0])) \
+            if host or expected_backend == "reference" \
+            else run_global(module, args, expected_backend)
     expected = list(expected)
     if host:
         _compare_outfeeds(module, *host, program.mesh, rtol=rtol, atol=atol)
@@ -104,12 +171,15 @@ def check(module, args, *, rtol=1e-5, atol=1e-5, propagate=False, expected=None,
     for index, (want, sharding, shape) in enumerate(zip(expected, results_shardings, shapes)):
         if shape.is_token:
             continue  # a token has no value to compare
+        tol = atol * max(1.0, _magnitude(want)) if scaled else atol
         got = assemble([leaves_[index] for leaves_ in per_device_leaves], sharding,
-                       shape.dims, np.asarray(want).dtype, rtol=rtol, atol=atol)
+                       shape.dims, np.asarray(want).dtype, rtol=rtol, atol=tol)
         if producers[index] is not None:
             _check_random(got, want, *producers[index], f"output {index}")
             continue
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=f"output {index}")
+        if not _all_close(got, want, rtol, tol):  # numpy's own check, and its message
+            np.testing.assert_allclose(got, want, rtol=rtol, atol=tol,
+                                       err_msg=f"output {index}")
         if bits:
             want = np.asarray(want)
             unsigned = f"u{want.dtype.itemsize}"

@@ -5,10 +5,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 from xla_spmd_tests import (  # tests/partition on sys.path
+    BACKENDS,
     XlaCase,
     XlaResult,
     extract_modules,
+    run_isolated,
     run_module,
 )
 
@@ -81,11 +84,22 @@ def test_a_wrong_partition_is_a_mismatch(monkeypatch):
     case = extract_modules(SNIPPET)[0]
     real = spmd_oracle.run_on_devices
 
+    def bump(result):  # a device's result: an array, or a tuple of its leaves
+        if isinstance(result, (tuple, list)):
+            return tuple(bump(leaf) for leaf in result)
+        return np.asarray(result) + 1
+
     def off_by_one(spmd, per_device, n, backend, feeds=None):
-        return [result + 1 for result in real(spmd, per_device, n, backend, feeds)]
+        return [bump(result) for result in real(spmd, per_device, n, backend, feeds)]
 
     monkeypatch.setattr(spmd_oracle, "run_on_devices", off_by_one)
-    assert run_module(case).status == "MISMATCH"
+    for backend in BACKENDS:
+        assert run_module(case, backend=backend).status == "MISMATCH"
+
+
+def test_both_backends_pass_a_correct_partition():
+    case = extract_modules(SNIPPET)[0]
+    assert [run_module(case, backend=b).status for b in BACKENDS] == ["PASS", "PASS"]
 
 
 def test_a_missing_device_count_is_not_a_case():
@@ -140,3 +154,27 @@ def test_a_test_expecting_xla_to_refuse_passes_only_if_we_refuse(monkeypatch):
     monkeypatch.setattr(xla_spmd.pipeline, "lower", refuse)
     assert run_module(case) == XlaResult("Illegal", "PASS",
                                          "refused, as XLA does: not allowed here")
+
+
+def test_an_isolated_case_passes_stops_at_its_timeout_and_is_capped_in_memory():
+    case = extract_modules(SNIPPET)[0]
+    assert run_isolated(case, timeout=120).status == "PASS"
+    slow = XlaCase("Slow", case.hlo.replace("f32[6,3]", "f32[3000,3000]").replace(
+        "add(%a, %b)", "dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}"), 2)
+    assert run_isolated(slow, timeout=0.5, backend="reference").status == "TIMEOUT"
+    huge = XlaCase("Huge", """HloModule m
+ENTRY e {
+  i = f32[60000,60000] iota(), iota_dimension=0
+  ROOT a = f32[60000,60000] add(i, i), sharding={devices=[2,1]0,1}
+}""", 2)  # 14 GB a value: over the 6 GB cap
+    result = run_isolated(huge, timeout=120, backend="reference")
+    assert result.status == "TOO_LARGE", result
+
+
+def test_a_cpu_clock_counts_the_cases_cpu_time():
+    case = extract_modules(SNIPPET)[0]
+    assert run_isolated(case, timeout=60, clock="cpu").status == "PASS"
+    slow = XlaCase("Slow", case.hlo.replace("f32[6,3]", "f32[3000,3000]").replace(
+        "add(%a, %b)", "dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}"), 2)
+    result = run_isolated(slow, timeout=1, backend="reference", clock="cpu")
+    assert (result.status, result.message) == ("TIMEOUT", "used over 1 s of CPU time")

@@ -7,8 +7,10 @@ partitioned over (``PartitionComputation(hlo_string, /*num_devices=*/N, ...)``).
 XLA's test does (the module's shardings as written, no propagation; a value without one is
 replicated), runs it on N in-process devices with random inputs (seeded by the test's name;
 integers within [0, 4), so that indices are in range) and compares the assembled results
-with the unpartitioned module on the reference evaluator (`spmd_oracle.check`): exactly for
-integers and predicates, to 1e-4 for floats (2e-2 for bf16 results, 2e-3 for f16).
+with the unpartitioned module (`spmd_oracle.check`), both run on the compiled CPU backend or
+the reference evaluator: exactly for integers and predicates, to 1e-4 for floats (2e-2 for bf16
+results, 2e-3 for f16), relative to the result's largest magnitude (a partitioned sum adds
+in another order).
 
 >>> cc = 'TEST_P(T, Add) {\\n  absl::string_view hlo_string = R"(\\nHloModule m\\n)";\\n' \\
 ...      '  PartitionComputation(hlo_string, /*num_devices=*/2));\\n}\\n'
@@ -18,7 +20,12 @@ integers and predicates, to 1e-4 for floats (2e-2 for bf16 results, 2e-3 for f16
 
 from __future__ import annotations
 
+import math
+import os
+import pickle
 import re
+import resource
+import select
 import signal
 import zlib
 from contextlib import contextmanager
@@ -173,15 +180,24 @@ def _alarm(signum, frame):
     raise _Timeout
 
 
-def run_module(case: XlaCase, timeout: float | None = None) -> XlaResult:
+BACKENDS = ("cpu", "reference")  # what runs both modules: compiled, or the numpy evaluator
+
+
+def run_module(case: XlaCase, timeout: float | None = None, backend: str = "cpu"
+               ) -> XlaResult:
     """Parse, partition over `case.num_devices`, run and compare (see the module docstring);
-    a case still running after `timeout` seconds is stopped as TIMEOUT (main thread only)."""
+    a case still running after `timeout` seconds is stopped as TIMEOUT (main thread only).
+    `backend` runs the partitioned module (on N devices) and the unpartitioned one: the
+    compiled CPU backend (bit-identical to the reference evaluator, much faster on large
+    convolutions, dots and sorts) or the reference evaluator itself."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend {backend!r} is not one of {BACKENDS}")
     if not timeout:
-        return _run_module(case)
+        return _run_module(case, backend)
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
-        return _run_module(case)
+        return _run_module(case, backend)
     except _Timeout:
         return XlaResult(case.name, "TIMEOUT", f"still running after {timeout:g} s")
     finally:
@@ -189,7 +205,77 @@ def run_module(case: XlaCase, timeout: float | None = None) -> XlaResult:
         signal.signal(signal.SIGALRM, previous)
 
 
-def _run_module(case: XlaCase) -> XlaResult:
+MEMORY_LIMIT = 6 << 30  # the address space an isolated case may take (more: TOO_LARGE)
+
+
+CLOCKS = ("wall", "cpu")  # what a case's timeout counts: elapsed time, or its CPU time
+WALL_PER_CPU_SECOND = 30  # with the CPU clock, the wall-clock time allowed per CPU second
+
+
+def run_isolated(case: XlaCase, timeout: float | None = None, backend: str = "cpu",
+                 memory: int | None = MEMORY_LIMIT, clock: str = "wall") -> XlaResult:
+    """`run_module` in a forked child process: stopped at `timeout` seconds even inside a
+    long native call (a BLAS product, a sort), its address space capped at `memory` bytes so
+    that a case too large for the machine is a MemoryError (TOO_LARGE), not the kernel's
+    out-of-memory killer stopping the whole run. A child killed by a signal is TOO_LARGE
+    too (the killer), one that exits without a result a CRASH. POSIX only.
+
+    With ``clock="cpu"`` the timeout counts the CPU seconds the case's process uses (all its
+    threads; whole seconds, rounded up), not elapsed time: verdicts that do not depend on
+    how busy a shared machine is (elapsed time is still capped, at `WALL_PER_CPU_SECOND`
+    times the timeout)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend {backend!r} is not one of {BACKENDS}")
+    if clock not in CLOCKS:
+        raise ValueError(f"clock {clock!r} is not one of {CLOCKS}")
+    cpu_seconds = math.ceil(timeout) if timeout and clock == "cpu" else None
+    wait = timeout * WALL_PER_CPU_SECOND if cpu_seconds else timeout
+    import spmd_oracle  # noqa: F401 - imported once here, not again in every child
+
+    if backend != "reference":  # its native libraries loaded once, before the cap
+        from xla_spmd.backends import get_backend
+        get_backend(backend)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: run, send the result, leave without any cleanup of the parent's
+        code = 1
+        try:
+            os.close(read)
+            if memory:
+                resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+            if cpu_seconds:  # SIGXCPU (which ends the process) past the budget
+                resource.setrlimit(resource.RLIMIT_CPU,
+                                   (cpu_seconds, resource.getrlimit(resource.RLIMIT_CPU)[1]))
+            try:
+                result = _run_module(case, backend)
+            except MemoryError as error:
+                result = XlaResult(case.name, "TOO_LARGE", _first_line(error))
+            with os.fdopen(write, "wb") as out:
+                pickle.dump((result.status, result.message), out)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        ready, _, _ = select.select([pipe], [], [], wait)
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return XlaResult(case.name, "TIMEOUT", f"still running after {wait:g} s")
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    if data:
+        return XlaResult(case.name, *pickle.loads(data))
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
+        return XlaResult(case.name, "TIMEOUT", f"used over {cpu_seconds} s of CPU time")
+    if os.WIFSIGNALED(status):
+        return XlaResult(case.name, "TOO_LARGE", f"killed by signal {os.WTERMSIG(status)} "
+                                                 f"(out of memory)")
+    return XlaResult(case.name, "CRASH", f"the case's process exited with status "
+                                         f"{os.WEXITSTATUS(status)} and no result")
+
+
+def _run_module(case: XlaCase, backend: str) -> XlaResult:
     from spmd_oracle import check
 
     from xla_spmd.errors import ParseError, XlaSpmdError
@@ -212,12 +298,18 @@ def _run_module(case: XlaCase) -> XlaResult:
         random = _has_rng(module)
         args = random_inputs(module, seed, ordered=random)
         tolerance = _tolerance(module)
+        infeeds = random_infeeds(module, seed)
+        if _has_host_transfers(module):  # infeed/outfeed queues: the reference evaluator's
+            backend = "reference"
         with opaque_custom_calls():
             check(module, args, num_devices=case.num_devices, propagate=False, rtol=tolerance,
-                  atol=tolerance, infeeds=random_infeeds(module, seed), random=random)
+                  atol=tolerance, infeeds=infeeds, random=random, scaled=True,
+                  backend=backend, expected_backend=backend)
     except AssertionError as error:
         return XlaResult(case.name, "MISMATCH", _first_line(error, skip_blank=True))
     except XlaSpmdError as error:
+        if "MemoryError" in str(error):  # an evaluator's rule ran out of memory
+            return XlaResult(case.name, "TOO_LARGE", _first_line(error))
         return XlaResult(case.name, "UNSUPPORTED", _first_line(error))
     except MemoryError as error:  # values larger than this machine holds: not a verdict
         return XlaResult(case.name, "TOO_LARGE", _first_line(error))
@@ -245,6 +337,11 @@ def _run_refused(case: XlaCase, module) -> XlaResult:
         return XlaResult(case.name, "CRASH", f"{type(error).__name__}: {_first_line(error)}")
     return XlaResult(case.name, "MISMATCH", f"XLA refuses this module ({case.refused!r}); "
                                             "we partitioned it")
+
+
+def _has_host_transfers(module) -> bool:
+    return any(inst.opcode in ("infeed", "outfeed") for c in module.computations
+               for inst in c.instructions)
 
 
 def _has_rng(module) -> bool:

@@ -7,7 +7,10 @@ instruction (``xla.sdy.sharding="#sdy.sharding<@mesh, [{}, {\\"model\\"}]>"``, o
 calls, and shard_map boundaries as ``xla.sdy.GlobalToLocalShape``/``LocalToGlobalShape`` custom
 calls with ``xla.sdy.in_shardings``/``out_shardings``/``manual_axes``. Those are preferred;
 without them GSPMD ``HloSharding``s are converted (gspmd.py), all over one mesh: the finest
-one any of them needs.
+one any of them needs. A GSPMD sharding whose device order is not a transpose of that mesh's
+(``{devices=[2]1,0}``, ``{devices=[2,2]3,1,2,0}``) is over the mesh's axes in its own device
+order: a mesh with ``device_ids`` (``mesh_1``, ``mesh_2``, ... by first use), as Shardy
+writes it; the partitioner moves shards between device orders with a collective-permute.
 
 After import, an array instruction's sharding is a `TensorSharding`, a tuple-shaped one's a
 tuple of them (one per leaf, None where unknown).
@@ -71,11 +74,13 @@ def import_shardings(module: Module, mesh: Mesh | None = None) -> Imported:
         # Only values placed on single devices: they run on the module's devices.
         gspmd_mesh = Mesh.from_shape({"_axis_0": module.num_partitions})
 
+    reordered: dict[Mesh, str] = {}  # meshes in other device orders -> their names
+
     def convert(inst, operands):
         sharding = _sdy_sharding(inst, meshes)
         if sharding is None and isinstance(inst.sharding, HloSharding):
-            sharding = (_outfeed_from_hlo(inst, operands[0], gspmd_mesh)
-                        if inst.opcode == "outfeed" else _from_hlo(inst, gspmd_mesh))
+            sharding = (_outfeed_from_hlo(inst, operands[0], gspmd_mesh, reordered)
+                        if inst.opcode == "outfeed" else _from_hlo(inst, gspmd_mesh, reordered))
         if sharding is None and isinstance(inst.sharding, (TensorSharding, tuple)):
             sharding = inst.sharding
         # The axis-based sharding now lives on the instruction; the printers write the
@@ -138,7 +143,7 @@ def _drop_axes(sharding: TensorSharding, names) -> TensorSharding:
                             replicated=[a for a in sharding.replicated if a.name not in names])
 
 
-def _from_hlo(inst, mesh):
+def _from_hlo(inst, mesh, reordered):
     leaves = inst.shape.leaves()
     hlo = inst.sharding
     try:
@@ -147,14 +152,14 @@ def _from_hlo(inst, mesh):
             if len(elements) != len(leaves):
                 raise ShardingError(f"{hlo} has {len(elements)} elements but the value has "
                                     f"{len(leaves)}")
-            return tuple(_leaf_from_hlo(e, leaf.rank, mesh)
+            return tuple(_leaf_from_hlo(e, leaf.rank, mesh, reordered)
                          for e, leaf in zip(elements, leaves))
-        return _leaf_from_hlo(hlo, leaves[0].rank, mesh)
+        return _leaf_from_hlo(hlo, leaves[0].rank, mesh, reordered)
     except ShardingError as error:
         raise ShardingError(f"{inst.name}: {error}") from None
 
 
-def _outfeed_from_hlo(inst, data, mesh):
+def _outfeed_from_hlo(inst, data, mesh, reordered):
     """An outfeed's HloSharding is its data's (and its token's, as one more element): the
     data is written as its operand holds it, so the two must agree; the token result is
     replicated."""
@@ -166,7 +171,8 @@ def _outfeed_from_hlo(inst, data, mesh):
     if len(elements) != len(leaves):
         raise ShardingError(f"{inst.name}: {hlo} has {len(elements)} elements but the "
                             f"outfeed's data {data.shape} has {len(leaves)}")
-    wanted = [_leaf_from_hlo(e, leaf.rank, mesh) for e, leaf in zip(elements, leaves)]
+    wanted = [_leaf_from_hlo(e, leaf.rank, mesh, reordered)
+              for e, leaf in zip(elements, leaves)]
     held = data.sharding_leaves()
     held = held if len(held) == len(leaves) else (None,) * len(leaves)
     for leaf, want, have in zip(leaves, wanted, held):
@@ -183,13 +189,20 @@ def _replicated_if_none(sharding, rank, mesh):
     return sharding
 
 
-def _leaf_from_hlo(hlo, rank, mesh):
+def _leaf_from_hlo(hlo, rank, mesh, reordered):
     """A value on one device (``{maximal device=k}``) is whole there; the others compute it
-    too (a replicated, closed sharding) rather than receive it: the same values, no traffic."""
+    too (a replicated, closed sharding) rather than receive it: the same values, no traffic.
+    A sharding over `mesh` in another device order is named after its mesh in `reordered`."""
     if hlo.kind is ShardingKind.MAXIMAL and mesh is not None and not mesh.is_maximal:
         return TensorSharding.replicated_on(mesh, rank)
-    imported = hlo_to_axes(hlo, rank, mesh)
-    return None if imported.fully_manual else imported.sharding
+    imported = hlo_to_axes(hlo, rank, mesh, any_order=True)
+    if imported.fully_manual:
+        return None
+    sharding = imported.sharding
+    if mesh is not None and sharding.mesh != mesh:
+        name = reordered.setdefault(sharding.mesh, f"mesh_{len(reordered) + 1}")
+        sharding = sharding.replace(mesh_name=name)
+    return sharding
 
 
 def _finest_mesh(module) -> Mesh | None:

@@ -63,10 +63,13 @@ class ImportedSharding:
 
 # ---------------------------------------------------------------- GSPMD → axis-based
 def hlo_to_axes(hlo: HloSharding, rank: int | None = None, mesh: Mesh | None = None,
-                mesh_name: str | None = "mesh") -> ImportedSharding:
+                mesh_name: str | None = "mesh", any_order: bool = False) -> ImportedSharding:
     """The axis-based form of a (non-tuple) HloSharding, over ``mesh`` or a new one.
 
-    ``rank`` is the tensor rank; it is needed for shardings without tile dims.
+    ``rank`` is the tensor rank; it is needed for shardings without tile dims. With
+    ``any_order``, a tiled sharding whose device order is not a transpose of ``mesh``'s is
+    read over ``mesh``'s axes in its own device order (`reordered_mesh`), as Shardy writes
+    such a sharding over a mesh with ``device_ids``; otherwise that is an error.
 
     >>> hlo_to_axes(HloSharding.parse("{devices=[6,35]<=[7,10,3]T(2,1,0)}")).sharding
     TensorSharding(@mesh, [{"_axis_3", "_axis_1"}, {"_axis_2", "_axis_0"}])
@@ -78,7 +81,15 @@ def hlo_to_axes(hlo: HloSharding, rank: int | None = None, mesh: Mesh | None = N
         if rank is not None and rank != tile_rank:
             raise ShardingError(f"sharding {hlo} tiles {tile_rank} dims but the tensor has "
                                 f"rank {rank}")
-        return _tiled_to_axes(hlo, mesh, mesh_name)
+        try:
+            return _tiled_to_axes(hlo, mesh, mesh_name)
+        except ShardingError:
+            if not any_order or mesh is None:
+                raise
+            reordered = reordered_mesh(hlo, mesh)
+            if reordered is None:
+                raise
+            return _tiled_to_axes(hlo, reordered, mesh_name)
     if rank is None:
         raise ShardingError(f"converting {hlo} needs the tensor rank")
     if hlo.kind is ShardingKind.REPLICATED:
@@ -103,6 +114,31 @@ def hlo_to_axes(hlo: HloSharding, rank: int | None = None, mesh: Mesh | None = N
         return ImportedSharding(sharding)
     raise ShardingError(f"{hlo} has no axis-based form" + (
         "" if hlo.kind is ShardingKind.UNKNOWN else " without a mesh"))
+
+
+def reordered_mesh(hlo: HloSharding, mesh: Mesh) -> Mesh | None:
+    """``mesh``'s axes over the devices of a tiled ``hlo`` in its tile order (major to minor,
+    the replicated subgroup last), where that gives ``hlo`` an axis-based form: any device
+    order then has one, over a mesh of its own (Shardy's ``device_ids``). None when ``hlo``
+    does not span ``mesh``'s devices or its tile dims do not factor ``mesh``'s axes in order.
+
+    >>> mesh = Mesh(("x", "y"), (2, 2))
+    >>> reordered_mesh(HloSharding.parse("{devices=[2,2]3,1,2,0}"), mesh)
+    Mesh('x': 2, 'y': 2; device_ids=[3, 1, 2, 0])
+    >>> hlo_to_axes(HloSharding.parse("{devices=[2,2]3,1,2,0}"), 2, mesh, any_order=True
+    ...             ).sharding.dims[0].axes
+    (AxisRef('x'),)
+    """
+    devices = tuple(int(d) for d in hlo.device_array().ravel())
+    if sorted(devices) != sorted(mesh.all_device_ids) or mesh.is_maximal:
+        return None
+    reordered = Mesh(mesh.axis_names, mesh.axis_sizes, device_ids=devices,
+                     axis_types=mesh.axis_types)
+    try:
+        _tiled_to_axes(hlo, reordered, None)
+    except ShardingError:
+        return None
+    return reordered
 
 
 def hlo_tuple_to_axes(hlo: HloSharding, ranks: Sequence[int | None], mesh: Mesh | None = None

@@ -390,6 +390,31 @@ def test_stacked_scatter_applies_each_devices_updates_in_order(reducer):
             _bits(x) for x in leaves(reference[device])]
 
 
+def test_stacked_scatter_into_an_all_gathered_operand():
+    """An all-gather along a later dim gives a stacked value in another memory layout; the
+    scatter into it (flat row-major targets) must still land each device's updates (from
+    spmd_partitioner_test.cc's ScatterMergedOperandPassthroughAndTrivialSlicedOperand)."""
+    head = SUM.format(t="s32", op="add")
+    body = ("  %x = s32[8,4,1,2] parameter(0)\n  %i = s32[2,8,4] parameter(1)\n"
+            "  %u = s32[8,4,2,2] parameter(2)\n"
+            "  %g = s32[8,4,2,2] all-gather(%x), channel_id=1, replica_groups=[4,2]<=[8], "
+            "dimensions={2}, use_global_device_ids=true\n"
+            "  ROOT %r = s32[8,4,2,2] scatter(%g, %i, %u), update_window_dims={2,3}, "
+            "inserted_window_dims={0,1}, scatter_dims_to_operand_dims={0,1}, "
+            "index_vector_dim=0, to_apply=%sum")
+    module = parse_hlo(_module(body, "x: s32[8,4,1,2], i: s32[2,8,4], u: s32[8,4,2,2]",
+                               "s32[8,4,2,2]", head))
+    rng = np.random.default_rng(11)
+    per_device = [[rng.integers(0, 4, (8, 4, 1, 2)).astype(np.int32),
+                   rng.integers(0, 4, (2, 8, 4)).astype(np.int32),
+                   rng.integers(0, 4, (8, 4, 2, 2)).astype(np.int32)] for _ in range(8)]
+    stacked = _run_all_ways(module, per_device)
+    reference = evaluate_spmd(module, per_device, 8)
+    for device in range(8):
+        assert [_bits(x) for x in stacked[device]] == [
+            _bits(x) for x in leaves(reference[device])]
+
+
 def test_stacked_collective_permute_over_no_devices_has_no_stacked_form():
     """With no device contexts the permute has no pairs to run: no stacked form (None, the
     per-device fallback), not a failure iterating missing pairs."""
