@@ -33,8 +33,8 @@ from xla_spmd.backends.reference.reduction import (
     _call_predicate,
     _window_taps,
     binary_reducer,
-    fold,
     is_elementwise,
+    scatter_in_rounds,
 )
 from xla_spmd.ir import Computation, Instruction
 
@@ -129,22 +129,6 @@ def select_and_scatter_kernel(inst: Instruction, reads: tuple):
         if fast_scatter:
             np.add.at(flat_result, target, sources.astype(dtype, copy=False))
             return result
-        _scatter_in_rounds(ctx, scatter, flat_result, target, sources)
+        scatter_in_rounds(ctx, scatter, flat_result, target, sources)
         return result
     return launch_select_and_scatter
-
-
-def _scatter_in_rounds(ctx, scatter: Computation, flat: np.ndarray, targets: np.ndarray,
-                       sources: np.ndarray) -> None:
-    """The reference's scatter: round r folds every target's r-th source (row-major source
-    order) into ``flat`` with ``scatter``."""
-    order = np.argsort(targets, kind="stable")
-    ranks = np.empty(len(targets), dtype=np.int64)
-    sorted_targets = targets[order]
-    starts = np.searchsorted(sorted_targets, sorted_targets, side="left")
-    ranks[order] = np.arange(len(targets)) - starts
-    for r in range(int(ranks.max()) + 1 if len(ranks) else 0):
-        chosen = ranks == r
-        where = targets[chosen]
-        (updated,) = fold(ctx, scatter, [flat[where]], [sources[chosen]], [flat.dtype])
-        flat[where] = updated

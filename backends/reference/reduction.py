@@ -275,8 +275,15 @@ def select_and_scatter_rule(inst: Instruction, operands: list, ctx: Context):
         tuple(picked_index[has_pick].T), operand.shape)) if rank else np.zeros(
         len(sources), dtype=np.int64)
     flat = result.reshape(-1)
-    # Scatter in rounds: round r applies every target's r-th source (row-major order), so
-    # the targets of one round are distinct and each target sees its sources in order.
+    scatter_in_rounds(ctx, inst.attrs.scatter, flat, targets, sources)
+    return flat.reshape(operand.shape)
+
+
+def scatter_in_rounds(ctx: Context, scatter: Computation, flat: np.ndarray,
+                      targets: np.ndarray, sources: np.ndarray) -> None:
+    """Fold ``sources`` into ``flat[targets]`` with ``scatter``, in place, in rounds: round
+    r applies every target's r-th source (row-major order), so the targets of one round are
+    distinct and each target sees its sources in order."""
     order = np.argsort(targets, kind="stable")
     ranks = np.empty(len(targets), dtype=np.int64)
     sorted_targets = targets[order]
@@ -285,11 +292,8 @@ def select_and_scatter_rule(inst: Instruction, operands: list, ctx: Context):
     for r in range(int(ranks.max()) + 1 if len(ranks) else 0):
         chosen = ranks == r
         where = targets[chosen]
-        current = flat[where]
-        (updated,) = fold(ctx, inst.attrs.scatter, [current], [sources[chosen]],
-                          [flat.dtype])
+        (updated,) = fold(ctx, scatter, [flat[where]], [sources[chosen]], [flat.dtype])
         flat[where] = updated
-    return flat.reshape(operand.shape)
 
 
 # ---------------------------------------------------------------------------------------------
