@@ -14,6 +14,7 @@ are weakly typed (``x * 2.0`` keeps x's f32), and types promote on JAX's lattice
 
 # ruff: noqa: F401 (the namespace re-exports)
 from xla_spmd.frontend import numpy_core as _core
+from xla_spmd.frontend import numpy_fft as fft
 from xla_spmd.frontend import numpy_linalg as linalg
 from xla_spmd.frontend.numpy_core import *  # noqa: F403
 from xla_spmd.frontend.numpy_index import (
