@@ -20,9 +20,9 @@ in another order).
 
 from __future__ import annotations
 
+import json
 import math
 import os
-import pickle
 import re
 import resource
 import select
@@ -250,13 +250,13 @@ def run_isolated(case: XlaCase, timeout: float | None = None, backend: str = "cp
                 result = _run_module(case, backend)
             except MemoryError as error:
                 result = XlaResult(case.name, "TOO_LARGE", _first_line(error))
-            with os.fdopen(write, "wb") as out:
-                pickle.dump((result.status, result.message), out)
+            with os.fdopen(write, "w") as out:  # two strings, as JSON
+                json.dump([result.status, result.message], out)
             code = 0
         finally:
             os._exit(code)
     os.close(write)
-    with os.fdopen(read, "rb") as pipe:
+    with os.fdopen(read, "r") as pipe:
         ready, _, _ = select.select([pipe], [], [], wait)
         if not ready:
             os.kill(pid, signal.SIGKILL)
@@ -265,7 +265,8 @@ def run_isolated(case: XlaCase, timeout: float | None = None, backend: str = "cp
         data = pipe.read()
     _, status = os.waitpid(pid, 0)
     if data:
-        return XlaResult(case.name, *pickle.loads(data))
+        status_text, message = json.loads(data)
+        return XlaResult(case.name, str(status_text), str(message))
     if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
         return XlaResult(case.name, "TIMEOUT", f"used over {cpu_seconds} s of CPU time")
     if os.WIFSIGNALED(status):
