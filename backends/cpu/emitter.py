@@ -46,48 +46,13 @@ class _FusionEmitter:
         self.memo: dict[tuple, str] = {}
         self.flat: str | None = None
 
-    # Index arithmetic, folding constants.
-    def _mul(self, a, b):
-        if isinstance(a, int) and isinstance(b, int):
-            return a * b
-        if a == 1 or b == 0:
-            return b
-        if b == 1 or a == 0:
-            return a
-        return self.w.emit(f"mul nuw nsw i64 {a}, {b}")
-
-    def _add(self, a, b):
-        if isinstance(a, int) and isinstance(b, int):
-            return a + b
-        if a == 0:
-            return b
-        if b == 0:
-            return a
-        return self.w.emit(f"add nuw nsw i64 {a}, {b}")
-
     def linear(self, index: Index, dims: tuple) -> str | int:
         if self.flat is not None:  # a flat loop: every array is read at the loop index
             return self.flat if index else 0
-        total, stride = 0, 1
-        for i, n in zip(reversed(index), reversed(dims)):
-            if n != 1:
-                total = self._add(total, self._mul(i, stride))
-            stride *= n
-        return total
+        return self.w.linear(index, dims)
 
     def delinearize(self, linear, dims: tuple) -> Index:
-        index, stride = [], 1
-        for n in reversed(dims):
-            if n == 1:
-                index.append(0)
-            elif isinstance(linear, int):
-                index.append(linear // stride % n)
-            else:
-                quotient = linear if stride == 1 else self.w.emit(
-                    f"udiv i64 {linear}, {stride}")
-                index.append(self.w.emit(f"urem i64 {quotient}, {n}"))
-            stride *= n
-        return tuple(reversed(index))
+        return self.w.delinearize(linear, dims)
 
     # Values.
     def value(self, inst: Instruction, index: Index) -> str:
@@ -127,7 +92,7 @@ class _FusionEmitter:
         if name in ("reshape", "bitcast"):
             return self.delinearize(self.linear(index, inst.shape.dims), operand.shape.dims)
         if name == "slice":
-            return tuple(self._add(s.start, self._mul(i, s.stride))
+            return tuple(self.w.add(s.start, self.w.mul(i, s.stride))
                          for i, s in zip(index, attrs.slice))
         reversed_dims = set(attrs.dimensions)
         result = []

@@ -167,13 +167,12 @@ def render(name: str, inst: Instruction) -> str:
             x0, x1 = _threefry_words(w, k0, k1, *_words(w, counter))
             value = _join(w, x0, x1) if wide else x0
         else:
-            emitter = _Index(w)
-            index = list(emitter.delinearize(i, dims))
+            index = list(w.delinearize(i, dims))
             j = index[split]
             half = list(dims)
             half[split] = -(-dims[split] // 2)
             index[split] = w.emit(f"udiv i64 {j}, 2")
-            counter = w.emit(f"add i64 {low}, {emitter.linear(tuple(index), tuple(half))}")
+            counter = w.emit(f"add i64 {low}, {w.linear(tuple(index), tuple(half))}")
             x0, x1 = _threefry_words(w, k0, k1, *_words(w, counter))
             odd = w.emit(f"trunc i64 {w.emit(f'urem i64 {j}, 2')} to i1")
             value = w.emit(f"select i1 {odd}, i32 {x1}, i32 {x0}")
@@ -198,29 +197,3 @@ def render(name: str, inst: Instruction) -> str:
     return r.loop_function(name, params, (out.num_elements,), w.lines)
 
 
-class _Index:
-    """The emitter's index arithmetic (row-major linear index <-> multi-index)."""
-
-    def __init__(self, w: r._Writer):
-        self.w = w
-
-    def linear(self, index: tuple, dims: tuple) -> str | int:
-        total, stride = 0, 1
-        for i, n in zip(reversed(index), reversed(dims)):
-            if n != 1:
-                term = i if stride == 1 else self.w.emit(f"mul nuw nsw i64 {i}, {stride}")
-                total = term if total == 0 else self.w.emit(f"add nuw nsw i64 {total}, {term}")
-            stride *= n
-        return total
-
-    def delinearize(self, linear: str, dims: tuple) -> tuple:
-        index, stride = [], 1
-        for n in reversed(dims):
-            if n == 1:
-                index.append(0)
-            else:
-                quotient = linear if stride == 1 else self.w.emit(
-                    f"udiv i64 {linear}, {stride}")
-                index.append(self.w.emit(f"urem i64 {quotient}, {n}"))
-            stride *= n
-        return tuple(reversed(index))

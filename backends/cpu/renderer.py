@@ -188,6 +188,50 @@ class _Writer:
         suffix = {"float": "f32", "double": "f64"}.get(ctype, ctype)
         return self.call(ctype, f"llvm.{name}.{suffix}", [(ctype, a) for a in args])
 
+    # i64 index arithmetic, folding constants (an operand is an SSA name or a Python int).
+    def mul(self, a: str | int, b: str | int) -> str | int:
+        if isinstance(a, int) and isinstance(b, int):
+            return a * b
+        if a == 1 or b == 0:
+            return b
+        if b == 1 or a == 0:
+            return a
+        return self.emit(f"mul nuw nsw i64 {a}, {b}")
+
+    def add(self, a: str | int, b: str | int) -> str | int:
+        if isinstance(a, int) and isinstance(b, int):
+            return a + b
+        if a == 0:
+            return b
+        if b == 0:
+            return a
+        return self.emit(f"add nuw nsw i64 {a}, {b}")
+
+    def linear(self, index: tuple, dims: tuple) -> str | int:
+        """The row-major linear index of multi-index `index` into `dims`."""
+        total: str | int = 0
+        stride = 1
+        for i, n in zip(reversed(index), reversed(dims)):
+            if n != 1:
+                total = self.add(total, self.mul(i, stride))
+            stride *= n
+        return total
+
+    def delinearize(self, linear: str | int, dims: tuple) -> tuple:
+        """The multi-index into `dims` of row-major linear index `linear`."""
+        index: list[str | int] = []
+        stride = 1
+        for n in reversed(dims):
+            if n == 1:
+                index.append(0)
+            elif isinstance(linear, int):
+                index.append(linear // stride % n)
+            else:
+                quotient = linear if stride == 1 else self.emit(f"udiv i64 {linear}, {stride}")
+                index.append(self.emit(f"urem i64 {quotient}, {n}"))
+            stride *= n
+        return tuple(reversed(index))
+
 
 def loop_function(name: str, params: str, dims: tuple, body: list[str],
                   tiled: tuple[int, int] | None = None, tile: int = 64) -> str:
