@@ -1,4 +1,5 @@
-"""MpiCommunicator against numpy: every case of collective_cases under ``mpirun -n 4``."""
+"""MpiCommunicator against numpy: every case of collective_cases under ``mpirun -n 4`` and
+``-n 3`` (groups of odd size, and a rank alone in its group)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import pytest
 
 @pytest.mark.mpi
 @pytest.mark.slow
-def test_every_collective_under_mpirun(mpirun):
-    completed = mpirun("check_collectives.py", ranks=4, timeout=120)
+@pytest.mark.parametrize("ranks", [4, 3])
+def test_every_collective_under_mpirun(mpirun, ranks):
+    completed = mpirun("check_collectives.py", ranks=ranks, timeout=120)
     assert completed.returncode == 0, completed.stdout[-5000:]
     assert "ALL OK" in completed.stdout
 

@@ -1,7 +1,8 @@
 """Run every collective test case on MpiCommunicator and check it against numpy.
 
-Launched as ``mpirun -n 4 python check_collectives.py``; exits non-zero (on every rank) if
-any case fails on any rank, and prints ``ALL OK <n> cases`` on rank 0 otherwise.
+Launched as ``mpirun -n N python check_collectives.py`` (any N >= 2; an odd N leaves a rank
+alone in the paired layouts); exits non-zero (on every rank) if any case fails on any rank, and
+prints ``ALL OK <n> cases`` on rank 0 otherwise.
 """
 
 from __future__ import annotations

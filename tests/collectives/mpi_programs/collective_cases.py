@@ -47,12 +47,14 @@ def reference_fold(arrays: list[np.ndarray], op: Any) -> np.ndarray:
 
 
 def layouts(world: int) -> dict[str, list[tuple[int, ...]]]:
+    """Replica-group layouts over ``world`` ranks; an odd world leaves its last rank alone."""
     half = world // 2
+    alone = [(world - 1,)] if world % 2 else []
     return {
         "all": [tuple(range(world))],
         "reversed": [tuple(reversed(range(world)))],
-        "pairs": [(i, i + 1) for i in range(0, world, 2)],
-        "strided": [(i, i + half) for i in range(half)],
+        "pairs": [(i, i + 1) for i in range(0, world - 1, 2)] + alone,
+        "strided": [(i, i + half) for i in range(half)] + alone,
     }
 
 
@@ -81,6 +83,7 @@ def _ops_for(dtype: np.dtype) -> list[Any]:
 def build_cases(world: int) -> list[Case]:
     cases: list[Case] = []
     inputs = {}
+    square = (2 * world, 2 * world)  # splits evenly over every group size of every layout
 
     def inp(device, dtype, shape, salt):
         key = (device, dtype, shape, salt)
@@ -111,13 +114,13 @@ def build_cases(world: int) -> list[Case]:
                         def run_rs(comm, groups=groups, dtype=dtype, op=op, salt=salt,
                                    axis=axis):
                             group = group_of(groups, comm.rank)
-                            x = inp(comm.rank, dtype, (8, 8), salt)
+                            x = inp(comm.rank, dtype, square, salt)
                             return comm.reduce_scatter(x, group, axis, op)
 
                         def expect_rs(device, groups=groups, dtype=dtype, op=op, salt=salt,
                                       axis=axis):
                             group = group_of(groups, device)
-                            total = reference_fold([inp(d, dtype, (8, 8), salt)
+                            total = reference_fold([inp(d, dtype, square, salt)
                                                     for d in group], op)
                             return np.split(total, len(group), axis)[group.index(device)]
 
@@ -138,13 +141,13 @@ def build_cases(world: int) -> list[Case]:
             for split_axis, concat_axis in ((0, 1), (1, 0), (1, 2)):
                 def run_a2a(comm, groups=groups, dtype=dtype, s=split_axis, c=concat_axis):
                     group = group_of(groups, comm.rank)
-                    return comm.all_to_all(inp(comm.rank, dtype, (8, 8, 3), 12), group, s, c)
+                    return comm.all_to_all(inp(comm.rank, dtype, square + (3,), 12), group, s, c)
 
                 def expect_a2a(device, groups=groups, dtype=dtype, s=split_axis,
                                c=concat_axis):
                     group = group_of(groups, device)
                     k = group.index(device)
-                    chunks = [np.split(inp(d, dtype, (8, 8, 3), 12), len(group), s)[k]
+                    chunks = [np.split(inp(d, dtype, square + (3,), 12), len(group), s)[k]
                               for d in group]
                     return np.concatenate(chunks, c)
 
