@@ -30,15 +30,14 @@ array([6, 6])
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import ml_dtypes
 import numpy as np
 
 import xla_spmd.config as config
 from xla_spmd.errors import CommunicationError, XlaSpmdError
+from xla_spmd.ir.dtypes import reduction_dtype
 
 Group = tuple[int, ...]
 """A replica group: device ids in rank order."""
@@ -314,18 +313,6 @@ def concat_stacked(kind: str, stacked: np.ndarray, axis: int) -> np.ndarray:
 _FOLD_TILE_BYTES = 1 << 18
 
 
-@functools.cache
-def _compute_dtype(dtype: np.dtype) -> np.dtype:
-    """The dtype a reduction runs in: float32 for ml_dtypes' narrow floats."""
-    if dtype.kind == "V" and dtype.type.__module__.startswith("ml_dtypes"):
-        try:
-            ml_dtypes.finfo(dtype)
-        except (TypeError, ValueError):
-            return dtype
-        return np.dtype(np.float32)
-    return dtype
-
-
 def fold(arrays: Sequence[np.ndarray], op: ReduceOp, out: np.ndarray | None = None
          ) -> np.ndarray:
     """Reduce ``arrays`` with ``op`` as a left fold in order; the result has the dtype of the
@@ -338,7 +325,7 @@ def fold(arrays: Sequence[np.ndarray], op: ReduceOp, out: np.ndarray | None = No
     ufunc = NAMED_REDUCERS[op] if isinstance(op, str) else None  # reduces in place
     reducer: Reducer = NAMED_REDUCERS[op] if isinstance(op, str) else op
     dtype = arrays[0].dtype
-    compute = _compute_dtype(dtype)
+    compute = reduction_dtype(dtype)
     if op in ("and", "or") and dtype.kind not in "biu":
         raise CommunicationError(
             f"reduction {op!r} needs boolean or integer data, got {dtype}")

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-import ml_dtypes
 import numpy as np
 
 from xla_spmd.backends.cpu import indexing, kernels, launch
@@ -49,6 +48,7 @@ from xla_spmd.backends.reference.numeric import compute_dtype
 from xla_spmd.backends.reference.reduction import _fast_reduce, binary_reducer
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import ArrayShape, Instruction, TupleShape
+from xla_spmd.ir.dtypes import reduction_dtype
 
 StackedLaunch = Callable[[list, "Environment"], object]
 """A step bound for stacked values: ``launch(values, env) -> stacked value``."""
@@ -282,22 +282,11 @@ _NAMED_REDUCERS = {"sum": np.add, "prod": np.multiply, "and": np.bitwise_and,
 may not import ``collectives``; the tests compare both folds bit for bit)."""
 
 
-def _fold_dtype(dtype: np.dtype) -> np.dtype:
-    """The dtype the communicator folds in: float32 for ml_dtypes' narrow floats."""
-    if dtype.kind == "V" and dtype.type.__module__.startswith("ml_dtypes"):
-        try:
-            ml_dtypes.finfo(dtype)
-        except (TypeError, ValueError):
-            return dtype
-        return np.dtype(np.float32)
-    return dtype
-
-
 def _fold(x: np.ndarray, groups: np.ndarray, op) -> np.ndarray:
     """The communicator's left fold in group order over each group's members at once:
     ``(groups, *shape)``."""
     dtype = x.dtype
-    compute = _fold_dtype(dtype)
+    compute = reduction_dtype(dtype)
     acc = np.array(x[groups[:, 0]], dtype=compute, copy=True)
     for j in range(1, groups.shape[1]):
         item = x[groups[:, j]]

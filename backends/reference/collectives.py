@@ -26,6 +26,7 @@ from xla_spmd.backends.reference.evaluator import EVALUATE, Context, zeros_of
 from xla_spmd.backends.reference.reduction import _ufunc_apply, binary_reducer, fold
 from xla_spmd.errors import CommunicationError, EvaluationError
 from xla_spmd.ir import Computation, Instruction, TupleShape
+from xla_spmd.ir.dtypes import reduction_dtype
 
 _REPLICA_GROUPED = ("all-reduce", "all-gather", "reduce-scatter")
 
@@ -128,6 +129,17 @@ def exchange(inst: Instruction, ctx: Context, value, needed: list[int]) -> dict:
 
 
 def _reduce_values(inst: Instruction, ctx: Context, arrays: list) -> np.ndarray:
+    """The left fold of ``arrays`` (every member's value, in rank order) by the reducer. A
+    plain reducer folds in `reduction_dtype`, as the communicators do: a bf16 sum in float32,
+    rounded once."""
+    dtype = arrays[0].dtype
+    compute = reduction_dtype(dtype)
+    fast = binary_reducer(inst.attrs.to_apply)
+    if fast is not None and compute != dtype:
+        total = arrays[0].astype(compute)
+        for x in arrays[1:]:
+            total = _ufunc_apply(fast, total, x.astype(compute))
+        return total.astype(dtype)
     acc = arrays[0]
     for x in arrays[1:]:
         (acc,) = fold(ctx, inst.attrs.to_apply, [acc], [x], [acc.dtype])

@@ -10,6 +10,7 @@ dtype(bfloat16)
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from enum import Enum
 
@@ -213,3 +214,23 @@ def canonical_array(value) -> np.ndarray:
     return array if target is dtype else array.astype(target.numpy)
 
 
+
+
+@functools.cache
+def reduction_dtype(dtype: np.dtype) -> np.dtype:
+    """The numpy dtype a cross-device reduction (all-reduce, reduce-scatter) folds values of
+    ``dtype`` in: float32 for ml_dtypes' narrow floats (bfloat16, the float8s), rounded once at
+    the end, as XLA:CPU promotes a bf16 all-reduce to f32 (AllReducePromotion); ``dtype``
+    itself for every other type. The communicators, the stacked CPU launch and the reference
+    evaluator all fold by it, so their results agree bit for bit.
+
+    >>> reduction_dtype(np.dtype(ml_dtypes.bfloat16)), reduction_dtype(np.dtype(np.float16))
+    (dtype('float32'), dtype('float16'))
+    """
+    if dtype.kind == "V" and dtype.type.__module__.startswith("ml_dtypes"):
+        try:
+            ml_dtypes.finfo(dtype)
+        except (TypeError, ValueError):
+            return dtype
+        return np.dtype(np.float32)
+    return dtype

@@ -149,15 +149,27 @@ def test_stacked_collectives_give_the_reference_values(name):
         assert [_bits(x) for x in stacked[device]] == want, f"device {device}"
 
 
-def test_stacked_bf16_all_reduce_equals_the_communicators_fold():
-    """bf16 sums fold in f32 and round once, as the in-process communicator does."""
+def test_bf16_all_reduce_folds_in_f32_everywhere():
+    """bf16 sums fold in f32 and round once, as XLA:CPU promotes a bf16 all-reduce to f32:
+    stacked, per-device, threaded (the in-process communicator) and the reference evaluator
+    give the same bits. Element 0 is 1 on a group's first member and 2^-9 on the others: in
+    f32 the sum is 1 + 3 * 2^-9, which rounds to 1 + 2^-7 (JAX's psum on CPU gives it too);
+    rounded after every step it would stay 1."""
     module = parse_hlo(_module(
         "  %x = bf16[6] parameter(0)\n  ROOT %r = bf16[6] all-reduce(%x), channel_id=1, "
         f"replica_groups={QUADS}, use_global_device_ids=true, to_apply=%sum",
         "x: bf16[6]", "bf16[6]", SUM.format(t="bf16", op="add")))
     rng = np.random.default_rng(1)
-    _run_all_ways(module, [[rng.standard_normal(6).astype(ml_dtypes.bfloat16)]
-                           for _ in range(8)])
+    per_device = []
+    for device in range(8):
+        x = rng.standard_normal(6).astype(ml_dtypes.bfloat16)
+        x[0] = 1.0 if device % 4 == 0 else 2.0**-9
+        per_device.append([x])
+    stacked = _run_all_ways(module, per_device)
+    reference = evaluate_spmd(module, per_device, 8)
+    for device in range(8):
+        assert _bits(stacked[device][0]) == _bits(reference[device]), f"device {device}"
+        assert float(stacked[device][0][0]) == 1.0 + 2.0**-7
 
 
 REDUCE_SHAPES = [((3, 200), "{1}"), ((200, 3), "{0}"), ((1, 1000), "{1}"), ((1000, 1), "{0}"),
