@@ -71,6 +71,7 @@ from xla_spmd.propagation.importing import has_foreign_shardings, import_shardin
 from xla_spmd.propagation.rebuild import rewrite_in_place
 from xla_spmd.propagation.registry import with_sharding_rules
 from xla_spmd.propagation.splitting import split_constants
+from xla_spmd.propagation.unreduced import insert_unreduced_all_reduces
 from xla_spmd.sharding import (
     DimSharding,
     TensorSharding,
@@ -270,8 +271,10 @@ def propagation_pipeline(module: Module, *, dedup_functions_fully: bool = False,
     alike merged back (`unflatten_calls`), sharding groups removed
     (`remove_sharding_groups`), every
     sharding closed (`close_shardings`), the constraints left made reshards
-    (`constraints_to_reshards`). With `dedup_functions_fully` (Shardy's aggressive mode)
-    calls are not flattened: each function is one, whatever its call sites."""
+    (`constraints_to_reshards`), the all-reduces unreduced axes need inserted
+    (`insert_unreduced_all_reduces`, Shardy's ``sdy-insert-explicit-reshards``). With
+    `dedup_functions_fully` (Shardy's aggressive mode) calls are not flattened: each
+    function is one, whatever its call sites."""
     if has_foreign_shardings(module):
         module = import_shardings(module, options.get("mesh")).module
     module = lift_inlined_meshes(drop_unused_private(module))
@@ -282,7 +285,8 @@ def propagation_pipeline(module: Module, *, dedup_functions_fully: bool = False,
                        **options)
     if not dedup_functions_fully:
         module = unflatten_calls(module)
-    return constraints_to_reshards(close_shardings(remove_sharding_groups(module)))
+    module = constraints_to_reshards(close_shardings(remove_sharding_groups(module)))
+    return insert_unreduced_all_reduces(module)
 
 
 def close_shardings(module: Module) -> Module:
