@@ -479,7 +479,7 @@ def _write_back(module: Module, graph, states, mesh, unsharded_scalars=False,
         rebuilt = rewrite_in_place(computation, fn)
         if (computation is module.entry or computation.name in functions) if \
                 results_of is None else computation.name in results_of:
-            rebuilt = _result_shardings(rebuilt)
+            rebuilt = _result_shardings(rebuilt, computation is module.entry)
         return rebuilt
     return map_computations(module, rebuild)
 
@@ -523,10 +523,13 @@ def _boundary_shardings(inst: Instruction, shardings) -> Instruction:
         (k, text if k == key else v) for k, v in inst.frontend_attributes))
 
 
-def _result_shardings(computation: Computation) -> Computation:
+def _result_shardings(computation: Computation, is_entry: bool = True) -> Computation:
     """A function with each returned value that has a propagated sharding and no
     result sharding of its own wrapped in an ``xla.sdy.FuncResultSharding`` carrying it: as
-    Shardy, the function's results get the shardings inferred for the values they return."""
+    Shardy, the function's results get the shardings inferred for the values they return.
+    The entry's results get them through an identity rule, so without the values'
+    unreduced axes (Shardy's propagateFuncResults); another function's results copy them
+    (its PropagateToFuncResultsPass)."""
     made: dict[Instruction, Instruction] = {}
 
     def wrap(value: Instruction) -> Instruction:
@@ -542,7 +545,7 @@ def _result_shardings(computation: Computation) -> Computation:
         # (replicated axes are a statement about the value, not propagated to the result)
         sharding = value.sharding.replace(
             dims=[DimSharding(d.axes, is_closed=False) for d in value.sharding.dims],
-            replicated=())
+            replicated=(), unreduced=() if is_entry else None)
         return make_instruction(f"{value.name}.result", op_named("custom-call"), (value,),
                                 op_named("custom-call").make_attrs(
                                     custom_call_target=FUNC_RESULT_SHARDING,

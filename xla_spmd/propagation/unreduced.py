@@ -146,7 +146,7 @@ def _reduce_to(operand: Instruction, target: TensorSharding | None,
     if not axes:
         return None
     out = source.replace(unreduced=axis_set_diff(source.mesh, source.unreduced, axes))
-    return _all_reduce(operand, axes, out, taken)
+    return _all_reduce(operand, axes, out, source.reduction, taken)
 
 
 def _reduction_factor_all_reduce(inst: Instruction, taken: set[str]) -> Instruction | None:
@@ -183,10 +183,10 @@ def _reduction_factor_all_reduce(inst: Instruction, taken: set[str]) -> Instruct
     if not axes:
         return None
     return _all_reduce(inst, merge_sub_axes(result.mesh, _in_mesh_order(result.mesh, axes)),
-                       result, taken)
+                       result, result.reduction, taken)
 
 
-def _all_reduce(operand: Instruction, axes, out: TensorSharding,
+def _all_reduce(operand: Instruction, axes, out: TensorSharding, reduction: str,
                 taken: set[str]) -> Instruction:
     name, counter = f"{operand.name}.all_reduce", 0
     while name in taken:
@@ -194,7 +194,8 @@ def _all_reduce(operand: Instruction, axes, out: TensorSharding,
         name = f"{operand.name}.all_reduce.{counter}"
     taken.add(name)
     custom_call = op_named("custom-call")
-    params = "{" + ", ".join(map(str, axes)) + "}"
+    kind = "" if reduction == "sum" else f"{reduction} "   # sdy.all_reduce max {"x"} ...
+    params = kind + "{" + ", ".join(map(str, axes)) + "}"
     return make_instruction(
         name, custom_call, (operand,), custom_call.make_attrs(custom_call_target=SHARDING),
         operand.shape, sharding=out,
