@@ -39,7 +39,8 @@ from xla_spmd.sharding import DimSharding, TensorSharding
 
 # ------------------------------------------------------------------ op-priority levels
 BOTH, FORWARD, BACKWARD, NONE = (True, True), (True, False), (False, True), (False, False)
-ALL_TYPES = frozenset({FactorType.PASS_THROUGH, FactorType.REDUCTION, FactorType.PERMUTATION})
+ALL_TYPES = frozenset({FactorType.PASS_THROUGH, FactorType.REDUCTION, FactorType.PERMUTATION,
+                       FactorType.NEED_REPLICATION})
 PASS_TYPES = frozenset({FactorType.PASS_THROUGH})
 
 
