@@ -18,6 +18,8 @@ True
 '#sdy.sharding<@mesh, [{"a", ?}, {}]>'
 >>> parse_sharding('<@mesh, [{"a"}, {}], unreduced=max{"c"}>', meshes).reduction
 'max'
+>>> print_sharding(parse_sharding('<@mesh, [{"a"}, {}], unreduced{"c"}>', meshes))
+'#sdy.sharding<@mesh, [{"a"}, {}], unreduced={"c"}>'
 """
 
 from __future__ import annotations
@@ -100,9 +102,11 @@ def parse_sharding_at(cursor: Cursor, meshes: MeshResolver) -> TensorSharding:
             if not cursor.accept("unreduced"):
                 raise cursor.error("expected 'replicated=' or 'unreduced='")
             key = "unreduced"
-        cursor.expect("=")
         if key == "unreduced":   # Shardy's reduction kind: unreduced=max{"x"}
-            reduction = next((r for r in REDUCTIONS if cursor.accept(r)), "sum")
+            if cursor.accept("="):     # (Shardy also reads unreduced{"x"}, a sum)
+                reduction = next((r for r in REDUCTIONS if cursor.accept(r)), "sum")
+        else:
+            cursor.expect("=")
         cursor.expect("{")
         lists[key] = _parse_axes_until(cursor)
     cursor.expect(">")
