@@ -5,8 +5,9 @@ from what the passes print now (read the diff before committing it).
 
 propagation: StableHLO with Shardy shardings in, the propagated module exported back out
 (``// propagate: basic`` on the first line picks the strategy; ``pipeline`` is Shardy's
-``sdy-propagation-pipeline``). Cases are named after the behaviour they pin, and compared
-with Shardy's own lit tests where one exists (scripts/run_conformance.py --shardy-propagation).
+``sdy-propagation-pipeline``; ``rules`` its ``sdy-populate-op-sharding-rules``). Cases are
+named after the behaviour they pin, and compared with Shardy's own lit tests where one exists
+(scripts/run_conformance.py --shardy-propagation).
 partition: HLO with shardings on every value in, the SPMD module printed out.
 """
 
@@ -18,7 +19,12 @@ import pytest
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import parse_hlo, print_module, verify
 from xla_spmd.partition import partition
-from xla_spmd.propagation import import_shardings, propagate, propagation_pipeline
+from xla_spmd.propagation import (
+    import_shardings,
+    propagate,
+    propagation_pipeline,
+    with_sharding_rules,
+)
 from xla_spmd.sharding import declare_meshes, meshes_of
 from xla_spmd.stablehlo import export_stablehlo, import_stablehlo
 
@@ -28,10 +34,12 @@ GOLDEN = Path(__file__).parent / "golden"
 def _propagation(text: str) -> str:
     """A first line ``// propagate: <strategy>`` picks the strategy (default: the full
     user-priority one); ``pipeline`` is Shardy's whole pipeline (user-priority, then every
-    sharding closed)."""
+    sharding closed); ``rules`` writes each op's sharding rule on it instead."""
     first = text.split("\n", 1)[0]
     strategy = first.split(":", 1)[1].strip() if first.startswith("// propagate:") else None
     module = import_stablehlo(text)
+    if strategy == "rules":   # Shardy's -sdy-populate-op-sharding-rules
+        return export_stablehlo(with_sharding_rules(module))
     if strategy == "pipeline":
         module = propagation_pipeline(module)
     else:

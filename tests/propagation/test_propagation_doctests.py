@@ -11,6 +11,7 @@ MODULES = [
     "xla_spmd.propagation.rules_compute", "xla_spmd.propagation.splitting",
     "xla_spmd.propagation.constraints", "xla_spmd.propagation.rebuild",
     "xla_spmd.propagation.calls", "xla_spmd.propagation.groups",
+    "xla_spmd.propagation.unreduced", "xla_spmd.ir.lowered",
 ]
 
 

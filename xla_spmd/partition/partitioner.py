@@ -91,6 +91,9 @@ class Lowering:
         if sharding.rank != rank:
             raise PartitionError(f"sharding {sharding} has rank {sharding.rank}, the value has "
                                  f"rank {rank}")
+        if sharding.reduction != "sum":
+            raise PartitionError(f"sharding {sharding}: unreduced axes combined by "
+                                 f"{sharding.reduction} are not supported (only sums)")
         # A mesh of the same axes in another device order (Shardy's device_ids) keeps its
         # order: `reshard` moves shards between the orders with a collective-permute.
         reordered = sharding.mesh.shape == self.mesh.shape \

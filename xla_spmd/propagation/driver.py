@@ -39,7 +39,8 @@ from xla_spmd.sharding import DimSharding, TensorSharding
 
 # ------------------------------------------------------------------ op-priority levels
 BOTH, FORWARD, BACKWARD, NONE = (True, True), (True, False), (False, True), (False, False)
-ALL_TYPES = frozenset({FactorType.PASS_THROUGH, FactorType.REDUCTION, FactorType.PERMUTATION})
+ALL_TYPES = frozenset({FactorType.PASS_THROUGH, FactorType.REDUCTION, FactorType.PERMUTATION,
+                       FactorType.NEED_REPLICATION})
 PASS_TYPES = frozenset({FactorType.PASS_THROUGH})
 
 
@@ -99,6 +100,7 @@ class ValueState:
     # its sharding, if on another mesh: nodes touching it are skipped
     foreign: TensorSharding | None = None
     mesh_name: str | None = "mesh"
+    reduction: str = "sum"  # how the unreduced axes combine (TensorSharding.reduction)
 
     def is_empty(self) -> bool:
         return not any(self.axes)
@@ -299,7 +301,7 @@ def state_from_sharding(sharding: TensorSharding | None, rank: int, mesh: Mesh,
                       [d.priority for d in sharding.dims], sharding.replicated,
                       sharding.unreduced,
                       tuple(sharding.replicated) + tuple(sharding.unreduced) + manual,
-                      user=True, mesh_name=sharding.mesh_name)
+                      user=True, mesh_name=sharding.mesh_name, reduction=sharding.reduction)
 
 
 def state_to_sharding(state: ValueState, mesh: Mesh) -> TensorSharding:
@@ -308,7 +310,7 @@ def state_to_sharding(state: ValueState, mesh: Mesh) -> TensorSharding:
     dims = [DimSharding(axes, closed, priority if (axes or not closed) else None)
             for axes, closed, priority in zip(state.axes, state.closed, state.priority)]
     return TensorSharding(mesh, tuple(dims), state.replicated, state.unreduced,
-                          state.mesh_name)
+                          state.mesh_name, state.reduction)
 
 
 def get_policy(name_or_fn: str | Callable[..., list[Update]]) -> Callable[..., list[Update]]:

@@ -9,6 +9,8 @@ to its sources, the operand and the body root; a `conditional` aliases each bran
 to its operand and links the branch roots to its result by an edge. Reducer computations
 (reduce, sort, scatter, ...) are scalar and stay unsharded.
 
+A variadic StableHLO op the importer wrote as one chain of HLO ops per operand also gets a
+node of its own rule over the chains' ends (`xla_spmd.ir.lowered`), linking its operands.
 A node is an op with a factor rule, or an edge with the identity rule. `value_nodes` lists
 the nodes touching each value, so the driver revisits only the neighbours of a change.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xla_spmd.ir import ArrayShape, Computation, Instruction, TupleShape
+from xla_spmd.ir.lowered import lowered_groups
 from xla_spmd.propagation.calls import is_function_call
 from xla_spmd.propagation.factors import OpShardingRule, RuleBuilder
 from xla_spmd.propagation.registry import sharding_rule
@@ -178,7 +181,25 @@ def _instantiate(graph: Graph, computation: Computation, params, manual, hooks) 
         if len(flat) != len(rule.operands):
             continue
         graph.add_node(Node(inst, rule, flat, results, "op", inst.name))
+    _link_lowered(graph, computation, instance)
     return instance
+
+
+def _link_lowered(graph: Graph, computation: Computation, instance: int) -> None:
+    """A variadic StableHLO op the importer wrote as one chain of HLO ops per operand
+    (`xla_spmd.ir.lowered`): a node of the one op's rule over the chains' sources and
+    results too, so its operands share their factors as in Shardy."""
+    values = graph.inst_values
+    for group in lowered_groups(computation).values():
+        if len(group.results) < 2:
+            continue
+        rule = sharding_rule(group.virtual)
+        operands = tuple(values[instance, o][0] for o in group.virtual.operands)
+        results = tuple(values[instance, r][0] for r in group.results)
+        if rule is not None and len(operands) == len(rule.operands) and \
+                len(results) == len(rule.results):
+            graph.add_node(Node(group.virtual, rule, operands, results, "op",
+                                group.results[0].name))
 
 
 def _boundary(graph, inst, instance, manual, boundary, operands, results) -> None:

@@ -71,6 +71,7 @@ from xla_spmd.propagation.importing import has_foreign_shardings, import_shardin
 from xla_spmd.propagation.rebuild import rewrite_in_place
 from xla_spmd.propagation.registry import with_sharding_rules
 from xla_spmd.propagation.splitting import split_constants
+from xla_spmd.propagation.unreduced import insert_unreduced_all_reduces
 from xla_spmd.sharding import (
     DimSharding,
     TensorSharding,
@@ -270,8 +271,10 @@ def propagation_pipeline(module: Module, *, dedup_functions_fully: bool = False,
     alike merged back (`unflatten_calls`), sharding groups removed
     (`remove_sharding_groups`), every
     sharding closed (`close_shardings`), the constraints left made reshards
-    (`constraints_to_reshards`). With `dedup_functions_fully` (Shardy's aggressive mode)
-    calls are not flattened: each function is one, whatever its call sites."""
+    (`constraints_to_reshards`), the all-reduces unreduced axes need inserted
+    (`insert_unreduced_all_reduces`, Shardy's ``sdy-insert-explicit-reshards``). With
+    `dedup_functions_fully` (Shardy's aggressive mode) calls are not flattened: each
+    function is one, whatever its call sites."""
     if has_foreign_shardings(module):
         module = import_shardings(module, options.get("mesh")).module
     module = lift_inlined_meshes(drop_unused_private(module))
@@ -282,7 +285,8 @@ def propagation_pipeline(module: Module, *, dedup_functions_fully: bool = False,
                        **options)
     if not dedup_functions_fully:
         module = unflatten_calls(module)
-    return constraints_to_reshards(close_shardings(remove_sharding_groups(module)))
+    module = constraints_to_reshards(close_shardings(remove_sharding_groups(module)))
+    return insert_unreduced_all_reduces(module)
 
 
 def close_shardings(module: Module) -> Module:
@@ -475,7 +479,7 @@ def _write_back(module: Module, graph, states, mesh, unsharded_scalars=False,
         rebuilt = rewrite_in_place(computation, fn)
         if (computation is module.entry or computation.name in functions) if \
                 results_of is None else computation.name in results_of:
-            rebuilt = _result_shardings(rebuilt)
+            rebuilt = _result_shardings(rebuilt, computation is module.entry)
         return rebuilt
     return map_computations(module, rebuild)
 
@@ -519,10 +523,13 @@ def _boundary_shardings(inst: Instruction, shardings) -> Instruction:
         (k, text if k == key else v) for k, v in inst.frontend_attributes))
 
 
-def _result_shardings(computation: Computation) -> Computation:
+def _result_shardings(computation: Computation, is_entry: bool = True) -> Computation:
     """A function with each returned value that has a propagated sharding and no
     result sharding of its own wrapped in an ``xla.sdy.FuncResultSharding`` carrying it: as
-    Shardy, the function's results get the shardings inferred for the values they return."""
+    Shardy, the function's results get the shardings inferred for the values they return.
+    The entry's results get them through an identity rule, so without the values'
+    unreduced axes (Shardy's propagateFuncResults); another function's results copy them
+    (its PropagateToFuncResultsPass)."""
     made: dict[Instruction, Instruction] = {}
 
     def wrap(value: Instruction) -> Instruction:
@@ -538,7 +545,7 @@ def _result_shardings(computation: Computation) -> Computation:
         # (replicated axes are a statement about the value, not propagated to the result)
         sharding = value.sharding.replace(
             dims=[DimSharding(d.axes, is_closed=False) for d in value.sharding.dims],
-            replicated=())
+            replicated=(), unreduced=() if is_entry else None)
         return make_instruction(f"{value.name}.result", op_named("custom-call"), (value,),
                                 op_named("custom-call").make_attrs(
                                     custom_call_target=FUNC_RESULT_SHARDING,

@@ -22,6 +22,7 @@ import contextvars
 from xla_spmd.errors import VerifyError
 from xla_spmd.ir import ArrayShape, Instruction, Registry
 from xla_spmd.ir.custom_calls import SHARDING_RULE
+from xla_spmd.ir.lowered import lowered_groups
 from xla_spmd.propagation.factors import OpShardingRule, RuleBuilder, parse_rule
 
 RULES = Registry("sharding")
@@ -76,7 +77,8 @@ def with_sharding_rules(module):
     """`module` with each op's built-in factor rule written on it (``sdy.sharding_rule``,
     frontend attribute `SHARDING_RULE`), as Shardy's ``-sdy-populate-op-sharding-rules``
     (and its propagation with ``keep-sharding-rules=true``) leaves them. An op's own rule
-    stays; sdy's own ops (constraints, ``xla.sdy.*`` calls) get none.
+    stays; sdy's own ops (constraints, ``xla.sdy.*`` calls) get none. A StableHLO op the
+    importer wrote as several HLO ops (`xla_spmd.ir.lowered`) gets the one op's rule.
 
     >>> from xla_spmd.ir import Builder, Module, ArrayShape, F32
     >>> b = Builder("f")
@@ -89,9 +91,16 @@ def with_sharding_rules(module):
 
     def attach(computation, replaced):
         uses = computation.users()
+        # a StableHLO op the importer wrote as several HLO ops: the one op's rule, on the op
+        # that prints it (xla_spmd.ir.lowered)
+        groups = lowered_groups(computation)
+        hidden = {inst for group in groups.values() for inst in group.hidden}
 
         def fn(inst, operands):
-            rule = sharding_rule(inst, uses.get(inst, ()))
+            if inst in hidden:
+                return None
+            group = groups.get(inst)
+            rule = sharding_rule(group.virtual if group else inst, uses.get(inst, ()))
             target = getattr(inst.attrs, "custom_call_target", "")
             if rule is None or target == "Sharding" or target.startswith("xla.sdy.") or \
                     inst.frontend_attribute(SHARDING_RULE) is not None:

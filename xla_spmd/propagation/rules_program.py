@@ -69,7 +69,9 @@ def collective_pointwise_rule(inst):
 def collective_resizing_rule(inst):
     """Pointwise, except the gathered/scattered/split dim: one need-replication factor each
     on the operand and the result (their sizes differ). The operands of a variadic one share
-    their factors, as Shardy's registry: pass-through dims first, then the resized ones."""
+    their factors, as Shardy's registry: pass-through dims first, then the resized ones (an
+    all-to-all's split dim, then its concat dim where they differ: the one op of
+    `xla_spmd.ir.lowered`)."""
     b = builder_or_none(inst)
     if b is None:
         return None
@@ -83,7 +85,8 @@ def collective_resizing_rule(inst):
     for d, size in enumerate(x):
         if d not in special:
             b.add(size, every(d), every(d))
-    for d in sorted(special):
+    named = tuple(inst.attrs.dimensions or ())
+    for d in named + tuple(sorted(special - set(named))):   # split dim, then concat dim
         b.add(x[d], every(d), [None] * n, NEED)
         b.add(out[d], [None] * n, every(d), NEED)
     return b.build()

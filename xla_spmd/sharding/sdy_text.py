@@ -2,10 +2,12 @@
 
 ``#sdy.sharding<@mesh, [{"a", ?}, {"b":(1)2}p1], replicated={"c"}, unreduced={"d"}>``:
 one ``{...}`` per dim, axes major to minor; ``{}`` closed empty, ``{?}`` open empty,
-``{"a", ?}`` open with axes, ``pN`` a priority. The mesh is a symbol resolved through a
-``{name: Mesh}`` dict, or inline (``mesh<["x"=2]>``). ``#sdy.sharding_per_value<[<...>, ...]>``
-holds one sharding per op result. A `TensorSharding` prints itself (``to_text``,
-``body_text``); the printers here name that for symmetry with the parsers.
+``{"a", ?}`` open with axes, ``pN`` a priority; ``unreduced=max{"d"}`` (or ``min``) says how
+the unreduced partial values combine (a sum where it says nothing). The mesh is a symbol
+resolved through a ``{name: Mesh}`` dict, or inline (``mesh<["x"=2]>``).
+``#sdy.sharding_per_value<[<...>, ...]>`` holds one sharding per op result. A
+`TensorSharding` prints itself (``to_text``, ``body_text``); the printers here name that for
+symmetry with the parsers.
 
 >>> from xla_spmd.mesh import make_mesh
 >>> meshes = {"mesh": make_mesh({"a": 2, "b": 4, "c": 2})}
@@ -14,6 +16,10 @@ holds one sharding per op result. A `TensorSharding` prints itself (``to_text``,
 True
 >>> print_sharding(parse_sharding('#sdy.sharding<@mesh, [{"a", ?}, {}]>', meshes))
 '#sdy.sharding<@mesh, [{"a", ?}, {}]>'
+>>> parse_sharding('<@mesh, [{"a"}, {}], unreduced=max{"c"}>', meshes).reduction
+'max'
+>>> print_sharding(parse_sharding('<@mesh, [{"a"}, {}], unreduced{"c"}>', meshes))
+'#sdy.sharding<@mesh, [{"a"}, {}], unreduced={"c"}>'
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from xla_spmd.errors import ParseError, ShardingError
 from xla_spmd.mesh import AxisRef, Cursor, Mesh, parse_mesh_at
 
-from .tensor_sharding import DimSharding, TensorSharding
+from .tensor_sharding import REDUCTIONS, DimSharding, TensorSharding
 
 MeshResolver = Mapping[str, Mesh]
 
@@ -89,19 +95,24 @@ def parse_sharding_at(cursor: Cursor, meshes: MeshResolver) -> TensorSharding:
                 break
             cursor.expect(",")
     lists: dict[str, tuple[AxisRef, ...]] = {"replicated": (), "unreduced": ()}
+    reduction = "sum"
     while cursor.accept(","):
         key = "replicated" if cursor.accept("replicated") else None
         if key is None:
             if not cursor.accept("unreduced"):
                 raise cursor.error("expected 'replicated=' or 'unreduced='")
             key = "unreduced"
-        cursor.expect("=")
+        if key == "unreduced":   # Shardy's reduction kind: unreduced=max{"x"}
+            if cursor.accept("="):     # (Shardy also reads unreduced{"x"}, a sum)
+                reduction = next((r for r in REDUCTIONS if cursor.accept(r)), "sum")
+        else:
+            cursor.expect("=")
         cursor.expect("{")
         lists[key] = _parse_axes_until(cursor)
     cursor.expect(">")
     try:
         return TensorSharding(mesh, tuple(dims), lists["replicated"], lists["unreduced"],
-                              mesh_name)
+                              mesh_name, reduction)
     except ShardingError as error:
         cursor.pos = start
         raise cursor.error(f"invalid sharding: {error}") from None

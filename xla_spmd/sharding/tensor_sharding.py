@@ -3,7 +3,9 @@
 Invariants, checked at construction: every axis and sub-axis exists in the mesh and is valid;
 no axis or overlapping sub-axis is used twice across the dims, ``replicated`` and
 ``unreduced``; an empty closed dim has no priority; ``replicated`` and ``unreduced`` are kept
-sorted in mesh order (as Shardy prints them).
+sorted in mesh order (as Shardy prints them); ``reduction`` (how the unreduced axes' partial
+values combine: ``sum``, ``max`` or ``min``, Shardy's ``unreduced=max{...}``) is ``sum`` when
+nothing is unreduced.
 
 Shards: dim ``i`` is split into ``n_i`` = product of its axis sizes shards; a device's shard
 index along the dim is the mixed-radix number of its coordinates along those axes, major
@@ -130,6 +132,10 @@ def placement_key(mesh: Mesh, dims: Sequence[Sequence[object]]) -> tuple:
     return mesh, tuple(key)
 
 
+# How the partial values along unreduced axes combine (Shardy's ReductionOp), default first.
+REDUCTIONS = ("sum", "max", "min")
+
+
 @dataclass(frozen=True, slots=True)
 class TensorSharding:
     """A tensor's sharding over a mesh; plain data that knows nothing of ops.
@@ -146,12 +152,13 @@ class TensorSharding:
     replicated: tuple[AxisRef, ...] = ()
     unreduced: tuple[AxisRef, ...] = ()
     mesh_name: str | None = "mesh"  # None prints the mesh inline
+    reduction: str = "sum"          # how unreduced partial values combine: sum, max, min
 
     if TYPE_CHECKING:  # what the generated __init__ accepts; __post_init__ normalizes it
         def __init__(self, mesh: Mesh, dims: Iterable[DimInput],
                      replicated: Iterable[AxisRef | str] = (),
                      unreduced: Iterable[AxisRef | str] = (),
-                     mesh_name: str | None = "mesh") -> None: ...
+                     mesh_name: str | None = "mesh", reduction: str = "sum") -> None: ...
 
     def __post_init__(self) -> None:
         if not isinstance(self.mesh, Mesh):
@@ -169,6 +176,11 @@ class TensorSharding:
             order = self.mesh.axis_names
             object.__setattr__(self, field, tuple(
                 sorted(refs, key=lambda ref: (order.index(ref.name), ref.pre_size))))
+        if self.reduction not in REDUCTIONS:
+            raise ShardingError(f"unreduced axes combine by one of {list(REDUCTIONS)}, got "
+                                f"{self.reduction!r}")
+        if not self.unreduced:
+            object.__setattr__(self, "reduction", "sum")
 
     def __hash__(self) -> int:
         """By placement alone, so that a `NamedSharding` equal to this one (it places data
@@ -318,7 +330,8 @@ class TensorSharding:
         if self.replicated:
             text += ", replicated={" + ", ".join(map(str, self.replicated)) + "}"
         if self.unreduced:
-            text += ", unreduced={" + ", ".join(map(str, self.unreduced)) + "}"
+            kind = "" if self.reduction == "sum" else self.reduction
+            text += f", unreduced={kind}{{" + ", ".join(map(str, self.unreduced)) + "}"
         return text
 
     def __str__(self) -> str:
@@ -328,14 +341,15 @@ class TensorSharding:
         return f"TensorSharding({self.body_text()})"
 
     def replace(self, *, dims: Iterable | None = None, replicated: Iterable | None = None,
-                unreduced: Iterable | None = None, mesh_name: str | None | EllipsisType = ...
-                ) -> TensorSharding:
+                unreduced: Iterable | None = None, mesh_name: str | None | EllipsisType = ...,
+                reduction: str | None = None) -> TensorSharding:
         """A copy with some fields changed (validated again)."""
         return TensorSharding(
             self.mesh, tuple(self.dims if dims is None else dims),
             tuple(self.replicated if replicated is None else replicated),
             tuple(self.unreduced if unreduced is None else unreduced),
-            self.mesh_name if mesh_name is ... else mesh_name)
+            self.mesh_name if mesh_name is ... else mesh_name,
+            self.reduction if reduction is None else reduction)
 
 
 def is_unconstrained(sharding: TensorSharding) -> bool:

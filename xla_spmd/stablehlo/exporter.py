@@ -26,6 +26,7 @@ from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import Computation, Instruction, Module, TupleShape
 from xla_spmd.ir.custom_calls import DATA_FLOW_EDGE, FUNC_RESULT_SHARDING, MANUAL_BODY
 from xla_spmd.ir.hlo_printer import FUNCTION_ORDER
+from xla_spmd.ir.lowered import LOWERED_KEYS, lowered_groups
 from xla_spmd.sharding import (
     TensorSharding,
     axis_shardings,
@@ -244,6 +245,9 @@ class FunctionExporter:
     def body(self, computation: Computation, lines: list[str], indent: str, skip=()) -> None:
         users = computation.users()
         root = computation.root
+        # StableHLO ops the importer wrote as chains of HLO ops print as the one op again
+        groups = lowered_groups(computation)
+        hidden = {inst for group in groups.values() for inst in group.hidden}
         for inst in computation.instructions:
             if inst.opcode == "custom-call" and inst.operands and \
                     inst.attrs.custom_call_target == DATA_FLOW_EDGE:
@@ -255,7 +259,11 @@ class FunctionExporter:
                 # a result's sharding wrapper, printed on the signature: other users (dead
                 # code a program may keep) read its operand
                 self.names[inst] = self.ref(inst.operands[0])
-            if inst.opcode == "parameter" or inst in skip or inst in self.names:
+            if inst.opcode == "parameter" or inst in skip or inst in self.names \
+                    or inst in hidden:
+                continue
+            if inst in groups:
+                self._lowered(groups[inst], lines, indent, users)
                 continue
             if inst.opcode == "tuple" and self._implicit_tuple(inst, users[inst], root):
                 continue
@@ -266,6 +274,18 @@ class FunctionExporter:
                 self.names[inst] = self.ref(inst.operands[0])
                 continue
             emit(self, inst, lines, indent, users)
+
+    def _lowered(self, group, lines: list[str], indent: str, users) -> None:
+        """One StableHLO op for the chains of HLO ops the importer made of it: its results
+        are the chains' results (``%0#k`` where there are several)."""
+        virtual = group.virtual
+        emit(self, virtual, lines, indent, users)
+        name = self.names[virtual]
+        if len(group.results) == 1:
+            self.names[group.results[0]] = name
+        else:
+            for k, result in enumerate(group.results):
+                self.names[result] = f"{name}#{k}"
 
     def _implicit_tuple(self, inst, users, root) -> bool:
         implicit_users = all(u.opcode in ("while", "conditional", "opt-barrier") for u in users)
@@ -336,9 +356,10 @@ def _sharding_items(inst: Instruction) -> list[str]:
 def exported_frontend(inst: Instruction) -> list[tuple[str, str]]:
     """The frontend attributes printed as ``mhlo.frontend_attributes``: all but the
     ``jax.result_info.<i>`` of a function root, which print as result attributes, and the
-    importer's `OPEN_AS_WRITTEN` mark."""
+    importer's `OPEN_AS_WRITTEN` and `LOWERED_KEYS` marks."""
     return [(k, v) for k, v in inst.frontend_attributes
-            if not k.startswith(RESULT_INFO + ".") and k != OPEN_AS_WRITTEN]
+            if not k.startswith(RESULT_INFO + ".") and k != OPEN_AS_WRITTEN
+            and k not in LOWERED_KEYS]
 
 
 def _value_attrs(param: Instruction) -> str:

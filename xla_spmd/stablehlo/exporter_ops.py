@@ -6,6 +6,7 @@ import numpy as np
 
 from xla_spmd.ir import ArrayShape, Instruction
 from xla_spmd.ir.custom_calls import SDY_CONSTANT, SHARDING_RULE, STABLEHLO_DOT
+from xla_spmd.ir.lowered import LOWERED_DIMS, LOWERED_RESULT
 from xla_spmd.sharding import TensorSharding
 from xla_spmd.stablehlo.exporter import (
     ExportError,
@@ -511,7 +512,12 @@ def _all_to_all(fx, inst, indent):
     dim = a.dimensions[0]
     count = len(a.replica_groups.groups[0]) if a.replica_groups and \
         a.replica_groups.groups else 1
-    props = _group_props(a, False) + [f"concat_dimension = {dim} : i64",
+    # HLO's array all-to-all concatenates along its split dim; the one StableHLO op of a
+    # chain the importer made (xla_spmd.ir.lowered) names its concat dim
+    written = inst.frontend_attribute(LOWERED_DIMS) if inst.frontend_attribute(
+        LOWERED_RESULT) else None
+    concat = int(written) if written and written.isdigit() else dim
+    props = _group_props(a, False) + [f"concat_dimension = {concat} : i64",
                                       f"split_count = {count} : i64",
                                       f"split_dimension = {dim} : i64"]
     return (f'"stablehlo.all_to_all"({refs(fx, inst.operands)}) <{{{", ".join(props)}}}>'

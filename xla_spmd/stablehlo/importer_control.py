@@ -16,6 +16,7 @@ from xla_spmd.ir import (
 )
 from xla_spmd.ir.custom_calls import SHARDING
 from xla_spmd.ir.erf_inv import ERF_INV_LARGE, ERF_INV_SMALL
+from xla_spmd.ir.lowered import LOWERED_DIMS, LOWERED_FROM, LOWERED_RESULT
 from xla_spmd.stablehlo.importer_ops import (
     Dense,
     converter,
@@ -244,31 +245,39 @@ def _all_to_all(importer, scope, node, operands):
     groups.pop("use_global_device_ids")
     split, concat = int(a["split_dimension"]), int(a["concat_dimension"])
     count = int(a["split_count"])
-    if len(operands) != 1:
+    n = len(operands)
+    # Several HLO ops for one StableHLO op print back as it (xla_spmd.ir.lowered).
+    mark = ((LOWERED_FROM, f"all_to_all {importer.fresh('lowered')}"),) \
+        if n != 1 or split != concat else ()
+    if n != 1:
         # A variadic all_to_all splits every operand alike (not HLO's tuple form, where
         # operand j goes to rank j): one array all-to-all per operand.
-        return [_array_all_to_all(scope, x, split, concat, count, groups, out)
-                for x, out in zip(operands, node.result_types)]
+        return [_array_all_to_all(scope, x, split, concat, count, groups, out,
+                                  mark, f"{k}/{n}")
+                for k, (x, out) in enumerate(zip(operands, node.result_types))]
     return _array_all_to_all(scope, operands[0], split, concat, count, groups,
-                             result_type(node))
+                             result_type(node), mark, "0/1")
 
 
-def _array_all_to_all(scope, x, split, concat, count, groups, out):
-    exchanged = scope.emit("all-to-all", (x,), x.shape, dimensions=(split,), **groups)
+def _array_all_to_all(scope, x, split, concat, count, groups, out, mark=(), result="0/1"):
+    last = mark + ((LOWERED_RESULT, result), (LOWERED_DIMS, str(concat))) if mark else ()
+    exchanged = scope.emit("all-to-all", (x,), x.shape, dimensions=(split,),
+                           frontend=last if split == concat else mark, **groups)
     if split == concat:
         return exchanged
     # §15.3: the received chunks sit along the split dim in sender order; move them to the
     # concat dim: reshape split -> [count, size/count], transpose count before concat, merge.
     dims = list(x.shape.dims)
     expanded = dims[:split] + [count, dims[split] // count] + dims[split + 1:]
-    reshaped = scope.emit("reshape", (exchanged,), ArrayShape(x.shape.dtype, tuple(expanded)))
+    reshaped = scope.emit("reshape", (exchanged,), ArrayShape(x.shape.dtype, tuple(expanded)),
+                          frontend=mark)
     axes = list(range(len(expanded)))
     count_axis = axes.pop(split)
     concat_position = concat if concat < split else concat + 1
     target = axes.index(concat_position)
     axes.insert(target, count_axis)
-    moved = scope.emit("transpose", (reshaped,), dimensions=tuple(axes))
-    return scope.emit("reshape", (moved,), out)
+    moved = scope.emit("transpose", (reshaped,), dimensions=tuple(axes), frontend=mark)
+    return scope.emit("reshape", (moved,), out, frontend=last)
 
 
 @converter("stablehlo.collective_permute")

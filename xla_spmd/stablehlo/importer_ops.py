@@ -30,6 +30,7 @@ from xla_spmd.ir import (
     Window,
 )
 from xla_spmd.ir.custom_calls import SDY_CONSTANT, SHARDING_RULE, STABLEHLO_DOT
+from xla_spmd.ir.lowered import LOWERED_DIMS, LOWERED_FROM, LOWERED_RESULT
 from xla_spmd.sharding import TensorSharding, print_sharding_per_value
 from xla_spmd.stablehlo.importer_quant import convert_quantized, is_quantized_op
 from xla_spmd.stablehlo.registry import CONVERTERS
@@ -259,18 +260,24 @@ def _iota(importer, scope, node, operands):
 def _broadcast_in_dim(importer, scope, node, operands):
     (x,) = operands
     out = result_type(node)
-    dims = list(node.attrs["broadcast_dimensions"])
-    # Size-1 operand dims expanded to a larger result dim: drop them first (reshape).
+    written = dims = list(node.attrs["broadcast_dimensions"])
+    # Size-1 operand dims expanded to a larger result dim: drop them first (reshape); unsorted
+    # dims: transpose. The chain prints back as the one op (xla_spmd.ir.lowered).
     keep = [i for i, d in enumerate(dims) if not (x.shape.dims[i] == 1 and out.dims[d] != 1)]
+    if len(keep) == len(dims) and dims == sorted(dims):
+        return scope.emit("broadcast", (x,), out, dimensions=tuple(dims))
+    mark = ((LOWERED_FROM, f"broadcast_in_dim {importer.fresh('lowered')}"),)
     if len(keep) != len(dims):
         x = scope.emit("reshape", (x,), ArrayShape(x.shape.dtype,
-                                                   tuple(x.shape.dims[i] for i in keep)))
+                                                   tuple(x.shape.dims[i] for i in keep)),
+                       frontend=mark)
         dims = [dims[i] for i in keep]
     if dims != sorted(dims):
         order = sorted(range(len(dims)), key=lambda i: dims[i])
-        x = scope.emit("transpose", (x,), dimensions=tuple(order))
+        x = scope.emit("transpose", (x,), dimensions=tuple(order), frontend=mark)
         dims = sorted(dims)
-    return scope.emit("broadcast", (x,), out, dimensions=tuple(dims))
+    return scope.emit("broadcast", (x,), out, dimensions=tuple(dims), frontend=mark + (
+        (LOWERED_RESULT, "0/1"), (LOWERED_DIMS, ",".join(map(str, written)))))
 
 
 @converter("stablehlo.reshape")
