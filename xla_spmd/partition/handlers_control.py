@@ -16,7 +16,13 @@
   ``xla.sdy.manual_computation_body*`` -> ``xla.sdy.LocalToGlobalShape``, or GSPMD's
   ``SPMDFullToShardShape`` / ``SPMDShardToFullShape``): operands are resharded to the
   in-shardings (free axes replicated), the body runs as written on the local shards, and its
-  results, sharded as the out-shardings say, are resharded to what the program wants.
+  results, sharded as the out-shardings say, are resharded to what the program wants;
+* values with a partially manual GSPMD sharding (``last_tile_dims={manual}``, imported with
+  their manual axes replicated and recorded as ``VALUE_MANUAL_AXES``) are each manual group's
+  own value, partitioned over the free axes like any other; a collective written in the
+  program on such a value combines manual groups: each of its groups must join only devices
+  at the same free-axis coordinates, as XLA requires ("Manual all-reduce across devices that
+  belong to different manual subgroups"), and it runs as written on the gathered value.
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ from xla_spmd.ir.custom_calls import (
 from xla_spmd.partition.handlers_elementwise import generic
 from xla_spmd.partition.registry import HANDLERS
 from xla_spmd.partition.values import PTuple, PValue, array_shape, called, leaves, unflatten
-from xla_spmd.sharding.manual import boundary_shardings, manual_axes
+from xla_spmd.sharding.manual import boundary_shardings, manual_axes, value_manual_axes
 
 if TYPE_CHECKING:
     from xla_spmd.ir import Computation, Instruction
@@ -118,6 +124,42 @@ def conditional(low: Lowering, inst: Instruction, operands: list) -> PartValue:
         result = low.em.op("conditional", *args, true_computation=new_branches[0],
                            false_computation=new_branches[1])
     return low.explode(result, targets, inst.shape)
+
+
+@HANDLERS.register("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+                   "collective-permute")
+def written_collective(low: Lowering, inst: Instruction, operands: list) -> PartValue:
+    """A collective of the program itself: in a partially manual region it must combine
+    manual groups only (see the module docstring); it runs replicated (generic)."""
+    manual = value_manual_axes(inst)
+    if manual:
+        _check_manual_groups(low, inst, manual)
+    return generic(low, inst, operands)
+
+
+def _check_manual_groups(low: Lowering, inst: Instruction, manual) -> None:
+    mesh = low.mesh
+    free = [a for a in mesh.axis_names if a not in manual]
+    attrs = inst.attrs
+    if inst.opcode == "collective-permute":
+        groups = [list(pair) for pair in attrs.source_target_pairs]
+    else:
+        channel = attrs.channel_id is not None and attrs.channel_id > 0
+        listed = attrs.replica_groups.groups if attrs.replica_groups is not None else ()
+        if not channel:  # cross-replica: one replica, so each device alone
+            return
+        global_ids = getattr(attrs, "use_global_device_ids", False)
+        if inst.opcode in ("all-reduce", "all-gather", "reduce-scatter") and not global_ids:
+            listed = ()  # cross_replica_and_partition: every partition of a replica
+        groups = [list(g) for g in listed] or [list(mesh.all_device_ids)]
+    for group in groups:
+        coords = {tuple(mesh.axis_coord(d, a) for a in free) for d in group}
+        if len(coords) > 1:
+            raise PartitionError(
+                f"{inst.name}: Manual {inst.opcode} across devices that belong to different "
+                f"manual subgroups: group {group} joins devices at different coordinates of "
+                f"the free axes {free} (its value is manual over {list(manual)} only); group "
+                f"devices that differ in the manual axes alone")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,131 @@
+"""Manual and partially manual GSPMD programs (XLA's SubgroupManual*, MixWithManualPartitioning,
+ManualPartitionId tests): the importer keeps a partially manual sharding's manual axes, the
+partitioner refuses a collective that crosses the free axes, and the replay's manual oracle
+(tests/partition/manual_oracle.py) checks each device against hand-computed values."""
+
+import numpy as np
+import pytest
+import spmd_oracle
+from manual_oracle import expected_per_device, has_manual_parts
+from shards import signature
+from xla_spmd_tests import XlaCase, run_module
+
+from xla_spmd.backends.reference import evaluate_spmd
+from xla_spmd.errors import PartitionError
+from xla_spmd.ir import parse_hlo
+from xla_spmd.pipeline import lower
+from xla_spmd.propagation.importing import import_shardings
+from xla_spmd.sharding import program_mesh
+from xla_spmd.sharding.manual import value_manual_axes
+
+# Devices [2,1,2]0,2,1,3: device (a, m) = a + 2m, dim 0 tiled by a, manual over m; so the
+# manual groups are {0, 1} (m=0) and {2, 3} (m=1), and devices 0 and 2 hold row 0.
+ALL_REDUCE = """HloModule module, num_partitions=4
+
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT add = f32[] add(a, b)
+}
+
+ENTRY entry {
+  param = f32[2,2] parameter(0),
+    sharding={devices=[2,1,2]0,2,1,3 last_tile_dims={manual}}
+  ROOT all-reduce = f32[2,2]{1,0} all-reduce(param), to_apply=sum,
+    replica_groups=GROUPS, use_global_device_ids=true, channel_id=1,
+    sharding={devices=[2,1,2]0,2,1,3 last_tile_dims={manual}}
+}
+"""
+
+MIX = """HloModule module, num_partitions=2
+
+ENTRY entry {
+  param = (f32[8,2], f32[4,2]) parameter(0), sharding={{devices=[2,1]0,1},{manual}}
+  param0 = f32[8,2] get-tuple-element(param), index=0, sharding={devices=[2,1]0,1}
+  param1 = f32[4,2] get-tuple-element(param), index=1, sharding={manual}
+  to_shard = f32[4,2] custom-call(param0), custom_call_target="SPMDFullToShardShape",
+    sharding={manual}
+  add = f32[4,2] add(to_shard, param1), sharding={manual}
+  to_full = f32[8,2] custom-call(add), custom_call_target="SPMDShardToFullShape",
+    sharding={devices=[2,1]0,1}
+  mul = f32[8,2] multiply(to_full, param0), sharding={devices=[2,1]0,1}
+  to_shard2 = f32[4,2] custom-call(mul), custom_call_target="SPMDFullToShardShape",
+    sharding={manual}
+  ROOT tuple = (f32[4,2]) tuple(to_shard2), sharding={{manual}}
+}
+"""
+
+
+def _imported(text):
+    return import_shardings(parse_hlo(text)).module
+
+
+def test_a_partially_manual_sharding_keeps_its_manual_axes():
+    module = _imported(ALL_REDUCE.replace("GROUPS", "{{2,0},{1,3}}"))
+    param = module.entry.parameters[0]
+    # the free axis (_axis_1, the minor one of device = a + 2m) tiles dim 0; the manual one
+    # is explicitly replicated and recorded
+    assert str(param.sharding) == \
+        '#sdy.sharding<@mesh, [{"_axis_1"}, {}], replicated={"_axis_0"}>'
+    assert value_manual_axes(param) == ("_axis_0",)
+    assert value_manual_axes(module.entry.root) == ("_axis_0",)
+
+
+def _partition(text):
+    module = _imported(text)
+    return module, lower(module, mesh=program_mesh(module), propagate_shardings=False)
+
+
+def test_a_manual_all_reduce_across_manual_groups_runs_on_the_free_shards():
+    """Groups {2,0} and {1,3} join the two manual groups' devices holding the same rows: each
+    device gets the sum of both groups' rows (both groups hold the same value here)."""
+    module, program = _partition(ALL_REDUCE.replace("GROUPS", "{{2,0},{1,3}}"))
+    x = np.arange(4, dtype=np.float32).reshape(2, 2)
+    row = {0: 0, 1: 1, 2: 0, 3: 1}  # device -> the free coordinate a
+    results = evaluate_spmd(program.spmd_module, [[x[row[d]:row[d] + 1]] for d in range(4)], 4)
+    for device, result in enumerate(results):
+        np.testing.assert_array_equal(result, 2 * x[row[device]:row[device] + 1])
+
+
+def test_a_manual_all_reduce_within_a_manual_group_is_refused():
+    """XLA's SubgroupIllegalManualAllReduce: {1,0} joins two devices of one manual group."""
+    with pytest.raises(PartitionError, match="different manual subgroups"):
+        _partition(ALL_REDUCE.replace("GROUPS", "{{1,0},{2,3}}"))
+
+
+def test_the_manual_oracle_runs_manual_regions_per_device():
+    """MixWithManualPartitioning by hand: device d's manual value is its rows 4d..4d+3 of
+    param0 (FullToShard), plus param1, gathered back, times param0, and cut again."""
+    module = _imported(MIX)
+    assert has_manual_parts(parse_hlo(MIX))
+    p0 = np.arange(16, dtype=np.float32).reshape(8, 2)
+    p1 = np.full((4, 2), 10, np.float32)
+    _, shardings = signature(module, program_mesh(module))
+    expected = expected_per_device(module, [(p0, p1)], 2, shardings)
+    for device in range(2):
+        rows = p0[4 * device:4 * device + 4]
+        np.testing.assert_array_equal(expected[device][0], (rows + p1) * rows)
+    spmd_oracle.check(parse_hlo(MIX), [(p0, p1)], num_devices=2)  # partitioned: the same
+
+
+def test_partition_id_in_a_manual_program_is_each_devices_own():
+    hlo = ("HloModule module\nENTRY entry {\n"
+           "  ROOT %lhs = s32[] partition-id(), sharding={manual}\n}")
+    module = _imported(hlo)
+    _, shardings = signature(module, program_mesh(module))
+    assert [e[0] for e in expected_per_device(module, [], 8, shardings)] == list(range(8))
+    assert run_module(XlaCase("ManualPartitionId", hlo, 8)).status == "PASS"
+
+
+def test_the_manual_comparison_can_fail(monkeypatch):
+    """A device whose manual result is off is a MISMATCH."""
+    real = spmd_oracle.run_on_devices
+
+    def device_one_off(spmd, per_device, n, backend, feeds=None):
+        results = real(spmd, per_device, n, backend, feeds)
+        return [tuple(np.asarray(leaf) + (d == 1) for leaf in r) for d, r in enumerate(results)]
+
+    monkeypatch.setattr(spmd_oracle, "run_on_devices", device_one_off)
+    assert run_module(XlaCase("Mix", MIX, 2)).status == "MISMATCH"
+    assert run_module(XlaCase("Reduce", ALL_REDUCE.replace("GROUPS", "{{2,0},{1,3}}"), 4)
+                      ).status == "MISMATCH"
