@@ -14,8 +14,9 @@ program on every device, in lockstep on the reference evaluator, with Shardy's
 * ``SPMDShardToFullShape`` assembles the global value from every device's piece, placed by
   the result's sharding (devices holding the same element must agree);
 * a value that is manual over axes M is computed whole by each device, as its manual group's
-  value; collectives written in the program combine those values across the devices they
-  name, and ``partition-id`` is the device's id.
+  value (a manual parameter differs between groups: `group_arguments`); collectives written
+  in the program combine those values across the devices they name, and ``partition-id`` is
+  the device's id.
 
 Device d's expected result is then its shard (by the result's sharding) of what it computed:
 the global value, or its manual group's. Nothing of the partitioner is used.
@@ -38,7 +39,7 @@ from xla_spmd.backends.reference.control import CUSTOM_CALLS
 from xla_spmd.errors import EvaluationError
 from xla_spmd.ir.custom_calls import FULL_TO_SHARD, SHARD_TO_FULL
 from xla_spmd.ir.hlo_sharding import HloSharding, ShardingKind, SubgroupType
-from xla_spmd.sharding import TensorSharding
+from xla_spmd.sharding import TensorSharding, hlo_to_axes
 from xla_spmd.sharding.manual import value_manual_axes
 
 
@@ -103,12 +104,61 @@ def manual_boundaries():
         CUSTOM_CALLS.update(saved)
 
 
-def expected_per_device(module, args, num_devices: int, result_shardings) -> list[list]:
+def group_arguments(parsed, args, param_shardings, num_devices: int) -> list[list]:
+    """Per device, the whole value of each entry parameter its manual group holds: `args`
+    (global values) where a parameter is not manual; where it is, each manual group gets its
+    own value, the global one plus the group's index (booleans: flipped on odd groups), so
+    that a partitioned program mixing manual groups' data cannot pass. A fully manual leaf's
+    groups are the devices; a partially manual one's, the coordinates along its manual axes.
+    `parsed` is the module as parsed (its GSPMD shardings), `param_shardings` each
+    parameter's leaves' shardings in the imported module."""
+    per_device: list[list] = [[] for _ in range(num_devices)]
+    for param, arg, shardings in zip(parsed.entry.parameters, args, param_shardings):
+        hlo = param.sharding if isinstance(param.sharding, HloSharding) else None
+        leaves = _flatten(arg)
+        elements = (hlo.elements if hlo is not None and hlo.is_tuple else (hlo,) * len(leaves))
+        groups = [_groups(e, np.ndim(leaf), s, num_devices)
+                  for e, leaf, s in zip(elements, leaves, shardings)]
+        for device in range(num_devices):
+            values = tuple(_shifted(leaf, group[device]) for leaf, group in zip(leaves, groups))
+            per_device[device].append(values if isinstance(arg, tuple) else values[0])
+    return per_device
+
+
+def _groups(hlo, rank: int, sharding, num_devices: int) -> list[int]:
+    """Each device's manual group index for a leaf of GSPMD sharding `hlo` (0: not manual)."""
+    if hlo is None or not _manual(hlo):
+        return [0] * num_devices
+    if hlo.kind is ShardingKind.MANUAL:
+        return list(range(num_devices))
+    mesh = sharding.mesh
+    axes = hlo_to_axes(hlo, rank, mesh, any_order=True).manual_axes
+    groups = []
+    for device in range(num_devices):
+        index = 0
+        for axis in axes:
+            index = index * mesh.axis_size(axis) + mesh.axis_coord(device, axis)
+        groups.append(index)
+    return groups
+
+
+def _shifted(value, group: int):
+    value = np.asarray(value)
+    if group == 0:
+        return value
+    if value.dtype == np.bool_:
+        return value ^ bool(group % 2)
+    return (value + np.asarray(group).astype(value.dtype)).astype(value.dtype)
+
+
+def expected_per_device(module, per_device_args, result_shardings) -> list[list]:
     """Per device, its expected local result leaves: the unpartitioned `module` (shardings
-    imported) run on `num_devices` devices as the module docstring says, each result cut to
-    the device's shard by `result_shardings` (one per result leaf, zero-padded)."""
+    imported) run on every device (`per_device_args`: each device's whole arguments, see
+    `group_arguments`) as the module docstring says, each result cut to the device's shard
+    by `result_shardings` (one per result leaf, zero-padded)."""
+    num_devices = len(per_device_args)
     with manual_boundaries():
-        results = evaluate_spmd(module, [list(args)] * num_devices, num_devices)
+        results = evaluate_spmd(module, [list(a) for a in per_device_args], num_devices)
     expected = []
     for device, result in enumerate(results):
         leaves = _flatten(result)

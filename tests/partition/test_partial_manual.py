@@ -6,7 +6,7 @@ partitioner refuses a collective that crosses the free axes, and the replay's ma
 import numpy as np
 import pytest
 import spmd_oracle
-from manual_oracle import expected_per_device, has_manual_parts
+from manual_oracle import expected_per_device, group_arguments, has_manual_parts
 from shards import signature
 from xla_spmd_tests import XlaCase, run_module
 
@@ -87,6 +87,23 @@ def test_a_manual_all_reduce_across_manual_groups_runs_on_the_free_shards():
         np.testing.assert_array_equal(result, 2 * x[row[device]:row[device] + 1])
 
 
+def test_manual_groups_get_their_own_values_and_the_oracle_combines_them():
+    """The replay gives manual group m (devices 2m, 2m+1) the value x + m: after the
+    all-reduce across groups, device d = (a, m) holds 2 x[a] + 1, by hand."""
+    text = ALL_REDUCE.replace("GROUPS", "{{2,0},{1,3}}")
+    module = _imported(text)
+    x = np.arange(4, dtype=np.float32).reshape(2, 2)
+    params, shardings = signature(module, program_mesh(module))
+    whole = group_arguments(parse_hlo(text), [x], params, 4)
+    for device in range(4):
+        np.testing.assert_array_equal(whole[device][0], x + device // 2)
+    expected = expected_per_device(module, whole, shardings)
+    for device in range(4):
+        a = device % 2
+        np.testing.assert_array_equal(expected[device][0], 2 * x[a:a + 1] + 1)
+    spmd_oracle.check(parse_hlo(text), [x], num_devices=4)
+
+
 def test_a_manual_all_reduce_within_a_manual_group_is_refused():
     """XLA's SubgroupIllegalManualAllReduce: {1,0} joins two devices of one manual group."""
     with pytest.raises(PartitionError, match="different manual subgroups"):
@@ -100,11 +117,12 @@ def test_the_manual_oracle_runs_manual_regions_per_device():
     assert has_manual_parts(parse_hlo(MIX))
     p0 = np.arange(16, dtype=np.float32).reshape(8, 2)
     p1 = np.full((4, 2), 10, np.float32)
-    _, shardings = signature(module, program_mesh(module))
-    expected = expected_per_device(module, [(p0, p1)], 2, shardings)
+    params, shardings = signature(module, program_mesh(module))
+    whole = group_arguments(parse_hlo(MIX), [(p0, p1)], params, 2)  # device d: p1 + d
+    expected = expected_per_device(module, whole, shardings)
     for device in range(2):
         rows = p0[4 * device:4 * device + 4]
-        np.testing.assert_array_equal(expected[device][0], (rows + p1) * rows)
+        np.testing.assert_array_equal(expected[device][0], (rows + p1 + device) * rows)
     spmd_oracle.check(parse_hlo(MIX), [(p0, p1)], num_devices=2)  # partitioned: the same
 
 
@@ -113,8 +131,24 @@ def test_partition_id_in_a_manual_program_is_each_devices_own():
            "  ROOT %lhs = s32[] partition-id(), sharding={manual}\n}")
     module = _imported(hlo)
     _, shardings = signature(module, program_mesh(module))
-    assert [e[0] for e in expected_per_device(module, [], 8, shardings)] == list(range(8))
+    assert [e[0] for e in expected_per_device(module, [[]] * 8, shardings)] == list(range(8))
     assert run_module(XlaCase("ManualPartitionId", hlo, 8)).status == "PASS"
+
+
+def test_a_partition_that_mixes_manual_groups_is_a_mismatch(monkeypatch):
+    """Had every device computed group 0's value (as when all groups get the same inputs),
+    the replay would see it."""
+    real = spmd_oracle.run_on_devices
+
+    def group_zero_everywhere(spmd, per_device, n, backend, feeds=None):
+        return real(spmd, [per_device[d % 2] for d in range(n)], n, backend, feeds)
+
+    monkeypatch.setattr(spmd_oracle, "run_on_devices", group_zero_everywhere)
+    text = ALL_REDUCE.replace("GROUPS", "{{2,0},{1,3}}").replace(
+        "all-reduce(param), to_apply=sum,\n    replica_groups={{2,0},{1,3}}, "
+        "use_global_device_ids=true, channel_id=1,", "copy(param),")
+    assert "copy(param)" in text
+    assert run_module(XlaCase("Copy", text, 4)).status == "MISMATCH"
 
 
 def test_the_manual_comparison_can_fail(monkeypatch):
