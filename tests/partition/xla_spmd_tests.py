@@ -10,7 +10,9 @@ integers within [0, 4), so that indices are in range) and compares the assembled
 with the unpartitioned module (`spmd_oracle.check`), both run on the compiled CPU backend or
 the reference evaluator: exactly for integers and predicates, to 1e-4 for floats (2e-2 for bf16
 results, 2e-3 for f16), relative to the result's largest magnitude (a partitioned sum adds
-in another order).
+in another order). A module with manual parts is compared device by device
+(`manual_oracle`); one with an order-dependent float scatter gets inputs whose sums are exact
+in any order (`random_inputs`). See docs/xla_spmd_conformance.md.
 
 >>> cc = 'TEST_P(T, Add) {\\n  absl::string_view hlo_string = R"(\\nHloModule m\\n)";\\n' \\
 ...      '  PartitionComputation(hlo_string, /*num_devices=*/2));\\n}\\n'
