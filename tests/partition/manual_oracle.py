@@ -85,7 +85,9 @@ def _full_to_shard(inst, operands, ctx):
 def _shard_to_full(inst, operands, ctx):
     (piece,) = operands
     pieces = ctx.exchange(inst, piece)
-    sharding = _restricted(inst.sharding, len(inst.shape.dims), value_manual_axes(inst))
+    # a partially manual operand's pieces differ only along its manual axes
+    axes = value_manual_axes(inst.operands[0])
+    sharding = _restricted(inst.sharding, len(inst.shape.dims), axes)
     if sharding is None:
         raise EvaluationError(f"{inst.name}: SPMDShardToFullShape without a sharding")
     return assemble(pieces, sharding, inst.shape.dims, np.asarray(piece).dtype)

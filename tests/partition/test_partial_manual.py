@@ -163,3 +163,50 @@ def test_the_manual_comparison_can_fail(monkeypatch):
     assert run_module(XlaCase("Mix", MIX, 2)).status == "MISMATCH"
     assert run_module(XlaCase("Reduce", ALL_REDUCE.replace("GROUPS", "{{2,0},{1,3}}"), 4)
                       ).status == "MISMATCH"
+
+
+# A partially manual region between SPMDFullToShardShape and SPMDShardToFullShape: devices
+# (a, b) = 2a + b; the region is manual over a (each group a holds rows 4a..4a+3 of p) and
+# sharded over b (columns); its all-reduce adds the two groups' blocks.
+REGION = """HloModule m, num_partitions=4
+
+sum {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+
+ENTRY e {
+  p = f32[8,4] parameter(0), sharding={devices=[2,2]<=[4]}
+  to_shard = f32[4,4] custom-call(p), custom_call_target="SPMDFullToShardShape",
+    sharding={devices=[1,2,2]<=[2,2]T(1,0) last_tile_dims={manual}}
+  neg = f32[4,4] negate(to_shard),
+    sharding={devices=[1,2,2]<=[2,2]T(1,0) last_tile_dims={manual}}
+  ar = f32[4,4] all-reduce(neg), to_apply=sum, replica_groups={{0,2},{1,3}},
+    use_global_device_ids=true, channel_id=1,
+    sharding={devices=[1,2,2]<=[2,2]T(1,0) last_tile_dims={manual}}
+  to_full = f32[8,4] custom-call(ar), custom_call_target="SPMDShardToFullShape",
+    sharding={devices=[2,2]<=[4]}
+  ROOT add = f32[8,4] add(to_full, p), sharding={devices=[2,2]<=[4]}
+}
+"""
+
+
+def test_a_partially_manual_region_between_full_to_shard_and_shard_to_full():
+    p = np.arange(32, dtype=np.float32).reshape(8, 4)
+    block_sum = -(p[:4] + p[4:])
+    want = np.vstack([block_sum, block_sum]) + p  # by hand
+    module = _imported(REGION)
+    assert value_manual_axes(module.entry.instructions[1]) == ("_axis_0",)
+    params, shardings = signature(module, program_mesh(module))
+    expected = expected_per_device(module, group_arguments(parse_hlo(REGION), [p], params, 4),
+                                   shardings)
+    for device in range(4):
+        a, b = divmod(device, 2)
+        np.testing.assert_array_equal(expected[device][0], want[4 * a:4 * a + 4, 2 * b:2 * b + 2])
+    spmd_oracle.check(parse_hlo(REGION), [p], num_devices=4)  # partitioned: the same
+    # the region is partitioned over b: its local values are 4x2 blocks, not 4x4
+    _, program = _partition(REGION)
+    shapes = {i.shape.dims for i in program.spmd_module.entry.instructions
+              if i.opcode == "negate"}
+    assert shapes == {(4, 2)}
