@@ -611,6 +611,17 @@ def test_omitted_shape_of_a_parameter_is_an_error():
         parse_hlo("HloModule m\nENTRY e {\n  p = parameter(0)\n}")
 
 
+
+@pytest.mark.parametrize("opcode", ["partition-id", "replica-id"])
+@pytest.mark.parametrize("written", ["s32[]", "u32[]", "f32[4]"])
+def test_partition_and_replica_id_ignore_the_written_shape(opcode, written):
+    """XLA's parser builds partition-id and replica-id as u32[] whatever shape is written
+    (its ManualPartitionId test writes ``s32[] partition-id()``); printed back as u32[]."""
+    module = parse_hlo(f"HloModule m\nENTRY e {{\n  ROOT i = {written} {opcode}()\n}}")
+    assert str(module.entry.root.shape) == "u32[]"
+    assert "ROOT i = u32[] " + opcode + "()" in print_module(module)
+    verify(module)
+
 SUB_AXIS_GROUPS = """HloModule m, num_partitions=8
 
 add {

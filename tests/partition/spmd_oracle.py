@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+from manual_oracle import expected_per_device, group_arguments, has_manual_parts
 from shards import assemble, shard_array, signature
 
 from xla_spmd.backends.reference import Context, Feeds, evaluate, evaluate_spmd
@@ -137,8 +138,15 @@ def check(module, args, *, rtol=1e-5, atol=1e-5, propagate=False, expected=None,
     own), so a result an rng makes is compared by shape, type and range only (uniform:
     within the rng's bounds, evaluated on the unpartitioned module; normal: finite), and
     devices holding the same element must still agree; a result computed from rng values
-    by other ops cannot be compared and raises `NotComparable`."""
+    by other ops cannot be compared and raises `NotComparable`.
+
+    A module with manual parts (``{manual}``, partially manual shardings, manual regions) is
+    compared device by device with `manual_oracle.expected_per_device`: the unpartitioned
+    module run on every device with the manual values' per-device meaning."""
     mesh = None
+    manual = num_devices is not None and expected is None and not infeeds and not random \
+        and has_manual_parts(module)
+    parsed = module
     if num_devices is not None:
         if module.num_partitions == 1 and num_devices > 1:  # XLA's test sets the config's
             module = dataclasses.replace(module, header=tuple(  # num_partitions to N
@@ -154,10 +162,16 @@ def check(module, args, *, rtol=1e-5, atol=1e-5, propagate=False, expected=None,
     verify(spmd)
     n = program.mesh.size
     params, results_shardings = signature(module, program.mesh)
-    per_device = [[_shard(arg, shardings, device) for arg, shardings in zip(args, params)]
-                  for device in range(n)]
     host = _host_transfers(module, infeeds, program.mesh)
+    manual = manual and not host
+    # each device's whole arguments: the global ones, or its manual group's own values
+    whole = group_arguments(parsed, args, params, n) if manual else [args] * n
+    per_device = [[_shard(arg, shardings, device)
+                   for arg, shardings in zip(whole[device], params)] for device in range(n)]
     results = run_on_devices(spmd, per_device, n, backend, host and host[1])
+    if manual:
+        _compare_per_device(module, whole, results, results_shardings, rtol, atol, scaled)
+        return spmd
     if expected is None:
         expected = _flatten(evaluate(module, args, host and host[0])) \
             if host or expected_backend == "reference" \
@@ -186,6 +200,26 @@ def check(module, args, *, rtol=1e-5, atol=1e-5, propagate=False, expected=None,
             np.testing.assert_array_equal(np.asarray(got, want.dtype).view(unsigned),
                                           want.view(unsigned), err_msg=f"output {index} bits")
     return spmd
+
+
+def _compare_per_device(module, per_device_args, results, shardings, rtol, atol, scaled
+                        ) -> None:
+    """Each device's result leaves against its expected shard (`expected_per_device`), on
+    the valid (unpadded) region of each."""
+    shapes = shape_leaves(module.entry.root.shape)
+    expected = expected_per_device(module, per_device_args, shardings)
+    for device, (result, want_leaves) in enumerate(zip(results, expected)):
+        for index, (got, want, sharding, shape) in enumerate(
+                zip(_flatten(result), want_leaves, shardings, shapes)):
+            if shape.is_token:
+                continue
+            valid = tuple(slice(0, s.stop - s.start)
+                          for s in sharding.shard_slices(shape.dims, device))
+            got, want = np.asarray(got)[valid], np.asarray(want)[valid]
+            tol = atol * max(1.0, _magnitude(want)) if scaled else atol
+            if not _all_close(got, want, rtol, tol):
+                np.testing.assert_allclose(got, want, rtol=rtol, atol=tol,
+                                           err_msg=f"output {index} on device {device}")
 
 
 class NotComparable(XlaSpmdError):

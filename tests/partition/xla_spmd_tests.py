@@ -10,7 +10,9 @@ integers within [0, 4), so that indices are in range) and compares the assembled
 with the unpartitioned module (`spmd_oracle.check`), both run on the compiled CPU backend or
 the reference evaluator: exactly for integers and predicates, to 1e-4 for floats (2e-2 for bf16
 results, 2e-3 for f16), relative to the result's largest magnitude (a partitioned sum adds
-in another order).
+in another order). A module with manual parts is compared device by device
+(`manual_oracle`); one with an order-dependent float scatter gets inputs whose sums are exact
+in any order (`random_inputs`). See docs/xla_spmd_conformance.md.
 
 >>> cc = 'TEST_P(T, Add) {\\n  absl::string_view hlo_string = R"(\\nHloModule m\\n)";\\n' \\
 ...      '  PartitionComputation(hlo_string, /*num_devices=*/2));\\n}\\n'
@@ -102,10 +104,53 @@ def _parameter_bytes(module) -> int:
 def random_inputs(module, seed: int, ordered: bool = False) -> list[np.ndarray]:
     """Deterministic random values for the entry's parameters (array leaves of tuples too).
     `ordered` (a module with ``rng``, whose bounds are its parameters in order) adds 4k to
-    the values of parameter k, so that each rng's low bound is below its high one."""
+    the values of parameter k, so that each rng's low bound is below its high one.
+
+    A module with an order-dependent scatter (a float combiner other than max/min: which of
+    several updates to one element comes first is implementation-defined, and float sums
+    round differently in each order) gets inputs whose sums are exact in any order: floats
+    are small integers, and the scatter's index parameter spreads over the operand's whole
+    scattered dims (few updates per element), not [0, 4), where thousands of bf16 updates to
+    one row differ by tens between two orders (XLA's ScatterCostModelForUnmatchedSharding)."""
     rng = np.random.default_rng(seed)
-    return [_random_value(param.shape, rng, 4 * param.attrs.parameter_number if ordered else 0)
+    spread = _scatter_index_bounds(module)
+    return [_random_value(param.shape, rng, 4 * param.attrs.parameter_number if ordered else 0,
+                          exact=bool(spread), high=spread.get(param.attrs.parameter_number))
             for param in module.entry.parameters]
+
+
+def _scatter_index_bounds(module) -> dict[int, int]:
+    """Entry parameter number -> the exclusive bound of in-range start indices, for the index
+    parameter (reached through copies) of each order-dependent float scatter of the entry;
+    {} when the module has none. The bound keeps every update window in the operand: the
+    smallest, over the scattered operand dims, of the dim's size minus its window's."""
+    bounds: dict[int, int] = {}
+    for inst in module.entry.instructions:
+        if inst.opcode != "scatter" or not _order_dependent(inst):
+            continue
+        attrs = inst.attrs
+        operand = inst.operands[0].shape
+        updates = inst.operands[-1].shape
+        window_dims = [d for d in range(operand.rank) if d not in attrs.inserted_window_dims
+                       and d not in attrs.input_batching_dims]
+        extent = {d: updates.dims[w] for d, w in zip(window_dims, attrs.update_window_dims)}
+        bound = min(operand.dims[d] - extent.get(d, 1) + 1
+                    for d in attrs.scatter_dims_to_operand_dims)
+        indices = inst.operands[len(inst.operands) // 2]
+        while indices.opcode in ("copy", "convert"):
+            indices = indices.operands[0]
+        if indices.opcode == "parameter" and bound > 4:
+            number = indices.attrs.parameter_number
+            bounds[number] = min(bound, bounds.get(number, bound))
+        bounds.setdefault(-1, 0)  # the module has one: exact floats even without a spread
+    return bounds
+
+
+def _order_dependent(scatter) -> bool:
+    dtype = scatter.operands[0].shape.leaves()[0].dtype.array_dtype
+    floating = np.issubdtype(dtype, np.inexact) or dtype.kind == "V" or "float" in dtype.name
+    root = scatter.attrs.to_apply.root
+    return floating and root.opcode not in ("maximum", "minimum", "parameter")
 
 
 def random_infeeds(module, seed: int) -> list:
@@ -115,9 +160,10 @@ def random_infeeds(module, seed: int) -> list:
             for inst in module.entry.instructions if inst.opcode == "infeed"]
 
 
-def _random_value(shape, rng, offset: int = 0):
+def _random_value(shape, rng, offset: int = 0, exact: bool = False, high: int | None = None):
     """A random value of `shape` (plus `offset`; booleans none): an array, or a tuple of its
-    leaves' arrays."""
+    leaves' arrays. `exact`: floats are integers in [-4, 4); `high`: integers are in
+    [0, high), not [0, 4)."""
     from xla_spmd.ir import TupleShape
     from xla_spmd.partition.values import shape_leaves
 
@@ -127,7 +173,9 @@ def _random_value(shape, rng, offset: int = 0):
         if dtype == np.bool_:
             value = rng.integers(0, 2, leaf.dims).astype(bool)
         elif np.issubdtype(dtype, np.integer):
-            value = rng.integers(offset, offset + 4, leaf.dims).astype(dtype)
+            value = rng.integers(offset, offset + (high or 4), leaf.dims).astype(dtype)
+        elif exact:
+            value = (rng.integers(-4, 4, leaf.dims) + offset).astype(dtype)
         elif np.issubdtype(dtype, np.complexfloating):
             value = (rng.standard_normal(leaf.dims)
                      + 1j * rng.standard_normal(leaf.dims)).astype(dtype)

@@ -138,5 +138,9 @@ SHARDING_GROUP_ID = "xla.sdy.sharding_group_id"
 SHARDING_RULE = "sdy.sharding_rule"            # an op's own #sdy.op_sharding_rule<...>
 ALLOWED_DIRECTION = "xla.sdy.allowed_direction"  # a propagation barrier's allowed_direction
 MANUAL_BODY = "xla.sdy.manual_computation_body"  # name prefix of a manual region's body
+# The manual axes of a value whose GSPMD sharding is partially manual (``{devices=[1,2,2]<=[4]
+# last_tile_dims={manual}}``), as ``#sdy<manual_axes{"a"}>``: the value is one manual group's,
+# sharded over the other (free) axes; the importer (propagation/importing.py) writes it.
+VALUE_MANUAL_AXES = "xla_spmd.manual_axes"
 CALLBACK_KEY = "xla_spmd.callback"             # a host callback's key in the callback table
 CALLBACK_MODE = "xla_spmd.callback_mode"       # a host callback's callers: "once" or "each"

@@ -56,6 +56,9 @@ _STACK_SECTIONS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _OPCODE_RE = re.compile(r"[a-z][a-z0-9\-]*")
 _ATTR_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
 _DTYPE_RE = re.compile(r"[a-z][a-z0-9]*(?=\[)")
+# Ops whose result XLA's parser builds without reading the written shape (CreatePartitionId,
+# CreateReplicaId): always u32[].
+_WRITTEN_SHAPE_IGNORED = frozenset({"partition-id", "replica-id"})
 _GENERIC_ATTRS = ("metadata", "backend_config", "statistics", "control-predecessors",
                   "origin", "result_accuracy", "schedule")
 
@@ -342,10 +345,13 @@ class _ComputationParser(AttributeValueParser):
         try:
             op = inst.op
             attrs = op.make_attrs(**inst.attrs)
+            # XLA builds these with their fixed u32[] result, whatever shape is written
+            # (``s32[] partition-id()`` in its tests): so do we.
+            shape = None if op.name in _WRITTEN_SHAPE_IGNORED else inst.shape
             inst.built = make_instruction(
-                inst.name, inst.op, operands, attrs, inst.shape, sharding=inst.sharding,
+                inst.name, inst.op, operands, attrs, shape, sharding=inst.sharding,
                 frontend_attributes=inst.frontend_attributes, extras=tuple(inst.extras))
-            if inst.sharding is not None and (inst.shape is None or op.name == "outfeed"):
+            if inst.sharding is not None and (shape is None or op.name == "outfeed"):
                 inst.sharding.check_shape(_sharded_shape(inst.built), f"%{inst.name}")
         except ShardingError as error:
             raise self.s.error(f"%{inst.name}: {error}", inst.pos) from None

@@ -16,7 +16,15 @@
   ``xla.sdy.manual_computation_body*`` -> ``xla.sdy.LocalToGlobalShape``, or GSPMD's
   ``SPMDFullToShardShape`` / ``SPMDShardToFullShape``): operands are resharded to the
   in-shardings (free axes replicated), the body runs as written on the local shards, and its
-  results, sharded as the out-shardings say, are resharded to what the program wants.
+  results, sharded as the out-shardings say, are resharded to what the program wants;
+* values with a partially manual GSPMD sharding (``last_tile_dims={manual}``, imported with
+  their manual axes replicated and recorded as ``VALUE_MANUAL_AXES``) are each manual group's
+  own value, partitioned over the free axes like any other (a partially manual
+  ``SPMDFullToShardShape`` cuts each group's block by the operand's manual axes, and
+  ``SPMDShardToFullShape`` puts the blocks back); a collective written in the
+  program on such a value combines manual groups: each of its groups must join only devices
+  at the same free-axis coordinates, as XLA requires ("Manual all-reduce across devices that
+  belong to different manual subgroups"), and it runs as written on the gathered value.
 """
 
 from __future__ import annotations
@@ -42,12 +50,13 @@ from xla_spmd.ir.custom_calls import (
 from xla_spmd.partition.handlers_elementwise import generic
 from xla_spmd.partition.registry import HANDLERS
 from xla_spmd.partition.values import PTuple, PValue, array_shape, called, leaves, unflatten
-from xla_spmd.sharding.manual import boundary_shardings, manual_axes
+from xla_spmd.sharding.manual import boundary_shardings, manual_axes, value_manual_axes
 
 if TYPE_CHECKING:
     from xla_spmd.ir import Computation, Instruction
     from xla_spmd.partition.partitioner import Lowering
     from xla_spmd.partition.values import PartValue
+    from xla_spmd.sharding import TensorSharding
 
 # Markers reshard their operand to their own sharding.
 IDENTITY_TARGETS = MARKERS | GROUPS
@@ -118,6 +127,42 @@ def conditional(low: Lowering, inst: Instruction, operands: list) -> PartValue:
         result = low.em.op("conditional", *args, true_computation=new_branches[0],
                            false_computation=new_branches[1])
     return low.explode(result, targets, inst.shape)
+
+
+@HANDLERS.register("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+                   "collective-permute")
+def written_collective(low: Lowering, inst: Instruction, operands: list) -> PartValue:
+    """A collective of the program itself: in a partially manual region it must combine
+    manual groups only (see the module docstring); it runs replicated (generic)."""
+    manual = value_manual_axes(inst)
+    if manual:
+        _check_manual_groups(low, inst, manual)
+    return generic(low, inst, operands)
+
+
+def _check_manual_groups(low: Lowering, inst: Instruction, manual) -> None:
+    mesh = low.mesh
+    free = [a for a in mesh.axis_names if a not in manual]
+    attrs = inst.attrs
+    if inst.opcode == "collective-permute":
+        groups = [list(pair) for pair in attrs.source_target_pairs]
+    else:
+        channel = attrs.channel_id is not None and attrs.channel_id > 0
+        listed = attrs.replica_groups.groups if attrs.replica_groups is not None else ()
+        if not channel:  # cross-replica: one replica, so each device alone
+            return
+        global_ids = getattr(attrs, "use_global_device_ids", False)
+        if inst.opcode in ("all-reduce", "all-gather", "reduce-scatter") and not global_ids:
+            listed = ()  # cross_replica_and_partition: every partition of a replica
+        groups = [list(g) for g in listed] or [list(mesh.all_device_ids)]
+    for group in groups:
+        coords = {tuple(mesh.axis_coord(d, a) for a in free) for d in group}
+        if len(coords) > 1:
+            raise PartitionError(
+                f"{inst.name}: Manual {inst.opcode} across devices that belong to different "
+                f"manual subgroups: group {group} joins devices at different coordinates of "
+                f"the free axes {free} (its value is manual over {list(manual)} only); group "
+                f"devices that differ in the manual axes alone")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -269,6 +314,9 @@ def manual_out(low: Lowering, inst: Instruction, operands: list) -> PartValue:
 
 def full_to_shard(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     (value,) = operands
+    manual = value_manual_axes(inst)
+    if manual:
+        return _partially_manual_entry(low, inst, value, manual)
     local = value
     if tuple(local.inst.shape.dims) != tuple(inst.shape.dims):
         raise PartitionError(f"{inst.name}: the operand's shards {local.inst.shape} do not "
@@ -276,9 +324,41 @@ def full_to_shard(low: Lowering, inst: Instruction, operands: list) -> PartValue
     return _ManualLeaf(local.inst, low.replicated(inst.shape.rank), array_shape(inst.shape))
 
 
+def _with_manual_axes(low, free: TensorSharding, manual_from: TensorSharding, manual
+                      ) -> TensorSharding:
+    """Per dim, the manual axes `manual_from` puts there (major: a manual group's piece is
+    one block) followed by `free`'s axes."""
+    return low.sharding([[a for a in m.axes if a.name in manual] + list(f.axes)
+                         for m, f in zip(manual_from.dims, free.dims)])
+
+
+def _partially_manual_entry(low: Lowering, inst: Instruction, value: PValue, manual
+                            ) -> PValue:
+    """SPMDFullToShardShape into a partially manual region: each manual group's block of
+    the operand (cut by the operand's manual axes), sharded over the result's free axes."""
+    free = low.target(inst)
+    wanted = _with_manual_axes(low, free, value.sharding, manual)
+    local = low.reshard(value, wanted)
+    shape = array_shape(inst.shape)
+    if tuple(low.local_shape(shape, free).dims) != tuple(local.inst.shape.dims):
+        raise PartitionError(f"{inst.name}: the operand's shards {local.inst.shape} under "
+                             f"{wanted} are not the shards of the manual shape {shape} under "
+                             f"{free}")
+    return PValue(local.inst, free, shape)
+
+
 def shard_to_full(low: Lowering, inst: Instruction, operands: list) -> PartValue:
     (value,) = operands
     target = low.target(inst)
+    manual = value_manual_axes(inst.operands[0])
+    if manual and not getattr(value, "manual", False):  # from a partially manual region
+        have = _with_manual_axes(low, value.sharding, target, manual)
+        whole = PValue(value.inst, have, array_shape(inst.shape))
+        if tuple(low.local_shape(whole.global_shape, have).dims) != \
+                tuple(value.inst.shape.dims):
+            raise PartitionError(f"{inst.name}: manual shards {value.inst.shape} do not match "
+                                 f"the sharding {have} of {inst.shape}")
+        return low.reshard(whole, target)
     local_shape = low.local_shape(array_shape(inst.shape), target)
     if local_shape.dims != value.inst.shape.dims:
         raise PartitionError(f"{inst.name}: manual shards {value.inst.shape} do not match "

@@ -22,7 +22,13 @@ from dataclasses import dataclass, field
 
 from xla_spmd.errors import ShardingError
 from xla_spmd.ir import Module, map_computations, rebind_called
-from xla_spmd.ir.custom_calls import GLOBAL_TO_LOCAL, IN_SHARDINGS, OUT_SHARDINGS, SDY_SHARDING
+from xla_spmd.ir.custom_calls import (
+    GLOBAL_TO_LOCAL,
+    IN_SHARDINGS,
+    OUT_SHARDINGS,
+    SDY_SHARDING,
+    VALUE_MANUAL_AXES,
+)
 from xla_spmd.ir.hlo_sharding import HloSharding, ShardingKind
 from xla_spmd.mesh import Mesh
 from xla_spmd.propagation.rebuild import rewrite_in_place
@@ -34,7 +40,12 @@ from xla_spmd.sharding import (
     parse_sharding,
     parse_sharding_per_value,
 )
-from xla_spmd.sharding.manual import boundary_shardings, is_manual_boundary, manual_axes
+from xla_spmd.sharding.manual import (
+    boundary_shardings,
+    is_manual_boundary,
+    manual_axes,
+    manual_axes_text,
+)
 
 
 @dataclass
@@ -78,9 +89,11 @@ def import_shardings(module: Module, mesh: Mesh | None = None) -> Imported:
 
     def convert(inst, operands):
         sharding = _sdy_sharding(inst, meshes)
+        manual: list[str] = []  # the manual axes of a partially manual GSPMD sharding
         if sharding is None and isinstance(inst.sharding, HloSharding):
             sharding = (_outfeed_from_hlo(inst, operands[0], gspmd_mesh, reordered)
-                        if inst.opcode == "outfeed" else _from_hlo(inst, gspmd_mesh, reordered))
+                        if inst.opcode == "outfeed"
+                        else _from_hlo(inst, gspmd_mesh, reordered, manual))
         if sharding is None and isinstance(inst.sharding, (TensorSharding, tuple)):
             sharding = inst.sharding
         # The axis-based sharding now lives on the instruction; the printers write the
@@ -88,6 +101,8 @@ def import_shardings(module: Module, mesh: Mesh | None = None) -> Imported:
         frontend = tuple((k, v) for k, v in inst.frontend_attributes if k != SDY_SHARDING)
         if sharding is None:
             frontend = inst.frontend_attributes
+        if manual:
+            frontend = (*frontend, (VALUE_MANUAL_AXES, manual_axes_text(manual)))
         if (sharding is inst.sharding and operands == inst.operands
                 and frontend == inst.frontend_attributes):
             return None
@@ -143,7 +158,7 @@ def _drop_axes(sharding: TensorSharding, names) -> TensorSharding:
                             replicated=[a for a in sharding.replicated if a.name not in names])
 
 
-def _from_hlo(inst, mesh, reordered):
+def _from_hlo(inst, mesh, reordered, manual=None):
     leaves = inst.shape.leaves()
     hlo = inst.sharding
     try:
@@ -152,9 +167,9 @@ def _from_hlo(inst, mesh, reordered):
             if len(elements) != len(leaves):
                 raise ShardingError(f"{hlo} has {len(elements)} elements but the value has "
                                     f"{len(leaves)}")
-            return tuple(_leaf_from_hlo(e, leaf.rank, mesh, reordered)
+            return tuple(_leaf_from_hlo(e, leaf.rank, mesh, reordered, manual)
                          for e, leaf in zip(elements, leaves))
-        return _leaf_from_hlo(hlo, leaves[0].rank, mesh, reordered)
+        return _leaf_from_hlo(hlo, leaves[0].rank, mesh, reordered, manual)
     except ShardingError as error:
         raise ShardingError(f"{inst.name}: {error}") from None
 
@@ -189,16 +204,26 @@ def _replicated_if_none(sharding, rank, mesh):
     return sharding
 
 
-def _leaf_from_hlo(hlo, rank, mesh, reordered):
+def _leaf_from_hlo(hlo, rank, mesh, reordered, manual=None):
     """A value on one device (``{maximal device=k}``) is whole there; the others compute it
     too (a replicated, closed sharding) rather than receive it: the same values, no traffic.
-    A sharding over `mesh` in another device order is named after its mesh in `reordered`."""
+    A sharding over `mesh` in another device order is named after its mesh in `reordered`.
+
+    A partially manual sharding (``last_tile_dims={manual}``) is one manual group's value,
+    sharded over the free axes: those shard it, its manual axes are explicitly replicated (no
+    pass may shard it over them) and appended to `manual` (the instruction records them)."""
     if hlo.kind is ShardingKind.MAXIMAL and mesh is not None and not mesh.is_maximal:
         return TensorSharding.replicated_on(mesh, rank)
     imported = hlo_to_axes(hlo, rank, mesh, any_order=True)
     if imported.fully_manual:
         return None
     sharding = imported.sharding
+    if imported.manual_axes:
+        names = set(imported.manual_axes) | {a.name for a in sharding.replicated}
+        sharding = sharding.replace(replicated=[n for n in sharding.mesh.axis_names
+                                                if n in names])
+        if manual is not None:
+            manual.extend(a for a in imported.manual_axes if a not in manual)
     if mesh is not None and sharding.mesh != mesh:
         name = reordered.setdefault(sharding.mesh, f"mesh_{len(reordered) + 1}")
         sharding = sharding.replace(mesh_name=name)

@@ -33,6 +33,7 @@ from xla_spmd.ir.custom_calls import (
     LOCAL_TO_GLOBAL,
     MANUAL_AXES,
     OUT_SHARDINGS,
+    VALUE_MANUAL_AXES,
 )
 from xla_spmd.mesh import Mesh
 
@@ -77,6 +78,22 @@ def is_manual_boundary(inst) -> bool:
 def manual_axes(boundary) -> tuple[str, ...]:
     """The manual axes a boundary custom-call names (``#sdy<manual_axes{"x", "y"}>``)."""
     text = (_attribute(boundary, MANUAL_AXES) or "").replace('\\"', '"')
+    return tuple(re.findall(r'"([^"]+)"', text))
+
+
+def manual_axes_text(axes) -> str:
+    """The ``#sdy<manual_axes{...}>`` text of manual axis names (read by `manual_axes`).
+
+    >>> manual_axes_text(["x", "y"])
+    '#sdy<manual_axes{"x", "y"}>'
+    """
+    return "#sdy<manual_axes{" + ", ".join(f'"{a}"' for a in axes) + "}>"
+
+
+def value_manual_axes(inst) -> tuple[str, ...]:
+    """The manual axes of a value whose GSPMD sharding was partially manual (recorded by the
+    importer as ``VALUE_MANUAL_AXES``); () for any other value."""
+    text = (_attribute(inst, VALUE_MANUAL_AXES) or "").replace('\\"', '"')
     return tuple(re.findall(r'"([^"]+)"', text))
 
 
