@@ -41,20 +41,18 @@ safe, but measured no faster on 2 ranks and several times slower on 4 ranks shar
 **Nonblocking collectives.** ``*_start`` posts the header exchange at once and returns a
 handle; the payload stages are posted as the handle progresses (at every later ``*_start``
 and while any ``wait`` polls). Payload stages on one group are posted in call order, so
-every member posts them in the same order, as MPI requires. A blocking call (``all_reduce``
-and the like) with nothing else in flight says so in its header; when every member says
-so, the payload stages are MPI's own blocking collectives (no Python in their loop), and
-otherwise every member posts the nonblocking ones (the two never match in MPI).
+every member posts them in the same order, as MPI requires. Payload stages are always
+MPI's nonblocking collectives, polled. A blocking call (``all_reduce`` and the like) with
+nothing else in flight on its rank runs straight through (``_run_at_once``): header, check,
+stages, with no handle, queue or generator bookkeeping between them (a rank still in Python
+keeps its peers waiting, and that costs several times its own time when ranks share cores).
 
 **Failures.** Every wait polls against a deadline (``xla_spmd.config.collective_timeout``,
 ``$XLA_SPMD_COLLECTIVE_TIMEOUT``, default 300 s), backing off as the wait grows, and raises
 ``CommunicationError`` naming the collective, its group, its call number and the members
 that never reached it, read from the other ranks' arrival beacons (``beacon.py``; they work
 across nodes). One rank reports: the lowest rank waiting. MPI cannot cancel a collective,
-so after a timeout the communicator is unusable: let the error propagate. A blocking
-payload stage cannot be polled (every member passed the header exchange, so it is only late
-when a member stopped inside the collective): a watchdog thread stops the job at its
-deadline with the same report (``abort_job``).
+so after a timeout the communicator is unusable: let the error propagate.
 ``install_abort_on_error()`` makes an uncaught exception print once and ``MPI_Abort`` the
 job, so no rank hangs.
 
@@ -113,11 +111,8 @@ _HEADER_BYTES = header.HEADER_WORDS * 8
 _pack_sequence = struct.Struct("=q").pack_into  # an int64 into a header, as numpy stores it
 _BLOCK_BYTES = 4032
 _INLINE_BYTES = _BLOCK_BYTES - _HEADER_BYTES
-# The header's last word is free (header.py); its first byte says the member waits for the
-# collective at once, with nothing else in flight. It is not compared: the members make
-# blocking payload stages when all of them say so.
+# The header's last word is free (header.py) and not compared.
 _CHECKED_BYTES = _HEADER_BYTES - 8
-_WAITS_AT_ONCE = _CHECKED_BYTES
 # At most this many distinct calls' header words are kept (a program has a few hundred).
 _MAX_HEADERS = 4096
 # Up to this many bytes gathered per member, a float all-reduce gathers every member's whole
@@ -134,14 +129,16 @@ _RECYCLE_TOTAL = 1 << 30
 # A wait tests this many times before it sets up its deadline and its beacon: most waits
 # end within a few microseconds.
 _QUICK_TESTS = 16
-# A wait spins on Test for _SPIN_SECONDS (a transfer in progress), then yields the CPU, and
-# after _IDLE_SECONDS sleeps for a growing share of the time waited (at most _MAX_SLEEP): a
-# long wait is a straggler or a hang, and waiting ranks should leave the cores to the others.
-_SPIN_SECONDS = 0.05
+# A wait spins on Test for _SPIN_SECONDS (a transfer in progress), then yields the CPU
+# between tests, and after _IDLE_SECONDS sleeps for a growing share of the time waited (at
+# most _MAX_SLEEP): a long wait is a straggler or a hang, and waiting ranks should leave the
+# cores to the others. Yielding from 200 us on (it was 50 ms) measured 10-30% faster at 1-4
+# MB with ranks sharing cores with other jobs, and it kept 2 ranks out of the 25 ms stalls
+# that raw MPI calls fell into (scripts/bench_communicators.py --baseline); on an idle core a
+# yield returns at once.
+_SPIN_SECONDS = 0.0002
 _IDLE_SECONDS = 1.0
 _MAX_SLEEP = 0.02
-# How often the watchdog looks at a blocking payload stage (see MpiCommunicator._post).
-_WATCH_INTERVAL = 0.1
 # How long a rank that will not report waits for the reporting rank to stop the job.
 _REPORT_GRACE = 3.0
 
@@ -179,6 +176,10 @@ _INT_OPS = {"sum": "SUM", "prod": "PROD", "min": "MIN", "max": "MAX", "and": "BA
 _BOOL_OPS = {"sum": "LOR", "prod": "LAND", "min": "LAND", "max": "LOR", "and": "LAND",
              "or": "LOR"}
 _FLOAT_OPS = {"sum": "SUM", "prod": "PROD"}
+# The nonblocking twin of each payload stage's MPI call.
+_NONBLOCKING = {name: "I" + name.lower() for name in (
+    "Allreduce", "Allgather", "Allgatherv", "Alltoall", "Alltoallv", "Bcast",
+    "Reduce_scatter_block")}
 _NATIVE_FLOATS = {np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128)}
 
 
@@ -275,14 +276,20 @@ class _Layout:
 
 Stage = tuple[Any, str, tuple]
 """One payload stage as ``(communicator, blocking MPI call name, arguments)``: posted as
-that call's nonblocking twin (``Alltoallv`` -> ``Ialltoallv``), or made as the blocking call
-itself when every member waits for the collective at once."""
+that call's nonblocking twin (``Alltoallv`` -> ``Ialltoallv``)."""
 Steps = Generator[Stage | list, None, Any]
 """A collective's payload stages: yields each stage (or a list of MPI requests already
 posted), returns the result."""
 MakeSteps = Callable[[np.ndarray | None], Steps]
 """Given every member's payload stacked in group order when it travelled inline with the
 header (else None), a collective's payload stages."""
+
+
+def _inline_rows(blocks: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Every member's inline payload (shaped and typed as ``x``), read in place: results made
+    from it are fresh arrays or views of this call's own receive buffer."""
+    rows = blocks[:, _HEADER_BYTES:_HEADER_BYTES + x.nbytes]
+    return rows.view(x.dtype).reshape((len(rows),) + x.shape)
 
 
 def _done(value: Any) -> Steps:
@@ -295,7 +302,7 @@ class _MpiHandle:
     """A collective in flight: its header exchange, then its payload stages."""
 
     __slots__ = ("_owner", "group", "what", "_blocks", "_inline", "_requests", "_make_steps",
-                 "_steps", "done", "_value", "_busy", "_blocking")
+                 "_steps", "done", "_value", "_busy")
 
     def __init__(self, owner: MpiCommunicator, group: Group, what: tuple,
                  blocks: np.ndarray, inline: np.ndarray | None, request: Any,
@@ -311,7 +318,6 @@ class _MpiHandle:
         self.done = False
         self._value = None
         self._busy = False
-        self._blocking = False  # every member waits at once: blocking payload stages
 
     def advance(self, block: bool) -> bool:
         """Move through the stages as far as possible (to the end when ``block``); True
@@ -336,12 +342,7 @@ class _MpiHandle:
                 if self._blocks is not None:
                     blocks, self._blocks = self._blocks, None
                     try:
-                        # Compared as bytes: cheaper than numpy for a few hundred bytes.
-                        heads = blocks[:, :_CHECKED_BYTES].tobytes()
-                        if heads != heads[:_CHECKED_BYTES] * len(blocks):
-                            owner._check_headers(blocks[:, :_CHECKED_BYTES].view(np.int64),
-                                                 self.group, self.what)
-                        self._blocking = b"\0" not in blocks[:, _WAITS_AT_ONCE].tobytes()
+                        owner._check_blocks(blocks, self.what)
                     except CommunicationError as error:
                         # Nothing of the payload was posted, and nothing will be: the group
                         # stays usable, and every wait on this handle raises the error.
@@ -349,11 +350,7 @@ class _MpiHandle:
                         owner._retire(self)
                         raise
                     if self._inline is not None:
-                        # Every member's payload, read in place: results made from it are
-                        # fresh arrays or views of this call's own receive buffer.
-                        x, size = self._inline, self._inline.nbytes
-                        rows = blocks[:, _HEADER_BYTES:_HEADER_BYTES + size]
-                        self._inline = rows.view(x.dtype).reshape((len(rows),) + x.shape)
+                        self._inline = _inline_rows(blocks, self._inline)
                     continue
             if self._steps is None:
                 if not owner._first_in_group(self, block):
@@ -368,8 +365,7 @@ class _MpiHandle:
                 self.done = True
                 owner._retire(self)
             else:
-                self._requests = (stage if isinstance(stage, list) else
-                                  owner._post(stage, self.what, self._blocking))
+                self._requests = stage if isinstance(stage, list) else owner._post(stage)
         return True
 
     def wait(self) -> Any:
@@ -409,9 +405,6 @@ class MpiCommunicator(BlockingCollectives):
         self._results = _Recycler()
         self._layouts: dict[tuple, _Layout] = {}
         self._headers: dict[tuple, np.ndarray] = {}  # header bytes (call #0) by call
-        self._watched: tuple | None = None  # the blocking stage in progress, its deadline
-        self._watchdog: threading.Thread | None = None
-        self._closed = False
         self._waits_at_once = False  # set while a blocking call starts its collective
         self._beacons = Beacons(self._comm)
         world = tuple(range(self._size))
@@ -440,8 +433,8 @@ class MpiCommunicator(BlockingCollectives):
         self.program = int(fingerprint) & 0x7FFFFFFFFFFFFFFF
 
     def _start_and_wait(self, start: Callable[..., Any], *args: Any) -> Any:
-        """A blocking collective: started marked as waited for at once (so its payload
-        stages may be MPI's blocking calls, see ``_post``), then waited for."""
+        """A blocking collective: started marked as waited for at once (so that, with nothing
+        else in flight, it runs straight through: ``_run_at_once``), then waited for."""
         self._waits_at_once = True
         try:
             handle = start(*args)
@@ -498,7 +491,6 @@ class MpiCommunicator(BlockingCollectives):
         self._group_comms.clear()
         self._scratch_buffers.clear()
         self._results.clear()
-        self._closed = True
         self._beacons.close()
         self._comm.Free()
 
@@ -506,9 +498,10 @@ class MpiCommunicator(BlockingCollectives):
 
     def _start(self, kind: str, group: Group, comms: tuple[Any, Any], op: str | None,
                x: np.ndarray | None, make_steps: MakeSteps, args: Sequence[int] = (),
-               pairs: Sequence[tuple[int, int]] = ()) -> _MpiHandle:
+               pairs: Sequence[tuple[int, int]] = ()) -> _MpiHandle | CompletedHandle:
         """Post the first exchange of a collective (its header, and its payload if small)
-        and queue its payload stages."""
+        and queue its payload stages; or, for a caller that waits at once with nothing else
+        in flight, run the collective to its end (``_run_at_once``)."""
         sequence = self._sequence.get(group, 0)
         self._sequence[group] = sequence + 1
         self._beacons.entered(_fingerprint(group), sequence)
@@ -526,13 +519,15 @@ class MpiCommunicator(BlockingCollectives):
         # Header word 0 is the call number. An ndarray is a writable buffer; numpy's stubs
         # declare ``__buffer__`` for Python >= 3.12 only, and pyright checks as 3.11.
         _pack_sequence(block, 0, sequence)  # pyright: ignore[reportArgumentType]
-        if self._waits_at_once and not self._in_flight:
-            block[_WAITS_AT_ONCE] = 1
         inline = x is not None and x.nbytes <= _INLINE_BYTES
         if x is not None and inline:
             block[_HEADER_BYTES:_HEADER_BYTES + x.nbytes] = x.reshape(-1).view(np.uint8)
         blocks = np.empty((len(group), _BLOCK_BYTES), np.uint8)
         request = comms[1].Iallgather(block, blocks)
+        if self._waits_at_once and not self._in_flight:
+            return CompletedHandle(self._run_at_once((kind, group, sequence), blocks,
+                                                     x if inline else None, request,
+                                                     make_steps))
         handle = _MpiHandle(self, group, (kind, group, sequence), blocks,
                             x if inline else None, request, make_steps)
         if self._waits_at_once:
@@ -544,6 +539,32 @@ class MpiCommunicator(BlockingCollectives):
         self._in_flight.setdefault(group, deque()).append(handle)
         handle.advance(block=False)
         return handle
+
+    def _run_at_once(self, what: tuple[str, Group, int], blocks: np.ndarray,
+                     inline: np.ndarray | None, request: Any, make_steps: MakeSteps) -> Any:
+        """A collective whose caller waits for it at once, with nothing else in flight on
+        this rank: its header exchange (``request``, into ``blocks``), then its payload
+        stages, each polled to its end, in one go with none of a handle's bookkeeping (no
+        other collective can need progress meanwhile: none is in flight)."""
+        poll = self._poll
+        poll([request], what)
+        self._check_blocks(blocks, what)
+        steps = make_steps(None if inline is None else _inline_rows(blocks, inline))
+        try:
+            stage = next(steps)
+            while True:
+                poll(stage if isinstance(stage, list) else self._post(stage), what)
+                stage = next(steps)
+        except StopIteration as stop:
+            return stop.value
+
+    def _check_blocks(self, blocks: np.ndarray, what: tuple[str, Group, int]) -> None:
+        """Check the members' headers: ``CommunicationError`` naming both calls where they
+        disagree."""
+        # Compared as bytes: cheaper than numpy for a few hundred bytes.
+        heads = blocks[:, :_CHECKED_BYTES].tobytes()
+        if heads != heads[:_CHECKED_BYTES] * len(blocks):
+            self._check_headers(blocks[:, :_CHECKED_BYTES].view(np.int64), what[1], what)
 
     def _first_in_group(self, handle: _MpiHandle, block: bool) -> bool:
         """Whether ``handle`` may post payload stages: every older collective on its group
@@ -574,49 +595,17 @@ class MpiCommunicator(BlockingCollectives):
         finally:
             self._progressing = False
 
-    def _post(self, stage: Stage, what: tuple[str, Group, int], blocking: bool
-              ) -> list | None:
-        """Post a payload stage: its MPI requests, or None once made as a blocking call.
+    @staticmethod
+    def _post(stage: Stage) -> list:
+        """Post a payload stage as its nonblocking MPI call; its requests.
 
-        Blocking is for a collective that every member's header says it waits for at once,
-        with nothing else in flight (a blocking call such as ``all_reduce``; MPI requires
-        every member to choose alike, as blocking and nonblocking collectives never
-        match): MPI's own blocking collective, with no Python in its loop, is the fastest
-        way to move the bytes. It cannot deadlock: every member is in this collective (it
-        passed the header exchange) and has nothing else to progress. A member that stops
-        between the header and the payload (it hangs in its own code) cannot be waited out
-        by polling, so the watchdog stops the job at the deadline instead, with the usual
-        report."""
+        Every stage is nonblocking and polled, even for a caller that waits at once: polled
+        stages measured as fast as MPI's blocking twins or ``MPI_Wait`` on 2 and 4 ranks
+        sharing 2 cores, often faster (A/B in one job, ``scripts/bench_communicators.py
+        --baseline``), and a poll keeps the deadline and the report of a stalled transfer,
+        which a wait inside MPI cannot give."""
         comm, name, args = stage
-        if not blocking:
-            return [getattr(comm, "I" + name.lower())(*args)]
-        timeout = collective_timeout(self.timeout)
-        kind, group, sequence = what
-        self._beacons.waiting(header.KINDS.index(kind), _fingerprint(group), sequence,
-                              time.time() + timeout)
-        watched = self._watched = (what, time.monotonic() + timeout, timeout)
-        if self._watchdog is None and timeout < math.inf:
-            self._watchdog = threading.Thread(target=self._watch, name="xla-spmd-watchdog",
-                                              daemon=True)
-            self._watchdog.start()
-        try:
-            getattr(comm, name)(*args)
-        finally:
-            if self._watched is watched:
-                self._watched = None
-            self._beacons.running()
-        return None
-
-    def _watch(self) -> None:
-        """The watchdog thread: stops the job when a blocking stage outlives its deadline
-        (see ``_post``)."""
-        while not self._closed:
-            time.sleep(_WATCH_INTERVAL)
-            watched = self._watched
-            if watched is not None and time.monotonic() > watched[1]:
-                what, _, timeout = watched
-                error = self._timeout_error(what, timeout)
-                abort_job(type(error), error, None)
+        return [getattr(comm, _NONBLOCKING[name])(*args)]
 
     def _check_headers(self, headers: np.ndarray, group: Group, what: tuple) -> None:
         found = header.mismatch(headers, group)
@@ -715,7 +704,7 @@ class MpiCommunicator(BlockingCollectives):
     # -- nonblocking collectives --------------------------------------------------------------
 
     def all_reduce_start(self, x: np.ndarray, group: Sequence[int], op: ReduceOp = "sum"
-                         ) -> _MpiHandle:
+                         ) -> _MpiHandle | CompletedHandle:
         group, comms = self._lookup("all_reduce", group)
         op = canonical_op(op)
         x = _contiguous(x)
@@ -783,7 +772,7 @@ class MpiCommunicator(BlockingCollectives):
         return out.reshape(x.shape)
 
     def all_gather_start(self, x: np.ndarray, group: Sequence[int], axis: int = 0
-                         ) -> _MpiHandle:
+                         ) -> _MpiHandle | CompletedHandle:
         group, comms = self._lookup("all_gather", group)
         x = _contiguous(x)
         axis = normalize_axis("all_gather", axis, x.ndim)
@@ -797,7 +786,7 @@ class MpiCommunicator(BlockingCollectives):
         return self._start("all_gather", group, comms, None, x, steps, (axis,))
 
     def reduce_scatter_start(self, x: np.ndarray, group: Sequence[int], axis: int = 0,
-                             op: ReduceOp = "sum") -> _MpiHandle:
+                             op: ReduceOp = "sum") -> _MpiHandle | CompletedHandle:
         group, comms = self._lookup("reduce_scatter", group)
         op = canonical_op(op)
         x = _contiguous(x)
@@ -825,7 +814,7 @@ class MpiCommunicator(BlockingCollectives):
                            (normalize_axis("reduce_scatter", axis, x.ndim),))
 
     def all_to_all_start(self, x: np.ndarray, group: Sequence[int], split_axis: int = 0,
-                         concat_axis: int = 0) -> _MpiHandle:
+                         concat_axis: int = 0) -> _MpiHandle | CompletedHandle:
         group, comms = self._lookup("all_to_all", group)
         x = _contiguous(x)
         concat_axis = normalize_axis("all_to_all", concat_axis, x.ndim)
@@ -877,7 +866,7 @@ class MpiCommunicator(BlockingCollectives):
         return self._start("collective_permute", group, comms, None, x, steps, pairs=pairs)
 
     def broadcast_start(self, x: np.ndarray, group: Sequence[int], root: int
-                        ) -> _MpiHandle:
+                        ) -> _MpiHandle | CompletedHandle:
         """``root`` is a device id in ``group``; non-roots pass a buffer of the same shape
         and dtype (its contents are ignored)."""
         group, comms = self._lookup("broadcast", group)
@@ -896,7 +885,7 @@ class MpiCommunicator(BlockingCollectives):
 
         return self._start("broadcast", group, comms, None, x, steps, (root,))
 
-    def barrier_start(self, group: Sequence[int]) -> _MpiHandle:
+    def barrier_start(self, group: Sequence[int]) -> _MpiHandle | CompletedHandle:
         group, comms = self._lookup("barrier", group)
 
         # The header exchange is the barrier.

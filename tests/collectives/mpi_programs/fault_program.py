@@ -4,9 +4,9 @@
   ``install_abort_on_error`` the job must stop at once with the error printed once.
 * ``timeout``: rank 3 never joins an all-reduce; the others must fail with a
   ``CommunicationError`` naming the collective and group after the 2 s timeout.
-* ``stall``: every rank makes a blocking all-reduce large enough to have payload stages
-  (MPI's blocking calls, as every member waits at once), and rank 3 stops inside it, after
-  the header exchange; the watchdog must stop the job after the 2 s timeout, reported once.
+* ``stall``: every rank makes a blocking all-reduce large enough to have payload stages,
+  and rank 3 stops inside it, after the header exchange; the others must time out on the
+  payload stage after 2 s and stop the job, reported once.
 """
 
 from __future__ import annotations
