@@ -164,8 +164,12 @@ class _FusionEmitter:
         else:
             value = self.value(root, index)
             r.store(w, root.shape.dtype, value, "%out", str(self.linear(index, dims)))
-            return r.loop_function(fusion.name, params, dims, w.lines, self._tiled(), TILE)
-        return r.loop_function(fusion.name, params, dims, w.lines)
+            # A tiled nest (a transposed read) gains from unrolling its short inner loops.
+            tiled = self._tiled()
+            return r.loop_function(fusion.name, params, dims, w.lines, tiled, TILE,
+                                   unroll=tiled is not None)
+        return r.loop_function(fusion.name, params, dims, w.lines,
+                               unroll=fusion.kind != "loop")
 
     def _read_strides(self) -> set[tuple[int, ...]]:
         """For each place an input is read: its element stride along each output dim (0
@@ -259,20 +263,62 @@ class _FusionEmitter:
 def render_module(fusions: list[Fusion], data_offset: int | None = None) -> str:
     """The LLVM IR module of every fusion, one function each (named ``fusion.name``), and,
     when ``data_offset`` is given, each one's object entry and stacked entry (see
-    ``render_object_entry`` and ``render_stacked_entry``)."""
+    ``render_object_entry`` and ``render_stacked_entry``).
+
+    Fusions whose functions are identical but for their names (the same update of several
+    weights, the same norm forward and backward) are compiled once: a repeat's names are
+    aliases of the first one's functions.
+
+    >>> from xla_spmd.ir import parse_hlo
+    >>> from xla_spmd.backends.cpu.fusion import fuse
+    >>> m = parse_hlo('''HloModule m
+    ... ENTRY %e (x: f32[4], y: f32[4]) -> (f32[4], f32[4]) {
+    ...   %x = f32[4] parameter(0)
+    ...   %y = f32[4] parameter(1)
+    ...   %a = f32[4] negate(%x)
+    ...   %b = f32[4] negate(%y)
+    ...   ROOT %t = (f32[4], f32[4]) tuple(%a, %b)
+    ... }''')
+    >>> fusions, _ = fuse(m.entry)
+    >>> text = render_module(fusions)
+    >>> text.count("define void"), text.count(" = alias ")
+    (1, 1)
+    """
     declarations: set[str] = set()
     functions = []
+    first: dict[str, Fusion] = {}  # a fusion's functions, named "@F", -> the first such
     for fusion in fusions:
         if fusion.kind == "rng":
-            functions.append(random.render(fusion.name, fusion.root))
+            texts = [random.render(fusion.name, fusion.root)]
         else:
             emitter = _FusionEmitter(fusion)
-            functions.append(emitter.render())
+            texts = [emitter.render()]
             declarations |= emitter.w.declarations
         if data_offset is not None:
-            functions.append(render_object_entry(fusion, data_offset))
-            functions.append(render_stacked_entry(fusion, data_offset))
-    return "\n".join(sorted(declarations)) + "\n\n" + "\n\n".join(functions) + "\n"
+            texts += [render_object_entry(fusion, data_offset),
+                      render_stacked_entry(fusion, data_offset)]
+        key = "\n".join(texts).replace(f"@{fusion.name}(", "@F(").replace(
+            f"@{fusion.name}_", "@F_")
+        original = first.setdefault(key, fusion)
+        if original is fusion:
+            functions += texts
+        else:
+            functions.append(_aliases(fusion, original, data_offset is not None))
+    return r.number_loops("\n".join(sorted(declarations)) + "\n\n" + "\n\n".join(functions)
+                          + "\n")
+
+
+def _aliases(fusion: Fusion, original: Fusion, entries: bool) -> str:
+    """``fusion``'s function names (with its entries': ``entries``) as aliases of
+    ``original``'s, whose functions are the same."""
+    pointers = ", ".join(["ptr"] * (1 + len(fusion.inputs)))
+    names = [(fusion.name, original.name, pointers)]
+    if entries:
+        names += [(object_entry_name(fusion), object_entry_name(original), pointers),
+                  (stacked_entry_name(fusion), stacked_entry_name(original),
+                   f"i64, {pointers}")]
+    return "\n".join(f"@{alias} = alias void ({params}), ptr @{target}"
+                     for alias, target, params in names)
 
 
 def object_entry_name(fusion: Fusion) -> str:
