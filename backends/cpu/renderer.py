@@ -307,7 +307,7 @@ def number_loops(text: str) -> str:
     """``text`` (functions of one module) with each ``NO_UNROLL`` placeholder replaced by a
     distinct loop id that disables unrolling, the ids' metadata appended.
 
-    >>> print(number_loops(f"br label %L0, !llvm.loop {NO_UNROLL}"))
+    >>> print(number_loops(f"br label %L0, !llvm.loop {NO_UNROLL}"), end="")
     br label %L0, !llvm.loop !1
     !0 = !{!"llvm.loop.unroll.disable"}
     !1 = distinct !{!1, !0}
