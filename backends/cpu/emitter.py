@@ -34,6 +34,10 @@ from xla_spmd.ir.dtypes import F32, S64
 
 Index = tuple  # of str (SSA i64) or int
 TILE = 64  # the block edge of a tiled loop nest (see ``renderer.loop_function``)
+ENTRY_ATTRIBUTES = "nounwind noinline optnone"
+"""The object and stacked entries are not optimised (``optnone``, fast instruction selection):
+they only read data pointers and call the fusion's function, and LLVM's passes over one
+thin entry cost about what they cost over a kernel."""
 _INDEX_OPS = ("broadcast", "transpose", "reshape", "bitcast", "slice", "reverse")
 
 
@@ -333,7 +337,7 @@ def render_object_entry(fusion: Fusion, data_offset: int) -> str:
     arity = 1 + len(fusion.inputs)
     names = ["%out"] + [f"%in{j}" for j in range(len(fusion.inputs))]
     lines = [f"define void @{object_entry_name(fusion)}("
-             + ", ".join(f"ptr {n}" for n in names) + ") nounwind {", "entry:"]
+             + ", ".join(f"ptr {n}" for n in names) + f") {ENTRY_ATTRIBUTES} {{", "entry:"]
     for k, name in enumerate(names):
         lines += [f"  %field{k} = getelementptr i8, ptr {name}, i64 {data_offset}",
                   f"  %data{k} = load ptr, ptr %field{k}"]
@@ -364,7 +368,7 @@ def render_stacked_entry(fusion: Fusion, data_offset: int) -> str:
     sizes = [_buffer_bytes(fusion.root, fusion.kind in ("reduce", "window"))] + [
         _buffer_bytes(inst) for inst in fusion.inputs]
     lines = [f"define void @{stacked_entry_name(fusion)}(i64 %n, "
-             + ", ".join(f"ptr {n}" for n in names) + ") nounwind {", "entry:"]
+             + ", ".join(f"ptr {n}" for n in names) + f") {ENTRY_ATTRIBUTES} {{", "entry:"]
     for k, name in enumerate(names):
         lines += [f"  %field{k} = getelementptr i8, ptr {name}, i64 {data_offset}",
                   f"  %data{k} = load ptr, ptr %field{k}"]
