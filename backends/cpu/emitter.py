@@ -34,6 +34,9 @@ from xla_spmd.ir.dtypes import F32, S64
 
 Index = tuple  # of str (SSA i64) or int
 TILE = 64  # the block edge of a tiled loop nest (see ``renderer.loop_function``)
+UNROLL_MAX_BYTES = 1 << 20
+"""A loop fusion whose output and inputs take more bytes than this is not unrolled (see
+``_FusionEmitter._unroll``)."""
 ENTRY_ATTRIBUTES = "nounwind noinline optnone"
 """The object and stacked entries are not optimised (``optnone``, fast instruction selection):
 they only read data pointers and call the fusion's function, and LLVM's passes over one
@@ -94,6 +97,8 @@ class _FusionEmitter:
                 result[d] = index[k]
             return tuple(result)
         if name in ("reshape", "bitcast"):
+            if self.flat is not None:  # a flat loop reads everything at the linear index
+                return (self.flat,) * operand.shape.rank
             return self.delinearize(self.linear(index, inst.shape.dims), operand.shape.dims)
         if name == "slice":
             return tuple(self.w.add(s.start, self.w.mul(i, s.stride))
@@ -129,13 +134,22 @@ class _FusionEmitter:
 
     # Functions.
     def _flat(self) -> bool:
+        """Whether every input is read at the output's linear index (or is a scalar): the
+        members are elementwise ops, scalar constants, broadcasts of scalars and reshapes
+        (which keep the row-major order), so one flat loop over the elements computes it."""
         root = self.fusion.root
         if self.fusion.kind != "loop":
             return False
-        elementwise = all(m.op.family.value in ("unary", "binary", "elementwise")
-                          or (m.op.name == "constant") for m in self.fusion.members)
-        return elementwise and all(i.shape.rank == 0 or i.shape.dims == root.shape.dims
-                                   for i in self.fusion.inputs)
+        for m in self.fusion.members:
+            name = m.op.name
+            if m.op.family.value in ("unary", "binary", "elementwise") or name in (
+                    "constant", "reshape", "bitcast"):
+                continue
+            if name == "broadcast" and m.operands[0].shape.rank == 0:
+                continue
+            return False
+        return all(i.shape.rank == 0 or i.shape.num_elements == root.shape.num_elements
+                   for i in self.fusion.inputs)
 
     def render(self) -> str:
         fusion, w = self.fusion, self.w
@@ -168,12 +182,22 @@ class _FusionEmitter:
         else:
             value = self.value(root, index)
             r.store(w, root.shape.dtype, value, "%out", str(self.linear(index, dims)))
-            # A tiled nest (a transposed read) gains from unrolling its short inner loops.
             tiled = self._tiled()
             return r.loop_function(fusion.name, params, dims, w.lines, tiled, TILE,
-                                   unroll=tiled is not None)
-        return r.loop_function(fusion.name, params, dims, w.lines,
-                               unroll=fusion.kind != "loop")
+                                   unroll=tiled is not None or self._unroll())
+        return r.loop_function(fusion.name, params, dims, w.lines, unroll=self._unroll())
+
+    def _unroll(self) -> bool:
+        """Whether LLVM may unroll the loops: in reductions and windows (a loop-carried
+        accumulator), in tiled nests (their short inner loops; ``render`` decides) and where
+        the fusion's arrays fit in ``UNROLL_MAX_BYTES`` (cached data, so compute-bound); not
+        in a loop fusion streaming more than that through memory, where unrolled copies of
+        a wide vector body only cost compile time."""
+        if self.fusion.kind != "loop":
+            return True
+        arrays = (self.fusion.root, *self.fusion.inputs)
+        return sum(i.shape.num_elements * i.shape.dtype.array_dtype.itemsize
+                   for i in arrays) <= UNROLL_MAX_BYTES
 
     def _read_strides(self) -> set[tuple[int, ...]]:
         """For each place an input is read: its element stride along each output dim (0
