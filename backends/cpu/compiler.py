@@ -1,8 +1,10 @@
 """LLVM IR text -> machine code for the host CPU -> ctypes callables, with a compilation cache.
 
-The only module that imports ``llvmlite.binding``. Code is optimised at -O3 with the loop and
+The only module that imports ``llvmlite.binding``. Code is optimised at -O2 with the loop and
 SLP vectorizers for the host CPU (its name and features, see ``host()``), and never with
-fast-math: the renderer's IEEE semantics survive.
+fast-math: the renderer's IEEE semantics survive. (-O3 made kernels no faster on
+``scripts/bench_backend.py``'s programs, which are memory-bound loops, and took twice as long
+to compile: its larger unrolled code doubled the object size.)
 
 The cache maps a key (a fingerprint of the per-device program, the renderer version, the
 llvmlite/LLVM versions and the CPU features: ``cache_key``) to an object file; it lives in
@@ -106,7 +108,7 @@ def cache_key(program_text: str) -> str:
     """The cache key of a program: its text with the compiler and CPU it is compiled for."""
     from xla_spmd.backends.cpu.renderer import RENDERER_VERSION
     _target_machine()
-    parts = [program_text, RENDERER_VERSION, llvmlite.__version__,
+    parts = [program_text, RENDERER_VERSION, f"O{OPT_LEVEL}", llvmlite.__version__,
              str(llvm.llvm_version_info), llvm.get_process_triple(), llvm.get_host_cpu_name(),
              llvm.get_host_cpu_features().flatten()]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
@@ -139,9 +141,13 @@ class CompiledLibrary:
         return found
 
 
+OPT_LEVEL = 2
+"""The optimisation level of generated code (-O2; see the module's docstring)."""
+
+
 def _optimize(module) -> None:
     machine = _target_machine()
-    options = llvm.create_pipeline_tuning_options(speed_level=3)
+    options = llvm.create_pipeline_tuning_options(speed_level=OPT_LEVEL)
     options.loop_vectorization = True
     options.slp_vectorization = True
     builder = llvm.create_pass_builder(machine, options)

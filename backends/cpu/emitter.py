@@ -34,6 +34,13 @@ from xla_spmd.ir.dtypes import F32, S64
 
 Index = tuple  # of str (SSA i64) or int
 TILE = 64  # the block edge of a tiled loop nest (see ``renderer.loop_function``)
+UNROLL_MAX_BYTES = 1 << 20
+"""A loop fusion whose output and inputs take more bytes than this is not unrolled (see
+``_FusionEmitter._unroll``)."""
+ENTRY_ATTRIBUTES = "nounwind noinline optnone"
+"""The object and stacked entries are not optimised (``optnone``, fast instruction selection):
+they only read data pointers and call the fusion's function, and LLVM's passes over one
+thin entry cost about what they cost over a kernel."""
 _INDEX_OPS = ("broadcast", "transpose", "reshape", "bitcast", "slice", "reverse")
 
 
@@ -90,6 +97,8 @@ class _FusionEmitter:
                 result[d] = index[k]
             return tuple(result)
         if name in ("reshape", "bitcast"):
+            if self.flat is not None:  # a flat loop reads everything at the linear index
+                return (self.flat,) * operand.shape.rank
             return self.delinearize(self.linear(index, inst.shape.dims), operand.shape.dims)
         if name == "slice":
             return tuple(self.w.add(s.start, self.w.mul(i, s.stride))
@@ -125,13 +134,22 @@ class _FusionEmitter:
 
     # Functions.
     def _flat(self) -> bool:
+        """Whether every input is read at the output's linear index (or is a scalar): the
+        members are elementwise ops, scalar constants, broadcasts of scalars and reshapes
+        (which keep the row-major order), so one flat loop over the elements computes it."""
         root = self.fusion.root
         if self.fusion.kind != "loop":
             return False
-        elementwise = all(m.op.family.value in ("unary", "binary", "elementwise")
-                          or (m.op.name == "constant") for m in self.fusion.members)
-        return elementwise and all(i.shape.rank == 0 or i.shape.dims == root.shape.dims
-                                   for i in self.fusion.inputs)
+        for m in self.fusion.members:
+            name = m.op.name
+            if m.op.family.value in ("unary", "binary", "elementwise") or name in (
+                    "constant", "reshape", "bitcast"):
+                continue
+            if name == "broadcast" and m.operands[0].shape.rank == 0:
+                continue
+            return False
+        return all(i.shape.rank == 0 or i.shape.num_elements == root.shape.num_elements
+                   for i in self.fusion.inputs)
 
     def render(self) -> str:
         fusion, w = self.fusion, self.w
@@ -164,8 +182,22 @@ class _FusionEmitter:
         else:
             value = self.value(root, index)
             r.store(w, root.shape.dtype, value, "%out", str(self.linear(index, dims)))
-            return r.loop_function(fusion.name, params, dims, w.lines, self._tiled(), TILE)
-        return r.loop_function(fusion.name, params, dims, w.lines)
+            tiled = self._tiled()
+            return r.loop_function(fusion.name, params, dims, w.lines, tiled, TILE,
+                                   unroll=tiled is not None or self._unroll())
+        return r.loop_function(fusion.name, params, dims, w.lines, unroll=self._unroll())
+
+    def _unroll(self) -> bool:
+        """Whether LLVM may unroll the loops: in reductions and windows (a loop-carried
+        accumulator), in tiled nests (their short inner loops; ``render`` decides) and where
+        the fusion's arrays fit in ``UNROLL_MAX_BYTES`` (cached data, so compute-bound); not
+        in a loop fusion streaming more than that through memory, where unrolled copies of
+        a wide vector body only cost compile time."""
+        if self.fusion.kind != "loop":
+            return True
+        arrays = (self.fusion.root, *self.fusion.inputs)
+        return sum(i.shape.num_elements * i.shape.dtype.array_dtype.itemsize
+                   for i in arrays) <= UNROLL_MAX_BYTES
 
     def _read_strides(self) -> set[tuple[int, ...]]:
         """For each place an input is read: its element stride along each output dim (0
@@ -259,20 +291,62 @@ class _FusionEmitter:
 def render_module(fusions: list[Fusion], data_offset: int | None = None) -> str:
     """The LLVM IR module of every fusion, one function each (named ``fusion.name``), and,
     when ``data_offset`` is given, each one's object entry and stacked entry (see
-    ``render_object_entry`` and ``render_stacked_entry``)."""
+    ``render_object_entry`` and ``render_stacked_entry``).
+
+    Fusions whose functions are identical but for their names (the same update of several
+    weights, the same norm forward and backward) are compiled once: a repeat's names are
+    aliases of the first one's functions.
+
+    >>> from xla_spmd.ir import parse_hlo
+    >>> from xla_spmd.backends.cpu.fusion import fuse
+    >>> m = parse_hlo('''HloModule m
+    ... ENTRY %e (x: f32[4], y: f32[4]) -> (f32[4], f32[4]) {
+    ...   %x = f32[4] parameter(0)
+    ...   %y = f32[4] parameter(1)
+    ...   %a = f32[4] negate(%x)
+    ...   %b = f32[4] negate(%y)
+    ...   ROOT %t = (f32[4], f32[4]) tuple(%a, %b)
+    ... }''')
+    >>> fusions, _ = fuse(m.entry)
+    >>> text = render_module(fusions)
+    >>> text.count("define void"), text.count(" = alias ")
+    (1, 1)
+    """
     declarations: set[str] = set()
     functions = []
+    first: dict[str, Fusion] = {}  # a fusion's functions, named "@F", -> the first such
     for fusion in fusions:
         if fusion.kind == "rng":
-            functions.append(random.render(fusion.name, fusion.root))
+            texts = [random.render(fusion.name, fusion.root)]
         else:
             emitter = _FusionEmitter(fusion)
-            functions.append(emitter.render())
+            texts = [emitter.render()]
             declarations |= emitter.w.declarations
         if data_offset is not None:
-            functions.append(render_object_entry(fusion, data_offset))
-            functions.append(render_stacked_entry(fusion, data_offset))
-    return "\n".join(sorted(declarations)) + "\n\n" + "\n\n".join(functions) + "\n"
+            texts += [render_object_entry(fusion, data_offset),
+                      render_stacked_entry(fusion, data_offset)]
+        key = "\n".join(texts).replace(f"@{fusion.name}(", "@F(").replace(
+            f"@{fusion.name}_", "@F_")
+        original = first.setdefault(key, fusion)
+        if original is fusion:
+            functions += texts
+        else:
+            functions.append(_aliases(fusion, original, data_offset is not None))
+    return r.number_loops("\n".join(sorted(declarations)) + "\n\n" + "\n\n".join(functions)
+                          + "\n")
+
+
+def _aliases(fusion: Fusion, original: Fusion, entries: bool) -> str:
+    """``fusion``'s function names (with its entries': ``entries``) as aliases of
+    ``original``'s, whose functions are the same."""
+    pointers = ", ".join(["ptr"] * (1 + len(fusion.inputs)))
+    names = [(fusion.name, original.name, pointers)]
+    if entries:
+        names += [(object_entry_name(fusion), object_entry_name(original), pointers),
+                  (stacked_entry_name(fusion), stacked_entry_name(original),
+                   f"i64, {pointers}")]
+    return "\n".join(f"@{alias} = alias void ({params}), ptr @{target}"
+                     for alias, target, params in names)
 
 
 def object_entry_name(fusion: Fusion) -> str:
@@ -287,7 +361,7 @@ def render_object_entry(fusion: Fusion, data_offset: int) -> str:
     arity = 1 + len(fusion.inputs)
     names = ["%out"] + [f"%in{j}" for j in range(len(fusion.inputs))]
     lines = [f"define void @{object_entry_name(fusion)}("
-             + ", ".join(f"ptr {n}" for n in names) + ") nounwind {", "entry:"]
+             + ", ".join(f"ptr {n}" for n in names) + f") {ENTRY_ATTRIBUTES} {{", "entry:"]
     for k, name in enumerate(names):
         lines += [f"  %field{k} = getelementptr i8, ptr {name}, i64 {data_offset}",
                   f"  %data{k} = load ptr, ptr %field{k}"]
@@ -318,7 +392,7 @@ def render_stacked_entry(fusion: Fusion, data_offset: int) -> str:
     sizes = [_buffer_bytes(fusion.root, fusion.kind in ("reduce", "window"))] + [
         _buffer_bytes(inst) for inst in fusion.inputs]
     lines = [f"define void @{stacked_entry_name(fusion)}(i64 %n, "
-             + ", ".join(f"ptr {n}" for n in names) + ") nounwind {", "entry:"]
+             + ", ".join(f"ptr {n}" for n in names) + f") {ENTRY_ATTRIBUTES} {{", "entry:"]
     for k, name in enumerate(names):
         lines += [f"  %field{k} = getelementptr i8, ptr {name}, i64 {data_offset}",
                   f"  %data{k} = load ptr, ptr %field{k}"]

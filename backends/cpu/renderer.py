@@ -233,11 +233,27 @@ class _Writer:
         return tuple(reversed(index))
 
 
+NO_UNROLL = "!no.unroll"
+"""The placeholder ``loop_function(..., unroll=False)`` attaches to a loop's latch branch;
+``number_loops`` replaces each with a loop id saying ``llvm.loop.unroll.disable``."""
+SMALL_LOOP = 16
+"""Loops of fewer iterations than this are left to LLVM's unroller under ``unroll=False``
+(a short fixed loop it unrolls fully)."""
+
+
 def loop_function(name: str, params: str, dims: tuple, body: list[str],
-                  tiled: tuple[int, int] | None = None, tile: int = 64) -> str:
+                  tiled: tuple[int, int] | None = None, tile: int = 64,
+                  unroll: bool = True) -> str:
     """The function ``define void @name(params)`` running ``body`` (a `_Writer`'s lines) in
     a row-major loop nest over ``dims``: loop ``k`` counts ``%i{k}`` from 0 to ``dims[k]``,
-    the innermost over the last dim; a scalar (``dims == ()``) runs ``body`` once.
+    the innermost over the last dim; a scalar (``dims == ()``) runs ``body`` once. The
+    function is ``noinline``: the entries that call it (``emitter.render_object_entry`` and
+    ``render_stacked_entry``) stay thin, so its loops are optimised and compiled once.
+
+    ``unroll=False`` asks LLVM not to unroll the loops (but those of under ``SMALL_LOOP``
+    iterations): their vectorized bodies are already wide, and unrolled copies halve the
+    compile speed while making memory-bound loops no faster. Its loops carry ``NO_UNROLL``
+    placeholders, numbered by ``number_loops`` before the text is compiled.
 
     ``tiled=(a, b)`` (``a < b``) runs dims ``a`` and ``b`` in ``tile`` x ``tile`` blocks
     (the last ones cut to fit) inside the other dims' loops: ``%j{a}``, ``%j{b}`` step over
@@ -248,7 +264,7 @@ def loop_function(name: str, params: str, dims: tuple, body: list[str],
     >>> [line.split(" = ")[0].strip() for line in text.splitlines() if "phi" in line]
     ['%i0', '%j1', '%j2', '%i1', '%i2']
     """
-    lines = [f"define void @{name}({params}) nounwind {{", "entry:"]
+    lines = [f"define void @{name}({params}) nounwind noinline {{", "entry:"]
     if not dims:
         lines += body + ["  ret void", "}"]
         return "\n".join(lines)
@@ -278,11 +294,33 @@ def loop_function(name: str, params: str, dims: tuple, body: list[str],
             lines.append(f"E{k}:")
         leave = f"E{k - 1}" if k > 0 else "exit"
         done = "eq" if step == 1 else "uge"  # a block counter may step past the bound
+        small = bound.isdigit() and step == 1 and int(bound) < SMALL_LOOP
+        hint = "" if unroll or small else f", !llvm.loop {NO_UNROLL}"
         lines += [f"  {counter}.next = add nuw nsw i64 {counter}, {step}",
                   f"  %c{k} = icmp {done} i64 {counter}.next, {bound}",
-                  f"  br i1 %c{k}, label %{leave}, label %L{k}"]
+                  f"  br i1 %c{k}, label %{leave}, label %L{k}{hint}"]
     lines += ["exit:", "  ret void", "}"]
     return "\n".join(lines)
+
+
+def number_loops(text: str) -> str:
+    """``text`` (functions of one module) with each ``NO_UNROLL`` placeholder replaced by a
+    distinct loop id that disables unrolling, the ids' metadata appended.
+
+    >>> print(number_loops(f"br label %L0, !llvm.loop {NO_UNROLL}"), end="")
+    br label %L0, !llvm.loop !1
+    !0 = !{!"llvm.loop.unroll.disable"}
+    !1 = distinct !{!1, !0}
+    """
+    pieces = text.split(NO_UNROLL)
+    if len(pieces) == 1:
+        return text
+    numbered = [pieces[0]]
+    for k, piece in enumerate(pieces[1:], start=1):
+        numbered += [f"!{k}", piece]
+    metadata = ['!0 = !{!"llvm.loop.unroll.disable"}'] + [
+        f"!{k} = distinct !{{!{k}, !0}}" for k in range(1, len(pieces))]
+    return "".join(numbered).rstrip("\n") + "\n" + "\n".join(metadata) + "\n"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -183,8 +183,9 @@ class Module:
         for c in extra:
             visit(c)
         visit(entry)
-        order.remove(entry)
-        order.append(entry)
+        # By identity: ``list.remove`` would compare computations structurally (``__eq__``),
+        # printing every one before the entry.
+        order = [c for c in order if c is not entry] + [entry]
         return Module(name, tuple(order), entry, header)
 
     def computation(self, name: str) -> Computation:
