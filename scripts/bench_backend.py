@@ -19,6 +19,10 @@ import argparse
 import importlib.util
 import math
 import os
+import re
+import shlex
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -42,6 +46,7 @@ from xla_spmd.frontend.pytree import tree_leaves  # noqa: E402
 from xla_spmd.ir import ArrayShape, Builder, Module  # noqa: E402
 from xla_spmd.ir.dtypes import F32  # noqa: E402
 from xla_spmd.pipeline import lower  # noqa: E402
+from xla_spmd.runtime.devices import topology  # noqa: E402
 from xla_spmd.runtime.executable import execute  # noqa: E402
 from xla_spmd.runtime.sharded_array import device_put  # noqa: E402
 
@@ -166,7 +171,8 @@ class Prepared:
         step, args, specs = model
         mesh = xs.make_mesh(mesh_axes, axis_types=xs.AxisType.Auto)  # propagation places the rest
         shardings = _shardings(mesh, specs, args)
-        xs.set_num_devices(mesh.size)
+        if topology().kind != "mpi":  # under mpirun each rank is one device
+            xs.set_num_devices(mesh.size)
         start = time.perf_counter()
         lowered = xs.jit(step, in_shardings=shardings).lower(*args)
         program = lower(lowered.module, mesh=mesh)  # as xs.jit runs it: optimized SPMD
@@ -176,15 +182,15 @@ class Prepared:
         leaves = tree_leaves(args)
         parameters = self.module.entry.parameters
         placed = [device_put(np.asarray(v), p.sharding) for v, p in zip(leaves, parameters)]
-        self.arguments = [[a.shard_data(d, padded=True) for a in placed]
-                          for d in range(self.devices)]
+        self.arguments = {d: [a.shard_data(d, padded=True) for a in placed]
+                          for d in topology().local_device_ids if d < self.devices}
 
     def run(self, executable) -> list:
-        if self.devices == 1:
+        if self.devices == 1 and topology().kind != "mpi":
             return [executable.run(0, self.arguments[0], None)]
         # As the runtime runs it: one thread per device sharing the cores' BLAS threads, or
         # every device on this thread where the executable runs in lockstep.
-        return list(execute(executable, dict(enumerate(self.arguments))).values())
+        return list(execute(executable, self.arguments).values())
 
 
 def _shardings(mesh, specs, args):
@@ -331,16 +337,92 @@ def first_call_row(quick: bool, jax_seconds: float | None) -> tuple[str, str, st
 # ---------------------------------------------------------------------------------------------
 
 
+# mpirun -n 8 against 8 in-process devices
+
+MODELS = {"MLP": mlp_model, "transformer block": block_model}
+_MPIRUN_RESULT = "mpirun step seconds:"
+
+
+def mpirun_worker(name: str, quick: bool, steps: int) -> None:
+    """One rank of ``mpirun -n 8``: the model's step on mesh data=2,model=4, this rank's
+    device. A step's time is the slowest rank's, from a barrier; rank 0 prints the best."""
+    from mpi4py import MPI
+
+    world = MPI.COMM_WORLD
+    prepared = Prepared(MODELS[name](quick), {"data": 2, "model": 4})
+    executable = get_backend("cpu").compile(prepared.spmd, tuple(range(prepared.devices)))
+    prepared.run(executable)  # warm: first touches, BLAS start-up
+    times = np.empty(steps)
+    for i in range(steps):
+        world.Barrier()
+        start = time.perf_counter()
+        prepared.run(executable)
+        times[i] = time.perf_counter() - start
+    slowest = np.empty_like(times)
+    world.Allreduce(times, slowest, op=MPI.MAX)
+    if world.Get_rank() == 0:
+        print(_MPIRUN_RESULT, float(slowest.min()), flush=True)
+
+
+def mpirun_launcher(command: str | None) -> list[str]:
+    """The launcher's words: ``--mpirun-command``, or mpirun, told to run more ranks than
+    cores where the machine has fewer than 8."""
+    if command is not None:
+        return shlex.split(command)
+    mpirun = shutil.which("mpirun")
+    if mpirun is None:
+        return []
+    return [mpirun] + (["--map-by", ":OVERSUBSCRIBE"] if (os.cpu_count() or 1) < 8 else [])
+
+
+def mpirun_row(name: str, quick: bool, steps: int, in_process: float, launcher: list[str]
+               ) -> tuple[str, str, str]:
+    """``mpirun -n 8`` running this script's worker, against the in-process step."""
+    what = f"{name} step, mpirun -n 8 / 8 in-process"
+    if not launcher:
+        return what, "mpirun not found (pip install 'xla-spmd[mpi]')", ""
+    command = launcher + ["-n", "8", sys.executable, str(Path(__file__).resolve()),
+                          "--mpirun-worker", name, "--steps", str(steps)]
+    command += ["--quick"] if quick else []
+    result = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+    found = re.search(re.escape(_MPIRUN_RESULT) + r" (\S+)", result.stdout)
+    if result.returncode != 0 or found is None:
+        tail = (result.stdout + result.stderr).strip().splitlines()[-3:]
+        return what, f"mpirun failed ({result.returncode}): " + " / ".join(tail), ""
+    seconds = float(found.group(1))
+    return (what, f"{seconds * 1e3:.0f} ms vs {in_process * 1e3:.0f} ms",
+            f"{seconds / in_process:.2f}× (goal ≤ 1.2×)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="small models (smoke test)")
+    parser.add_argument("--mpirun-only", action="store_true",
+                        help="only the rows of mpirun -n 8 against 8 in-process devices")
+    parser.add_argument("--mpirun-command", default=None,
+                        help="the launcher (default: mpirun, oversubscribing a machine with "
+                             "fewer than 8 cores)")
+    parser.add_argument("--mpirun-worker", choices=sorted(MODELS), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.mpirun_worker:
+        mpirun_worker(args.mpirun_worker, args.quick, args.steps)
+        return
+    launcher = mpirun_launcher(args.mpirun_command)
+    if args.mpirun_only:
+        table = Table("measure", "value", "ratio")
+        for name, model in MODELS.items():
+            prepared = Prepared(model(args.quick), {"data": 2, "model": 4})
+            in_process, _ = step_seconds(prepared, "cpu", args.steps)
+            table.add_row(*mpirun_row(name, args.quick, args.steps, in_process, launcher))
+        Console(width=140).print(table)
+        print_footer(Console(width=140), launcher)
+        return
     console = Console(width=140)
     jax_available = importlib.util.find_spec("jax") is not None
     table = Table("measure", "value", "ratio")
     jax_first = None
-    for name, model in (("MLP", mlp_model), ("transformer block", block_model)):
+    for name, model in MODELS.items():
         for mesh_axes in ({"data": 1, "model": 1}, {"data": 2, "model": 4}):
             prepared = Prepared(model(args.quick), mesh_axes)
             cpu, executable = step_seconds(prepared, "cpu", args.steps)
@@ -358,6 +440,8 @@ def main() -> None:
                 if name == "transformer block" and prepared.devices == 8:
                     jax_first = jax["first"]
             table.add_row(f"{name} step, {where}", value, ratio)
+            if prepared.devices == 8:  # the launch right after the in-process steps
+                table.add_row(*mpirun_row(name, args.quick, args.steps, cpu, launcher))
             table.add_row(f"  peak bytes per device ({where})", f"{peak / 2**20:.1f} MiB",
                           xla_bytes + " (goal ≤ 1.1×)")
     readme = [Prepared(readme_model(), axes) for axes in ({"data": 1, "model": 1},
@@ -366,16 +450,22 @@ def main() -> None:
     eight, _ = step_seconds(readme[1], "cpu", args.steps)
     table.add_row("README's transformer step, 8 devices / 1 device (cpu)",
                   f"{eight * 1e3:.1f} ms / {one * 1e3:.1f} ms", f"{eight / one:.2f}× (goal ≤ 3×)")
-    table.add_row("mpirun -n 8 / 8 in-process", "not measured by this script", "")
     table.add_row(*fused_chain_row(args.quick))
     table.add_row(*transposed_update_row(args.quick))
     table.add_row(*dot_row(args.quick))
     table.add_row(*first_call_row(args.quick, jax_first))
     console.print(table)
+    print_footer(console, launcher)
+
+
+def print_footer(console: Console, launcher: list[str]) -> None:
     from xla_spmd.backends.cpu import compiler
     host = compiler.host()
     console.print(f"BLAS: {blas_kernel()}; code for {host['cpu']} ({host['features']}), "
                   f"LLVM {host['llvm']}, llvmlite {host['llvmlite']}")
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    words = " ".join([Path(launcher[0]).name] + launcher[1:]) if launcher else "-"
+    console.print(f"{os.cpu_count()} cores, load average {load}; mpirun rows: {words} -n 8")
 
 
 if __name__ == "__main__":
