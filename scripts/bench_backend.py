@@ -1,15 +1,19 @@
 """The CPU backend's performance goals (issue 14) as a table of ratios.
 
-    python scripts/bench_backend.py [--steps 3] [--quick]
+    python scripts/bench_backend.py [--steps 3] [--quick] [--mpirun-only [MODEL ...]]
 
-Rows: the training step of an MLP (batch 512, 4 layers of 2048x2048) and of a transformer
-block (batch 8, sequence 256, d 512, 8 heads, ff 2048) on mesh data=2,model=4 (8 in-process
-devices) and on 1 device, each on the cpu and the reference backend (and JAX with the same
-mesh and shardings, when JAX is installed); the README's small transformer on 8 devices over
-1 device; a fused chain of 8 elementwise ops on 64 MB against numpy.copyto's bandwidth; the
+Rows: the training step of an MLP (batch 512, 4 layers of 2048x2048) and of a transformer block
+(batch 8, sequence 256, d 512, 8 heads, ff 2048) on mesh data=2,model=4 (8 in-process devices)
+and on 1 device, each on the cpu and the reference backend (and JAX with the same mesh and
+shardings, when JAX is installed); each model's step under ``mpirun -n 8`` (one device per
+rank, as a user's ``mpirun -n 8 python train.py`` runs it) against 8 in-process devices, the
+steps of the two alternating so both see the same load (``--mpirun-only``: just these rows;
+``--mpirun-command``: another launcher); the README's small transformer on 8 devices over 1
+device; a fused chain of 8 elementwise ops on 64 MB against numpy.copyto's bandwidth; the
 weight update ``w - 0.01 * transpose(g)`` on 2048^2 f32 against numpy; dot 2048^3 f32 against
 numpy.matmul; the first call of the transformer block with a cold cache; the peak bytes per
-device the backend's buffer plan reports. Which BLAS kernel ran is printed (threadpoolctl).
+device the backend's buffer plan reports. Which BLAS kernel ran is printed (threadpoolctl), and
+the load average: the machine may be shared.
 ``--quick`` shrinks the models (a smoke test of the script).
 """
 
@@ -19,7 +23,6 @@ import argparse
 import importlib.util
 import math
 import os
-import re
 import shlex
 import shutil
 import subprocess
@@ -340,28 +343,47 @@ def first_call_row(quick: bool, jax_seconds: float | None) -> tuple[str, str, st
 # mpirun -n 8 against 8 in-process devices
 
 MODELS = {"MLP": mlp_model, "transformer block": block_model}
-_MPIRUN_RESULT = "mpirun step seconds:"
+_READY, _STEP = "mpirun worker ready", "mpirun step seconds:"
+_IDLE_POLL = 0.01  # seconds between the idle ranks' looks at the next command
 
 
-def mpirun_worker(name: str, quick: bool, steps: int) -> None:
+def _idle_wait(request) -> None:
+    """Wait for an MPI request asleep, so idle ranks leave the cores to the in-process
+    steps timed meanwhile (MPI's own waits spin or yield)."""
+    while not request.Test():
+        time.sleep(_IDLE_POLL)
+
+
+def mpirun_worker(name: str, quick: bool) -> None:
     """One rank of ``mpirun -n 8``: the model's step on mesh data=2,model=4, this rank's
-    device. A step's time is the slowest rank's, from a barrier; rank 0 prints the best."""
+    device, run each time rank 0 reads ``step`` on its standard input (mpirun forwards it;
+    anything else ends the job). A step is timed from a barrier to the slowest rank's end;
+    rank 0 prints it."""
     from mpi4py import MPI
 
     world = MPI.COMM_WORLD
+    rank = world.Get_rank()
     prepared = Prepared(MODELS[name](quick), {"data": 2, "model": 4})
     executable = get_backend("cpu").compile(prepared.spmd, tuple(range(prepared.devices)))
     prepared.run(executable)  # warm: first touches, BLAS start-up
-    times = np.empty(steps)
-    for i in range(steps):
+    command = np.zeros(1, np.int64)
+    seconds, slowest = np.zeros(1), np.zeros(1)
+    _idle_wait(world.Ibarrier())
+    if rank == 0:
+        print(_READY, flush=True)
+    while True:
+        if rank == 0:
+            command[0] = sys.stdin.readline().strip() == "step"
+        _idle_wait(world.Ibcast(command, root=0))
+        if not command[0]:
+            return
         world.Barrier()
         start = time.perf_counter()
         prepared.run(executable)
-        times[i] = time.perf_counter() - start
-    slowest = np.empty_like(times)
-    world.Allreduce(times, slowest, op=MPI.MAX)
-    if world.Get_rank() == 0:
-        print(_MPIRUN_RESULT, float(slowest.min()), flush=True)
+        seconds[0] = time.perf_counter() - start
+        world.Reduce(seconds, slowest, op=MPI.MAX, root=0)
+        if rank == 0:
+            print(_STEP, float(slowest[0]), flush=True)
 
 
 def mpirun_launcher(command: str | None) -> list[str]:
@@ -375,46 +397,75 @@ def mpirun_launcher(command: str | None) -> list[str]:
     return [mpirun] + (["--map-by", ":OVERSUBSCRIBE"] if (os.cpu_count() or 1) < 8 else [])
 
 
-def mpirun_row(name: str, quick: bool, steps: int, in_process: float, launcher: list[str]
+def _read_until(process: subprocess.Popen, marker: str) -> str:
+    assert process.stdout is not None
+    seen = []
+    for line in process.stdout:
+        if line.startswith(marker):
+            return line[len(marker):].strip()
+        seen.append(line.rstrip())
+    process.wait()
+    raise RuntimeError(f"mpirun exited with {process.returncode}: " + " / ".join(seen[-3:]))
+
+
+def mpirun_row(name: str, quick: bool, steps: int, launcher: list[str]
                ) -> tuple[str, str, str]:
-    """``mpirun -n 8`` running this script's worker, against the in-process step."""
+    """The model's step under ``mpirun -n 8`` (this script's worker) against 8 in-process
+    devices, steps of the two alternating (the machine's load changes by the minute); the
+    best of ``steps`` of each."""
     what = f"{name} step, mpirun -n 8 / 8 in-process"
     if not launcher:
         return what, "mpirun not found (pip install 'xla-spmd[mpi]')", ""
+    prepared = Prepared(MODELS[name](quick), {"data": 2, "model": 4})
+    executable = get_backend("cpu").compile(prepared.spmd, tuple(range(prepared.devices)))
+    prepared.run(executable)
     command = launcher + ["-n", "8", sys.executable, str(Path(__file__).resolve()),
-                          "--mpirun-worker", name, "--steps", str(steps)]
-    command += ["--quick"] if quick else []
-    result = subprocess.run(command, capture_output=True, text=True, timeout=1800)
-    found = re.search(re.escape(_MPIRUN_RESULT) + r" (\S+)", result.stdout)
-    if result.returncode != 0 or found is None:
-        tail = (result.stdout + result.stderr).strip().splitlines()[-3:]
-        return what, f"mpirun failed ({result.returncode}): " + " / ".join(tail), ""
-    seconds = float(found.group(1))
-    return (what, f"{seconds * 1e3:.0f} ms vs {in_process * 1e3:.0f} ms",
-            f"{seconds / in_process:.2f}× (goal ≤ 1.2×)")
+                          "--mpirun-worker", name] + (["--quick"] if quick else [])
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    assert process.stdin is not None
+    local, distributed = [], []
+    try:
+        _read_until(process, _READY)
+        for _ in range(steps):
+            start = time.perf_counter()
+            prepared.run(executable)
+            local.append(time.perf_counter() - start)
+            process.stdin.write("step\n")
+            process.stdin.flush()
+            distributed.append(float(_read_until(process, _STEP)))
+        process.stdin.write("stop\n")
+        process.stdin.close()
+        process.wait(timeout=300)
+    except (RuntimeError, OSError, ValueError, subprocess.TimeoutExpired) as error:
+        process.kill()
+        return what, f"failed: {error}", ""
+    mpi, here = min(distributed), min(local)
+    return (what, f"{mpi * 1e3:.0f} ms vs {here * 1e3:.0f} ms",
+            f"{mpi / here:.2f}× (goal ≤ 1.2×)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="small models (smoke test)")
-    parser.add_argument("--mpirun-only", action="store_true",
-                        help="only the rows of mpirun -n 8 against 8 in-process devices")
+    parser.add_argument("--mpirun-only", nargs="*", choices=sorted(MODELS), default=None,
+                        metavar="MODEL", help="only the rows of mpirun -n 8 against 8 "
+                        "in-process devices (of the models named: 'MLP', 'transformer block'; "
+                        "default both)")
     parser.add_argument("--mpirun-command", default=None,
                         help="the launcher (default: mpirun, oversubscribing a machine with "
                              "fewer than 8 cores)")
     parser.add_argument("--mpirun-worker", choices=sorted(MODELS), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.mpirun_worker:
-        mpirun_worker(args.mpirun_worker, args.quick, args.steps)
+        mpirun_worker(args.mpirun_worker, args.quick)
         return
     launcher = mpirun_launcher(args.mpirun_command)
-    if args.mpirun_only:
+    if args.mpirun_only is not None:
         table = Table("measure", "value", "ratio")
-        for name, model in MODELS.items():
-            prepared = Prepared(model(args.quick), {"data": 2, "model": 4})
-            in_process, _ = step_seconds(prepared, "cpu", args.steps)
-            table.add_row(*mpirun_row(name, args.quick, args.steps, in_process, launcher))
+        for name in args.mpirun_only or MODELS:
+            table.add_row(*mpirun_row(name, args.quick, args.steps, launcher))
         Console(width=140).print(table)
         print_footer(Console(width=140), launcher)
         return
@@ -440,8 +491,8 @@ def main() -> None:
                 if name == "transformer block" and prepared.devices == 8:
                     jax_first = jax["first"]
             table.add_row(f"{name} step, {where}", value, ratio)
-            if prepared.devices == 8:  # the launch right after the in-process steps
-                table.add_row(*mpirun_row(name, args.quick, args.steps, cpu, launcher))
+            if prepared.devices == 8:
+                table.add_row(*mpirun_row(name, args.quick, args.steps, launcher))
             table.add_row(f"  peak bytes per device ({where})", f"{peak / 2**20:.1f} MiB",
                           xla_bytes + " (goal ≤ 1.1×)")
     readme = [Prepared(readme_model(), axes) for axes in ({"data": 1, "model": 1},
