@@ -1,15 +1,19 @@
 """The CPU backend's performance goals (issue 14) as a table of ratios.
 
-    python scripts/bench_backend.py [--steps 3] [--quick]
+    python scripts/bench_backend.py [--steps 3] [--quick] [--mpirun-only [MODEL ...]]
 
-Rows: the training step of an MLP (batch 512, 4 layers of 2048x2048) and of a transformer
-block (batch 8, sequence 256, d 512, 8 heads, ff 2048) on mesh data=2,model=4 (8 in-process
-devices) and on 1 device, each on the cpu and the reference backend (and JAX with the same
-mesh and shardings, when JAX is installed); the README's small transformer on 8 devices over
-1 device; a fused chain of 8 elementwise ops on 64 MB against numpy.copyto's bandwidth; the
+Rows: the training step of an MLP (batch 512, 4 layers of 2048x2048) and of a transformer block
+(batch 8, sequence 256, d 512, 8 heads, ff 2048) on mesh data=2,model=4 (8 in-process devices)
+and on 1 device, each on the cpu and the reference backend (and JAX with the same mesh and
+shardings, when JAX is installed); each model's step under ``mpirun -n 8`` (one device per
+rank, as a user's ``mpirun -n 8 python train.py`` runs it) against 8 in-process devices, the
+steps of the two alternating so both see the same load (``--mpirun-only``: just these rows;
+``--mpirun-command``: another launcher); the README's small transformer on 8 devices over 1
+device; a fused chain of 8 elementwise ops on 64 MB against numpy.copyto's bandwidth; the
 weight update ``w - 0.01 * transpose(g)`` on 2048^2 f32 against numpy; dot 2048^3 f32 against
 numpy.matmul; the first call of the transformer block with a cold cache; the peak bytes per
-device the backend's buffer plan reports. Which BLAS kernel ran is printed (threadpoolctl).
+device the backend's buffer plan reports. Which BLAS kernel ran is printed (threadpoolctl), and
+the load average: the machine may be shared.
 ``--quick`` shrinks the models (a smoke test of the script).
 """
 
@@ -19,6 +23,9 @@ import argparse
 import importlib.util
 import math
 import os
+import shlex
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -42,6 +49,7 @@ from xla_spmd.frontend.pytree import tree_leaves  # noqa: E402
 from xla_spmd.ir import ArrayShape, Builder, Module  # noqa: E402
 from xla_spmd.ir.dtypes import F32  # noqa: E402
 from xla_spmd.pipeline import lower  # noqa: E402
+from xla_spmd.runtime.devices import topology  # noqa: E402
 from xla_spmd.runtime.executable import execute  # noqa: E402
 from xla_spmd.runtime.sharded_array import device_put  # noqa: E402
 
@@ -166,7 +174,8 @@ class Prepared:
         step, args, specs = model
         mesh = xs.make_mesh(mesh_axes, axis_types=xs.AxisType.Auto)  # propagation places the rest
         shardings = _shardings(mesh, specs, args)
-        xs.set_num_devices(mesh.size)
+        if topology().kind != "mpi":  # under mpirun each rank is one device
+            xs.set_num_devices(mesh.size)
         start = time.perf_counter()
         lowered = xs.jit(step, in_shardings=shardings).lower(*args)
         program = lower(lowered.module, mesh=mesh)  # as xs.jit runs it: optimized SPMD
@@ -176,15 +185,15 @@ class Prepared:
         leaves = tree_leaves(args)
         parameters = self.module.entry.parameters
         placed = [device_put(np.asarray(v), p.sharding) for v, p in zip(leaves, parameters)]
-        self.arguments = [[a.shard_data(d, padded=True) for a in placed]
-                          for d in range(self.devices)]
+        self.arguments = {d: [a.shard_data(d, padded=True) for a in placed]
+                          for d in topology().local_device_ids if d < self.devices}
 
     def run(self, executable) -> list:
-        if self.devices == 1:
+        if self.devices == 1 and topology().kind != "mpi":
             return [executable.run(0, self.arguments[0], None)]
         # As the runtime runs it: one thread per device sharing the cores' BLAS threads, or
         # every device on this thread where the executable runs in lockstep.
-        return list(execute(executable, dict(enumerate(self.arguments))).values())
+        return list(execute(executable, self.arguments).values())
 
 
 def _shardings(mesh, specs, args):
@@ -337,16 +346,142 @@ def first_call_row(quick: bool, jax_seconds: float | None) -> tuple[str, str, st
 # ---------------------------------------------------------------------------------------------
 
 
+# mpirun -n 8 against 8 in-process devices
+
+MODELS = {"MLP": mlp_model, "transformer block": block_model}
+_READY, _STEP = "mpirun worker ready", "mpirun step seconds:"
+_IDLE_POLL = 0.01  # seconds between the idle ranks' looks at the next command
+
+
+def _idle_wait(request) -> None:
+    """Wait for an MPI request asleep, so idle ranks leave the cores to the in-process
+    steps timed meanwhile (MPI's own waits spin or yield)."""
+    while not request.Test():
+        time.sleep(_IDLE_POLL)
+
+
+def mpirun_worker(name: str, quick: bool) -> None:
+    """One rank of ``mpirun -n 8``: the model's step on mesh data=2,model=4, this rank's
+    device, run each time rank 0 reads ``step`` on its standard input (mpirun forwards it;
+    anything else ends the job). A step is timed from a barrier to the slowest rank's end;
+    rank 0 prints it."""
+    from mpi4py import MPI
+
+    world = MPI.COMM_WORLD
+    rank = world.Get_rank()
+    prepared = Prepared(MODELS[name](quick), {"data": 2, "model": 4})
+    executable = get_backend("cpu").compile(prepared.spmd, tuple(range(prepared.devices)))
+    prepared.run(executable)  # warm: first touches, BLAS start-up
+    command = np.zeros(1, np.int64)
+    seconds, slowest = np.zeros(1), np.zeros(1)
+    _idle_wait(world.Ibarrier())
+    if rank == 0:
+        print(_READY, flush=True)
+    while True:
+        if rank == 0:
+            command[0] = sys.stdin.readline().strip() == "step"
+        _idle_wait(world.Ibcast(command, root=0))
+        if not command[0]:
+            return
+        world.Barrier()
+        start = time.perf_counter()
+        prepared.run(executable)
+        seconds[0] = time.perf_counter() - start
+        world.Reduce(seconds, slowest, op=MPI.MAX, root=0)
+        if rank == 0:
+            print(_STEP, float(slowest[0]), flush=True)
+
+
+def mpirun_launcher(command: str | None) -> list[str]:
+    """The launcher's words: ``--mpirun-command``, or mpirun, told to run more ranks than
+    cores where the machine has fewer than 8."""
+    if command is not None:
+        return shlex.split(command)
+    mpirun = shutil.which("mpirun")
+    if mpirun is None:
+        return []
+    return [mpirun] + (["--map-by", ":OVERSUBSCRIBE"] if (os.cpu_count() or 1) < 8 else [])
+
+
+def _read_until(process: subprocess.Popen, marker: str) -> str:
+    assert process.stdout is not None
+    seen = []
+    for line in process.stdout:
+        if line.startswith(marker):
+            return line[len(marker):].strip()
+        seen.append(line.rstrip())
+    process.wait()
+    raise RuntimeError(f"mpirun exited with {process.returncode}: " + " / ".join(seen[-3:]))
+
+
+def mpirun_row(name: str, quick: bool, steps: int, launcher: list[str]
+               ) -> tuple[str, str, str]:
+    """The model's step under ``mpirun -n 8`` (this script's worker) against 8 in-process
+    devices, steps of the two alternating (the machine's load changes by the minute): the
+    best of ``steps`` of each, and the median over the pairs of steps of their ratio."""
+    what = f"{name} step, mpirun -n 8 / 8 in-process"
+    if not launcher:
+        return what, "mpirun not found (pip install 'xla-spmd[mpi]')", ""
+    prepared = Prepared(MODELS[name](quick), {"data": 2, "model": 4})
+    executable = get_backend("cpu").compile(prepared.spmd, tuple(range(prepared.devices)))
+    prepared.run(executable)
+    command = launcher + ["-n", "8", sys.executable, str(Path(__file__).resolve()),
+                          "--mpirun-worker", name] + (["--quick"] if quick else [])
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    assert process.stdin is not None
+    local, distributed = [], []
+    try:
+        _read_until(process, _READY)
+        for _ in range(steps):
+            start = time.perf_counter()
+            prepared.run(executable)
+            local.append(time.perf_counter() - start)
+            process.stdin.write("step\n")
+            process.stdin.flush()
+            distributed.append(float(_read_until(process, _STEP)))
+        process.stdin.write("stop\n")
+        process.stdin.close()
+        process.wait(timeout=300)
+    except (RuntimeError, OSError, ValueError, subprocess.TimeoutExpired) as error:
+        process.kill()
+        return what, f"failed: {error}", ""
+    mpi, here = min(distributed), min(local)
+    # Each mpirun step over the in-process step just before it: a pair sees one load.
+    paired = float(np.median(np.array(distributed) / np.array(local)))
+    return (what, f"best {mpi * 1e3:.0f} ms vs {here * 1e3:.0f} ms",
+            f"{mpi / here:.2f}× best, {paired:.2f}× median pair (goal ≤ 1.2×)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="small models (smoke test)")
+    parser.add_argument("--mpirun-only", nargs="*", choices=sorted(MODELS), default=None,
+                        metavar="MODEL", help="only the rows of mpirun -n 8 against 8 "
+                        "in-process devices (of the models named: 'MLP', 'transformer block'; "
+                        "default both)")
+    parser.add_argument("--mpirun-command", default=None,
+                        help="the launcher (default: mpirun, oversubscribing a machine with "
+                             "fewer than 8 cores)")
+    parser.add_argument("--mpirun-worker", choices=sorted(MODELS), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.mpirun_worker:
+        mpirun_worker(args.mpirun_worker, args.quick)
+        return
+    launcher = mpirun_launcher(args.mpirun_command)
+    if args.mpirun_only is not None:
+        table = Table("measure", "value", "ratio")
+        for name in args.mpirun_only or MODELS:
+            table.add_row(*mpirun_row(name, args.quick, args.steps, launcher))
+        Console(width=140).print(table)
+        print_footer(Console(width=140), launcher)
+        return
     console = Console(width=140)
     jax_available = importlib.util.find_spec("jax") is not None
     table = Table("measure", "value", "ratio")
     jax_first = None
-    for name, model in (("MLP", mlp_model), ("transformer block", block_model)):
+    for name, model in MODELS.items():
         for mesh_axes in ({"data": 1, "model": 1}, {"data": 2, "model": 4}):
             prepared = Prepared(model(args.quick), mesh_axes)
             cpu, executable = step_seconds(prepared, "cpu", args.steps)
@@ -364,6 +499,8 @@ def main() -> None:
                 if name == "transformer block" and prepared.devices == 8:
                     jax_first = jax["first"]
             table.add_row(f"{name} step, {where}", value, ratio)
+            if prepared.devices == 8:
+                table.add_row(*mpirun_row(name, args.quick, args.steps, launcher))
             table.add_row(f"  peak bytes per device ({where})", f"{peak / 2**20:.1f} MiB",
                           xla_bytes + " (goal ≤ 1.1×)")
     readme = [Prepared(readme_model(), axes) for axes in ({"data": 1, "model": 1},
@@ -372,16 +509,22 @@ def main() -> None:
     eight, _ = step_seconds(readme[1], "cpu", args.steps)
     table.add_row("README's transformer step, 8 devices / 1 device (cpu)",
                   f"{eight * 1e3:.1f} ms / {one * 1e3:.1f} ms", f"{eight / one:.2f}× (goal ≤ 3×)")
-    table.add_row("mpirun -n 8 / 8 in-process", "not measured by this script", "")
     table.add_row(*fused_chain_row(args.quick))
     table.add_row(*transposed_update_row(args.quick))
     table.add_row(*dot_row(args.quick))
     table.add_row(*first_call_row(args.quick, jax_first))
     console.print(table)
+    print_footer(console, launcher)
+
+
+def print_footer(console: Console, launcher: list[str]) -> None:
     from xla_spmd.backends.cpu import compiler
     host = compiler.host()
     console.print(f"BLAS: {blas_kernel()}; code for {host['cpu']} ({host['features']}), "
                   f"LLVM {host['llvm']}, llvmlite {host['llvmlite']}")
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    words = " ".join([Path(launcher[0]).name] + launcher[1:]) if launcher else "-"
+    console.print(f"{os.cpu_count()} cores, load average {load}; mpirun rows: {words} -n 8")
 
 
 if __name__ == "__main__":

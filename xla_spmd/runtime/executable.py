@@ -63,13 +63,15 @@ def _local_world(num_devices: int) -> LocalWorld:
 
 
 def mpi_communicator():
-    """This rank's MPI communicator; a rank that raises aborts the whole job."""
-    global _mpi_communicator
+    """This rank's MPI communicator (made collectively, on first use); a rank that raises
+    aborts the whole job. It also sets how many BLAS threads this rank's programs use."""
+    global _mpi_communicator, _mpi_blas_threads
     if _mpi_communicator is None:
         from xla_spmd.collectives.mpi import MpiCommunicator, install_abort_on_error
 
         install_abort_on_error()
         _mpi_communicator = MpiCommunicator()
+        _mpi_blas_threads = _rank_blas_threads()
     return _mpi_communicator
 
 
@@ -84,17 +86,63 @@ def nccl_communicator(gpu: int):
     return _nccl_communicator
 
 
-@contextlib.contextmanager
-def blas_threads_per_device(num_devices: int):
-    """Share the cores among in-process devices: each device calling a multi-threaded BLAS
-    at once would oversubscribe them."""
+def _affinity() -> set[int]:
+    """The cores this process may run on (its affinity, as ``taskset`` or a launcher's
+    binding sets it), else all of the machine's."""
     try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
+        return set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity call on this platform
+        return set(range(os.cpu_count() or 1))
+
+
+_blas_controller: list = []  # [ThreadpoolController or None], found once
+
+
+@contextlib.contextmanager
+def blas_threads(limit: int):
+    """BLAS on at most ``limit`` threads while the block runs: fewer if it had fewer (an
+    ``OMP_NUM_THREADS`` or an enclosing ``threadpool_limits`` stays in force). The libraries
+    are looked up once (a fresh ``threadpool_limits`` costs half a millisecond a step)."""
+    if not _blas_controller:
+        try:
+            from threadpoolctl import ThreadpoolController
+            _blas_controller.append(ThreadpoolController().select(user_api="blas"))
+        except (ImportError, OSError, ValueError):  # no threadpoolctl, or no BLAS found
+            _blas_controller.append(None)
+    controller = _blas_controller[0]
+    if controller is None or not controller.lib_controllers:
         yield
         return
-    with threadpool_limits(limits=max(1, (os.cpu_count() or 1) // num_devices), user_api="blas"):
+    current = min(c.num_threads for c in controller.lib_controllers)
+    with controller.limit(limits=max(1, min(limit, current))):
         yield
+
+
+def blas_threads_per_device(num_devices: int):
+    """Share the cores among in-process devices: each device calling a multi-threaded BLAS
+    at once would oversubscribe them (devices × threads = cores)."""
+    return blas_threads(len(_affinity()) // num_devices)
+
+
+_mpi_blas_threads = 1  # set with the MPI communicator
+
+
+def _rank_blas_threads() -> int:
+    """BLAS threads for this rank (collective over the ranks of its node): its cores over
+    the most ranks that share one of them. Unbound ranks share every core (``mpirun -n 8``
+    on 2 cores: 1 thread each, where OpenBLAS would start 2 in each rank and their waits
+    would take the cores from the ranks computing); ranks bound to cores of their own use
+    them all."""
+    from mpi4py import MPI
+
+    mine = _affinity()
+    node = MPI.COMM_WORLD.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        masks = [set(cores) for cores in node.allgather(sorted(mine))]
+    finally:
+        node.Free()
+    sharing = max(sum(core in mask for mask in masks) for core in mine)
+    return max(1, len(mine) // sharing)
 
 
 _fingerprints: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -139,7 +187,8 @@ def execute(executable: Executable, per_device_args: Mapping[int, Sequence]
             return {}
         if getattr(executable, "collectives", None) == "nccl":
             communicator = nccl_communicator(cast(NcclExecutable, executable).gpu_of(device))
-        return {device: executable.run(device, per_device_args[device], communicator)}
+        with blas_threads(_mpi_blas_threads):  # ranks sharing the cores share them out
+            return {device: executable.run(device, per_device_args[device], communicator)}
     world = _local_world(count)
     if getattr(executable, "lockstep", False):
         # The backend runs every device on this thread, step by step (a small program: its
