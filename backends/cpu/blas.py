@@ -84,10 +84,24 @@ def splittable(batch: int, m: int, n: int, k: int, dtype) -> bool:
     return 2 * batch * m * n * k >= SPLIT_MIN_FLOPS
 
 
+def _segments(lead: tuple[int, ...], i0: int, i1: int):
+    """The matrices ``i0 .. i1-1`` of a batch of shape ``lead`` (flattened in C order) as
+    ``(index, slice)`` pieces: ``x[index][slice]`` are consecutive matrices along the last
+    batch axis, a view whatever the strides."""
+    last = lead[-1]
+    while i0 < i1:
+        outer, inner = divmod(i0, last)
+        end = min(i1, (outer + 1) * last)
+        yield np.unravel_index(outer, lead[:-1]), slice(inner, inner + end - i0)
+        i0 = end
+
+
 def batched_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: int) -> None:
-    """``numpy.matmul(left, right, out=out)`` over C-contiguous ``(..., m, k)``,
-    ``(..., k, n)`` and ``(..., m, n)`` arrays of one batch shape, the flattened batch split
-    into ``parts`` chunks run at once on the pool, BLAS on one thread meanwhile.
+    """``numpy.matmul(left, right, out=out)`` over ``(..., m, k)``, ``(..., k, n)`` and
+    ``(..., m, n)`` arrays of one batch shape (strided views included), the flattened batch
+    split into ``parts`` chunks run at once on the pool, BLAS on one thread meanwhile. Each
+    matrix is a view with its own strides, so BLAS makes the call it makes in the whole
+    batch's matmul.
 
     >>> a = np.arange(24, dtype=np.float32).reshape(4, 2, 3)
     >>> b = np.ones((4, 3, 2), np.float32)
@@ -95,17 +109,22 @@ def batched_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: 
     >>> batched_matmul(a, b, out, 2)
     >>> bool((out == a @ b).all())
     True
+    >>> b4 = np.ones((2, 3, 3, 2), np.float32).transpose(1, 0, 2, 3)  # (3, 2, 3, 2)
+    >>> a4 = np.arange(36, dtype=np.float32).reshape(3, 2, 2, 3)
+    >>> out4 = np.empty((3, 2, 2, 2), np.float32)
+    >>> batched_matmul(a4, b4, out4, 4)
+    >>> bool((out4 == a4 @ b4).all())
+    True
     """
-    shape_l, shape_r, shape_o = left.shape[-2:], right.shape[-2:], out.shape[-2:]
-    left3, right3 = left.reshape(-1, *shape_l), right.reshape(-1, *shape_r)
-    out3 = out.reshape(-1, *shape_o)
-    batch = left3.shape[0]
+    lead = out.shape[:-2]
+    batch = int(np.prod(lead, dtype=np.int64))
     bounds = [batch * p // parts for p in range(parts + 1)]
     matmul = np.matmul
 
     def chunk(i0: int, i1: int) -> None:
         with np.errstate(all="ignore"):
-            matmul(left3[i0:i1], right3[i0:i1], out=out3[i0:i1])
+            for index, part in _segments(lead, i0, i1):
+                matmul(left[index][part], right[index][part], out=out[index][part])
     _single_threaded(True)
     try:
         futures = [_pool().submit(chunk, i0, i1) for i0, i1 in zip(bounds[:-1], bounds[1:])]
