@@ -46,6 +46,17 @@ def _controllers() -> list:
     return controllers
 
 
+def vendor() -> str:
+    """The BLAS numpy calls, as threadpoolctl names it (``openblas``, ``mkl``, ``blis``...),
+    or "" where it cannot be told or several are loaded.
+
+    >>> vendor() in ("openblas", "mkl", "blis", "flexiblas", "")
+    True
+    """
+    found = {c.internal_api for c in _controllers()}
+    return found.pop() if len(found) == 1 else ""
+
+
 def threads() -> int:
     """How many threads BLAS may use now (1 where it cannot be told)."""
     return max((c.num_threads for c in _controllers()), default=1)

@@ -455,6 +455,9 @@ class CpuExecutable:
                     operands = ", ".join(o.name for o in inst.operands)
                     label = {"kernel": "blas" if inst.op.name == "dot" else "numpy"}.get(
                         step.kind, step.kind)
+                    if step.folded is not None:
+                        operands = ", ".join(o.name for o in step.folded.operands)
+                        label = f"blas: {step.folded.name} with its operands swapped"
                     lines.append(f"  {inst.name} = {inst.op.name}({operands})  [{label}]")
         report = self.report()
         lines.append(f"steps: {report['steps']}; fused instructions: "

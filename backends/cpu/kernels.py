@@ -21,7 +21,7 @@ bit-identical to the reference.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -134,7 +134,8 @@ def dot_operand(x: np.ndarray, order, shape, work) -> np.ndarray:
     return moved.astype(work).reshape(shape)
 
 
-def dot_kernel(inst: Instruction, reads: tuple, count: int | None = None) -> Launch:
+def dot_kernel(inst: Instruction, reads: tuple, count: int | None = None,
+               transposed: Instruction | None = None) -> Launch:
     """Dot through BLAS (``numpy.matmul`` into a preallocated output), its shapes, orders and
     dtypes decided once: the operands are seen in ``(batch, free, contracting)`` and
     ``(batch, contracting, free)`` order with the layouts of the reference's copies
@@ -149,7 +150,11 @@ def dot_kernel(inst: Instruction, reads: tuple, count: int | None = None) -> Lau
 
     A large batch of f32 matrices, when BLAS may use several threads, is split over a pool
     of threads instead, each matrix's gemm on one BLAS thread (``blas.batched_matmul``: one
-    hand-off per dot rather than one per matrix)."""
+    hand-off per dot rather than one per matrix).
+
+    With ``transposed`` (a transpose of ``inst`` that ``folded_transpose`` accepts) the
+    kernel computes that transpose instead, as the product with the operands swapped:
+    ``C^T = B^T A^T`` written straight into the transposed layout, no pass over ``C``."""
     lhs_shape, rhs_shape = (o.shape.dims for o in inst.operands)
     result_dtype = inst.shape.dtype.numpy
     work = compute_dtype(result_dtype)
@@ -157,14 +162,18 @@ def dot_kernel(inst: Instruction, reads: tuple, count: int | None = None) -> Lau
     batch, m, k = (_size(d, lhs_shape) for d in (lb, lf, lc))
     n = _size(rf, rhs_shape)
     left_order, right_order = tuple(lb + lf + lc), tuple(rb + rc + rf)
+    a, b = reads
+    result = inst if transposed is None else transposed
+    if transposed is not None:  # (batch, n, k) @ (batch, k, m): the swapped product
+        left_order, right_order = tuple(rb + rf + rc), tuple(lb + lc + lf)
+        m, n, a, b = n, m, b, a
     lead: tuple[int, ...] = ()
     if count is not None:
         lead = (count,)
         left_order = (0, *(d + 1 for d in left_order))
         right_order = (0, *(d + 1 for d in right_order))
     left_shape, right_shape = (*lead, batch, m, k), (*lead, batch, k, n)
-    out_shape, dims = (*lead, batch, m, n), (*lead, *inst.shape.dims)
-    a, b = reads
+    out_shape, dims = (*lead, batch, m, n), (*lead, *result.shape.dims)
     matmul = np.matmul
 
     # A large batch of float gemms goes to blas.batched_matmul when BLAS has several threads
@@ -187,6 +196,46 @@ def dot_kernel(inst: Instruction, reads: tuple, count: int | None = None) -> Lau
             matmul(left, right, out=out.reshape(out_shape))  # under run()'s errstate
         return out if work == result_dtype else out.astype(result_dtype)
     return launch_dot
+
+
+FOLD_MIN_MNK = 100 ** 3
+"""The smallest product ``m·n·k`` whose transpose ``folded_transpose`` computes as the
+swapped product. OpenBLAS serves smaller ones (up to 100³, by its SkylakeX permit; 64³ on
+ARM SVE) with small-matrix kernels whose sums depend on which side is transposed; its
+packed gemm sums every element over k in the same order either way: ``C^T = B^T A^T`` gave
+the bits of ``A B`` for all 5416 products tried above 100³ (sizes 2..1000, every transpose
+flag, 1 and 2 threads; OpenBLAS 0.3.31 SkylakeX)."""
+
+
+def folded_transpose(inst: Instruction, users: Mapping, root: Instruction
+                     ) -> Instruction | None:
+    """The dot whose transpose ``inst`` is, where the CPU backend computes that transpose
+    as the dot with its operands swapped (``dot_kernel(..., transposed=inst)``): ``inst``
+    moves the dot's free dims past each other (batch dims first, the rhs's free dims, then
+    the lhs's: the swapped dot's own order), every user of the dot is such a transpose (the
+    dot itself is never computed; ``users`` maps each instruction to its users, ``root`` is
+    the computation's root, never folded away), the product is an f32 gemm (an f32, bf16
+    or f16 result) of at least ``FOLD_MIN_MNK`` on OpenBLAS (``blas.vendor``), ``m, n > 1``.
+    Else None.
+
+    XLA's backward pass makes these: the weight gradient ``transpose(dot(dy, x))``."""
+    if inst.op.name != "transpose" or inst.operands[0].op.name != "dot":
+        return None
+    dot = inst.operands[0]
+    if kernel_for(dot) is None or compute_dtype(dot.shape.dtype.numpy) != np.float32:
+        return None
+    lhs_shape, rhs_shape = (o.shape.dims for o in dot.operands)
+    lb, lf, lc, rb, rc, rf = dot_dimensions(dot.attrs, len(lhs_shape), len(rhs_shape))
+    m, k, n = _size(lf, lhs_shape), _size(lc, lhs_shape), _size(rf, rhs_shape)
+    swapped = (*range(len(lb)), *range(len(lb) + len(lf), dot.shape.rank),
+               *range(len(lb), len(lb) + len(lf)))
+    if (tuple(inst.attrs.dimensions) != swapped or m < 2 or n < 2 or m * n * k < FOLD_MIN_MNK
+            or blas.vendor() != "openblas"):
+        return None
+    if dot is root or any(user.op.name != "transpose"
+                          or tuple(user.attrs.dimensions) != swapped for user in users[dot]):
+        return None
+    return dot
 
 
 def reduce_kernel(inst: Instruction, reads: tuple) -> Launch:

@@ -182,3 +182,88 @@ def test_dense_operands_are_read_in_place():
     strided = x[:, ::2]
     assert not dense(strided)
     assert not np.shares_memory(dot_operand(strided, (0, 1, 2), (1, 18, 4), work), x)
+
+
+# ---------------------------------------------------------------------------------------------
+# A dot's transpose computed as the swapped product (kernels.folded_transpose)
+
+
+def _folds(text: str) -> list[str]:
+    """The names of the transposes the CPU plan computes as swapped products."""
+    executable = BACKEND.compile(parse_hlo(text), (0,))
+    return [step.inst.name for program in executable.programs.values()
+            for step in program.steps if step.folded is not None]
+
+
+def _transposed_dot(lhs: str, rhs: str, out: str, dims: str, permutation: str, result: str,
+                    extra_user: bool = False) -> str:
+    users = (f"\n  %n = {out} negate(%d)\n  ROOT %r = ({result}, {out}) tuple(%u, %n)"
+             if extra_user else "")
+    root = "ROOT " if not extra_user else ""
+    returns = f"({result}, {out})" if extra_user else result
+    return f"""HloModule m
+ENTRY %e (a: {lhs}, b: {rhs}, w: {result}) -> {returns} {{
+  %a = {lhs} parameter(0)
+  %b = {rhs} parameter(1)
+  %w = {result} parameter(2)
+  %d = {out} dot(%a, %b), {dims}
+  %t = {result} transpose(%d), dimensions={{{permutation}}}
+  %c = f32[] constant(0.01)
+  %s = {result} broadcast(%c), dimensions={{}}
+  %g = {result} multiply(%s, %t)
+  {root}%u = {result} subtract(%w, %g){users}
+}}"""
+
+
+@pytest.mark.parametrize("m, n, k", [(130, 120, 150), (257, 96, 384), (2, 700, 800)])
+@pytest.mark.parametrize("flags", list(TRANSPOSES))
+def test_a_dots_transpose_is_the_swapped_product(m, n, k, flags):
+    """The weight update ``w - 0.01 * transpose(dot)``: the transpose is computed by the dot's
+    kernel with its operands swapped (no pass over the dot's result), with the reference's
+    bits, for every transpose combination."""
+    (lc,), (rc,) = TRANSPOSES[flags]
+    lhs = f"f32[{m},{k}]" if lc == 1 else f"f32[{k},{m}]"
+    rhs = f"f32[{k},{n}]" if rc == 0 else f"f32[{n},{k}]"
+    text = _transposed_dot(lhs, rhs, f"f32[{m},{n}]",
+                           f"lhs_contracting_dims={{{lc}}}, rhs_contracting_dims={{{rc}}}",
+                           "1,0", f"f32[{n},{m}]")
+    assert _folds(text) == ["t"]
+    rng = np.random.default_rng(m * n + k)
+    args = [_array(rng, lhs), _array(rng, rhs), _array(rng, f"f32[{n},{m}]")]
+    _check(text, args)
+    _check(text.replace("HloModule m", "HloModule m, num_partitions=2"), args, devices=2)
+
+
+def test_a_batched_dots_transpose_and_narrow_results_are_swapped_products():
+    text = _transposed_dot("bf16[3,130,150]", "bf16[3,150,120]", "bf16[3,130,120]",
+                           "lhs_batch_dims={0}, rhs_batch_dims={0}, "
+                           "lhs_contracting_dims={2}, rhs_contracting_dims={1}",
+                           "0,2,1", "bf16[3,120,130]").replace(
+        "f32[] constant(0.01)", "bf16[] constant(0.01)")
+    assert _folds(text) == ["t"]
+    rng = np.random.default_rng(13)
+    _check(text, [_array(rng, "bf16[3,130,150]"), _array(rng, "bf16[3,150,120]"),
+                  _array(rng, "bf16[3,120,130]")])
+
+
+@pytest.mark.parametrize("case", ["small", "batch moved", "another user"])
+def test_other_transposes_of_dots_are_not_folded(case):
+    if case == "small":  # below FOLD_MIN_MNK: OpenBLAS's small kernels
+        text = _transposed_dot("f32[24,70]", "f32[70,40]", "f32[24,40]",
+                               "lhs_contracting_dims={1}, rhs_contracting_dims={0}", "1,0",
+                               "f32[40,24]")
+        shapes = ["f32[24,70]", "f32[70,40]", "f32[40,24]"]
+    elif case == "batch moved":  # not the swapped dot's order
+        text = _transposed_dot("f32[3,130,150]", "f32[3,150,120]", "f32[3,130,120]",
+                               "lhs_batch_dims={0}, rhs_batch_dims={0}, "
+                               "lhs_contracting_dims={2}, rhs_contracting_dims={1}",
+                               "2,1,0", "f32[120,130,3]")
+        shapes = ["f32[3,130,150]", "f32[3,150,120]", "f32[120,130,3]"]
+    else:  # the dot is needed itself
+        text = _transposed_dot("f32[130,150]", "f32[150,120]", "f32[130,120]",
+                               "lhs_contracting_dims={1}, rhs_contracting_dims={0}", "1,0",
+                               "f32[120,130]", extra_user=True)
+        shapes = ["f32[130,150]", "f32[150,120]", "f32[120,130]"]
+    assert _folds(text) == []
+    rng = np.random.default_rng(14)
+    _check(text, [_array(rng, s) for s in shapes])
