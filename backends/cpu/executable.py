@@ -136,7 +136,7 @@ def plan_module(module: Module, libm: bool = False) -> dict[int, Program]:
     """
     computations = _control_computations(module)
     called = {id(c) for c in computations}
-    return {id(c): plan(c, called, f"c{k}_", libm, windows=True)
+    return {id(c): plan(c, called, f"c{k}_", libm, windows=True, fold_transposes=True)
             for k, c in enumerate(computations)}
 
 

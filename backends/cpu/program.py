@@ -77,13 +77,19 @@ class Program:
 
 
 def plan(computation: Computation, called: set[int], prefix: str = "", libm: bool = False,
-         windows: bool = False) -> Program:
+         windows: bool = False, fold_transposes: bool = False) -> Program:
     """The schedule of ``computation``; ``called`` are ids of computations that get their own
     programs (the bodies of control flow); kernel names start with ``prefix``; ``libm``
-    generates code for transcendentals too; ``windows`` for reduce-windows (see ``fuse``)."""
-    users = computation.users()
-    folds = {id(inst): dot for inst in computation.instructions
-             if (dot := kernels.folded_transpose(inst, users, computation.root)) is not None}
+    generates code for transcendentals too; ``windows`` for reduce-windows (see ``fuse``);
+    ``fold_transposes``: a dot's transpose is a kernel step reading the dot's operands
+    (``Step.folded``, the CPU's BLAS kernels: ``kernels.folded_transpose``)."""
+    folds: dict[int, Instruction] = {}
+    if fold_transposes:
+        users = computation.users()
+        for inst in computation.instructions:
+            dot = kernels.folded_transpose(inst, users, computation.root)
+            if dot is not None:
+                folds[id(inst)] = dot
     fusions, by_root = fuse(computation, prefix, libm, windows, frozenset(folds))
     slot_of = {id(inst): k for k, inst in enumerate(computation.instructions)}
     required = _required(computation, by_root, folds)

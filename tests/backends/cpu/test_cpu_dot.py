@@ -267,3 +267,19 @@ def test_other_transposes_of_dots_are_not_folded(case):
     assert _folds(text) == []
     rng = np.random.default_rng(14)
     _check(text, [_array(rng, s) for s in shapes])
+
+
+def test_plans_of_the_gpu_backend_keep_the_transpose():
+    """``plan`` folds transposes only for the CPU's BLAS kernels: the GPU backend, which
+    plans with it too, still transposes the dot (here on its host stand-in)."""
+    from xla_spmd.backends.gpu import GpuBackend
+    text = _transposed_dot("f32[130,150]", "f32[150,120]", "f32[130,120]",
+                           "lhs_contracting_dims={1}, rhs_contracting_dims={0}", "1,0",
+                           "f32[120,130]")
+    module = parse_hlo(text)
+    executable = GpuBackend(host_stand_in=True).compile(module, (0,))
+    assert not [s for p in executable.programs.values() for s in p.steps if s.folded]
+    rng = np.random.default_rng(15)
+    args = [_array(rng, s) for s in ("f32[130,150]", "f32[150,120]", "f32[120,130]")]
+    (got,) = executable.run(0, args, None)
+    np.testing.assert_allclose(got, np.asarray(evaluate(module, args)), rtol=1e-5, atol=1e-5)
