@@ -15,7 +15,13 @@ on one thread (the tests compare exactly that). Whether a matrix's bits depend o
 thread count is the BLAS kernel's business: OpenBLAS 0.3.31's SkylakeX ``sgemm`` gave the
 same bits on 1, 2 and 3 threads for all 140 shapes tried (2..256 × 3..300 × 2..300), its
 ``dgemm`` did not for 15 of them, so only f32 products (f16/bf16 compute in f32) are split
-and f64 ones keep the caller's threads, as the reference's call does.
+and f64 ones keep the caller's threads, as the reference's call does. Not for every k
+either: OpenBLAS's threaded driver (``level3_thread.c``) halves a last k block of between
+GEMM_Q and 2·GEMM_Q as ``(k+1)/2`` where its one-thread driver (``level3.c``) rounds the half
+up to GEMM_UNROLL_M, so with SkylakeX's Q=448, U=16 a 512×k @ k×512 ``sgemm`` on 2 threads
+differs from 1 thread for k = 450, 500, 513, 600, 700, 769, 1000, 1500 (same for 200..400,
+767, 800, 2048): there a split product has the bits of the reference on one BLAS thread
+(what the tests compare), not on the caller's threads.
 """
 
 from __future__ import annotations
