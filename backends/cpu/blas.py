@@ -93,6 +93,81 @@ def _single_threaded(enter: bool) -> None:
                     controller.set_num_threads(count)
 
 
+K_BLOCKING = {"skylakex": (448, 16)}
+"""OpenBLAS core (threadpoolctl's ``architecture``, lower case) -> its sgemm's
+``(GEMM_Q, GEMM_UNROLL_M)``, as ``k_blocks`` needs them (SkylakeX: inferred from where its
+1- and 2-thread bits differ, listed in this module's docstring, and ``param.h``)."""
+
+ROWS_MIN_MNK = 100 ** 3
+"""The smallest ``m·n·k`` of each part of a product split by rows: smaller ones would reach
+OpenBLAS's small-matrix kernels, which the whole product does not."""
+
+
+def k_blocks(k: int, q: int, unroll: int, threaded: bool) -> list[int]:
+    """The k blocks OpenBLAS's gemm sums in turn: its threaded driver halves a last stretch
+    between ``q`` and ``2q`` as ``(k+1)/2``, its one-thread driver rounds the half up to
+    ``unroll``.
+
+    >>> k_blocks(1000, 448, 16, True), k_blocks(1000, 448, 16, False)
+    ([448, 276, 276], [448, 288, 264])
+    >>> k_blocks(2048, 448, 16, True) == k_blocks(2048, 448, 16, False)
+    True
+    """
+    blocks = []
+    while k > 0:
+        block = q if k >= 2 * q else k
+        if q < k < 2 * q:
+            block = (k + 1) // 2 if threaded else (k // 2 + unroll - 1) // unroll * unroll
+        blocks.append(block)
+        k -= block
+    return blocks
+
+
+def rows_splittable(m: int, n: int, k: int, dtype, parts: int) -> bool:
+    """Whether one ``(m, k) @ (k, n)`` f32 product may be split by rows into ``parts``
+    products on one BLAS thread each with the bits of the whole on several: OpenBLAS of a
+    core in ``K_BLOCKING`` whose two drivers sum over the same k blocks, each part above
+    ``ROWS_MIN_MNK``. Each element is then summed by the same kernel over the same blocks in
+    the same order (only which rows a thread packs differs)."""
+    if np.dtype(dtype) != np.float32 or parts < 2 or m < 2 * parts or n < 2:
+        return False
+    if (m // parts) * n * k < ROWS_MIN_MNK or vendor() != "openblas":
+        return False
+    cores = {str(getattr(c, "architecture", "")).lower() for c in _controllers()}
+    blocking = K_BLOCKING.get(cores.pop()) if len(cores) == 1 else None
+    return blocking is not None and k_blocks(k, *blocking, True) == k_blocks(k, *blocking,
+                                                                             False)
+
+
+def rows_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: int) -> None:
+    """``numpy.matmul(left, right, out=out)`` of one ``(m, k) @ (k, n)`` product (leading
+    dims of size 1 allowed), its rows split into ``parts`` products run at once on the pool,
+    BLAS on one thread meanwhile: one hand-off per dot, where OpenBLAS's own threads wait for
+    each other at every k block (on a busy machine, a descheduled thread each time). Only
+    where ``rows_splittable``.
+
+    >>> a = np.arange(12, dtype=np.float32).reshape(6, 2)
+    >>> out = np.empty((6, 3), np.float32)
+    >>> rows_matmul(a, np.ones((2, 3), np.float32), out, 2)
+    >>> out[:, 0].tolist()
+    [1.0, 5.0, 9.0, 13.0, 17.0, 21.0]
+    """
+    m = out.shape[-2]
+    bounds = [m * p // parts for p in range(parts + 1)]
+    matmul = np.matmul
+
+    def chunk(i0: int, i1: int) -> None:
+        with np.errstate(all="ignore"):
+            matmul(left[..., i0:i1, :], right, out=out[..., i0:i1, :])
+    _single_threaded(True)
+    try:
+        futures = [_pool().submit(chunk, i0, i1) for i0, i1 in zip(bounds[:-1], bounds[1:])]
+        for future in futures:
+            future.result()
+    finally:
+        _single_threaded(False)
+
+
 def splittable(batch: int, m: int, n: int, k: int, dtype) -> bool:
     """Whether a ``(batch, m, k) @ (batch, k, n)`` product goes to ``batched_matmul`` when
     BLAS may use several threads: a batch of f32 ``gemm`` calls, large enough."""

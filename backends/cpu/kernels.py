@@ -150,7 +150,8 @@ def dot_kernel(inst: Instruction, reads: tuple, count: int | None = None,
 
     A large batch of f32 matrices, when BLAS may use several threads, is split over a pool
     of threads instead, each matrix's gemm on one BLAS thread (``blas.batched_matmul``: one
-    hand-off per dot rather than one per matrix).
+    hand-off per dot rather than one per matrix); one large f32 matrix product by its rows,
+    where that gives the same bits (``blas.rows_splittable``, ``blas.rows_matmul``).
 
     With ``transposed`` (a transpose of ``inst`` that ``folded_transpose`` accepts) the
     kernel computes that transpose instead, as the product with the operands swapped:
@@ -189,9 +190,12 @@ def dot_kernel(inst: Instruction, reads: tuple, count: int | None = None,
             # reference's two copies never reach: copy one, as the reference does.
             right = right.astype(work, order="K")
         out = _empty(dims, work)
-        parts = min(blas.threads(), matrices) if splits else 1
+        threads = blas.threads()
+        parts = min(threads, matrices) if splits else 1
         if parts > 1:
             blas.batched_matmul(left, right, out.reshape(out_shape), parts)
+        elif matrices == 1 and threads > 1 and blas.rows_splittable(m, n, k, work, threads):
+            blas.rows_matmul(left, right, out.reshape(out_shape), threads)
         else:
             matmul(left, right, out=out.reshape(out_shape))  # under run()'s errstate
         return out if work == result_dtype else out.astype(result_dtype)

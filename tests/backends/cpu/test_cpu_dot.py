@@ -283,3 +283,52 @@ def test_plans_of_the_gpu_backend_keep_the_transpose():
     args = [_array(rng, s) for s in ("f32[130,150]", "f32[150,120]", "f32[120,130]")]
     (got,) = executable.run(0, args, None)
     np.testing.assert_allclose(got, np.asarray(evaluate(module, args)), rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------
+# One large product split by rows over the BLAS pool (blas.rows_matmul)
+
+
+@pytest.mark.parametrize("m, n, k", [(257, 300, 2048), (512, 512, 767), (512, 512, 800),
+                                     (300, 200, 448), (129, 1000, 500), (512, 512, 1000)])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_products_split_by_rows_have_the_bits_of_the_whole(m, n, k, transposed, monkeypatch):
+    """On 2 BLAS threads a product is split by rows only where OpenBLAS's one-thread driver
+    sums over the same k blocks as its threaded one (not k = 500, 1000 on SkylakeX): either
+    way the bits of the reference on 2 threads, and on 1."""
+    from threadpoolctl import threadpool_limits
+
+    from xla_spmd.backends.cpu import blas
+    lhs, rhs = (f"f32[{k},{m}]", f"f32[{n},{k}]") if transposed else (f"f32[{m},{k}]",
+                                                                        f"f32[{k},{n}]")
+    dims = ("lhs_contracting_dims={0}, rhs_contracting_dims={1}" if transposed else
+            "lhs_contracting_dims={1}, rhs_contracting_dims={0}")
+    module = parse_hlo(_dot_module(lhs, rhs, f"f32[{m},{n}]", dims))
+    rng = np.random.default_rng(k)
+    args = [_array(rng, lhs), _array(rng, rhs)]
+    executable = BACKEND.compile(module, (0,))
+    splits = []
+    original = blas.rows_matmul
+
+    def counted(*a):
+        splits.append(a[3])
+        return original(*a)
+    monkeypatch.setattr(blas, "rows_matmul", counted)
+    with threadpool_limits(limits=2, user_api="blas"):
+        (got,) = executable.run(0, args, None)
+        want = np.asarray(evaluate(module, args))
+        expected_split = blas.rows_splittable(m, n, k, np.float32, 2)
+    assert splits == ([2] if expected_split else [])
+    assert _bits(got) == _bits(want)
+    if expected_split:
+        with threadpool_limits(limits=1, user_api="blas"):
+            assert _bits(np.asarray(evaluate(module, args))) == _bits(want)
+
+
+def test_k_blocks_decide_the_row_split():
+    from xla_spmd.backends.cpu import blas
+    q, unroll = 448, 16
+    same = [k for k in (400, 450, 500, 767, 769, 800, 1000, 2048)
+            if blas.k_blocks(k, q, unroll, True) == blas.k_blocks(k, q, unroll, False)]
+    assert same == [400, 767, 800, 2048]
+    assert sum(blas.k_blocks(1500, q, unroll, False)) == 1500
