@@ -29,7 +29,11 @@ OpenBLAS on a core whose k blocking is known (``K_BLOCKING``) and a k its two dr
 alike (``k_blocks``), each part above the small-matrix kernels' 100³. On 2 cores under load
 15-20, one BLAS thread ran that product in 25-27 ms of CPU time against 36-43 ms on two
 (OpenBLAS's threads spin and wait for each other at every k block), and the MLP training
-step's CPU time fell from 590-640 ms to 320 ms (JAX's: 322-342 ms).
+step's CPU time fell from 500-535 ms (operands already read in place, ``kernels.py``) to
+316-323 ms (JAX's: 322-342 ms); at load 8 the step took 610 ms against 842 ms unsplit. A
+lone product in a tight loop at load 7 ran at 200-300 GFLOP/s split against numpy's 320-400
+on OpenBLAS's 2 threads (each part packs all of the other operand), at 120-170 against
+110-165 in another run: ``scripts/bench_backend.py``'s dot row varies as much.
 """
 
 from __future__ import annotations
