@@ -75,6 +75,19 @@ def vendor() -> str:
     return found.pop() if len(found) == 1 else ""
 
 
+def core() -> str:
+    """The OpenBLAS core numpy's BLAS runs (threadpoolctl's ``architecture``, lower case:
+    ``skylakex``, ``haswell``...), or "" for another BLAS, or several.
+
+    >>> isinstance(core(), str)
+    True
+    """
+    if vendor() != "openblas":
+        return ""
+    cores = {str(getattr(c, "architecture", "")).lower() for c in _controllers()}
+    return cores.pop() if len(cores) == 1 else ""
+
+
 def threads() -> int:
     """How many threads BLAS may use now (1 where it cannot be told)."""
     return max((c.num_threads for c in _controllers()), default=1)
@@ -143,10 +156,9 @@ def rows_splittable(m: int, n: int, k: int, dtype, parts: int) -> bool:
     the same order (only which rows a thread packs differs)."""
     if np.dtype(dtype) != np.float32 or parts < 2 or m < 2 * parts or n < 2:
         return False
-    if (m // parts) * n * k < ROWS_MIN_MNK or vendor() != "openblas":
+    if (m // parts) * n * k < ROWS_MIN_MNK:
         return False
-    cores = {str(getattr(c, "architecture", "")).lower() for c in _controllers()}
-    blocking = K_BLOCKING.get(cores.pop()) if len(cores) == 1 else None
+    blocking = K_BLOCKING.get(core())
     return blocking is not None and k_blocks(k, *blocking, True) == k_blocks(k, *blocking,
                                                                              False)
 

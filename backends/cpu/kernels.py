@@ -210,6 +210,10 @@ packed gemm sums every element over k in the same order either way: ``C^T = B^T 
 the bits of ``A B`` for all 5416 products tried above 100³ (sizes 2..1000, every transpose
 flag, 1 and 2 threads; OpenBLAS 0.3.31 SkylakeX)."""
 
+FOLD_CORES = ("skylakex",)
+"""The OpenBLAS cores (``blas.core``) on which that was checked: elsewhere no transpose is
+folded."""
+
 
 def folded_transpose(inst: Instruction, users: Mapping, root: Instruction
                      ) -> Instruction | None:
@@ -219,7 +223,8 @@ def folded_transpose(inst: Instruction, users: Mapping, root: Instruction
     the lhs's: the swapped dot's own order), every user of the dot is such a transpose (the
     dot itself is never computed; ``users`` maps each instruction to its users, ``root`` is
     the computation's root, never folded away), the product is an f32 gemm (an f32, bf16
-    or f16 result) of at least ``FOLD_MIN_MNK`` on OpenBLAS (``blas.vendor``), ``m, n > 1``.
+    or f16 result) of at least ``FOLD_MIN_MNK`` on an OpenBLAS core of ``FOLD_CORES``,
+    ``m, n > 1``.
     Else None.
 
     XLA's backward pass makes these: the weight gradient ``transpose(dot(dy, x))``."""
@@ -234,7 +239,7 @@ def folded_transpose(inst: Instruction, users: Mapping, root: Instruction
     swapped = (*range(len(lb)), *range(len(lb) + len(lf), dot.shape.rank),
                *range(len(lb), len(lb) + len(lf)))
     if (tuple(inst.attrs.dimensions) != swapped or m < 2 or n < 2 or m * n * k < FOLD_MIN_MNK
-            or blas.vendor() != "openblas"):
+            or blas.core() not in FOLD_CORES):
         return None
     if dot is root or any(user.op.name != "transpose"
                           or tuple(user.attrs.dimensions) != swapped for user in users[dot]):
