@@ -1,4 +1,4 @@
-"""BLAS threads for the CPU backend's batched contractions.
+"""BLAS threads for the CPU backend's batched contractions, and for one large product.
 
 OpenBLAS threads each call on its own: every ``gemm`` wakes its worker threads and waits for
 them. A batched dot (attention's ``(batch·heads, q, d) @ (batch·heads, d, k)``) is one
@@ -15,7 +15,25 @@ on one thread (the tests compare exactly that). Whether a matrix's bits depend o
 thread count is the BLAS kernel's business: OpenBLAS 0.3.31's SkylakeX ``sgemm`` gave the
 same bits on 1, 2 and 3 threads for all 140 shapes tried (2..256 × 3..300 × 2..300), its
 ``dgemm`` did not for 15 of them, so only f32 products (f16/bf16 compute in f32) are split
-and f64 ones keep the caller's threads, as the reference's call does.
+and f64 ones keep the caller's threads, as the reference's call does. Not for every k
+either: OpenBLAS's threaded driver (``level3_thread.c``) halves a last k block of between
+GEMM_Q and 2·GEMM_Q as ``(k+1)/2`` where its one-thread driver (``level3.c``) rounds the half
+up to GEMM_UNROLL_M, so with SkylakeX's Q=448, U=16 a 512×k @ k×512 ``sgemm`` on 2 threads
+differs from 1 thread for k = 450, 500, 513, 600, 700, 769, 1000, 1500 (same for 200..400,
+767, 800, 2048): there a split product has the bits of the reference on one BLAS thread
+(what the tests compare), not on the caller's threads.
+
+One large f32 product (the MLP's 512×2048 @ 2048×2048) is split by rows the same way
+(``rows_matmul``), but only where that keeps the bits of the whole on the caller's threads:
+OpenBLAS on a core whose k blocking is known (``K_BLOCKING``) and a k its two drivers block
+alike (``k_blocks``), each part above the small-matrix kernels' 100³. On 2 cores under load
+15-20, one BLAS thread ran that product in 25-27 ms of CPU time against 36-43 ms on two
+(OpenBLAS's threads spin and wait for each other at every k block), and the MLP training
+step's CPU time fell from 500-535 ms (operands already read in place, ``kernels.py``) to
+316-323 ms (JAX's: 322-342 ms); at load 8 the step took 610 ms against 842 ms unsplit. A
+lone product in a tight loop at load 7 ran at 200-300 GFLOP/s split against numpy's 320-400
+on OpenBLAS's 2 threads (each part packs all of the other operand), at 120-170 against
+110-165 in another run: ``scripts/bench_backend.py``'s dot row varies as much.
 """
 
 from __future__ import annotations
@@ -44,6 +62,30 @@ def _controllers() -> list:
             controllers = []
         _state["controllers"] = controllers
     return controllers
+
+
+def vendor() -> str:
+    """The BLAS numpy calls, as threadpoolctl names it (``openblas``, ``mkl``, ``blis``...),
+    or "" where it cannot be told or several are loaded.
+
+    >>> vendor() in ("openblas", "mkl", "blis", "flexiblas", "")
+    True
+    """
+    found = {c.internal_api for c in _controllers()}
+    return found.pop() if len(found) == 1 else ""
+
+
+def core() -> str:
+    """The OpenBLAS core numpy's BLAS runs (threadpoolctl's ``architecture``, lower case:
+    ``skylakex``, ``haswell``...), or "" for another BLAS, or several.
+
+    >>> isinstance(core(), str)
+    True
+    """
+    if vendor() != "openblas":
+        return ""
+    cores = {str(getattr(c, "architecture", "")).lower() for c in _controllers()}
+    return cores.pop() if len(cores) == 1 else ""
 
 
 def threads() -> int:
@@ -76,6 +118,80 @@ def _single_threaded(enter: bool) -> None:
                     controller.set_num_threads(count)
 
 
+K_BLOCKING = {"skylakex": (448, 16)}
+"""OpenBLAS core (threadpoolctl's ``architecture``, lower case) -> its sgemm's
+``(GEMM_Q, GEMM_UNROLL_M)``, as ``k_blocks`` needs them (SkylakeX: inferred from where its
+1- and 2-thread bits differ, listed in this module's docstring, and ``param.h``)."""
+
+ROWS_MIN_MNK = 100 ** 3
+"""The smallest ``m·n·k`` of each part of a product split by rows: smaller ones would reach
+OpenBLAS's small-matrix kernels, which the whole product does not."""
+
+
+def k_blocks(k: int, q: int, unroll: int, threaded: bool) -> list[int]:
+    """The k blocks OpenBLAS's gemm sums in turn: its threaded driver halves a last stretch
+    between ``q`` and ``2q`` as ``(k+1)/2``, its one-thread driver rounds the half up to
+    ``unroll``.
+
+    >>> k_blocks(1000, 448, 16, True), k_blocks(1000, 448, 16, False)
+    ([448, 276, 276], [448, 288, 264])
+    >>> k_blocks(2048, 448, 16, True) == k_blocks(2048, 448, 16, False)
+    True
+    """
+    blocks = []
+    while k > 0:
+        block = q if k >= 2 * q else k
+        if q < k < 2 * q:
+            block = (k + 1) // 2 if threaded else (k // 2 + unroll - 1) // unroll * unroll
+        blocks.append(block)
+        k -= block
+    return blocks
+
+
+def rows_splittable(m: int, n: int, k: int, dtype, parts: int) -> bool:
+    """Whether one ``(m, k) @ (k, n)`` f32 product may be split by rows into ``parts``
+    products on one BLAS thread each with the bits of the whole on several: OpenBLAS of a
+    core in ``K_BLOCKING`` whose two drivers sum over the same k blocks, each part above
+    ``ROWS_MIN_MNK``. Each element is then summed by the same kernel over the same blocks in
+    the same order (only which rows a thread packs differs)."""
+    if np.dtype(dtype) != np.float32 or parts < 2 or m < 2 * parts or n < 2:
+        return False
+    if (m // parts) * n * k < ROWS_MIN_MNK:
+        return False
+    blocking = K_BLOCKING.get(core())
+    return blocking is not None and k_blocks(k, *blocking, True) == k_blocks(k, *blocking,
+                                                                             False)
+
+
+def rows_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: int) -> None:
+    """``numpy.matmul(left, right, out=out)`` of one ``(m, k) @ (k, n)`` product (leading
+    dims of size 1 allowed), its rows split into ``parts`` products run at once on the pool,
+    BLAS on one thread meanwhile: one hand-off per dot, where OpenBLAS's own threads wait for
+    each other at every k block (on a busy machine, a descheduled thread each time). Only
+    where ``rows_splittable``.
+
+    >>> a = np.arange(12, dtype=np.float32).reshape(6, 2)
+    >>> out = np.empty((6, 3), np.float32)
+    >>> rows_matmul(a, np.ones((2, 3), np.float32), out, 2)
+    >>> out[:, 0].tolist()
+    [1.0, 5.0, 9.0, 13.0, 17.0, 21.0]
+    """
+    m = out.shape[-2]
+    bounds = [m * p // parts for p in range(parts + 1)]
+    matmul = np.matmul
+
+    def chunk(i0: int, i1: int) -> None:
+        with np.errstate(all="ignore"):
+            matmul(left[..., i0:i1, :], right, out=out[..., i0:i1, :])
+    _single_threaded(True)
+    try:
+        futures = [_pool().submit(chunk, i0, i1) for i0, i1 in zip(bounds[:-1], bounds[1:])]
+        for future in futures:
+            future.result()
+    finally:
+        _single_threaded(False)
+
+
 def splittable(batch: int, m: int, n: int, k: int, dtype) -> bool:
     """Whether a ``(batch, m, k) @ (batch, k, n)`` product goes to ``batched_matmul`` when
     BLAS may use several threads: a batch of f32 ``gemm`` calls, large enough."""
@@ -84,10 +200,24 @@ def splittable(batch: int, m: int, n: int, k: int, dtype) -> bool:
     return 2 * batch * m * n * k >= SPLIT_MIN_FLOPS
 
 
+def _segments(lead: tuple[int, ...], i0: int, i1: int):
+    """The matrices ``i0 .. i1-1`` of a batch of shape ``lead`` (flattened in C order) as
+    ``(index, slice)`` pieces: ``x[index][slice]`` are consecutive matrices along the last
+    batch axis, a view whatever the strides."""
+    last = lead[-1]
+    while i0 < i1:
+        outer, inner = divmod(i0, last)
+        end = min(i1, (outer + 1) * last)
+        yield np.unravel_index(outer, lead[:-1]), slice(inner, inner + end - i0)
+        i0 = end
+
+
 def batched_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: int) -> None:
-    """``numpy.matmul(left, right, out=out)`` over C-contiguous ``(..., m, k)``,
-    ``(..., k, n)`` and ``(..., m, n)`` arrays of one batch shape, the flattened batch split
-    into ``parts`` chunks run at once on the pool, BLAS on one thread meanwhile.
+    """``numpy.matmul(left, right, out=out)`` over ``(..., m, k)``, ``(..., k, n)`` and
+    ``(..., m, n)`` arrays of one batch shape (strided views included), the flattened batch
+    split into ``parts`` chunks run at once on the pool, BLAS on one thread meanwhile. Each
+    matrix is a view with its own strides, so BLAS makes the call it makes in the whole
+    batch's matmul.
 
     >>> a = np.arange(24, dtype=np.float32).reshape(4, 2, 3)
     >>> b = np.ones((4, 3, 2), np.float32)
@@ -95,17 +225,22 @@ def batched_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: 
     >>> batched_matmul(a, b, out, 2)
     >>> bool((out == a @ b).all())
     True
+    >>> b4 = np.ones((2, 3, 3, 2), np.float32).transpose(1, 0, 2, 3)  # (3, 2, 3, 2)
+    >>> a4 = np.arange(36, dtype=np.float32).reshape(3, 2, 2, 3)
+    >>> out4 = np.empty((3, 2, 2, 2), np.float32)
+    >>> batched_matmul(a4, b4, out4, 4)
+    >>> bool((out4 == a4 @ b4).all())
+    True
     """
-    shape_l, shape_r, shape_o = left.shape[-2:], right.shape[-2:], out.shape[-2:]
-    left3, right3 = left.reshape(-1, *shape_l), right.reshape(-1, *shape_r)
-    out3 = out.reshape(-1, *shape_o)
-    batch = left3.shape[0]
+    lead = out.shape[:-2]
+    batch = int(np.prod(lead, dtype=np.int64))
     bounds = [batch * p // parts for p in range(parts + 1)]
     matmul = np.matmul
 
     def chunk(i0: int, i1: int) -> None:
         with np.errstate(all="ignore"):
-            matmul(left3[i0:i1], right3[i0:i1], out=out3[i0:i1])
+            for index, part in _segments(lead, i0, i1):
+                matmul(left[index][part], right[index][part], out=out[index][part])
     _single_threaded(True)
     try:
         futures = [_pool().submit(chunk, i0, i1) for i0, i1 in zip(bounds[:-1], bounds[1:])]

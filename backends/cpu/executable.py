@@ -136,7 +136,7 @@ def plan_module(module: Module, libm: bool = False) -> dict[int, Program]:
     """
     computations = _control_computations(module)
     called = {id(c) for c in computations}
-    return {id(c): plan(c, called, f"c{k}_", libm, windows=True)
+    return {id(c): plan(c, called, f"c{k}_", libm, windows=True, fold_transposes=True)
             for k, c in enumerate(computations)}
 
 
@@ -455,6 +455,9 @@ class CpuExecutable:
                     operands = ", ".join(o.name for o in inst.operands)
                     label = {"kernel": "blas" if inst.op.name == "dot" else "numpy"}.get(
                         step.kind, step.kind)
+                    if step.folded is not None:
+                        operands = ", ".join(o.name for o in step.folded.operands)
+                        label = f"blas: {step.folded.name} with its operands swapped"
                     lines.append(f"  {inst.name} = {inst.op.name}({operands})  [{label}]")
         report = self.report()
         lines.append(f"steps: {report['steps']}; fused instructions: "

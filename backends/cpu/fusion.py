@@ -115,10 +115,13 @@ def can_be_producer(inst: Instruction, libm: bool = False) -> bool:
 
 
 def fuse(computation: Computation, prefix: str = "", libm: bool = False,
-         windows: bool = False) -> tuple[list[Fusion], dict[int, Fusion]]:
+         windows: bool = False, keep_out: frozenset[int] = frozenset()
+         ) -> tuple[list[Fusion], dict[int, Fusion]]:
     """The fusions of ``computation`` and, by id of each root, its fusion (kernel names start
     with ``prefix``; ``libm``: fuse transcendentals too; ``windows``: reduce-windows become
-    window kernels). Instructions no fusion computes for its consumers stay single kernels."""
+    window kernels; ``keep_out``: ids of instructions never fused into a consumer, such as
+    the transposes a dot kernel computes). Instructions no fusion computes for its
+    consumers stay single kernels."""
     users = computation.users()
     owner: dict[int, Fusion] = {}      # id(member) -> fusion that owns it exclusively
     fusions: list[Fusion] = []
@@ -137,7 +140,7 @@ def fuse(computation: Computation, prefix: str = "", libm: bool = False,
             continue
         banned: set[int] = set()
         excluded = {id(i) for i in computation.instructions
-                    if not can_be_producer(i, libm)}
+                    if not can_be_producer(i, libm)} | keep_out
         while True:
             members = _grow(inst, users, owner, banned | excluded, root)
             shared = _shared_members(inst, members, users, computation)

@@ -7,10 +7,12 @@ evaluator's calling convention; ``kernel_for(inst)`` says whether one applies to
 instruction (dtypes and layouts included). An op with no kernel runs the reference rule and is
 counted as a fallback by the executable.
 
-Dot: operands are moved to ``(batch, free, contracting)`` and ``(batch, contracting, free)``
+Dot: operands are seen in ``(batch, free, contracting)`` and ``(batch, contracting, free)``
 order, converted to the accumulation type (f32 for f16/bf16; integers in their own type, which
 numpy's matmul wraps without BLAS) and multiplied by ``numpy.matmul`` into the output buffer:
-the reference's computation, with the output preallocated.
+the reference's computation, with the output preallocated and no copy of an operand already
+of the accumulation type (``dot_operand``: a strided view that BLAS reads with the transpose
+flag and leading dimension of the reference's copy).
 
 Convolution (``convolution.py``) makes the reference's GEMM per kernel tap on operands of its
 layouts; select-and-scatter (``select_scatter.py``) is a vectorised numpy kernel: both
@@ -19,7 +21,7 @@ bit-identical to the reference.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -82,13 +84,64 @@ Launch = Callable[[list, Any], object]  # (slot values, the run's Context) -> va
 _asarray, _empty = np.asarray, np.empty
 
 
-def dot_kernel(inst: Instruction, reads: tuple, count: int | None = None) -> Launch:
+_NO_COPY_RESHAPE = np.lib.NumpyVersion(np.__version__) >= "2.1.0"
+"""Whether ``numpy.reshape`` takes ``copy=False`` (else every operand is copied, as the
+reference copies it)."""
+
+
+def dense(x: np.ndarray) -> bool:
+    """Whether ``x`` fills its memory with no gap and no overlap, its dims in some order (C,
+    Fortran or any permutation of either): then ``x.astype(..., order="K")`` copies it into
+    the very same strides (dims of size 1 aside, which no reshape or BLAS call looks at).
+
+    >>> x = np.zeros((3, 4, 5), np.float32)
+    >>> dense(x), dense(x.transpose(2, 0, 1)), dense(x[:, :2]), dense(x[:1])
+    (True, True, False, True)
+    >>> dense(np.broadcast_to(np.zeros(4), (3, 4)))
+    False
+    """
+    step = x.itemsize
+    for stride, size in sorted((s, n) for s, n in zip(x.strides, x.shape) if n > 1):
+        if stride != step:
+            return False
+        step *= size
+    return True
+
+
+def dot_operand(x: np.ndarray, order, shape, work) -> np.ndarray:
+    """A dot operand as the reference's ``np.transpose(x, order).astype(work)
+    .reshape(shape)`` gives it to ``numpy.matmul``, with no copy where that can be a view.
+
+    The reference's ``astype`` keeps the memory order of the transposed view (order K), so
+    for a dense ``x`` already of type ``work`` its copy has the view's strides exactly: where
+    the reshape keeps it a view, the view of ``x`` itself has the copy's strides, and numpy
+    makes the same BLAS call on it (the same transpose flag and leading dimension; matmul
+    reads an F-ordered matrix as a transposed one), so the same bits, without the copy.
+    Otherwise (a conversion, a reshape that copies, a strided or broadcast ``x``) the
+    reference's own expression runs.
+
+    >>> x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    >>> v = dot_operand(x, (1, 0), (1, 3, 2), np.dtype(np.float32))
+    >>> v.shape, np.shares_memory(v, x), bool((v[0] == x.T).all())
+    ((1, 3, 2), True, True)
+    """
+    moved = np.transpose(x, order)
+    if _NO_COPY_RESHAPE and x.dtype == work and dense(x):
+        try:
+            return np.reshape(moved, shape, copy=False)
+        except ValueError:  # the reshape copies, the reference's too: into C order
+            return moved.reshape(shape)
+    return moved.astype(work).reshape(shape)
+
+
+def dot_kernel(inst: Instruction, reads: tuple, count: int | None = None,
+               transposed: Instruction | None = None) -> Launch:
     """Dot through BLAS (``numpy.matmul`` into a preallocated output), its shapes, orders and
-    dtypes decided once: the operands are moved to ``(batch, free, contracting)`` and
-    ``(batch, contracting, free)`` order as the reference's copies are, so BLAS sees the same
-    layouts and sums in the same order (bit for bit); an operand already in order is used as
-    it is (the reference's copy of it is C-ordered too). Runs under ``np.errstate``
-    (``run`` sets it).
+    dtypes decided once: the operands are seen in ``(batch, free, contracting)`` and
+    ``(batch, contracting, free)`` order with the layouts of the reference's copies
+    (``dot_operand``: no copy where the operand already is one), so BLAS makes the same
+    call, with the same transpose flags, and sums in the same order (bit for bit). Runs
+    under ``np.errstate`` (``run`` sets it).
 
     With a device `count` (stacked execution, ``stacked.py``) the operands carry a leading
     device axis and the dot is one matmul over ``(D, batch, m, k) @ (D, batch, k, n)``: the
@@ -97,30 +150,32 @@ def dot_kernel(inst: Instruction, reads: tuple, count: int | None = None) -> Lau
 
     A large batch of f32 matrices, when BLAS may use several threads, is split over a pool
     of threads instead, each matrix's gemm on one BLAS thread (``blas.batched_matmul``: one
-    hand-off per dot rather than one per matrix)."""
+    hand-off per dot rather than one per matrix); one large f32 matrix product by its rows,
+    where that gives the same bits (``blas.rows_splittable``, ``blas.rows_matmul``).
+
+    With ``transposed`` (a transpose of ``inst`` that ``folded_transpose`` accepts) the
+    kernel computes that transpose instead, as the product with the operands swapped:
+    ``C^T = B^T A^T`` written straight into the transposed layout, no pass over ``C``."""
     lhs_shape, rhs_shape = (o.shape.dims for o in inst.operands)
     result_dtype = inst.shape.dtype.numpy
     work = compute_dtype(result_dtype)
     lb, lf, lc, rb, rc, rf = dot_dimensions(inst.attrs, len(lhs_shape), len(rhs_shape))
     batch, m, k = (_size(d, lhs_shape) for d in (lb, lf, lc))
     n = _size(rf, rhs_shape)
-    left_order, right_order = lb + lf + lc, rb + rc + rf
-    left_sorted, right_sorted = left_order == sorted(left_order), right_order == sorted(
-        right_order)
+    left_order, right_order = tuple(lb + lf + lc), tuple(rb + rc + rf)
+    a, b = reads
+    result = inst if transposed is None else transposed
+    if transposed is not None:  # (batch, n, k) @ (batch, k, m): the swapped product
+        left_order, right_order = tuple(rb + rf + rc), tuple(lb + lc + lf)
+        m, n, a, b = n, m, b, a
     lead: tuple[int, ...] = ()
     if count is not None:
         lead = (count,)
         left_order = (0, *(d + 1 for d in left_order))
         right_order = (0, *(d + 1 for d in right_order))
     left_shape, right_shape = (*lead, batch, m, k), (*lead, batch, k, n)
-    out_shape, dims = (*lead, batch, m, n), (*lead, *inst.shape.dims)
-    a, b = reads
+    out_shape, dims = (*lead, batch, m, n), (*lead, *result.shape.dims)
     matmul = np.matmul
-
-    def operand(x, order, in_order, shape):
-        if in_order and x.flags.c_contiguous:
-            return x.astype(work, copy=False).reshape(shape)
-        return np.transpose(x, order).astype(work).reshape(shape)
 
     # A large batch of float gemms goes to blas.batched_matmul when BLAS has several threads
     # (one hand-off per dot, not one per matrix: see blas.py); the same gemm per matrix.
@@ -128,16 +183,68 @@ def dot_kernel(inst: Instruction, reads: tuple, count: int | None = None) -> Lau
     splits = blas.splittable(matrices, m, n, k, work)
 
     def launch_dot(values, ctx):
-        left = operand(_asarray(values[a]), left_order, left_sorted, left_shape)
-        right = operand(_asarray(values[b]), right_order, right_sorted, right_shape)
+        left = dot_operand(_asarray(values[a]), left_order, left_shape, work)
+        right = dot_operand(_asarray(values[b]), right_order, right_shape, work)
+        if np.may_share_memory(left, right):
+            # numpy's matmul takes a matrix times its own transpose to syrk, which the
+            # reference's two copies never reach: copy one, as the reference does.
+            right = right.astype(work, order="K")
         out = _empty(dims, work)
-        parts = min(blas.threads(), matrices) if splits else 1
+        threads = blas.threads()
+        parts = min(threads, matrices) if splits else 1
         if parts > 1:
             blas.batched_matmul(left, right, out.reshape(out_shape), parts)
+        elif matrices == 1 and threads > 1 and blas.rows_splittable(m, n, k, work, threads):
+            blas.rows_matmul(left, right, out.reshape(out_shape), threads)
         else:
             matmul(left, right, out=out.reshape(out_shape))  # under run()'s errstate
         return out if work == result_dtype else out.astype(result_dtype)
     return launch_dot
+
+
+FOLD_MIN_MNK = 100 ** 3
+"""The smallest product ``m·n·k`` whose transpose ``folded_transpose`` computes as the
+swapped product. OpenBLAS serves smaller ones (up to 100³, by its SkylakeX permit; 64³ on
+ARM SVE) with small-matrix kernels whose sums depend on which side is transposed; its
+packed gemm sums every element over k in the same order either way: ``C^T = B^T A^T`` gave
+the bits of ``A B`` for all 5416 products tried above 100³ (sizes 2..1000, every transpose
+flag, 1 and 2 threads; OpenBLAS 0.3.31 SkylakeX)."""
+
+FOLD_CORES = ("skylakex",)
+"""The OpenBLAS cores (``blas.core``) on which that was checked: elsewhere no transpose is
+folded."""
+
+
+def folded_transpose(inst: Instruction, users: Mapping, root: Instruction
+                     ) -> Instruction | None:
+    """The dot whose transpose ``inst`` is, where the CPU backend computes that transpose
+    as the dot with its operands swapped (``dot_kernel(..., transposed=inst)``): ``inst``
+    moves the dot's free dims past each other (batch dims first, the rhs's free dims, then
+    the lhs's: the swapped dot's own order), every user of the dot is such a transpose (the
+    dot itself is never computed; ``users`` maps each instruction to its users, ``root`` is
+    the computation's root, never folded away), the product is an f32 gemm (an f32, bf16
+    or f16 result) of at least ``FOLD_MIN_MNK`` on an OpenBLAS core of ``FOLD_CORES``,
+    ``m, n > 1``.
+    Else None.
+
+    XLA's backward pass makes these: the weight gradient ``transpose(dot(dy, x))``."""
+    if inst.op.name != "transpose" or inst.operands[0].op.name != "dot":
+        return None
+    dot = inst.operands[0]
+    if kernel_for(dot) is None or compute_dtype(dot.shape.dtype.numpy) != np.float32:
+        return None
+    lhs_shape, rhs_shape = (o.shape.dims for o in dot.operands)
+    lb, lf, lc, rb, rc, rf = dot_dimensions(dot.attrs, len(lhs_shape), len(rhs_shape))
+    m, k, n = _size(lf, lhs_shape), _size(lc, lhs_shape), _size(rf, rhs_shape)
+    swapped = (*range(len(lb)), *range(len(lb) + len(lf), dot.shape.rank),
+               *range(len(lb), len(lb) + len(lf)))
+    if (tuple(inst.attrs.dimensions) != swapped or m < 2 or n < 2 or m * n * k < FOLD_MIN_MNK
+            or blas.core() not in FOLD_CORES):
+        return None
+    if dot is root or any(user.op.name != "transpose"
+                          or tuple(user.attrs.dimensions) != swapped for user in users[dot]):
+        return None
+    return dot
 
 
 def reduce_kernel(inst: Instruction, reads: tuple) -> Launch:

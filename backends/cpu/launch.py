@@ -112,6 +112,8 @@ def kernel_launch(step: Step) -> Launch:
     """A kernel step: data movement bound to its attributes; dot and reduce as above; any
     other kernel through ``kernels.KERNELS`` with the reference calling convention."""
     inst, name, reads = step.inst, step.inst.op.name, step.reads
+    if step.folded is not None:  # a dot's transpose, computed as the swapped product
+        return kernels.dot_kernel(step.folded, reads, transposed=inst)
     if name in ("reshape", "bitcast"):
         (a,) = reads
         dims = inst.shape.dims

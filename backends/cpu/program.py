@@ -40,7 +40,9 @@ class Step:
     """One entry of the schedule: ``kind`` is ``fusion``, ``kernel``, ``ufunc`` (a
     transcendental through numpy's ufunc, bit-identical to the reference), ``constant``,
     ``start``, ``wait``, ``control`` or ``fallback``; ``slot`` receives the value; ``reads`` are the
-    operand slots; ``frees`` the slots dead after this step."""
+    operand slots; ``frees`` the slots dead after this step; ``folded``: the dot whose
+    transpose a ``kernel`` step of a transpose computes, reading the dot's operands
+    (``kernels.folded_transpose``)."""
 
     kind: str
     inst: Instruction
@@ -51,6 +53,7 @@ class Step:
     value: object = None
     frees: tuple[int, ...] = ()
     cache: dict = field(default_factory=dict)   # per-device facts a kernel computes once
+    folded: Instruction | None = None
 
     @property
     def fused(self) -> Fusion:
@@ -74,13 +77,22 @@ class Program:
 
 
 def plan(computation: Computation, called: set[int], prefix: str = "", libm: bool = False,
-         windows: bool = False) -> Program:
+         windows: bool = False, fold_transposes: bool = False) -> Program:
     """The schedule of ``computation``; ``called`` are ids of computations that get their own
     programs (the bodies of control flow); kernel names start with ``prefix``; ``libm``
-    generates code for transcendentals too; ``windows`` for reduce-windows (see ``fuse``)."""
-    fusions, by_root = fuse(computation, prefix, libm, windows)
+    generates code for transcendentals too; ``windows`` for reduce-windows (see ``fuse``);
+    ``fold_transposes``: a dot's transpose is a kernel step reading the dot's operands
+    (``Step.folded``, the CPU's BLAS kernels: ``kernels.folded_transpose``)."""
+    folds: dict[int, Instruction] = {}
+    if fold_transposes:
+        users = computation.users()
+        for inst in computation.instructions:
+            dot = kernels.folded_transpose(inst, users, computation.root)
+            if dot is not None:
+                folds[id(inst)] = dot
+    fusions, by_root = fuse(computation, prefix, libm, windows, frozenset(folds))
     slot_of = {id(inst): k for k, inst in enumerate(computation.instructions)}
-    required = _required(computation, by_root)
+    required = _required(computation, by_root, folds)
     steps: list[Step] = []
     for inst in computation.instructions:
         if id(inst) not in required or inst.op.name == "parameter":
@@ -93,7 +105,11 @@ def plan(computation: Computation, called: set[int], prefix: str = "", libm: boo
             continue
         reads = tuple(slot_of[id(o)] for o in inst.operands)
         name = inst.op.name
-        if name == "constant" or (name == "iota" and kernels.kernel_for(inst) is None):
+        folded = folds.get(id(inst))
+        if folded is not None:  # the transpose of a dot, computed by the dot's kernel
+            reads = tuple(slot_of[id(o)] for o in folded.operands)
+            steps.append(Step("kernel", inst, slot, reads, folded=folded))
+        elif name == "constant" or (name == "iota" and kernels.kernel_for(inst) is None):
             value = EVALUATE.lookup(name)(inst, [], None)
             steps.append(Step("constant", inst, slot, reads, value=value))
         elif kernels.can_start(inst):
@@ -118,7 +134,8 @@ def plan(computation: Computation, called: set[int], prefix: str = "", libm: boo
     return program
 
 
-def _required(computation: Computation, by_root: dict[int, Fusion]) -> set[int]:
+def _required(computation: Computation, by_root: dict[int, Fusion],
+              folds: dict[int, Instruction]) -> set[int]:
     required = {id(computation.root)}
     for inst in reversed(computation.instructions):
         keep = (has_side_effect(inst) or inst.op.family in (Family.COLLECTIVE, Family.ASYNC))
@@ -126,7 +143,9 @@ def _required(computation: Computation, by_root: dict[int, Fusion]) -> set[int]:
             continue
         required.add(id(inst))
         fusion = by_root.get(id(inst))
-        for operand in (fusion.inputs if fusion is not None else inst.operands):
+        operands = (fusion.inputs if fusion is not None else
+                    folds[id(inst)].operands if id(inst) in folds else inst.operands)
+        for operand in operands:
             required.add(id(operand))
     return required
 
@@ -183,7 +202,8 @@ def _assign_lifetimes(program: Program, computation: Computation) -> int:
         if step.kind == "start":
             continue
         # Tuples and views share their operands' buffers.
-        shares = step.inst.op.name in _SHARING and step.kind == "kernel"
+        shares = (step.inst.op.name in _SHARING and step.kind == "kernel"
+                  and step.folded is None)
         live[step.slot] = 0 if shares else _nbytes(step.inst.shape)
         if step.kind == "fusion" and step.fused.kind in ("reduce", "window"):
             scratch = step.inst.shape.num_elements * accumulator_dtype(

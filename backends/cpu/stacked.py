@@ -179,6 +179,8 @@ def kernel_launch(step: Step, count: int, device_launch) -> StackedLaunch:
     """A kernel step stacked where the kernel has a stacked form, else ``device_launch`` per
     device."""
     inst, name, reads = step.inst, step.inst.op.name, step.reads
+    if step.folded is not None:  # a dot's transpose, computed as the swapped product
+        return kernels.dot_kernel(step.folded, reads, count, transposed=inst)
     if name in ("reshape", "bitcast"):
         (a,) = reads
         dims = (count, *inst.shape.dims)

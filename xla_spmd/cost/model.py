@@ -310,13 +310,14 @@ class _PlanPricer:
         if step.kind == "constant":
             return "free", 0.0, 0.0, 0.0, 0
         work, traffic = step_work(step)
-        gemm = step.kind == "kernel" and step.inst.op.family is Family.CONTRACTION
+        inst = step.folded if step.folded is not None else step.inst  # a dot's transpose
+        gemm = step.kind == "kernel" and inst.op.family is Family.CONTRACTION
         # a stacked launch moves every device's bytes at once (its cache test)
         together = self.devices if mode == "stacked" else 1
         roofline = max(p.gemm_time(work) if gemm else 0.0,
                        p.traffic_time(traffic, traffic * together))
-        opcode = step.inst.opcode
-        if opcode == "dot" and step.inst.attrs.lhs_batch_dims:
+        opcode = inst.opcode
+        if opcode == "dot" and inst.attrs.lhs_batch_dims:
             opcode = "dot.batched"
         inputs = len(step.fusion.inputs) if step.kind == "fusion" else 2
         return "compute", self.launch(step, mode, opcode, inputs) + roofline, work, traffic, 0

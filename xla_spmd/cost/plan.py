@@ -110,6 +110,8 @@ def step_work(step: Step) -> tuple[float, float]:
         assert step.fusion is not None  # a fusion step's kernel
         inputs = sum(array_bytes(i.shape) for i in step.fusion.inputs)
         return 0.0, float(inputs + array_bytes(step.inst.shape))
+    if step.folded is not None:  # a dot's transpose computed by the dot's kernel
+        return flops(step.folded), memory_traffic(step.folded)
     if step.kind in ("constant", "start", "wait", "control") or step.inst.opcode in VIEWS:
         return 0.0, 0.0
     return flops(step.inst), memory_traffic(step.inst)
