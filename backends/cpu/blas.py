@@ -93,6 +93,30 @@ def threads() -> int:
     return max((c.num_threads for c in _controllers()), default=1)
 
 
+def split_threads() -> int:
+    """How many threads a split product (``batched_matmul``, ``rows_matmul``) may use: BLAS's
+    threads where they are every core this process may run on, else 1. A split holds BLAS on
+    one thread for the whole process while it runs (OpenBLAS has no per-thread setting), so it
+    is only made where no other device of this process can be computing meanwhile: one device
+    per process (1 in-process device, an MPI rank) or the lockstep run of all devices on one
+    thread. Devices run on threads of their own share the cores (fewer BLAS threads each), and
+    a split there would change another device's BLAS threads, and so the bits of its products,
+    with the timing.
+
+    >>> split_threads() in (1, threads())
+    True
+    """
+    count = threads()
+    return count if count >= process_cores() else 1
+
+
+def process_cores() -> int:
+    """The cores this process may run on (its affinity)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def _pool() -> ThreadPoolExecutor:
     with _lock:
         pool = _state["pool"]

@@ -190,7 +190,7 @@ def dot_kernel(inst: Instruction, reads: tuple, count: int | None = None,
             # reference's two copies never reach: copy one, as the reference does.
             right = right.astype(work, order="K")
         out = _empty(dims, work)
-        threads = blas.threads()
+        threads = blas.split_threads()
         parts = min(threads, matrices) if splits else 1
         if parts > 1:
             blas.batched_matmul(left, right, out.reshape(out_shape), parts)

@@ -64,6 +64,7 @@ def test_split_batched_dots_equal_the_reference_and_the_unsplit_kernel(lhs, rhs,
         splits.append(a[3])
         return original(*a)
     monkeypatch.setattr(blas, "batched_matmul", counted)
+    monkeypatch.setattr(blas, "process_cores", lambda: 3)  # one device on all 3 cores
     with threadpool_limits(limits=3, user_api="blas"):
         (split,) = executable.run(0, args, None)
     with threadpool_limits(limits=1, user_api="blas"):
@@ -86,13 +87,14 @@ def test_f64_batched_dots_keep_the_callers_blas_threads(monkeypatch):
     assert _bits(got) == _bits(want)
 
 
-def test_split_batched_dots_run_stacked_as_alone():
+def test_split_batched_dots_run_stacked_as_alone(monkeypatch):
     lhs, rhs, out, dims = DOTS[1]
     module = _module(lhs, rhs, out, dims, devices=2)
     rng = np.random.default_rng(1)
     per_device = [[_array(rng, lhs), _array(rng, rhs)] for _ in range(2)]
     executable = BACKEND.compile(module, (0, 1))
     world = LocalWorld(2)
+    monkeypatch.setattr(blas, "process_cores", lambda: 2)  # the lockstep run on all 2 cores
     with threadpool_limits(limits=2, user_api="blas"):
         results = executable.run_together(dict(enumerate(per_device)),
                                           {d: world.communicator(d) for d in range(2)},
@@ -109,3 +111,30 @@ def test_small_or_unbatched_products_are_not_split():
     assert not blas.splittable(64, 256, 256, 64, np.int32)       # numpy's loop, no BLAS
     assert not blas.splittable(64, 256, 256, 64, np.float64)     # dgemm: see blas.py
     assert blas.splittable(64, 256, 256, 64, np.float32)
+
+
+def test_no_split_where_devices_share_the_cores(monkeypatch):
+    """A split holds BLAS on one thread process-wide: on 2 of 4 cores (two in-process devices
+    on threads) it would change the other device's BLAS threads, so the product runs whole;
+    on 2 of 2 cores (one device) it is split."""
+    lhs, rhs, out, dims = DOTS[0]
+    module = _module(lhs, rhs, out, dims)
+    rng = np.random.default_rng(0)
+    args = [_array(rng, lhs), _array(rng, rhs)]
+    executable = BACKEND.compile(module, (0,))
+    splits = []
+    original = blas.batched_matmul
+
+    def counted(*a):
+        splits.append(a[3])
+        return original(*a)
+    monkeypatch.setattr(blas, "batched_matmul", counted)
+    results = {}
+    for cores in (4, 2):
+        monkeypatch.setattr(blas, "process_cores", lambda cores=cores: cores)
+        with threadpool_limits(limits=2, user_api="blas"):
+            (results[cores],) = executable.run(0, args, None)
+        assert splits == ([] if cores == 4 else [2])
+    with threadpool_limits(limits=1, user_api="blas"):
+        want = np.asarray(evaluate(module, args))
+    assert _bits(results[4]) == _bits(results[2]) == _bits(want)

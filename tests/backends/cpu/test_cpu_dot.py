@@ -317,6 +317,7 @@ def test_products_split_by_rows_have_the_bits_of_the_whole(m, n, k, transposed, 
         splits.append(a[3])
         return original(*a)
     monkeypatch.setattr(blas, "rows_matmul", counted)
+    monkeypatch.setattr(blas, "process_cores", lambda: 2)  # one device on all 2 cores
     with threadpool_limits(limits=2, user_api="blas"):
         (got,) = executable.run(0, args, None)
         want = np.asarray(evaluate(module, args))
