@@ -158,10 +158,14 @@ def dense_convolution(inst: Instruction, lhs, rhs, work: np.dtype, xp=np):
     return xp.transpose(result, tuple(int(d) for d in np.argsort(order)))
 
 
-BLOCK_BYTES = 1 << 20
+BLOCK_BYTES = 1 << 18
 """About the bytes of a `ConvolutionPlan` block's accumulator: small enough to stay in a
-core's cache while every tap adds into it."""
+core's cache, with the tap's matrix and product, while every tap adds into it."""
 MIN_BLOCK_COLUMNS = 256  # a block's columns at least (a narrow GEMM wastes BLAS's kernels)
+BLOCK_DEPTH = 16
+"""The most channels per group for which a `ConvolutionPlan` runs in blocks: deeper GEMMs
+are bound by their arithmetic, not by adding their products into the total, and run best
+over every column at once."""
 
 
 @dataclass(frozen=True)
@@ -274,7 +278,8 @@ class ConvolutionPlan:
         m = int(np.prod(self.out_spatial, dtype=np.int64))
         per_batch = g * self.out_g * m * item
         budget = max(BLOCK_BYTES, MIN_BLOCK_COLUMNS * g * self.out_g * item)
-        if len(self.taps) <= 1 or per_batch * self.batch_g <= budget:
+        if (len(self.taps) <= 1 or self.channels_g > BLOCK_DEPTH
+                or per_batch * self.batch_g <= budget):
             self.blocks = [(0, self.batch_g, 0, self.out_spatial[0] if rank else 1)]
         elif per_batch <= budget or not rank:
             nb = max(1, budget // per_batch)
@@ -331,6 +336,9 @@ class ConvolutionPlan:
         rank = len(self.out_spatial)
         block_spatial = ((r1 - r0, *self.out_spatial[1:]) if rank else ())
         acc = np.zeros((g, self.out_g, nb, *block_spatial), self.work)
+        most = max(2, nb * math.prod(block_spatial))  # a tap's columns at most
+        matrices = np.empty(g * self.channels_g * most, self.work)  # reused by every tap
+        products = np.empty(g * self.out_g * most, self.work)
         for tap in self.taps:
             out_index, in_index = [], []
             for d, k in enumerate(tap):
@@ -348,14 +356,17 @@ class ConvolutionPlan:
                 else:
                     window = x[(slice(b0, b1), slice(None), slice(None), *in_index)]
                     cols = window.transpose(1, 2, 0, *range(3, window.ndim))
-                columns = nb * int(np.prod(cols.shape[3:], dtype=np.int64))
-                if columns == 1:  # two columns: a product BLAS computes as the others
-                    matrix = np.zeros((g, self.channels_g, 2), self.work)
+                columns = nb * math.prod(cols.shape[3:])
+                width = max(columns, 2)  # two columns: a product BLAS computes as the others
+                matrix = matrices[:g * self.channels_g * width].reshape(
+                    g, self.channels_g, width)
+                if columns == 1:
+                    matrix[..., 1] = 0
                     matrix[..., 0] = cols.reshape(g, self.channels_g)
                 else:  # the tap's im2col matrix: one copy, C-ordered
-                    matrix = np.empty((g, self.channels_g, columns), self.work)
                     np.copyto(matrix.reshape(cols.shape), cols)
-                product = np.matmul(kernel[tap], matrix)[..., :columns]
+                product = np.matmul(kernel[tap], matrix, out=products[
+                    :g * self.out_g * width].reshape(g, self.out_g, width))[..., :columns]
                 target = acc[(slice(None), slice(None), slice(None), *out_index)]
                 target += product.reshape(target.shape)
         total[(slice(None), slice(None), slice(b0, b1), slice(r0, r1))[:3 + (rank > 0)]] = acc
