@@ -298,7 +298,8 @@ def _run_module(case: XlaCase, backend: str, max_input: int = MAX_INPUT_BYTES) -
         return _run_refused(case, module)
     size = _parameter_bytes(module)
     if size > max_input:  # refused before any memory is taken for it
-        return XlaResult(case.name, "TOO_LARGE", f"parameters need {size >> 20} MiB")
+        return XlaResult(case.name, "TOO_LARGE", f"parameters need {size >> 20} MiB, over "
+                                                 f"{max_input >> 20} MiB")
     try:
         seed = zlib.crc32(case.name.encode())
         random = _has_rng(module)
