@@ -51,7 +51,13 @@ sys.path.insert(0, str(ROOT / "tests" / "stablehlo"))
 from filecheck import FileCheckError, filecheck, parse_directives  # noqa: E402
 from run_lines import has_filecheck, replay_file  # noqa: E402
 from shardy_exec import run_shardy_executable_test  # noqa: E402
-from xla_spmd_tests import BACKENDS, CLOCKS, extract_modules, run_isolated  # noqa: E402
+from xla_spmd_tests import (  # noqa: E402
+    BACKENDS,
+    CLOCKS,
+    MEMORY_LIMIT,
+    extract_modules,
+    run_isolated,
+)
 
 from xla_spmd.errors import XlaSpmdError  # noqa: E402
 from xla_spmd.stablehlo.interpreter import (  # noqa: E402
@@ -231,15 +237,17 @@ def print_propagation_table(rows) -> None:
 
 
 def run_xla_spmd(path: str, failures: bool, timeout: float, backend: str = "cpu",
-                 only: str | None = None, clock: str = "wall") -> list:
+                 only: str | None = None, clock: str = "cpu",
+                 memory: int = MEMORY_LIMIT) -> list:
     """Every partitioning test of XLA's spmd_partitioner_test.cc at `path` (those whose name
     `only`, a regular expression, matches in full), run on `backend` (see the module
-    docstring); its results in file order."""
+    docstring), each in a process capped at `memory` bytes; its results in file order."""
     results = []
     for case in extract_modules(Path(path).read_text()):
         if only is not None and not re.fullmatch(only, case.name):
             continue
-        result = run_isolated(case, timeout=timeout, backend=backend, clock=clock)
+        result = run_isolated(case, timeout=timeout, backend=backend, clock=clock,
+                              memory=memory)
         results.append(result)
         if failures and result.status != "PASS":
             print(f"{result.status} {case.name} ({case.num_devices} devices): "
@@ -275,6 +283,15 @@ def _reason(message: str) -> str:
     return message[:100].replace("|", "/")
 
 
+TIMEOUT = 120.0
+"""The default --timeout of an XLA test, in CPU seconds (--clock cpu): on a 2-core machine
+the slowest test that passes takes about 35 CPU seconds (a ResNet weight-gradient
+convolution of 12544 taps, run whole and on each of 2 devices), 25 of the 27 slowest under
+20; over three times that is a verdict about a test, not about the machine. Elapsed time on
+a shared machine is 4-10 times the CPU time under other jobs' load, which made verdicts by
+the wall clock (--clock wall) depend on what else ran."""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stablehlo", help="StableHLO's stablehlo/tests/interpret directory")
@@ -283,15 +300,20 @@ def main() -> int:
                         help="Shardy's shardy/dialect/sdy/transforms/propagation/test directory")
     parser.add_argument("--xla-spmd", metavar="FILE",
                         help="XLA's xla/service/spmd/spmd_partitioner_test.cc")
-    parser.add_argument("--timeout", type=float, default=20.0,
-                        help="seconds an XLA test may run before it counts as TIMEOUT")
+    parser.add_argument("--timeout", type=float, default=TIMEOUT,
+                        help="seconds an XLA test may run before it counts as TIMEOUT "
+                             f"(default {TIMEOUT:g}, of CPU time with the default clock)")
     parser.add_argument("--backend", choices=BACKENDS, default="cpu",
                         help="what runs an XLA test's modules: the compiled CPU backend "
                              "(default) or the reference evaluator")
-    parser.add_argument("--clock", choices=CLOCKS, default="wall",
-                        help="what --timeout counts for an XLA test: elapsed seconds (default)"
-                             " or the CPU seconds of its process (verdicts that do not depend "
-                             "on the load of a shared machine)")
+    parser.add_argument("--clock", choices=CLOCKS, default="cpu",
+                        help="what --timeout counts for an XLA test: the CPU seconds of its "
+                             "process (default: verdicts that do not depend on the load of a "
+                             "shared machine) or elapsed seconds")
+    parser.add_argument("--memory-gib", type=float, default=MEMORY_LIMIT / (1 << 30),
+                        help="the address space each XLA test's process may take; more is "
+                             "TOO_LARGE, and so are parameters over a quarter of it, untried "
+                             f"(default {MEMORY_LIMIT >> 30})")
     parser.add_argument("--only", metavar="REGEX",
                         help="run only the XLA tests whose name the expression matches in full"
                              " (to rerun some cases of a full run)")
@@ -303,7 +325,8 @@ def main() -> int:
                      "and/or --xla-spmd FILE")
     if args.xla_spmd:
         print_xla_spmd_table(run_xla_spmd(args.xla_spmd, args.failures, args.timeout,
-                                          args.backend, args.only, args.clock))
+                                          args.backend, args.only, args.clock,
+                                          int(args.memory_gib * (1 << 30))))
     if args.shardy_propagation:
         print_propagation_table(run_propagation(args.shardy_propagation, args.failures))
     for name, directory, shardy in (("StableHLO interpreter", args.stablehlo, False),

@@ -179,3 +179,73 @@ def test_convolution_integer_and_bf16():
     got, want = conv(lhs, rhs, "bf0_oi0->bf0", window)
     assert got.dtype == ml_dtypes.bfloat16
     np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))
+
+
+# ---------------------------------------------------------------------------------------------
+# convolution plan: blocks of output columns, taps that skip padding and dilation holes
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_convolution_plan_in_tiny_blocks_is_exact(seed, monkeypatch):
+    """Integer-valued floats (every sum exact in any order): with blocks of a few columns
+    (batch ranges and rows of the first output dim), strides, padding of both signs, base and
+    window dilation, the plan equals the §12.2 element formula exactly."""
+    import xla_spmd.backends.reference.contraction as contraction
+
+    monkeypatch.setattr(contraction, "BLOCK_BYTES", int(np.random.default_rng(seed)
+                                                            .choice([8, 64, 512])))
+    monkeypatch.setattr(contraction, "MIN_BLOCK_COLUMNS", 1)
+    rng = np.random.default_rng(100 + seed)
+    labels = LABELS[seed % len(LABELS)]
+    lhs_labels, rest = labels.split("_")
+    rhs_labels = rest.split("->")[0]
+    mode = seed % 3
+    groups = 2 if mode == 1 else 1
+    batch_groups = 2 if mode == 2 else 1
+    kernel = [int(v) for v in rng.integers(1, 4, 2)]
+    spatial = [int(v) for v in rng.integers(1, 8, 2)]
+    cg, og = int(rng.integers(1, 4)), int(rng.integers(1, 3))
+    n = batch_groups * int(rng.integers(1, 4))
+    lhs_sizes = {"b": n, "f": cg * groups, "0": spatial[0], "1": spatial[1]}
+    rhs_sizes = {"i": cg, "o": og * groups * batch_groups, "0": kernel[0], "1": kernel[1]}
+    window = Window.make(kernel, [int(v) for v in rng.integers(1, 4, 2)],
+                         [tuple(int(v) for v in rng.integers(-1, 4, 2)) for _ in range(2)],
+                         [int(v) for v in rng.integers(1, 4, 2)],
+                         [int(v) for v in rng.integers(1, 3, 2)],
+                         [bool(v) for v in rng.integers(0, 2, 2)])
+    lhs = rng.integers(-4, 5, place(lhs_sizes, lhs_labels)).astype(np.float32)
+    rhs = rng.integers(-4, 5, place(rhs_sizes, rhs_labels)).astype(np.float32)
+    try:
+        got, want = conv(lhs, rhs, labels, window, groups, batch_groups)
+    except Exception as error:  # noqa: BLE001 - a window larger than the padded input
+        pytest.skip(f"no valid output: {error}")
+    np.testing.assert_array_equal(got, want)
+
+
+def test_convolution_plan_runs_of_a_dilated_padded_dim():
+    """Tap k of a dim reads the output positions whose input element exists: with
+    lhs_dilation 3, stride 2 and padding 2, input element q sits at padded position 2 + 3q."""
+    from xla_spmd.backends.reference.contraction import _runs
+
+    (w,) = Window.make((3,), (2,), ((2, 2),), (3,)).dims
+    size, out = 4, 7  # padded: 2 + 10 + 2 = 14 positions, (14 - 3) // 2 + 1 outputs
+    runs = _runs(size, out, w, dense=False)
+    for k, run in enumerate(runs):
+        hits = [(p, (p * 2 + k - 2) // 3) for p in range(out)
+                if (p * 2 + k - 2) % 3 == 0 and 0 <= (p * 2 + k - 2) // 3 < size]
+        if run is None:
+            assert hits == []
+            continue
+        got = [(run.first + j * run.step, run.source + j * run.source_step)
+               for j in range(run.count)]
+        assert got == hits
+
+
+def test_convolution_plan_with_an_infinite_kernel_reads_padding_too():
+    """inf x 0 is NaN: a kernel holding an infinity makes NaN where a tap reads padding, so
+    such a kernel is run over the padded input in full, as the element formula says."""
+    lhs = np.array([[[1, 2, 3]]], np.float32)
+    rhs = np.array([[[np.inf, 1]]], np.float32)
+    got, _ = conv(lhs, rhs, "bf0_oi0->bf0", Window.make((2,), (1,), ((1, 1),)))
+    # taps (inf, 1) over [0, 1, 2, 3, 0]: inf*0 + 1 = NaN, then inf, inf, inf + 0 = inf
+    np.testing.assert_array_equal(got, [[[np.nan, np.inf, np.inf, np.inf]]])

@@ -178,3 +178,35 @@ def test_a_cpu_clock_counts_the_cases_cpu_time():
         "add(%a, %b)", "dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}"), 2)
     result = run_isolated(slow, timeout=1, backend="reference", clock="cpu")
     assert (result.status, result.message) == ("TIMEOUT", "used over 1 s of CPU time")
+
+
+def test_results_are_compared_a_piece_at_a_time(monkeypatch):
+    """The oracle's comparison and magnitude scan, in pieces of a few elements: the same
+    verdicts as numpy.testing over the whole (transposed, bf16, NaN, -0.0, a far element)."""
+    import ml_dtypes
+    import spmd_oracle
+
+    monkeypatch.setattr(spmd_oracle, "PIECE", 5)
+    rng = np.random.default_rng(3)
+    for dtype in (np.float32, ml_dtypes.bfloat16, np.float16, np.int32):
+        want = (rng.standard_normal((6, 7, 4)) * 8).astype(dtype).transpose(2, 0, 1)
+        got = np.array(want)
+        assert spmd_oracle._all_close(got, want, 0, 0)
+        got[3, 5, 6] += 1
+        assert not spmd_oracle._all_close(got, want, 1e-6, 1e-6)
+        if dtype is not np.int32:
+            assert spmd_oracle._all_close(got, want, 0, 1.5)
+            got[3, 5, 6] = want[3, 5, 6]
+            got[0, 0, 0], want[0, 0, 0] = np.nan, np.nan
+            got[1, 1, 1], want[1, 1, 1] = -0.0, 0.0
+            assert spmd_oracle._all_close(got, want, 0, 0)
+            want[2, 2, 2] = -np.inf
+            wide = np.abs(want.astype(np.float64))
+            assert spmd_oracle._magnitude(want) == wide[np.isfinite(wide)].max()
+
+
+def test_parameters_over_the_input_cap_are_too_large_untried():
+    case = extract_modules(SNIPPET)[0]  # two f32[6,3] parameters: 144 bytes
+    assert run_module(case, max_input=100).status == "TOO_LARGE"
+    assert run_isolated(case, timeout=120, max_input=100).status == "TOO_LARGE"
+    assert run_isolated(case, timeout=120, memory=4 << 30).status == "PASS"

@@ -91,7 +91,11 @@ def extract_modules(text: str) -> list[XlaCase]:
     return cases
 
 
-MAX_INPUT_BYTES = 256 << 20  # the entry parameters' size above which a case is TOO_LARGE
+MEMORY_LIMIT = 6 << 30  # the address space an isolated case may take (more: TOO_LARGE)
+MAX_INPUT_BYTES = MEMORY_LIMIT // 4
+"""The entry parameters' size above which a case is TOO_LARGE without being tried: a case
+holds its parameters, their shards, and both runs' results (each at least the size of the
+parameters for most modules), so parameters over a quarter of the memory cap cannot fit."""
 
 
 def _parameter_bytes(module) -> int:
@@ -231,8 +235,8 @@ def _alarm(signum, frame):
 BACKENDS = ("cpu", "reference")  # what runs both modules: compiled, or the numpy evaluator
 
 
-def run_module(case: XlaCase, timeout: float | None = None, backend: str = "cpu"
-               ) -> XlaResult:
+def run_module(case: XlaCase, timeout: float | None = None, backend: str = "cpu",
+               max_input: int = MAX_INPUT_BYTES) -> XlaResult:
     """Parse, partition over `case.num_devices`, run and compare (see the module docstring);
     a case still running after `timeout` seconds is stopped as TIMEOUT (main thread only).
     `backend` runs the partitioned module (on N devices) and the unpartitioned one: the
@@ -241,11 +245,11 @@ def run_module(case: XlaCase, timeout: float | None = None, backend: str = "cpu"
     if backend not in BACKENDS:
         raise ValueError(f"backend {backend!r} is not one of {BACKENDS}")
     if not timeout:
-        return _run_module(case, backend)
+        return _run_module(case, backend, max_input)
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
-        return _run_module(case, backend)
+        return _run_module(case, backend, max_input)
     except _Timeout:
         return XlaResult(case.name, "TIMEOUT", f"still running after {timeout:g} s")
     finally:
@@ -253,15 +257,13 @@ def run_module(case: XlaCase, timeout: float | None = None, backend: str = "cpu"
         signal.signal(signal.SIGALRM, previous)
 
 
-MEMORY_LIMIT = 6 << 30  # the address space an isolated case may take (more: TOO_LARGE)
-
-
 CLOCKS = ("wall", "cpu")  # what a case's timeout counts: elapsed time, or its CPU time
 WALL_PER_CPU_SECOND = 30  # with the CPU clock, the wall-clock time allowed per CPU second
 
 
 def run_isolated(case: XlaCase, timeout: float | None = None, backend: str = "cpu",
-                 memory: int | None = MEMORY_LIMIT, clock: str = "wall") -> XlaResult:
+                 memory: int | None = MEMORY_LIMIT, clock: str = "wall",
+                 max_input: int | None = None) -> XlaResult:
     """`run_module` in a forked child process: stopped at `timeout` seconds even inside a
     long native call (a BLAS product, a sort), its address space capped at `memory` bytes so
     that a case too large for the machine is a MemoryError (TOO_LARGE), not the kernel's
@@ -271,7 +273,10 @@ def run_isolated(case: XlaCase, timeout: float | None = None, backend: str = "cp
     With ``clock="cpu"`` the timeout counts the CPU seconds the case's process uses (all its
     threads; whole seconds, rounded up), not elapsed time: verdicts that do not depend on
     how busy a shared machine is (elapsed time is still capped, at `WALL_PER_CPU_SECOND`
-    times the timeout)."""
+    times the timeout). `max_input` (default: a quarter of `memory`, or `MAX_INPUT_BYTES`
+    uncapped) is the parameters' size above which the case is TOO_LARGE untried."""
+    if max_input is None:
+        max_input = memory // 4 if memory else MAX_INPUT_BYTES
     if backend not in BACKENDS:
         raise ValueError(f"backend {backend!r} is not one of {BACKENDS}")
     if clock not in CLOCKS:
@@ -295,7 +300,7 @@ def run_isolated(case: XlaCase, timeout: float | None = None, backend: str = "cp
                 resource.setrlimit(resource.RLIMIT_CPU,
                                    (cpu_seconds, resource.getrlimit(resource.RLIMIT_CPU)[1]))
             try:
-                result = _run_module(case, backend)
+                result = _run_module(case, backend, max_input)
             except MemoryError as error:
                 result = XlaResult(case.name, "TOO_LARGE", _first_line(error))
             with os.fdopen(write, "w") as out:  # two strings, as JSON
@@ -324,7 +329,7 @@ def run_isolated(case: XlaCase, timeout: float | None = None, backend: str = "cp
                                          f"{os.WEXITSTATUS(status)} and no result")
 
 
-def _run_module(case: XlaCase, backend: str) -> XlaResult:
+def _run_module(case: XlaCase, backend: str, max_input: int = MAX_INPUT_BYTES) -> XlaResult:
     from spmd_oracle import check
 
     from xla_spmd.errors import ParseError, XlaSpmdError
@@ -340,8 +345,9 @@ def _run_module(case: XlaCase, backend: str) -> XlaResult:
     if case.refused is not None:
         return _run_refused(case, module)
     size = _parameter_bytes(module)
-    if size > MAX_INPUT_BYTES:  # refused before any memory is taken for it
-        return XlaResult(case.name, "TOO_LARGE", f"parameters need {size >> 20} MiB")
+    if size > max_input:  # refused before any memory is taken for it
+        return XlaResult(case.name, "TOO_LARGE", f"parameters need {size >> 20} MiB, over "
+                                                 f"{max_input >> 20} MiB")
     try:
         seed = zlib.crc32(case.name.encode())
         random = _has_rng(module)
