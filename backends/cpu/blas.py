@@ -117,6 +117,18 @@ def process_cores() -> int:
     return os.cpu_count() or 1
 
 
+def _run_split(chunk, bounds: list[int]) -> None:
+    """``chunk(i0, i1)`` for each pair of adjacent `bounds`, at once on the pool, BLAS held on
+    one thread meanwhile."""
+    _single_threaded(True)
+    try:
+        futures = [_pool().submit(chunk, i0, i1) for i0, i1 in zip(bounds[:-1], bounds[1:])]
+        for future in futures:
+            future.result()
+    finally:
+        _single_threaded(False)
+
+
 def _pool() -> ThreadPoolExecutor:
     with _lock:
         pool = _state["pool"]
@@ -207,13 +219,7 @@ def rows_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: int
     def chunk(i0: int, i1: int) -> None:
         with np.errstate(all="ignore"):
             matmul(left[..., i0:i1, :], right, out=out[..., i0:i1, :])
-    _single_threaded(True)
-    try:
-        futures = [_pool().submit(chunk, i0, i1) for i0, i1 in zip(bounds[:-1], bounds[1:])]
-        for future in futures:
-            future.result()
-    finally:
-        _single_threaded(False)
+    _run_split(chunk, bounds)
 
 
 def splittable(batch: int, m: int, n: int, k: int, dtype) -> bool:
@@ -265,10 +271,4 @@ def batched_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: 
         with np.errstate(all="ignore"):
             for index, part in _segments(lead, i0, i1):
                 matmul(left[index][part], right[index][part], out=out[index][part])
-    _single_threaded(True)
-    try:
-        futures = [_pool().submit(chunk, i0, i1) for i0, i1 in zip(bounds[:-1], bounds[1:])]
-        for future in futures:
-            future.result()
-    finally:
-        _single_threaded(False)
+    _run_split(chunk, bounds)

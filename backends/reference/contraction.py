@@ -113,15 +113,21 @@ def convolution(inst: Instruction, lhs, rhs, work: np.dtype, xp=np):
     return dense_convolution(inst, lhs, rhs, work, xp)
 
 
+def _group_counts(inst: Instruction) -> tuple[int, int]:
+    """A convolution's ``(feature_group_count, batch_group_count)``; at most one exceeds 1."""
+    groups, batch_groups = inst.attrs.feature_group_count, inst.attrs.batch_group_count
+    if groups > 1 and batch_groups > 1:
+        raise EvaluationError(f"convolution {inst.name}: feature_group_count={groups} and "
+                              f"batch_group_count={batch_groups} cannot both exceed 1")
+    return groups, batch_groups
+
+
 def dense_convolution(inst: Instruction, lhs, rhs, work: np.dtype, xp=np):
     """``convolution`` in dtype ``work`` over the materialised padded, base-dilated input: for
     each tap one GEMM over every output position, added into the total."""
     attrs = inst.attrs
     dn, window = attrs.dim_labels, attrs.window
-    groups, batch_groups = attrs.feature_group_count, attrs.batch_group_count
-    if groups > 1 and batch_groups > 1:
-        raise EvaluationError(f"convolution {inst.name}: feature_group_count={groups} and "
-                              f"batch_group_count={batch_groups} cannot both exceed 1")
+    groups, batch_groups = _group_counts(inst)
     x = xp.transpose(lhs, (dn.input_batch, dn.input_feature) + dn.input_spatial).astype(work)
     kernel = xp.transpose(rhs, (dn.kernel_output_feature, dn.kernel_input_feature)
                           + dn.kernel_spatial).astype(work)
@@ -247,10 +253,7 @@ class ConvolutionPlan:
     def __init__(self, inst: Instruction, work: np.dtype):
         attrs = inst.attrs
         dn, window = attrs.dim_labels, attrs.window
-        groups, batch_groups = attrs.feature_group_count, attrs.batch_group_count
-        if groups > 1 and batch_groups > 1:
-            raise EvaluationError(f"convolution {inst.name}: feature_group_count={groups} and "
-                                  f"batch_group_count={batch_groups} cannot both exceed 1")
+        groups, batch_groups = _group_counts(inst)
         self.inst, self.work, self.window = inst, np.dtype(work), window
         lhs_shape, rhs_shape = (o.shape.dims for o in inst.operands)
         self.in_order = (dn.input_batch, dn.input_feature, *dn.input_spatial)
