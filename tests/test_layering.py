@@ -19,7 +19,8 @@ LAYERS = {
     "xla_spmd/sharding": ("xla_spmd.sharding",
                           {"xla_spmd.errors", "xla_spmd.mesh", "xla_spmd.ir.hlo_sharding",
                            "xla_spmd.ir.custom_calls"}),
-    "collectives": ("xla_spmd.collectives", {"xla_spmd.errors"}),
+    # Collectives fold in the dtype the backends' reductions use (ir.dtypes.reduction_dtype).
+    "collectives": ("xla_spmd.collectives", {"xla_spmd.errors", "xla_spmd.ir.dtypes"}),
     "backends": ("xla_spmd.backends", {"xla_spmd.errors", "xla_spmd.ir"}),
     "xla_spmd/propagation": ("xla_spmd.propagation",
                              {"xla_spmd.errors", "xla_spmd.ir", "xla_spmd.mesh",
