@@ -247,27 +247,42 @@ def dynamic_update_slice(low: Lowering, inst: Instruction, operands: list) -> Pa
     x = low.reshard(operand, compute)
     u = low.reshard(update, _with_dims(compute, (), updated)).inst
     local = x.inst.shape.dims
-    starts, mask = {}, None
+    # sharded updated dims: each shard slices the padded update at its own offset and selects
+    # where the update covers it; unsharded updated dims keep the update's extent and are
+    # written with a local dynamic-update-slice at the global index (no padding to the dim)
+    window = [size if d in updated and not compute.dims[d].axes else local[d]
+              for d, size in enumerate(update.global_shape.dims)]
+    starts, at, mask = {}, {}, None
     for d in sorted(updated):
         size, c = update.global_shape.dims[d], local[d]
         index = em.op("convert", low.replicate(indices[d]).inst, shape=ArrayShape(S32, ()))
         begin = em.op("clamp", em.scalar(0, S32), index, em.scalar(dims[d] - size, S32))
+        if not compute.dims[d].axes:
+            at[d] = begin
+            continue
         offset = em.axes_value(compute.dims[d].axes, c)
         # the update padded by c on both sides, sliced where this shard begins
         u = em.op("pad", u, em.scalar(0, u.shape.dtype), padding=tuple(
             PadDim(c, c) if k == d else PadDim(0, 0) for k in range(u.shape.rank)))
         starts[d] = em.op("subtract", em.op("add", offset, em.scalar(c, S32)), begin)
-        position = em.op("add", em.op("iota", shape=ArrayShape(S32, local), iota_dimension=d),
-                         em.broadcast_scalar(offset, local))
-        inside = em.op("and", em.op("compare", position, em.broadcast_scalar(begin, local),
+        position = em.op("add", em.op("iota", shape=ArrayShape(S32, window), iota_dimension=d),
+                         em.broadcast_scalar(offset, window))
+        inside = em.op("and", em.op("compare", position, em.broadcast_scalar(begin, window),
                                     direction=ComparisonDirection.GE),
                        em.op("compare", position, em.broadcast_scalar(
-                           em.op("add", begin, em.scalar(size, S32)), local),
+                           em.op("add", begin, em.scalar(size, S32)), window),
                              direction=ComparisonDirection.LT))
         mask = inside if mask is None else em.op("and", mask, inside)
-    placed = em.dynamic_slice(u, starts, local)
-    assert mask is not None  # at least one dim is updated
-    result = em.op("select", mask, placed, x.inst, sharding=compute)
+    placed = em.dynamic_slice(u, starts, window)
+    assert mask is not None  # at least one updated dim is sharded
+    if not at:
+        result = em.op("select", mask, placed, x.inst, sharding=compute)
+    else:
+        old = em.dynamic_slice(x.inst, at, window)
+        merged = em.op("select", mask, placed, old)
+        zero = em.scalar(0, S32)
+        result = em.op("dynamic-update-slice", x.inst, merged,
+                       *[at.get(d, zero) for d in range(len(dims))], sharding=compute)
     return low.reshard(PValue(result, compute, array_shape(inst.shape)), target)
 
 
