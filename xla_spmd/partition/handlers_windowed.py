@@ -252,7 +252,7 @@ def dynamic_update_slice(low: Lowering, inst: Instruction, operands: list) -> Pa
     # written with a local dynamic-update-slice at the global index (no padding to the dim)
     window = [size if d in updated and not compute.dims[d].axes else local[d]
               for d, size in enumerate(update.global_shape.dims)]
-    starts, at, mask = {}, {}, None
+    at, mask = {}, None
     for d in sorted(updated):
         size, c = update.global_shape.dims[d], local[d]
         index = em.op("convert", low.replicate(indices[d]).inst, shape=ArrayShape(S32, ()))
@@ -261,10 +261,7 @@ def dynamic_update_slice(low: Lowering, inst: Instruction, operands: list) -> Pa
             at[d] = begin
             continue
         offset = em.axes_value(compute.dims[d].axes, c)
-        # the update padded by c on both sides, sliced where this shard begins
-        u = em.op("pad", u, em.scalar(0, u.shape.dtype), padding=tuple(
-            PadDim(c, c) if k == d else PadDim(0, 0) for k in range(u.shape.rank)))
-        starts[d] = em.op("subtract", em.op("add", offset, em.scalar(c, S32)), begin)
+        u = _update_piece(em, u, d, c, em.op("subtract", offset, begin))
         position = em.op("add", em.op("iota", shape=ArrayShape(S32, window), iota_dimension=d),
                          em.broadcast_scalar(offset, window))
         inside = em.op("and", em.op("compare", position, em.broadcast_scalar(begin, window),
@@ -273,7 +270,7 @@ def dynamic_update_slice(low: Lowering, inst: Instruction, operands: list) -> Pa
                            em.op("add", begin, em.scalar(size, S32)), window),
                              direction=ComparisonDirection.LT))
         mask = inside if mask is None else em.op("and", mask, inside)
-    placed = em.dynamic_slice(u, starts, window)
+    placed = u
     assert mask is not None  # at least one updated dim is sharded
     if not at:
         result = em.op("select", mask, placed, x.inst, sharding=compute)
@@ -284,6 +281,30 @@ def dynamic_update_slice(low: Lowering, inst: Instruction, operands: list) -> Pa
         result = em.op("dynamic-update-slice", x.inst, merged,
                        *[at.get(d, zero) for d in range(len(dims))], sharding=compute)
     return low.reshard(PValue(result, compute, array_shape(inst.shape)), target)
+
+
+def _update_piece(em, u, d, c, rel):
+    """`u` cut to `c` elements along `d`, element j being ``u[rel + j]`` wherever
+    ``0 <= rel + j < size`` (`rel`: where the shard begins, in the update's coordinates);
+    elsewhere any update element. At most 2c elements along `d` live at once.
+
+    Example: size 6, c 4, rel -1: the piece starting at 0 (``u[0:4]``) rotated right by 1,
+    ``[u3, u0, u1, u2]``: positions 1..3 hold u0..u2, position 0 lies before the update."""
+    size = u.shape.dims[d]
+    dims = list(u.shape.dims)
+    dims[d] = c
+    if size >= c:  # the c elements from the clamped start, then rotated into place
+        start = em.op("clamp", em.scalar(0, S32), rel, em.scalar(size - c, S32))
+        piece = em.dynamic_slice(u, {d: start}, dims)
+    else:  # the whole update, padded to c
+        start = em.scalar(0, S32)
+        piece = em.op("pad", u, em.scalar(0, u.shape.dtype), padding=tuple(
+            PadDim(0, c - size) if k == d else PadDim(0, 0) for k in range(u.shape.rank)))
+    # rotate left by (rel - start) mod c; where the shard meets the update, rel - start > -c
+    turn = em.op("remainder", em.op("add", em.op("subtract", rel, start), em.scalar(c, S32)),
+                 em.scalar(c, S32))
+    twice = em.op("concatenate", piece, piece, dimensions=(d,))
+    return em.dynamic_slice(twice, {d: turn}, dims)
 
 
 # ---------------------------------------------------------------------------------------------
