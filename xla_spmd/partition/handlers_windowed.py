@@ -6,9 +6,12 @@ padding; pad: edge padding and interior padding as base dilation), so each keeps
 dim sharded with a halo exchange (halo.py) when that moves fewer bytes than gathering it.
 concatenate pads every operand to the result's extent that way and selects by position.
 reverse mirrors shards with one collective-permute, reverses locally, and shifts by the
-uneven padding with a halo. dynamic-update-slice keeps the operand sharded: each device
-slices the (replicated along updated dims) update at its own offset and selects where the
-update covers its shard. select-and-scatter exchanges operand halos, scatters locally into
+uneven padding with a halo. dynamic-update-slice keeps the operand sharded, on the dims it
+updates and on those it does not (XLA's KeepPartitionedNonSlicedDimension): along each sharded
+updated dim, each device cuts the (replicated along updated dims) update to its shard at its
+own offset (a rotation of 2 shards' worth, never a pad to the whole dim) and selects where the
+update covers its shard; unsharded updated dims are written by a local dynamic-update-slice at
+the global index. select-and-scatter exchanges operand halos, scatters locally into
 the extended window input and sends the halo contributions back to their owners (a reverse
 halo exchange), GSPMD's scheme.
 
