@@ -253,8 +253,8 @@ def dynamic_update_slice(low: Lowering, inst: Instruction, operands: list) -> Pa
     # sharded updated dims: each shard slices the padded update at its own offset and selects
     # where the update covers it; unsharded updated dims keep the update's extent and are
     # written with a local dynamic-update-slice at the global index (no padding to the dim)
-    window = [size if d in updated and not compute.dims[d].axes else local[d]
-              for d, size in enumerate(update.global_shape.dims)]
+    window = tuple(size if d in updated and not compute.dims[d].axes else local[d]
+                   for d, size in enumerate(update.global_shape.dims))
     at, mask = {}, None
     for d in sorted(updated):
         size, c = update.global_shape.dims[d], local[d]
