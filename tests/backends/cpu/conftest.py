@@ -14,3 +14,21 @@ def private_compilation_cache(tmp_path_factory):
         os.environ.pop("XLA_SPMD_CACHE_DIR", None)
     else:
         os.environ["XLA_SPMD_CACHE_DIR"] = saved
+
+
+@pytest.fixture
+def split_parts(monkeypatch):
+    """``split_parts(name)``: the parts of each call of ``blas.<name>`` (``batched_matmul`` or
+    ``rows_matmul``) from now on, in a list that grows as the calls happen."""
+    from xla_spmd.backends.cpu import blas
+
+    def record(name: str) -> list[int]:
+        parts: list[int] = []
+        original = getattr(blas, name)
+
+        def counted(left, right, out, count):
+            parts.append(count)
+            return original(left, right, out, count)
+        monkeypatch.setattr(blas, name, counted)
+        return parts
+    return record

@@ -52,18 +52,13 @@ def _bits(x) -> bytes:
 
 @pytest.mark.parametrize("lhs, rhs, out, dims", DOTS)
 def test_split_batched_dots_equal_the_reference_and_the_unsplit_kernel(lhs, rhs, out, dims,
-                                                                       monkeypatch):
+                                                                       monkeypatch,
+                                                                       split_parts):
     module = _module(lhs, rhs, out, dims)
     rng = np.random.default_rng(0)
     args = [_array(rng, lhs), _array(rng, rhs)]
     executable = BACKEND.compile(module, (0,))
-    splits = []
-    original = blas.batched_matmul
-
-    def counted(*a):
-        splits.append(a[3])
-        return original(*a)
-    monkeypatch.setattr(blas, "batched_matmul", counted)
+    splits = split_parts("batched_matmul")
     monkeypatch.setattr(blas, "process_cores", lambda: 3)  # one device on all 3 cores
     with threadpool_limits(limits=3, user_api="blas"):
         (split,) = executable.run(0, args, None)
@@ -113,7 +108,7 @@ def test_small_or_unbatched_products_are_not_split():
     assert blas.splittable(64, 256, 256, 64, np.float32)
 
 
-def test_no_split_where_devices_share_the_cores(monkeypatch):
+def test_no_split_where_devices_share_the_cores(monkeypatch, split_parts):
     """A split holds BLAS on one thread process-wide: on 2 of 4 cores (two in-process devices
     on threads) it would change the other device's BLAS threads, so the product runs whole;
     on 2 of 2 cores (one device) it is split."""
@@ -122,13 +117,7 @@ def test_no_split_where_devices_share_the_cores(monkeypatch):
     rng = np.random.default_rng(0)
     args = [_array(rng, lhs), _array(rng, rhs)]
     executable = BACKEND.compile(module, (0,))
-    splits = []
-    original = blas.batched_matmul
-
-    def counted(*a):
-        splits.append(a[3])
-        return original(*a)
-    monkeypatch.setattr(blas, "batched_matmul", counted)
+    splits = split_parts("batched_matmul")
     results = {}
     for cores in (4, 2):
         monkeypatch.setattr(blas, "process_cores", lambda cores=cores: cores)

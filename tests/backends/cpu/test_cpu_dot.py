@@ -298,7 +298,8 @@ def test_plans_of_the_gpu_backend_keep_the_transpose():
 @pytest.mark.parametrize("m, n, k", [(257, 300, 2048), (512, 512, 767), (512, 512, 800),
                                      (300, 200, 448), (129, 1000, 500), (512, 512, 1000)])
 @pytest.mark.parametrize("transposed", [False, True])
-def test_products_split_by_rows_have_the_bits_of_the_whole(m, n, k, transposed, monkeypatch):
+def test_products_split_by_rows_have_the_bits_of_the_whole(m, n, k, transposed, monkeypatch,
+                                                           split_parts):
     """On 2 BLAS threads a product is split by rows only where OpenBLAS's one-thread driver
     sums over the same k blocks as its threaded one (not k = 500, 1000 on SkylakeX): either
     way the bits of the reference on 2 threads, and on 1."""
@@ -310,13 +311,7 @@ def test_products_split_by_rows_have_the_bits_of_the_whole(m, n, k, transposed, 
     rng = np.random.default_rng(k)
     args = [_array(rng, lhs), _array(rng, rhs)]
     executable = BACKEND.compile(module, (0,))
-    splits = []
-    original = blas.rows_matmul
-
-    def counted(*a):
-        splits.append(a[3])
-        return original(*a)
-    monkeypatch.setattr(blas, "rows_matmul", counted)
+    splits = split_parts("rows_matmul")
     monkeypatch.setattr(blas, "process_cores", lambda: 2)  # one device on all 2 cores
     with threadpool_limits(limits=2, user_api="blas"):
         (got,) = executable.run(0, args, None)
