@@ -251,13 +251,49 @@ def lower_plan(em: Emitter, x: Instruction, source: TensorSharding, plan: Plan,
     mesh = source.mesh
     cur = [tuple(d.axes) for d in source.dims]
     unreduced = list(source.unreduced)
-    for step in plan.steps:
-        x, cur, unreduced = _lower_step(em, x, step, cur, unreduced, global_dims, mesh)
+    steps = list(plan.steps)
+    while steps:
+        run = _slice_run(steps)
+        done = run or steps[:1]
+        if run:  # consecutive local slices of distinct dims: one dynamic-slice, no partial
+            x, cur = _lower_slices(em, x, run, cur, global_dims, mesh)  # shards between them
+        else:
+            x, cur, unreduced = _lower_step(em, x, steps[0], cur, unreduced, global_dims, mesh)
+        del steps[:len(done)]
         expected = shard_dims(mesh, tuple(cur), global_dims)
         if x.shape.dims != expected:
+            step = ", ".join(map(str, done))
             raise PartitionError(f"resharding step {step} gave {x.shape}, expected local "
                                  f"dims {list(expected)}")
     return x
+
+
+def _slice_run(steps: list[Step]) -> list[Step]:
+    """The leading steps that are local slices, each of another dim."""
+    run: list[Step] = []
+    for step in steps:
+        if step.kind != "slice" or any(s.dim == step.dim for s in run):
+            break
+        run.append(step)
+    return run
+
+
+def _lower_slices(em: Emitter, x: Instruction, run: list[Step], cur, global_dims, mesh):
+    """Local slices of several dims as one dynamic-slice (each dim padded first where its
+    size does not split evenly)."""
+    cur = list(cur)
+    starts = {}
+    for step in run:
+        dim, axes = step.dim, step.axes
+        n = axes_size(mesh, axes)
+        new = -(-global_dims[dim] // (axes_size(mesh, cur[dim]) * n))
+        x = em.pad_dim(x, dim, n * new)
+        cur[dim] = cur[dim] + tuple(axes)
+        starts[dim] = em.axes_value(axes, new)
+    sizes = list(x.shape.dims)
+    for step in run:
+        sizes[step.dim] = x.shape.dims[step.dim] // axes_size(mesh, step.axes)
+    return em.dynamic_slice(x, starts, sizes), cur
 
 
 def _sharding(mesh, cur, unreduced) -> TensorSharding:
@@ -267,16 +303,6 @@ def _sharding(mesh, cur, unreduced) -> TensorSharding:
 def _lower_step(em: Emitter, x: Instruction, step: Step, cur, unreduced, global_dims, mesh):
     kind, dim, axes = step.kind, step.dim, step.axes
     cur = list(cur)
-    if kind == "slice":
-        n = axes_size(mesh, axes)
-        new = -(-global_dims[dim] // (axes_size(mesh, cur[dim]) * n))
-        x = em.pad_dim(x, dim, n * new)
-        sizes = list(x.shape.dims)
-        sizes[dim] = new
-        cur[dim] = cur[dim] + tuple(axes)
-        start = em.axes_value(axes, new)
-        x = em.dynamic_slice(x, {dim: start}, sizes)
-        return x, cur, unreduced
     if kind == "all-gather":
         cur[dim] = cur[dim][:len(cur[dim]) - len(axes)]
         x = em.all_gather(x, dim, axes, sharding=_sharding(mesh, cur, unreduced))
