@@ -6,6 +6,7 @@ stacked; f64 products are not split."""
 import ml_dtypes
 import numpy as np
 import pytest
+from cpu_bits import exact_bits
 from threadpoolctl import threadpool_limits
 
 from xla_spmd.backends.cpu import BACKEND, blas
@@ -45,11 +46,6 @@ def _array(rng, text):
     return rng.standard_normal(shape).astype(dtype)
 
 
-def _bits(x) -> bytes:
-    x = np.ascontiguousarray(x)
-    return x.dtype.str.encode() + str(x.shape).encode() + x.tobytes()
-
-
 @pytest.mark.parametrize("lhs, rhs, out, dims", DOTS)
 def test_split_batched_dots_equal_the_reference_and_the_unsplit_kernel(lhs, rhs, out, dims,
                                                                        monkeypatch,
@@ -67,7 +63,7 @@ def test_split_batched_dots_equal_the_reference_and_the_unsplit_kernel(lhs, rhs,
     assert splits == [3]  # split into 3 once, not at all on one thread
     with threadpool_limits(limits=1, user_api="blas"):
         want = np.asarray(evaluate(module, args))
-    assert _bits(split) == _bits(whole) == _bits(want)
+    assert exact_bits(split) == exact_bits(whole) == exact_bits(want)
 
 
 def test_f64_batched_dots_keep_the_callers_blas_threads(monkeypatch):
@@ -79,7 +75,7 @@ def test_f64_batched_dots_keep_the_callers_blas_threads(monkeypatch):
     with threadpool_limits(limits=2, user_api="blas"):
         (got,) = executable.run(0, args, None)
         want = np.asarray(evaluate(module, args))
-    assert _bits(got) == _bits(want)
+    assert exact_bits(got) == exact_bits(want)
 
 
 def test_split_batched_dots_run_stacked_as_alone(monkeypatch):
@@ -97,7 +93,7 @@ def test_split_batched_dots_run_stacked_as_alone(monkeypatch):
     for device in range(2):
         with threadpool_limits(limits=1, user_api="blas"):
             want = np.asarray(evaluate(module, per_device[device]))
-        assert [_bits(r) for r in results[device]] == [_bits(want)]
+        assert [exact_bits(r) for r in results[device]] == [exact_bits(want)]
 
 
 def test_small_or_unbatched_products_are_not_split():
@@ -126,4 +122,4 @@ def test_no_split_where_devices_share_the_cores(monkeypatch, split_parts):
         assert splits == ([] if cores == 4 else [2])
     with threadpool_limits(limits=1, user_api="blas"):
         want = np.asarray(evaluate(module, args))
-    assert _bits(results[4]) == _bits(results[2]) == _bits(want)
+    assert exact_bits(results[4]) == exact_bits(results[2]) == exact_bits(want)

@@ -6,6 +6,7 @@ fallback left for it."""
 
 import ml_dtypes
 import numpy as np
+from cpu_bits import exact_bits
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,11 +17,6 @@ from xla_spmd.ir import ArrayShape, Builder, ConvDimensionNumbers, DType, Module
 
 DTYPES = {"f32": np.float32, "f64": np.float64, "bf16": ml_dtypes.bfloat16,
           "f16": np.float16, "s32": np.int32}
-
-
-def _bits(x) -> bytes:
-    x = np.ascontiguousarray(x)
-    return x.dtype.str.encode() + str(x.shape).encode() + x.tobytes()
 
 
 def _labels(draw, rank: int) -> str:
@@ -87,7 +83,7 @@ def test_convolutions_equal_the_reference_bit_for_bit(case):
     executable = BACKEND.compile(module, (0,))
     (got,) = executable.run(0, [lhs, rhs], None)
     want = np.asarray(evaluate(module, [lhs, rhs]))
-    assert _bits(got) == _bits(want)
+    assert exact_bits(got) == exact_bits(want)
     assert executable.report()["fallbacks"] == {}
 
 
@@ -124,5 +120,5 @@ def test_convolutions_run_stacked_and_in_lockstep_as_alone():
         alone = executable.run(device, per_device[device], None)
         want = [np.asarray(v) for v in evaluate(module, per_device[device])]
         for run in runs:
-            assert [_bits(v) for v in run[device]] == [_bits(v) for v in alone]
-        assert [_bits(v) for v in alone] == [_bits(v) for v in want]
+            assert [exact_bits(v) for v in run[device]] == [exact_bits(v) for v in alone]
+        assert [exact_bits(v) for v in alone] == [exact_bits(v) for v in want]

@@ -8,6 +8,7 @@ a matrix times its own transpose. Sizes on both sides of OpenBLAS's small-matrix
 import ml_dtypes
 import numpy as np
 import pytest
+from cpu_bits import exact_bits
 from threadpoolctl import threadpool_limits
 
 from xla_spmd.backends.cpu import BACKEND, blas
@@ -31,20 +32,15 @@ def _array(rng, text: str) -> np.ndarray:
     return rng.standard_normal(_dims(text)).astype(dtype)
 
 
-def _bits(x) -> bytes:
-    x = np.ascontiguousarray(x)
-    return x.dtype.str.encode() + str(x.shape).encode() + x.tobytes()
-
-
 def _check(text: str, args: list, devices: int = 1) -> None:
     """The CPU backend's results equal the reference's bit for bit (one device, or every
     device of a stacked run of ``devices`` copies of ``args``)."""
     module = parse_hlo(text)
-    want = [_bits(x) for x in leaves(evaluate(module, args))]
+    want = [exact_bits(x) for x in leaves(evaluate(module, args))]
     executable = BACKEND.compile(module, tuple(range(devices)))
     if devices == 1:
         got = executable.run(0, args, None)
-        assert [_bits(x) for x in got] == want
+        assert [exact_bits(x) for x in got] == want
         assert executable.report()["fallbacks"] == {}
         return
     world = LocalWorld(devices)
@@ -52,7 +48,7 @@ def _check(text: str, args: list, devices: int = 1) -> None:
                                       {d: world.communicator(d) for d in range(devices)},
                                       stack=True)
     for device in range(devices):
-        assert [_bits(x) for x in results[device]] == want
+        assert [exact_bits(x) for x in results[device]] == want
 
 
 def _dot_module(lhs: str, rhs: str, out: str, dims: str, devices: int = 1) -> str:
@@ -318,10 +314,10 @@ def test_products_split_by_rows_have_the_bits_of_the_whole(m, n, k, transposed, 
         want = np.asarray(evaluate(module, args))
         expected_split = blas.rows_splittable(m, n, k, np.float32, 2)
     assert splits == ([2] if expected_split else [])
-    assert _bits(got) == _bits(want)
+    assert exact_bits(got) == exact_bits(want)
     if expected_split:
         with threadpool_limits(limits=1, user_api="blas"):
-            assert _bits(np.asarray(evaluate(module, args))) == _bits(want)
+            assert exact_bits(np.asarray(evaluate(module, args))) == exact_bits(want)
 
 
 def test_k_blocks_decide_the_row_split():

@@ -5,6 +5,7 @@ run alone and stacked over devices; no fallback left for it."""
 
 import numpy as np
 import pytest
+from cpu_bits import exact_bits
 
 from xla_spmd.backends.cpu import BACKEND
 from xla_spmd.backends.reference import evaluate, leaves
@@ -21,11 +22,6 @@ ENTRY %e (s: {state}) -> ({state}, {out}) {{
   %s = {state} parameter(0)
   ROOT %r = ({state}, {out}) rng-bit-generator(%s), algorithm={algorithm}
 }}"""
-
-
-def _bits(x) -> bytes:
-    x = np.ascontiguousarray(x)
-    return x.dtype.str.encode() + str(x.shape).encode() + x.tobytes()
 
 
 def _states(words: int, dtype) -> list:
@@ -48,7 +44,7 @@ def test_generated_bits_equal_the_reference(algorithm, out_type, state_type):
         for state in _states(int(state_type[-2]), dtype):
             got = executable.run(0, [state], None)
             want = leaves(evaluate(module, [state]))
-            assert [_bits(g) for g in got] == [_bits(np.asarray(w)) for w in want], (out,
+            assert [exact_bits(g) for g in got] == [exact_bits(np.asarray(w)) for w in want], (out,
                                                                                     state)
 
 
@@ -64,4 +60,4 @@ def test_generated_bits_run_stacked(algorithm):
                                       stack=True)
     for device in range(4):
         want = leaves(evaluate(module, arguments[device]))
-        assert [_bits(r) for r in results[device]] == [_bits(np.asarray(w)) for w in want]
+        assert [exact_bits(r) for r in results[device]] == [exact_bits(np.asarray(w)) for w in want]

@@ -5,6 +5,7 @@ and stacked; and no fallback left for it."""
 
 import ml_dtypes
 import numpy as np
+from cpu_bits import exact_bits
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,11 +25,6 @@ SELECTS = {
     "ge_of_negated": "%na = {t}[] negate(%a)\n  %nb = {t}[] negate(%b)\n"
                      "  ROOT %c = pred[] compare(%nb, %na), direction=GE",
 }
-
-
-def _bits(x) -> bytes:
-    x = np.ascontiguousarray(x)
-    return x.dtype.str.encode() + str(x.shape).encode() + x.tobytes()
 
 
 @st.composite
@@ -98,7 +94,7 @@ def test_select_and_scatter_equals_the_reference_bit_for_bit(window, dtype, sele
     assert executable.report()["fallbacks"] == {}
     args = _arguments(np.random.default_rng(seed), dtype, dims, out, nans)
     (got,) = executable.run(0, args, None)
-    assert _bits(got) == _bits(np.asarray(evaluate(module, args)))
+    assert exact_bits(got) == exact_bits(np.asarray(evaluate(module, args)))
 
 
 def test_max_pool_gradient_takes_the_first_of_tied_maxima():
@@ -120,7 +116,7 @@ def test_select_and_scatter_runs_stacked_and_in_lockstep_as_alone():
     runs = [executable.run_together(dict(enumerate(per_device)), communicators, stack=stack)
             for stack in (True, False)]
     for device in range(4):
-        want = _bits(np.asarray(evaluate(module, per_device[device])))
-        assert [_bits(v) for v in executable.run(device, per_device[device], None)] == [want]
+        want = exact_bits(np.asarray(evaluate(module, per_device[device])))
+        assert [exact_bits(v) for v in executable.run(device, per_device[device], None)] == [want]
         for run in runs:
-            assert [_bits(v) for v in run[device]] == [want]
+            assert [exact_bits(v) for v in run[device]] == [want]

@@ -5,6 +5,7 @@ for that call, counted; an unrecognised comparator stays a counted fallback."""
 
 import numpy as np
 import pytest
+from cpu_bits import exact_bits
 
 from xla_spmd.backends.cpu import BACKEND
 from xla_spmd.backends.reference import evaluate, leaves
@@ -52,11 +53,6 @@ ENTRY %e (x: f32[5,9], y: s32[5,9]) -> (f32[5,9], s32[5,9]) {{
 }}"""
 
 
-def _bits(x) -> bytes:
-    x = np.ascontiguousarray(x)
-    return x.dtype.str.encode() + str(x.shape).encode() + x.tobytes()
-
-
 CASES = {"lt": LT_KEY.replace("%DIR%", "LT").replace("%TYPE%", ""),
          "gt-totalorder": LT_KEY.replace("%DIR%", "GT").replace("%TYPE%", ", type=TOTALORDER"),
          "lexicographic": LEXICOGRAPHIC}
@@ -77,7 +73,7 @@ def test_recognised_comparators_sort_as_the_reference(name, axis, nan):
     y = rng.integers(0, 3, (5, 9)).astype(np.int32)
     got = executable.run(0, [x, y], None)
     want = leaves(evaluate(module, [x, y]))
-    assert [_bits(g) for g in got] == [_bits(np.asarray(w)) for w in want]
+    assert [exact_bits(g) for g in got] == [exact_bits(np.asarray(w)) for w in want]
     fell_back = nan and name != "gt-totalorder"  # NaN under a FLOAT compare: no weak order
     assert executable.report()["fallback_runs"] == ({"sort": 1} if fell_back else {})
 
@@ -91,4 +87,4 @@ def test_an_unrecognised_comparator_is_a_counted_fallback():
     y = rng.integers(0, 3, (5, 9)).astype(np.int32)
     got = executable.run(0, [x, y], None)
     want = leaves(evaluate(module, [x, y]))
-    assert [_bits(g) for g in got] == [_bits(np.asarray(w)) for w in want]
+    assert [exact_bits(g) for g in got] == [exact_bits(np.asarray(w)) for w in want]

@@ -23,6 +23,7 @@ from xla_spmd.mesh import make_mesh
 TESTS = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(TESTS / "backends"), str(TESTS / "partition")]
 
+from cpu_bits import exact_bits  # noqa: E402
 from spmd_oracle import check  # noqa: E402
 from test_partition_property import MESHES, build_program  # noqa: E402
 
@@ -37,11 +38,6 @@ QUADS = "{{0,1,2,3},{4,5,6,7}}"
 STRIDED = "{{0,2,4,6},{1,3,5,7}}"
 UNORDERED = "{{3,1},{0,2},{7,5},{6,4}}"   # members out of order: the fold follows the group
 UNEVEN = "{{0,1,2},{3,4,5,6,7}}"          # no stacked form: the communicators run it
-
-
-def _bits(x) -> bytes:
-    x = np.ascontiguousarray(x)
-    return x.dtype.str.encode() + str(x.shape).encode() + x.tobytes()
 
 
 def _run_all_ways(module, per_device):
@@ -61,9 +57,9 @@ def _run_all_ways(module, per_device):
     runs.append(dict(enumerate(world.run(lambda comm: executable.run(
         comm.rank, per_device[comm.rank], comm)))))
     for device in range(n):
-        expected = [_bits(x) for x in runs[2][device]]
+        expected = [exact_bits(x) for x in runs[2][device]]
         for run in runs[:2]:
-            assert [_bits(x) for x in run[device]] == expected, f"device {device}"
+            assert [exact_bits(x) for x in run[device]] == expected, f"device {device}"
     return [runs[0][d] for d in range(n)]
 
 
@@ -145,8 +141,8 @@ def test_stacked_collectives_give_the_reference_values(name):
     assert forms == ([] if name == "partition-id" else [name != "all-reduce-uneven"])
     reference = evaluate_spmd(module, per_device, 8)
     for device in range(8):
-        want = [_bits(x) for x in leaves(reference[device])]
-        assert [_bits(x) for x in stacked[device]] == want, f"device {device}"
+        want = [exact_bits(x) for x in leaves(reference[device])]
+        assert [exact_bits(x) for x in stacked[device]] == want, f"device {device}"
 
 
 def test_bf16_all_reduce_folds_in_f32_everywhere():
@@ -168,7 +164,7 @@ def test_bf16_all_reduce_folds_in_f32_everywhere():
     stacked = _run_all_ways(module, per_device)
     reference = evaluate_spmd(module, per_device, 8)
     for device in range(8):
-        assert _bits(stacked[device][0]) == _bits(reference[device]), f"device {device}"
+        assert exact_bits(stacked[device][0]) == exact_bits(reference[device]), f"device {device}"
         assert float(stacked[device][0][0]) == 1.0 + 2.0**-7
 
 
@@ -200,7 +196,7 @@ def test_stacked_reductions_sum_in_each_devices_order(dims, axes, dtype, op):
     executable = BACKEND.compile(module, tuple(range(8)))
     for device in range(8):  # and as the device run alone
         alone = executable.run(device, per_device[device], None)
-        assert [_bits(x) for x in stacked[device]] == [_bits(x) for x in alone]
+        assert [exact_bits(x) for x in stacked[device]] == [exact_bits(x) for x in alone]
 
 
 DOTS = [("f32[6,5]", "f32[5,7]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}",
@@ -237,7 +233,7 @@ def test_stacked_dots_make_each_devices_blas_call(lhs, rhs, dims, out):
     executable = BACKEND.compile(module, tuple(range(8)))
     for device in range(8):
         alone = executable.run(device, per_device[device], None)
-        assert [_bits(x) for x in stacked[device]] == [_bits(x) for x in alone]
+        assert [exact_bits(x) for x in stacked[device]] == [exact_bits(x) for x in alone]
 
 
 def test_stacked_runs_per_device_where_values_differ_in_control_flow():
@@ -269,8 +265,8 @@ ENTRY %e (x: f32[3]) -> (s32[], f32[3]) {
     stacked = _run_all_ways(module, per_device)
     reference = evaluate_spmd(module, per_device, 4)
     for device in range(4):
-        assert [_bits(x) for x in stacked[device]] == [
-            _bits(x) for x in leaves(reference[device])]
+        assert [exact_bits(x) for x in stacked[device]] == [
+            exact_bits(x) for x in leaves(reference[device])]
         assert int(stacked[device][0]) == device
 
 
@@ -366,8 +362,8 @@ def test_stacked_indexing_clamps_each_devices_starts(name):
     stacked = _run_all_ways(module, per_device)
     reference = evaluate_spmd(module, per_device, 8)
     for device in range(8):
-        assert [_bits(x) for x in stacked[device]] == [
-            _bits(x) for x in leaves(reference[device])]
+        assert [exact_bits(x) for x in stacked[device]] == [
+            exact_bits(x) for x in leaves(reference[device])]
 
 
 @pytest.mark.parametrize("reducer", ["add", "update"])
@@ -398,8 +394,8 @@ def test_stacked_scatter_applies_each_devices_updates_in_order(reducer):
     stacked = _run_all_ways(module, per_device)
     reference = evaluate_spmd(module, per_device, 8)
     for device in range(8):
-        assert [_bits(x) for x in stacked[device]] == [
-            _bits(x) for x in leaves(reference[device])]
+        assert [exact_bits(x) for x in stacked[device]] == [
+            exact_bits(x) for x in leaves(reference[device])]
 
 
 def test_stacked_scatter_into_an_all_gathered_operand():
@@ -423,8 +419,8 @@ def test_stacked_scatter_into_an_all_gathered_operand():
     stacked = _run_all_ways(module, per_device)
     reference = evaluate_spmd(module, per_device, 8)
     for device in range(8):
-        assert [_bits(x) for x in stacked[device]] == [
-            _bits(x) for x in leaves(reference[device])]
+        assert [exact_bits(x) for x in stacked[device]] == [
+            exact_bits(x) for x in leaves(reference[device])]
 
 
 def test_stacked_collective_permute_over_no_devices_has_no_stacked_form():

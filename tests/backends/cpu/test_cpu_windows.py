@@ -4,6 +4,7 @@ over random windows, dtypes and reducers; and no fallback left for it."""
 
 import ml_dtypes
 import numpy as np
+from cpu_bits import exact_bits
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,11 +16,6 @@ from xla_spmd.ir.hlo_parser import parse_hlo
 DTYPES = {"f32": np.float32, "f64": np.float64, "bf16": ml_dtypes.bfloat16, "s32": np.int32,
           "f16": np.float16}
 INITS = {"add": "0", "multiply": "1", "maximum": "-inf", "minimum": "inf"}
-
-
-def _bits(x) -> bytes:
-    x = np.ascontiguousarray(x)
-    return x.dtype.str.encode() + str(x.shape).encode() + x.tobytes()
 
 
 @st.composite
@@ -82,7 +78,7 @@ def test_window_kernels_equal_the_reference(window, dtype, op):
     x = (rng.standard_normal(dims) * 3).astype(DTYPES[dtype])
     got = executable.run(0, [x], None)
     want = evaluate(module, [x])
-    assert [_bits(g) for g in got] == [_bits(np.asarray(want))]
+    assert [exact_bits(g) for g in got] == [exact_bits(np.asarray(want))]
 
 
 def test_window_kernels_run_stacked():
@@ -97,4 +93,4 @@ def test_window_kernels_run_stacked():
                                       stack=True)
     for device in range(4):
         want = evaluate(module, arguments[device])
-        assert [_bits(r) for r in results[device]] == [_bits(np.asarray(want))]
+        assert [exact_bits(r) for r in results[device]] == [exact_bits(np.asarray(want))]
