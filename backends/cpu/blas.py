@@ -38,6 +38,7 @@ on OpenBLAS's 2 threads (each part packs all of the other operand), at 120-170 a
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -110,8 +111,10 @@ def split_threads() -> int:
     return count if count >= process_cores() else 1
 
 
+@functools.cache
 def process_cores() -> int:
-    """The cores this process may run on (its affinity)."""
+    """The cores this process may run on (its affinity when first asked: read once, as every
+    dot asks)."""
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
