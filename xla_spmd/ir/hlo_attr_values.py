@@ -24,6 +24,7 @@ from xla_spmd.ir.attributes import (
     RngDistribution,
     SliceDim,
     Window,
+    f32_value,
 )
 from xla_spmd.ir.hlo_lexer import Scanner
 from xla_spmd.ir.module import Computation
@@ -63,6 +64,8 @@ class AttributeValueParser:
         s = self.s
         if kind is AttrKind.INT:
             return s.integer()
+        if kind is AttrKind.FLOAT:
+            return f32_value(s.float_number())
         if kind is AttrKind.BOOL:
             word = s.word("true or false")
             if word not in ("true", "false"):

@@ -51,6 +51,7 @@ class Family(Enum):
     ASYNC = "async"                 # *-start / *-done pairs
     CUSTOM = "custom"
     LINALG = "linalg"               # fft, cholesky, triangular-solve
+    NORMALIZATION = "normalization"  # batch-norm-inference, -training, -grad
 
 
 class Trait(Enum):
@@ -76,6 +77,7 @@ class AttrKind(Enum):
     """What an attribute's value is; each text format maps a kind to a spelling."""
 
     INT = "int"
+    FLOAT = "float"                 # an f32 value (batch-norm's epsilon), printed shortest
     BOOL = "bool"
     STRING = "string"               # quoted in HLO text
     RAW = "raw"                     # kept verbatim (e.g. output_to_operand_aliasing)

@@ -29,6 +29,7 @@ from xla_spmd.ir import (
     TupleShape,
     Window,
 )
+from xla_spmd.ir.attributes import f32_value
 from xla_spmd.ir.custom_calls import SDY_CONSTANT, SHARDING_RULE, STABLEHLO_DOT
 from xla_spmd.ir.lowered import LOWERED_DIMS, LOWERED_FROM, LOWERED_RESULT
 from xla_spmd.sharding import TensorSharding, print_sharding_per_value
@@ -649,3 +650,16 @@ def _eq():
     from xla_spmd.ir import ComparisonDirection
 
     return ComparisonDirection.EQ
+
+
+@converter("stablehlo.batch_norm_inference", "stablehlo.batch_norm_training",
+           "stablehlo.batch_norm_grad")
+def _batch_norm(importer, scope, node, operands):
+    attrs = node.attrs
+    for name in ("epsilon", "feature_index"):
+        if name not in attrs:
+            raise importer.error(node, f"{node.name} needs the attribute '{name}'")
+    opcode = node.name[len("stablehlo."):].replace("_", "-")
+    return scope.emit(opcode, operands, single_or_tuple(node),
+                      epsilon=f32_value(float(attrs["epsilon"])),
+                      feature_index=int(attrs["feature_index"]))
