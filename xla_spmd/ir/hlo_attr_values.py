@@ -24,7 +24,6 @@ from xla_spmd.ir.attributes import (
     RngDistribution,
     SliceDim,
     Window,
-    f32_value,
 )
 from xla_spmd.ir.hlo_lexer import Scanner
 from xla_spmd.ir.module import Computation
@@ -65,7 +64,7 @@ class AttributeValueParser:
         if kind is AttrKind.INT:
             return s.integer()
         if kind is AttrKind.FLOAT:
-            return f32_value(s.float_number())
+            return s.float_number()  # rounded to f32 by Op.make_attrs
         if kind is AttrKind.BOOL:
             word = s.word("true or false")
             if word not in ("true", "false"):

@@ -26,6 +26,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from xla_spmd.errors import MissingRuleError, VerifyError
+from xla_spmd.ir.attributes import f32_value
 
 if TYPE_CHECKING:
     from xla_spmd.ir.attr_types import Attrs
@@ -180,7 +181,11 @@ class Op:
         missing = [a.name for a in self.attrs if a.required and a.name not in values]
         if missing:
             raise VerifyError(f"'{self.name}' needs attribute(s) {', '.join(missing)}")
-        return self.attrs_class(**{a.name: values.get(a.name, a.default) for a in self.attrs})
+        fields = {a.name: values.get(a.name, a.default) for a in self.attrs}
+        for a in self.attrs:  # a FLOAT is an f32: rounded once, here, wherever it comes from
+            if a.kind is AttrKind.FLOAT and isinstance(fields[a.name], (int, float)):
+                fields[a.name] = f32_value(fields[a.name])
+        return self.attrs_class(**fields)
 
     def __repr__(self) -> str:
         return f"Op({self.name})"

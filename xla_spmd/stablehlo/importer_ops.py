@@ -29,7 +29,6 @@ from xla_spmd.ir import (
     TupleShape,
     Window,
 )
-from xla_spmd.ir.attributes import f32_value
 from xla_spmd.ir.custom_calls import SDY_CONSTANT, SHARDING_RULE, STABLEHLO_DOT
 from xla_spmd.ir.lowered import LOWERED_DIMS, LOWERED_FROM, LOWERED_RESULT
 from xla_spmd.sharding import TensorSharding, print_sharding_per_value
@@ -661,5 +660,5 @@ def _batch_norm(importer, scope, node, operands):
             raise importer.error(node, f"{node.name} needs the attribute '{name}'")
     opcode = node.name[len("stablehlo."):].replace("_", "-")
     return scope.emit(opcode, operands, single_or_tuple(node),
-                      epsilon=f32_value(float(attrs["epsilon"])),
+                      epsilon=float(attrs["epsilon"]),
                       feature_index=int(attrs["feature_index"]))
