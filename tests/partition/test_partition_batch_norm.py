@@ -84,3 +84,52 @@ def test_partitioned_equals_unpartitioned_bit_for_bit(opcode, name):
     # feature dim moves nothing
     statistics = batch_sharded and opcode != "batch-norm-inference"
     assert kinds == ({"all-reduce"} if statistics else set())
+
+
+@pytest.mark.parametrize("opcode", ["batch-norm-training", "batch-norm-grad"])
+@pytest.mark.parametrize("dims, sharding", [
+    ((6, 4, 3), (["y"], [], [])),          # 6 rows over 4 devices: padded, masked
+    ((5, 3, 2), (["x"], ["y"], [])),       # uneven batch and feature dims
+    ((4, 6, 3), ([], ["x", "y"], [])),     # 6 features over 8 devices
+])
+def test_uneven_shards_are_masked(opcode, dims, sharding):
+    sharding = S(*sharding)
+    vector = TensorSharding(MESH, [list(sharding.dims[1].axes)])
+    module = _module(opcode, dims, 1, sharding, dtype=F64,
+                     out_sharding=(sharding, vector, vector))
+    check(module, _args(module), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("opcode", ["batch-norm-inference", "batch-norm-training",
+                                    "batch-norm-grad"])
+def test_propagated_from_the_inputs_on_the_cpu_backend(opcode):
+    """Shardings on the inputs only: propagation carries the batch sharding to the output
+    and the feature sharding to the statistics; the CPU backend runs the partitioned
+    program (random f32 values: equal within rounding of the reordered sums)."""
+    sharding = S(["x"], ["y"], [])
+    module = _module(opcode, (8, 8, 3), 1, sharding)
+    rng = np.random.default_rng(7)
+    args = [rng.standard_normal(p.shape.dims).astype(np.float32)
+            for p in module.entry.parameters]
+    for k, p in enumerate(module.entry.parameters):
+        if p.name == "variance":
+            args[k] = np.abs(args[k]) + 0.5
+    spmd = check(module, args, propagate=True, backend="cpu", rtol=1e-4, atol=1e-4)
+    root = spmd.entry.root
+    output = root.operands[0] if root.opcode == "tuple" else root
+    assert output.shape.dims == (4, 2, 3)  # the output is sharded as the operand
+    kinds = {row["kind"] for row in collective_table(spmd)}
+    assert "all-gather" not in kinds and "all-to-all" not in kinds
+
+
+def test_single_device_partition_equals_reference_bits():
+    sharding = TensorSharding(make_mesh({"x": 1}), [[], [], []])
+    b = Builder("main")
+    x = b.parameter(ArrayShape(F32, (5, 3, 2)), "x", sharding=sharding)
+    s = b.parameter(ArrayShape(F32, (3,)), "s")
+    root = b.op("batch-norm-training", x, s, s, epsilon=1e-3, feature_index=1)
+    module = Module.from_entry("m", b.build(root))
+    rng = np.random.default_rng(1)
+    args = [rng.standard_normal(p.shape.dims).astype(np.float32)
+            for p in module.entry.parameters]
+    check(module, args, bits=True)
