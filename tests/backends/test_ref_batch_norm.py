@@ -149,3 +149,31 @@ def test_inline_batch_norm_keeps_names_and_adds_one_reducer_per_type():
     from xla_spmd.backends.reference import evaluate
     np.testing.assert_array_equal(evaluate(inlined, args), evaluate(module, args))
     assert inline_batch_norm(inlined) is inlined
+
+
+def test_gpu_backend_runs_the_expansion_host_only_and_its_source_compiles():
+    """HOST-ONLY CHECK of the GPU executable (numpy stands in for CuPy): batch norm compiles
+    as its expansion, and the CUDA C of its fusions compiles to PTX where NVRTC is present."""
+    from xla_spmd.backends.gpu import GpuBackend, compiler
+    from xla_spmd.errors import XlaSpmdError
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((6, 3, 5)).astype(np.float32)
+    for opcode in BATCH_NORM_OPS:
+        args = _args(opcode, x, rng)
+        b = Builder("main")
+        params = [b.parameter(ArrayShape(F32, a.shape), f"p{k}") for k, a in enumerate(args)]
+        root = b.op(opcode, *params, epsilon=1e-5, feature_index=1)
+        module = Module.from_entry("m", b.build(root))
+        executable = GpuBackend(host_stand_in=True).compile(module, (0,))
+        got = executable.run(0, args, None)
+        want = run_op(opcode, *args, epsilon=1e-5, feature_index=1)
+        for g, w in zip(got, want if isinstance(want, tuple) else (want,)):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+        try:
+            compiler.nvrtc()
+        except XlaSpmdError:
+            continue
+        source = executable.cuda_source
+        ptx = compiler.compile_ptx(source, "compute_75")
+        assert ptx.count(".entry ") == source.count('extern "C" __global__') > 0
