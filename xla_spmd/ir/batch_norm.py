@@ -151,15 +151,19 @@ def expand_batch_norm(opcode: str, operand_shapes: Sequence[Shape], epsilon: flo
     b = Builder(name or f"{opcode}.expanded")
     params = [b.parameter(shape, label, number) for number, (shape, label) in enumerate(
         zip(operand_shapes, _LABELS[opcode], strict=True))]
-    operand = operand_shapes[0]
-    assert isinstance(operand, ArrayShape)
-    expansion = _Expansion(b, operand, feature_index, reducer or adder(operand.dtype))
+    operand_shape = operand_shapes[0]
+    assert isinstance(operand_shape, ArrayShape)
+    expansion = _Expansion(b, operand_shape, feature_index,
+                           reducer or adder(operand_shape.dtype))
     if opcode == "batch-norm-inference":
-        root = expansion.inference(*params, epsilon)
+        operand, scale, offset, mean, variance = params
+        root = expansion.inference(operand, scale, offset, mean, variance, epsilon)
     elif opcode == "batch-norm-training":
-        root = expansion.training(*params, epsilon)
+        operand, scale, offset = params
+        root = expansion.training(operand, scale, offset, epsilon)
     else:
-        root = expansion.grad(*params, epsilon)
+        operand, scale, mean, variance, grad_output = params
+        root = expansion.grad(operand, scale, mean, variance, grad_output, epsilon)
     return b.build(root)
 
 
