@@ -48,6 +48,7 @@ from xla_spmd.backends.reference.evaluator import (
 from xla_spmd.backends.reference.executable import device_arguments
 from xla_spmd.errors import EvaluationError, XlaSpmdError
 from xla_spmd.ir import Computation, Family, Module
+from xla_spmd.ir.batch_norm import inline_batch_norm
 from xla_spmd.ir.hlo_printer import print_module
 
 _ERRORS = (XlaSpmdError, ValueError, TypeError, IndexError, ArithmeticError)
@@ -192,6 +193,8 @@ class CpuExecutable:
     """A module compiled for the CPU (see ``xla_spmd.backends.base.Executable``)."""
 
     def __init__(self, module: Module, devices: Sequence[int], libm: bool = False):
+        # Batch norm runs as its primitive expansion (the reference evaluator's own), fused.
+        module = inline_batch_norm(module)
         self.module = module
         self.devices = tuple(devices)
         self.programs: dict[int, Program] = plan_module(module, libm)
