@@ -453,6 +453,10 @@ def mpirun_row(name: str, quick: bool, steps: int, launcher: list[str]
             f"{mpi / here:.2f}× best, {paired:.2f}× median pair (goal ≤ 1.2×)")
 
 
+KERNEL_ROWS = {"fused-chain": fused_chain_row, "transposed-update": transposed_update_row,
+               "dot": dot_row}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=3)
@@ -465,9 +469,19 @@ def main() -> None:
                         help="the launcher (default: mpirun, oversubscribing a machine with "
                              "fewer than 8 cores)")
     parser.add_argument("--mpirun-worker", choices=sorted(MODELS), help=argparse.SUPPRESS)
+    parser.add_argument("--kernels-only", nargs="*", choices=sorted(KERNEL_ROWS), default=None,
+                        metavar="ROW", help="only the kernel rows named (of "
+                        f"{', '.join(sorted(KERNEL_ROWS))}; default all three)")
     args = parser.parse_args()
     if args.mpirun_worker:
         mpirun_worker(args.mpirun_worker, args.quick)
+        return
+    if args.kernels_only is not None:
+        table = Table("measure", "value", "ratio")
+        for name in args.kernels_only or KERNEL_ROWS:
+            table.add_row(*KERNEL_ROWS[name](args.quick))
+        Console(width=140).print(table)
+        print_footer(Console(width=140), [])
         return
     launcher = mpirun_launcher(args.mpirun_command)
     if args.mpirun_only is not None:

@@ -26,6 +26,7 @@ from xla_spmd.backends.cpu import kernels, random
 from xla_spmd.backends.cpu.fusion import Fusion, fuse
 from xla_spmd.backends.cpu.renderer import TRANSCENDENTAL, accumulator_dtype
 from xla_spmd.backends.reference.evaluator import EVALUATE
+from xla_spmd.buffers import Recycler
 from xla_spmd.errors import EvaluationError
 from xla_spmd.ir import Computation, Family, Instruction
 from xla_spmd.ir.module import has_side_effect
@@ -218,6 +219,19 @@ def _assign_lifetimes(program: Program, computation: Computation) -> int:
     return peak
 
 
+OUTPUTS = Recycler(max_count=32)
+"""The recycled buffers of large loop-fusion outputs, shared by every device and executable
+of the process (``xla_spmd.buffers``: a buffer is handed out again only once nothing refers
+to it, so a result the caller keeps is never overwritten)."""
+
+
+def output_allocator(inst: Instruction):
+    """``allocate(dims, dtype)`` for the output of ``inst``: ``OUTPUTS.take`` where it is
+    large enough to be recycled, else ``numpy.empty``."""
+    large = _nbytes(inst.shape) >= OUTPUTS.min_bytes
+    return OUTPUTS.take if large else np.empty
+
+
 def run_fusion(step: Step, values: list) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Run a generated fusion kernel on its inputs into a fresh output (of an rng fusion: the
     new state and the bits, its tuple's elements)."""
@@ -231,7 +245,7 @@ def run_fusion(step: Step, values: list) -> np.ndarray | tuple[np.ndarray, np.nd
             step.function(bits.ctypes.data, *pointers)
         return random.next_state(inst, inputs[0]), bits.view(shape.dtype.array_dtype)
     if fusion.kind == "loop":
-        out = np.empty(inst.shape.dims, inst.shape.dtype.numpy)
+        out = output_allocator(inst)(inst.shape.dims, inst.shape.dtype.numpy)
         if out.size:
             step.function(out.ctypes.data, *pointers)
         return out
