@@ -101,6 +101,28 @@ class Recycler:
             buffers.append(buffer)
         return buffer
 
+    def sole_view(self, array: np.ndarray) -> bool:
+        """Whether ``array`` is a view of a whole buffer of this recycler that nothing else
+        refers to (no other view, no memoryview): then writing over ``array`` changes no
+        other value, as writing over an array that owns its memory would not.
+
+        >>> recycler = Recycler(min_bytes=1)
+        >>> a = recycler.take((4,), np.dtype(np.float32))
+        >>> recycler.sole_view(a)
+        True
+        >>> b = a[1:]
+        >>> recycler.sole_view(a), recycler.sole_view(np.ones(4, np.float32))
+        (False, False)
+        """
+        base = array.base
+        if type(base) is not np.ndarray or base.nbytes != array.nbytes:
+            return False
+        with self._lock:
+            if not any(buffer is base for buffer in self._buffers):
+                return False
+            # Ours: the recycler's list, array.base, this frame's name and the argument.
+            return sys.getrefcount(base) == self._idle + 2
+
     def clear(self) -> None:
         """Forget every buffer (those in use stay valid: their users hold them)."""
         with self._lock:

@@ -44,6 +44,8 @@ def fusion_launch(step: Step, function) -> Launch:
     if fusion.kind == "loop":
         if inst.shape.num_elements == 0:
             return lambda values, ctx: _empty(dims, dtype)
+        if fusion.inplace is not None:
+            return _inplace_launch(reads, fusion.inplace, function)
         allocate = output_allocator(inst)  # a large output is a recycled buffer
         if len(reads) == 1:
             (a,) = reads
@@ -81,6 +83,17 @@ def fusion_launch(step: Step, function) -> Launch:
             function(id(accumulator), *map(id, inputs))
         return accumulator if work == dtype else accumulator.astype(dtype)
     return launch_reduce
+
+
+def _inplace_launch(reads: tuple, position: int, function) -> Launch:
+    """A loop fusion written over its input at ``position`` (``Fusion.inplace``): the plan
+    made sure that input dies here and no live value shares its buffer."""
+    def launch_inplace(values, ctx):
+        inputs = [_contiguous(values[s]) for s in reads]
+        out = inputs[position]  # a copy if it was not C-contiguous: then written over that
+        function(id(out), *map(id, inputs))
+        return out
+    return launch_inplace
 
 
 def _rng_launch(step: Step, function, count: int | None = None) -> Launch:
