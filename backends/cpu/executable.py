@@ -42,6 +42,7 @@ from xla_spmd.backends.cpu.program import (
     Step,
     plan,
     recycled_alone,
+    recycled_output,
     run_fusion,
 )
 from xla_spmd.backends.reference.control import while_rule
@@ -163,7 +164,8 @@ def _take_over(arguments: list, written: frozenset[int], donated: Collection[int
     (``written``): a donated argument that is a writable C-contiguous array owning its memory
     (or the sole view of a recycled buffer: an earlier large result) and sharing it with no
     other argument is written over (the caller handed it over; it
-    checks that no other device's argument shares it); any other is first copied."""
+    checks that no other device's argument shares it); any other is first copied (into a
+    recycled buffer), and the copy is written over."""
     for number in written:
         x = arguments[number]
         if not (number in donated and type(x) is np.ndarray
@@ -171,7 +173,9 @@ def _take_over(arguments: list, written: frozenset[int], donated: Collection[int
                 and x.flags.writeable and x.flags.c_contiguous and not any(
                     np.may_share_memory(x, other) for k, other in enumerate(arguments)
                     if k != number and isinstance(other, np.ndarray))):
-            arguments[number] = np.array(x, order="C")
+            copy = recycled_output(np.shape(x), np.dtype(x.dtype))
+            np.copyto(copy, x)
+            arguments[number] = copy
 
 
 EXECUTION_MODES = ("stacked", "lockstep", "threaded", "ranks")

@@ -8,9 +8,32 @@ Invariants:
   step that uses its result, so communication overlaps the compute between. Every device
   runs the same plan, so every device starts collectives in the same order.
 * Liveness: each value is dropped after its last use (``Step.frees``); ``peak_bytes`` is the
-  largest sum of live array bytes over the schedule (arguments included). Buffers are not
-  reused across steps yet: a pool keyed on Python reference counts returned buffers whose
-  memory was still in use (wrong values in a conv-gradient program), so it was removed.
+  largest sum of live array bytes over the schedule (arguments included, a buffer written
+  over counted once).
+
+Buffer assignment (``plan(..., inplace=True)``, the CPU executable's plans):
+
+* **In place.** A loop fusion writes its output over an operand that dies at it, has its
+  shape and dtype, is read only at the output's own index, is the plan's own buffer (a loop
+  fusion's output, or a donated parameter) and shares its buffer with no value read later
+  (``_assign_inplace`` says exactly when). The kernel reads that operand through its output
+  pointer, and only that pair loses LLVM's ``noalias`` (``Fusion.inplace``). The decision
+  is static: it holds for every run and needs no reference counts.
+* **Donated arguments** (XLA's ``input_output_alias``) are such operands too: the executable
+  writes over a donated argument only when its caller hands it over and it is a writable
+  C-contiguous buffer no other argument shares (``CpuExecutable.run``); otherwise that run
+  writes over a copy of it (in a recycled buffer: one more pass over memory), and the runtime copies the result into the donated buffer
+  afterwards (``jit_runtime._hand_over``). The copy path remains where the result is not an
+  elementwise fusion over the donated parameter (a dot's, a transpose's, a collective's), for
+  arguments that are views of a larger array or passed twice, in stacked runs (whose values
+  are stacked copies) and on the reference and GPU backends.
+* **Recycled outputs.** A loop fusion's output of 1 MiB or more is a view of a buffer from
+  ``OUTPUTS`` (``xla_spmd.buffers.Recycler``), which hands a buffer out again only when no
+  object at all refers to it: its pages stay mapped from run to run (a fresh 64 MB output
+  costs ~5 ms of page faults). A pool keyed on reference counts that this backend had
+  before (removed in 5349cc4) adopted any array given back, so a reference convolution's
+  result with permuted strides became a row-major kernel's output (wrong values in
+  ``sharded_conv_grad``); the recycler only hands out C-contiguous buffers it allocated.
 * Only what the root or a side-effecting op needs is scheduled; members of a fusion that
   nothing outside it uses are computed only inside it.
 """
@@ -330,6 +353,11 @@ def output_allocator(inst: Instruction):
     large enough to be recycled, else ``numpy.empty``."""
     large = _nbytes(inst.shape) >= OUTPUTS.min_bytes
     return OUTPUTS.take if large else np.empty
+
+
+def recycled_output(shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """A new C-contiguous array, recycled where large (``OUTPUTS.take``)."""
+    return OUTPUTS.take(shape, dtype)
 
 
 def recycled_alone(array: np.ndarray) -> bool:

@@ -75,7 +75,9 @@ class Runner:
                   for i, (leaf, sharding) in enumerate(zip(leaves, self.parameter_shardings))]
         devices = [d.id for d in mesh_local_devices(self.executable.module.num_partitions)]
         arguments = {d: [a.shard_data(d, padded=True) for a in placed] for d in devices}
-        handed = [n for n in self.aliases if placed[n] is leaves[n]]
+        # A placed argument is the caller's ShardedArray or a fresh copy (device_put copies
+        # each shard): either way the caller's own arrays are not among the buffers.
+        handed = list(self.aliases)
         per_device = execute(self.executable, arguments,
                              _exclusive(arguments, handed) if handed else None)
         del arguments
@@ -98,8 +100,7 @@ def _exclusive(arguments: dict[int, list], numbers: list[int]) -> dict[int, froz
     """Device -> the donated argument ``numbers`` whose buffer the executable may write over:
     an array that no other argument of any device is, shares a base with, or is a view of (a
     replicated array placed as one buffer on every device is none of them); the executable
-    checks the rest (``CpuExecutable.run``). Only the
-    ShardedArrays the caller passed qualify (the caller's numpy arrays are never written)."""
+    checks the rest (``CpuExecutable.run``)."""
     seen: dict[int, int] = {}
     for values in arguments.values():
         for value in values:
