@@ -22,8 +22,9 @@ Buffer assignment (``plan(..., inplace=True)``, the CPU executable's plans):
 * **Donated arguments** (XLA's ``input_output_alias``) are such operands too: the executable
   writes over a donated argument only when its caller hands it over and it is a writable
   C-contiguous buffer no other argument shares (``CpuExecutable.run``); otherwise that run
-  writes over a copy of it (in a recycled buffer: one more pass over memory), and the runtime copies the result into the donated buffer
-  afterwards (``jit_runtime._hand_over``). The copy path remains where the result is not an
+  writes over a copy of it (in a recycled buffer: one more pass over memory), and the
+  runtime copies the result into the donated buffer afterwards (``jit_runtime._hand_over``).
+  The copy path remains where the result is not an
   elementwise fusion over the donated parameter (a dot's, a transpose's, a collective's), for
   arguments that are views of a larger array or passed twice, in stacked runs (whose values
   are stacked copies) and on the reference and GPU backends.
