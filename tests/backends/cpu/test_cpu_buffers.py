@@ -234,3 +234,24 @@ def test_an_argument_not_handed_over_is_never_written(case):
     (got,) = executable.run(0, [x, y], None, donated=() if case == "not donated" else {0})
     assert exact_bits(x) == saved and not np.shares_memory(got, x)
     assert [exact_bits(got)] == want
+
+
+def test_a_donated_earlier_result_is_written_over_only_when_nothing_else_views_it():
+    n = 1 << 19  # 2 MB: results are recycled buffers
+    module = _donating_module(n)
+    executable = CpuBackend().compile(module, (0,))
+    make = CpuBackend().compile(_chain(n), (0,))
+    rng = np.random.default_rng(5)
+    x, y = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+    (alone,) = make.run(0, [x, y], None)
+    assert alone.base is not None  # a view of a recycled buffer
+    want = _reference(module, [alone.copy(), y])
+    (got,) = executable.run(0, [alone, y], None, donated={0})
+    assert np.shares_memory(got, alone) and [exact_bits(got)] == want
+    (viewed,) = make.run(0, [y, x], None)
+    view = viewed[5:]
+    saved = exact_bits(view)
+    want = _reference(module, [viewed.copy(), y])
+    (got,) = executable.run(0, [viewed, y], None, donated={0})
+    assert not np.shares_memory(got, viewed) and [exact_bits(got)] == want
+    assert exact_bits(view) == saved
