@@ -490,7 +490,8 @@ class CpuExecutable:
                 "peak_bytes": entry.peak_bytes, "host": compiler.host()}
 
     def as_text(self) -> str:
-        """The fused program: each computation's schedule, one line per step."""
+        """The fused program: each computation's schedule, one line per step (a fusion that
+        writes over an operand says which: ``[in place of a]``)."""
         lines = []
         for program in self.programs.values():
             lines.append(f"computation {program.computation.name} "
@@ -500,8 +501,10 @@ class CpuExecutable:
                 if step.kind == "fusion":
                     members = ", ".join(m.op.name for m in step.fused.members)
                     inputs = ", ".join(i.name for i in step.fused.inputs)
+                    over = ("" if step.fused.inplace is None else
+                            f"  [in place of {step.fused.inputs[step.fused.inplace].name}]")
                     lines.append(f"  {inst.name} = {step.fused.kind} fusion "
-                                 f"{step.fused.name} {{{members}}}({inputs})")
+                                 f"{step.fused.name} {{{members}}}({inputs}){over}")
                 else:
                     operands = ", ".join(o.name for o in inst.operands)
                     label = {"kernel": "blas" if inst.op.name == "dot" else "numpy"}.get(

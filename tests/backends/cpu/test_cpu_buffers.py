@@ -136,6 +136,8 @@ def test_fusions_write_over_dying_operands_and_equal_the_reference(n):
     executable = CpuBackend().compile(module, (0,))
     assert _written_over(executable) == {"a": None, "b": "a", "d": "b", "e": None,
                                          "f": None, "w": None}
+    text = executable.as_text()
+    assert "[in place of a]" in text and "[in place of b]" in text
     ir = executable.llvm_ir
     assert "(ptr %out, ptr %in0, ptr noalias %in1)" in ir  # b: noalias off for a, out only
     rng = np.random.default_rng(1)
