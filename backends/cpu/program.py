@@ -15,10 +15,10 @@ Buffer assignment (``plan(..., inplace=True)``, the CPU executable's plans):
 
 * **In place.** A loop fusion writes its output over an operand that dies at it, has its
   shape and dtype, is read only at the output's own index, is the plan's own buffer (a loop
-  fusion's output, or a donated parameter) and shares its buffer with no value read later
-  (``_assign_inplace`` says exactly when). The kernel reads that operand through its output
-  pointer, and only that pair loses LLVM's ``noalias`` (``Fusion.inplace``). The decision
-  is static: it holds for every run and needs no reference counts.
+  fusion's or a dot's output, or a donated parameter) and shares its buffer with no value
+  read later (``_assign_inplace`` says exactly when). The kernel reads that operand through
+  its output pointer, and only that pair loses LLVM's ``noalias`` (``Fusion.inplace``). The
+  decision is static: it holds for every run and needs no reference counts.
 * **Donated arguments** (XLA's ``input_output_alias``) are such operands too: the executable
   writes over a donated argument only when its caller hands it over and it is a writable
   C-contiguous buffer no other argument shares (``CpuExecutable.run``); otherwise that run
@@ -237,9 +237,12 @@ def _assign_frees(program: Program) -> None:
 
 
 def _fresh(step: Step) -> bool:
-    """Whether ``step`` makes its value in a buffer of its own that only the plan holds: a
-    loop fusion's output (``numpy.empty`` or a recycled buffer nothing else refers to)."""
-    return step.kind == "fusion" and step.fused.kind == "loop"
+    """Whether ``step`` makes its value in a new C-contiguous buffer that only the plan
+    holds: a loop fusion's output (``numpy.empty`` or a recycled buffer nothing else refers
+    to) or a dot's (``kernels.dot_kernel``'s preallocated output, or its conversion)."""
+    if step.kind == "fusion":
+        return step.fused.kind == "loop"
+    return step.kind == "kernel" and (step.folded is not None or step.inst.op.name == "dot")
 
 
 def _assign_inplace(program: Program, donated: frozenset[int]) -> None:
@@ -247,8 +250,8 @@ def _assign_inplace(program: Program, donated: frozenset[int]) -> None:
     construction (``Fusion.inplace``). Operand ``s`` qualifies when
 
     * it dies at this step (read by no later step, not the root);
-    * its buffer is the plan's own: a loop fusion made it (possibly over another operand, in
-      place), or it is a parameter numbered in ``donated`` (the caller hands the buffer
+    * its buffer is the plan's own: a loop fusion (possibly over another operand, in place)
+      or a dot made it, or it is a parameter numbered in ``donated`` (the caller hands the buffer
       over; see ``CpuExecutable.run``); never a constant, a view, a collective's or a
       reference rule's result (which may share a buffer with anything);
     * it has the output's shape and dtype and the fusion reads it only at the output's own
@@ -270,7 +273,7 @@ def _assign_inplace(program: Program, donated: frozenset[int]) -> None:
         if step.kind == "start":
             continue  # its value is a handle; the wait's result is what the slot holds
         buffer = None
-        if _fresh(step):
+        if step.kind == "fusion" and step.fused.kind == "loop":
             for j in step.fused.aligned_inputs():
                 candidate = _writable(step, step.reads[j], k, owners, aliases, last,
                                       instructions)
@@ -283,6 +286,8 @@ def _assign_inplace(program: Program, donated: frozenset[int]) -> None:
                     step.fusion = fusion
                     break
             mine = frozenset([buffer if buffer is not None else ("fresh", step.slot)])
+        elif _fresh(step):
+            mine = frozenset([("fresh", step.slot)])
         elif step.kind == "fusion" and step.fused.kind in ("reduce", "window"):
             mine = frozenset([("made", step.slot)])  # a new accumulator (not written over)
         elif step.kind == "constant":

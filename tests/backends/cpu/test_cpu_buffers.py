@@ -257,3 +257,27 @@ def test_a_donated_earlier_result_is_written_over_only_when_nothing_else_views_i
     (got,) = executable.run(0, [viewed, y], None, donated={0})
     assert not np.shares_memory(got, viewed) and [exact_bits(got)] == want
     assert exact_bits(view) == saved
+
+
+@pytest.mark.parametrize("partitions, stack", [(1, False), (2, False), (2, True)])
+def test_a_dot_output_that_dies_is_written_over(partitions, stack):
+    module = parse_hlo(f"""HloModule m, num_partitions={partitions}
+ENTRY %e (x: f32[64,32], w: f32[32,48], b: f32[64,48]) -> f32[64,48] {{
+  %x = f32[64,32] parameter(0)
+  %w = f32[32,48] parameter(1)
+  %b = f32[64,48] parameter(2)
+  %d = f32[64,48] dot(%x, %w), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+  %zero = f32[] constant(0)
+  %zeros = f32[64,48] broadcast(%zero), dimensions={{}}
+  %s = f32[64,48] add(%d, %b)
+  ROOT %r = f32[64,48] maximum(%s, %zeros)
+}}""")
+    devices = tuple(range(partitions))
+    executable = CpuBackend().compile(module, devices)
+    assert _written_over(executable) == {"r": "d"}
+    rng = np.random.default_rng(6)
+    shapes = ((64, 32), (32, 48), (64, 48))
+    args = {d: [rng.standard_normal(s).astype(np.float32) for s in shapes] for d in devices}
+    got = executable.run_together(args, {d: None for d in devices}, stack=stack)
+    for d in devices:
+        assert [exact_bits(o) for o in got[d]] == _reference(module, args[d])
