@@ -72,7 +72,9 @@ class _FusionEmitter:
     def _compute(self, inst: Instruction, index: Index) -> str:
         w, dtype = self.w, inst.shape.dtype
         if id(inst) not in self.members:
-            pointer = f"%in{self.inputs[id(inst)]}"
+            j = self.inputs[id(inst)]
+            # The input the output is written over is read through the output's pointer.
+            pointer = "%out" if j == self.fusion.inplace else f"%in{j}"
             return r.load(w, dtype, pointer, str(self.linear(index, inst.shape.dims)))
         name, attrs = inst.op.name, inst.attrs
         if name == "constant":
@@ -154,8 +156,8 @@ class _FusionEmitter:
     def render(self) -> str:
         fusion, w = self.fusion, self.w
         root = fusion.root
-        params = ", ".join(["ptr noalias %out"] + [f"ptr noalias %in{j}"
-                                                   for j in range(len(fusion.inputs))])
+        params = ", ".join([f"ptr {_noalias(fusion, None)}%out"] + [
+            f"ptr {_noalias(fusion, j)}%in{j}" for j in range(len(fusion.inputs))])
         if fusion.kind == "window":
             return self._render_window(params)
         if fusion.kind == "reduce":
@@ -286,6 +288,13 @@ class _FusionEmitter:
         self.flat = i
         value = self.value(root, (i,) * root.shape.rank)
         r.store(self.w, root.shape.dtype, value, "%out", i)
+
+
+def _noalias(fusion: Fusion, j: int | None) -> str:
+    """The ``noalias`` attribute of the output (``j`` None) or of input ``j``: on every
+    pointer but the output and the input it is written over (``Fusion.inplace``), which the
+    caller passes the same buffer for (the kernel reads that input through ``%out``)."""
+    return "" if fusion.inplace is not None and j in (None, fusion.inplace) else "noalias "
 
 
 def render_module(fusions: list[Fusion], data_offset: int | None = None) -> str:

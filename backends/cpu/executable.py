@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,7 +36,15 @@ import numpy as np
 import xla_spmd.config as config
 from xla_spmd.backends.cpu import compiler, kernels, launch, stacked
 from xla_spmd.backends.cpu.emitter import object_entry_name, render_module, stacked_entry_name
-from xla_spmd.backends.cpu.program import CONTROL, Program, Step, plan, run_fusion
+from xla_spmd.backends.cpu.program import (
+    CONTROL,
+    Program,
+    Step,
+    plan,
+    recycled_alone,
+    recycled_output,
+    run_fusion,
+)
 from xla_spmd.backends.reference.control import while_rule
 from xla_spmd.backends.reference.evaluator import (
     EVALUATE,
@@ -137,8 +145,38 @@ def plan_module(module: Module, libm: bool = False) -> dict[int, Program]:
     """
     computations = _control_computations(module)
     called = {id(c) for c in computations}
-    return {id(c): plan(c, called, f"c{k}_", libm, windows=True, fold_transposes=True)
+    donated = frozenset(module.input_output_aliases)
+    return {id(c): plan(c, called, f"c{k}_", libm, windows=True, fold_transposes=True,
+                        inplace=True, donated=donated if c is module.entry else frozenset())
             for k, c in enumerate(computations)}
+
+
+def written_parameters(program: Program) -> frozenset[int]:
+    """The numbers of the parameters a fusion of ``program`` writes its output over (donated
+    ones: see ``program._assign_inplace``)."""
+    slots = {slot: number for number, slot in enumerate(program.parameter_slots)}
+    return frozenset(slots[step.reads[step.fused.inplace]] for step in program.steps
+                     if step.kind == "fusion" and step.fused.inplace is not None
+                     and step.reads[step.fused.inplace] in slots)
+
+
+def _take_over(arguments: list, written: frozenset[int], donated: Collection[int]) -> None:
+    """Make ``arguments`` safe to write over where the plan writes over parameters
+    (``written``): a donated argument that is a writable C-contiguous array owning its memory
+    (or the sole view of a recycled buffer: an earlier large result) and sharing it with no
+    other argument is written over (the caller handed it over; it
+    checks that no other device's argument shares it); any other is first copied (into a
+    recycled buffer), and the copy is written over."""
+    for number in written:
+        x = arguments[number]
+        if not (number in donated and type(x) is np.ndarray
+                and (x.base is None or recycled_alone(x))
+                and x.flags.writeable and x.flags.c_contiguous and not any(
+                    np.may_share_memory(x, other) for k, other in enumerate(arguments)
+                    if k != number and isinstance(other, np.ndarray))):
+            copy = recycled_output(np.shape(x), np.dtype(x.dtype))
+            np.copyto(copy, x)
+            arguments[number] = copy
 
 
 EXECUTION_MODES = ("stacked", "lockstep", "threaded", "ranks")
@@ -220,6 +258,8 @@ class CpuExecutable:
                   for step in program.steps]
             for key, program in self.programs.items()}
         entry = self.programs[id(module.entry)]
+        self.written = written_parameters(entry)
+        """The parameters a fusion writes over (donated: see ``run``)."""
         self.lockstep = _runs_in_lockstep(self.programs, entry)
         """Whether ``run_together`` may run this program (see there)."""
         self.stackable = self.lockstep and data_offset is not None and stacked.stackable(entry)
@@ -275,16 +315,25 @@ class CpuExecutable:
 
     # -- running --------------------------------------------------------------------------
 
-    def run(self, device: int, arguments: Sequence[np.ndarray], communicator: Any
-            ) -> list[np.ndarray]:
+    donates = True
+    """``run`` and ``run_together`` take ``donated``: the arguments the caller hands over."""
+
+    def run(self, device: int, arguments: Sequence[np.ndarray], communicator: Any,
+            donated: Collection[int] = ()) -> list[np.ndarray]:
+        """Run device ``device``'s program (see ``xla_spmd.backends.base.Executable``).
+        ``donated``: the numbers of the arguments the caller hands over (XLA's
+        ``input_output_alias``): where an elementwise fusion can write over one, its result
+        is computed in that argument's buffer, with no copy (``_take_over`` says when)."""
         coerced = device_arguments(self.module, device, arguments)
+        _take_over(coerced, self.written, donated)
         context = self._context(device, communicator)
         with np.errstate(all="ignore"):  # IEEE results, no warnings: as every reference rule
             result = self.execute(self.programs[id(self.module.entry)], coerced, context)
         return [np.asarray(leaf) for leaf in leaves(result)]
 
     def run_together(self, arguments: Mapping[int, Sequence[np.ndarray]],
-                     communicators: Mapping[int, Any], stack: bool | None = None
+                     communicators: Mapping[int, Any], stack: bool | None = None,
+                     donated: Mapping[int, Collection[int]] | None = None
                      ) -> dict[int, list[np.ndarray]]:
         """Run every device of ``arguments`` on the calling thread, in lockstep: each step of
         the plan for every device before the next step. Only where ``self.lockstep``: every
@@ -297,7 +346,8 @@ class CpuExecutable:
         With several devices and where ``self.stackable`` (unless ``stack`` is False), the
         devices' values are stacked and each step is launched once for all of them (see
         ``backends/cpu/stacked.py``); ``stack=False`` launches each step once per device.
-        Returns each device's results, flattened."""
+        ``donated[d]``: device d's arguments handed over, as in ``run`` (stacked values are
+        copies: nothing is handed over). Returns each device's results, flattened."""
         if not self.lockstep:
             raise XlaSpmdError(f"{self.module.name}: run_together needs a program whose "
                                "collectives are all start/wait steps of the entry, and small")
@@ -315,6 +365,7 @@ class CpuExecutable:
         for device, device_args in arguments.items():
             values: list = [None] * len(program.computation.instructions)
             coerced = device_arguments(self.module, device, device_args)
+            _take_over(coerced, self.written, (donated or {}).get(device, ()))
             for slot, argument in zip(program.parameter_slots, coerced):
                 values[slot] = argument
             states.append((values, self._context(device, communicators[device])))
@@ -442,7 +493,8 @@ class CpuExecutable:
                 "peak_bytes": entry.peak_bytes, "host": compiler.host()}
 
     def as_text(self) -> str:
-        """The fused program: each computation's schedule, one line per step."""
+        """The fused program: each computation's schedule, one line per step (a fusion that
+        writes over an operand says which: ``[in place of a]``)."""
         lines = []
         for program in self.programs.values():
             lines.append(f"computation {program.computation.name} "
@@ -452,8 +504,10 @@ class CpuExecutable:
                 if step.kind == "fusion":
                     members = ", ".join(m.op.name for m in step.fused.members)
                     inputs = ", ".join(i.name for i in step.fused.inputs)
+                    over = ("" if step.fused.inplace is None else
+                            f"  [in place of {step.fused.inputs[step.fused.inplace].name}]")
                     lines.append(f"  {inst.name} = {step.fused.kind} fusion "
-                                 f"{step.fused.name} {{{members}}}({inputs})")
+                                 f"{step.fused.name} {{{members}}}({inputs}){over}")
                 else:
                     operands = ", ".join(o.name for o in inst.operands)
                     label = {"kernel": "blas" if inst.op.name == "dot" else "numpy"}.get(
