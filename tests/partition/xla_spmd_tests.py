@@ -275,7 +275,7 @@ def _random_value(shape, rng, offset: int = 0, exact: bool = False, high: int | 
         dtype = leaf.dtype.array_dtype
         value = np.empty(leaf.dims, dtype)
         flat = value.reshape(-1)
-        if np.issubdtype(dtype, np.complexfloating):  # all real parts drawn, then all imaginary
+        if np.issubdtype(dtype, np.complexfloating) and not exact:  # real parts, then imaginary
             for part in (flat.real, flat.imag):
                 for start in range(0, flat.size, chunk):
                     size = min(chunk, flat.size - start)
@@ -492,6 +492,7 @@ def _run_module(case: XlaCase, backend: str, max_input: int = MAX_INPUT_BYTES,
     if size > max_input:  # refused before any memory is taken for it
         return XlaResult(case.name, "TOO_LARGE", f"parameters need {size >> 20} MiB, over "
                                                  f"{max_input >> 20} MiB")
+    need = None
     try:
         program = partition(module, case.num_devices)
         need = _memory_need(module, program) if memory else None
@@ -513,15 +514,33 @@ def _run_module(case: XlaCase, backend: str, max_input: int = MAX_INPUT_BYTES,
         return XlaResult(case.name, "MISMATCH", _first_line(error, skip_blank=True))
     except XlaSpmdError as error:
         if "MemoryError" in str(error):  # an evaluator's rule ran out of memory
-            return XlaResult(case.name, "TOO_LARGE", _first_line(error))
+            return _too_large(case, error, need)
         return XlaResult(case.name, "UNSUPPORTED", _first_line(error))
     except MemoryError as error:  # values larger than this machine holds: not a verdict
-        return XlaResult(case.name, "TOO_LARGE", _first_line(error))
+        return _too_large(case, error, need)
     except Exception as error:  # noqa: BLE001 - a crash is a result to count, not to stop at
+        if memory and _out_of_threads(error):
+            return _too_large(case, error, need)
         return XlaResult(case.name, "CRASH", f"{type(error).__name__}: {_first_line(error)}")
     if random:
         return XlaResult(case.name, "RANGE", "rng values: compared by shape, type and range")
     return XlaResult(case.name, "PASS")
+
+
+def _too_large(case: XlaCase, error: BaseException, need: MemoryNeed | None) -> XlaResult:
+    """TOO_LARGE for a case that ran out of memory under the cap: why, and what it needs."""
+    planned = f" (it {need.describe()})" if need is not None else ""
+    return XlaResult(case.name, "TOO_LARGE", _first_line(error) + planned)
+
+
+def _out_of_threads(error: BaseException) -> bool:
+    """Whether `error` (or what caused it) is a thread that could not start: under the
+    address-space cap, its stack did not fit."""
+    while error is not None:
+        if isinstance(error, RuntimeError) and "can't start new thread" in str(error):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def _run_refused(case: XlaCase, module) -> XlaResult:
