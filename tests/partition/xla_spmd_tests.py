@@ -529,8 +529,8 @@ def _run_module(case: XlaCase, backend: str, max_input: int = MAX_INPUT_BYTES,
 
 def _too_large(case: XlaCase, error: BaseException, need: MemoryNeed | None) -> XlaResult:
     """TOO_LARGE for a case that ran out of memory under the cap: why, and what it needs."""
-    planned = f" (it {need.describe()})" if need is not None else ""
-    return XlaResult(case.name, "TOO_LARGE", _first_line(error) + planned)
+    planned = f"out of memory; it {need.describe()}: " if need is not None else ""
+    return XlaResult(case.name, "TOO_LARGE", planned + _first_line(error))
 
 
 def _out_of_threads(error: BaseException) -> bool:
