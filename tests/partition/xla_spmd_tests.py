@@ -491,7 +491,7 @@ def _run_module(case: XlaCase, backend: str, max_input: int = MAX_INPUT_BYTES,
     size = _parameter_bytes(module)
     if size > max_input:  # refused before any memory is taken for it
         return XlaResult(case.name, "TOO_LARGE", f"parameters need {size >> 20} MiB, over "
-                                                 f"{max_input >> 20} MiB")
+                                                 f"{max_input >> 20} MiB{_planned(case, module)}")
     need = None
     try:
         program = partition(module, case.num_devices)
@@ -525,6 +525,19 @@ def _run_module(case: XlaCase, backend: str, max_input: int = MAX_INPUT_BYTES,
     if random:
         return XlaResult(case.name, "RANGE", "rng values: compared by shape, type and range")
     return XlaResult(case.name, "PASS")
+
+
+def _planned(case: XlaCase, module) -> str:
+    """'; it needs ...' (`MemoryNeed.describe`) for a case refused untried, or '' where the
+    need cannot be planned (a partitioner error, or a constant the planner makes that is
+    itself too large)."""
+    from spmd_oracle import partition
+
+    try:
+        need = _memory_need(module, partition(module, case.num_devices))
+    except Exception:  # noqa: BLE001 - only a message depends on it
+        return ""
+    return f"; it {need.describe()}" if need is not None else ""
 
 
 def _too_large(case: XlaCase, error: BaseException, need: MemoryNeed | None) -> XlaResult:
