@@ -29,7 +29,8 @@ Each test of XLA's ``xla/service/spmd/spmd_partitioner_test.cc`` that partitions
 devices with the shardings as written, run on N in-process devices with seeded random inputs
 and compared with the unpartitioned module, both on the compiled CPU backend (``--backend
 reference``: on the reference evaluator) (tests/partition/xla_spmd_tests.py), each in a
-process of its own (killed at ``--timeout``, its memory capped). Prints a table of the
+process of its own (killed at ``--timeout``, its memory capped; a TOO_LARGE test's message
+gives what it needs, from the CPU backend's liveness plans). Prints a table of the
 outcomes (PASS, RANGE: random values compared by shape, type and range only, PARSE,
 UNSUPPORTED, MISMATCH, CRASH, TIMEOUT, TOO_LARGE) with the most common reasons;
 ``--failures`` lists each test that is not a PASS, ``--only REGEX`` runs the tests whose name
@@ -312,7 +313,8 @@ def main() -> int:
                              "shared machine) or elapsed seconds")
     parser.add_argument("--memory-gib", type=float, default=MEMORY_LIMIT / (1 << 30),
                         help="the address space each XLA test's process may take; more is "
-                             "TOO_LARGE, and so are parameters over a quarter of it, untried "
+                             "TOO_LARGE, and so, untried, is a test whose planned memory need "
+                             "(its message says how much) is surely over it "
                              f"(default {MEMORY_LIMIT >> 30})")
     parser.add_argument("--only", metavar="REGEX",
                         help="run only the XLA tests whose name the expression matches in full"

@@ -136,26 +136,74 @@ def stopped_error(what: str) -> EvaluationError:
 
 
 def evaluate_computation(computation: Computation, args: Sequence, ctx: Context) -> object:
+    """`computation`'s root value on `args` (one per parameter), each instruction evaluated by
+    its `EVALUATE` rule in order. A value is dropped as soon as its last user has run (its
+    memory freed, unless the caller or another value still holds it): the peak is the live
+    values, not every value the computation makes."""
     params = computation.parameters
     if len(args) != len(params):
         raise EvaluationError(f"computation {computation.name} takes {len(params)} "
                               f"arguments, got {len(args)}")
     values: dict[int, object] = {id(p): a for p, a in zip(params, args)}
-    for inst in computation.instructions:
-        if inst.op.name == "parameter":
-            continue
-        operands = [values[id(o)] for o in inst.operands]
-        rule = EVALUATE.lookup(inst.op.name)
-        try:
-            values[id(inst)] = rule(inst, operands, ctx)
-        except (XlaSpmdError, ValueError, TypeError, IndexError, ArithmeticError,
-                MemoryError) as error:
-            if getattr(error, "located", False):
-                raise  # already shows the instructions around the failing one (a callee's)
-            located = EvaluationError(_describe(computation, inst, error))
-            located.located = True
-            raise located from error
+    del args  # the parameters' values are dropped at their last use too
+    for inst, dead in zip(computation.instructions, last_uses(computation)):
+        if inst.op.name != "parameter":
+            operands = [values[id(o)] for o in inst.operands]
+            rule = EVALUATE.lookup(inst.op.name)
+            try:
+                values[id(inst)] = rule(inst, operands, ctx)
+            except (XlaSpmdError, ValueError, TypeError, IndexError, ArithmeticError,
+                    MemoryError) as error:
+                if getattr(error, "located", False):
+                    raise  # already shows the instructions around the failing one
+                located = EvaluationError(_describe(computation, inst, error))
+                located.located = True
+                raise located from error
+            del operands
+        for key in dead:
+            values.pop(key, None)
     return values[id(computation.root)]
+
+
+_LAST_USES: dict[int, tuple[Computation, tuple]] = {}
+_LAST_USES_KEPT = 512  # computations whose analysis is kept (the oldest dropped past it)
+
+
+def last_uses(computation: Computation) -> tuple[tuple[int, ...], ...]:
+    """Per instruction of `computation` (in order), the ids of the instructions whose values
+    are dead once it has run: those it uses for the last time, and itself when nothing uses
+    it; never the root. Memoised by identity (computations are immutable; the memo holds the
+    computation, so that its id is not reused) for the last `_LAST_USES_KEPT` computations.
+
+    >>> from xla_spmd.ir import parse_hlo
+    >>> c = parse_hlo('''HloModule m
+    ... ENTRY e {
+    ...   x = f32[2] parameter(0)
+    ...   n = f32[2] negate(x)
+    ...   u = f32[2] abs(x)
+    ...   ROOT a = f32[2] add(n, n)
+    ... }''').entry
+    >>> names = {id(i): i.name for i in c.instructions}
+    >>> [sorted(names[k] for k in dead) for dead in last_uses(c)]
+    [[], [], ['u', 'x'], ['n']]
+    """
+    entry = _LAST_USES.get(id(computation))
+    if entry is not None and entry[0] is computation:
+        return entry[1]
+    instructions = computation.instructions
+    last = {id(inst): k for k, inst in enumerate(instructions)}
+    for k, inst in enumerate(instructions):
+        for operand in inst.operands:
+            last[id(operand)] = k
+    dead: list[list[int]] = [[] for _ in instructions]
+    for inst in instructions:
+        if inst is not computation.root:
+            dead[last[id(inst)]].append(id(inst))
+    result = tuple(tuple(d) for d in dead)
+    if len(_LAST_USES) >= _LAST_USES_KEPT:
+        _LAST_USES.pop(next(iter(_LAST_USES)))
+    _LAST_USES[id(computation)] = (computation, result)
+    return result
 
 
 def _describe(computation: Computation, failing: Instruction, error: Exception) -> str:

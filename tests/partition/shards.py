@@ -33,12 +33,23 @@ def signature(module, mesh=None) -> tuple[list[list[TensorSharding]], list[Tenso
 
 
 def shard_array(array, sharding: TensorSharding, device: int) -> np.ndarray:
-    """Device `device`'s shard of a global array, zero-padded to the ceiling shard shape."""
+    """Device `device`'s shard of a global array, zero-padded to the ceiling shard shape: a
+    view of `array` where no padding is needed and the view is C-contiguous (devices holding
+    the same shard share its memory: make `array` read-only where a program might write its
+    arguments), else a (padded) C-contiguous copy.
+
+    >>> x = np.arange(8)
+    >>> s = TensorSharding(make_mesh({"x": 2}), [["x"]])
+    >>> bool(np.shares_memory(shard_array(x, s, 1), x))
+    True
+    """
     array = np.asarray(array)
     if array.ndim == 0:
         return array
     local = array[sharding.shard_slices(array.shape, device)]
     shape = sharding.shard_shape(array.shape)
+    if local.shape == tuple(shape) and local.flags.c_contiguous:
+        return local
     return np.pad(local, [(0, s - n) for s, n in zip(shape, local.shape)])
 
 
@@ -63,3 +74,31 @@ def assemble(locals_, sharding: TensorSharding, shape, dtype=None, *, rtol=1e-5,
     if not seen.all():
         raise PartitionError(f"no device holds some elements of a result sharded {sharding}")
     return out
+
+
+def covered(sharding: TensorSharding, shape, devices: int) -> bool:
+    """Whether the shards of devices 0..`devices`-1 hold every element of a global `shape`,
+    without an array of that shape where the shards form a grid (each dim cut into
+    intervals that tile it, every combination held by some device): checked on the shards'
+    boxes; else on a boolean array of `shape`.
+
+    >>> s = TensorSharding(make_mesh({"x": 4}), [["x"]])
+    >>> covered(s, (7,), 4), covered(s, (7,), 3)
+    (True, False)
+    """
+    shape = tuple(shape)
+    boxes = {tuple((r.start, r.stop) for r in sharding.shard_slices(shape, device))
+             for device in range(devices)}
+    boxes = {box for box in boxes if all(start < stop for start, stop in box)}
+    if any(size == 0 for size in shape):
+        return True
+    cuts = [sorted({box[dim] for box in boxes}) for dim in range(len(shape))]
+    tiles = all(intervals[0][0] == 0 and intervals[-1][1] == size
+                and all(a[1] == b[0] for a, b in zip(intervals, intervals[1:]))
+                for intervals, size in zip(cuts, shape))
+    if tiles:
+        return len(boxes) == int(np.prod([len(intervals) for intervals in cuts]))
+    seen = np.zeros(shape, dtype=bool)
+    for box in boxes:
+        seen[tuple(slice(start, stop) for start, stop in box)] = True
+    return bool(seen.all())

@@ -11,11 +11,11 @@ import dataclasses
 
 import numpy as np
 from manual_oracle import expected_per_device, group_arguments, has_manual_parts
-from shards import assemble, shard_array, signature
+from shards import assemble, covered, shard_array, signature
 
 from xla_spmd.backends.reference import Context, Feeds, evaluate, evaluate_spmd
 from xla_spmd.backends.reference.evaluator import coerce_argument, evaluate_computation
-from xla_spmd.errors import XlaSpmdError
+from xla_spmd.errors import PartitionError, XlaSpmdError
 from xla_spmd.ir import Computation, verify
 from xla_spmd.mesh import make_mesh
 from xla_spmd.partition.values import shape_leaves
@@ -179,9 +179,27 @@ def run_global(module, args, backend="reference") -> list:
     return _flatten(tuple(backend.compile(module, (0,)).run(0, args, None)))
 
 
+def partition(module, num_devices=None, propagate=False):
+    """`module` lowered as `check` runs it: the `lower` pipeline's program (its imported
+    `module`, its `spmd_module`, its `mesh`). `num_devices` partitions GSPMD-style shardings
+    over that many devices, as XLA's tests do."""
+    mesh = None
+    if num_devices is not None:
+        if module.num_partitions == 1 and num_devices > 1:  # XLA's test sets the config's
+            module = dataclasses.replace(module, header=tuple(  # num_partitions to N
+                (k, v) for k, v in module.header if k != "num_partitions")
+                + (("num_partitions", str(num_devices)),))
+        if has_foreign_shardings(module):
+            module = import_shardings(module).module
+        mesh = program_mesh(module)
+        if mesh is None or mesh.is_maximal:  # only values placed on single devices
+            mesh = make_mesh({"x": num_devices})
+    return lower(module, mesh=mesh, propagate_shardings=propagate)
+
+
 def check(module, args, *, rtol=1e-5, atol=1e-5, propagate=False, expected=None,
           backend="reference", bits=False, num_devices=None, infeeds=None, random=False,
-          scaled=False, expected_backend="reference"):
+          scaled=False, expected_backend="reference", program=None):
     """Partition `module`, run it on every device (on `backend`), compare with the reference
     (or with `expected`), bit for bit when `bits` (the sign of zero and NaN payloads
     included); return the partitioned module. `expected_backend` runs the unpartitioned
@@ -206,21 +224,11 @@ def check(module, args, *, rtol=1e-5, atol=1e-5, propagate=False, expected=None,
     A module with manual parts (``{manual}``, partially manual shardings, manual regions) is
     compared device by device with `manual_oracle.expected_per_device`: the unpartitioned
     module run on every device with the manual values' per-device meaning."""
-    mesh = None
     manual = num_devices is not None and expected is None and not infeeds and not random \
         and has_manual_parts(module)
     parsed = module
-    if num_devices is not None:
-        if module.num_partitions == 1 and num_devices > 1:  # XLA's test sets the config's
-            module = dataclasses.replace(module, header=tuple(  # num_partitions to N
-                (k, v) for k, v in module.header if k != "num_partitions")
-                + (("num_partitions", str(num_devices)),))
-        if has_foreign_shardings(module):
-            module = import_shardings(module).module
-        mesh = program_mesh(module)
-        if mesh is None or mesh.is_maximal:  # only values placed on single devices
-            mesh = make_mesh({"x": num_devices})
-    program = lower(module, mesh=mesh, propagate_shardings=propagate)
+    if program is None:
+        program = partition(module, num_devices, propagate)
     module, spmd = program.module, program.spmd_module
     verify(spmd)
     n = program.mesh.size
@@ -245,25 +253,55 @@ def check(module, args, *, rtol=1e-5, atol=1e-5, propagate=False, expected=None,
         _compare_outfeeds(module, *host, program.mesh, rtol=rtol, atol=atol)
     shapes = shape_leaves(module.entry.root.shape)
     per_device_leaves = [_flatten(r) for r in results]
+    del results
     producers = _random_producers(module, args) if random else [None] * len(shapes)
-    for index, (want, sharding, shape) in enumerate(zip(expected, results_shardings, shapes)):
+    for index, (sharding, shape) in enumerate(zip(results_shardings, shapes)):
+        want = expected[index]
+        expected[index] = None  # each result's memory back once it is compared
+        locals_ = [leaves_[index] for leaves_ in per_device_leaves]
+        for leaves_ in per_device_leaves:
+            leaves_[index] = None
         if shape.is_token:
             continue  # a token has no value to compare
         tol = atol * max(1.0, _magnitude(want)) if scaled else atol
-        got = assemble([leaves_[index] for leaves_ in per_device_leaves], sharding,
-                       shape.dims, np.asarray(want).dtype, rtol=rtol, atol=tol)
+        if producers[index] is None and not bits:
+            _compare_shards(locals_, want, sharding, shape.dims, rtol, tol, f"output {index}")
+            continue
+        got = assemble(locals_, sharding, shape.dims, np.asarray(want).dtype, rtol=rtol,
+                       atol=tol)
         if producers[index] is not None:
             _check_random(got, want, *producers[index], f"output {index}")
             continue
         if not _all_close(got, want, rtol, tol):  # numpy's own check, and its message
             np.testing.assert_allclose(got, want, rtol=rtol, atol=tol,
                                        err_msg=f"output {index}")
-        if bits:
-            want = np.asarray(want)
-            unsigned = f"u{want.dtype.itemsize}"
-            np.testing.assert_array_equal(np.asarray(got, want.dtype).view(unsigned),
-                                          want.view(unsigned), err_msg=f"output {index} bits")
+        want = np.asarray(want)
+        unsigned = f"u{want.dtype.itemsize}"
+        np.testing.assert_array_equal(np.asarray(got, want.dtype).view(unsigned),
+                                      want.view(unsigned), err_msg=f"output {index} bits")
     return spmd
+
+
+def _compare_shards(locals_, want, sharding, shape, rtol, atol, what) -> None:
+    """Each device's result (`locals_`, padded to the ceiling shard shape) against its
+    region of the unpartitioned result `want`, on its valid (unpadded) part, every device
+    and every element (devices holding the same element are each compared with it; no
+    assembled copy of the result is made); the devices together must hold every element."""
+    want = np.asarray(want)
+    shape = tuple(shape)
+    if not covered(sharding, shape, len(locals_)):
+        raise PartitionError(f"no device holds some elements of a result sharded {sharding}")
+    for device, local in enumerate(locals_):
+        region = sharding.shard_slices(shape, device)
+        got = np.asarray(local)
+        if shape:
+            got = got[tuple(slice(0, s.stop - s.start) for s in region)]
+        if got.dtype != want.dtype:
+            got = got.astype(want.dtype)
+        part = want[region] if shape else want
+        if not _all_close(got, part, rtol, atol):  # numpy's own check, and its message
+            np.testing.assert_allclose(got, part, rtol=rtol, atol=atol,
+                                       err_msg=f"{what} on device {device}")
 
 
 def _compare_per_device(module, per_device_args, results, shardings, rtol, atol, scaled

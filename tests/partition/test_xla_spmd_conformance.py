@@ -210,3 +210,117 @@ def test_parameters_over_the_input_cap_are_too_large_untried():
     assert run_module(case, max_input=100).status == "TOO_LARGE"
     assert run_isolated(case, timeout=120, max_input=100).status == "TOO_LARGE"
     assert run_isolated(case, timeout=120, memory=4 << 30).status == "PASS"
+
+
+def test_inputs_drawn_in_chunks_are_the_values_of_one_draw():
+    """`_random_value` fills its arrays a chunk at a time straight in their type: the same
+    values as one draw of the whole shape (the stream the replay's verdicts were made on)."""
+    import ml_dtypes
+    from xla_spmd_tests import _random_value
+
+    from xla_spmd.ir import parse_hlo
+
+    def whole(dtype, dims, rng, offset=0, exact=False, high=None):
+        if dtype == np.bool_:
+            return rng.integers(0, 2, dims).astype(bool)
+        if np.issubdtype(dtype, np.integer):
+            return rng.integers(offset, offset + (high or 4), dims).astype(dtype)
+        if exact:
+            return (rng.integers(-4, 4, dims) + offset).astype(dtype)
+        if np.issubdtype(dtype, np.complexfloating):
+            return (rng.standard_normal(dims) + 1j * rng.standard_normal(dims)).astype(dtype)
+        return (rng.standard_normal(dims) + offset).astype(dtype)
+
+    types = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "s32": np.int32,
+             "pred": np.bool_, "c64": np.complex64, "u8": np.uint8}
+    for name, dtype in types.items():
+        shape = parse_hlo(f"HloModule m\nENTRY e {{ ROOT p = {name}[5,7] parameter(0) }}"
+                          ).entry.root.shape
+        for options in ({}, {"offset": 8}, {"exact": True}, {"high": 30}):
+            got = _random_value(shape, np.random.default_rng(7), chunk=3, **options)
+            want = whole(dtype, (5, 7), np.random.default_rng(7), **options)
+            assert got.dtype == want.dtype and not got.flags.writeable
+            assert got.tobytes() == want.tobytes(), (name, options)
+
+
+def test_devices_share_their_shards_of_the_inputs():
+    """A shard that needs no padding is a view of the (read-only) global input: replicated
+    on 8 devices, it is held once; a padded or strided shard is a copy of its own."""
+    from shards import shard_array
+
+    from xla_spmd.mesh import make_mesh
+    from xla_spmd.sharding import TensorSharding
+
+    x = np.arange(24, dtype=np.float32).reshape(6, 4)
+    x.flags.writeable = False
+    mesh = make_mesh({"a": 2, "b": 4})
+    replicated = TensorSharding(mesh, [[], []])
+    rows = TensorSharding(mesh, [["a"], []])
+    columns = TensorSharding(mesh, [[], ["b"]])
+    uneven = TensorSharding(mesh, [["b"], []])  # 6 rows over 4: shards of 2, padded
+    for device in range(8):
+        shard = shard_array(x, replicated, device)
+        assert shard.ctypes.data == x.ctypes.data and np.shares_memory(shard, x)
+        assert np.shares_memory(shard_array(x, rows, device), x)
+        assert not np.shares_memory(shard_array(x, columns, device), x)
+        assert shard_array(x, columns, device).flags.c_contiguous
+    np.testing.assert_array_equal(shard_array(x, uneven, 3), np.zeros((2, 4)))
+    np.testing.assert_array_equal(shard_array(x, uneven, 2), x[4:6])
+
+
+def test_devices_together_must_hold_every_element():
+    from shards import covered
+
+    from xla_spmd.mesh import make_mesh
+    from xla_spmd.sharding import TensorSharding
+
+    mesh = make_mesh({"a": 2, "b": 3})
+    grid = TensorSharding(mesh, [["a"], ["b"]])
+    assert covered(grid, (4, 7), 6)
+    assert not covered(grid, (4, 7), 5)  # device 5's corner is nobody's
+    assert covered(TensorSharding(mesh, [[], []]), (4, 7), 1)
+    assert covered(grid, (0, 7), 1)  # nothing to hold
+
+
+def test_each_device_is_compared_with_its_region_of_the_result():
+    """Every device's shard is compared with the unpartitioned result, duplicates too: one
+    replica off by one element is a mismatch, a region no device holds an error."""
+    import pytest
+    from spmd_oracle import _compare_shards
+
+    from xla_spmd.errors import PartitionError
+    from xla_spmd.mesh import make_mesh
+    from xla_spmd.sharding import TensorSharding
+
+    mesh = make_mesh({"a": 2, "b": 2})
+    rows = TensorSharding(mesh, [["a"], []])  # replicated over b
+    want = np.arange(15, dtype=np.float32).reshape(5, 3)
+    padded = np.zeros((6, 3), np.float32)
+    padded[:5] = want
+    locals_ = [padded[0:3], padded[0:3], padded[3:6].copy(), padded[3:6].copy()]
+    locals_[3][2] = 99  # padding: not compared
+    _compare_shards(locals_, want, rows, (5, 3), 0, 0, "output 0")
+    locals_[2][1, 1] += 1
+    with pytest.raises(AssertionError, match="output 0 on device 2"):
+        _compare_shards(locals_, want, rows, (5, 3), 0, 0, "output 0")
+    with pytest.raises(PartitionError, match="no device holds"):
+        _compare_shards(locals_[:2], want, rows, (5, 3), 0, 0, "output 0")
+
+
+def test_a_case_whose_planned_need_exceeds_the_cap_is_too_large_untried():
+    from spmd_oracle import partition
+    from xla_spmd_tests import memory_need
+
+    from xla_spmd.ir import parse_hlo
+
+    case = extract_modules(SNIPPET)[0]  # two f32[6,3] parameters; add sharded [1,2]
+    module = parse_hlo(case.hlo, case.name)
+    need = memory_need(module, partition(module, case.num_devices))
+    assert need.parameters == 144
+    assert need.results == 2 * 6 * 2 * 4  # each device's f32[6,2] shard of the sum
+    assert need.global_own == 72  # the unpartitioned sum
+    assert need.least >= need.parameters + need.results + need.global_own
+    assert need.planned >= need.least
+    result = run_module(case, memory=need.least - 1)
+    assert result.status == "TOO_LARGE" and "needs at least" in result.message, result
+    assert run_module(case, memory=need.planned + (1 << 30)).status == "PASS"

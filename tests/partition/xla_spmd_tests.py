@@ -22,6 +22,7 @@ in any order (`random_inputs`). See docs/xla_spmd_conformance.md.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import math
 import os
@@ -92,10 +93,10 @@ def extract_modules(text: str) -> list[XlaCase]:
 
 
 MEMORY_LIMIT = 6 << 30  # the address space an isolated case may take (more: TOO_LARGE)
-MAX_INPUT_BYTES = MEMORY_LIMIT // 4
-"""The entry parameters' size above which a case is TOO_LARGE without being tried: a case
-holds its parameters, their shards, and both runs' results (each at least the size of the
-parameters for most modules), so parameters over a quarter of the memory cap cannot fit."""
+MAX_INPUT_BYTES = MEMORY_LIMIT
+"""The entry parameters' size above which a case is TOO_LARGE without being tried (they are
+held for the whole case) where no memory cap is given; under a cap, a case is refused
+untried where its `MemoryNeed.least` exceeds the cap."""
 
 
 def _parameter_bytes(module) -> int:
@@ -103,6 +104,92 @@ def _parameter_bytes(module) -> int:
 
     return sum(int(np.prod(leaf.dims)) * leaf.dtype.itemsize
                for param in module.entry.parameters for leaf in shape_leaves(param.shape))
+
+
+@dataclass(frozen=True)
+class MemoryNeed:
+    """What a case holds at once, in bytes, from the liveness plans of the compiled CPU
+    backend (``plan_module``: each value dropped after its last use, fusions' insides never
+    made, a reduction's accumulator counted; kernels' other scratch not). `parameters`: the
+    global inputs, held for the whole case (the devices' shards are views of them where
+    unpadded). `device`: the most one device holds beside its arguments; `devices`: that
+    times the devices (they run together). `results`: every device's results, held while
+    the unpartitioned module runs, which holds at most `global_own` beside its parameters.
+
+    `least` is a lower bound of the case's need (one device at its peak beside the inputs;
+    the unpartitioned run beside the devices' results); `planned` has every device at its
+    peak at once (as they run, in step at their collectives). Neither counts the address
+    space the process takes beside its arrays (code, thread stacks, allocator arenas).
+
+    >>> need = MemoryNeed(parameters=4, device=3, devices=6, results=2, global_own=2)
+    >>> need.least, need.planned
+    (8, 10)
+    """
+
+    parameters: int
+    device: int
+    devices: int
+    results: int
+    global_own: int
+
+    @property
+    def least(self) -> int:
+        return self.parameters + max(self.device, self.global_own + self.results)
+
+    @property
+    def planned(self) -> int:
+        return self.parameters + max(self.devices, self.global_own + self.results)
+
+    def describe(self) -> str:
+        gib = 1 << 30
+        return (f"needs at least {self.least / gib:.1f} GiB, {self.planned / gib:.1f} GiB "
+                f"planned: parameters {self.parameters / gib:.2f} GiB, each device's own "
+                f"{self.device / gib:.2f} GiB, the devices' results {self.results / gib:.2f} "
+                f"GiB, the unpartitioned run's own {self.global_own / gib:.2f} GiB")
+
+
+def memory_need(parsed, program) -> MemoryNeed:
+    """`MemoryNeed` of a case: `parsed` its module as written, `program` it lowered
+    (`spmd_oracle.partition`: the imported module and its partitioned `spmd_module`)."""
+    from xla_spmd.backends.cpu.executable import plan_module
+
+    spmd, devices = program.spmd_module, program.mesh.size
+    module = program.module
+    return MemoryNeed(parameters=_parameter_bytes(parsed),
+                      device=_own_peak(plan_module(spmd)[id(spmd.entry)]),
+                      devices=devices * _own_peak(plan_module(spmd)[id(spmd.entry)]),
+                      results=devices * _nbytes(spmd.entry.root.shape),
+                      global_own=_own_peak(plan_module(module)[id(module.entry)]))
+
+
+def _nbytes(shape) -> int:
+    from xla_spmd.partition.values import shape_leaves
+
+    return sum(leaf.byte_size for leaf in shape_leaves(shape) if not leaf.is_token)
+
+
+def _own_peak(program) -> int:
+    """The largest sum of live bytes a CPU plan holds beside its parameters (which its
+    caller holds throughout), walking its steps as ``program._assign_lifetimes`` does."""
+    from xla_spmd.backends.cpu.program import _SHARING
+    from xla_spmd.backends.cpu.renderer import accumulator_dtype
+
+    parameters = set(program.parameter_slots)
+    live: dict[int, int] = {}
+    peak = 0
+    for step in program.steps:
+        if step.kind == "start":
+            continue
+        shares = step.inst.op.name in _SHARING and step.kind == "kernel" and step.folded is None
+        live[step.slot] = 0 if shares or step.slot in parameters else _nbytes(step.inst.shape)
+        scratch = 0
+        if step.kind == "fusion" and step.fused.kind in ("reduce", "window"):
+            scratch = step.inst.shape.num_elements * accumulator_dtype(
+                step.inst.shape.dtype).itemsize
+        peak = max(peak, sum(live.values()) + scratch)
+        for slot in step.frees:
+            live.pop(slot, None)
+    return peak
 
 
 def random_inputs(module, seed: int, ordered: bool = False) -> list[np.ndarray]:
@@ -164,29 +251,56 @@ def random_infeeds(module, seed: int) -> list:
             for inst in module.entry.instructions if inst.opcode == "infeed"]
 
 
-def _random_value(shape, rng, offset: int = 0, exact: bool = False, high: int | None = None):
+def _random_value(shape, rng, offset: int = 0, exact: bool = False, high: int | None = None,
+                  chunk: int | None = None):
     """A random value of `shape` (plus `offset`; booleans none): an array, or a tuple of its
     leaves' arrays. `exact`: floats are integers in [-4, 4); `high`: integers are in
-    [0, high), not [0, 4)."""
+    [0, high), not [0, 4). Drawn `CHUNK` elements at a time straight into the result's type
+    (a generator gives the same stream in pieces as at once: the values are those of one
+    draw of the whole shape), without a float64 or int64 temporary the size of the value.
+    The arrays are read-only: the devices share them (`shards.shard_array` cuts views).
+
+    >>> whole = np.random.default_rng(0).standard_normal(10).astype(np.float32)
+    >>> from xla_spmd.ir import parse_hlo
+    >>> p = parse_hlo('HloModule m\\nENTRY e { ROOT p = f32[10] parameter(0) }').entry.root
+    >>> bool(np.array_equal(_random_value(p.shape, np.random.default_rng(0), chunk=3), whole))
+    True
+    """
     from xla_spmd.ir import TupleShape
     from xla_spmd.partition.values import shape_leaves
 
+    chunk = chunk or CHUNK
     leaves = []
     for leaf in shape_leaves(shape):
         dtype = leaf.dtype.array_dtype
-        if dtype == np.bool_:
-            value = rng.integers(0, 2, leaf.dims).astype(bool)
-        elif np.issubdtype(dtype, np.integer):
-            value = rng.integers(offset, offset + (high or 4), leaf.dims).astype(dtype)
-        elif exact:
-            value = (rng.integers(-4, 4, leaf.dims) + offset).astype(dtype)
-        elif np.issubdtype(dtype, np.complexfloating):
-            value = (rng.standard_normal(leaf.dims)
-                     + 1j * rng.standard_normal(leaf.dims)).astype(dtype)
+        value = np.empty(leaf.dims, dtype)
+        flat = value.reshape(-1)
+        if np.issubdtype(dtype, np.complexfloating) and not exact:  # real parts, then imaginary
+            for part in (flat.real, flat.imag):
+                for start in range(0, flat.size, chunk):
+                    size = min(chunk, flat.size - start)
+                    part[start:start + size] = rng.standard_normal(size)
         else:
-            value = (rng.standard_normal(leaf.dims) + offset).astype(dtype)
-        leaves.append(np.asarray(value))
+            for start in range(0, flat.size, chunk):
+                flat[start:start + chunk] = _draw(dtype, min(chunk, flat.size - start), rng,
+                                                  offset, exact, high)
+        value.flags.writeable = False
+        leaves.append(value)
     return tuple(leaves) if isinstance(shape, TupleShape) else leaves[0]
+
+
+CHUNK = 1 << 22  # the elements drawn at a time
+
+
+def _draw(dtype, size: int, rng, offset: int, exact: bool, high: int | None) -> np.ndarray:
+    """`size` values of `_random_value`'s stream for an array of `dtype`, in that type."""
+    if dtype == np.bool_:
+        return rng.integers(0, 2, size).astype(bool)
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(offset, offset + (high or 4), size).astype(dtype)
+    if exact:
+        return (rng.integers(-4, 4, size) + offset).astype(dtype)
+    return (rng.standard_normal(size) + offset).astype(dtype)
 
 
 @contextmanager
@@ -236,20 +350,22 @@ BACKENDS = ("cpu", "reference")  # what runs both modules: compiled, or the nump
 
 
 def run_module(case: XlaCase, timeout: float | None = None, backend: str = "cpu",
-               max_input: int = MAX_INPUT_BYTES) -> XlaResult:
+               max_input: int = MAX_INPUT_BYTES, memory: int | None = None) -> XlaResult:
     """Parse, partition over `case.num_devices`, run and compare (see the module docstring);
     a case still running after `timeout` seconds is stopped as TIMEOUT (main thread only).
     `backend` runs the partitioned module (on N devices) and the unpartitioned one: the
     compiled CPU backend (bit-identical to the reference evaluator, much faster on large
-    convolutions, dots and sorts) or the reference evaluator itself."""
+    convolutions, dots and sorts) or the reference evaluator itself. A case whose parameters
+    exceed `max_input` bytes, or whose `MemoryNeed.least` exceeds `memory` (when given), is
+    TOO_LARGE untried."""
     if backend not in BACKENDS:
         raise ValueError(f"backend {backend!r} is not one of {BACKENDS}")
     if not timeout:
-        return _run_module(case, backend, max_input)
+        return _run_module(case, backend, max_input, memory)
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
-        return _run_module(case, backend, max_input)
+        return _run_module(case, backend, max_input, memory)
     except _Timeout:
         return XlaResult(case.name, "TIMEOUT", f"still running after {timeout:g} s")
     finally:
@@ -273,10 +389,13 @@ def run_isolated(case: XlaCase, timeout: float | None = None, backend: str = "cp
     With ``clock="cpu"`` the timeout counts the CPU seconds the case's process uses (all its
     threads; whole seconds, rounded up), not elapsed time: verdicts that do not depend on
     how busy a shared machine is (elapsed time is still capped, at `WALL_PER_CPU_SECOND`
-    times the timeout). `max_input` (default: a quarter of `memory`, or `MAX_INPUT_BYTES`
-    uncapped) is the parameters' size above which the case is TOO_LARGE untried."""
+    times the timeout). `max_input` (default: `memory`, or `MAX_INPUT_BYTES` uncapped) is the
+    parameters' size above which the case is TOO_LARGE untried; under a cap, so is a case
+    whose `MemoryNeed.least` exceeds it (its message gives the need). The child keeps one
+    malloc arena (`_one_arena`): the address space the cap counts is the arrays', not
+    64 MiB reserved per device thread."""
     if max_input is None:
-        max_input = memory // 4 if memory else MAX_INPUT_BYTES
+        max_input = memory if memory else MAX_INPUT_BYTES
     if backend not in BACKENDS:
         raise ValueError(f"backend {backend!r} is not one of {BACKENDS}")
     if clock not in CLOCKS:
@@ -295,12 +414,13 @@ def run_isolated(case: XlaCase, timeout: float | None = None, backend: str = "cp
         try:
             os.close(read)
             if memory:
+                _one_arena()
                 resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
             if cpu_seconds:  # SIGXCPU (which ends the process) past the budget
                 resource.setrlimit(resource.RLIMIT_CPU,
                                    (cpu_seconds, resource.getrlimit(resource.RLIMIT_CPU)[1]))
             try:
-                result = _run_module(case, backend, max_input)
+                result = _run_module(case, backend, max_input, memory)
             except MemoryError as error:
                 result = XlaResult(case.name, "TOO_LARGE", _first_line(error))
             with os.fdopen(write, "w") as out:  # two strings, as JSON
@@ -329,8 +449,32 @@ def run_isolated(case: XlaCase, timeout: float | None = None, backend: str = "cp
                                          f"{os.WEXITSTATUS(status)} and no result")
 
 
-def _run_module(case: XlaCase, backend: str, max_input: int = MAX_INPUT_BYTES) -> XlaResult:
-    from spmd_oracle import check
+def _memory_need(module, program) -> MemoryNeed | None:
+    """`memory_need`, or None where the CPU backend cannot plan the programs (the case runs
+    and the cap decides); a MemoryError (a constant the planner makes) passes."""
+    from xla_spmd.errors import XlaSpmdError
+
+    try:
+        return memory_need(module, program)
+    except (XlaSpmdError, ValueError, TypeError, KeyError, IndexError, NotImplementedError):
+        return None
+
+
+def _one_arena() -> None:
+    """Have glibc's malloc use one arena for every thread (``mallopt(M_ARENA_MAX, 1)``):
+    each device thread would otherwise reserve an arena of 64 MiB of address space, which
+    counts against the cap though nothing is stored there. No-op without glibc."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    m_arena_max = -8
+    libc.mallopt(m_arena_max, 1)
+
+
+def _run_module(case: XlaCase, backend: str, max_input: int = MAX_INPUT_BYTES,
+                memory: int | None = None) -> XlaResult:
+    from spmd_oracle import check, partition
 
     from xla_spmd.errors import ParseError, XlaSpmdError
     from xla_spmd.ir import parse_hlo
@@ -347,8 +491,14 @@ def _run_module(case: XlaCase, backend: str, max_input: int = MAX_INPUT_BYTES) -
     size = _parameter_bytes(module)
     if size > max_input:  # refused before any memory is taken for it
         return XlaResult(case.name, "TOO_LARGE", f"parameters need {size >> 20} MiB, over "
-                                                 f"{max_input >> 20} MiB")
+                                                 f"{max_input >> 20} MiB{_planned(case, module)}")
+    need = None
     try:
+        program = partition(module, case.num_devices)
+        need = _memory_need(module, program) if memory else None
+        if need is not None and need.least > memory:
+            return XlaResult(case.name, "TOO_LARGE", f"{need.describe()}; over the "
+                                                     f"{memory / (1 << 30):g} GiB cap")
         seed = zlib.crc32(case.name.encode())
         random = _has_rng(module)
         args = random_inputs(module, seed, ordered=random)
@@ -359,20 +509,51 @@ def _run_module(case: XlaCase, backend: str, max_input: int = MAX_INPUT_BYTES) -
         with opaque_custom_calls():
             check(module, args, num_devices=case.num_devices, propagate=False, rtol=tolerance,
                   atol=tolerance, infeeds=infeeds, random=random, scaled=True,
-                  backend=backend, expected_backend=backend)
+                  backend=backend, expected_backend=backend, program=program)
     except AssertionError as error:
         return XlaResult(case.name, "MISMATCH", _first_line(error, skip_blank=True))
     except XlaSpmdError as error:
         if "MemoryError" in str(error):  # an evaluator's rule ran out of memory
-            return XlaResult(case.name, "TOO_LARGE", _first_line(error))
+            return _too_large(case, error, need)
         return XlaResult(case.name, "UNSUPPORTED", _first_line(error))
     except MemoryError as error:  # values larger than this machine holds: not a verdict
-        return XlaResult(case.name, "TOO_LARGE", _first_line(error))
+        return _too_large(case, error, need)
     except Exception as error:  # noqa: BLE001 - a crash is a result to count, not to stop at
+        if memory and _out_of_threads(error):
+            return _too_large(case, error, need)
         return XlaResult(case.name, "CRASH", f"{type(error).__name__}: {_first_line(error)}")
     if random:
         return XlaResult(case.name, "RANGE", "rng values: compared by shape, type and range")
     return XlaResult(case.name, "PASS")
+
+
+def _planned(case: XlaCase, module) -> str:
+    """'; it needs ...' (`MemoryNeed.describe`) for a case refused untried, or '' where the
+    need cannot be planned (a partitioner error, or a constant the planner makes that is
+    itself too large)."""
+    from spmd_oracle import partition
+
+    try:
+        need = _memory_need(module, partition(module, case.num_devices))
+    except Exception:  # noqa: BLE001 - only a message depends on it
+        return ""
+    return f"; it {need.describe()}" if need is not None else ""
+
+
+def _too_large(case: XlaCase, error: BaseException, need: MemoryNeed | None) -> XlaResult:
+    """TOO_LARGE for a case that ran out of memory under the cap: why, and what it needs."""
+    planned = f"out of memory; it {need.describe()}: " if need is not None else ""
+    return XlaResult(case.name, "TOO_LARGE", planned + _first_line(error))
+
+
+def _out_of_threads(error: BaseException) -> bool:
+    """Whether `error` (or what caused it) is a thread that could not start: under the
+    address-space cap, its stack did not fit."""
+    while error is not None:
+        if isinstance(error, RuntimeError) and "can't start new thread" in str(error):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def _run_refused(case: XlaCase, module) -> XlaResult:
