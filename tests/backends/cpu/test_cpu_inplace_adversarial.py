@@ -1,0 +1,236 @@
+"""Adversarial tests of the CPU backend's buffer assignment (``backends/cpu/program.py``):
+random programs whose values die, are read again later, are read twice by one fusion, are
+views of each other or are the parameters themselves, run several times in a row while the
+earlier results (and views of them) are kept, each compared bit for bit with the reference
+evaluator. A result, once returned, never changes; an argument not handed over is never
+written."""
+
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from xla_spmd.backends.cpu import CpuBackend, program
+from xla_spmd.backends.reference import evaluate
+from xla_spmd.buffers import Recycler
+from xla_spmd.ir.hlo_parser import parse_hlo
+
+sys.path[:0] = [str(Path(__file__).resolve().parents[1])]
+
+from cpu_bits import exact_bits  # noqa: E402
+
+N = 6
+SHAPES = {"m": f"f32[{N},{N}]", "v": f"f32[{N}]", "s": "f32[]"}
+DIMS = {"m": (N, N), "v": (N,), "s": ()}
+UNARY = ["negate", "abs", "floor", "copy"]
+BINARY = ["add", "subtract", "multiply", "maximum", "minimum"]
+
+_ADD = """%add (p: f32[], q: f32[]) -> f32[] {
+  %p = f32[] parameter(0)
+  %q = f32[] parameter(1)
+  ROOT %r = f32[] add(%p, %q)
+}
+"""
+
+
+@contextmanager
+def recycling_everything():
+    """Every loop-fusion output of the executables compiled inside comes from a fresh
+    recycler, however small: buffers are handed out again as soon as they are dropped."""
+    saved = program.OUTPUTS
+    program.OUTPUTS = Recycler(min_bytes=1, max_count=64)
+    try:
+        yield program.OUTPUTS
+    finally:
+        program.OUTPUTS = saved
+
+
+def _program(data) -> tuple[str, list[str], int, bool]:
+    """A random entry computation's text, its parameters' kinds, how many results and
+    whether the first is a matrix (of the first parameter's shape)."""
+    params = data.draw(st.lists(st.sampled_from(["m", "m", "v", "s"]), min_size=1,
+                                max_size=3))
+    params[0] = "m"  # the one that may be donated
+    lines = [f"  %p{i} = {SHAPES[k]} parameter({i})" for i, k in enumerate(params)]
+    values = [(f"%p{i}", k) for i, k in enumerate(params)]
+    count = 0
+
+    def new(kind: str, text: str) -> str:
+        nonlocal count
+        name = f"%v{count}"
+        count += 1
+        lines.append(f"  {name} = {SHAPES[kind]} {text}")
+        values.append((name, kind))
+        return name
+
+    def pick(kind: str | None = None) -> tuple[str, str]:
+        pool = [v for v in values if kind is None or v[1] == kind]
+        if not pool:  # make one of that kind from a parameter
+            return (make(kind), kind)
+        # Recent values more often: chains of values that die at once.
+        recent = data.draw(st.booleans())
+        return pool[-1] if recent else data.draw(st.sampled_from(pool))
+
+    def make(kind: str) -> str:
+        if kind == "s":
+            x, k = pick("m") if any(v[1] == "m" for v in values) else pick("v")
+            dims = "{0,1}" if k == "m" else "{0}"
+            return new("s", f"reduce({x}, %zero), dimensions={dims}, to_apply=%add")
+        if kind == "v":
+            x, _ = pick("m")
+            return new("v", f"reduce({x}, %zero), dimensions={{1}}, to_apply=%add")
+        x, _ = pick("v")
+        return new("m", f"broadcast({x}), dimensions={{0}}")
+
+    lines.append("  %zero = f32[] constant(0)")
+    for _ in range(data.draw(st.integers(2, 9))):
+        op = data.draw(st.sampled_from(
+            ["unary", "binary", "binary", "binary", "twice", "fanout", "fanout", "select",
+             "broadcast", "transpose", "reshape", "slice", "reverse", "reduce", "dot", "tuple"]))
+        x, kind = pick()
+        if op == "unary":
+            new(kind, f"{data.draw(st.sampled_from(UNARY))}({x})")
+        elif op == "binary":
+            y, _ = pick(kind)
+            new(kind, f"{data.draw(st.sampled_from(BINARY))}({x}, {y})")
+        elif op == "twice":  # one value read twice by one fusion
+            inner = new(kind, f"multiply({x}, {x})")
+            new(kind, f"add({inner}, {x})")
+        elif op == "fanout":  # a materialised value read by a reduce or a dot, then elementwise
+            x, _ = pick("m")
+            y, _ = pick("m")
+            a = new("m", f"{data.draw(st.sampled_from(BINARY))}({x}, {y})")
+            if data.draw(st.booleans()):
+                new("v", f"reduce({a}, %zero), dimensions={{{data.draw(st.integers(0, 1))}}}, "
+                         "to_apply=%add")
+            else:
+                z, _ = pick("m")
+                new("m", f"dot({z}, {a}), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}")
+            z, _ = pick("m")
+            new("m", f"{data.draw(st.sampled_from(BINARY))}({a}, {z})")
+            if data.draw(st.booleans()):
+                new("m", f"add({z}, {a})")  # a read again later: not written over
+        elif op == "select":
+            y, _ = pick(kind)
+            dims = SHAPES[kind].replace("f32", "pred")
+            lines.append(f"  %c{count} = {dims} compare({x}, {y}), direction=LT")
+            new(kind, f"select(%c{count}, {y}, {x})")
+        elif op == "broadcast":
+            if kind == "s":
+                new("m", f"broadcast({x}), dimensions={{}}")
+            elif kind == "v":
+                new("m", f"broadcast({x}), dimensions={{{data.draw(st.integers(0, 1))}}}")
+            else:
+                new("m", f"broadcast({x}), dimensions={{0,1}}")  # an identity broadcast
+        elif op == "transpose":
+            x, _ = pick("m")
+            new("m", f"transpose({x}), dimensions={{1,0}}")
+        elif op == "reshape":
+            x, _ = pick("m")
+            lines.append(f"  %f{count} = f32[{N * N}] reshape({x})")
+            new("m", f"reshape(%f{count})")
+        elif op == "slice":
+            x, _ = pick("m")
+            if data.draw(st.booleans()):
+                new("m", f"slice({x}), slice={{[0:{N}], [0:{N}]}}")  # the whole: a view
+            else:
+                row = data.draw(st.integers(0, N - 1))
+                lines.append(f"  %r{count} = f32[1,{N}] slice({x}), "
+                             f"slice={{[{row}:{row + 1}], [0:{N}]}}")
+                new("v", f"reshape(%r{count})")
+        elif op == "reverse":
+            x, _ = pick("m")
+            new("m", f"reverse({x}), dimensions={{{data.draw(st.integers(0, 1))}}}")
+        elif op == "reduce":
+            make(data.draw(st.sampled_from(["s", "v"])))
+        elif op == "dot":
+            x, _ = pick("m")
+            y, k = pick(data.draw(st.sampled_from(["m", "v"])))
+            new(k, f"dot({x}, {y}), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}")
+        else:  # a tuple and one of its elements
+            y, k = pick()
+            t = f"%t{count}"
+            lines.append(f"  {t} = ({SHAPES[kind]}, {SHAPES[k]}) tuple({x}, {y})")
+            index = data.draw(st.integers(0, 1))
+            new((kind, k)[index], f"get-tuple-element({t}), index={index}")
+    # Results: the last value, then any values (parameters and repeats included).
+    results = [values[-1]] + data.draw(st.lists(st.sampled_from(values), max_size=3))
+    if data.draw(st.booleans()) and values[-1][1] != "m":
+        results[0] = pick("m")
+    body = "\n".join(lines)
+    shape = ", ".join(SHAPES[k] for _, k in results)
+    names = ", ".join(n for n, _ in results)
+    params_text = ", ".join(f"p{i}: {SHAPES[k]}" for i, k in enumerate(params))
+    text = (f"ENTRY %e ({params_text}) -> ({shape}) {{\n{body}\n"
+            f"  ROOT %root = ({shape}) tuple({names})\n}}")
+    return text, params, len(results), results[0][1] == "m"
+
+
+def _arguments(rng, kinds: list[str]) -> list[np.ndarray]:
+    # Small integers and halves: sums are exact in any order, so a difference is a buffer
+    # written too early, never a rounding.
+    return [(rng.integers(-4, 5, DIMS[k]) / 2).astype(np.float32) for k in kinds]
+
+
+def _reference(module, args) -> list[bytes]:
+    result = evaluate(module, [a.copy() for a in args])
+    return [exact_bits(leaf) for leaf in (result if isinstance(result, tuple) else (result,))]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_random_programs_keep_every_result_and_argument(data):
+    body, kinds, _, first_is_matrix = _program(data)
+    donate = first_is_matrix and data.draw(st.booleans())
+    header = "HloModule m" + (", input_output_alias={ {0}: (0, {}, may-alias) }"
+                              if donate else "")
+    module = parse_hlo(f"{header}\n{_ADD}{body}")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    with recycling_everything():
+        executable = CpuBackend().compile(module, (0,))
+        kept = []
+        for _ in range(3):
+            args = _arguments(rng, kinds)
+            saved = [exact_bits(a) for a in args]
+            want = _reference(module, args)
+            if donate:  # a fresh copy handed over: it may be written, nothing else may
+                handed = [args[0].copy(), *args[1:]]
+                outputs = executable.run(0, handed, None, donated={0})
+                assert [exact_bits(a) for a in args[1:]] == saved[1:]
+            else:
+                outputs = executable.run(0, args, None)
+                assert [exact_bits(a) for a in args] == saved, "an argument was written"
+            assert [exact_bits(o) for o in outputs] == want, body
+            views = [o.reshape(-1)[::2] for o in outputs]  # outlive the results
+            kept.append((outputs, want, views, [exact_bits(v) for v in views]))
+            del outputs
+        for outputs, want, views, seen in kept:  # no later call wrote over an earlier one
+            assert [exact_bits(o) for o in outputs] == want, body
+            assert [exact_bits(v) for v in views] == seen, body
+
+
+@pytest.mark.parametrize("stack", [True, False])
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_random_programs_run_together_as_alone(stack, data):
+    body, kinds, _, _ = _program(data)
+    module = parse_hlo(f"HloModule m, num_partitions=2\n{_ADD}{body}")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    with recycling_everything():
+        executable = CpuBackend().compile(module, (0, 1))
+        kept = []
+        for _ in range(2):
+            args = {d: _arguments(rng, kinds) for d in (0, 1)}
+            saved = {d: [exact_bits(a) for a in args[d]] for d in (0, 1)}
+            got = executable.run_together(args, {0: None, 1: None}, stack=stack)
+            for d in (0, 1):
+                want = _reference(module, args[d])
+                assert [exact_bits(o) for o in got[d]] == want, body
+                assert [exact_bits(a) for a in args[d]] == saved[d]
+                kept.append((got[d], want))
+        for outputs, want in kept:
+            assert [exact_bits(o) for o in outputs] == want, body
