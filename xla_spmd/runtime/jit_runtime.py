@@ -17,6 +17,8 @@ they alias.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from xla_spmd.backends import Executable
@@ -86,7 +88,9 @@ class Runner:
                    for i, (shape, sharding) in enumerate(zip(self.result_shapes,
                                                              self.result_shardings))]
         for number, output in self.aliases.items():
-            _hand_over(placed[number], outputs[output], leaves[number], self.module.name)
+            others = [o for k, o in enumerate(outputs) if k != output]
+            _hand_over(placed[number], outputs[output], leaves[number], self.module.name,
+                       others)
         return outputs
 
 
@@ -116,14 +120,22 @@ def _exclusive(arguments: dict[int, list], numbers: list[int]) -> dict[int, froz
             for device, values in arguments.items()}
 
 
-def _hand_over(donated: ShardedArray, result: ShardedArray, argument, program: str) -> None:
+def _hand_over(donated: ShardedArray, result: ShardedArray, argument, program: str,
+               others: Sequence[ShardedArray] = ()) -> None:
     """Give the donated argument's buffers to the result it aliases: the result's values
     are written into them (already there where the executable computed the result in the
-    donated buffer: no copy), and the argument the caller passed is deleted."""
+    donated buffer: no copy), and the argument the caller passed is deleted.
+
+    A buffer that holds another result (``others``: the program returned the argument
+    itself, or computed another result in its buffer, in place) is left to that result:
+    writing into it would change that result's values."""
     if donated.tensor_sharding != result.tensor_sharding or donated.dtype != result.dtype:
         return  # nothing to reuse: the layouts differ
     for device, buffer in donated._shards.items():
         values = result._shards[device]
+        if any(device in other._shards and np.may_share_memory(buffer, other._shards[device])
+               for other in others):
+            continue
         if buffer.shape == values.shape and buffer.flags.writeable and buffer.base is None:
             if not (values.ctypes.data == buffer.ctypes.data
                     and values.strides == buffer.strides):
