@@ -234,3 +234,88 @@ def test_random_programs_run_together_as_alone(stack, data):
                 kept.append((got[d], want))
         for outputs, want in kept:
             assert [exact_bits(o) for o in outputs] == want, body
+
+
+# ---------------------------------------------------------------------------------------------
+# Control flow: a body's parameters (the carry) are never written; fusions inside it write
+# over what it made itself
+
+
+def _loop_module(trips: int) -> str:
+    """A while loop ``trips`` times over (i, x, y): x <- dot(x, y) + x (the dot's output
+    written over), y passed on as it is; then the entry reads the donated x0 beside the loop's
+    result (which is x0 itself after no trip), a conditional and a call."""
+    m = f"f32[{N},{N}]"
+    carry = f"(s32[], {m}, {m})"
+    return f"""HloModule loops, input_output_alias={{ {{0}}: (0, {{}}, may-alias) }}
+%cond (c: {carry}) -> pred[] {{
+  %c = {carry} parameter(0)
+  %i = s32[] get-tuple-element(%c), index=0
+  %n = s32[] constant({trips})
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}}
+%body (b: {carry}) -> {carry} {{
+  %b = {carry} parameter(0)
+  %i = s32[] get-tuple-element(%b), index=0
+  %x = {m} get-tuple-element(%b), index=1
+  %y = {m} get-tuple-element(%b), index=2
+  %one = s32[] constant(1)
+  %j = s32[] add(%i, %one)
+  %h = f32[] constant(0.5)
+  %hh = {m} broadcast(%h), dimensions={{}}
+  %d = {m} dot(%x, %y), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+  %e = {m} multiply(%d, %hh)
+  %f = {m} add(%e, %x)
+  %g = {m} floor(%f)
+  ROOT %t = {carry} tuple(%j, %g, %y)
+}}
+%neg (a: {m}) -> {m} {{
+  %a = {m} parameter(0)
+  ROOT %r = {m} negate(%a)
+}}
+%same (a: {m}) -> {m} {{
+  ROOT %a = {m} parameter(0)
+}}
+%twice (a: {m}) -> {m} {{
+  %a = {m} parameter(0)
+  %s = {m} add(%a, %a)
+  ROOT %q = {m} multiply(%s, %a)
+}}
+ENTRY %e (x0: {m}, y0: {m}, k: s32[]) -> ({m}, {m}, {m}, {m}, {m}) {{
+  %x0 = {m} parameter(0)
+  %y0 = {m} parameter(1)
+  %k = s32[] parameter(2)
+  %zero = s32[] constant(0)
+  %init = {carry} tuple(%zero, %x0, %y0)
+  %w = {carry} while(%init), condition=%cond, body=%body
+  %wx = {m} get-tuple-element(%w), index=1
+  %wy = {m} get-tuple-element(%w), index=2
+  %sum = {m} add(%wx, %x0)
+  %p = {m} multiply(%y0, %y0)
+  %branch = {m} conditional(%k, %p, %p), branch_computations={{%neg, %same}}
+  %called = {m} call(%p), to_apply=%twice
+  %after = {m} subtract(%branch, %p)
+  ROOT %r = ({m}, {m}, {m}, {m}, {m}) tuple(%sum, %wy, %after, %called, %wx)
+}}"""
+
+
+@pytest.mark.parametrize("trips", [0, 1, 3])
+@pytest.mark.parametrize("branch", [0, 1])
+def test_loops_conditionals_and_calls_never_write_a_carry(trips, branch):
+    module = parse_hlo(_loop_module(trips))
+    rng = np.random.default_rng(7)
+    with recycling_everything():
+        executable = CpuBackend().compile(module, (0,))
+        assert "[in place of d]" in executable.as_text()  # inside the body
+        kept = []
+        for donate in ((), {0}, (), {0}):
+            args = _arguments(rng, ["m", "m"]) + [np.array(branch, np.int32)]
+            saved = [exact_bits(a) for a in args]
+            want = _reference(module, args)
+            outputs = executable.run(0, [a.copy() if donate else a for a in args], None,
+                                     donated=donate)
+            assert [exact_bits(o) for o in outputs] == want
+            assert [exact_bits(a) for a in args] == saved
+            kept.append((outputs, want))
+        for outputs, want in kept:
+            assert [exact_bits(o) for o in outputs] == want
