@@ -80,8 +80,9 @@ class Runner:
         # A placed argument is the caller's ShardedArray or a fresh copy (device_put copies
         # each shard): either way the caller's own arrays are not among the buffers.
         handed = list(self.aliases)
-        per_device = execute(self.executable, arguments,
-                             _exclusive(arguments, handed) if handed else None)
+        exclusive = _exclusive(arguments, handed) if handed else None
+        per_device = execute(self.executable, arguments, exclusive)
+        _own_buffers(per_device, arguments, exclusive or {})
         del arguments
         outputs = [ShardedArray.from_padded_shards(shape.dims, shape.dtype.numpy, sharding,
                                                    {d: r[i] for d, r in per_device.items()})
@@ -118,6 +119,32 @@ def _exclusive(arguments: dict[int, list], numbers: list[int]) -> dict[int, froz
         return seen[id(value)] == 1 and (base is None or seen[id(base)] == 1)
     return {device: frozenset(n for n in numbers if alone(values[n]))
             for device, values in arguments.items()}
+
+
+def _root(array) -> int:
+    """The id of the object that owns ``array``'s memory (the end of its ``base`` chain)."""
+    while isinstance(array, np.ndarray) and array.base is not None:
+        array = array.base
+    return id(array)
+
+
+def _own_buffers(per_device: dict[int, list], arguments: dict[int, list],
+                 handed: dict[int, frozenset[int]]) -> None:
+    """Copy each result that shares a buffer with an argument not handed over (the program
+    returned its parameter, or a view of it) or with another result of its device (a value
+    returned twice): every result gets buffers of its own, as XLA's do, so donating one
+    result later never writes over another result or the caller's argument. Buffers are told
+    apart by their owners (``_root``): results that are views of one buffer are copied even
+    where they do not overlap."""
+    for device, results in per_device.items():
+        given = handed.get(device, frozenset())
+        taken = {_root(a) for n, a in enumerate(arguments.get(device, ())) if n not in given}
+        for i, result in enumerate(results):
+            root = _root(result)
+            if root in taken:
+                results[i] = result = np.array(result, copy=True)
+                root = id(result)
+            taken.add(root)
 
 
 def _hand_over(donated: ShardedArray, result: ShardedArray, argument, program: str,

@@ -319,3 +319,73 @@ def test_loops_conditionals_and_calls_never_write_a_carry(trips, branch):
             kept.append((outputs, want))
         for outputs, want in kept:
             assert [exact_bits(o) for o in outputs] == want
+
+
+# ---------------------------------------------------------------------------------------------
+# Collectives: an operand in flight is never written over; a result that may be the operand
+# itself (a group of one) is never taken for a fresh buffer
+
+
+def _collective_module(groups: str) -> str:
+    m = f"f32[{N},{N}]"
+    alias = "input_output_alias={ {0}: (0, {}, may-alias) }"
+    reduce = f"replica_groups={groups}, use_global_device_ids=true, to_apply=%add"
+    pairs = "source_target_pairs={{0,1},{1,0},{2,3},{3,2}}"
+    return f"""HloModule coll, num_partitions=4, {alias}
+{_ADD}
+ENTRY %e (x: {m}, y: {m}) -> ({m}, {m}, {m}, {m}, {m}) {{
+  %x = {m} parameter(0)
+  %y = {m} parameter(1)
+  %a = {m} multiply(%x, %y)
+  %ar = {m} all-reduce(%a), channel_id=1, {reduce}
+  %b = {m} add(%a, %y)
+  %c = {m} add(%b, %ar)
+  %px = {m} all-reduce(%x), channel_id=2, {reduce}
+  %nx = {m} negate(%x)
+  %d = {m} dot(%nx, %y), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+  %e2 = {m} multiply(%d, %d)
+  %cp = {m} collective-permute(%e2), channel_id=3, {pairs}
+  %f = {m} subtract(%e2, %cp)
+  %g = {m} add(%px, %ar)
+  ROOT %r = ({m}, {m}, {m}, {m}, {m}) tuple(%c, %f, %g, %px, %ar)
+}}"""
+
+
+@pytest.mark.parametrize("groups", ["{{0,1},{2,3}}", "{{0},{1},{2},{3}}", "{{0,1,2,3}}"])
+def test_collectives_in_flight_and_in_place_fusions_on_in_process_devices(groups):
+    from xla_spmd.backends.reference import evaluate_spmd, leaves
+    from xla_spmd.collectives import LocalWorld
+
+    module = parse_hlo(_collective_module(groups))
+    rng = np.random.default_rng(8)
+    with recycling_everything():
+        executable = CpuBackend().compile(module, (0, 1, 2, 3))
+        assert "[in place of d]" in executable.as_text()
+        world = LocalWorld(4)
+        kept = []
+        for mode in ("stacked", "lockstep", "threaded", "threaded"):
+            per_device = [_arguments(rng, ["m", "m"]) for _ in range(4)]
+            saved = [[exact_bits(a) for a in args] for args in per_device]
+            want = evaluate_spmd(module, [[a.copy() for a in args] for args in per_device], 4)
+            want = [[exact_bits(x) for x in leaves(want[d])] for d in range(4)]
+            donate = mode == "threaded" and len(kept) == 3
+            handed = [[a.copy() for a in args] if donate else args for args in per_device]
+            world.reset()
+            communicators = {d: world.communicator(d) for d in range(4)}
+            if mode == "threaded":
+                given = {0} if donate else ()
+                got = dict(enumerate(world.run(
+                    lambda comm, handed=handed, given=given: executable.run(
+                        comm.rank, handed[comm.rank], comm, donated=given))))
+            else:
+                got = executable.run_together(dict(enumerate(handed)), communicators,
+                                              stack=mode == "stacked",
+                                              donated={d: {0} for d in range(4)})
+            for d in range(4):
+                assert [exact_bits(o) for o in got[d]] == want[d], (mode, d)
+                if not donate and mode != "lockstep":
+                    assert [exact_bits(a) for a in per_device[d]] == saved[d], (mode, d)
+            kept.append((got, want))
+        for got, want in kept:
+            for d in range(4):
+                assert [exact_bits(o) for o in got[d]] == want[d]
