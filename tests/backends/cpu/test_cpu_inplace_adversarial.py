@@ -389,3 +389,82 @@ def test_collectives_in_flight_and_in_place_fusions_on_in_process_devices(groups
         for got, want in kept:
             for d in range(4):
                 assert [exact_bits(o) for o in got[d]] == want[d]
+
+
+# ---------------------------------------------------------------------------------------------
+# The recycler: whatever refers to a result's memory keeps it from being handed out again
+
+
+def _exports(result: np.ndarray) -> dict:
+    import ctypes
+
+    return {
+        "memoryview": memoryview(result),
+        "frombuffer": np.frombuffer(memoryview(result), np.uint8),
+        "ctypes array": np.ctypeslib.as_ctypes(result),
+        "ctypes pointer": result.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+        "dlpack": np.from_dlpack(result),
+        "dtype view": result.view(np.int32)[1:],
+        "strided": np.lib.stride_tricks.as_strided(result, (2,), (8,)),
+    }
+
+
+def _read(export, size: int) -> bytes:
+    import ctypes
+
+    if isinstance(export, ctypes._Pointer):
+        return ctypes.string_at(export, size)
+    if isinstance(export, ctypes.Array):
+        return bytes(memoryview(export).cast("B"))
+    return bytes(np.ascontiguousarray(export).view(np.uint8)) if isinstance(
+        export, np.ndarray) else bytes(export.cast("B"))
+
+
+def test_exported_results_keep_their_buffers_across_runs_and_threads():
+    import threading
+
+    elements = 1 << 16
+    module = parse_hlo(f"""HloModule m
+ENTRY %e (x: f32[{elements}], y: f32[{elements}]) -> f32[{elements}] {{
+  %x = f32[{elements}] parameter(0)
+  %y = f32[{elements}] parameter(1)
+  %a = f32[{elements}] multiply(%x, %y)
+  ROOT %b = f32[{elements}] add(%a, %x)
+}}""")
+    rng = np.random.default_rng(9)
+    with recycling_everything() as recycler:
+        executable = CpuBackend().compile(module, (0,))
+        kept = []
+        for _ in range(3):
+            args = [(rng.integers(-4, 5, elements) / 2).astype(np.float32) for _ in range(2)]
+            (result,) = executable.run(0, args, None)
+            exports = _exports(result)
+            nbytes = result.nbytes
+            kept.append(({k: _read(v, nbytes if k == "ctypes pointer" else 0) for k, v in
+                          exports.items()}, exports, nbytes))
+            del result  # only the exports hold the buffer now
+        errors = []
+
+        def churn(seed: int) -> None:  # other devices taking buffers meanwhile
+            local = np.random.default_rng(seed)
+            try:
+                for _ in range(20):
+                    args = [local.standard_normal(elements).astype(np.float32)
+                            for _ in range(2)]
+                    (out,) = executable.run(0, args, None)
+                    want = _reference(module, args)
+                    if [exact_bits(out)] != want:
+                        errors.append("a wrong result while churning")
+            except Exception as error:  # noqa: BLE001 -- reported below
+                errors.append(repr(error))
+        threads = [threading.Thread(target=churn, args=(s,)) for s in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        assert len(recycler) > 0
+        for seen, exports, nbytes in kept:
+            now = {k: _read(v, nbytes if k == "ctypes pointer" else 0)
+                   for k, v in exports.items()}
+            assert now == seen
