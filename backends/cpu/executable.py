@@ -172,8 +172,9 @@ def _take_over(arguments: list, written: frozenset[int], donated: Collection[int
         if not (number in donated and type(x) is np.ndarray
                 and (x.base is None or recycled_alone(x))
                 and x.flags.writeable and x.flags.c_contiguous and not any(
-                    np.may_share_memory(x, other) for k, other in enumerate(arguments)
-                    if k != number and isinstance(other, np.ndarray))):
+                    np.may_share_memory(x, leaf) for k, other in enumerate(arguments)
+                    if k != number for leaf in leaves(other)  # in tuples too
+                    if isinstance(leaf, np.ndarray))):
             copy = recycled_output(np.shape(x), np.dtype(x.dtype))
             np.copyto(copy, x)
             arguments[number] = copy

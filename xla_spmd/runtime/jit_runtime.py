@@ -142,7 +142,7 @@ def _own_buffers(per_device: dict[int, list], arguments: dict[int, list],
         for i, result in enumerate(results):
             root = _root(result)
             if root in taken:
-                results[i] = result = np.array(result, copy=True)
+                results[i] = result = result.copy()  # (a device array too)
                 root = id(result)
             taken.add(root)
 
