@@ -263,3 +263,16 @@ def test_random_donating_functions_equal_the_same_without_donation(data):
         kept.append((got, want))
     for got, want in kept:
         assert [np.asarray(r).tobytes() for r in got] == want
+
+
+@pytest.mark.parametrize("n, stacked", MODES)
+def test_one_array_donated_twice_in_a_pytree(n, stacked):
+    row, _ = _setup(stacked)
+    w0 = np.arange(2 * n, dtype=np.float32)
+    w = xs.device_put(w0, row)
+    step = xs.jit(lambda p: {"a": p["a"] + 1.0, "b": p["b"] * 2.0},
+                  in_shardings=({"a": row, "b": row},), donate_argnums=0)
+    result = step({"a": w, "b": w})
+    np.testing.assert_array_equal(np.asarray(result["a"]), w0 + 1)
+    np.testing.assert_array_equal(np.asarray(result["b"]), w0 * 2)
+    assert w.is_deleted()

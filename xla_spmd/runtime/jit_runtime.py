@@ -89,6 +89,8 @@ class Runner:
                    for i, (shape, sharding) in enumerate(zip(self.result_shapes,
                                                              self.result_shardings))]
         for number, output in self.aliases.items():
+            if placed[number].is_deleted():
+                continue  # the same array donated twice: handed over once already
             others = [o for k, o in enumerate(outputs) if k != output]
             _hand_over(placed[number], outputs[output], leaves[number], self.module.name,
                        others)
