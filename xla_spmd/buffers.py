@@ -16,7 +16,9 @@ MPI request keeps the buffers it reads or writes alive until it completes. So a 
 CPython reference count is back to the recycler's own holds no live value, and only such a
 buffer is handed out again; a result the caller keeps, or any view of it, is never
 overwritten. Nothing in xla_spmd makes an array from a raw address of another array's data:
-kernels get addresses only for the duration of a call, from arrays their caller holds.
+kernels get addresses only for the duration of a call, from arrays their caller holds. The
+counts are those of CPython with the GIL: each recycler checks on a probe that they say what
+it needs (``Recycler.trusted``), and recycles nothing where they do not.
 
 The pool that the CPU backend had before (removed in 5349cc4) kept *any* array it was given
 back, keyed by shape and dtype: a reference convolution's result, laid out with permuted
@@ -66,6 +68,10 @@ class Recycler:
         self._lock = threading.Lock()
         probe = [np.empty(1, np.uint8)]
         self._idle = sys.getrefcount(probe[0])  # the count of a buffer only we refer to
+        self.trusted = _counts_references(self)
+        """Whether this interpreter's reference counts say what the recycler needs (see
+        ``_counts_references``); where they do not, ``take`` makes a new array every time and
+        ``sole_view`` says False."""
 
     def __len__(self) -> int:
         return len(self._buffers)
@@ -75,7 +81,7 @@ class Recycler:
         owns (no live array shares its memory)."""
         dtype = np.dtype(dtype)
         nbytes = math.prod(shape) * dtype.itemsize
-        if nbytes < self.min_bytes or nbytes == 0:
+        if nbytes < self.min_bytes or nbytes == 0 or not self.trusted:
             return np.empty(shape, dtype)
         with self._lock:
             buffer = self._take(nbytes)
@@ -115,7 +121,7 @@ class Recycler:
         (False, False)
         """
         base = array.base
-        if type(base) is not np.ndarray or base.nbytes != array.nbytes:
+        if type(base) is not np.ndarray or base.nbytes != array.nbytes or not self.trusted:
             return False
         with self._lock:
             if not any(buffer is base for buffer in self._buffers):
@@ -127,3 +133,34 @@ class Recycler:
         """Forget every buffer (those in use stay valid: their users hold them)."""
         with self._lock:
             self._buffers.clear()
+
+
+def _counts_references(recycler: Recycler) -> bool:
+    """Whether reference counts tell ``recycler`` what it needs, checked on a probe buffer
+    with the very expressions ``take`` and ``sole_view`` use: a buffer with no view is idle,
+    one view is alone, a second view or a memoryview is seen. It takes the GIL too: without
+    it (free-threaded CPython) counts move under a check. CPython 3.14 may not count a
+    reference a frame borrows; where any of this fails, nothing is recycled.
+
+    >>> Recycler().trusted
+    True
+    """
+    if not getattr(sys, "_is_gil_enabled", lambda: True)():
+        return False
+    probe = np.empty(8, np.uint8)
+    recycler._buffers.append(probe)
+    recycler.trusted = True
+    try:
+        view = probe.view(np.float32).reshape(2)
+        del probe
+        alone = recycler.sole_view(view)
+        second = view[1:]
+        seen = not recycler.sole_view(view)
+        del second
+        exported = memoryview(recycler._buffers[0])
+        busy = sys.getrefcount(recycler._buffers[0]) != recycler._idle
+        del exported, view
+        idle = sys.getrefcount(recycler._buffers[0]) == recycler._idle
+        return alone and seen and busy and idle
+    finally:
+        recycler._buffers.clear()

@@ -493,3 +493,12 @@ ENTRY %e (x: f32[8], t: (f32[8], f32[8])) -> (f32[8], f32[8]) {
         got = executable.run(0, [x, t], None, donated={0})
         assert [exact_bits(o) for o in got] == want
         assert exact_bits(x) == saved
+
+
+def test_a_recycler_whose_reference_counts_are_not_trusted_recycles_nothing(monkeypatch):
+    import xla_spmd.buffers as buffers
+
+    monkeypatch.setattr(buffers, "_counts_references", lambda recycler: False)
+    recycler = Recycler(min_bytes=1)
+    a = recycler.take((4,), np.dtype(np.float32))
+    assert a.base is None and not recycler.sole_view(a) and len(recycler) == 0
