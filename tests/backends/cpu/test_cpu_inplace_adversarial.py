@@ -9,6 +9,7 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -87,10 +88,12 @@ def _program(data) -> tuple[str, list[str], int, bool]:
         return new("m", f"broadcast({x}), dimensions={{0}}")
 
     lines.append("  %zero = f32[] constant(0)")
+    callees: list[str] = []
     for _ in range(data.draw(st.integers(2, 9))):
         op = data.draw(st.sampled_from(
             ["unary", "binary", "binary", "binary", "twice", "fanout", "fanout", "select",
-             "broadcast", "transpose", "reshape", "slice", "reverse", "reduce", "dot", "tuple"]))
+             "broadcast", "transpose", "reshape", "slice", "reverse", "reduce", "dot", "tuple",
+             "call"]))
         x, kind = pick()
         if op == "unary":
             new(kind, f"{data.draw(st.sampled_from(UNARY))}({x})")
@@ -151,6 +154,18 @@ def _program(data) -> tuple[str, list[str], int, bool]:
             x, _ = pick("m")
             y, k = pick(data.draw(st.sampled_from(["m", "v"])))
             new(k, f"dot({x}, {y}), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}")
+        elif op == "call":  # a callee that returns a parameter as it is, or a new value
+            y, k = pick()
+            name = f"%callee{len(callees)}"
+            returned = data.draw(st.sampled_from(["a", "b", "new"]))
+            root = {"a": "  %b = {tb} parameter(1)\n  ROOT %a = {ta} parameter(0)",
+                    "b": "  %a = {ta} parameter(0)\n  ROOT %b = {tb} parameter(1)"}.get(
+                returned, "  %a = {ta} parameter(0)\n  %b = {tb} parameter(1)\n"
+                          "  ROOT %n = {ta} negate(%a)")
+            out = k if returned == "b" else kind
+            head = f"{name} (a: {SHAPES[kind]}, b: {SHAPES[k]}) -> {SHAPES[out]} {{\n"
+            callees.append(head + root.format(ta=SHAPES[kind], tb=SHAPES[k]) + "\n}\n")
+            new(out, f"call({x}, {y}), to_apply={name}")
         else:  # a tuple and one of its elements
             y, k = pick()
             t = f"%t{count}"
@@ -165,15 +180,15 @@ def _program(data) -> tuple[str, list[str], int, bool]:
     shape = ", ".join(SHAPES[k] for _, k in results)
     names = ", ".join(n for n, _ in results)
     params_text = ", ".join(f"p{i}: {SHAPES[k]}" for i, k in enumerate(params))
-    text = (f"ENTRY %e ({params_text}) -> ({shape}) {{\n{body}\n"
+    text = "".join(callees) + (f"ENTRY %e ({params_text}) -> ({shape}) {{\n{body}\n"
             f"  ROOT %root = ({shape}) tuple({names})\n}}")
     return text, params, len(results), results[0][1] == "m"
 
 
-def _arguments(rng, kinds: list[str]) -> list[np.ndarray]:
+def _arguments(rng, kinds: list[str], dtype=np.float32) -> list[np.ndarray]:
     # Small integers and halves: sums are exact in any order, so a difference is a buffer
     # written too early, never a rounding.
-    return [(rng.integers(-4, 5, DIMS[k]) / 2).astype(np.float32) for k in kinds]
+    return [(rng.integers(-4, 5, DIMS[k]) / 2).astype(dtype) for k in kinds]
 
 
 def _reference(module, args) -> list[bytes]:
@@ -188,13 +203,17 @@ def test_random_programs_keep_every_result_and_argument(data):
     donate = first_is_matrix and data.draw(st.booleans())
     header = "HloModule m" + (", input_output_alias={ {0}: (0, {}, may-alias) }"
                               if donate else "")
-    module = parse_hlo(f"{header}\n{_ADD}{body}")
+    # 2-byte floats too: in-place kernels load and store them through the output pointer.
+    name, dtype = data.draw(st.sampled_from(
+        [("f32", np.float32), ("f32", np.float32), ("bf16", ml_dtypes.bfloat16),
+         ("f16", np.float16)]))
+    module = parse_hlo(f"{header}\n{_ADD}{body}".replace("f32", name))
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     with recycling_everything():
         executable = CpuBackend().compile(module, (0,))
         kept = []
         for _ in range(3):
-            args = _arguments(rng, kinds)
+            args = _arguments(rng, kinds, dtype)
             saved = [exact_bits(a) for a in args]
             want = _reference(module, args)
             if donate:  # a fresh copy handed over: it may be written, nothing else may
