@@ -521,3 +521,67 @@ def test_a_recycler_whose_reference_counts_are_not_trusted_recycles_nothing(monk
     recycler = Recycler(min_bytes=1)
     a = recycler.take((4,), np.dtype(np.float32))
     assert a.base is None and not recycler.sole_view(a) and len(recycler) == 0
+
+
+def test_a_loop_whose_body_all_reduces_and_updates_its_carry_in_place():
+    from xla_spmd.backends.reference import evaluate_spmd, leaves
+    from xla_spmd.collectives import LocalWorld
+
+    m = f"f32[{N},{N}]"
+    carry = f"(s32[], {m}, {m})"
+    reduce = "replica_groups={{0,1},{2,3}}, use_global_device_ids=true, to_apply=%add"
+    module = parse_hlo(f"""HloModule loop, num_partitions=4
+{_ADD}
+%cond (c: {carry}) -> pred[] {{
+  %c = {carry} parameter(0)
+  %i = s32[] get-tuple-element(%c), index=0
+  %n = s32[] constant(3)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}}
+%body (b: {carry}) -> {carry} {{
+  %b = {carry} parameter(0)
+  %i = s32[] get-tuple-element(%b), index=0
+  %x = {m} get-tuple-element(%b), index=1
+  %y = {m} get-tuple-element(%b), index=2
+  %one = s32[] constant(1)
+  %j = s32[] add(%i, %one)
+  %d = {m} dot(%x, %y), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+  %e = {m} subtract(%d, %x)
+  %s = {m} all-reduce(%e), channel_id=1, {reduce}
+  %h = f32[] constant(0.25)
+  %hh = {m} broadcast(%h), dimensions={{}}
+  %f = {m} multiply(%s, %hh)
+  %g = {m} floor(%f)
+  %k = {m} add(%g, %e)
+  ROOT %t = {carry} tuple(%j, %k, %y)
+}}
+ENTRY %e (x0: {m}, y0: {m}) -> ({m}, {m}) {{
+  %x0 = {m} parameter(0)
+  %y0 = {m} parameter(1)
+  %zero = s32[] constant(0)
+  %init = {carry} tuple(%zero, %x0, %y0)
+  %w = {carry} while(%init), condition=%cond, body=%body
+  %wx = {m} get-tuple-element(%w), index=1
+  %wy = {m} get-tuple-element(%w), index=2
+  ROOT %r = ({m}, {m}) tuple(%wx, %wy)
+}}""")
+    rng = np.random.default_rng(10)
+    with recycling_everything():
+        executable = CpuBackend().compile(module, (0, 1, 2, 3))
+        assert "[in place of d]" in executable.as_text()
+        world = LocalWorld(4)
+        kept = []
+        for _ in range(2):
+            per_device = [_arguments(rng, ["m", "m"]) for _ in range(4)]
+            saved = [[exact_bits(a) for a in args] for args in per_device]
+            want = evaluate_spmd(module, [[a.copy() for a in args] for args in per_device], 4)
+            want = [[exact_bits(x) for x in leaves(want[d])] for d in range(4)]
+            world.reset()
+            got = world.run(lambda comm, per_device=per_device: executable.run(
+                comm.rank, per_device[comm.rank], comm))
+            for d in range(4):
+                assert [exact_bits(o) for o in got[d]] == want[d], d
+                assert [exact_bits(a) for a in per_device[d]] == saved[d]
+            kept.append((got, want))
+        for got, want in kept:
+            assert [[exact_bits(o) for o in got[d]] for d in range(4)] == want
