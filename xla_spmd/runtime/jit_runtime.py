@@ -18,8 +18,6 @@ is, no value returned twice shares one), so donating a result later writes over 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from xla_spmd.backends import Executable
@@ -89,12 +87,14 @@ class Runner:
                                                    {d: r[i] for d, r in per_device.items()})
                    for i, (shape, sharding) in enumerate(zip(self.result_shapes,
                                                              self.result_shardings))]
+        # device -> the owner of each result's buffer (one result each: _own_buffers) -> it
+        holders = {d: {_root(r): outputs[k] for k, r in enumerate(results)}
+                   for d, results in per_device.items()} if self.aliases else {}
         for number, output in self.aliases.items():
             if placed[number].is_deleted():
                 continue  # the same array donated twice: handed over once already
-            others = [o for k, o in enumerate(outputs) if k != output]
             _hand_over(placed[number], outputs[output], leaves[number], self.module.name,
-                       others)
+                       holders)
         return outputs
 
 
@@ -151,25 +151,28 @@ def _own_buffers(per_device: dict[int, list], arguments: dict[int, list],
 
 
 def _hand_over(donated: ShardedArray, result: ShardedArray, argument, program: str,
-               others: Sequence[ShardedArray] = ()) -> None:
+               holders: dict[int, dict[int, ShardedArray]] | None = None) -> None:
     """Give the donated argument's buffers to the result it aliases: the result's values
     are written into them (already there where the executable computed the result in the
     donated buffer: no copy), and the argument the caller passed is deleted.
 
-    A buffer that holds another result (``others``: the program returned the argument
-    itself, or computed another result in its buffer, in place) is left to that result:
-    writing into it would change that result's values."""
+    ``holders[device]`` maps the owner of each result's buffer on that device (``_root``) to
+    that result: a donated buffer that holds another result (the program returned the
+    argument itself, or computed another result in it in place) is left to that result, as
+    writing into it would change that result's values. Updated as buffers change hands."""
     if donated.tensor_sharding != result.tensor_sharding or donated.dtype != result.dtype:
         return  # nothing to reuse: the layouts differ
+    holders = {} if holders is None else holders
     for device, buffer in donated._shards.items():
         values = result._shards[device]
-        if any(device in other._shards and np.may_share_memory(buffer, other._shards[device])
-               for other in others):
+        held = holders.setdefault(device, {})
+        if held.get(_root(buffer), result) is not result:
             continue
         if buffer.shape == values.shape and buffer.flags.writeable and buffer.base is None:
             if not (values.ctypes.data == buffer.ctypes.data
                     and values.strides == buffer.strides):
                 np.copyto(buffer, values)
             result._shards[device] = buffer
+            held[id(buffer)] = result
     if isinstance(argument, ShardedArray):
         argument.delete(by=program)
