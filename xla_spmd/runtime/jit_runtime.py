@@ -144,7 +144,7 @@ def _own_buffers(per_device: dict[int, list], arguments: dict[int, list],
         taken = {_root(a) for n, a in enumerate(arguments.get(device, ())) if n not in given}
         for i, result in enumerate(results):
             root = _root(result)
-            if root in taken:
+            if root in taken and hasattr(result, "copy"):  # an array (not a token)
                 results[i] = result = result.copy()  # (a device array too)
                 root = id(result)
             taken.add(root)
