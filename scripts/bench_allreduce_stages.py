@@ -6,15 +6,16 @@ load that comes and goes weighs on all alike):
 * ``ours``: ``MpiCommunicator.all_reduce`` (default, deterministic);
 * ``raw``: mpi4py ``Allreduce`` into a preallocated buffer;
 * ``header``: our header round alone (``barrier``, which is nothing else);
-* ``a2av``: raw ``Alltoallv`` of the same chunks (what ours uses when they are unequal); ``fold``:
-  the fold alone (no MPI);
-  ``agv``: raw in-place ``Allgatherv`` of the folded chunks;
-* ``bare``: ``a2a`` + ``fold`` + ``ag`` in one go, as ours makes them (``Ialltoall`` and
-  ``Iallgather`` polled with ``Test``), with no header and no Python machinery:
+* ``a2av``: raw ``Alltoallv`` of the chunks as ours sends them (to the other members only:
+  the self count is zero, the fold reads this rank's chunk in place); ``fold``: the fold
+  alone (no MPI); ``agv``: raw in-place ``Allgatherv`` of the folded chunks;
+* ``bare``: ``a2av`` + ``fold`` + ``agv`` in one go, as ours makes them (``Ialltoallv`` and
+  ``Iallgatherv`` polled with ``Test``), with no header and no Python machinery:
   ``ours - bare - header`` is roughly the Python cost;
 * ``hdr+bare``: our header round, then ``bare``;
-* ``a2a``, ``ag``: raw ``Alltoall`` and in-place ``Allgather`` of the same bytes (what ours
-  uses when the chunks are equal: no counts or displacements);
+* ``a2a``, ``ag``: raw ``Alltoall`` (self chunk included) and in-place ``Allgather`` of the
+  same bytes; ``bare-plain``: ``bare`` with ``Ialltoall`` and ``Iallgather`` instead (what
+  ours did before it took the ``v`` calls);
 * ``gather``: raw ``Allgather`` of the whole buffer + a local fold (the other deterministic
   algorithm).
 
@@ -36,7 +37,7 @@ from xla_spmd.collectives.base import fold
 from xla_spmd.collectives.mpi import MpiCommunicator, _Layout
 
 NAMES = ("ours", "raw", "header", "a2av", "fold", "agv", "bare", "hdr+bare", "a2a", "ag",
-         "gather")
+         "bare-plain", "gather")
 
 
 def stages(ours: MpiCommunicator, raw, size: int, repeats: int) -> list[float]:
@@ -49,16 +50,18 @@ def stages(ours: MpiCommunicator, raw, size: int, repeats: int) -> list[float]:
     received = np.empty((n, layout.mine), np.float32)
     out = np.empty_like(x)
     gathered = np.empty((n,) + x.shape, x.dtype)
-    start, mine = layout.start, layout.mine
+    start, mine, me = layout.start, layout.mine, rank
     byte = MPI.BYTE
 
     def a2av():
-        raw.Alltoallv([x.view(np.uint8), layout.counts, layout.offsets, byte],
+        raw.Alltoallv([x.view(np.uint8), layout.sent_counts, layout.offsets, byte],
                       [received.reshape(-1).view(np.uint8), layout.received_counts,
                        layout.received_offsets, byte])
 
     def fold_only():
-        fold(list(received), "sum", out=out[start:start + mine])
+        rows = list(received)
+        rows[me] = x[start:start + mine]
+        fold(rows, "sum", out=out[start:start + mine])
 
     def agv():
         raw.Allgatherv(MPI.IN_PLACE, [out.view(np.uint8), layout.counts, layout.offsets, byte])
@@ -67,9 +70,17 @@ def stages(ours: MpiCommunicator, raw, size: int, repeats: int) -> list[float]:
         while not request.Test():
             pass
 
-    def bare():  # what ours does when the chunks are equal (they are at these sizes)
-        polled(raw.Ialltoall(x, received))
+    def bare():  # what ours does
+        polled(raw.Ialltoallv([x.view(np.uint8), layout.sent_counts, layout.offsets, byte],
+                              [received.reshape(-1).view(np.uint8), layout.received_counts,
+                               layout.received_offsets, byte]))
         fold_only()
+        polled(raw.Iallgatherv(MPI.IN_PLACE, [out.view(np.uint8), layout.counts,
+                                              layout.offsets, byte]))
+
+    def bare_plain():  # the plain twins (equal chunks: these sizes split evenly)
+        polled(raw.Ialltoall(x, received))
+        fold(list(received), "sum", out=out[start:start + mine])
         polled(raw.Iallgather(MPI.IN_PLACE, out))
 
     def header_bare():
@@ -82,7 +93,8 @@ def stages(ours: MpiCommunicator, raw, size: int, repeats: int) -> list[float]:
 
     fns = [lambda: ours.all_reduce(x, group, "sum"), lambda: raw.Allreduce(x, out, MPI.SUM),
            lambda: ours.barrier(group), a2av, fold_only, agv, bare, header_bare,
-           lambda: raw.Alltoall(x, received), lambda: raw.Allgather(MPI.IN_PLACE, out), gather]
+           lambda: raw.Alltoall(x, received), lambda: raw.Allgather(MPI.IN_PLACE, out),
+           bare_plain, gather]
     return timed(fns, world, repeats)
 
 
