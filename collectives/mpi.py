@@ -101,6 +101,7 @@ from .base import (
 )
 from .beacon import Beacons, calls_entered, deadline_of
 from .header import stable_hash
+from .shm import SLOTS, SharedSlots
 
 _PERMUTE_TAG = 7301
 # Every collective starts with one fixed-size exchange over its group: the call header, and
@@ -127,6 +128,11 @@ _SMALL_REDUCE_BYTES = 1 << 18
 _RECYCLE_BYTES = 1 << 20
 _RECYCLE_COUNT = 8
 _RECYCLE_TOTAL = 1 << 30
+# A float all-reduce of more than _SMALL_REDUCE_BYTES gathered and at most this many bytes a
+# member runs through shared memory when every member of the group maps the same memory
+# (``shm.py``): two small exchanges instead of three round trips. Each member maps
+# 2 * SLOTS slots of this size per group; pages are backed only once written.
+_SHARED_SLOT_BYTES = 4 << 20
 # A wait tests this many times before it sets up its deadline and its beacon: most waits
 # end within a few microseconds.
 _QUICK_TESTS = 16
@@ -179,7 +185,7 @@ _BOOL_OPS = {"sum": "LOR", "prod": "LAND", "min": "LAND", "max": "LOR", "and": "
 _FLOAT_OPS = {"sum": "SUM", "prod": "PROD"}
 # The nonblocking twin of each payload stage's MPI call.
 _NONBLOCKING = {name: "I" + name.lower() for name in (
-    "Allreduce", "Allgather", "Allgatherv", "Alltoall", "Alltoallv", "Bcast",
+    "Allreduce", "Allgather", "Allgatherv", "Alltoall", "Alltoallv", "Barrier", "Bcast",
     "Reduce_scatter_block")}
 _NATIVE_FLOATS = {np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128)}
 
@@ -395,10 +401,13 @@ class MpiCommunicator(BlockingCollectives):
     (default ``xla_spmd.config.collective_timeout``). ``deterministic``: reduce floats in
     group order, bit-identical to ``LocalWorld`` (default
     ``xla_spmd.config.deterministic_collectives``, on unless ``XLA_SPMD_DETERMINISTIC=0``).
+    ``shared_memory``: let groups whose members share a host all-reduce mid-size floats
+    through shared memory (``shm.py``; default on; construction is collective, so every rank
+    must pass the same value).
     """
 
     def __init__(self, comm: Any = None, timeout: float | None = None,
-                 deterministic: bool | None = None):
+                 deterministic: bool | None = None, shared_memory: bool = True):
         import xla_spmd.config as config
 
         self._MPI = _mpi()
@@ -419,8 +428,13 @@ class MpiCommunicator(BlockingCollectives):
         self._headers: dict[tuple, np.ndarray] = {}  # header bytes (call #0) by call
         self._waits_at_once = False  # set while a blocking call starts its collective
         self._beacons = Beacons(self._comm)
+        self._slot_bytes = _SHARED_SLOT_BYTES if shared_memory else 0
+        self._shared: dict[Group, SharedSlots | None] = {}
+        # The handle of the call in flight that last used a group's slot pair, if any.
+        self._slot_users: dict[tuple[Group, int], _MpiHandle] = {}
         world = tuple(range(self._size))
         self._group_comms[world] = (self._comm, self._comm.Dup())
+        self._shared[world] = SharedSlots.create(self._comm, self._slot_bytes)
 
     @property
     def rank(self) -> int:
@@ -481,6 +495,7 @@ class MpiCommunicator(BlockingCollectives):
             subset.Free()
             members.Free()
             comms = self._group_comms[group] = (comm, comm.Dup())
+            self._shared[group] = SharedSlots.create(comm, self._slot_bytes)
         return comms[0]
 
     def prepare(self, group_sets: Iterable[Iterable[Sequence[int]]]) -> None:
@@ -501,6 +516,11 @@ class MpiCommunicator(BlockingCollectives):
             if payload is not self._comm:
                 payload.Free()
         self._group_comms.clear()
+        for slots in self._shared.values():
+            if slots is not None:
+                slots.close()
+        self._shared.clear()
+        self._slot_users.clear()
         self._scratch_buffers.clear()
         self._results.clear()
         self._beacons.close()
@@ -593,6 +613,9 @@ class MpiCommunicator(BlockingCollectives):
         queue.remove(handle)
         if not queue:
             del self._in_flight[handle.group]
+        if self._slot_users:
+            for key in [key for key, user in self._slot_users.items() if user is handle]:
+                del self._slot_users[key]
 
     def _progress(self) -> None:
         """Advance every collective in flight as far as it goes without blocking."""
@@ -722,10 +745,20 @@ class MpiCommunicator(BlockingCollectives):
         x = _contiguous(x)
         comm, parts = comms[0], len(group)
         native = self._native_op(x.dtype, op)
+        slots, pair = None, 0
+        if (native is None and parts > 1 and x.nbytes > _INLINE_BYTES
+                and x.nbytes * parts > _SMALL_REDUCE_BYTES):
+            slots = self._shared.get(group)
+            if slots is not None and x.nbytes <= slots.slot_bytes:
+                pair = self._claim_slot(group, slots, x)
+            else:
+                slots = None
 
         def steps(rows: np.ndarray | None) -> Steps:
             if rows is not None or parts == 1:
                 return fold(list(x[None] if rows is None else rows), op)
+            if slots is not None:
+                return (yield from self._shared_all_reduce(x, group, comm, op, slots, pair))
             if native is not None:
                 out = self._results.take(x.shape, x.dtype)
                 yield comm, "Allreduce", (x, out, native)
@@ -740,7 +773,64 @@ class MpiCommunicator(BlockingCollectives):
                 return fold(list(gathered), op)
             return (yield from self._ordered_all_reduce(x, group, comm, op))
 
-        return self._start("all_reduce", group, comms, op_name(op), x, steps)
+        handle = self._start("all_reduce", group, comms, op_name(op), x, steps)
+        if slots is not None and isinstance(handle, _MpiHandle) and not handle.done:
+            self._slot_users[(group, pair)] = handle
+        return handle
+
+    def _claim_slot(self, group: Group, slots: SharedSlots, x: np.ndarray) -> int:
+        """The slot pair of the all-reduce about to start on ``group`` (its call number
+        modulo ``SLOTS``), with ``x`` copied into this member's input slot: before its header
+        is sent, so a member that passed the header check may read it.
+
+        The call that last used the pair is completed first. Then every member has folded
+        from this member's input slot (each did before the barrier that ends the call), and
+        has copied out of this member's result slot (each does so before it starts its next
+        call, whose header this member's next fold waits for)."""
+        pair = self._sequence.get(group, 0) % SLOTS
+        previous = self._slot_users.get((group, pair))
+        if previous is not None:
+            try:
+                previous.advance(block=True)
+            except CommunicationError:
+                if not previous.done:
+                    raise  # a timeout: the group is unusable
+                # Its header check failed: it never used the slots; its wait reports it.
+            self._slot_users.pop((group, pair), None)
+        slots.input(group.index(self._rank), pair)[:x.nbytes] = x.reshape(-1).view(np.uint8)
+        return pair
+
+    def _shared_all_reduce(self, x: np.ndarray, group: Group, comm: Any, op: ReduceOp,
+                           slots: SharedSlots, pair: int) -> Steps:
+        """Fold this member's chunk from every member's input slot (its own from ``x``) into
+        its result slot, barrier, copy every member's folded chunk out of their result slots.
+        The same chunks and the same fold as ``_ordered_all_reduce``: the same bits."""
+        flat = x.reshape(-1)
+        layout = self._layout(flat, group)
+        me = group.index(self._rank)
+        low, high = int(layout.offsets[me]), int(layout.offsets[me] + layout.counts[me])
+        rows = [slots.input(member, pair)[low:high].view(x.dtype)
+                for member in range(len(group))]
+        rows[me] = flat[layout.start:layout.start + layout.mine]
+        fold(rows, op, out=slots.result(me, pair)[low:high].view(x.dtype))
+        yield comm, "Barrier", ()
+        out = self._results.take(flat.shape, flat.dtype)
+        whole = out.view(np.uint8)
+        for member, (start, count) in enumerate(zip(layout.offsets.tolist(),
+                                                    layout.counts.tolist())):
+            whole[start:start + count] = slots.result(member, pair)[start:start + count]
+        return out.reshape(x.shape)
+
+    def _layout(self, flat: np.ndarray, group: Group) -> _Layout:
+        """The cached ``_Layout`` of an ordered all-reduce of ``flat`` over ``group``."""
+        key = (flat.size, flat.itemsize, group)
+        layout = self._layouts.get(key)
+        if layout is None:
+            if len(self._layouts) > _MAX_HEADERS:
+                self._layouts.clear()
+            layout = self._layouts[key] = _Layout(flat.size, flat.itemsize, len(group),
+                                                  group.index(self._rank))
+        return layout
 
     def _scratch(self, group: Group, nbytes: int) -> np.ndarray:
         """A reusable receive buffer of at least ``nbytes`` for collectives on ``group``: its
@@ -760,13 +850,8 @@ class MpiCommunicator(BlockingCollectives):
         fold between, 1-64 MB a rank) they measured 5-20% faster, with the self copy
         skipped, and never slower (``scripts/bench_allreduce_stages.py``)."""
         flat = x.reshape(-1)
-        key = (flat.size, x.itemsize, group)
-        layout = self._layouts.get(key)
+        layout = self._layout(flat, group)
         me = group.index(self._rank)
-        if layout is None:
-            if len(self._layouts) > _MAX_HEADERS:
-                self._layouts.clear()
-            layout = self._layouts[key] = _Layout(flat.size, x.itemsize, len(group), me)
         parts, mine, start = len(group), layout.mine, layout.start
         received = self._scratch(group, layout.received_bytes).view(x.dtype).reshape(
             parts, mine)
