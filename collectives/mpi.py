@@ -780,8 +780,9 @@ class MpiCommunicator(BlockingCollectives):
 
     def _claim_slot(self, group: Group, slots: SharedSlots, x: np.ndarray) -> int:
         """The slot pair of the all-reduce about to start on ``group`` (its call number
-        modulo ``SLOTS``), with ``x`` copied into this member's input slot: before its header
-        is sent, so a member that passed the header check may read it.
+        modulo ``SLOTS``), with ``x`` copied into this member's input slot (the other members'
+        chunks): before its header is sent, so a member that passed the header check may read
+        it.
 
         The call that last used the pair is completed first. Then every member has folded
         from this member's input slot (each did before the barrier that ends the call), and
@@ -797,7 +798,14 @@ class MpiCommunicator(BlockingCollectives):
                     raise  # a timeout: the group is unusable
                 # Its header check failed: it never used the slots; its wait reports it.
             self._slot_users.pop((group, pair), None)
-        slots.input(group.index(self._rank), pair)[:x.nbytes] = x.reshape(-1).view(np.uint8)
+        # Every chunk but this member's own, which only its own fold reads (from ``x``).
+        flat = x.reshape(-1)
+        layout = self._layout(flat, group)
+        me = group.index(self._rank)
+        low, high = int(layout.offsets[me]), int(layout.offsets[me] + layout.counts[me])
+        data, slot = flat.view(np.uint8), slots.input(me, pair)
+        slot[:low] = data[:low]
+        slot[high:x.nbytes] = data[high:]
         return pair
 
     def _shared_all_reduce(self, x: np.ndarray, group: Group, comm: Any, op: ReduceOp,
