@@ -292,6 +292,35 @@ class _Layout:
         self.received_bytes = parts * self.mine * itemsize
 
 
+class _SharedPlan:
+    """Views of a group's shared slots for one all-reduce layout in one slot pair, as member
+    ``me`` uses them (``MpiCommunicator._shared_all_reduce``): cached, so a call slices no
+    memory. ``before``/``after``: this member's input slot around its own chunk (bytes
+    ``low:high``); ``rows``: every member's input chunk ``me`` (this member's own is not
+    copied there: the fold reads it from the caller's buffer, elements ``start:stop``);
+    ``result``: this member's
+    folded chunk in its result slot; ``copies``: ``(low, high, source)`` per member, the
+    bytes of the result to copy out of that member's result slot."""
+
+    __slots__ = ("pair", "me", "low", "high", "start", "stop", "before", "after", "rows",
+                 "result", "copies")
+
+    def __init__(self, slots: SharedSlots, pair: int, layout: _Layout, me: int,
+                 dtype: np.dtype):
+        self.pair, self.me = pair, me
+        offsets, counts = layout.offsets.tolist(), layout.counts.tolist()
+        self.low, self.high = offsets[me], offsets[me] + counts[me]
+        self.start, self.stop = layout.start, layout.start + layout.mine
+        total = offsets[-1] + counts[-1]
+        mine = slots.input(me, pair)
+        self.before, self.after = mine[:self.low], mine[self.high:total]
+        self.rows = [slots.input(member, pair)[self.low:self.high].view(dtype)
+                     for member in range(len(counts))]
+        self.result = slots.result(me, pair)[self.low:self.high].view(dtype)
+        self.copies = [(low, low + count, slots.result(member, pair)[low:low + count])
+                       for member, (low, count) in enumerate(zip(offsets, counts))]
+
+
 Stage = tuple[Any, str, tuple]
 """One payload stage as ``(communicator, blocking MPI call name, arguments)``: posted as
 that call's nonblocking twin (``Alltoallv`` -> ``Ialltoallv``)."""
@@ -432,6 +461,7 @@ class MpiCommunicator(BlockingCollectives):
         self._shared: dict[Group, SharedSlots | None] = {}
         # The handle of the call in flight that last used a group's slot pair, if any.
         self._slot_users: dict[tuple[Group, int], _MpiHandle] = {}
+        self._shared_plans: dict[tuple, _SharedPlan] = {}
         world = tuple(range(self._size))
         self._group_comms[world] = (self._comm, self._comm.Dup())
         self._shared[world] = SharedSlots.create(self._comm, self._slot_bytes)
@@ -516,6 +546,7 @@ class MpiCommunicator(BlockingCollectives):
             if payload is not self._comm:
                 payload.Free()
         self._group_comms.clear()
+        self._shared_plans.clear()  # views of the slots
         for slots in self._shared.values():
             if slots is not None:
                 slots.close()
@@ -745,20 +776,18 @@ class MpiCommunicator(BlockingCollectives):
         x = _contiguous(x)
         comm, parts = comms[0], len(group)
         native = self._native_op(x.dtype, op)
-        slots, pair = None, 0
+        plan: _SharedPlan | None = None
         if (native is None and parts > 1 and x.nbytes > _INLINE_BYTES
                 and x.nbytes * parts > _SMALL_REDUCE_BYTES):
             slots = self._shared.get(group)
             if slots is not None and x.nbytes <= slots.slot_bytes:
-                pair = self._claim_slot(group, slots, x)
-            else:
-                slots = None
+                plan = self._claim_slot(group, slots, x)
 
         def steps(rows: np.ndarray | None) -> Steps:
             if rows is not None or parts == 1:
                 return fold(list(x[None] if rows is None else rows), op)
-            if slots is not None:
-                return (yield from self._shared_all_reduce(x, group, comm, op, slots, pair))
+            if plan is not None:
+                return (yield from self._shared_all_reduce(x, comm, op, plan))
             if native is not None:
                 out = self._results.take(x.shape, x.dtype)
                 yield comm, "Allreduce", (x, out, native)
@@ -774,15 +803,16 @@ class MpiCommunicator(BlockingCollectives):
             return (yield from self._ordered_all_reduce(x, group, comm, op))
 
         handle = self._start("all_reduce", group, comms, op_name(op), x, steps)
-        if slots is not None and isinstance(handle, _MpiHandle) and not handle.done:
-            self._slot_users[(group, pair)] = handle
+        if plan is not None and isinstance(handle, _MpiHandle) and not handle.done:
+            self._slot_users[(group, plan.pair)] = handle
         return handle
 
-    def _claim_slot(self, group: Group, slots: SharedSlots, x: np.ndarray) -> int:
-        """The slot pair of the all-reduce about to start on ``group`` (its call number
-        modulo ``SLOTS``), with ``x`` copied into this member's input slot (the other members'
-        chunks): before its header is sent, so a member that passed the header check may read
-        it.
+    def _claim_slot(self, group: Group, slots: SharedSlots, x: np.ndarray
+                    ) -> _SharedPlan:
+        """The plan of the all-reduce about to start on ``group`` in slot pair (its call
+        number modulo ``SLOTS``), with ``x`` copied into this member's input slot (the other
+        members' chunks): before its header is sent, so a member that passed the header check
+        may read it.
 
         The call that last used the pair is completed first. Then every member has folded
         from this member's input slot (each did before the barrier that ends the call), and
@@ -798,35 +828,34 @@ class MpiCommunicator(BlockingCollectives):
                     raise  # a timeout: the group is unusable
                 # Its header check failed: it never used the slots; its wait reports it.
             self._slot_users.pop((group, pair), None)
-        # Every chunk but this member's own, which only its own fold reads (from ``x``).
-        flat = x.reshape(-1)
-        layout = self._layout(flat, group)
-        me = group.index(self._rank)
-        low, high = int(layout.offsets[me]), int(layout.offsets[me] + layout.counts[me])
-        data, slot = flat.view(np.uint8), slots.input(me, pair)
-        slot[:low] = data[:low]
-        slot[high:x.nbytes] = data[high:]
-        return pair
+        key = (group, pair, x.size, x.dtype)
+        plan = self._shared_plans.get(key)
+        if plan is None:
+            if len(self._shared_plans) > _MAX_HEADERS:
+                self._shared_plans.clear()
+            flat = x.reshape(-1)
+            plan = self._shared_plans[key] = _SharedPlan(
+                slots, pair, self._layout(flat, group), group.index(self._rank), x.dtype)
+        data = x.reshape(-1).view(np.uint8)
+        low, high = plan.low, plan.high
+        plan.before[...] = data[:low]
+        plan.after[...] = data[high:]
+        return plan
 
-    def _shared_all_reduce(self, x: np.ndarray, group: Group, comm: Any, op: ReduceOp,
-                           slots: SharedSlots, pair: int) -> Steps:
+    def _shared_all_reduce(self, x: np.ndarray, comm: Any, op: ReduceOp, plan: _SharedPlan
+                           ) -> Steps:
         """Fold this member's chunk from every member's input slot (its own from ``x``) into
         its result slot, barrier, copy every member's folded chunk out of their result slots.
         The same chunks and the same fold as ``_ordered_all_reduce``: the same bits."""
         flat = x.reshape(-1)
-        layout = self._layout(flat, group)
-        me = group.index(self._rank)
-        low, high = int(layout.offsets[me]), int(layout.offsets[me] + layout.counts[me])
-        rows = [slots.input(member, pair)[low:high].view(x.dtype)
-                for member in range(len(group))]
-        rows[me] = flat[layout.start:layout.start + layout.mine]
-        fold(rows, op, out=slots.result(me, pair)[low:high].view(x.dtype))
+        rows = list(plan.rows)
+        rows[plan.me] = flat[plan.start:plan.stop]
+        fold(rows, op, out=plan.result)
         yield comm, "Barrier", ()
         out = self._results.take(flat.shape, flat.dtype)
         whole = out.view(np.uint8)
-        for member, (start, count) in enumerate(zip(layout.offsets.tolist(),
-                                                    layout.counts.tolist())):
-            whole[start:start + count] = slots.result(member, pair)[start:start + count]
+        for low, high, source in plan.copies:
+            whole[low:high] = source
         return out.reshape(x.shape)
 
     def _layout(self, flat: np.ndarray, group: Group) -> _Layout:
