@@ -21,6 +21,12 @@ in-place ``Allgatherv`` shares the folded chunks (the ``v`` calls measured faste
 plain ones in Open MPI 5 at 1-64 MB, even for equal chunks). The fold of three or more
 chunks runs tile by tile (``base.fold``). Small buffers (up to
 ``_SMALL_REDUCE_BYTES`` gathered) are gathered whole and folded locally (one round trip).
+Mid-size ones (up to ``_SHARED_SLOT_BYTES`` a member) skip the chunk exchanges when every
+member of the group maps the same file in ``/dev/shm`` (``shm.py``; ranks on one host): a
+member copies its buffer into its slot before it sends the header, folds its chunk from
+every member's slot once the headers agree, and after a barrier copies the folded chunks
+out: the same chunks and fold, so the same bits, in two small exchanges instead of three
+round trips (``shared_memory=False`` or ``XLA_SPMD_SHARED_MEMORY=0`` turns it off).
 Reduce-scatter is an ``Alltoall`` and a fold. Large results are made in recycled buffers
 (``_Recycler``): a fresh one costs a page fault per page. Integer and boolean reductions
 are exact in any order and use MPI's own. With ``deterministic=False`` (or
@@ -431,12 +437,12 @@ class MpiCommunicator(BlockingCollectives):
     group order, bit-identical to ``LocalWorld`` (default
     ``xla_spmd.config.deterministic_collectives``, on unless ``XLA_SPMD_DETERMINISTIC=0``).
     ``shared_memory``: let groups whose members share a host all-reduce mid-size floats
-    through shared memory (``shm.py``; default on; construction is collective, so every rank
-    must pass the same value).
+    through shared memory (``shm.py``; default ``xla_spmd.config.shared_memory_collectives``,
+    on unless ``XLA_SPMD_SHARED_MEMORY=0``; every rank must pass the same value).
     """
 
     def __init__(self, comm: Any = None, timeout: float | None = None,
-                 deterministic: bool | None = None, shared_memory: bool = True):
+                 deterministic: bool | None = None, shared_memory: bool | None = None):
         import xla_spmd.config as config
 
         self._MPI = _mpi()
@@ -457,6 +463,8 @@ class MpiCommunicator(BlockingCollectives):
         self._headers: dict[tuple, np.ndarray] = {}  # header bytes (call #0) by call
         self._waits_at_once = False  # set while a blocking call starts its collective
         self._beacons = Beacons(self._comm)
+        if shared_memory is None:
+            shared_memory = config.shared_memory_collectives
         self._slot_bytes = _SHARED_SLOT_BYTES if shared_memory else 0
         self._shared: dict[Group, SharedSlots | None] = {}
         # The handle of the call in flight that last used a group's slot pair, if any.
