@@ -304,9 +304,9 @@ class _SharedPlan:
     memory. ``before``/``after``: this member's input slot around its own chunk (bytes
     ``low:high``); ``rows``: every member's input chunk ``me`` (this member's own is not
     copied there: the fold reads it from the caller's buffer, elements ``start:stop``);
-    ``result``: this member's
-    folded chunk in its result slot; ``copies``: ``(low, high, source)`` per member, the
-    bytes of the result to copy out of that member's result slot."""
+    ``result``: this member's folded chunk in its result slot; ``copies``: ``(low, high,
+    source)`` per member, the bytes of the result to copy out of that member's result
+    slot."""
 
     __slots__ = ("pair", "me", "low", "high", "start", "stop", "before", "after", "rows",
                  "result", "copies")
@@ -817,10 +817,10 @@ class MpiCommunicator(BlockingCollectives):
 
     def _claim_slot(self, group: Group, slots: SharedSlots, x: np.ndarray
                     ) -> _SharedPlan:
-        """The plan of the all-reduce about to start on ``group`` in slot pair (its call
-        number modulo ``SLOTS``), with ``x`` copied into this member's input slot (the other
-        members' chunks): before its header is sent, so a member that passed the header check
-        may read it.
+        """The plan of the all-reduce about to start on ``group``, in the slot pair its call
+        number modulo ``SLOTS`` names, with ``x`` copied into this member's input slot (the
+        other members' chunks): before its header is sent, so a member that passed the header
+        check may read it.
 
         The call that last used the pair is completed first. Then every member has folded
         from this member's input slot (each did before the barrier that ends the call), and
