@@ -438,7 +438,7 @@ class MpiCommunicator(BlockingCollectives):
     ``xla_spmd.config.deterministic_collectives``, on unless ``XLA_SPMD_DETERMINISTIC=0``).
     ``shared_memory``: let groups whose members share a host all-reduce mid-size floats
     through shared memory (``shm.py``; default ``xla_spmd.config.shared_memory_collectives``,
-    on unless ``XLA_SPMD_SHARED_MEMORY=0``; every rank must pass the same value).
+    on unless ``XLA_SPMD_SHARED_MEMORY=0``; a group uses it only where all its ranks do).
     """
 
     def __init__(self, comm: Any = None, timeout: float | None = None,

@@ -57,13 +57,14 @@ class SharedSlots:
     @classmethod
     def create(cls, comm: Any, slot_bytes: int) -> SharedSlots | None:
         """Map one segment shared by every member of ``comm`` (collective over ``comm``), or
-        None on every member when some member cannot (or ``slot_bytes`` is 0)."""
-        if comm is None or slot_bytes <= 0 or comm.Get_size() < 2:
+        None on every member when some member cannot, or asks for none (``slot_bytes`` 0),
+        or asks for another size: every member takes part, whatever it asks for."""
+        if comm is None or comm.Get_size() < 2:
             return None
         parts, me = comm.Get_size(), comm.Get_rank()
         size = parts * SLOTS * 2 * slot_bytes
         path = None
-        if me == 0:
+        if me == 0 and slot_bytes > 0:
             with contextlib.suppress(OSError):
                 stats = os.statvfs(SHM_DIR)
                 if stats.f_bavail * stats.f_frsize >= size:
@@ -74,7 +75,7 @@ class SharedSlots:
                         os.close(fd)
         path = comm.bcast(path, root=0)
         mapping = None
-        if path is not None:
+        if path is not None and slot_bytes > 0:
             with contextlib.suppress(OSError, ValueError):
                 with open(path, "r+b") as file:
                     if os.fstat(file.fileno()).st_size == size:

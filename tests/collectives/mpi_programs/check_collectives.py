@@ -25,6 +25,8 @@ def main() -> int:
     fast = MpiCommunicator(timeout=60, deterministic=False)  # MPI's own float reductions
     # Deterministic without shared memory: mid-size all-reduces take Alltoallv/Allgatherv.
     plain = MpiCommunicator(timeout=60, shared_memory=False)
+    # Ranks that disagree about shared memory: none of them uses it (and none hangs).
+    mixed = MpiCommunicator(timeout=60, shared_memory=comm.rank != 1)
     world = comm.size
     failures = []
     cases = build_cases(world)
@@ -56,7 +58,8 @@ def main() -> int:
         expected = rows[0].copy()
         for row in rows[1:]:
             expected += row
-        for communicator, how in ((comm, "shared memory"), (plain, "alltoallv")):
+        for communicator, how in ((comm, "shared memory"), (plain, "alltoallv"),
+                                  (mixed, "shared memory on some ranks")):
             if communicator.all_reduce(rows[comm.rank], everyone_group, "sum").tobytes() != \
                     expected.tobytes():
                 failures.append(f"rank {comm.rank}: deterministic all-reduce ({how}) of "
@@ -84,6 +87,7 @@ def main() -> int:
     comm.free()
     fast.free()
     plain.free()
+    mixed.free()
     return 1 if failed else 0
 
 
