@@ -41,6 +41,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -118,6 +119,15 @@ def process_cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+
+def split_bounds(count: int, parts: int) -> list[int]:
+    """Where a split product cuts ``count`` rows (or matrices) into ``parts`` parts.
+
+    >>> split_bounds(10, 3)
+    [0, 3, 6, 10]
+    """
+    return [count * p // parts for p in range(parts + 1)]
 
 
 def _run_split(chunk, bounds: list[int]) -> None:
@@ -202,12 +212,14 @@ def rows_splittable(m: int, n: int, k: int, dtype, parts: int) -> bool:
                                                                              False)
 
 
-def rows_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: int) -> None:
+def rows_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: int,
+                after: Callable[[int, int], None] | None = None) -> None:
     """``numpy.matmul(left, right, out=out)`` of one ``(m, k) @ (k, n)`` product (leading
     dims of size 1 allowed), its rows split into ``parts`` products run at once on the pool,
     BLAS on one thread meanwhile: one hand-off per dot, where OpenBLAS's own threads wait for
     each other at every k block (on a busy machine, a descheduled thread each time). Only
-    where ``rows_splittable``.
+    where ``rows_splittable``. ``after(i0, i1)`` runs on each part's thread right after its
+    product, rows ``i0 .. i1-1`` just written (a dot's epilogue: ``epilogue.py``).
 
     >>> a = np.arange(12, dtype=np.float32).reshape(6, 2)
     >>> out = np.empty((6, 3), np.float32)
@@ -215,13 +227,14 @@ def rows_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: int
     >>> out[:, 0].tolist()
     [1.0, 5.0, 9.0, 13.0, 17.0, 21.0]
     """
-    m = out.shape[-2]
-    bounds = [m * p // parts for p in range(parts + 1)]
+    bounds = split_bounds(out.shape[-2], parts)
     matmul = np.matmul
 
     def chunk(i0: int, i1: int) -> None:
         with np.errstate(all="ignore"):
             matmul(left[..., i0:i1, :], right, out=out[..., i0:i1, :])
+        if after is not None:
+            after(i0, i1)
     _run_split(chunk, bounds)
 
 
@@ -245,12 +258,14 @@ def _segments(lead: tuple[int, ...], i0: int, i1: int):
         i0 = end
 
 
-def batched_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: int) -> None:
+def batched_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: int,
+                   after: Callable[[int, int], None] | None = None) -> None:
     """``numpy.matmul(left, right, out=out)`` over ``(..., m, k)``, ``(..., k, n)`` and
     ``(..., m, n)`` arrays of one batch shape (strided views included), the flattened batch
     split into ``parts`` chunks run at once on the pool, BLAS on one thread meanwhile. Each
     matrix is a view with its own strides, so BLAS makes the call it makes in the whole
-    batch's matmul.
+    batch's matmul. ``after(i0, i1)`` runs on each chunk's thread right after its products,
+    matrices ``i0 .. i1-1`` of the flattened batch just written (``rows_matmul``'s).
 
     >>> a = np.arange(24, dtype=np.float32).reshape(4, 2, 3)
     >>> b = np.ones((4, 3, 2), np.float32)
@@ -266,12 +281,13 @@ def batched_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: 
     True
     """
     lead = out.shape[:-2]
-    batch = int(np.prod(lead, dtype=np.int64))
-    bounds = [batch * p // parts for p in range(parts + 1)]
+    bounds = split_bounds(int(np.prod(lead, dtype=np.int64)), parts)
     matmul = np.matmul
 
     def chunk(i0: int, i1: int) -> None:
         with np.errstate(all="ignore"):
             for index, part in _segments(lead, i0, i1):
                 matmul(left[index][part], right[index][part], out=out[index][part])
+        if after is not None:
+            after(i0, i1)
     _run_split(chunk, bounds)

@@ -26,6 +26,8 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from xla_spmd.backends.cpu import random
 from xla_spmd.backends.cpu import renderer as r
 from xla_spmd.backends.cpu.fusion import Fusion
@@ -45,8 +47,9 @@ _INDEX_OPS = ("broadcast", "transpose", "reshape", "bitcast", "slice", "reverse"
 
 
 class _FusionEmitter:
-    def __init__(self, fusion: Fusion):
+    def __init__(self, fusion: Fusion, from_out: int | None = None):
         self.fusion = fusion
+        self.from_out = from_out  # the input read from %out (an epilogue run in place)
         self.w = r._Writer()
         self.inputs = {id(inst): j for j, inst in enumerate(fusion.inputs)}
         self.members = {id(inst) for inst in fusion.members}
@@ -72,7 +75,8 @@ class _FusionEmitter:
     def _compute(self, inst: Instruction, index: Index) -> str:
         w, dtype = self.w, inst.shape.dtype
         if id(inst) not in self.members:
-            pointer = f"%in{self.inputs[id(inst)]}"
+            j = self.inputs[id(inst)]
+            pointer = "%out" if j == self.from_out else f"%in{j}"
             return r.load(w, dtype, pointer, str(self.linear(index, inst.shape.dims)))
         name, attrs = inst.op.name, inst.attrs
         if name == "constant":
@@ -151,11 +155,17 @@ class _FusionEmitter:
         return all(i.shape.rank == 0 or i.shape.num_elements == root.shape.num_elements
                    for i in self.fusion.inputs)
 
-    def render(self) -> str:
+    def render(self, ranged: bool = False) -> str:
+        """The fusion's function; ``ranged``: its ``_range`` form (see ``render_range``)."""
         fusion, w = self.fusion, self.w
         root = fusion.root
         params = ", ".join(["ptr noalias %out"] + [f"ptr noalias %in{j}"
                                                    for j in range(len(fusion.inputs))])
+        name, outer = fusion.name, None
+        if ranged:
+            assert fusion.kind == "loop" and root.shape.rank  # range_unit said so
+            name, outer = range_name(fusion), ("%lo", "%hi")
+            params += ", i64 %lo, i64 %hi"
         if fusion.kind == "window":
             return self._render_window(params)
         if fusion.kind == "reduce":
@@ -183,9 +193,10 @@ class _FusionEmitter:
             value = self.value(root, index)
             r.store(w, root.shape.dtype, value, "%out", str(self.linear(index, dims)))
             tiled = self._tiled()
-            return r.loop_function(fusion.name, params, dims, w.lines, tiled, TILE,
-                                   unroll=tiled is not None or self._unroll())
-        return r.loop_function(fusion.name, params, dims, w.lines, unroll=self._unroll())
+            return r.loop_function(name, params, dims, w.lines, tiled, TILE,
+                                   unroll=tiled is not None or self._unroll(), outer=outer)
+        return r.loop_function(name, params, dims, w.lines, unroll=self._unroll(),
+                               outer=outer)
 
     def _unroll(self) -> bool:
         """Whether LLVM may unroll the loops: in reductions and windows (a loop-carried
@@ -288,14 +299,83 @@ class _FusionEmitter:
         r.store(self.w, root.shape.dtype, value, "%out", i)
 
 
-def render_module(fusions: list[Fusion], data_offset: int | None = None) -> str:
+def range_name(fusion: Fusion) -> str:
+    """The name of ``fusion``'s ranged function (``render_range``)."""
+    return f"{fusion.name}_range"
+
+
+def range_unit(fusion: Fusion) -> int | None:
+    """The output elements one step of a ranged function's outermost loop covers (1 for a
+    flat loop, a row of the output for a loop nest), or None where ``fusion`` has no ranged
+    form: not a loop fusion, a scalar, or a nest tiled along dim 0."""
+    root = fusion.root
+    if fusion.kind != "loop" or root.shape.rank == 0 or root.shape.num_elements == 0:
+        return None
+    emitter = _FusionEmitter(fusion)
+    if emitter._flat():
+        return 1
+    tiled = emitter._tiled()
+    if tiled is not None and 0 in tiled:
+        return None
+    return root.shape.num_elements // root.shape.dims[0]
+
+
+def reads_at_output_index(fusion: Fusion, input_index: int) -> bool:
+    """Whether every read of input ``input_index`` of a loop fusion is at the output's own
+    row-major linear index (so output elements ``a .. b-1`` read only its elements ``a ..
+    b-1``, and the fusion may run in place on its buffer): true of every full-size input of
+    a flat loop; in a loop nest, checked at the origin, the last element and a unit step
+    along each dim, through the index ops."""
+    root, target = fusion.root, fusion.inputs[input_index]
+    size = root.shape.num_elements
+    if target.shape.num_elements != size or fusion.kind != "loop" or not size:
+        return False
+    emitter = _FusionEmitter(fusion)
+    if emitter._flat():
+        return True
+    dims = root.shape.dims
+    probes = [(0,) * len(dims), tuple(n - 1 for n in dims)] + [
+        tuple(int(j == k) for j in range(len(dims))) for k, n in enumerate(dims) if n > 1]
+    found: list[bool] = []
+    seen: set[tuple] = set()
+
+    def visit(inst: Instruction, index: Index, at: int) -> None:
+        if (id(inst), index, at) in seen:
+            return
+        seen.add((id(inst), index, at))
+        if inst is target and id(inst) not in emitter.members:
+            found.append(emitter.linear(index, inst.shape.dims) == at)
+        elif id(inst) in emitter.members and inst.op.name in _INDEX_OPS:
+            (operand,) = inst.operands
+            visit(operand, emitter._operand_index(inst, operand, index), at)
+        elif id(inst) in emitter.members:
+            for o in inst.operands:
+                visit(o, index if o.shape.rank else (), at)
+
+    for probe in probes:
+        visit(root, probe, int(emitter.linear(probe, dims)))
+    return bool(found) and all(found)
+
+
+def render_range(fusion: Fusion, from_out: int | None = None) -> str:
+    """``@<name>_range(out, in0, ..., i64 lo, i64 hi)``: ``fusion`` on the steps ``lo ..
+    hi-1`` of its outermost loop only (``range_unit`` elements each), every element computed
+    as the whole function computes it. ``from_out``: the input (one that
+    ``reads_at_output_index``) read from ``out`` instead, which already holds it: the fusion
+    run in place on that input's buffer, each element read before it is overwritten."""
+    return _FusionEmitter(fusion, from_out).render(ranged=True)
+
+
+def render_module(fusions: list[Fusion], data_offset: int | None = None,
+                  ranges: Mapping[str, int | None] | None = None) -> str:
     """The LLVM IR module of every fusion, one function each (named ``fusion.name``), and,
     when ``data_offset`` is given, each one's object entry and stacked entry (see
     ``render_object_entry`` and ``render_stacked_entry``).
 
     Fusions whose functions are identical but for their names (the same update of several
     weights, the same norm forward and backward) are compiled once: a repeat's names are
-    aliases of the first one's functions.
+    aliases of the first one's functions. ``ranges`` maps the name of a fusion run as a
+    dot's epilogue to its ``render_range`` form's ``from_out``: that form is rendered too.
 
     >>> from xla_spmd.ir import parse_hlo
     >>> from xla_spmd.backends.cpu.fusion import fuse
@@ -322,6 +402,10 @@ def render_module(fusions: list[Fusion], data_offset: int | None = None) -> str:
             emitter = _FusionEmitter(fusion)
             texts = [emitter.render()]
             declarations |= emitter.w.declarations
+            if ranges is not None and fusion.name in ranges:
+                ranged = _FusionEmitter(fusion, ranges[fusion.name])
+                texts.append(ranged.render(ranged=True))
+                declarations |= ranged.w.declarations
         if data_offset is not None:
             texts += [render_object_entry(fusion, data_offset),
                       render_stacked_entry(fusion, data_offset)]
@@ -331,16 +415,19 @@ def render_module(fusions: list[Fusion], data_offset: int | None = None) -> str:
         if original is fusion:
             functions += texts
         else:
-            functions.append(_aliases(fusion, original, data_offset is not None))
+            functions.append(_aliases(fusion, original, data_offset is not None,
+                                      ranges is not None and fusion.name in ranges))
     return r.number_loops("\n".join(sorted(declarations)) + "\n\n" + "\n\n".join(functions)
                           + "\n")
 
 
-def _aliases(fusion: Fusion, original: Fusion, entries: bool) -> str:
-    """``fusion``'s function names (with its entries': ``entries``) as aliases of
-    ``original``'s, whose functions are the same."""
+def _aliases(fusion: Fusion, original: Fusion, entries: bool, ranged: bool = False) -> str:
+    """``fusion``'s function names (with its entries': ``entries``; its ranged form's:
+    ``ranged``) as aliases of ``original``'s, whose functions are the same."""
     pointers = ", ".join(["ptr"] * (1 + len(fusion.inputs)))
     names = [(fusion.name, original.name, pointers)]
+    if ranged:
+        names.append((range_name(fusion), range_name(original), f"{pointers}, i64, i64"))
     if entries:
         names += [(object_entry_name(fusion), object_entry_name(original), pointers),
                   (stacked_entry_name(fusion), stacked_entry_name(original),

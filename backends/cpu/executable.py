@@ -34,8 +34,13 @@ from typing import Any
 import numpy as np
 
 import xla_spmd.config as config
-from xla_spmd.backends.cpu import compiler, kernels, launch, stacked
-from xla_spmd.backends.cpu.emitter import object_entry_name, render_module, stacked_entry_name
+from xla_spmd.backends.cpu import compiler, epilogue, kernels, launch, stacked
+from xla_spmd.backends.cpu.emitter import (
+    object_entry_name,
+    range_name,
+    render_module,
+    stacked_entry_name,
+)
 from xla_spmd.backends.cpu.program import CONTROL, Program, Step, plan, run_fusion
 from xla_spmd.backends.reference.control import while_rule
 from xla_spmd.backends.reference.evaluator import (
@@ -199,7 +204,11 @@ class CpuExecutable:
         used = {id(s.fusion) for p in self.programs.values() for s in p.steps if s.fusion}
         fusions = [f for f in fusions if id(f) in used]
         data_offset = _DATA_OFFSET
-        self.llvm_ir = render_module(fusions, data_offset)
+        # Epilogues run in place read the dot's value from their output (render_range).
+        ranges = {s.epilogue.fusion.name: s.epilogue.operand if s.epilogue.in_place else None
+                  for p in self.programs.values() for s in p.steps
+                  if s.epilogue is not None and s.kind == "kernel"}
+        self.llvm_ir = render_module(fusions, data_offset, ranges)
         self.cache_key = compiler.cache_key(print_module(module) + "\n" + self.llvm_ir)
         # Held here: the machine code must outlive every step that calls into it.
         self.library = library = compiler.compile_library(
@@ -233,6 +242,9 @@ class CpuExecutable:
     def _launch(self, step: Step, library, data_offset: int | None) -> launch.Launch:
         """``step`` bound into a closure ``(values, ctx) -> value`` (see ``launch``)."""
         kind, inst = step.kind, step.inst
+        if kind == "fusion" and step.epilogue is not None:  # its dot's launch computes it
+            slot = step.slot
+            return lambda values, ctx: values[slot]
         if kind == "fusion":
             if data_offset is None:
                 return lambda values, ctx: run_fusion(step, values)
@@ -245,6 +257,11 @@ class CpuExecutable:
         if kind == "wait":
             slot = step.slot
             return lambda values, ctx: values[slot].wait()
+        if kind == "kernel" and step.epilogue is not None:
+            fusion = step.epilogue.fusion
+            assert library is not None  # compiled when there are fusions
+            ranged = library.function(range_name(fusion), 3 + len(fusion.inputs))
+            return launch.kernel_launch(step, epilogue.binder(step.epilogue, ranged))
         if kind == "kernel":
             return launch.kernel_launch(step)
         if kind == "ufunc":
@@ -449,8 +466,12 @@ class CpuExecutable:
                 if step.kind == "fusion":
                     members = ", ".join(m.op.name for m in step.fused.members)
                     inputs = ", ".join(i.name for i in step.fused.inputs)
+                    where = ""
+                    if step.epilogue is not None:
+                        where = (f"  [epilogue of {step.epilogue.dot_name}"
+                                 f"{', in place' if step.epilogue.in_place else ''}]")
                     lines.append(f"  {inst.name} = {step.fused.kind} fusion "
-                                 f"{step.fused.name} {{{members}}}({inputs})")
+                                 f"{step.fused.name} {{{members}}}({inputs}){where}")
                 else:
                     operands = ", ".join(o.name for o in inst.operands)
                     label = {"kernel": "blas" if inst.op.name == "dot" else "numpy"}.get(
@@ -458,6 +479,9 @@ class CpuExecutable:
                     if step.folded is not None:
                         operands = ", ".join(o.name for o in step.folded.operands)
                         label = f"blas: {step.folded.name} with its operands swapped"
+                    if step.epilogue is not None:
+                        label += (f", epilogue {step.epilogue.fusion.name} on each part"
+                                  f"{' in place' if step.epilogue.in_place else ''}")
                     lines.append(f"  {inst.name} = {inst.op.name}({operands})  [{label}]")
         report = self.report()
         lines.append(f"steps: {report['steps']}; fused instructions: "

@@ -135,7 +135,7 @@ def dot_operand(x: np.ndarray, order, shape, work) -> np.ndarray:
 
 
 def dot_kernel(inst: Instruction, reads: tuple, count: int | None = None,
-               transposed: Instruction | None = None) -> Launch:
+               transposed: Instruction | None = None, epilogue=None) -> Launch:
     """Dot through BLAS (``numpy.matmul`` into a preallocated output), its shapes, orders and
     dtypes decided once: the operands are seen in ``(batch, free, contracting)`` and
     ``(batch, contracting, free)`` order with the layouts of the reference's copies
@@ -155,7 +155,12 @@ def dot_kernel(inst: Instruction, reads: tuple, count: int | None = None,
 
     With ``transposed`` (a transpose of ``inst`` that ``folded_transpose`` accepts) the
     kernel computes that transpose instead, as the product with the operands swapped:
-    ``C^T = B^T A^T`` written straight into the transposed layout, no pass over ``C``."""
+    ``C^T = B^T A^T`` written straight into the transposed layout, no pass over ``C``.
+
+    With ``epilogue`` (``epilogue.binder``'s ``bind``; only for a result computed in its
+    own type) the kernel also runs that loop fusion on its output: on each part of a split
+    product by the thread that computed it, right after its product (the part still in its
+    cache), else on the whole output after the product."""
     lhs_shape, rhs_shape = (o.shape.dims for o in inst.operands)
     result_dtype = inst.shape.dtype.numpy
     work = compute_dtype(result_dtype)
@@ -190,16 +195,37 @@ def dot_kernel(inst: Instruction, reads: tuple, count: int | None = None,
             # reference's two copies never reach: copy one, as the reference does.
             right = right.astype(work, order="K")
         out = _empty(dims, work)
+        after = None if epilogue is None else epilogue(values, out)
         threads = blas.split_threads()
         parts = min(threads, matrices) if splits else 1
         if parts > 1:
-            blas.batched_matmul(left, right, out.reshape(out_shape), parts)
+            blas.batched_matmul(left, right, out.reshape(out_shape), parts,
+                                after=_aligned(after, m * n, matrices, parts))
         elif matrices == 1 and threads > 1 and blas.rows_splittable(m, n, k, work, threads):
-            blas.rows_matmul(left, right, out.reshape(out_shape), threads)
+            blas.rows_matmul(left, right, out.reshape(out_shape), threads,
+                             after=_aligned(after, n, m, threads))
         else:
             matmul(left, right, out=out.reshape(out_shape))  # under run()'s errstate
+            if after is not None:
+                after.pending = True
+        if after is not None and after.pending:
+            after(0, out.size)
         return out if work == result_dtype else out.astype(result_dtype)
     return launch_dot
+
+
+def _aligned(after, unit: int, count: int, parts: int):
+    """``after`` for a product split into ``parts`` parts of ``count`` items of ``unit``
+    output elements each (``blas._bounds``), as ``after(i0, i1)`` over items: where some
+    part's bounds are not whole steps of the epilogue's ranged loop, None, and ``after`` is
+    marked ``pending`` (run on the whole output once the product is done)."""
+    if after is None:
+        return None
+    bounds = blas.split_bounds(count, parts)
+    after.pending = any(b * unit % after.unit for b in bounds)
+    if after.pending:
+        return None
+    return lambda i0, i1: after(i0 * unit, i1 * unit)
 
 
 FOLD_MIN_MNK = 100 ** 3

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from xla_spmd.backends.cpu import kernels, random
+from xla_spmd.backends.cpu import epilogue, kernels, random
 from xla_spmd.backends.cpu.fusion import Fusion, fuse
 from xla_spmd.backends.cpu.renderer import TRANSCENDENTAL, accumulator_dtype
 from xla_spmd.backends.reference.evaluator import EVALUATE
@@ -42,7 +42,9 @@ class Step:
     ``start``, ``wait``, ``control`` or ``fallback``; ``slot`` receives the value; ``reads`` are the
     operand slots; ``frees`` the slots dead after this step; ``folded``: the dot whose
     transpose a ``kernel`` step of a transpose computes, reading the dot's operands
-    (``kernels.folded_transpose``)."""
+    (``kernels.folded_transpose``); ``epilogue``: on a dot's kernel step, the loop fusion it
+    runs on its output, on that fusion's step the same (its value is then the dot step's
+    doing: ``epilogue.py``)."""
 
     kind: str
     inst: Instruction
@@ -54,6 +56,7 @@ class Step:
     frees: tuple[int, ...] = ()
     cache: dict = field(default_factory=dict)   # per-device facts a kernel computes once
     folded: Instruction | None = None
+    epilogue: Any = None  # an epilogue.Epilogue
 
     @property
     def fused(self) -> Fusion:
@@ -125,6 +128,8 @@ def plan(computation: Computation, called: set[int], prefix: str = "", libm: boo
         else:
             steps.append(Step("fallback", inst, slot, reads, function=EVALUATE.lookup(name)))
     steps = _overlap_collectives(steps)
+    if fold_transposes:  # the CPU's BLAS kernels: dots run their epilogues
+        epilogue.attach(steps, slot_of[id(computation.root)])
     parameters = tuple(slot_of[id(p)] for p in computation.parameters)
     root_slot = slot_of[id(computation.root)]
     program = Program(computation, steps, parameters, root_slot, fusions)

@@ -1,0 +1,142 @@
+"""Dot epilogues: an elementwise loop fusion that reads a dot's output is run by the dot's
+kernel step, on each part of the output right after BLAS wrote it, instead of as a step of
+its own that reads the whole output back from memory.
+
+XLA's backward pass of an MLP is a chain of ``dot -> elementwise`` pairs: the activation
+``maximum(dot, 0)``, the gradient masks ``select(x > 0, dot, 0) * ...``, the loss's
+``dot - y`` and each weight update ``w - 0.01 * transpose(dot)`` (the transpose folded into
+the product, ``kernels.folded_transpose``). As separate steps each fusion is one more pass
+over the dot's output (16 MB for a 2048² weight gradient), run on one thread after the
+product. As an epilogue it runs in the dot's launch:
+
+* where BLAS's product is split over threads (``blas.rows_matmul``, ``blas.batched_matmul``),
+  each thread runs the fusion on its part of the output as soon as its own product is done,
+  while that part is still in its cache, so the fusion runs on every thread too;
+* otherwise the fusion runs on the whole output right after the product, in the same launch;
+* where the dot's value has no other reader (and the fusion writes its dtype) the fusion
+  runs in place: it writes over the dot's buffer, reading each element before it overwrites
+  it (``emitter.render_range``'s ``from_out``), so no second buffer is allocated.
+
+The dot's values are the same BLAS calls as without the epilogue (the split is the one
+``blas`` makes either way, its own bits argument), and the fusion computes every element as
+its own step would (its ``_range`` form is the same loop body over a range of its
+outermost loop), so results are bit-identical to the unfused plan and to the reference.
+
+Invariants of an attached pair (``attach``): the dot step is a BLAS kernel step (a dot, or
+a transpose folded into one) whose result is its computation type (f32, f64: no rounding
+after the product), of at least ``MIN_BYTES``; the fusion is a loop fusion with a ranged
+form (``emitter.range_unit``) that reads the dot's value only at its own output index
+(``emitter.reads_at_output_index``); every other value the fusion reads is produced before
+the dot's step (so it is ready when the dot runs; the fusion's step then only hands on the
+value). A dot has at most one epilogue; a fusion that reads several dots is the epilogue of
+the last one.
+
+Example (the MLP's first layer): ``dot.1 = dot(x, w0)`` then ``maximum.4 = loop fusion
+{constant, broadcast, maximum}(dot.1)`` become one launch: on 2 threads each computes half of
+the rows of ``x @ w0`` and then ``maximum`` over those rows; ``dot.1`` is also read by the
+backward pass's mask, so ``maximum.4`` gets a buffer of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from xla_spmd.backends.cpu.emitter import range_unit, reads_at_output_index
+from xla_spmd.backends.cpu.fusion import Fusion
+from xla_spmd.backends.reference.numeric import compute_dtype
+from xla_spmd.ir import ArrayShape
+
+MIN_BYTES = 1 << 18
+"""The smallest dot output (bytes) given an epilogue: below it the output stays in cache
+between two steps anyway, and a ranged call through ctypes costs more than the step's
+launch (the README's small models keep their plans)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Epilogue:
+    """A loop fusion run by a dot's kernel step: ``slot`` and ``reads`` are the fusion
+    step's (its value, its inputs' slots in ``fusion.inputs`` order), ``operand`` the index in
+    ``fusion.inputs`` of the dot's value, ``unit`` the output elements of one step of the
+    ranged function's outer loop, ``in_place``: the fusion writes over the dot's buffer."""
+
+    fusion: Fusion
+    slot: int
+    reads: tuple[int, ...]
+    operand: int
+    unit: int
+    in_place: bool
+    dot_name: str
+
+
+def _is_blas_dot(step) -> bool:
+    if step.kind != "kernel" or not isinstance(step.inst.shape, ArrayShape):
+        return False
+    if step.folded is None and step.inst.op.name != "dot":
+        return False
+    dtype = step.inst.shape.dtype.numpy
+    if dtype is None or compute_dtype(dtype) != np.dtype(dtype):
+        return False  # bf16/f16 results are rounded after the product: no epilogue
+    return step.inst.shape.byte_size >= MIN_BYTES
+
+
+def attach(steps: list, root_slot: int) -> None:
+    """Give each dot step of ``steps`` (a schedule, ``program.plan``'s) the loop fusion to
+    run as its epilogue, where one qualifies (see the module's invariants): the dot step's
+    and the fusion step's ``epilogue`` are set to the same ``Epilogue``."""
+    produced = {step.slot: k for k, step in enumerate(steps) if step.kind != "start"}
+    readers: dict[int, int] = {}
+    for step in steps:
+        for slot in set(step.reads):
+            readers[slot] = readers.get(slot, 0) + 1
+    for step in steps:
+        if step.kind != "fusion" or step.fused.kind != "loop" or not step.reads:
+            continue
+        last = max(step.reads, key=lambda s: produced.get(s, -1))
+        position = produced.get(last)
+        if position is None:
+            continue
+        dot = steps[position]
+        if dot.epilogue is not None or not _is_blas_dot(dot):
+            continue
+        if sum(slot == last for slot in step.reads) != 1:
+            continue
+        operand = step.reads.index(last)
+        unit = range_unit(step.fused)
+        if unit is None or not reads_at_output_index(step.fused, operand):
+            continue
+        in_place = (readers.get(last) == 1 and last != root_slot
+                    and step.inst.shape.dtype == dot.inst.shape.dtype)
+        epilogue = Epilogue(step.fused, step.slot, step.reads, operand, unit, in_place,
+                            step.fused.inputs[operand].name)
+        dot.epilogue = step.epilogue = epilogue
+
+
+def binder(epilogue: Epilogue, function) -> Callable:
+    """``bind(values, out) -> after``: the epilogue made ready for one launch of its dot,
+    whose output buffer is ``out`` (C-contiguous, the dot's shape and dtype); ``values``
+    receives the fusion's value at its slot, and ``after(start, stop)`` runs the fusion on
+    output elements ``start .. stop-1`` (multiples of ``unit``) through ``function``, the
+    ranged function (``emitter.render_range``) compiled."""
+    root = epilogue.fusion.root
+    dims, dtype = root.shape.dims, root.shape.dtype.numpy
+    reads, operand, unit = epilogue.reads, epilogue.operand, epilogue.unit
+    slot, in_place = epilogue.slot, epilogue.in_place
+    asarray, empty = np.asarray, np.empty
+
+    def bind(values: list, out: np.ndarray) -> Callable[[int, int], None]:
+        inputs = [out if k == operand else asarray(values[s], order="C")
+                  for k, s in enumerate(reads)]
+        result = out.reshape(dims) if in_place else empty(dims, dtype)
+        values[slot] = result
+        pointers = [result.ctypes.data] + [a.ctypes.data for a in inputs]
+
+        def after(start: int, stop: int) -> None:
+            if stop > start:
+                function(*pointers, start // unit, stop // unit)
+        after.arrays = (result, inputs)  # held while the closure lives
+        after.unit, after.pending = unit, False
+        return after
+    return bind
