@@ -238,6 +238,58 @@ def rows_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: int
     _run_split(chunk, bounds)
 
 
+COLUMNS_ALIGN = 64
+"""A product split by columns (``columns_matmul``) is cut at multiples of this many columns:
+each part's tiles are then tiles of the whole product (OpenBLAS's sgemm unrolls n by at most
+16), so each element goes through the same kernel."""
+
+
+def columns_splittable(m: int, n: int, k: int, dtype, parts: int) -> bool:
+    """Whether one ``(m, k) @ (k, n)`` f32 product may be split by columns into ``parts``
+    products on one BLAS thread each with the bits of the whole on several: as
+    ``rows_splittable`` (the same k blocks, each part above ``ROWS_MIN_MNK``), with at least
+    ``COLUMNS_ALIGN`` columns a part."""
+    if np.dtype(dtype) != np.float32 or parts < 2 or m < 2 or n < COLUMNS_ALIGN * parts:
+        return False
+    return rows_splittable(n, m, k, dtype, parts)
+
+
+def column_bounds(n: int, parts: int) -> list[int]:
+    """Where ``columns_matmul`` cuts ``n`` columns: ``parts`` near-equal parts, each inner
+    bound a multiple of ``COLUMNS_ALIGN``.
+
+    >>> column_bounds(2048, 2), column_bounds(1000, 3)
+    ([0, 1024, 2048], [0, 320, 640, 1000])
+    """
+    inner = [(n * p // parts + COLUMNS_ALIGN // 2) // COLUMNS_ALIGN * COLUMNS_ALIGN
+             for p in range(1, parts)]
+    return [0, *inner, n]
+
+
+def columns_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: int,
+                   after: Callable[[int, int], None] | None = None) -> None:
+    """``rows_matmul`` with the product split by columns (``column_bounds``): each part
+    packs all of ``left`` and its columns of ``right``, where a split by rows packs all of
+    ``right`` per part, so it moves less where ``right`` is the larger operand (the MLP's
+    ``(512, 2048) @ (2048, 2048)``). Only where ``columns_splittable``. ``after(i0, i1)``
+    runs once every part is done, on the pool's threads over ``split_bounds`` of the rows.
+
+    >>> a = np.arange(12, dtype=np.float32).reshape(6, 2)
+    >>> out = np.empty((6, 128), np.float32)
+    >>> columns_matmul(a, np.ones((2, 128), np.float32), out, 2)
+    >>> out[:, 127].tolist()
+    [1.0, 5.0, 9.0, 13.0, 17.0, 21.0]
+    """
+    matmul = np.matmul
+
+    def chunk(j0: int, j1: int) -> None:
+        with np.errstate(all="ignore"):
+            matmul(left, right[..., j0:j1], out=out[..., j0:j1])
+    _run_split(chunk, column_bounds(out.shape[-1], parts))
+    if after is not None:
+        _run_split(after, split_bounds(out.shape[-2], parts))
+
+
 def splittable(batch: int, m: int, n: int, k: int, dtype) -> bool:
     """Whether a ``(batch, m, k) @ (batch, k, n)`` product goes to ``batched_matmul`` when
     BLAS may use several threads: a batch of f32 ``gemm`` calls, large enough."""

@@ -150,8 +150,10 @@ def dot_kernel(inst: Instruction, reads: tuple, count: int | None = None,
 
     A large batch of f32 matrices, when BLAS may use several threads, is split over a pool
     of threads instead, each matrix's gemm on one BLAS thread (``blas.batched_matmul``: one
-    hand-off per dot rather than one per matrix); one large f32 matrix product by its rows,
-    where that gives the same bits (``blas.rows_splittable``, ``blas.rows_matmul``).
+    hand-off per dot rather than one per matrix); one large f32 matrix product by its
+    columns where it has more columns than rows, else by its rows, where that gives the same
+    bits (``blas.columns_splittable``, ``blas.columns_matmul``, ``blas.rows_splittable``,
+    ``blas.rows_matmul``).
 
     With ``transposed`` (a transpose of ``inst`` that ``folded_transpose`` accepts) the
     kernel computes that transpose instead, as the product with the operands swapped:
@@ -201,6 +203,10 @@ def dot_kernel(inst: Instruction, reads: tuple, count: int | None = None,
         if parts > 1:
             blas.batched_matmul(left, right, out.reshape(out_shape), parts,
                                 after=_aligned(after, m * n, matrices, parts))
+        elif (matrices == 1 and threads > 1 and n > m
+              and blas.columns_splittable(m, n, k, work, threads)):
+            blas.columns_matmul(left, right, out.reshape(out_shape), threads,
+                                after=_aligned(after, n, m, threads))
         elif matrices == 1 and threads > 1 and blas.rows_splittable(m, n, k, work, threads):
             blas.rows_matmul(left, right, out.reshape(out_shape), threads,
                              after=_aligned(after, n, m, threads))

@@ -34,6 +34,12 @@ CASES = {
   %zeros = f32[384,400] broadcast(%zero), dimensions={}
   %r = f32[384,400] maximum(%s, %zeros)
   ROOT %t = (f32[384,400], f32[384,400]) tuple(%d, %r)""", "r", False),
+    # more columns than rows: the product split by columns, the epilogue by rows after it
+    "wide relu": ("a: f32[128,256], b: f32[256,1024]", """
+  %d = f32[128,1024] dot(%a, %b), {MATMUL}
+  %zero = f32[] constant(0)
+  %zeros = f32[128,1024] broadcast(%zero), dimensions={}
+  ROOT %r = f32[128,1024] maximum(%d, %zeros)""", "r", True),
     # the MLP's gradient mask: select(x > 0, g, 0) scaled
     "mask": ("a: f32[512,256], b: f32[256,512], x: f32[512,512]", """
   %d = f32[512,512] dot(%a, %b), {MATMUL}
@@ -175,8 +181,9 @@ def test_epilogues_equal_the_reference_and_the_unfused_plan(name, threads, monke
 
 
 def test_the_split_parts_run_the_epilogue(monkeypatch, split_parts):
-    """On 2 threads the relu's product is split by rows (where OpenBLAS's k blocking allows
-    it) and the batched one by matrices; each part's thread runs the epilogue on its rows."""
+    """On 2 threads the relu's product is split by rows, the wide relu's by columns (where
+    OpenBLAS's k blocking allows it) and the batched one by matrices; the epilogue runs on
+    each half of the rows (of a split by columns: once the product is done)."""
     calls = []
     original = epilogue.binder
 
@@ -194,13 +201,15 @@ def test_the_split_parts_run_the_epilogue(monkeypatch, split_parts):
         return bound
     monkeypatch.setattr(epilogue, "binder", recording)
     monkeypatch.setattr(blas, "process_cores", lambda: 2)
-    for name, count in (("relu", 512 * 512), ("batched", 16 * 128 * 96)):
+    for name, count, split in (
+            ("relu", 512 * 512, blas.rows_splittable(512, 512, 256, np.float32, 2)),
+            ("wide relu", 128 * 1024, blas.columns_splittable(128, 1024, 256, np.float32, 2)),
+            ("batched", 16 * 128 * 96, True)):
         module, types = _module(name)
         executable = BACKEND.compile(module, (0,))
         calls.clear()
         with threadpool_limits(limits=2, user_api="blas"):
             executable.run(0, _arguments(types), None)
-        split = name == "batched" or blas.rows_splittable(512, 512, 256, np.float32, 2)
         assert sorted(calls) == ([(0, count // 2), (count // 2, count)] if split
                                  else [(0, count)])
 
