@@ -60,7 +60,9 @@ class Epilogue:
     """A loop fusion run by a dot's kernel step: ``slot`` and ``reads`` are the fusion
     step's (its value, its inputs' slots in ``fusion.inputs`` order), ``operand`` the index in
     ``fusion.inputs`` of the dot's value, ``unit`` the output elements of one step of the
-    ranged function's outer loop, ``in_place``: the fusion writes over the dot's buffer."""
+    ranged function's outer loop, ``in_place``: the fusion writes over the dot's buffer (so
+    that buffer lives on as the fusion's value after the dot's slot dies at the fusion's
+    step: what a buffer planner reusing dead buffers must know)."""
 
     fusion: Fusion
     slot: int

@@ -222,7 +222,7 @@ def dot_kernel(inst: Instruction, reads: tuple, count: int | None = None,
 
 def _aligned(after, unit: int, count: int, parts: int):
     """``after`` for a product split into ``parts`` parts of ``count`` items of ``unit``
-    output elements each (``blas._bounds``), as ``after(i0, i1)`` over items: where some
+    output elements each (``blas.split_bounds``), as ``after(i0, i1)`` over items: where some
     part's bounds are not whole steps of the epilogue's ranged loop, None, and ``after`` is
     marked ``pending`` (run on the whole output once the product is done)."""
     if after is None:
