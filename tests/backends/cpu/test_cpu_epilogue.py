@@ -61,6 +61,12 @@ CASES = {
   %c = f32[] constant(-3)
   %cs = f32[512,512] broadcast(%c), dimensions={}
   ROOT %r = f32[512,512] multiply(%d, %cs)""", "r", True),
+    # a bf16 product is rounded after BLAS's f32 sums: no epilogue
+    "bf16 result": ("a: bf16[512,256], b: bf16[256,512]", """
+  %d = bf16[512,512] dot(%a, %b), {MATMUL}
+  %c = bf16[] constant(2)
+  %cs = bf16[512,512] broadcast(%c), dimensions={}
+  ROOT %r = bf16[512,512] multiply(%d, %cs)""", None, False),
     # the weight update of a backward pass: the transpose folded into the product
     "weight update": ("dy: f32[256,512], x: f32[256,384], w: f32[384,512]", """
   %g = f32[512,384] dot(%dy, %x), lhs_contracting_dims={0}, rhs_contracting_dims={0}
