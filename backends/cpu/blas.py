@@ -273,12 +273,15 @@ def column_bounds(n: int, parts: int) -> list[int]:
 
 
 def columns_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: int,
-                   after: Callable[[int, int], None] | None = None) -> None:
+                   after: Callable[[int, int], None] | None = None,
+                   after_columns: Callable[[int, int], None] | None = None) -> None:
     """``rows_matmul`` with the product split by columns (``column_bounds``): each part
     packs all of ``left`` and its columns of ``right``, where a split by rows packs all of
     ``right`` per part, so it moves less where ``right`` is the larger operand (the MLP's
     ``(512, 2048) @ (2048, 2048)``). Only where ``columns_splittable``. ``after(i0, i1)``
-    runs once every part is done, on the pool's threads over ``split_bounds`` of the rows.
+    runs once every part is done, on the pool's threads over ``split_bounds`` of the rows;
+    ``after_columns(j0, j1)`` on each part's thread right after its product, columns ``j0 ..
+    j1-1`` just written.
 
     >>> a = np.arange(12, dtype=np.float32).reshape(6, 2)
     >>> out = np.empty((6, 128), np.float32)
@@ -291,6 +294,8 @@ def columns_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: 
     def chunk(j0: int, j1: int) -> None:
         with np.errstate(all="ignore"):
             matmul(left, right[..., j0:j1], out=out[..., j0:j1])
+        if after_columns is not None:
+            after_columns(j0, j1)
     _run_split(chunk, column_bounds(out.shape[-1], parts))
     if after is not None:
         _run_split(after, split_bounds(out.shape[-2], parts))

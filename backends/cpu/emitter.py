@@ -155,23 +155,25 @@ class _FusionEmitter:
         return all(i.shape.rank == 0 or i.shape.num_elements == root.shape.num_elements
                    for i in self.fusion.inputs)
 
-    def render(self, ranged: bool = False) -> str:
-        """The fusion's function; ``ranged``: its ``_range`` form (see ``render_range``)."""
+    def render(self, ranged: str | None = None) -> str:
+        """The fusion's function; ``ranged`` (``"rows"`` or ``"columns"``): its ranged form
+        (see ``render_range``)."""
         fusion, w = self.fusion, self.w
         root = fusion.root
         params = ", ".join(["ptr noalias %out"] + [f"ptr noalias %in{j}"
                                                    for j in range(len(fusion.inputs))])
-        name, outer = fusion.name, None
-        if ranged:
+        name, ranges = fusion.name, None
+        if ranged is not None:
             assert fusion.kind == "loop" and root.shape.rank  # range_unit said so
-            name, outer = range_name(fusion), ("%lo", "%hi")
+            name = range_name(fusion, ranged)
+            ranges = {0 if ranged == "rows" else root.shape.rank - 1: ("%lo", "%hi")}
             params += ", i64 %lo, i64 %hi"
         if fusion.kind == "window":
             return self._render_window(params)
         if fusion.kind == "reduce":
             data = root.operands[0]
             dims = data.shape.dims
-        elif self._flat():
+        elif self._flat() and ranged != "columns":
             dims = (root.shape.num_elements,) if root.shape.rank else ()
         else:
             dims = root.shape.dims
@@ -194,9 +196,9 @@ class _FusionEmitter:
             r.store(w, root.shape.dtype, value, "%out", str(self.linear(index, dims)))
             tiled = self._tiled()
             return r.loop_function(name, params, dims, w.lines, tiled, TILE,
-                                   unroll=tiled is not None or self._unroll(), outer=outer)
+                                   unroll=tiled is not None or self._unroll(), ranges=ranges)
         return r.loop_function(name, params, dims, w.lines, unroll=self._unroll(),
-                               outer=outer)
+                               ranges=ranges)
 
     def _unroll(self) -> bool:
         """Whether LLVM may unroll the loops: in reductions and windows (a loop-carried
@@ -299,9 +301,9 @@ class _FusionEmitter:
         r.store(self.w, root.shape.dtype, value, "%out", i)
 
 
-def range_name(fusion: Fusion) -> str:
-    """The name of ``fusion``'s ranged function (``render_range``)."""
-    return f"{fusion.name}_range"
+def range_name(fusion: Fusion, axis: str = "rows") -> str:
+    """The name of ``fusion``'s ranged function over ``axis`` (``render_range``)."""
+    return f"{fusion.name}_{axis}"
 
 
 def range_unit(fusion: Fusion) -> int | None:
@@ -318,6 +320,16 @@ def range_unit(fusion: Fusion) -> int | None:
     if tiled is not None and 0 in tiled:
         return None
     return root.shape.num_elements // root.shape.dims[0]
+
+
+def has_column_range(fusion: Fusion) -> bool:
+    """Whether ``fusion`` has a ranged form over its last dim (``render_range(...,
+    "columns")``): a loop fusion of rank 2 or more whose loop nest is not tiled (a tiled nest
+    blocks the last dim)."""
+    root = fusion.root
+    if fusion.kind != "loop" or root.shape.rank < 2 or root.shape.num_elements == 0:
+        return False
+    return _FusionEmitter(fusion)._tiled() is None
 
 
 def reads_at_output_index(fusion: Fusion, input_index: int) -> bool:
@@ -357,17 +369,20 @@ def reads_at_output_index(fusion: Fusion, input_index: int) -> bool:
     return bool(found) and all(found)
 
 
-def render_range(fusion: Fusion, from_out: int | None = None) -> str:
-    """``@<name>_range(out, in0, ..., i64 lo, i64 hi)``: ``fusion`` on the steps ``lo ..
+def render_range(fusion: Fusion, from_out: int | None = None, axis: str = "rows") -> str:
+    """``@<name>_rows(out, in0, ..., i64 lo, i64 hi)``: ``fusion`` on the steps ``lo ..
     hi-1`` of its outermost loop only (``range_unit`` elements each), every element computed
-    as the whole function computes it. ``from_out``: the input (one that
-    ``reads_at_output_index``) read from ``out`` instead, which already holds it: the fusion
-    run in place on that input's buffer, each element read before it is overwritten."""
-    return _FusionEmitter(fusion, from_out).render(ranged=True)
+    as the whole function computes it; ``axis="columns"``: ``@<name>_columns``, on columns
+    ``lo .. hi-1`` of its last dim, every row (``has_column_range``). ``from_out``: the input
+    (one that ``reads_at_output_index``) read from ``out`` instead, which already holds it:
+    the fusion run in place on that input's buffer, each element read before it is
+    overwritten."""
+    return _FusionEmitter(fusion, from_out).render(ranged=axis)
 
 
 def render_module(fusions: list[Fusion], data_offset: int | None = None,
-                  ranges: Mapping[str, int | None] | None = None) -> str:
+                  ranges: Mapping[str, tuple[int | None, tuple[str, ...]]] | None = None
+                  ) -> str:
     """The LLVM IR module of every fusion, one function each (named ``fusion.name``), and,
     when ``data_offset`` is given, each one's object entry and stacked entry (see
     ``render_object_entry`` and ``render_stacked_entry``).
@@ -375,7 +390,8 @@ def render_module(fusions: list[Fusion], data_offset: int | None = None,
     Fusions whose functions are identical but for their names (the same update of several
     weights, the same norm forward and backward) are compiled once: a repeat's names are
     aliases of the first one's functions. ``ranges`` maps the name of a fusion run as a
-    dot's epilogue to its ``render_range`` form's ``from_out``: that form is rendered too.
+    dot's epilogue to its ``render_range`` forms' ``from_out`` and axes: those forms are
+    rendered too.
 
     >>> from xla_spmd.ir import parse_hlo
     >>> from xla_spmd.backends.cpu.fusion import fuse
@@ -402,9 +418,10 @@ def render_module(fusions: list[Fusion], data_offset: int | None = None,
             emitter = _FusionEmitter(fusion)
             texts = [emitter.render()]
             declarations |= emitter.w.declarations
-            if ranges is not None and fusion.name in ranges:
-                ranged = _FusionEmitter(fusion, ranges[fusion.name])
-                texts.append(ranged.render(ranged=True))
+            from_out, axes = (ranges or {}).get(fusion.name, (None, ()))
+            for axis in axes:
+                ranged = _FusionEmitter(fusion, from_out)
+                texts.append(ranged.render(ranged=axis))
                 declarations |= ranged.w.declarations
         if data_offset is not None:
             texts += [render_object_entry(fusion, data_offset),
@@ -416,18 +433,19 @@ def render_module(fusions: list[Fusion], data_offset: int | None = None,
             functions += texts
         else:
             functions.append(_aliases(fusion, original, data_offset is not None,
-                                      ranges is not None and fusion.name in ranges))
+                                      (ranges or {}).get(fusion.name, (None, ()))[1]))
     return r.number_loops("\n".join(sorted(declarations)) + "\n\n" + "\n\n".join(functions)
                           + "\n")
 
 
-def _aliases(fusion: Fusion, original: Fusion, entries: bool, ranged: bool = False) -> str:
-    """``fusion``'s function names (with its entries': ``entries``; its ranged form's:
-    ``ranged``) as aliases of ``original``'s, whose functions are the same."""
+def _aliases(fusion: Fusion, original: Fusion, entries: bool, axes: tuple[str, ...] = ()
+             ) -> str:
+    """``fusion``'s function names (with its entries': ``entries``; its ranged forms' over
+    ``axes``) as aliases of ``original``'s, whose functions are the same."""
     pointers = ", ".join(["ptr"] * (1 + len(fusion.inputs)))
     names = [(fusion.name, original.name, pointers)]
-    if ranged:
-        names.append((range_name(fusion), range_name(original), f"{pointers}, i64, i64"))
+    names += [(range_name(fusion, axis), range_name(original, axis), f"{pointers}, i64, i64")
+              for axis in axes]
     if entries:
         names += [(object_entry_name(fusion), object_entry_name(original), pointers),
                   (stacked_entry_name(fusion), stacked_entry_name(original),

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from xla_spmd.backends.cpu.emitter import range_unit, reads_at_output_index
+from xla_spmd.backends.cpu.emitter import has_column_range, range_unit, reads_at_output_index
 from xla_spmd.backends.cpu.fusion import Fusion
 from xla_spmd.backends.reference.numeric import compute_dtype
 from xla_spmd.ir import ArrayShape
@@ -62,7 +62,9 @@ class Epilogue:
     ``fusion.inputs`` of the dot's value, ``unit`` the output elements of one step of the
     ranged function's outer loop, ``in_place``: the fusion writes over the dot's buffer (so
     that buffer lives on as the fusion's value after the dot's slot dies at the fusion's
-    step: what a buffer planner reusing dead buffers must know)."""
+    step: what a buffer planner reusing dead buffers must know); ``columns``: it has a form
+    ranged over columns too (its output's last dim is the dot's), for a product split by
+    columns."""
 
     fusion: Fusion
     slot: int
@@ -71,6 +73,12 @@ class Epilogue:
     unit: int
     in_place: bool
     dot_name: str
+    columns: bool = False
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        """The ranged forms it is rendered in (``emitter.render_range``)."""
+        return ("rows", "columns") if self.columns else ("rows",)
 
 
 def _is_blas_dot(step) -> bool:
@@ -111,17 +119,21 @@ def attach(steps: list, root_slot: int) -> None:
             continue
         in_place = (readers.get(last) == 1 and last != root_slot
                     and step.inst.shape.dtype == dot.inst.shape.dtype)
+        dims = step.inst.shape.dims
+        columns = dims[-1:] == dot.inst.shape.dims[-1:] and has_column_range(step.fused)
         epilogue = Epilogue(step.fused, step.slot, step.reads, operand, unit, in_place,
-                            step.fused.inputs[operand].name)
+                            step.fused.inputs[operand].name, columns)
         dot.epilogue = step.epilogue = epilogue
 
 
-def binder(epilogue: Epilogue, function) -> Callable:
+def binder(epilogue: Epilogue, function, columns_function=None) -> Callable:
     """``bind(values, out) -> after``: the epilogue made ready for one launch of its dot,
     whose output buffer is ``out`` (C-contiguous, the dot's shape and dtype); ``values``
     receives the fusion's value at its slot, and ``after(start, stop)`` runs the fusion on
     output elements ``start .. stop-1`` (multiples of ``unit``) through ``function``, the
-    ranged function (``emitter.render_range``) compiled."""
+    ranged function (``emitter.render_range``) compiled; ``after.columns(start, stop)``, on
+    columns ``start .. stop-1`` of every row through ``columns_function`` (the form ranged
+    over columns, where ``epilogue.columns``; else ``after.columns`` is None)."""
     root = epilogue.fusion.root
     dims, dtype = root.shape.dims, root.shape.dtype.numpy
     reads, operand, unit = epilogue.reads, epilogue.operand, epilogue.unit
@@ -138,7 +150,12 @@ def binder(epilogue: Epilogue, function) -> Callable:
         def after(start: int, stop: int) -> None:
             if stop > start:
                 function(*pointers, start // unit, stop // unit)
+
+        def columns(start: int, stop: int) -> None:
+            if stop > start:
+                columns_function(*pointers, start, stop)
         after.arrays = (result, inputs)  # held while the closure lives
         after.unit, after.pending = unit, False
+        after.columns = None if columns_function is None else columns
         return after
     return bind

@@ -205,7 +205,8 @@ class CpuExecutable:
         fusions = [f for f in fusions if id(f) in used]
         data_offset = _DATA_OFFSET
         # Epilogues run in place read the dot's value from their output (render_range).
-        ranges = {s.epilogue.fusion.name: s.epilogue.operand if s.epilogue.in_place else None
+        ranges = {s.epilogue.fusion.name: (s.epilogue.operand if s.epilogue.in_place
+                                           else None, s.epilogue.axes)
                   for p in self.programs.values() for s in p.steps
                   if s.epilogue is not None and s.kind == "kernel"}
         self.llvm_ir = render_module(fusions, data_offset, ranges)
@@ -258,10 +259,12 @@ class CpuExecutable:
             slot = step.slot
             return lambda values, ctx: values[slot].wait()
         if kind == "kernel" and step.epilogue is not None:
-            fusion = step.epilogue.fusion
+            fusion, arity = step.epilogue.fusion, 3 + len(step.epilogue.fusion.inputs)
             assert library is not None  # compiled when there are fusions
-            ranged = library.function(range_name(fusion), 3 + len(fusion.inputs))
-            return launch.kernel_launch(step, epilogue.binder(step.epilogue, ranged))
+            rows = library.function(range_name(fusion, "rows"), arity)
+            columns = (library.function(range_name(fusion, "columns"), arity)
+                       if step.epilogue.columns else None)
+            return launch.kernel_launch(step, epilogue.binder(step.epilogue, rows, columns))
         if kind == "kernel":
             return launch.kernel_launch(step)
         if kind == "ufunc":

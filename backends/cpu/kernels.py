@@ -161,8 +161,9 @@ def dot_kernel(inst: Instruction, reads: tuple, count: int | None = None,
 
     With ``epilogue`` (``epilogue.binder``'s ``bind``; only for a result computed in its
     own type) the kernel also runs that loop fusion on its output: on each part of a split
-    product by the thread that computed it, right after its product (the part still in its
-    cache), else on the whole output after the product."""
+    product (rows, matrices, or columns where the fusion has a form ranged over them) by the
+    thread that computed it, right after its product (the part still in its cache), else on
+    the whole output after the product."""
     lhs_shape, rhs_shape = (o.shape.dims for o in inst.operands)
     result_dtype = inst.shape.dtype.numpy
     work = compute_dtype(result_dtype)
@@ -205,8 +206,12 @@ def dot_kernel(inst: Instruction, reads: tuple, count: int | None = None,
                                 after=_aligned(after, m * n, matrices, parts))
         elif (matrices == 1 and threads > 1 and n > m
               and blas.columns_splittable(m, n, k, work, threads)):
+            by_columns = None  # the epilogue on each part's columns, right after them
+            if after is not None and after.columns is not None and dims[-1] == n:
+                by_columns = after.columns
             blas.columns_matmul(left, right, out.reshape(out_shape), threads,
-                                after=_aligned(after, n, m, threads))
+                                after=None if by_columns else _aligned(after, n, m, threads),
+                                after_columns=by_columns)
         elif matrices == 1 and threads > 1 and blas.rows_splittable(m, n, k, work, threads):
             blas.rows_matmul(left, right, out.reshape(out_shape), threads,
                              after=_aligned(after, n, m, threads))

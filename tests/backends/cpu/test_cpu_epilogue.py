@@ -11,7 +11,11 @@ from cpu_bits import exact_bits
 from threadpoolctl import threadpool_limits
 
 from xla_spmd.backends.cpu import BACKEND, blas, epilogue
-from xla_spmd.backends.cpu.emitter import range_unit, reads_at_output_index
+from xla_spmd.backends.cpu.emitter import (
+    has_column_range,
+    range_unit,
+    reads_at_output_index,
+)
 from xla_spmd.backends.reference import evaluate
 from xla_spmd.collectives import LocalWorld
 from xla_spmd.ir.hlo_parser import parse_hlo
@@ -40,6 +44,15 @@ CASES = {
   %zero = f32[] constant(0)
   %zeros = f32[128,1024] broadcast(%zero), dimensions={}
   ROOT %r = f32[128,1024] maximum(%d, %zeros)""", "r", True),
+    # ... with a bias along the columns and a scale along the rows (a loop nest ranged over
+    # columns), rows of 3 x 128 through a reshape
+    "wide bias": ("a: f32[384,256], b: f32[256,1024], bias: f32[1024], scale: f32[3]", """
+  %d = f32[384,1024] dot(%a, %b), {MATMUL}
+  %v = f32[3,128,1024] reshape(%d)
+  %bb = f32[3,128,1024] broadcast(%bias), dimensions={2}
+  %sb = f32[3,128,1024] broadcast(%scale), dimensions={0}
+  %s = f32[3,128,1024] add(%v, %bb)
+  ROOT %r = f32[3,128,1024] multiply(%s, %sb)""", "r", True),
     # the MLP's gradient mask: select(x > 0, g, 0) scaled
     "mask": ("a: f32[512,256], b: f32[256,512], x: f32[512,512]", """
   %d = f32[512,512] dot(%a, %b), {MATMUL}
@@ -189,35 +202,42 @@ def test_epilogues_equal_the_reference_and_the_unfused_plan(name, threads, monke
 def test_the_split_parts_run_the_epilogue(monkeypatch, split_parts):
     """On 2 threads the relu's product is split by rows, the wide relu's by columns (where
     OpenBLAS's k blocking allows it) and the batched one by matrices; the epilogue runs on
-    each half of the rows (of a split by columns: once the product is done)."""
+    each half of the rows, or of the columns, as each part's product is done."""
     calls = []
     original = epilogue.binder
 
-    def recording(plan, function):
-        bind = original(plan, function)
+    def recording(plan, function, columns_function=None):
+        bind = original(plan, function, columns_function)
 
         def bound(values, out):
             after = bind(values, out)
 
             def traced(start, stop):
-                calls.append((start, stop))
+                calls.append(("elements", start, stop))
                 after(start, stop)
+
+            def traced_columns(start, stop):
+                calls.append(("columns", start, stop))
+                after.columns(start, stop)
             traced.unit, traced.pending = after.unit, after.pending
+            traced.columns = traced_columns if after.columns else None
             return traced
         return bound
     monkeypatch.setattr(epilogue, "binder", recording)
     monkeypatch.setattr(blas, "process_cores", lambda: 2)
     for name, count, split in (
             ("relu", 512 * 512, blas.rows_splittable(512, 512, 256, np.float32, 2)),
-            ("wide relu", 128 * 1024, blas.columns_splittable(128, 1024, 256, np.float32, 2)),
+            ("wide relu", 1024, blas.columns_splittable(128, 1024, 256, np.float32, 2)),
             ("batched", 16 * 128 * 96, True)):
         module, types = _module(name)
         executable = BACKEND.compile(module, (0,))
         calls.clear()
         with threadpool_limits(limits=2, user_api="blas"):
             executable.run(0, _arguments(types), None)
-        assert sorted(calls) == ([(0, count // 2), (count // 2, count)] if split
-                                 else [(0, count)])
+        kind = "columns" if name == "wide relu" and split else "elements"
+        whole = [("elements", 0, 128 * count if name == "wide relu" else count)]
+        assert sorted(calls) == ([(kind, 0, count // 2), (kind, count // 2, count)]
+                                 if split else whole)
 
 
 @pytest.mark.parametrize("stack", [False, True])
@@ -240,7 +260,8 @@ def test_epilogues_run_in_lockstep_and_stacked_as_alone(stack, monkeypatch):
 
 def test_range_forms_and_identity_reads():
     """``range_unit``: a flat loop steps one element, a nest one output row; the dot read
-    through a transpose is not at the output's index, through a reshape it is."""
+    through a transpose is not at the output's index, through a reshape it is; every one of
+    these has a form ranged over columns."""
     from xla_spmd.backends.cpu.fusion import fuse
 
     for name, unit, identity in (("relu", 1, True), ("bias relu, dot kept", 400, True),
@@ -252,5 +273,5 @@ def test_range_forms_and_identity_reads():
         if name == "transposed read":
             assert not reads_at_output_index(fusion, dot)
             continue
-        assert range_unit(fusion) == unit
+        assert range_unit(fusion) == unit and has_column_range(fusion)
         assert reads_at_output_index(fusion, dot) is identity
