@@ -134,9 +134,9 @@ def split_bounds(count: int, parts: int) -> list[int]:
     return [count * p // parts for p in range(parts + 1)]
 
 
-def _run_split(chunk, bounds: list[int]) -> None:
+def run_split(chunk, bounds: list[int]) -> None:
     """``chunk(i0, i1)`` for each pair of adjacent `bounds`, at once on the pool, BLAS held on
-    one thread meanwhile."""
+    one thread meanwhile (only where ``split_threads() > 1``: see there)."""
     _single_threaded(True)
     try:
         futures = [_pool().submit(chunk, i0, i1) for i0, i1 in zip(bounds[:-1], bounds[1:])]
@@ -239,7 +239,7 @@ def rows_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: int
             matmul(left[..., i0:i1, :], right, out=out[..., i0:i1, :])
         if after is not None:
             after(i0, i1)
-    _run_split(chunk, bounds)
+    run_split(chunk, bounds)
 
 
 COLUMNS_ALIGN = 64
@@ -296,9 +296,9 @@ def columns_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: 
             matmul(left, right[..., j0:j1], out=out[..., j0:j1])
         if after_columns is not None:
             after_columns(j0, j1)
-    _run_split(chunk, column_bounds(out.shape[-1], parts))
+    run_split(chunk, column_bounds(out.shape[-1], parts))
     if after is not None:
-        _run_split(after, split_bounds(out.shape[-2], parts))
+        run_split(after, split_bounds(out.shape[-2], parts))
 
 
 def splittable(batch: int, m: int, n: int, k: int, dtype) -> bool:
@@ -353,4 +353,4 @@ def batched_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: 
                 matmul(left[index][part], right[index][part], out=out[index][part])
         if after is not None:
             after(i0, i1)
-    _run_split(chunk, bounds)
+    run_split(chunk, bounds)

@@ -1,6 +1,8 @@
-"""Dot epilogues: an elementwise loop fusion that reads a dot's output is run by the dot's
-kernel step, on each part of the output right after BLAS wrote it, instead of as a step of
-its own that reads the whole output back from memory.
+"""Dot epilogues, and large loop fusions split over threads.
+
+An elementwise loop fusion that reads a dot's output is run by the dot's kernel step, on
+each part of the output right after BLAS wrote it, instead of as a step of its own that
+reads the whole output back from memory.
 
 XLA's backward pass of an MLP is a chain of ``dot -> elementwise`` pairs: the activation
 ``maximum(dot, 0)``, the gradient masks ``select(x > 0, dot, 0) * ...``, the loss's
@@ -31,6 +33,11 @@ the dot's step (so it is ready when the dot runs; the fusion's step then only ha
 value). A dot has at most one epilogue; a fusion that reads several dots is the epilogue of
 the last one.
 
+The same ranged forms split a large standalone loop fusion (``SPLIT_MIN_BYTES``: the
+transformer block's softmax, GELU and norm chains) over the threads of a device that has all
+the cores, one range of rows each (``splits``, ``split_launch``), as XLA:CPU partitions the
+outer dims of its loop fusions.
+
 Example (the MLP's first layer): ``dot.1 = dot(x, w0)`` then ``maximum.4 = loop fusion
 {constant, broadcast, maximum}(dot.1)`` become one launch: on 2 threads each computes half of
 the rows of ``x @ w0`` and then ``maximum`` over those rows; ``dot.1`` is also read by the
@@ -44,10 +51,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from xla_spmd.backends.cpu import blas
 from xla_spmd.backends.cpu.emitter import has_column_range, range_unit, reads_at_output_index
 from xla_spmd.backends.cpu.fusion import Fusion
 from xla_spmd.backends.reference.numeric import compute_dtype
 from xla_spmd.ir import ArrayShape
+
+SPLIT_MIN_BYTES = 1 << 20
+"""The smallest output (bytes) of a loop fusion run on the BLAS pool's threads, one range
+of its rows each (``split_launch``): below it the hand-off costs about what it saves."""
 
 MIN_BYTES = 1 << 18
 """The smallest dot output (bytes) given an epilogue: below it the output stays in cache
@@ -159,3 +171,36 @@ def binder(epilogue: Epilogue, function, columns_function=None) -> Callable:
         after.columns = None if columns_function is None else columns
         return after
     return bind
+
+
+def splits(step) -> bool:
+    """Whether fusion step ``step`` runs split over threads (``split_launch``): a loop fusion
+    of at least ``SPLIT_MIN_BYTES`` with a ranged form, not a dot's epilogue."""
+    if step.kind != "fusion" or step.epilogue is not None or step.fused.kind != "loop":
+        return False
+    shape = step.inst.shape
+    return shape.byte_size >= SPLIT_MIN_BYTES and range_unit(step.fused) is not None
+
+
+def split_launch(step, whole: Callable, function) -> Callable:
+    """The launch of a loop fusion step that ``splits``: where a split may run
+    (``blas.split_threads``), the fusion's ranged form (``function``, rows) runs on one range
+    of its rows per thread at once (XLA:CPU partitions its loop fusions' outer dims so too),
+    each element computed as the whole function computes it; else ``whole`` (its launch)."""
+    fusion, reads = step.fused, step.reads
+    root = fusion.root
+    dims, dtype = root.shape.dims, root.shape.dtype.numpy
+    steps = root.shape.num_elements // range_unit(fusion)
+    asarray, empty = np.asarray, np.empty
+
+    def launch_split(values, ctx):
+        parts = blas.split_threads()
+        if parts < 2 or steps < 2 * parts:
+            return whole(values, ctx)
+        inputs = [asarray(values[s], order="C") for s in reads]
+        out = empty(dims, dtype)
+        pointers = [out.ctypes.data] + [a.ctypes.data for a in inputs]
+        blas.run_split(lambda i0, i1: function(*pointers, i0, i1),
+                       blas.split_bounds(steps, parts))
+        return out
+    return launch_split

@@ -209,6 +209,8 @@ class CpuExecutable:
                                            else None, s.epilogue.axes)
                   for p in self.programs.values() for s in p.steps
                   if s.epilogue is not None and s.kind == "kernel"}
+        ranges.update({s.fused.name: (None, ("rows",)) for p in self.programs.values()
+                       for s in p.steps if epilogue.splits(s)})
         self.llvm_ir = render_module(fusions, data_offset, ranges)
         self.cache_key = compiler.cache_key(print_module(module) + "\n" + self.llvm_ir)
         # Held here: the machine code must outlive every step that calls into it.
@@ -251,6 +253,10 @@ class CpuExecutable:
                 return lambda values, ctx: run_fusion(step, values)
             entry = library.function(object_entry_name(step.fused),
                                      1 + len(step.fused.inputs))
+            if epilogue.splits(step):  # large: its rows split over threads
+                ranged = library.function(range_name(step.fused, "rows"),
+                                          3 + len(step.fused.inputs))
+                return epilogue.split_launch(step, launch.fusion_launch(step, entry), ranged)
             return launch.fusion_launch(step, entry)
         if kind == "constant":
             value = step.value
@@ -469,7 +475,7 @@ class CpuExecutable:
                 if step.kind == "fusion":
                     members = ", ".join(m.op.name for m in step.fused.members)
                     inputs = ", ".join(i.name for i in step.fused.inputs)
-                    where = ""
+                    where = "  [rows split over threads]" if epilogue.splits(step) else ""
                     if step.epilogue is not None:
                         where = (f"  [epilogue of {step.epilogue.dot_name}"
                                  f"{', in place' if step.epilogue.in_place else ''}]")

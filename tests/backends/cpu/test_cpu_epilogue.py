@@ -275,3 +275,56 @@ def test_range_forms_and_identity_reads():
             continue
         assert range_unit(fusion) == unit and has_column_range(fusion)
         assert reads_at_output_index(fusion, dot) is identity
+
+
+SPLIT_FUSIONS = {
+    # a flat chain, 2 MB: split over rows
+    "chain": ("x: f32[512,1024], y: f32[512,1024]", """
+  %a = f32[512,1024] multiply(%x, %y)
+  %b = f32[512,1024] subtract(%a, %x)
+  ROOT %r = f32[512,1024] maximum(%b, %y)""", True),
+    # a loop nest with a broadcast along rows and a reshape, 4 MB
+    "nest": ("x: f32[8,256,512], v: f32[512]", """
+  %b = f32[8,256,512] broadcast(%v), dimensions={2}
+  %m = f32[8,256,512] multiply(%x, %b)
+  %r0 = f32[2048,512] reshape(%m)
+  %one = f32[] constant(1)
+  %ones = f32[2048,512] broadcast(%one), dimensions={}
+  ROOT %r = f32[2048,512] add(%r0, %ones)""", True),
+    # a transpose read: the nest is tiled along dim 0, it runs whole
+    "tiled": ("x: f32[1024,1024], y: f32[1024,1024]", """
+  %t = f32[1024,1024] transpose(%x), dimensions={1,0}
+  ROOT %r = f32[1024,1024] add(%t, %y)""", False),
+    # f16 computed in f32 and rounded, 1 MB
+    "f16": ("x: f16[512,1024], y: f16[512,1024]", """
+  %a = f16[512,1024] multiply(%x, %y)
+  ROOT %r = f16[512,1024] add(%a, %x)""", True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPLIT_FUSIONS))
+def test_large_loop_fusions_split_over_threads_equal_the_reference(name, monkeypatch):
+    """A loop fusion of 1 MiB or more runs one range of its rows per thread where a device
+    has all the cores (every element computed as the whole kernel computes it)."""
+    parameters, body, split = SPLIT_FUSIONS[name]
+    CASES[name] = (parameters, body, None, False)  # _module reads CASES
+    try:
+        module, types = _module(name)
+    finally:
+        del CASES[name]
+    types = [t.replace("f16", "f32") for t in types]
+    args = [a.astype(np.float16) if "f16" in name else a for a in _arguments(types)]
+    executable = BACKEND.compile(module, (0,))
+    assert ("[rows split over threads]" in executable.as_text()) == split
+    ranges = []
+    original = blas.run_split
+    monkeypatch.setattr(blas, "run_split", lambda chunk, bounds: (ranges.append(bounds),
+                                                                    original(chunk, bounds)))
+    monkeypatch.setattr(blas, "process_cores", lambda: 2)
+    with threadpool_limits(limits=2, user_api="blas"):
+        (got,) = executable.run(0, args, None)
+    root = module.entry.root
+    # a flat loop steps over elements, a nest over rows
+    steps = root.shape.num_elements if name in ("chain", "f16") else root.shape.dims[0]
+    assert ranges == ([[0, steps // 2, steps]] if split else [])
+    assert exact_bits(got) == exact_bits(np.asarray(evaluate(module, args)))
