@@ -415,10 +415,14 @@ def render_module(fusions: list[Fusion], data_offset: int | None = None,
         if fusion.kind == "rng":
             texts = [random.render(fusion.name, fusion.root)]
         else:
-            emitter = _FusionEmitter(fusion)
-            texts = [emitter.render()]
-            declarations |= emitter.w.declarations
             from_out, axes = (ranges or {}).get(fusion.name, (None, ()))
+            texts = []
+            if from_out is None and "rows" in axes:  # the function calls its rows form
+                texts.append(_whole_by_rows(fusion))
+            else:
+                emitter = _FusionEmitter(fusion)
+                texts.append(emitter.render())
+                declarations |= emitter.w.declarations
             for axis in axes:
                 ranged = _FusionEmitter(fusion, from_out)
                 texts.append(ranged.render(ranged=axis))
@@ -436,6 +440,18 @@ def render_module(fusions: list[Fusion], data_offset: int | None = None,
                                       (ranges or {}).get(fusion.name, (None, ()))[1]))
     return r.number_loops("\n".join(sorted(declarations)) + "\n\n" + "\n\n".join(functions)
                           + "\n")
+
+
+def _whole_by_rows(fusion: Fusion) -> str:
+    """``fusion``'s function as a call of its rows form over every step (one loop body
+    compiled, not two: LLVM's time is most of a cold compile)."""
+    arity = len(fusion.inputs)
+    params = ", ".join(["ptr noalias %out"] + [f"ptr noalias %in{j}" for j in range(arity)])
+    steps = fusion.root.shape.num_elements // range_unit(fusion)
+    arguments = ", ".join(["ptr %out"] + [f"ptr %in{j}" for j in range(arity)])
+    return "\n".join([f"define void @{fusion.name}({params}) nounwind noinline {{", "entry:",
+                      f"  call void @{range_name(fusion)}({arguments}, i64 0, i64 {steps})",
+                      "  ret void", "}"])
 
 
 def _aliases(fusion: Fusion, original: Fusion, entries: bool, axes: tuple[str, ...] = ()

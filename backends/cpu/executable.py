@@ -204,13 +204,19 @@ class CpuExecutable:
         used = {id(s.fusion) for p in self.programs.values() for s in p.steps if s.fusion}
         fusions = [f for f in fusions if id(f) in used]
         data_offset = _DATA_OFFSET
-        # Epilogues run in place read the dot's value from their output (render_range).
+        # The ranged forms of epilogues and split fusions (render_range): epilogues run in
+        # place read the dot's value from their output; the forms of a split over threads
+        # (columns, fusions split by rows) only where one device has the process's cores
+        # (devices on threads of their own never split: blas.split_threads).
+        alone = len(self.devices) == 1
+        self.splits = {id(s) for p in self.programs.values() for s in p.steps
+                       if alone and epilogue.splits(s)}
         ranges = {s.epilogue.fusion.name: (s.epilogue.operand if s.epilogue.in_place
-                                           else None, s.epilogue.axes)
+                                           else None, s.epilogue.axes[:2 if alone else 1])
                   for p in self.programs.values() for s in p.steps
                   if s.epilogue is not None and s.kind == "kernel"}
         ranges.update({s.fused.name: (None, ("rows",)) for p in self.programs.values()
-                       for s in p.steps if epilogue.splits(s)})
+                       for s in p.steps if id(s) in self.splits})
         self.llvm_ir = render_module(fusions, data_offset, ranges)
         self.cache_key = compiler.cache_key(print_module(module) + "\n" + self.llvm_ir)
         # Held here: the machine code must outlive every step that calls into it.
@@ -253,7 +259,7 @@ class CpuExecutable:
                 return lambda values, ctx: run_fusion(step, values)
             entry = library.function(object_entry_name(step.fused),
                                      1 + len(step.fused.inputs))
-            if epilogue.splits(step):  # large: its rows split over threads
+            if id(step) in self.splits:  # large: its rows split over threads
                 ranged = library.function(range_name(step.fused, "rows"),
                                           3 + len(step.fused.inputs))
                 return epilogue.split_launch(step, launch.fusion_launch(step, entry), ranged)
@@ -269,7 +275,7 @@ class CpuExecutable:
             assert library is not None  # compiled when there are fusions
             rows = library.function(range_name(fusion, "rows"), arity)
             columns = (library.function(range_name(fusion, "columns"), arity)
-                       if step.epilogue.columns else None)
+                       if step.epilogue.columns and len(self.devices) == 1 else None)
             return launch.kernel_launch(step, epilogue.binder(step.epilogue, rows, columns))
         if kind == "kernel":
             return launch.kernel_launch(step)
@@ -475,7 +481,7 @@ class CpuExecutable:
                 if step.kind == "fusion":
                     members = ", ".join(m.op.name for m in step.fused.members)
                     inputs = ", ".join(i.name for i in step.fused.inputs)
-                    where = "  [rows split over threads]" if epilogue.splits(step) else ""
+                    where = "  [rows split over threads]" if id(step) in self.splits else ""
                     if step.epilogue is not None:
                         where = (f"  [epilogue of {step.epilogue.dot_name}"
                                  f"{', in place' if step.epilogue.in_place else ''}]")
