@@ -11,13 +11,21 @@ the product, ``kernels.folded_transpose``). As separate steps each fusion is one
 over the dot's output (16 MB for a 2048² weight gradient), run on one thread after the
 product. As an epilogue it runs in the dot's launch:
 
-* where BLAS's product is split over threads (``blas.rows_matmul``, ``blas.batched_matmul``),
-  each thread runs the fusion on its part of the output as soon as its own product is done,
-  while that part is still in its cache, so the fusion runs on every thread too;
+* where BLAS's product is split over threads (``blas.rows_matmul``, ``blas.batched_matmul``,
+  ``blas.columns_matmul``), each thread runs the fusion on its part of the output as soon as
+  its own product is done, while that part is still in its cache, so the fusion runs on
+  every thread too (a split by columns: the fusion's form ranged over its last dim, where it
+  has one; else by rows once the whole product is done);
 * otherwise the fusion runs on the whole output right after the product, in the same launch;
 * where the dot's value has no other reader (and the fusion writes its dtype) the fusion
   runs in place: it writes over the dot's buffer, reading each element before it overwrites
   it (``emitter.render_range``'s ``from_out``), so no second buffer is allocated.
+
+Why per part and not in smaller blocks: each BLAS call packs all of the other operand, so
+blocks that fit L2 cost more packing than the cache saves. The MLP's weight update
+(``(2048, 512) @ (512, 2048)`` then ``w - 0.01 * g``) took 33.4 ms of CPU time as a product
+and a separate pass, 26.9 ms with the update run on each thread's half right after it, 28.9
+ms in blocks of 256 rows and 30.6 ms in blocks of 128 (load 2 on 2 cores).
 
 The dot's values are the same BLAS calls as without the epilogue (the split is the one
 ``blas`` makes either way, its own bits argument), and the fusion computes every element as
