@@ -21,10 +21,10 @@ twins when the buffer does not split into equal chunks: they are slower in Open 
 fold of three or more chunks runs tile by tile (``base.fold``). Small buffers (up to
 ``_SMALL_REDUCE_BYTES`` gathered) are gathered whole and folded locally (one round trip).
 Reduce-scatter is an ``Alltoall`` and a fold. Large results are made in recycled buffers
-(``_Recycler``): a fresh one costs a page fault per page. Integer and boolean reductions
-are exact in any order and use MPI's own. With ``deterministic=False`` (or
-``XLA_SPMD_DETERMINISTIC=0``) float32/64 and complex sums and products use MPI's reduction
-too: faster on some networks, reproducible on none.
+(``xla_spmd.buffers.Recycler``, shared with the CPU backend): a fresh one costs a page fault
+per page. Integer and boolean reductions are exact in any order and use MPI's own. With
+``deterministic=False`` (or ``XLA_SPMD_DETERMINISTIC=0``) float32/64 and complex sums and
+products use MPI's reduction too: faster on some networks, reproducible on none.
 
 **Call headers.** Before any payload moves, the members of a group exchange a small header
 (kind, reduction, dtype, shape, arguments, per-group call number, program fingerprint; see
@@ -66,7 +66,6 @@ array([4., 4., 4.])
 from __future__ import annotations
 
 import functools
-import math
 import struct
 import sys
 import threading
@@ -78,6 +77,7 @@ from typing import Any
 
 import numpy as np
 
+from xla_spmd.buffers import Recycler
 from xla_spmd.errors import CommunicationError, XlaSpmdError
 
 from . import header
@@ -121,11 +121,6 @@ _MAX_HEADERS = 4096
 # Alltoall/Allgather stages: at 128 KiB a member on 4 ranks, 256 KiB on 2, the two rounds
 # win, by 1.2-2.4x on 4 ranks; scripts/bench_allreduce_stages.py has both columns).
 _SMALL_REDUCE_BYTES = 1 << 18
-# Results of at least this many bytes are made in recycled buffers (_Recycler), at most
-# this many of them and this many bytes in all.
-_RECYCLE_BYTES = 1 << 20
-_RECYCLE_COUNT = 8
-_RECYCLE_TOTAL = 1 << 30
 # A wait tests this many times before it sets up its deadline and its beacon: most waits
 # end within a few microseconds.
 _QUICK_TESTS = 16
@@ -181,67 +176,6 @@ _NONBLOCKING = {name: "I" + name.lower() for name in (
     "Allreduce", "Allgather", "Allgatherv", "Alltoall", "Alltoallv", "Bcast",
     "Reduce_scatter_block")}
 _NATIVE_FLOATS = {np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128)}
-
-
-class _Recycler:
-    """Large result buffers, handed out again once nothing else refers to them.
-
-    A collective returns a fresh array that the caller owns. A fresh large array costs a page
-    fault on first touch of every page, the kernel zeroing each one: for a 64 MB all-reduce
-    result that is 15-30% of the call, and raw MPI into a preallocated buffer never pays it.
-    Above ``_RECYCLE_BYTES`` a result is a view of a buffer kept here, and once the caller
-    has dropped every array made from it (CPython's reference count: each view holds its
-    base, an MPI request its buffer) the next result of that size reuses the buffer, its
-    pages already mapped. A training loop that all-reduces its gradients each step drops
-    the last step's results before making the next. At most ``_RECYCLE_COUNT`` buffers and
-    ``_RECYCLE_TOTAL`` bytes are kept; the least recently used idle one goes first.
-
-    >>> recycler = _Recycler()
-    >>> a = recycler.take((1 << 20,), np.dtype(np.float32))
-    >>> b = recycler.take((1 << 20,), np.dtype(np.float32))
-    >>> np.shares_memory(a, b)                  # a is still held
-    False
-    >>> base = a.base; del a, base
-    >>> c = recycler.take((1 << 20,), np.dtype(np.float32))
-    >>> np.shares_memory(b, c), len(recycler)   # c reuses a's buffer
-    (False, 2)
-    """
-
-    def __init__(self) -> None:
-        self._buffers: list[np.ndarray] = []
-        probe = [np.empty(1, np.uint8)]
-        self._idle = sys.getrefcount(probe[0])  # the count of a buffer only we refer to
-
-    def __len__(self) -> int:
-        return len(self._buffers)
-
-    def take(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        """An uninitialised array of ``shape`` and ``dtype`` that the caller owns."""
-        nbytes = math.prod(shape) * dtype.itemsize
-        if nbytes < _RECYCLE_BYTES:
-            return np.empty(shape, dtype)
-        buffers, idle = self._buffers, self._idle
-        for i in range(len(buffers)):
-            if buffers[i].nbytes == nbytes and sys.getrefcount(buffers[i]) == idle:
-                buffer = buffers.pop(i)
-                break
-        else:
-            buffer = np.empty(nbytes, np.uint8)
-            total = sum(b.nbytes for b in buffers) + nbytes
-            i = 0
-            while i < len(buffers) and (len(buffers) >= _RECYCLE_COUNT
-                                        or total > _RECYCLE_TOTAL):
-                if sys.getrefcount(buffers[i]) == idle:
-                    total -= buffers.pop(i).nbytes
-                else:
-                    i += 1
-            if len(buffers) >= _RECYCLE_COUNT or total > _RECYCLE_TOTAL:
-                return buffer.view(dtype).reshape(shape)  # no room: not kept
-        buffers.append(buffer)  # the most recently used last
-        return buffer.view(dtype).reshape(shape)
-
-    def clear(self) -> None:
-        self._buffers.clear()
 
 
 def _chunks(total: int, parts: int) -> tuple[np.ndarray, np.ndarray]:
@@ -402,7 +336,7 @@ class MpiCommunicator(BlockingCollectives):
         self._in_flight: dict[Group, deque[_MpiHandle]] = {}
         self._progressing = False
         self._scratch_buffers: dict[Group, np.ndarray] = {}
-        self._results = _Recycler()
+        self._results = Recycler()
         self._layouts: dict[tuple, _Layout] = {}
         self._headers: dict[tuple, np.ndarray] = {}  # header bytes (call #0) by call
         self._waits_at_once = False  # set while a blocking call starts its collective

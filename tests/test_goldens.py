@@ -5,7 +5,8 @@ from what the passes print now (read the diff before committing it).
 
 propagation: StableHLO with Shardy shardings in, the propagated module exported back out
 (``// propagate: basic`` on the first line picks the strategy; ``pipeline`` is Shardy's
-``sdy-propagation-pipeline``; ``rules`` its ``sdy-populate-op-sharding-rules``). Cases are
+``sdy-propagation-pipeline``, ``pipeline-dedup`` the same with ``dedup-functions-fully``;
+``rules`` its ``sdy-populate-op-sharding-rules``). Cases are
 named after the behaviour they pin, and compared with Shardy's own lit tests where one exists
 (scripts/run_conformance.py --shardy-propagation).
 partition: HLO with shardings on every value in, the SPMD module printed out.
@@ -40,8 +41,9 @@ def _propagation(text: str) -> str:
     module = import_stablehlo(text)
     if strategy == "rules":   # Shardy's -sdy-populate-op-sharding-rules
         return export_stablehlo(with_sharding_rules(module))
-    if strategy == "pipeline":
-        module = propagation_pipeline(module)
+    if strategy in ("pipeline", "pipeline-dedup"):
+        module = propagation_pipeline(module,
+                                      dedup_functions_fully=strategy == "pipeline-dedup")
     else:
         module = propagate(module, strategy, unsharded_scalars=True)
     return export_stablehlo(declare_meshes(module, meshes_of(module)))

@@ -47,9 +47,8 @@ _INDEX_OPS = ("broadcast", "transpose", "reshape", "bitcast", "slice", "reverse"
 
 
 class _FusionEmitter:
-    def __init__(self, fusion: Fusion, from_out: int | None = None):
+    def __init__(self, fusion: Fusion):
         self.fusion = fusion
-        self.from_out = from_out  # the input read from %out (an epilogue run in place)
         self.w = r._Writer()
         self.inputs = {id(inst): j for j, inst in enumerate(fusion.inputs)}
         self.members = {id(inst) for inst in fusion.members}
@@ -76,7 +75,8 @@ class _FusionEmitter:
         w, dtype = self.w, inst.shape.dtype
         if id(inst) not in self.members:
             j = self.inputs[id(inst)]
-            pointer = "%out" if j == self.from_out else f"%in{j}"
+            # The input the output is written over is read through the output's pointer.
+            pointer = "%out" if j == self.fusion.inplace else f"%in{j}"
             return r.load(w, dtype, pointer, str(self.linear(index, inst.shape.dims)))
         name, attrs = inst.op.name, inst.attrs
         if name == "constant":
@@ -160,8 +160,8 @@ class _FusionEmitter:
         (see ``render_range``)."""
         fusion, w = self.fusion, self.w
         root = fusion.root
-        params = ", ".join(["ptr noalias %out"] + [f"ptr noalias %in{j}"
-                                                   for j in range(len(fusion.inputs))])
+        params = ", ".join([f"ptr {_noalias(fusion, None)}%out"] + [
+            f"ptr {_noalias(fusion, j)}%in{j}" for j in range(len(fusion.inputs))])
         name, ranges = fusion.name, None
         if ranged is not None:
             assert fusion.kind == "loop" and root.shape.rank  # range_unit said so
@@ -369,29 +369,34 @@ def reads_at_output_index(fusion: Fusion, input_index: int) -> bool:
     return bool(found) and all(found)
 
 
-def render_range(fusion: Fusion, from_out: int | None = None, axis: str = "rows") -> str:
+def render_range(fusion: Fusion, axis: str = "rows") -> str:
     """``@<name>_rows(out, in0, ..., i64 lo, i64 hi)``: ``fusion`` on the steps ``lo ..
     hi-1`` of its outermost loop only (``range_unit`` elements each), every element computed
     as the whole function computes it; ``axis="columns"``: ``@<name>_columns``, on columns
-    ``lo .. hi-1`` of its last dim, every row (``has_column_range``). ``from_out``: the input
-    (one that ``reads_at_output_index``) read from ``out`` instead, which already holds it:
-    the fusion run in place on that input's buffer, each element read before it is
-    overwritten."""
-    return _FusionEmitter(fusion, from_out).render(ranged=axis)
+    ``lo .. hi-1`` of its last dim, every row (``has_column_range``). A fusion written over
+    an input (``Fusion.inplace``) reads it through ``out`` in these forms too."""
+    return _FusionEmitter(fusion).render(ranged=axis)
+
+
+def _noalias(fusion: Fusion, j: int | None) -> str:
+    """The ``noalias`` attribute of the output (``j`` None) or of input ``j``: on every
+    pointer but the output and the input it is written over (``Fusion.inplace``), which the
+    caller passes the same buffer for (the kernel reads that input through ``%out``)."""
+    return "" if fusion.inplace is not None and j in (None, fusion.inplace) else "noalias "
 
 
 def render_module(fusions: list[Fusion], data_offset: int | None = None,
-                  ranges: Mapping[str, tuple[int | None, tuple[str, ...]]] | None = None
-                  ) -> str:
+                  ranges: Mapping[str, tuple[str, ...]] | None = None) -> str:
     """The LLVM IR module of every fusion, one function each (named ``fusion.name``), and,
     when ``data_offset`` is given, each one's object entry and stacked entry (see
     ``render_object_entry`` and ``render_stacked_entry``).
 
     Fusions whose functions are identical but for their names (the same update of several
     weights, the same norm forward and backward) are compiled once: a repeat's names are
-    aliases of the first one's functions. ``ranges`` maps the name of a fusion run as a
-    dot's epilogue to its ``render_range`` forms' ``from_out`` and axes: those forms are
-    rendered too.
+    aliases of the first one's functions. ``ranges`` maps the name of a fusion run in ranges
+    (a dot's epilogue, a fusion split over threads) to the axes of its ``render_range``
+    forms: those are rendered too (and a fusion with a rows form not written over an input
+    calls it for the whole, its loop body compiled once).
 
     >>> from xla_spmd.ir import parse_hlo
     >>> from xla_spmd.backends.cpu.fusion import fuse
@@ -415,16 +420,16 @@ def render_module(fusions: list[Fusion], data_offset: int | None = None,
         if fusion.kind == "rng":
             texts = [random.render(fusion.name, fusion.root)]
         else:
-            from_out, axes = (ranges or {}).get(fusion.name, (None, ()))
+            axes = (ranges or {}).get(fusion.name, ())
             texts = []
-            if from_out is None and "rows" in axes:  # the function calls its rows form
+            if fusion.inplace is None and "rows" in axes:  # the function calls its rows form
                 texts.append(_whole_by_rows(fusion))
             else:
                 emitter = _FusionEmitter(fusion)
                 texts.append(emitter.render())
                 declarations |= emitter.w.declarations
             for axis in axes:
-                ranged = _FusionEmitter(fusion, from_out)
+                ranged = _FusionEmitter(fusion)
                 texts.append(ranged.render(ranged=axis))
                 declarations |= ranged.w.declarations
         if data_offset is not None:
@@ -437,7 +442,7 @@ def render_module(fusions: list[Fusion], data_offset: int | None = None,
             functions += texts
         else:
             functions.append(_aliases(fusion, original, data_offset is not None,
-                                      (ranges or {}).get(fusion.name, (None, ()))[1]))
+                                      (ranges or {}).get(fusion.name, ())))
     return r.number_loops("\n".join(sorted(declarations)) + "\n\n" + "\n\n".join(functions)
                           + "\n")
 

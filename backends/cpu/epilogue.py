@@ -17,9 +17,10 @@ product. As an epilogue it runs in the dot's launch:
   every thread too (a split by columns: the fusion's form ranged over its last dim, where it
   has one; else by rows once the whole product is done);
 * otherwise the fusion runs on the whole output right after the product, in the same launch;
-* where the dot's value has no other reader (and the fusion writes its dtype) the fusion
-  runs in place: it writes over the dot's buffer, reading each element before it overwrites
-  it (``emitter.render_range``'s ``from_out``), so no second buffer is allocated.
+* where the plan writes the fusion over the dot's buffer (``Fusion.inplace``: the dot dies
+  there) and nothing else reads the dot, it does so in the dot's launch: each element is
+  read before it is overwritten (the fusion reads the dot through its output pointer), so
+  no second buffer is allocated.
 
 Why per part and not in smaller blocks: each BLAS call packs all of the other operand, so
 blocks that fit L2 cost more packing than the cache saves. The MLP's weight update
@@ -38,8 +39,10 @@ after the product), of at least ``MIN_BYTES``; the fusion is a loop fusion with 
 form (``emitter.range_unit``) that reads the dot's value only at its own output index
 (``emitter.reads_at_output_index``); every other value the fusion reads is produced before
 the dot's step (so it is ready when the dot runs; the fusion's step then only hands on the
-value). A dot has at most one epilogue; a fusion that reads several dots is the epilogue of
-the last one.
+value). A fusion the plan writes over an input is an epilogue only where that input is
+the dot and no other step reads the dot (it is then written over when the dot runs, not at
+the fusion's own step). A dot has at most one epilogue; a fusion that reads several dots is
+the epilogue of the last one.
 
 The same ranged forms split a large standalone loop fusion (``SPLIT_MIN_BYTES``: the
 transformer block's softmax, GELU and norm chains) over the threads of a device that has all
@@ -55,7 +58,7 @@ backward pass's mask, so ``maximum.4`` gets a buffer of its own.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -91,9 +94,13 @@ class Epilogue:
     reads: tuple[int, ...]
     operand: int
     unit: int
-    in_place: bool
     dot_name: str
     columns: bool = False
+
+    @property
+    def in_place(self) -> bool:
+        """Whether the fusion writes over the dot's buffer (``Fusion.inplace``)."""
+        return self.fusion.inplace == self.operand
 
     @property
     def axes(self) -> tuple[str, ...]:
@@ -112,10 +119,14 @@ def _is_blas_dot(step) -> bool:
     return step.inst.shape.byte_size >= MIN_BYTES
 
 
-def attach(steps: list, root_slot: int) -> None:
-    """Give each dot step of ``steps`` (a schedule, ``program.plan``'s) the loop fusion to
-    run as its epilogue, where one qualifies (see the module's invariants): the dot step's
-    and the fusion step's ``epilogue`` are set to the same ``Epilogue``."""
+def attach(steps: list, root_slot: int, fusions: list[Fusion]) -> None:
+    """Give each dot step of ``steps`` (a schedule, ``program.plan``'s, its buffers
+    assigned) the loop fusion to run as its epilogue, where one qualifies (see the module's
+    invariants): the dot step's and the fusion step's ``epilogue`` are set to the same
+    ``Epilogue``. A fusion the plan writes over another dying input (not a parameter) is
+    written over the dot instead where it may be (the dot's buffer is its own, read by the
+    fusion alone, at the output's index): then it runs in place in the dot's launch
+    (``fusions``, the plan's, is updated with it)."""
     produced = {step.slot: k for k, step in enumerate(steps) if step.kind != "start"}
     readers: dict[int, int] = {}
     for step in steps:
@@ -137,11 +148,21 @@ def attach(steps: list, root_slot: int) -> None:
         unit = range_unit(step.fused)
         if unit is None or not reads_at_output_index(step.fused, operand):
             continue
-        in_place = (readers.get(last) == 1 and last != root_slot
-                    and step.inst.shape.dtype == dot.inst.shape.dtype)
+        inplace = step.fused.inplace
+        if inplace is not None and inplace != operand and readers.get(last) == 1 and (
+                last != root_slot and operand in step.fused.aligned_inputs()
+                and step.reads[inplace] in produced):
+            # the other input's buffer then simply dies; the dot's is the plan's own (a new
+            # output no other value shares) and nothing else reads it. (Not over a donated
+            # parameter: writing the result there saves the runtime's copy.)
+            fusion = replace(step.fused, inplace=operand)
+            fusions[next(i for i, f in enumerate(fusions) if f is step.fused)] = fusion
+            step.fusion, inplace = fusion, operand
+        if inplace is not None and (inplace != operand or readers.get(last) != 1):
+            continue  # written over at the fusion's step, which the dot's step precedes
         dims = step.inst.shape.dims
         columns = dims[-1:] == dot.inst.shape.dims[-1:] and has_column_range(step.fused)
-        epilogue = Epilogue(step.fused, step.slot, step.reads, operand, unit, in_place,
+        epilogue = Epilogue(step.fused, step.slot, step.reads, operand, unit,
                             step.fused.inputs[operand].name, columns)
         dot.epilogue = step.epilogue = epilogue
 
@@ -158,12 +179,13 @@ def binder(epilogue: Epilogue, function, columns_function=None) -> Callable:
     dims, dtype = root.shape.dims, root.shape.dtype.numpy
     reads, operand, unit = epilogue.reads, epilogue.operand, epilogue.unit
     slot, in_place = epilogue.slot, epilogue.in_place
-    asarray, empty = np.asarray, np.empty
+    from xla_spmd.backends.cpu.program import output_allocator  # program imports this module
+    asarray, allocate = np.asarray, output_allocator(root)  # a large output is recycled
 
     def bind(values: list, out: np.ndarray) -> Callable[[int, int], None]:
         inputs = [out if k == operand else asarray(values[s], order="C")
                   for k, s in enumerate(reads)]
-        result = out.reshape(dims) if in_place else empty(dims, dtype)
+        result = out.reshape(dims) if in_place else allocate(dims, dtype)
         values[slot] = result
         pointers = [result.ctypes.data] + [a.ctypes.data for a in inputs]
 
@@ -199,14 +221,16 @@ def split_launch(step, whole: Callable, function) -> Callable:
     root = fusion.root
     dims, dtype = root.shape.dims, root.shape.dtype.numpy
     steps = root.shape.num_elements // range_unit(fusion)
-    asarray, empty = np.asarray, np.empty
+    from xla_spmd.backends.cpu.program import output_allocator  # program imports this module
+    asarray, allocate, inplace = np.asarray, output_allocator(root), fusion.inplace
 
     def launch_split(values, ctx):
         parts = blas.split_threads()
         if parts < 2 or steps < 2 * parts:
             return whole(values, ctx)
         inputs = [asarray(values[s], order="C") for s in reads]
-        out = empty(dims, dtype)
+        # written over its input where the plan says so (read through the output pointer)
+        out = allocate(dims, dtype) if inplace is None else inputs[inplace]
         pointers = [out.ctypes.data] + [a.ctypes.data for a in inputs]
         blas.run_split(lambda i0, i1: function(*pointers, i0, i1),
                        blas.split_bounds(steps, parts))

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,7 +41,15 @@ from xla_spmd.backends.cpu.emitter import (
     render_module,
     stacked_entry_name,
 )
-from xla_spmd.backends.cpu.program import CONTROL, Program, Step, plan, run_fusion
+from xla_spmd.backends.cpu.program import (
+    CONTROL,
+    Program,
+    Step,
+    plan,
+    recycled_alone,
+    recycled_output,
+    run_fusion,
+)
 from xla_spmd.backends.reference.control import while_rule
 from xla_spmd.backends.reference.evaluator import (
     EVALUATE,
@@ -53,6 +61,7 @@ from xla_spmd.backends.reference.evaluator import (
 from xla_spmd.backends.reference.executable import device_arguments
 from xla_spmd.errors import EvaluationError, XlaSpmdError
 from xla_spmd.ir import Computation, Family, Module
+from xla_spmd.ir.batch_norm import inline_batch_norm
 from xla_spmd.ir.hlo_printer import print_module
 
 _ERRORS = (XlaSpmdError, ValueError, TypeError, IndexError, ArithmeticError)
@@ -141,8 +150,38 @@ def plan_module(module: Module, libm: bool = False) -> dict[int, Program]:
     """
     computations = _control_computations(module)
     called = {id(c) for c in computations}
-    return {id(c): plan(c, called, f"c{k}_", libm, windows=True, fold_transposes=True)
+    donated = frozenset(module.input_output_aliases)
+    return {id(c): plan(c, called, f"c{k}_", libm, windows=True, fold_transposes=True,
+                        inplace=True, donated=donated if c is module.entry else frozenset())
             for k, c in enumerate(computations)}
+
+
+def written_parameters(program: Program) -> frozenset[int]:
+    """The numbers of the parameters a fusion of ``program`` writes its output over (donated
+    ones: see ``program._assign_inplace``)."""
+    slots = {slot: number for number, slot in enumerate(program.parameter_slots)}
+    return frozenset(slots[step.reads[step.fused.inplace]] for step in program.steps
+                     if step.kind == "fusion" and step.fused.inplace is not None
+                     and step.reads[step.fused.inplace] in slots)
+
+
+def _take_over(arguments: list, written: frozenset[int], donated: Collection[int]) -> None:
+    """Make ``arguments`` safe to write over where the plan writes over parameters
+    (``written``): a donated argument that is a writable C-contiguous array owning its memory
+    (or the sole view of a recycled buffer: an earlier large result) and sharing it with no
+    other argument is written over (the caller handed it over; it
+    checks that no other device's argument shares it); any other is first copied (into a
+    recycled buffer), and the copy is written over."""
+    for number in written:
+        x = arguments[number]
+        if not (number in donated and type(x) is np.ndarray
+                and (x.base is None or recycled_alone(x))
+                and x.flags.writeable and x.flags.c_contiguous and not any(
+                    np.may_share_memory(x, other) for k, other in enumerate(arguments)
+                    if k != number and isinstance(other, np.ndarray))):
+            copy = recycled_output(np.shape(x), np.dtype(x.dtype))
+            np.copyto(copy, x)
+            arguments[number] = copy
 
 
 EXECUTION_MODES = ("stacked", "lockstep", "threaded", "ranks")
@@ -197,6 +236,8 @@ class CpuExecutable:
     """A module compiled for the CPU (see ``xla_spmd.backends.base.Executable``)."""
 
     def __init__(self, module: Module, devices: Sequence[int], libm: bool = False):
+        # Batch norm runs as its primitive expansion (the reference evaluator's own), fused.
+        module = inline_batch_norm(module)
         self.module = module
         self.devices = tuple(devices)
         self.programs: dict[int, Program] = plan_module(module, libm)
@@ -211,11 +252,10 @@ class CpuExecutable:
         alone = len(self.devices) == 1
         self.splits = {id(s) for p in self.programs.values() for s in p.steps
                        if alone and epilogue.splits(s)}
-        ranges = {s.epilogue.fusion.name: (s.epilogue.operand if s.epilogue.in_place
-                                           else None, s.epilogue.axes[:2 if alone else 1])
+        ranges = {s.epilogue.fusion.name: s.epilogue.axes[:2 if alone else 1]
                   for p in self.programs.values() for s in p.steps
                   if s.epilogue is not None and s.kind == "kernel"}
-        ranges.update({s.fused.name: (None, ("rows",)) for p in self.programs.values()
+        ranges.update({s.fused.name: ("rows",) for p in self.programs.values()
                        for s in p.steps if id(s) in self.splits})
         self.llvm_ir = render_module(fusions, data_offset, ranges)
         self.cache_key = compiler.cache_key(print_module(module) + "\n" + self.llvm_ir)
@@ -235,6 +275,8 @@ class CpuExecutable:
                   for step in program.steps]
             for key, program in self.programs.items()}
         entry = self.programs[id(module.entry)]
+        self.written = written_parameters(entry)
+        """The parameters a fusion writes over (donated: see ``run``)."""
         self.lockstep = _runs_in_lockstep(self.programs, entry)
         """Whether ``run_together`` may run this program (see there)."""
         self.stackable = self.lockstep and data_offset is not None and stacked.stackable(entry)
@@ -304,16 +346,25 @@ class CpuExecutable:
 
     # -- running --------------------------------------------------------------------------
 
-    def run(self, device: int, arguments: Sequence[np.ndarray], communicator: Any
-            ) -> list[np.ndarray]:
+    donates = True
+    """``run`` and ``run_together`` take ``donated``: the arguments the caller hands over."""
+
+    def run(self, device: int, arguments: Sequence[np.ndarray], communicator: Any,
+            donated: Collection[int] = ()) -> list[np.ndarray]:
+        """Run device ``device``'s program (see ``xla_spmd.backends.base.Executable``).
+        ``donated``: the numbers of the arguments the caller hands over (XLA's
+        ``input_output_alias``): where an elementwise fusion can write over one, its result
+        is computed in that argument's buffer, with no copy (``_take_over`` says when)."""
         coerced = device_arguments(self.module, device, arguments)
+        _take_over(coerced, self.written, donated)
         context = self._context(device, communicator)
         with np.errstate(all="ignore"):  # IEEE results, no warnings: as every reference rule
             result = self.execute(self.programs[id(self.module.entry)], coerced, context)
         return [np.asarray(leaf) for leaf in leaves(result)]
 
     def run_together(self, arguments: Mapping[int, Sequence[np.ndarray]],
-                     communicators: Mapping[int, Any], stack: bool | None = None
+                     communicators: Mapping[int, Any], stack: bool | None = None,
+                     donated: Mapping[int, Collection[int]] | None = None
                      ) -> dict[int, list[np.ndarray]]:
         """Run every device of ``arguments`` on the calling thread, in lockstep: each step of
         the plan for every device before the next step. Only where ``self.lockstep``: every
@@ -326,7 +377,8 @@ class CpuExecutable:
         With several devices and where ``self.stackable`` (unless ``stack`` is False), the
         devices' values are stacked and each step is launched once for all of them (see
         ``backends/cpu/stacked.py``); ``stack=False`` launches each step once per device.
-        Returns each device's results, flattened."""
+        ``donated[d]``: device d's arguments handed over, as in ``run`` (stacked values are
+        copies: nothing is handed over). Returns each device's results, flattened."""
         if not self.lockstep:
             raise XlaSpmdError(f"{self.module.name}: run_together needs a program whose "
                                "collectives are all start/wait steps of the entry, and small")
@@ -344,6 +396,7 @@ class CpuExecutable:
         for device, device_args in arguments.items():
             values: list = [None] * len(program.computation.instructions)
             coerced = device_arguments(self.module, device, device_args)
+            _take_over(coerced, self.written, (donated or {}).get(device, ()))
             for slot, argument in zip(program.parameter_slots, coerced):
                 values[slot] = argument
             states.append((values, self._context(device, communicators[device])))
@@ -471,7 +524,8 @@ class CpuExecutable:
                 "peak_bytes": entry.peak_bytes, "host": compiler.host()}
 
     def as_text(self) -> str:
-        """The fused program: each computation's schedule, one line per step."""
+        """The fused program: each computation's schedule, one line per step (a fusion that
+        writes over an operand says which: ``[in place of a]``)."""
         lines = []
         for program in self.programs.values():
             lines.append(f"computation {program.computation.name} "
@@ -483,8 +537,9 @@ class CpuExecutable:
                     inputs = ", ".join(i.name for i in step.fused.inputs)
                     where = "  [rows split over threads]" if id(step) in self.splits else ""
                     if step.epilogue is not None:
-                        where = (f"  [epilogue of {step.epilogue.dot_name}"
-                                 f"{', in place' if step.epilogue.in_place else ''}]")
+                        where = f"  [epilogue of {step.epilogue.dot_name}]"
+                    if step.fused.inplace is not None:
+                        where += f"  [in place of {step.fused.inputs[step.fused.inplace].name}]"
                     lines.append(f"  {inst.name} = {step.fused.kind} fusion "
                                  f"{step.fused.name} {{{members}}}({inputs}){where}")
                 else:

@@ -44,13 +44,56 @@ REDUCERS = ("add", "multiply", "maximum", "minimum", "and", "or")
 @dataclass(frozen=True, slots=True)
 class Fusion:
     """One generated kernel: ``kind`` is ``"loop"`` or ``"reduce"``; ``members`` are in
-    topological order and end with ``root``; ``inputs`` are the values it reads."""
+    topological order and end with ``root``; ``inputs`` are the values it reads. ``inplace``:
+    the position of the input whose buffer the output is written into (``program.plan``
+    with ``inplace=True``); the kernel reads that input through its output pointer."""
 
     name: str
     kind: str
     root: Instruction
     members: tuple[Instruction, ...]
     inputs: tuple[Instruction, ...]
+    inplace: int | None = None
+
+    def aligned_inputs(self) -> tuple[int, ...]:
+        """Positions of the inputs of the output's shape and dtype that a loop fusion reads
+        only at the output's own index: every path from the root down to the input goes
+        through elementwise members of the output's dims (no broadcast, reshape, transpose,
+        slice or reverse), so writing the output over the input changes no element before
+        it is read. The candidates for ``inplace``.
+
+        >>> from xla_spmd.ir import parse_hlo
+        >>> m = parse_hlo('''HloModule m
+        ... ENTRY %e (x: f32[4], y: f32[4]) -> f32[4] {
+        ...   %x = f32[4] parameter(0)
+        ...   %y = f32[4] parameter(1)
+        ...   %r = f32[4] reverse(%y), dimensions={0}
+        ...   ROOT %z = f32[4] add(%x, %r)
+        ... }''')
+        >>> fusions, _ = fuse(m.entry)
+        >>> [fusions[0].inputs[j].name for j in fusions[0].aligned_inputs()]  # y is reversed
+        ['x']
+        """
+        root = self.root
+        if self.kind != "loop" or root.op.family not in _ELEMENTWISE:
+            return ()
+        users: dict[int, list[Instruction]] = {}
+        for member in self.members:
+            for operand in member.operands:
+                users.setdefault(id(operand), []).append(member)
+        aligned = {id(root)}
+
+        def read_aligned(value: Instruction) -> bool:
+            return all(id(u) in aligned and u.op.family in _ELEMENTWISE
+                       for u in users.get(id(value), ()))
+        # Users come after producers: walk back from the root.
+        for member in reversed(self.members[:-1]):
+            if member.shape.dims == root.shape.dims and read_aligned(member):
+                aligned.add(id(member))
+        members = {id(m) for m in self.members}
+        return tuple(j for j, value in enumerate(self.inputs)
+                     if id(value) not in members and value.shape == root.shape
+                     and read_aligned(value))
 
     @property
     def reducer(self) -> str | None:

@@ -19,7 +19,7 @@ import numpy as np
 
 from xla_spmd.backends.cpu import indexing, kernels, random
 from xla_spmd.backends.cpu.convolution import conv_kernel
-from xla_spmd.backends.cpu.program import Step
+from xla_spmd.backends.cpu.program import Step, output_allocator
 from xla_spmd.backends.cpu.renderer import accumulator_dtype
 from xla_spmd.backends.cpu.select_scatter import select_and_scatter_kernel
 
@@ -44,12 +44,15 @@ def fusion_launch(step: Step, function) -> Launch:
     if fusion.kind == "loop":
         if inst.shape.num_elements == 0:
             return lambda values, ctx: _empty(dims, dtype)
+        if fusion.inplace is not None:
+            return _inplace_launch(reads, fusion.inplace, function)
+        allocate = output_allocator(inst)  # a large output is a recycled buffer
         if len(reads) == 1:
             (a,) = reads
 
             def launch_one(values, ctx):
                 x = _contiguous(values[a])
-                out = _empty(dims, dtype)
+                out = allocate(dims, dtype)
                 function(id(out), id(x))
                 return out
             return launch_one
@@ -58,14 +61,14 @@ def fusion_launch(step: Step, function) -> Launch:
 
             def launch_two(values, ctx):
                 x, y = _contiguous(values[a]), _contiguous(values[b])
-                out = _empty(dims, dtype)
+                out = allocate(dims, dtype)
                 function(id(out), id(x), id(y))
                 return out
             return launch_two
 
         def launch_loop(values, ctx):
             inputs = [_contiguous(values[s]) for s in reads]
-            out = _empty(dims, dtype)
+            out = allocate(dims, dtype)
             function(id(out), *map(id, inputs))
             return out
         return launch_loop
@@ -80,6 +83,17 @@ def fusion_launch(step: Step, function) -> Launch:
             function(id(accumulator), *map(id, inputs))
         return accumulator if work == dtype else accumulator.astype(dtype)
     return launch_reduce
+
+
+def _inplace_launch(reads: tuple, position: int, function) -> Launch:
+    """A loop fusion written over its input at ``position`` (``Fusion.inplace``): the plan
+    made sure that input dies here and no live value shares its buffer."""
+    def launch_inplace(values, ctx):
+        inputs = [_contiguous(values[s]) for s in reads]
+        out = inputs[position]  # a copy if it was not C-contiguous: then written over that
+        function(id(out), *map(id, inputs))
+        return out
+    return launch_inplace
 
 
 def _rng_launch(step: Step, function, count: int | None = None) -> Launch:

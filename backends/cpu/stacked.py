@@ -148,9 +148,12 @@ def fusion_launch(step: Step, function, count: int) -> StackedLaunch:
     if inst.shape.num_elements == 0:
         return lambda values, env: _empty(dims, dtype)
     if fusion.kind == "loop":
+        position = fusion.inplace
+
         def launch_loop(values, env):
             inputs = [_asarray(values[s], order="C") for s in reads]
-            out = _empty(dims, dtype)
+            # over the input the plan lets it write over (its stacked value is as fresh)
+            out = _empty(dims, dtype) if position is None else inputs[position]
             function(count, id(out), *map(id, inputs))
             return out
         return launch_loop

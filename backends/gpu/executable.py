@@ -49,6 +49,7 @@ from xla_spmd.backends.reference.evaluator import EVALUATE, leaves
 from xla_spmd.backends.reference.executable import device_arguments
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir import ArrayShape, Module
+from xla_spmd.ir.batch_norm import inline_batch_norm
 from xla_spmd.ir.dtypes import BF16
 
 
@@ -80,6 +81,7 @@ class GpuExecutable(CpuExecutable):
         import threading
         from collections import Counter
 
+        module = inline_batch_norm(module)  # batch norm as its primitive expansion
         self.module = module
         self.devices = tuple(devices)
         computations = _control_computations(module)

@@ -10,6 +10,7 @@ from xla_spmd.backends.reference import (  # noqa: F401 (register the rules)
     control,
     elementwise,
     indexing,
+    normalization,
     random,
     reduction,
     shape_ops,

@@ -177,6 +177,10 @@ ENTRY main {
   rfft = c64[3]{0} fft(x), fft_type=RFFT, fft_length={4}
   chol = f32[3,3]{1,0} cholesky(m), lower=true
   trsm = f32[3,2]{1,0} triangular-solve(m, b), left_side=true, lower=true, transpose_a=NO_TRANSPOSE
+  x2 = f32[2]{0} slice(x), slice={[0:2]}
+  bni = f32[3,2]{1,0} batch-norm-inference(b, x2, x2, x2, x2), epsilon=0.001, feature_index=1
+  bnt = (f32[3,2]{1,0}, f32[2]{0}, f32[2]{0}) batch-norm-training(b, x2, x2), epsilon=1e-05, feature_index=1
+  bng = (f32[3,2]{1,0}, f32[2]{0}, f32[2]{0}) batch-norm-grad(b, x2, x2, x2, b), epsilon=0.1, feature_index=1
   zero = s32[] constant(0)
   init = (s32[], f32[4]{0}) tuple(zero, x)
   while = (s32[], f32[4]{0}) while(init), condition=cond, body=body, backend_config={"known_trip_count":{"n":"3"}}

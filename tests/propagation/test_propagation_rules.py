@@ -311,3 +311,20 @@ def test_triangular_solve(left_side, transpose, expected):
                                transpose_a=transpose)
     assert rule_text(solve) == (f"#sdy.op_sharding_rule<{expected} "
                                 "need_replication={j, k, l}>")
+
+
+@pytest.mark.parametrize("opcode, vectors, grad, expected", [
+    ("batch-norm-inference", 4, False, "([i, j, k, l], [k], [k], [k], [k])->([i, j, k, l])"),
+    ("batch-norm-training", 2, False, "([i, j, k, l], [k], [k])->([i, j, k, l], [k], [k])"),
+    ("batch-norm-grad", 3, True,
+     "([i, j, k, l], [k], [k], [k], [i, j, k, l])->([i, j, k, l], [k], [k])"),
+])
+def test_batch_norm(opcode, vectors, grad, expected):
+    """Shardy's batch_norm_inference rule (op_sharding_rule_registry.mlir); training and grad
+    (no rule in Shardy) follow the same scheme."""
+    b = Builder("m")
+    x = b.parameter(shape(4, 8, 16, 32))
+    vs = [b.parameter(shape(16)) for _ in range(vectors)]
+    inst = b.op(opcode, x, *vs, *([x] if grad else []), epsilon=0.001, feature_index=2)
+    assert rule_text(inst) == (f"#sdy.op_sharding_rule<{expected} "
+                               "{i=4, j=8, k=16, l=32}>")

@@ -52,6 +52,7 @@ from xla_spmd.ir import (
     TupleShape,
 )
 from xla_spmd.ir.attributes import PadDim, SliceDim, Window, WindowDim
+from xla_spmd.ir.batch_norm import BATCH_NORM_OPS, expand_instruction
 from xla_spmd.ir.custom_calls import SHARDING
 from xla_spmd.ir.module import Sharding
 from xla_spmd.sharding import DimSharding, TensorSharding
@@ -524,3 +525,10 @@ def _custom_call(inst, operands, batched, size):
                            f"({inst.attrs.custom_call_target}) is not supported: apply vmap "
                            "inside the shard_map body instead")
     return unrolled(inst, operands, batched, size)
+
+
+@BATCH.register(*BATCH_NORM_OPS)
+def _batch_norm(inst, operands, batched, size):
+    # The batch dim must not join the normalized dims: vmap the primitive expansion.
+    out, out_batched = batch_computation(expand_instruction(inst), operands, batched, size)
+    return materialize(out, out_batched, size)

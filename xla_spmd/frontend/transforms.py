@@ -467,14 +467,7 @@ class custom_vjp:
                                ".defvjp(fwd, bwd) first")
         if current_trace() is None:
             return self.fun(*args)
-        nondiff = [args[i] for i in self.nondiff_argnums]
-        diff_positions = [i for i in range(len(args)) if i not in self.nondiff_argnums]
-
-        def full(dynamic):
-            merged = list(args)
-            for i, a in zip(diff_positions, dynamic):
-                merged[i] = a
-            return merged
+        nondiff, diff_positions, full = _split_nondiff(args, self.nondiff_argnums)
 
         def rule(cts, operands, in_tree, out_tree, num_args):
             dynamic = tree_unflatten(in_tree, operands[:num_args])
@@ -488,6 +481,21 @@ class custom_vjp:
 
         return _wrapped_call(lambda *dyn: self.fun(*full(dyn)),
                              tuple(args[i] for i in diff_positions), rule=rule)
+
+
+def _split_nondiff(args: tuple, nondiff_argnums: tuple[int, ...]):
+    """The arguments a custom rule sees undifferentiated, the positions of the others, and
+    ``full(dynamic)``: ``args`` with those positions replaced by ``dynamic``."""
+    nondiff = [args[i] for i in nondiff_argnums]
+    diff_positions = [i for i in range(len(args)) if i not in nondiff_argnums]
+
+    def full(dynamic) -> list:
+        merged = list(args)
+        for i, a in zip(diff_positions, dynamic):
+            merged[i] = a
+        return merged
+
+    return nondiff, diff_positions, full
 
 
 def _zero_none(ct, primal):
@@ -538,14 +546,7 @@ class custom_jvp:
                                ".defjvp(rule) first")
         if current_trace() is None:
             return self.fun(*args)
-        nondiff = [args[i] for i in self.nondiff_argnums]
-        diff_positions = [i for i in range(len(args)) if i not in self.nondiff_argnums]
-
-        def full(dynamic):
-            merged = list(args)
-            for i, a in zip(diff_positions, dynamic):
-                merged[i] = a
-            return merged
+        nondiff, diff_positions, full = _split_nondiff(args, self.nondiff_argnums)
 
         def rule(cts, operands, in_tree, out_tree, num_args):
             dynamic = tree_unflatten(in_tree, operands[:num_args])

@@ -37,6 +37,7 @@ from xla_spmd.frontend.tracing import (
 )
 from xla_spmd.frontend.vma import declare, vma_of
 from xla_spmd.ir import TupleShape
+from xla_spmd.ir.batch_norm import BATCH_NORM_OPS, expand_instruction
 from xla_spmd.ir.custom_calls import MANUAL_BODY
 from xla_spmd.sharding.manual import manual_region
 
@@ -191,3 +192,12 @@ def _call(ct, inst, ops, out):
     leaves = [lax.get_tuple_element(result, i) for i in range(len(outputs))]
     iterator = iter(leaves)
     return [unflat_cotangent(iterator, o.aval) for o in ops]
+
+
+@VJP.register(*BATCH_NORM_OPS)
+def _batch_norm(ct, inst, ops, out):
+    """Batch norm's VJP: the VJP of its primitive expansion (the spec's decomposition),
+    recomputed on the operands, so every result's cotangent (batch statistics too) counts."""
+    expanded = expand_instruction(inst)
+    _, env = linearize_computation(expanded, list(ops))
+    return backward(expanded, env, ct)

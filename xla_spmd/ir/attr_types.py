@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 # The Python type of each attribute kind, as the annotation text used in `Attrs`.
 KIND_TYPES: dict[AttrKind, str] = {
     AttrKind.INT: "int",
+    AttrKind.FLOAT: "float",
     AttrKind.BOOL: "bool",
     AttrKind.STRING: "str",
     AttrKind.RAW: "str",
@@ -85,9 +86,11 @@ class Attrs(Protocol):
     direction: ComparisonDirection
     distribution: RngDistribution
     dynamic_slice_sizes: tuple[int, ...]
+    epsilon: float
     exponent_bits: int
     false_computation: Computation | None
     feature_group_count: int
+    feature_index: int
     fft_length: tuple[int, ...]
     fft_type: FftType
     index: int

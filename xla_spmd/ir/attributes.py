@@ -27,6 +27,24 @@ def _ints(values) -> IntTuple:
     return tuple(int(v) for v in values)
 
 
+def f32_value(value: float) -> float:
+    """`value` rounded to f32, as a Python float (a FLOAT attribute such as ``epsilon``).
+
+    >>> f32_value(0.1)
+    0.10000000149011612
+    """
+    return float(np.float32(value))
+
+
+def f32_text(value: float) -> str:
+    """The shortest decimal text that reads back as the same f32 (``0.001``, ``1e-05``).
+
+    >>> f32_text(f32_value(0.001)), f32_text(1e-05), f32_text(float("inf"))
+    ('0.001', '1e-05', 'inf')
+    """
+    return str(np.float32(value))
+
+
 class ComparisonDirection(Enum):
     EQ = "EQ"
     NE = "NE"

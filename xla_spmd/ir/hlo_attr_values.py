@@ -63,6 +63,8 @@ class AttributeValueParser:
         s = self.s
         if kind is AttrKind.INT:
             return s.integer()
+        if kind is AttrKind.FLOAT:
+            return s.float_number(f"a number for '{spec.name}'")  # f32: Op.make_attrs
         if kind is AttrKind.BOOL:
             word = s.word("true or false")
             if word not in ("true", "false"):

@@ -21,6 +21,7 @@ from xla_spmd.errors import ParseError
 NAME_RE = re.compile(r"%?[A-Za-z_][A-Za-z0-9_.\-]*")
 WORD_RE = re.compile(r"[A-Za-z0-9_.\-]+")
 INT_RE = re.compile(r"[-+]?[0-9]+")
+FLOAT_RE = re.compile(r"[-+]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|inf|nan)")
 _OPEN = {"{": "}", "[": "]", "(": ")"}
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "'": "'", "\\": "\\", "?": "?",
             "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
@@ -189,6 +190,10 @@ class Scanner:
 
     def integer(self, expected: str = "an integer") -> int:
         return int(self.match(INT_RE, expected))
+
+    def float_number(self, expected: str = "a number") -> float:
+        """A decimal number such as ``0.001``, ``1e-05``, ``-inf`` or ``nan``."""
+        return float(self.match(FLOAT_RE, expected))
 
     def string(self) -> str:
         """A double-quoted string, unescaped."""

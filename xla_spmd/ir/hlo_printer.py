@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import TypeGuard
 
-from xla_spmd.ir.attributes import ReplicaGroups, Window
+from xla_spmd.ir.attributes import ReplicaGroups, Window, f32_text
 from xla_spmd.ir.custom_calls import SDY_MESHES, SDY_SHARDING
 from xla_spmd.ir.hlo_lexer import escape
 from xla_spmd.ir.literals import format_literal
@@ -79,6 +79,8 @@ def _attribute_order(op: Op) -> list[str]:
 def _value_text(kind: AttrKind, value, percent: str) -> str | None:
     if kind is AttrKind.INT:
         return str(value)
+    if kind is AttrKind.FLOAT:
+        return f32_text(value)
     if kind is AttrKind.BOOL:
         return "true" if value else "false"
     if kind is AttrKind.STRING:

@@ -20,6 +20,7 @@ structurally with `==`, which is what ``parse(print(m)) == m`` relies on.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
@@ -29,6 +30,8 @@ from xla_spmd.ir.attr_types import Attrs
 from xla_spmd.ir.hlo_sharding import HloSharding
 from xla_spmd.ir.ops import AttrKind, Op
 from xla_spmd.ir.shapes import Shape
+
+_ALIAS = re.compile(r"\{(\d*)\}\s*:\s*\((\d+),\s*\{\}")
 
 Pairs = tuple[tuple[str, str], ...]
 
@@ -203,6 +206,14 @@ class Module:
     @property
     def num_partitions(self) -> int:
         return int(self.header_value("num_partitions") or 1)
+
+    @property
+    def input_output_aliases(self) -> dict[int, int]:
+        """Donated parameter number -> the result it aliases, from XLA's
+        ``input_output_alias`` attribute (``{ {1}: (0, {}, may-alias) }``: result 1 reuses
+        parameter 0; ``{}`` names the only result)."""
+        text = self.header_value("input_output_alias") or ""
+        return {int(number): int(output or 0) for output, number in _ALIAS.findall(text)}
 
     @property
     def num_replicas(self) -> int:

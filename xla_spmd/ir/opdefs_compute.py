@@ -259,3 +259,46 @@ define("cholesky", Family.LINALG, lambda o, a, d: ArrayShape(o[0].dtype, o[0].di
 define("triangular-solve", Family.LINALG, lambda o, a, d: ArrayShape(o[1].dtype, o[1].dims),
        operands=2, attrs=(A("left_side", K.BOOL, False), A("lower", K.BOOL, False),
                           A("unit_diagonal", K.BOOL, False), A("transpose_a", K.RAW, None)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Batch normalization (op_semantics.md BatchNorm*, the StableHLO spec's batch_norm_*): the
+# operand is normalized over every dim but `feature_index`; the 1-D operands and results hold
+# one value per feature. Names of the operands after the operand, per op.
+_BATCH_NORM_VECTORS = {
+    "batch-norm-inference": ("scale", "offset", "mean", "variance"),
+    "batch-norm-training": ("scale", "offset"),
+    "batch-norm-grad": ("scale", "mean", "variance"),
+}
+
+
+def _infer_batch_norm(name):
+    def infer(operands, attrs, declared):
+        x = _array(name, operands[0])
+        if not x.dtype.is_float:
+            _fail(name, f"operand must be of a floating-point type, got {x}")
+        if not 0 <= attrs.feature_index < x.rank:
+            _fail(name, f"feature_index={attrs.feature_index} must be in [0, {x.rank}) "
+                        f"for the operand {x}")
+        features = x.dims[attrs.feature_index]
+        vector = ArrayShape(x.dtype, (features,))
+        for label, shape in zip(_BATCH_NORM_VECTORS[name], operands[1:]):
+            shape = _array(name, shape, label)
+            if shape != vector:
+                _fail(name, f"{label} must be {vector} (one {x.dtype} per feature: dim "
+                            f"{attrs.feature_index} of the operand {x} has {features}), "
+                            f"got {shape}")
+        if name == "batch-norm-grad":
+            grad = _array(name, operands[4], "grad_output")
+            if grad != ArrayShape(x.dtype, x.dims):
+                _fail(name, f"grad_output must have the operand's shape {x}, got {grad}")
+        if name == "batch-norm-inference":
+            return ArrayShape(x.dtype, x.dims)
+        return TupleShape((ArrayShape(x.dtype, x.dims), vector, vector))
+    return infer
+
+
+for _name, _vectors in _BATCH_NORM_VECTORS.items():
+    define(_name, Family.NORMALIZATION, _infer_batch_norm(_name),
+           operands=1 + len(_vectors) + (_name == "batch-norm-grad"),
+           attrs=(A("epsilon", K.FLOAT), A("feature_index", K.INT)))

@@ -26,6 +26,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from xla_spmd.errors import MissingRuleError, VerifyError
+from xla_spmd.ir.attributes import f32_value
 
 if TYPE_CHECKING:
     from xla_spmd.ir.attr_types import Attrs
@@ -51,6 +52,7 @@ class Family(Enum):
     ASYNC = "async"                 # *-start / *-done pairs
     CUSTOM = "custom"
     LINALG = "linalg"               # fft, cholesky, triangular-solve
+    NORMALIZATION = "normalization"  # batch-norm-inference, -training, -grad
 
 
 class Trait(Enum):
@@ -76,6 +78,7 @@ class AttrKind(Enum):
     """What an attribute's value is; each text format maps a kind to a spelling."""
 
     INT = "int"
+    FLOAT = "float"                 # an f32 value (batch-norm's epsilon), printed shortest
     BOOL = "bool"
     STRING = "string"               # quoted in HLO text
     RAW = "raw"                     # kept verbatim (e.g. output_to_operand_aliasing)
@@ -178,7 +181,11 @@ class Op:
         missing = [a.name for a in self.attrs if a.required and a.name not in values]
         if missing:
             raise VerifyError(f"'{self.name}' needs attribute(s) {', '.join(missing)}")
-        return self.attrs_class(**{a.name: values.get(a.name, a.default) for a in self.attrs})
+        fields = {a.name: values.get(a.name, a.default) for a in self.attrs}
+        for a in self.attrs:  # a FLOAT is an f32: rounded once, here, wherever it comes from
+            if a.kind is AttrKind.FLOAT and isinstance(fields[a.name], (int, float)):
+                fields[a.name] = f32_value(fields[a.name])
+        return self.attrs_class(**fields)
 
     def __repr__(self) -> str:
         return f"Op({self.name})"

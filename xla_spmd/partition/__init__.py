@@ -14,6 +14,7 @@ from xla_spmd.partition import (  # noqa: F401
     handlers_control,
     handlers_elementwise,
     handlers_indexing,
+    handlers_normalization,
     handlers_reduction,
     handlers_shape,
     handlers_windowed,

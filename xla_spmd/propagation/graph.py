@@ -57,6 +57,10 @@ class Node:
     # per tensor, per dim: leading axes fixed and hidden from propagation (the manual axes
     # of a manual computation's boundary sharding); None: none anywhere
     prefixes: tuple | None = None
+    # A data-flow edge of Shardy's (while, conditional, a shared function's call): its op
+    # there (sdy.data_flow_edge, sdy.func_data_flow_edge) takes one value that only it uses,
+    # so op-priority propagation counts it single-use, however many uses its sources have.
+    data_flow: bool = False
 
     @property
     def tensors(self) -> tuple[int, ...]:
@@ -130,7 +134,8 @@ def build_graph(entry: Computation, manual_axes_of=None, boundary_of=None,
     for root in roots:
         _instantiate(graph, root, None, (), (manual_axes_of, boundary_of))
     for node in graph.nodes:
-        node.single_use = all(graph.use_counts[v] <= 1 for v in node.operands)
+        node.single_use = node.data_flow or all(graph.use_counts[v] <= 1
+                                                for v in node.operands)
     return graph
 
 
@@ -237,13 +242,13 @@ def _shared_call(graph, inst, callee, operand_values, instance, manual, inner_ma
                                                 values[child, param])):
             shape = graph.values[formal].shape
             graph.add_node(Node(None, identity_rule(shape, 1, 1), (outer,), (formal,), "edge",
-                                f"{inst.name} (call argument {k})"))
+                                f"{inst.name} (call argument {k})", data_flow=True))
     results = tuple(graph.new_value(inst, k, leaf, instance, manual)
                     for k, leaf in enumerate(inst.shape.leaves()))
     for k, (inner, outer) in enumerate(zip(values[child, callee.root], results)):
         shape = graph.values[outer].shape
         graph.add_node(Node(None, identity_rule(shape, 1, 1), (inner,), (outer,), "edge",
-                            f"{inst.name} (call result {k})"))
+                            f"{inst.name} (call result {k})", data_flow=True))
     return results
 
 
@@ -285,7 +290,7 @@ def _control(graph, inst, operand_values, instance, manual, hooks):
         for k, v in enumerate(results):
             shape = graph.values[v].shape
             graph.add_node(Node(None, identity_rule(shape, 2, 1), (flat[k], root[k]), (v,),
-                                "edge", f"{inst.name} (while, state {k})"))
+                                "edge", f"{inst.name} (while, state {k})", data_flow=True))
         return results
     # conditional
     branches = inst.attrs.branch_computations or (inst.attrs.true_computation,
@@ -300,5 +305,5 @@ def _control(graph, inst, operand_values, instance, manual, hooks):
         shape = graph.values[v].shape
         graph.add_node(Node(None, identity_rule(shape, len(roots), 1),
                             tuple(r[k] for r in roots), (v,), "edge",
-                            f"{inst.name} (conditional, result {k})"))
+                            f"{inst.name} (conditional, result {k})", data_flow=True))
     return results

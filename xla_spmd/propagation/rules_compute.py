@@ -316,3 +316,23 @@ def triangular_solve_rule(inst):
         b.add(a_dims[non_contracting], [non_contracting, dim2], [None], NEED)
         b.add(a_dims[contracting], [contracting, None], [dim2], NEED)
     return b.build()
+
+
+@RULES.register("batch-norm-inference", "batch-norm-training", "batch-norm-grad")
+def batch_norm_rule(inst):
+    """Shardy's batch_norm_inference rule, one factor per operand dim: the feature dim's
+    factor is shared by every 1-D operand and result, the others by the operand-shaped
+    tensors alone (``([i, j, k, l], [k], [k], [k], [k])->([i, j, k, l])``). Shardy's registry
+    has no rule for training and grad; theirs follow the same scheme, so a batch sharding
+    passes from the operand to the output and the per-feature values keep the feature's
+    (the partitioner all-reduces their statistics over the batch axes)."""
+    b = builder_for(inst)
+    feature = inst.attrs.feature_index
+    # The operand, and batch-norm-grad's grad_output (operand 4), are operand-shaped.
+    shaped = {0, 4} if inst.opcode == "batch-norm-grad" else {0}
+    for d, size in enumerate(b.operand_dims[0]):
+        vector = 0 if d == feature else None
+        operands = [d if k in shaped else vector for k in range(len(b.operand_dims))]
+        results = [d] + [vector] * (len(b.result_dims) - 1)
+        b.add(size, operands, results)
+    return b.build()

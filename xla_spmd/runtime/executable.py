@@ -34,8 +34,8 @@ import contextlib
 import hashlib
 import os
 import weakref
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, cast
+from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -162,12 +162,16 @@ def program_fingerprint(executable: Executable) -> int:
     return fingerprint
 
 
-def execute(executable: Executable, per_device_args: Mapping[int, Sequence]
+def execute(executable: Executable, per_device_args: Mapping[int, Sequence],
+            donated: Mapping[int, Collection[int]] | None = None
             ) -> dict[int, list[np.ndarray]]:
     """Run `executable` on this process's devices; `per_device_args[d]` are device d's
     arguments (local shapes). Returns each local device's results, flattened. A program
     partitioned for fewer devices than the job runs on the job's first devices (a process
-    that owns none of them runs nothing and returns no results)."""
+    that owns none of them runs nothing and returns no results). `donated[d]`: the numbers
+    of device d's arguments handed over to the program (buffers no other argument shares),
+    passed on to an executable that writes over them (`donates`, the CPU backend's)."""
+    handed = donated if donated and getattr(executable, "donates", False) else None
     top = topology()
     module = executable.module
     if module.num_partitions > top.num_devices:
@@ -188,6 +192,10 @@ def execute(executable: Executable, per_device_args: Mapping[int, Sequence]
         if getattr(executable, "collectives", None) == "nccl":
             communicator = nccl_communicator(cast(NcclExecutable, executable).gpu_of(device))
         with blas_threads(_mpi_blas_threads):  # ranks sharing the cores share them out
+            if handed is not None:
+                return {device: cast(Any, executable).run(
+                    device, per_device_args[device], communicator,
+                    donated=handed.get(device, ()))}
             return {device: executable.run(device, per_device_args[device], communicator)}
     world = _local_world(count)
     if getattr(executable, "lockstep", False):
@@ -195,10 +203,19 @@ def execute(executable: Executable, per_device_args: Mapping[int, Sequence]
         # time is Python's, which threads would only serialise on the GIL); BLAS keeps every
         # core, as one call runs at a time.
         world.reset()
+        if handed is not None:
+            return cast(Any, executable).run_together(
+                {d: per_device_args[d] for d in range(count)},
+                {d: world.communicator(d) for d in range(count)}, donated=handed)
         return cast(LockstepExecutable, executable).run_together(
             {d: per_device_args[d] for d in range(count)},
             {d: world.communicator(d) for d in range(count)})
     with blas_threads_per_device(count):
-        results = world.run(lambda comm: executable.run(
-            comm.rank, per_device_args[comm.rank], comm))
+        if handed is not None:
+            results = world.run(lambda comm: cast(Any, executable).run(
+                comm.rank, per_device_args[comm.rank], comm,
+                donated=handed.get(comm.rank, ())))
+        else:
+            results = world.run(lambda comm: executable.run(
+                comm.rank, per_device_args[comm.rank], comm))
     return dict(enumerate(results))

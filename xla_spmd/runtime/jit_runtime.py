@@ -17,8 +17,6 @@ they alias.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from xla_spmd.backends import Executable
@@ -76,8 +74,13 @@ class Runner:
         placed = [self._place(leaf, sharding, i)
                   for i, (leaf, sharding) in enumerate(zip(leaves, self.parameter_shardings))]
         devices = [d.id for d in mesh_local_devices(self.executable.module.num_partitions)]
-        per_device = execute(self.executable,
-                             {d: [a.shard_data(d, padded=True) for a in placed] for d in devices})
+        arguments = {d: [a.shard_data(d, padded=True) for a in placed] for d in devices}
+        # A placed argument is the caller's ShardedArray or a fresh copy (device_put copies
+        # each shard): either way the caller's own arrays are not among the buffers.
+        handed = list(self.aliases)
+        per_device = execute(self.executable, arguments,
+                             _exclusive(arguments, handed) if handed else None)
+        del arguments
         outputs = [ShardedArray.from_padded_shards(shape.dims, shape.dtype.numpy, sharding,
                                                    {d: r[i] for d, r in per_device.items()})
                    for i, (shape, sharding) in enumerate(zip(self.result_shapes,
@@ -87,25 +90,44 @@ class Runner:
         return outputs
 
 
-_ALIAS = re.compile(r"\{(\d*)\}\s*:\s*\((\d+),\s*\{\}")
-
-
 def donated_aliases(module: Module) -> dict[int, int]:
     """Donated parameter number -> the result it aliases, from XLA's `input_output_alias`
     module attribute (``{ {1}: (0, {}, may-alias) }``: result 1 reuses parameter 0)."""
-    text = module.header_value("input_output_alias") or ""
-    return {int(number): int(output or 0) for output, number in _ALIAS.findall(text)}
+    return module.input_output_aliases
+
+
+def _exclusive(arguments: dict[int, list], numbers: list[int]) -> dict[int, frozenset[int]]:
+    """Device -> the donated argument ``numbers`` whose buffer the executable may write over:
+    an array that no other argument of any device is, shares a base with, or is a view of (a
+    replicated array placed as one buffer on every device is none of them); the executable
+    checks the rest (``CpuExecutable.run``)."""
+    seen: dict[int, int] = {}
+    for values in arguments.values():
+        for value in values:
+            seen[id(value)] = seen.get(id(value), 0) + 1
+            base = getattr(value, "base", None)
+            while base is not None:
+                seen[id(base)] = seen.get(id(base), 0) + 1
+                base = getattr(base, "base", None)
+    def alone(value) -> bool:
+        base = getattr(value, "base", None)
+        return seen[id(value)] == 1 and (base is None or seen[id(base)] == 1)
+    return {device: frozenset(n for n in numbers if alone(values[n]))
+            for device, values in arguments.items()}
 
 
 def _hand_over(donated: ShardedArray, result: ShardedArray, argument, program: str) -> None:
     """Give the donated argument's buffers to the result it aliases: the result's values
-    are written into them, and the argument the caller passed is deleted."""
+    are written into them (already there where the executable computed the result in the
+    donated buffer: no copy), and the argument the caller passed is deleted."""
     if donated.tensor_sharding != result.tensor_sharding or donated.dtype != result.dtype:
         return  # nothing to reuse: the layouts differ
     for device, buffer in donated._shards.items():
         values = result._shards[device]
         if buffer.shape == values.shape and buffer.flags.writeable and buffer.base is None:
-            np.copyto(buffer, values)
+            if not (values.ctypes.data == buffer.ctypes.data
+                    and values.strides == buffer.strides):
+                np.copyto(buffer, values)
             result._shards[device] = buffer
     if isinstance(argument, ShardedArray):
         argument.delete(by=program)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from xla_spmd.ir import ArrayShape, Instruction
+from xla_spmd.ir import F32, ArrayShape, Instruction
 from xla_spmd.ir.custom_calls import SDY_CONSTANT, SHARDING_RULE, STABLEHLO_DOT
 from xla_spmd.ir.lowered import LOWERED_DIMS, LOWERED_RESULT
 from xla_spmd.sharding import TensorSharding
@@ -15,6 +15,7 @@ from xla_spmd.stablehlo.exporter import (
     says_something,
     sharding_attr,
 )
+from xla_spmd.stablehlo.float_text import format_float
 from xla_spmd.stablehlo.lexer import escape
 from xla_spmd.stablehlo.registry import NAME_HINTS, PRINTERS
 from xla_spmd.stablehlo.types import PLAIN_ELEMENTWISE, print_dense, print_type
@@ -581,3 +582,12 @@ def _collective_broadcast(fx, inst, indent):
     return (f'"stablehlo.collective_broadcast"({refs(fx, inst.operands)}) <{{'
             f'{", ".join(props)}}}>{attr_dict(inst)} : {fn_type(inst)}')
 
+
+
+@printer("batch-norm-inference", "batch-norm-training", "batch-norm-grad")
+def _batch_norm(fx, inst, indent):
+    a = inst.attrs
+    name = "stablehlo." + inst.opcode.replace("-", "_")
+    return (f'"{name}"({refs(fx, inst.operands)}) <{{epsilon = '
+            f"{format_float(np.float32(a.epsilon), F32)} : f32, feature_index = "
+            f"{a.feature_index} : i64}}>{attr_dict(inst)} : {fn_type(inst)}")

@@ -649,3 +649,16 @@ def _eq():
     from xla_spmd.ir import ComparisonDirection
 
     return ComparisonDirection.EQ
+
+
+@converter("stablehlo.batch_norm_inference", "stablehlo.batch_norm_training",
+           "stablehlo.batch_norm_grad")
+def _batch_norm(importer, scope, node, operands):
+    attrs = node.attrs
+    for name in ("epsilon", "feature_index"):
+        if name not in attrs:
+            raise importer.error(node, f"{node.name} needs the attribute '{name}'")
+    opcode = node.name[len("stablehlo."):].replace("_", "-")
+    return scope.emit(opcode, operands, single_or_tuple(node),
+                      epsilon=float(attrs["epsilon"]),
+                      feature_index=int(attrs["feature_index"]))

@@ -4,6 +4,8 @@ evaluator (on the BLAS threads whose bits the dot's kernel promises: the caller'
 or row-split product, one for a batch split over threads, as ``test_cpu_blas.py`` compares
 them) and with the same plan without epilogues; the fused text shows each epilogue."""
 
+import re
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -52,7 +54,7 @@ CASES = {
   %bb = f32[3,128,1024] broadcast(%bias), dimensions={2}
   %sb = f32[3,128,1024] broadcast(%scale), dimensions={0}
   %s = f32[3,128,1024] add(%v, %bb)
-  ROOT %r = f32[3,128,1024] multiply(%s, %sb)""", "r", True),
+  ROOT %r = f32[3,128,1024] multiply(%s, %sb)""", "r", False),  # through a reshape
     # the MLP's gradient mask: select(x > 0, g, 0) scaled
     "mask": ("a: f32[512,256], b: f32[256,512], x: f32[512,512]", """
   %d = f32[512,512] dot(%a, %b), {MATMUL}
@@ -106,7 +108,7 @@ CASES = {
   %d = f32[515,300] dot(%a, %b), {MATMUL}
   %v = f32[309,500] reshape(%d)
   %bb = f32[309,500] broadcast(%bias), dimensions={1}
-  ROOT %r = f32[309,500] add(%v, %bb)""", "r", True),
+  ROOT %r = f32[309,500] add(%v, %bb)""", "r", False),  # read through a reshape: not over it
     "batched": ("a: f32[16,128,64], b: f32[16,64,96], c: f32[16,128,96]", """
   %d = f32[16,128,96] dot(%a, %b), lhs_batch_dims={0}, rhs_batch_dims={0},
       lhs_contracting_dims={2}, rhs_contracting_dims={1}
@@ -183,7 +185,8 @@ def test_epilogues_equal_the_reference_and_the_unfused_plan(name, threads, monke
     else:
         assert f"%{root} = loop fusion" not in text  # the printer's names have no %
         line = next(x for x in text.splitlines() if x.strip().startswith(f"{root} = "))
-        assert "[epilogue of " in line and line.endswith(", in place]") == in_place
+        dot = re.search(r"\[epilogue of (\S+)\]", line)
+        assert dot is not None and line.endswith(f"[in place of {dot.group(1)}]") == in_place
     assert "epilogue" not in unfused.as_text()
     monkeypatch.setattr(blas, "process_cores", lambda: 2)  # one device on all 2 cores
     batched, rows = split_parts("batched_matmul"), split_parts("rows_matmul")
@@ -328,3 +331,28 @@ def test_large_loop_fusions_split_over_threads_equal_the_reference(name, monkeyp
     steps = root.shape.num_elements if name in ("chain", "f16") else root.shape.dims[0]
     assert ranges == ([[0, steps // 2, steps]] if split else [])
     assert exact_bits(got) == exact_bits(np.asarray(evaluate(module, args)))
+
+
+def test_a_split_fusion_written_over_its_operand(monkeypatch):
+    """A fusion split over threads that the plan writes over a dying operand (``a``, read
+    before by ``b``) writes each range over that operand's rows."""
+    module = parse_hlo("""HloModule m
+ENTRY %e {
+  %x = f32[512,1024] parameter(0)
+  %y = f32[512,1024] parameter(1)
+  %a = f32[512,1024] multiply(%x, %y)
+  %b = f32[512,1024] add(%a, %x)
+  %two = f32[] constant(2)
+  %twos = f32[512,1024] broadcast(%two), dimensions={}
+  %r = f32[512,1024] multiply(%a, %twos)
+  ROOT %t = (f32[512,1024], f32[512,1024]) tuple(%b, %r)
+}""")
+    args = _arguments(["f32[512,1024]", "f32[512,1024]"], 3)
+    executable = BACKEND.compile(module, (0,))
+    line = next(x for x in executable.as_text().splitlines() if x.strip().startswith("r = "))
+    assert "[rows split over threads]  [in place of a]" in line
+    monkeypatch.setattr(blas, "process_cores", lambda: 2)
+    with threadpool_limits(limits=2, user_api="blas"):
+        got = executable.run(0, args, None)
+    assert [exact_bits(x) for x in got] == [exact_bits(x)
+                                            for x in _leaves(evaluate(module, args))]
