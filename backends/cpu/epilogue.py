@@ -30,7 +30,7 @@ ms in blocks of 256 rows and 30.6 ms in blocks of 128 (load 2 on 2 cores).
 
 The dot's values are the same BLAS calls as without the epilogue (the split is the one
 ``blas`` makes either way, its own bits argument), and the fusion computes every element as
-its own step would (its ``_range`` form is the same loop body over a range of its
+its own step would (its ``_rows`` form is the same loop body over a range of its
 outermost loop), so results are bit-identical to the unfused plan and to the reference.
 
 Invariants of an attached pair (``attach``): the dot step is a BLAS kernel step (a dot, or
