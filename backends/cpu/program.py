@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from xla_spmd.backends.cpu import kernels, random
+from xla_spmd.backends.cpu import epilogue, kernels, random
 from xla_spmd.backends.cpu.fusion import Fusion, fuse
 from xla_spmd.backends.cpu.renderer import TRANSCENDENTAL, accumulator_dtype
 from xla_spmd.backends.reference.evaluator import EVALUATE
@@ -67,7 +67,9 @@ class Step:
     ``start``, ``wait``, ``control`` or ``fallback``; ``slot`` receives the value; ``reads`` are the
     operand slots; ``frees`` the slots dead after this step; ``folded``: the dot whose
     transpose a ``kernel`` step of a transpose computes, reading the dot's operands
-    (``kernels.folded_transpose``)."""
+    (``kernels.folded_transpose``); ``epilogue``: on a dot's kernel step, the loop fusion it
+    runs on its output, on that fusion's step the same (its value is then the dot step's
+    doing: ``epilogue.py``)."""
 
     kind: str
     inst: Instruction
@@ -79,6 +81,7 @@ class Step:
     frees: tuple[int, ...] = ()
     cache: dict = field(default_factory=dict)   # per-device facts a kernel computes once
     folded: Instruction | None = None
+    epilogue: Any = None  # an epilogue.Epilogue
 
     @property
     def fused(self) -> Fusion:
@@ -159,6 +162,8 @@ def plan(computation: Computation, called: set[int], prefix: str = "", libm: boo
     _assign_frees(program)
     if inplace:
         _assign_inplace(program, donated)
+    if fold_transposes:  # the CPU's BLAS kernels: dots run their epilogues
+        epilogue.attach(steps, root_slot, program.fusions)
     program.peak_bytes = _peak_bytes(program)
     for step in steps:
         program.counts[step.kind] = program.counts.get(step.kind, 0) + 1
