@@ -337,6 +337,17 @@ class _MpiHandle:
         finally:
             self._busy = False
 
+    def settle(self, block: bool) -> bool:
+        """``advance``, for a caller other than this call's own wait: a call refused by its
+        header check raises in its own wait, not in whatever call happened to advance it (a
+        timeout still raises: the group is unusable)."""
+        try:
+            return self.advance(block)
+        except CommunicationError:
+            if not self.done:
+                raise
+            return True
+
     def _advance(self, block: bool) -> bool:
         owner = self._owner
         while not self.done:
@@ -562,7 +573,7 @@ class MpiCommunicator(BlockingCollectives):
             return handle
         self._progress()
         self._in_flight.setdefault(group, deque()).append(handle)
-        handle.advance(block=False)
+        handle.settle(block=False)
         return handle
 
     def _run_at_once(self, what: tuple[str, Group, int], blocks: np.ndarray,
@@ -598,7 +609,7 @@ class MpiCommunicator(BlockingCollectives):
         while queue[0] is not handle:
             if not block:
                 return False
-            queue[0].advance(block=True)
+            queue[0].settle(block=True)
         return True
 
     def _retire(self, handle: _MpiHandle) -> None:
@@ -622,7 +633,7 @@ class MpiCommunicator(BlockingCollectives):
         try:
             for queue in list(self._in_flight.values()):
                 for handle in list(queue):
-                    if not handle.advance(block=False):
+                    if not handle.settle(block=False):
                         break
         finally:
             self._progressing = False
@@ -804,12 +815,7 @@ class MpiCommunicator(BlockingCollectives):
         if type(slots) is _Creating and slots is not _NONE_YET:
             maker = next(handle for handle in self._in_flight.get(group, ())
                          if handle.what[2] == slots.sequence)  # retired ones reset it
-            try:
-                maker.advance(block=True)
-            except CommunicationError:
-                if not maker.done:
-                    raise  # a timeout: the group is unusable
-                # Its header check failed: it made no slots; its wait reports it.
+            maker.settle(block=True)  # refused by its header check: it made no slots
             slots = self._shared.get(group, _NONE_YET)
             assert type(slots) is not _Creating or slots is _NONE_YET
         return slots
@@ -828,12 +834,7 @@ class MpiCommunicator(BlockingCollectives):
         pair = self._sequence.get(group, 0) % SLOTS
         previous = self._slot_users.get((group, pair))
         if previous is not None:
-            try:
-                previous.advance(block=True)
-            except CommunicationError:
-                if not previous.done:
-                    raise  # a timeout: the group is unusable
-                # Its header check failed: it never used the slots; its wait reports it.
+            previous.settle(block=True)  # refused by its header check: it used no slots
             self._slot_users.pop((group, pair), None)
         key = (group, pair, x.size, x.dtype)
         plan = self._shared_plans.get(key)
