@@ -759,7 +759,7 @@ class MpiCommunicator(BlockingCollectives):
                 and _SMALL_REDUCE_BYTES < x.nbytes * parts
                 and x.nbytes <= _SHARED_SLOT_BYTES):
             slots = self._shared_slots(group)
-            if type(slots) is _Creating:
+            if isinstance(slots, _Creating):
                 creating = self._shared[group] = _Creating(self._sequence.get(group, 0))
             elif slots is not None and slots.fits(x.size, x.itemsize):
                 plan = self._claim_slot(group, slots, x)

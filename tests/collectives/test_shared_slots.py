@@ -87,8 +87,9 @@ def test_every_member_maps_the_same_reserved_pages_and_no_file_is_left(shm_dir, 
         for pair in range(SLOTS):
             assert (second.input(member, pair) == 10 * member + 2 * pair + 1).all()
             assert (second.result(member, pair) == 10 * member + 2 * pair + 2).all()
-    for s in slots:
-        s.close()
+    for made in slots:
+        assert made is not None
+        made.close()
 
 
 def test_no_room_for_the_reservation_refuses_on_every_member(shm_dir, monkeypatch):
