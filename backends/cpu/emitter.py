@@ -452,7 +452,9 @@ def _whole_by_rows(fusion: Fusion) -> str:
     compiled, not two: LLVM's time is most of a cold compile)."""
     arity = len(fusion.inputs)
     params = ", ".join(["ptr noalias %out"] + [f"ptr noalias %in{j}" for j in range(arity)])
-    steps = fusion.root.shape.num_elements // range_unit(fusion)
+    unit = range_unit(fusion)
+    assert unit is not None, f"{fusion.name} has no ranged form"
+    steps = fusion.root.shape.num_elements // unit
     arguments = ", ".join(["ptr %out"] + [f"ptr %in{j}" for j in range(arity)])
     return "\n".join([f"define void @{fusion.name}({params}) nounwind noinline {{", "entry:",
                       f"  call void @{range_name(fusion)}({arguments}, i64 0, i64 {steps})",

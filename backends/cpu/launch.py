@@ -40,7 +40,7 @@ def fusion_launch(step: Step, function) -> Launch:
     reads = step.reads
     if fusion.kind == "rng":
         return _rng_launch(step, function)
-    dims, dtype = inst.shape.dims, inst.shape.dtype.numpy
+    dims, dtype = inst.shape.dims, inst.shape.dtype.array_dtype
     if fusion.kind == "loop":
         if inst.shape.num_elements == 0:
             return lambda values, ctx: _empty(dims, dtype)
