@@ -3,18 +3,21 @@
 Columns (median over repeats, slowest rank, every column run in turn within each repeat so a
 load that comes and goes weighs on all alike):
 
-* ``ours``: ``MpiCommunicator.all_reduce`` (default, deterministic);
+* ``ours``: ``MpiCommunicator.all_reduce`` (default, deterministic; with the ranks on one
+  host, 256 KiB gathered to 4 MiB a rank, it runs through shared memory, not the stages
+  below: ``ours-a2av`` is ours with ``shared_memory=False``, which runs them);
 * ``raw``: mpi4py ``Allreduce`` into a preallocated buffer;
 * ``header``: our header round alone (``barrier``, which is nothing else);
-* ``a2av``: raw ``Alltoallv`` of the same chunks (what ours uses when they are unequal); ``fold``:
-  the fold alone (no MPI);
-  ``agv``: raw in-place ``Allgatherv`` of the folded chunks;
-* ``bare``: ``a2a`` + ``fold`` + ``ag`` in one go, as ours makes them (``Ialltoall`` and
-  ``Iallgather`` polled with ``Test``), with no header and no Python machinery:
-  ``ours - bare - header`` is roughly the Python cost;
+* ``a2av``: raw ``Alltoallv`` of the chunks as ours sends them (to the other members only:
+  the self count is zero, the fold reads this rank's chunk in place); ``fold``: the fold
+  alone (no MPI); ``agv``: raw in-place ``Allgatherv`` of the folded chunks;
+* ``bare``: ``a2av`` + ``fold`` + ``agv`` in one go, as ours makes them (``Ialltoallv`` and
+  ``Iallgatherv`` polled with ``Test``), with no header and no Python machinery:
+  ``ours-a2av - bare - header`` is roughly the Python cost;
 * ``hdr+bare``: our header round, then ``bare``;
-* ``a2a``, ``ag``: raw ``Alltoall`` and in-place ``Allgather`` of the same bytes (what ours
-  uses when the chunks are equal: no counts or displacements);
+* ``a2a``, ``ag``: raw ``Alltoall`` (self chunk included) and in-place ``Allgather`` of the
+  same bytes; ``bare-plain``: ``bare`` with ``Ialltoall`` and ``Iallgather`` instead (what
+  ours did before it took the ``v`` calls);
 * ``gather``: raw ``Allgather`` of the whole buffer + a local fold (the other deterministic
   algorithm).
 
@@ -35,11 +38,12 @@ from mpi4py import MPI
 from xla_spmd.collectives.base import fold
 from xla_spmd.collectives.mpi import MpiCommunicator, _Layout
 
-NAMES = ("ours", "raw", "header", "a2av", "fold", "agv", "bare", "hdr+bare", "a2a", "ag",
-         "gather")
+NAMES = ("ours", "ours-a2av", "raw", "header", "a2av", "fold", "agv", "bare", "hdr+bare",
+         "a2a", "ag", "bare-plain", "gather")
 
 
-def stages(ours: MpiCommunicator, raw, size: int, repeats: int) -> list[float]:
+def stages(ours: MpiCommunicator, plain: MpiCommunicator, raw, size: int, repeats: int
+           ) -> list[float]:
     """The median time of each column of ``NAMES`` at ``size`` bytes per rank."""
     world = MPI.COMM_WORLD
     n, rank = world.Get_size(), world.Get_rank()
@@ -49,16 +53,18 @@ def stages(ours: MpiCommunicator, raw, size: int, repeats: int) -> list[float]:
     received = np.empty((n, layout.mine), np.float32)
     out = np.empty_like(x)
     gathered = np.empty((n,) + x.shape, x.dtype)
-    start, mine = layout.start, layout.mine
+    start, mine, me = layout.start, layout.mine, rank
     byte = MPI.BYTE
 
     def a2av():
-        raw.Alltoallv([x.view(np.uint8), layout.counts, layout.offsets, byte],
+        raw.Alltoallv([x.view(np.uint8), layout.sent_counts, layout.offsets, byte],
                       [received.reshape(-1).view(np.uint8), layout.received_counts,
                        layout.received_offsets, byte])
 
     def fold_only():
-        fold(list(received), "sum", out=out[start:start + mine])
+        rows = list(received)
+        rows[me] = x[start:start + mine]
+        fold(rows, "sum", out=out[start:start + mine])
 
     def agv():
         raw.Allgatherv(MPI.IN_PLACE, [out.view(np.uint8), layout.counts, layout.offsets, byte])
@@ -67,9 +73,17 @@ def stages(ours: MpiCommunicator, raw, size: int, repeats: int) -> list[float]:
         while not request.Test():
             pass
 
-    def bare():  # what ours does when the chunks are equal (they are at these sizes)
-        polled(raw.Ialltoall(x, received))
+    def bare():  # what ours does
+        polled(raw.Ialltoallv([x.view(np.uint8), layout.sent_counts, layout.offsets, byte],
+                              [received.reshape(-1).view(np.uint8), layout.received_counts,
+                               layout.received_offsets, byte]))
         fold_only()
+        polled(raw.Iallgatherv(MPI.IN_PLACE, [out.view(np.uint8), layout.counts,
+                                              layout.offsets, byte]))
+
+    def bare_plain():  # the plain twins (equal chunks: these sizes split evenly)
+        polled(raw.Ialltoall(x, received))
+        fold(list(received), "sum", out=out[start:start + mine])
         polled(raw.Iallgather(MPI.IN_PLACE, out))
 
     def header_bare():
@@ -80,9 +94,11 @@ def stages(ours: MpiCommunicator, raw, size: int, repeats: int) -> list[float]:
         raw.Allgather(x, gathered)
         fold([gathered[k] for k in range(n)], "sum")
 
-    fns = [lambda: ours.all_reduce(x, group, "sum"), lambda: raw.Allreduce(x, out, MPI.SUM),
+    fns = [lambda: ours.all_reduce(x, group, "sum"), lambda: plain.all_reduce(x, group, "sum"),
+           lambda: raw.Allreduce(x, out, MPI.SUM),
            lambda: ours.barrier(group), a2av, fold_only, agv, bare, header_bare,
-           lambda: raw.Alltoall(x, received), lambda: raw.Allgather(MPI.IN_PLACE, out), gather]
+           lambda: raw.Alltoall(x, received), lambda: raw.Allgather(MPI.IN_PLACE, out),
+           bare_plain, gather]
     return timed(fns, world, repeats)
 
 
@@ -94,13 +110,14 @@ def main() -> None:
     args = parser.parse_args()
     world = MPI.COMM_WORLD
     ours = MpiCommunicator()
+    plain = MpiCommunicator(shared_memory=False)
     raw = world.Dup()
     load = os.getloadavg()[0]
     rows = []
     size = parse_bytes(args.min_bytes)
     while size <= parse_bytes(args.max_bytes):
         repeats = max(3, args.repeats if size <= (1 << 22) else args.repeats // 4)
-        rows.append((size, stages(ours, raw, size, repeats)))
+        rows.append((size, stages(ours, plain, raw, size, repeats)))
         size *= 4
     if world.Get_rank() == 0:
         print(f"{world.Get_size()} ranks, float32 sum, median of {args.repeats} runs "
@@ -110,11 +127,12 @@ def main() -> None:
               + f" {'ours/raw':>8} {'python':>8}")
         for size, times in rows:
             t = dict(zip(NAMES, times))
-            python = t["ours"] - t["bare"] - t["header"]
+            python = t["ours-a2av"] - t["bare"] - t["header"]
             print(f"{size:>10} " + " ".join(f"{v * 1e6:>8.1f}" for v in times)
                   + f" {t['ours'] / t['raw']:>8.2f} {python * 1e6:>8.1f}")
     raw.Free()
     ours.free()
+    plain.free()
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """The CPU backend's performance goals (issue 14) as a table of ratios.
 
     python scripts/bench_backend.py [--steps 3] [--quick] [--mpirun-only [MODEL ...]]
+                                    [--epilogue-only [MODEL ...]]
 
 Rows: the training step of an MLP (batch 512, 4 layers of 2048x2048) and of a transformer block
 (batch 8, sequence 256, d 512, 8 heads, ff 2048) on mesh data=2,model=4 (8 in-process devices)
@@ -11,7 +12,10 @@ steps of the two alternating so both see the same load (``--mpirun-only``: just 
 ``--mpirun-command``: another launcher); the README's small transformer on 8 devices over 1
 device; a fused chain of 8 elementwise ops on 64 MB against numpy.copyto's bandwidth; the
 weight update ``w - 0.01 * transpose(g)`` on 2048^2 f32 against numpy; dot 2048^3 f32 against
-numpy.matmul; the first call of the transformer block with a cold cache; the peak bytes per
+numpy.matmul; each model's 1-device step with its dots' epilogues, column and fusion splits
+against the same plan without them and JAX (``--epilogue-only``: just these rows); the first
+call of the
+transformer block with a cold cache; the peak bytes per
 device the backend's buffer plan reports. Which BLAS kernel ran is printed (threadpoolctl), and
 the load average: the machine may be shared.
 ``--quick`` shrinks the models (a smoke test of the script).
@@ -348,6 +352,75 @@ def first_call_row(quick: bool, jax_seconds: float | None) -> tuple[str, str, st
             f"{compile_seconds:.2f} s)", ratio)
 
 
+def epilogue_row(name: str, quick: bool, steps: int) -> tuple[str, str, str]:
+    """A model's 1-device step with its dots' epilogues, column splits and loop fusions
+    split over threads (``backends/cpu/epilogue.py``, ``blas.columns_matmul``) against the
+    same plan without them (and JAX's step, when installed), steps alternating (the machine's
+    load changes by the minute): the best and the median of each, wall and CPU time (the
+    process's, all threads)."""
+    from xla_spmd.backends.cpu import blas, epilogue
+
+    prepared = Prepared(MODELS[name](quick), {"data": 1, "model": 1})
+    saved, columns = (epilogue.MIN_BYTES, epilogue.SPLIT_MIN_BYTES), blas.columns_splittable
+    epilogue.MIN_BYTES = epilogue.SPLIT_MIN_BYTES = 1 << 62
+    try:
+        without = get_backend("cpu").compile(prepared.spmd, (0,))
+    finally:
+        epilogue.MIN_BYTES, epilogue.SPLIT_MIN_BYTES = saved
+    fused = get_backend("cpu").compile(prepared.spmd, (0,))
+
+    def run(executable, split_columns: bool) -> tuple[float, float]:
+        blas.columns_splittable = columns if split_columns else (lambda *args: False)
+        try:
+            wall, cpu = time.perf_counter(), time.process_time()
+            prepared.run(executable)
+            return time.perf_counter() - wall, time.process_time() - cpu
+        finally:
+            blas.columns_splittable = columns
+    run(without, False), run(fused, True)  # warm
+    times: dict[str, list] = {"off": [], "on": [], "JAX": []}
+    jax_run = _jax_runner(MODELS[name], quick)
+    for _ in range(max(steps, 5)):
+        times["off"].append(run(without, False))
+        times["on"].append(run(fused, True))
+        if jax_run is not None:
+            times["JAX"].append(jax_run())
+
+    def summary(pairs: list) -> str:
+        wall, cpu = sorted(p[0] for p in pairs), sorted(p[1] for p in pairs)
+        return (f"{wall[0] * 1e3:.0f}/{wall[len(wall) // 2] * 1e3:.0f} ms wall, "
+                f"{cpu[0] * 1e3:.0f}/{cpu[len(cpu) // 2] * 1e3:.0f} ms CPU")
+    def paired(over: str, which: int) -> float:
+        """The median over the rounds of on's time over ``over``'s (a round sees one load)."""
+        return float(np.median([a[which] / b[which] for a, b in zip(times["on"],
+                                                                    times[over])]))
+    ratio = f"on/off {paired('off', 0):.2f}× wall, {paired('off', 1):.2f}× CPU"
+    value = f"on {summary(times['on'])}; off {summary(times['off'])}"
+    if times["JAX"]:
+        value += f"; JAX {summary(times['JAX'])}"
+        ratio += f"; on/JAX {paired('JAX', 0):.2f}× wall, {paired('JAX', 1):.2f}× CPU"
+    return (f"{name} step, 1 device: epilogues, column and fusion splits on / off, and JAX "
+            "(best/median; ratios: median of each round's)", value, ratio)
+
+
+def _jax_runner(model, quick: bool):
+    """A timed run ``() -> (wall, cpu seconds)`` of JAX's 1-device step of ``model``, or
+    None."""
+    if importlib.util.find_spec("jax") is None:
+        return None
+    import jax
+    step, args, _ = model(quick, Library(jax.numpy, jax.value_and_grad))
+    compiled = jax.jit(step).lower(*args).compile()
+    placed = jax.device_put(args, jax.devices()[0])
+    jax.block_until_ready(compiled(*placed))
+
+    def run() -> tuple[float, float]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        jax.block_until_ready(compiled(*placed))
+        return time.perf_counter() - wall, time.process_time() - cpu
+    return run
+
+
 # ---------------------------------------------------------------------------------------------
 
 
@@ -474,12 +547,23 @@ def main() -> None:
                         help="the launcher (default: mpirun, oversubscribing a machine with "
                              "fewer than 8 cores)")
     parser.add_argument("--mpirun-worker", choices=sorted(MODELS), help=argparse.SUPPRESS)
+    parser.add_argument("--epilogue-only", nargs="*", choices=sorted(MODELS), default=None,
+                        metavar="MODEL", help="only the rows of the 1-device step with dot "
+                        "epilogues, column and fusion splits on against off, alternating (of "
+                        "the models named: 'MLP', 'transformer block'; default both)")
     parser.add_argument("--kernels-only", nargs="*", choices=sorted(KERNEL_ROWS), default=None,
                         metavar="ROW", help="only the kernel rows named (of "
                         f"{', '.join(sorted(KERNEL_ROWS))}; default all three)")
     args = parser.parse_args()
     if args.mpirun_worker:
         mpirun_worker(args.mpirun_worker, args.quick)
+        return
+    if args.epilogue_only is not None:
+        table = Table("measure", "value", "ratio")
+        for name in args.epilogue_only or MODELS:
+            table.add_row(*epilogue_row(name, args.quick, args.steps))
+        Console(width=140).print(table)
+        print_footer(Console(width=140), [])
         return
     if args.kernels_only is not None:
         table = Table("measure", "value", "ratio")
@@ -531,6 +615,8 @@ def main() -> None:
     table.add_row(*fused_chain_row(args.quick))
     table.add_row(*transposed_update_row(args.quick))
     table.add_row(*dot_row(args.quick))
+    for name in MODELS:
+        table.add_row(*epilogue_row(name, args.quick, args.steps))
     table.add_row(*first_call_row(args.quick, jax_first))
     console.print(table)
     print_footer(console, launcher)

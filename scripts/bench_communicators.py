@@ -1,9 +1,11 @@
 """Benchmark MpiCommunicator against raw mpi4py calls (all-reduce sum, all-gather).
 
 Rows: ``all_reduce`` is our default, deterministic all-reduce (a left fold in group order,
-bit-identical everywhere: Alltoall + fold + Allgather, or gathered whole up to 256 KiB
-gathered); ``all_reduce/mpi`` is ours with ``deterministic=False`` (MPI's own float
-reduction); ``all_gather``. Every call of ours first
+bit-identical everywhere: gathered whole up to 256 KiB gathered; above that, up to 4 MiB a
+rank, through shared memory when the ranks share a host (slots in ``/dev/shm``: copy in,
+header, fold, barrier, copy out); else Alltoallv to the other members + fold + in-place
+Allgatherv); ``all_reduce/mpi`` is ours with
+``deterministic=False`` (MPI's own float reduction); ``all_gather``. Every call of ours first
 exchanges and checks a call header; the ``header`` column is the time of that exchange alone
 (our barrier, which is nothing else) and its share of our call.
 
@@ -39,9 +41,11 @@ import importlib.util
 import os
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from mpi4py import MPI
@@ -83,22 +87,40 @@ def timed(fns, comm, repeats: int, cpu: list | None = None) -> list[float]:
 
 def baseline_communicator(revision: str) -> MpiCommunicator:
     """An ``MpiCommunicator`` made by ``collectives/mpi.py`` as of git ``revision`` (loaded
-    beside the current one, so both run interleaved in one job)."""
+    beside the current one, so both run interleaved in one job), with that revision's
+    ``collectives/shm.py`` where it has one."""
     root = Path(__file__).resolve().parent.parent
-    source = subprocess.run(["git", "-C", str(root), "show", f"{revision}:collectives/mpi.py"],
-                            check=True, capture_output=True, text=True).stdout
+
+    def show(name: str) -> str | None:
+        shown = subprocess.run(["git", "-C", str(root), "show", f"{revision}:{name}"],
+                               capture_output=True, text=True)
+        return shown.stdout if shown.returncode == 0 else None
+
+    source = show("collectives/mpi.py")
+    if source is None:
+        raise SystemExit(f"--baseline: no collectives/mpi.py at {revision}")
+    shm_source = show("collectives/shm.py")
+    if shm_source is not None:
+        load("_bench_baseline_shm", shm_source)
+        source = source.replace("from .shm import", "from ._bench_baseline_shm import")
+    return load("_bench_baseline", source).MpiCommunicator()
+
+
+def load(name: str, source: str) -> Any:
+    """``source`` run as module ``xla_spmd.collectives.<name>`` (its relative imports resolve
+    there)."""
     rank = MPI.COMM_WORLD.Get_rank()
-    path = Path(tempfile.gettempdir()) / f"xla_spmd_bench_mpi_{os.getpid()}_{rank}.py"
+    path = Path(tempfile.gettempdir()) / f"xla_spmd_bench_{name}_{os.getpid()}_{rank}.py"
     path.write_text(source)
     try:
-        spec = importlib.util.spec_from_file_location("xla_spmd.collectives._bench_baseline",
-                                                      path)
+        spec = importlib.util.spec_from_file_location(f"xla_spmd.collectives.{name}", path)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
         spec.loader.exec_module(module)
     finally:
         path.unlink()
-    return module.MpiCommunicator()
+    return module
 
 
 def measure(ours: MpiCommunicator, fast: MpiCommunicator, base: MpiCommunicator | None, raw,

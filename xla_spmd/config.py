@@ -93,6 +93,9 @@ OPTIONS: dict[str, Option] = {option.name: option for option in (
     Option("deterministic_collectives", True, "XLA_SPMD_DETERMINISTIC", _boolean,
            "reduce floats in group order on every communicator (bit-identical in-process, "
            "under MPI and on any machine); 0 lets MPI/NCCL pick their own, faster order"),
+    Option("shared_memory_collectives", True, "XLA_SPMD_SHARED_MEMORY", _boolean,
+           "under MPI, ranks of one host all-reduce mid-size floats through a file in "
+           "/dev/shm (the same bits, fewer round trips); 0 keeps every byte in MPI messages"),
     Option("collective_timeout", 300.0, "XLA_SPMD_COLLECTIVE_TIMEOUT", _timeout,
            "seconds a device waits in a collective before the job stops and names the "
            "devices that did not arrive; 'inf' waits forever"),

@@ -24,7 +24,11 @@ differs from 1 thread for k = 450, 500, 513, 600, 700, 769, 1000, 1500 (same for
 (what the tests compare), not on the caller's threads.
 
 One large f32 product (the MLP's 512×2048 @ 2048×2048) is split by rows the same way
-(``rows_matmul``), but only where that keeps the bits of the whole on the caller's threads:
+(``rows_matmul``), or by columns where it has more columns than rows (``columns_matmul``:
+each part packs the smaller operand whole; at load 9-11 on 2 cores the MLP's forward product
+took 28.5-28.7 ms of CPU time split by columns against 35.5-39.9 by rows, 41-43 on OpenBLAS's
+two threads, the same bits all three), but only where that keeps the bits of the whole on the
+caller's threads:
 OpenBLAS on a core whose k blocking is known (``K_BLOCKING``) and a k its two drivers block
 alike (``k_blocks``), each part above the small-matrix kernels' 100³. On 2 cores under load
 15-20, one BLAS thread ran that product in 25-27 ms of CPU time against 36-43 ms on two
@@ -41,6 +45,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -120,9 +125,18 @@ def process_cores() -> int:
     return os.cpu_count() or 1
 
 
-def _run_split(chunk, bounds: list[int]) -> None:
+def split_bounds(count: int, parts: int) -> list[int]:
+    """Where a split product cuts ``count`` rows (or matrices) into ``parts`` parts.
+
+    >>> split_bounds(10, 3)
+    [0, 3, 6, 10]
+    """
+    return [count * p // parts for p in range(parts + 1)]
+
+
+def run_split(chunk, bounds: list[int]) -> None:
     """``chunk(i0, i1)`` for each pair of adjacent `bounds`, at once on the pool, BLAS held on
-    one thread meanwhile."""
+    one thread meanwhile (only where ``split_threads() > 1``: see there)."""
     _single_threaded(True)
     try:
         futures = [_pool().submit(chunk, i0, i1) for i0, i1 in zip(bounds[:-1], bounds[1:])]
@@ -202,12 +216,14 @@ def rows_splittable(m: int, n: int, k: int, dtype, parts: int) -> bool:
                                                                              False)
 
 
-def rows_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: int) -> None:
+def rows_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: int,
+                after: Callable[[int, int], None] | None = None) -> None:
     """``numpy.matmul(left, right, out=out)`` of one ``(m, k) @ (k, n)`` product (leading
     dims of size 1 allowed), its rows split into ``parts`` products run at once on the pool,
     BLAS on one thread meanwhile: one hand-off per dot, where OpenBLAS's own threads wait for
     each other at every k block (on a busy machine, a descheduled thread each time). Only
-    where ``rows_splittable``.
+    where ``rows_splittable``. ``after(i0, i1)`` runs on each part's thread right after its
+    product, rows ``i0 .. i1-1`` just written (a dot's epilogue: ``epilogue.py``).
 
     >>> a = np.arange(12, dtype=np.float32).reshape(6, 2)
     >>> out = np.empty((6, 3), np.float32)
@@ -215,14 +231,74 @@ def rows_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: int
     >>> out[:, 0].tolist()
     [1.0, 5.0, 9.0, 13.0, 17.0, 21.0]
     """
-    m = out.shape[-2]
-    bounds = [m * p // parts for p in range(parts + 1)]
+    bounds = split_bounds(out.shape[-2], parts)
     matmul = np.matmul
 
     def chunk(i0: int, i1: int) -> None:
         with np.errstate(all="ignore"):
             matmul(left[..., i0:i1, :], right, out=out[..., i0:i1, :])
-    _run_split(chunk, bounds)
+        if after is not None:
+            after(i0, i1)
+    run_split(chunk, bounds)
+
+
+COLUMNS_ALIGN = 64
+"""A product split by columns (``columns_matmul``) is cut at multiples of this many columns:
+each part's tiles are then tiles of the whole product (OpenBLAS's sgemm unrolls n by at most
+16), so each element goes through the same kernel."""
+
+
+def columns_splittable(m: int, n: int, k: int, dtype, parts: int) -> bool:
+    """Whether one ``(m, k) @ (k, n)`` f32 product may be split by columns into ``parts``
+    products on one BLAS thread each with the bits of the whole on several: as
+    ``rows_splittable`` (the same k blocks, each part above ``ROWS_MIN_MNK``), with at least
+    ``COLUMNS_ALIGN`` columns a part. (OpenBLAS 0.3.31 SkylakeX: 66 random splittable shapes,
+    m 2..400, n 128..1200, k 2..1000, each with the four transpose flags, gave the bits of the
+    whole product on 2 threads and on 1.)"""
+    if np.dtype(dtype) != np.float32 or parts < 2 or m < 2 or n < COLUMNS_ALIGN * parts:
+        return False
+    return rows_splittable(n, m, k, dtype, parts)
+
+
+def column_bounds(n: int, parts: int) -> list[int]:
+    """Where ``columns_matmul`` cuts ``n`` columns: ``parts`` near-equal parts, each inner
+    bound a multiple of ``COLUMNS_ALIGN``.
+
+    >>> column_bounds(2048, 2), column_bounds(1000, 3)
+    ([0, 1024, 2048], [0, 320, 640, 1000])
+    """
+    inner = [(n * p // parts + COLUMNS_ALIGN // 2) // COLUMNS_ALIGN * COLUMNS_ALIGN
+             for p in range(1, parts)]
+    return [0, *inner, n]
+
+
+def columns_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: int,
+                   after: Callable[[int, int], None] | None = None,
+                   after_columns: Callable[[int, int], None] | None = None) -> None:
+    """``rows_matmul`` with the product split by columns (``column_bounds``): each part
+    packs all of ``left`` and its columns of ``right``, where a split by rows packs all of
+    ``right`` per part, so it moves less where ``right`` is the larger operand (the MLP's
+    ``(512, 2048) @ (2048, 2048)``). Only where ``columns_splittable``. ``after(i0, i1)``
+    runs once every part is done, on the pool's threads over ``split_bounds`` of the rows;
+    ``after_columns(j0, j1)`` on each part's thread right after its product, columns ``j0 ..
+    j1-1`` just written.
+
+    >>> a = np.arange(12, dtype=np.float32).reshape(6, 2)
+    >>> out = np.empty((6, 128), np.float32)
+    >>> columns_matmul(a, np.ones((2, 128), np.float32), out, 2)
+    >>> out[:, 127].tolist()
+    [1.0, 5.0, 9.0, 13.0, 17.0, 21.0]
+    """
+    matmul = np.matmul
+
+    def chunk(j0: int, j1: int) -> None:
+        with np.errstate(all="ignore"):
+            matmul(left, right[..., j0:j1], out=out[..., j0:j1])
+        if after_columns is not None:
+            after_columns(j0, j1)
+    run_split(chunk, column_bounds(out.shape[-1], parts))
+    if after is not None:
+        run_split(after, split_bounds(out.shape[-2], parts))
 
 
 def splittable(batch: int, m: int, n: int, k: int, dtype) -> bool:
@@ -245,12 +321,14 @@ def _segments(lead: tuple[int, ...], i0: int, i1: int):
         i0 = end
 
 
-def batched_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: int) -> None:
+def batched_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: int,
+                   after: Callable[[int, int], None] | None = None) -> None:
     """``numpy.matmul(left, right, out=out)`` over ``(..., m, k)``, ``(..., k, n)`` and
     ``(..., m, n)`` arrays of one batch shape (strided views included), the flattened batch
     split into ``parts`` chunks run at once on the pool, BLAS on one thread meanwhile. Each
     matrix is a view with its own strides, so BLAS makes the call it makes in the whole
-    batch's matmul.
+    batch's matmul. ``after(i0, i1)`` runs on each chunk's thread right after its products,
+    matrices ``i0 .. i1-1`` of the flattened batch just written (``rows_matmul``'s).
 
     >>> a = np.arange(24, dtype=np.float32).reshape(4, 2, 3)
     >>> b = np.ones((4, 3, 2), np.float32)
@@ -266,12 +344,13 @@ def batched_matmul(left: np.ndarray, right: np.ndarray, out: np.ndarray, parts: 
     True
     """
     lead = out.shape[:-2]
-    batch = int(np.prod(lead, dtype=np.int64))
-    bounds = [batch * p // parts for p in range(parts + 1)]
+    bounds = split_bounds(int(np.prod(lead, dtype=np.int64)), parts)
     matmul = np.matmul
 
     def chunk(i0: int, i1: int) -> None:
         with np.errstate(all="ignore"):
             for index, part in _segments(lead, i0, i1):
                 matmul(left[index][part], right[index][part], out=out[index][part])
-    _run_split(chunk, bounds)
+        if after is not None:
+            after(i0, i1)
+    run_split(chunk, bounds)

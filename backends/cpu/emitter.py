@@ -26,6 +26,8 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from xla_spmd.backends.cpu import random
 from xla_spmd.backends.cpu import renderer as r
 from xla_spmd.backends.cpu.fusion import Fusion
@@ -153,17 +155,25 @@ class _FusionEmitter:
         return all(i.shape.rank == 0 or i.shape.num_elements == root.shape.num_elements
                    for i in self.fusion.inputs)
 
-    def render(self) -> str:
+    def render(self, ranged: str | None = None) -> str:
+        """The fusion's function; ``ranged`` (``"rows"`` or ``"columns"``): its ranged form
+        (see ``render_range``)."""
         fusion, w = self.fusion, self.w
         root = fusion.root
         params = ", ".join([f"ptr {_noalias(fusion, None)}%out"] + [
             f"ptr {_noalias(fusion, j)}%in{j}" for j in range(len(fusion.inputs))])
+        name, ranges = fusion.name, None
+        if ranged is not None:
+            assert fusion.kind == "loop" and root.shape.rank  # range_unit said so
+            name = range_name(fusion, ranged)
+            ranges = {0 if ranged == "rows" else root.shape.rank - 1: ("%lo", "%hi")}
+            params += ", i64 %lo, i64 %hi"
         if fusion.kind == "window":
             return self._render_window(params)
         if fusion.kind == "reduce":
             data = root.operands[0]
             dims = data.shape.dims
-        elif self._flat():
+        elif self._flat() and ranged != "columns":
             dims = (root.shape.num_elements,) if root.shape.rank else ()
         else:
             dims = root.shape.dims
@@ -185,9 +195,10 @@ class _FusionEmitter:
             value = self.value(root, index)
             r.store(w, root.shape.dtype, value, "%out", str(self.linear(index, dims)))
             tiled = self._tiled()
-            return r.loop_function(fusion.name, params, dims, w.lines, tiled, TILE,
-                                   unroll=tiled is not None or self._unroll())
-        return r.loop_function(fusion.name, params, dims, w.lines, unroll=self._unroll())
+            return r.loop_function(name, params, dims, w.lines, tiled, TILE,
+                                   unroll=tiled is not None or self._unroll(), ranges=ranges)
+        return r.loop_function(name, params, dims, w.lines, unroll=self._unroll(),
+                               ranges=ranges)
 
     def _unroll(self) -> bool:
         """Whether LLVM may unroll the loops: in reductions and windows (a loop-carried
@@ -290,6 +301,83 @@ class _FusionEmitter:
         r.store(self.w, root.shape.dtype, value, "%out", i)
 
 
+def range_name(fusion: Fusion, axis: str = "rows") -> str:
+    """The name of ``fusion``'s ranged function over ``axis`` (``render_range``)."""
+    return f"{fusion.name}_{axis}"
+
+
+def range_unit(fusion: Fusion) -> int | None:
+    """The output elements one step of a ranged function's outermost loop covers (1 for a
+    flat loop, a row of the output for a loop nest), or None where ``fusion`` has no ranged
+    form: not a loop fusion, a scalar, or a nest tiled along dim 0."""
+    root = fusion.root
+    if fusion.kind != "loop" or root.shape.rank == 0 or root.shape.num_elements == 0:
+        return None
+    emitter = _FusionEmitter(fusion)
+    if emitter._flat():
+        return 1
+    tiled = emitter._tiled()
+    if tiled is not None and 0 in tiled:
+        return None
+    return root.shape.num_elements // root.shape.dims[0]
+
+
+def has_column_range(fusion: Fusion) -> bool:
+    """Whether ``fusion`` has a ranged form over its last dim (``render_range(...,
+    "columns")``): a loop fusion of rank 2 or more whose loop nest is not tiled (a tiled nest
+    blocks the last dim)."""
+    root = fusion.root
+    if fusion.kind != "loop" or root.shape.rank < 2 or root.shape.num_elements == 0:
+        return False
+    return _FusionEmitter(fusion)._tiled() is None
+
+
+def reads_at_output_index(fusion: Fusion, input_index: int) -> bool:
+    """Whether every read of input ``input_index`` of a loop fusion is at the output's own
+    row-major linear index (so output elements ``a .. b-1`` read only its elements ``a ..
+    b-1``, and the fusion may run in place on its buffer): true of every full-size input of
+    a flat loop; in a loop nest, checked at the origin, the last element and a unit step
+    along each dim, through the index ops."""
+    root, target = fusion.root, fusion.inputs[input_index]
+    size = root.shape.num_elements
+    if target.shape.num_elements != size or fusion.kind != "loop" or not size:
+        return False
+    emitter = _FusionEmitter(fusion)
+    if emitter._flat():
+        return True
+    dims = root.shape.dims
+    probes = [(0,) * len(dims), tuple(n - 1 for n in dims)] + [
+        tuple(int(j == k) for j in range(len(dims))) for k, n in enumerate(dims) if n > 1]
+    found: list[bool] = []
+    seen: set[tuple] = set()
+
+    def visit(inst: Instruction, index: Index, at: int) -> None:
+        if (id(inst), index, at) in seen:
+            return
+        seen.add((id(inst), index, at))
+        if inst is target and id(inst) not in emitter.members:
+            found.append(emitter.linear(index, inst.shape.dims) == at)
+        elif id(inst) in emitter.members and inst.op.name in _INDEX_OPS:
+            (operand,) = inst.operands
+            visit(operand, emitter._operand_index(inst, operand, index), at)
+        elif id(inst) in emitter.members:
+            for o in inst.operands:
+                visit(o, index if o.shape.rank else (), at)
+
+    for probe in probes:
+        visit(root, probe, int(emitter.linear(probe, dims)))
+    return bool(found) and all(found)
+
+
+def render_range(fusion: Fusion, axis: str = "rows") -> str:
+    """``@<name>_rows(out, in0, ..., i64 lo, i64 hi)``: ``fusion`` on the steps ``lo ..
+    hi-1`` of its outermost loop only (``range_unit`` elements each), every element computed
+    as the whole function computes it; ``axis="columns"``: ``@<name>_columns``, on columns
+    ``lo .. hi-1`` of its last dim, every row (``has_column_range``). A fusion written over
+    an input (``Fusion.inplace``) reads it through ``out`` in these forms too."""
+    return _FusionEmitter(fusion).render(ranged=axis)
+
+
 def _noalias(fusion: Fusion, j: int | None) -> str:
     """The ``noalias`` attribute of the output (``j`` None) or of input ``j``: on every
     pointer but the output and the input it is written over (``Fusion.inplace``), which the
@@ -297,14 +385,18 @@ def _noalias(fusion: Fusion, j: int | None) -> str:
     return "" if fusion.inplace is not None and j in (None, fusion.inplace) else "noalias "
 
 
-def render_module(fusions: list[Fusion], data_offset: int | None = None) -> str:
+def render_module(fusions: list[Fusion], data_offset: int | None = None,
+                  ranges: Mapping[str, tuple[str, ...]] | None = None) -> str:
     """The LLVM IR module of every fusion, one function each (named ``fusion.name``), and,
     when ``data_offset`` is given, each one's object entry and stacked entry (see
     ``render_object_entry`` and ``render_stacked_entry``).
 
     Fusions whose functions are identical but for their names (the same update of several
     weights, the same norm forward and backward) are compiled once: a repeat's names are
-    aliases of the first one's functions.
+    aliases of the first one's functions. ``ranges`` maps the name of a fusion run in ranges
+    (a dot's epilogue, a fusion split over threads) to the axes of its ``render_range``
+    forms: those are rendered too (and a fusion with a rows form not written over an input
+    calls it for the whole, its loop body compiled once).
 
     >>> from xla_spmd.ir import parse_hlo
     >>> from xla_spmd.backends.cpu.fusion import fuse
@@ -328,9 +420,18 @@ def render_module(fusions: list[Fusion], data_offset: int | None = None) -> str:
         if fusion.kind == "rng":
             texts = [random.render(fusion.name, fusion.root)]
         else:
-            emitter = _FusionEmitter(fusion)
-            texts = [emitter.render()]
-            declarations |= emitter.w.declarations
+            axes = (ranges or {}).get(fusion.name, ())
+            texts = []
+            if fusion.inplace is None and "rows" in axes:  # the function calls its rows form
+                texts.append(_whole_by_rows(fusion))
+            else:
+                emitter = _FusionEmitter(fusion)
+                texts.append(emitter.render())
+                declarations |= emitter.w.declarations
+            for axis in axes:
+                ranged = _FusionEmitter(fusion)
+                texts.append(ranged.render(ranged=axis))
+                declarations |= ranged.w.declarations
         if data_offset is not None:
             texts += [render_object_entry(fusion, data_offset),
                       render_stacked_entry(fusion, data_offset)]
@@ -340,16 +441,34 @@ def render_module(fusions: list[Fusion], data_offset: int | None = None) -> str:
         if original is fusion:
             functions += texts
         else:
-            functions.append(_aliases(fusion, original, data_offset is not None))
+            functions.append(_aliases(fusion, original, data_offset is not None,
+                                      (ranges or {}).get(fusion.name, ())))
     return r.number_loops("\n".join(sorted(declarations)) + "\n\n" + "\n\n".join(functions)
                           + "\n")
 
 
-def _aliases(fusion: Fusion, original: Fusion, entries: bool) -> str:
-    """``fusion``'s function names (with its entries': ``entries``) as aliases of
-    ``original``'s, whose functions are the same."""
+def _whole_by_rows(fusion: Fusion) -> str:
+    """``fusion``'s function as a call of its rows form over every step (one loop body
+    compiled, not two: LLVM's time is most of a cold compile)."""
+    arity = len(fusion.inputs)
+    params = ", ".join(["ptr noalias %out"] + [f"ptr noalias %in{j}" for j in range(arity)])
+    unit = range_unit(fusion)
+    assert unit is not None, f"{fusion.name} has no ranged form"
+    steps = fusion.root.shape.num_elements // unit
+    arguments = ", ".join(["ptr %out"] + [f"ptr %in{j}" for j in range(arity)])
+    return "\n".join([f"define void @{fusion.name}({params}) nounwind noinline {{", "entry:",
+                      f"  call void @{range_name(fusion)}({arguments}, i64 0, i64 {steps})",
+                      "  ret void", "}"])
+
+
+def _aliases(fusion: Fusion, original: Fusion, entries: bool, axes: tuple[str, ...] = ()
+             ) -> str:
+    """``fusion``'s function names (with its entries': ``entries``; its ranged forms' over
+    ``axes``) as aliases of ``original``'s, whose functions are the same."""
     pointers = ", ".join(["ptr"] * (1 + len(fusion.inputs)))
     names = [(fusion.name, original.name, pointers)]
+    names += [(range_name(fusion, axis), range_name(original, axis), f"{pointers}, i64, i64")
+              for axis in axes]
     if entries:
         names += [(object_entry_name(fusion), object_entry_name(original), pointers),
                   (stacked_entry_name(fusion), stacked_entry_name(original),

@@ -34,8 +34,13 @@ from typing import Any
 import numpy as np
 
 import xla_spmd.config as config
-from xla_spmd.backends.cpu import compiler, kernels, launch, stacked
-from xla_spmd.backends.cpu.emitter import object_entry_name, render_module, stacked_entry_name
+from xla_spmd.backends.cpu import compiler, epilogue, kernels, launch, stacked
+from xla_spmd.backends.cpu.emitter import (
+    object_entry_name,
+    range_name,
+    render_module,
+    stacked_entry_name,
+)
 from xla_spmd.backends.cpu.program import (
     CONTROL,
     Program,
@@ -241,7 +246,19 @@ class CpuExecutable:
         used = {id(s.fusion) for p in self.programs.values() for s in p.steps if s.fusion}
         fusions = [f for f in fusions if id(f) in used]
         data_offset = _DATA_OFFSET
-        self.llvm_ir = render_module(fusions, data_offset)
+        # The ranged forms of epilogues and split fusions (render_range): epilogues run in
+        # place read the dot's value from their output; the forms of a split over threads
+        # (columns, fusions split by rows) only where one device has the process's cores
+        # (devices on threads of their own never split: blas.split_threads).
+        alone = len(self.devices) == 1
+        self.splits = {id(s) for p in self.programs.values() for s in p.steps
+                       if alone and epilogue.splits(s)}
+        ranges = {s.epilogue.fusion.name: s.epilogue.axes[:2 if alone else 1]
+                  for p in self.programs.values() for s in p.steps
+                  if s.epilogue is not None and s.kind == "kernel"}
+        ranges.update({s.fused.name: ("rows",) for p in self.programs.values()
+                       for s in p.steps if id(s) in self.splits})
+        self.llvm_ir = render_module(fusions, data_offset, ranges)
         self.cache_key = compiler.cache_key(print_module(module) + "\n" + self.llvm_ir)
         # Held here: the machine code must outlive every step that calls into it.
         self.library = library = compiler.compile_library(
@@ -277,11 +294,18 @@ class CpuExecutable:
     def _launch(self, step: Step, library, data_offset: int | None) -> launch.Launch:
         """``step`` bound into a closure ``(values, ctx) -> value`` (see ``launch``)."""
         kind, inst = step.kind, step.inst
+        if kind == "fusion" and step.epilogue is not None:  # its dot's launch computes it
+            slot = step.slot
+            return lambda values, ctx: values[slot]
         if kind == "fusion":
             if data_offset is None:
                 return lambda values, ctx: run_fusion(step, values)
             entry = library.function(object_entry_name(step.fused),
                                      1 + len(step.fused.inputs))
+            if id(step) in self.splits:  # large: its rows split over threads
+                ranged = library.function(range_name(step.fused, "rows"),
+                                          3 + len(step.fused.inputs))
+                return epilogue.split_launch(step, launch.fusion_launch(step, entry), ranged)
             return launch.fusion_launch(step, entry)
         if kind == "constant":
             value = step.value
@@ -289,6 +313,13 @@ class CpuExecutable:
         if kind == "wait":
             slot = step.slot
             return lambda values, ctx: values[slot].wait()
+        if kind == "kernel" and step.epilogue is not None:
+            fusion, arity = step.epilogue.fusion, 3 + len(step.epilogue.fusion.inputs)
+            assert library is not None  # compiled when there are fusions
+            rows = library.function(range_name(fusion, "rows"), arity)
+            columns = (library.function(range_name(fusion, "columns"), arity)
+                       if step.epilogue.columns and len(self.devices) == 1 else None)
+            return launch.kernel_launch(step, epilogue.binder(step.epilogue, rows, columns))
         if kind == "kernel":
             return launch.kernel_launch(step)
         if kind == "ufunc":
@@ -505,10 +536,13 @@ class CpuExecutable:
                 if step.kind == "fusion":
                     members = ", ".join(m.op.name for m in step.fused.members)
                     inputs = ", ".join(i.name for i in step.fused.inputs)
-                    over = ("" if step.fused.inplace is None else
-                            f"  [in place of {step.fused.inputs[step.fused.inplace].name}]")
+                    where = "  [rows split over threads]" if id(step) in self.splits else ""
+                    if step.epilogue is not None:
+                        where = f"  [epilogue of {step.epilogue.dot_name}]"
+                    if step.fused.inplace is not None:
+                        where += f"  [in place of {step.fused.inputs[step.fused.inplace].name}]"
                     lines.append(f"  {inst.name} = {step.fused.kind} fusion "
-                                 f"{step.fused.name} {{{members}}}({inputs}){over}")
+                                 f"{step.fused.name} {{{members}}}({inputs}){where}")
                 else:
                     operands = ", ".join(o.name for o in inst.operands)
                     label = {"kernel": "blas" if inst.op.name == "dot" else "numpy"}.get(
@@ -516,6 +550,9 @@ class CpuExecutable:
                     if step.folded is not None:
                         operands = ", ".join(o.name for o in step.folded.operands)
                         label = f"blas: {step.folded.name} with its operands swapped"
+                    if step.epilogue is not None:
+                        label += (f", epilogue {step.epilogue.fusion.name} on each part"
+                                  f"{' in place' if step.epilogue.in_place else ''}")
                     lines.append(f"  {inst.name} = {inst.op.name}({operands})  [{label}]")
         report = self.report()
         lines.append(f"steps: {report['steps']}; fused instructions: "

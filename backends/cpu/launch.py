@@ -40,7 +40,7 @@ def fusion_launch(step: Step, function) -> Launch:
     reads = step.reads
     if fusion.kind == "rng":
         return _rng_launch(step, function)
-    dims, dtype = inst.shape.dims, inst.shape.dtype.numpy
+    dims, dtype = inst.shape.dims, inst.shape.dtype.array_dtype
     if fusion.kind == "loop":
         if inst.shape.num_elements == 0:
             return lambda values, ctx: _empty(dims, dtype)
@@ -122,12 +122,13 @@ def _rng_launch(step: Step, function, count: int | None = None) -> Launch:
     return launch_rng
 
 
-def kernel_launch(step: Step) -> Launch:
+def kernel_launch(step: Step, epilogue=None) -> Launch:
     """A kernel step: data movement bound to its attributes; dot and reduce as above; any
-    other kernel through ``kernels.KERNELS`` with the reference calling convention."""
+    other kernel through ``kernels.KERNELS`` with the reference calling convention.
+    ``epilogue``: a dot's epilogue bound (``epilogue.binder``), run by ``dot_kernel``."""
     inst, name, reads = step.inst, step.inst.op.name, step.reads
     if step.folded is not None:  # a dot's transpose, computed as the swapped product
-        return kernels.dot_kernel(step.folded, reads, transposed=inst)
+        return kernels.dot_kernel(step.folded, reads, transposed=inst, epilogue=epilogue)
     if name in ("reshape", "bitcast"):
         (a,) = reads
         dims = inst.shape.dims
@@ -149,7 +150,7 @@ def kernel_launch(step: Step) -> Launch:
     if name == "broadcast":
         return kernels.broadcast_kernel(inst, reads)
     if name == "dot":
-        return kernels.dot_kernel(inst, reads)
+        return kernels.dot_kernel(inst, reads, epilogue=epilogue)
     if name == "reduce":
         return kernels.reduce_kernel(inst, reads)
     if name == "convolution":

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from xla_spmd.backends.cpu import kernels, random
+from xla_spmd.backends.cpu import epilogue, kernels, random
 from xla_spmd.backends.cpu.fusion import Fusion, fuse
 from xla_spmd.backends.cpu.renderer import TRANSCENDENTAL, accumulator_dtype
 from xla_spmd.backends.reference.evaluator import EVALUATE
@@ -67,7 +67,9 @@ class Step:
     ``start``, ``wait``, ``control`` or ``fallback``; ``slot`` receives the value; ``reads`` are the
     operand slots; ``frees`` the slots dead after this step; ``folded``: the dot whose
     transpose a ``kernel`` step of a transpose computes, reading the dot's operands
-    (``kernels.folded_transpose``)."""
+    (``kernels.folded_transpose``); ``epilogue``: on a dot's kernel step, the loop fusion it
+    runs on its output, on that fusion's step the same (its value is then the dot step's
+    doing: ``epilogue.py``)."""
 
     kind: str
     inst: Instruction
@@ -79,6 +81,7 @@ class Step:
     frees: tuple[int, ...] = ()
     cache: dict = field(default_factory=dict)   # per-device facts a kernel computes once
     folded: Instruction | None = None
+    epilogue: Any = None  # an epilogue.Epilogue
 
     @property
     def fused(self) -> Fusion:
@@ -159,6 +162,8 @@ def plan(computation: Computation, called: set[int], prefix: str = "", libm: boo
     _assign_frees(program)
     if inplace:
         _assign_inplace(program, donated)
+    if fold_transposes:  # the CPU's BLAS kernels: dots run their epilogues
+        epilogue.attach(steps, root_slot, program.fusions)
     program.peak_bytes = _peak_bytes(program)
     for step in steps:
         program.counts[step.kind] = program.counts.get(step.kind, 0) + 1
@@ -322,8 +327,9 @@ def _writable(step: Step, slot: int, k: int, owners: dict, aliases: dict, last: 
 
 def _peak_bytes(program: Program) -> int:
     """The peak of live bytes over the schedule: arguments, each step's new buffer (none for
-    a view or a tuple, none for a fusion written over its operand, whose bytes carry over)
-    and a reduction's accumulator scratch."""
+    a view or a tuple, none for a fusion written over its operand, whose bytes carry over;
+    a dot's epilogue's from the dot's step, which runs it) and a reduction's accumulator
+    scratch."""
     instructions = program.computation.instructions
     live = {slot: _nbytes(instructions[slot].shape) for slot in program.parameter_slots}
     peak = sum(live.values())
@@ -337,6 +343,10 @@ def _peak_bytes(program: Program) -> int:
             live[step.slot] = live.pop(step.reads[step.fused.inplace], 0)
         else:
             live[step.slot] = 0 if shares else _nbytes(step.inst.shape)
+        after = step.epilogue
+        if step.kind == "kernel" and after is not None and not after.in_place:
+            # the dot's launch writes its epilogue's output too
+            live[after.slot] = _nbytes(instructions[after.slot].shape)
         if step.kind == "fusion" and step.fused.kind in ("reduce", "window"):
             scratch = step.inst.shape.num_elements * accumulator_dtype(
                 step.inst.shape.dtype).itemsize
@@ -389,7 +399,7 @@ def run_fusion(step: Step, values: list) -> np.ndarray | tuple[np.ndarray, np.nd
             out = inputs[fusion.inplace]
             pointers[fusion.inplace] = out.ctypes.data
         else:
-            out = output_allocator(inst)(inst.shape.dims, inst.shape.dtype.numpy)
+            out = output_allocator(inst)(inst.shape.dims, inst.shape.dtype.array_dtype)
         if out.size:
             step.function(out.ctypes.data, *pointers)
         return out

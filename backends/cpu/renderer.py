@@ -243,7 +243,8 @@ SMALL_LOOP = 16
 
 def loop_function(name: str, params: str, dims: tuple, body: list[str],
                   tiled: tuple[int, int] | None = None, tile: int = 64,
-                  unroll: bool = True) -> str:
+                  unroll: bool = True, ranges: dict[int, tuple[str, str]] | None = None
+                  ) -> str:
     """The function ``define void @name(params)`` running ``body`` (a `_Writer`'s lines) in
     a row-major loop nest over ``dims``: loop ``k`` counts ``%i{k}`` from 0 to ``dims[k]``,
     the innermost over the last dim; a scalar (``dims == ()``) runs ``body`` once. The
@@ -260,6 +261,11 @@ def loop_function(name: str, params: str, dims: tuple, body: list[str],
     the blocks and ``%i{a}``, ``%i{b}`` over one block (``%i{b}`` innermost), so an operand
     read through a transpose stays in cache. Each element is computed once either way.
 
+    ``ranges={dim: (start, bound)}`` (SSA names, ``start < bound``; dims not tiled) runs the
+    loop of each such dim over ``start .. bound-1`` only: a range of the output's rows (dim 0)
+    or columns (the last dim), as ``emitter.render_range`` renders a dot's epilogue run on the
+    part of the output BLAS has just written.
+
     >>> text = loop_function("f", "ptr %out", (3, 40, 50), [], tiled=(1, 2))
     >>> [line.split(" = ")[0].strip() for line in text.splitlines() if "phi" in line]
     ['%i0', '%j1', '%j2', '%i1', '%i2']
@@ -271,6 +277,10 @@ def loop_function(name: str, params: str, dims: tuple, body: list[str],
     # (counter, start, bound, step, lines after the phi) from the outermost loop in.
     loops = [(f"%i{k}", "0", str(n), 1, []) for k, n in enumerate(dims)
              if tiled is None or k not in tiled]
+    for dim, (start, bound) in (ranges or {}).items():
+        assert tiled is None or dim not in tiled
+        position = next(k for k, loop in enumerate(loops) if loop[0] == f"%i{dim}")
+        loops[position] = (f"%i{dim}", start, bound, 1, [])
     for k in tiled or ():
         j, end, n = f"%j{k}", f"%e{k}", dims[k]
         cut = [f"  {end}.s = add nuw nsw i64 {j}, {tile}",

@@ -26,9 +26,9 @@ def split_parts(monkeypatch):
         parts: list[int] = []
         original = getattr(blas, name)
 
-        def counted(left, right, out, count):
+        def counted(left, right, out, count, **options):
             parts.append(count)
-            return original(left, right, out, count)
+            return original(left, right, out, count, **options)
         monkeypatch.setattr(blas, name, counted)
         return parts
     return record

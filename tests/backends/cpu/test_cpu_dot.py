@@ -292,13 +292,16 @@ def test_plans_of_the_gpu_backend_keep_the_transpose():
 
 
 @pytest.mark.parametrize("m, n, k", [(257, 300, 2048), (512, 512, 767), (512, 512, 800),
-                                     (300, 200, 448), (129, 1000, 500), (512, 512, 1000)])
+                                     (300, 200, 448), (129, 1000, 500), (512, 512, 1000),
+                                     (64, 2048, 2048), (200, 1000, 448), (130, 1030, 256),
+                                     (16, 4100, 300)])
 @pytest.mark.parametrize("transposed", [False, True])
 def test_products_split_by_rows_have_the_bits_of_the_whole(m, n, k, transposed, monkeypatch,
                                                            split_parts):
-    """On 2 BLAS threads a product is split by rows only where OpenBLAS's one-thread driver
-    sums over the same k blocks as its threaded one (not k = 500, 1000 on SkylakeX): either
-    way the bits of the reference on 2 threads, and on 1."""
+    """On 2 BLAS threads a product is split by columns (more columns than rows) or by rows
+    only where OpenBLAS's one-thread driver sums over the same k blocks as its threaded one
+    (not k = 500, 1000 on SkylakeX): either way the bits of the reference on 2 threads, and
+    on 1."""
     lhs, rhs = (f"f32[{k},{m}]", f"f32[{n},{k}]") if transposed else (f"f32[{m},{k}]",
                                                                         f"f32[{k},{n}]")
     dims = ("lhs_contracting_dims={0}, rhs_contracting_dims={1}" if transposed else
@@ -307,13 +310,15 @@ def test_products_split_by_rows_have_the_bits_of_the_whole(m, n, k, transposed, 
     rng = np.random.default_rng(k)
     args = [_array(rng, lhs), _array(rng, rhs)]
     executable = BACKEND.compile(module, (0,))
-    splits = split_parts("rows_matmul")
+    rows, columns = split_parts("rows_matmul"), split_parts("columns_matmul")
     monkeypatch.setattr(blas, "process_cores", lambda: 2)  # one device on all 2 cores
     with threadpool_limits(limits=2, user_api="blas"):
         (got,) = executable.run(0, args, None)
         want = np.asarray(evaluate(module, args))
-        expected_split = blas.rows_splittable(m, n, k, np.float32, 2)
-    assert splits == ([2] if expected_split else [])
+        by_columns = n > m and blas.columns_splittable(m, n, k, np.float32, 2)
+        by_rows = not by_columns and blas.rows_splittable(m, n, k, np.float32, 2)
+    assert (rows, columns) == ([2] if by_rows else [], [2] if by_columns else [])
+    expected_split = by_rows or by_columns
     assert exact_bits(got) == exact_bits(want)
     if expected_split:
         with threadpool_limits(limits=1, user_api="blas"):
