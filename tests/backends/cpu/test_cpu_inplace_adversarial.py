@@ -25,8 +25,16 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1])]
 from cpu_bits import exact_bits  # noqa: E402
 
 N = 6
-SHAPES = {"m": f"f32[{N},{N}]", "v": f"f32[{N}]", "s": "f32[]"}
-DIMS = {"m": (N, N), "v": (N,), "s": ()}
+
+
+def _kinds(n: int) -> tuple[dict, dict]:
+    """The text and dims of each kind of value: ``m`` an n x n matrix, ``v`` a vector, ``s``
+    a scalar."""
+    return ({"m": f"f32[{n},{n}]", "v": f"f32[{n}]", "s": "f32[]"},
+            {"m": (n, n), "v": (n,), "s": ()})
+
+
+SHAPES, DIMS = _kinds(N)
 UNARY = ["negate", "abs", "floor", "copy"]
 BINARY = ["add", "subtract", "multiply", "maximum", "minimum"]
 
@@ -50,9 +58,11 @@ def recycling_everything():
         program.OUTPUTS = saved
 
 
-def _program(data) -> tuple[str, list[str], int, bool]:
+def _program(data, n: int = 6) -> tuple[str, list[str], int, bool]:
     """A random entry computation's text, its parameters' kinds, how many results and
-    whether the first is a matrix (of the first parameter's shape)."""
+    whether the first is a matrix (of the first parameter's shape); ``n``: the matrices are
+    n x n (256: a dot's output large enough for an epilogue)."""
+    SHAPES, DIMS = _kinds(n)  # noqa: N806
     params = data.draw(st.lists(st.sampled_from(["m", "m", "v", "s"]), min_size=1,
                                 max_size=3))
     params[0] = "m"  # the one that may be donated
@@ -134,16 +144,16 @@ def _program(data) -> tuple[str, list[str], int, bool]:
             new("m", f"transpose({x}), dimensions={{1,0}}")
         elif op == "reshape":
             x, _ = pick("m")
-            lines.append(f"  %f{count} = f32[{N * N}] reshape({x})")
+            lines.append(f"  %f{count} = f32[{n * n}] reshape({x})")
             new("m", f"reshape(%f{count})")
         elif op == "slice":
             x, _ = pick("m")
             if data.draw(st.booleans()):
-                new("m", f"slice({x}), slice={{[0:{N}], [0:{N}]}}")  # the whole: a view
+                new("m", f"slice({x}), slice={{[0:{n}], [0:{n}]}}")  # the whole: a view
             else:
-                row = data.draw(st.integers(0, N - 1))
-                lines.append(f"  %r{count} = f32[1,{N}] slice({x}), "
-                             f"slice={{[{row}:{row + 1}], [0:{N}]}}")
+                row = data.draw(st.integers(0, n - 1))
+                lines.append(f"  %r{count} = f32[1,{n}] slice({x}), "
+                             f"slice={{[{row}:{row + 1}], [0:{n}]}}")
                 new("v", f"reshape(%r{count})")
         elif op == "reverse":
             x, _ = pick("m")
@@ -185,10 +195,10 @@ def _program(data) -> tuple[str, list[str], int, bool]:
     return text, params, len(results), results[0][1] == "m"
 
 
-def _arguments(rng, kinds: list[str], dtype=np.float32) -> list[np.ndarray]:
+def _arguments(rng, kinds: list[str], dtype=np.float32, n: int = 6) -> list[np.ndarray]:
     # Small integers and halves: sums are exact in any order, so a difference is a buffer
     # written too early, never a rounding.
-    return [(rng.integers(-4, 5, DIMS[k]) / 2).astype(dtype) for k in kinds]
+    return [(rng.integers(-4, 5, _kinds(n)[1][k]) / 2).astype(dtype) for k in kinds]
 
 
 def _reference(module, args) -> list[bytes]:
@@ -196,10 +206,16 @@ def _reference(module, args) -> list[bytes]:
     return [exact_bits(leaf) for leaf in (result if isinstance(result, tuple) else (result,))]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
-@given(data=st.data())
-def test_random_programs_keep_every_result_and_argument(data):
-    body, kinds, _, first_is_matrix = _program(data)
+# 256: dot outputs of 256 KiB, whose elementwise users run as the dot's epilogue (written
+# over the dot's buffer where the plan says so: backends/cpu/epilogue.py).
+@pytest.mark.parametrize("n, examples", [(N, 40), (256, 10)])
+def test_random_programs_keep_every_result_and_argument(n, examples):
+    settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck))(
+        given(data=st.data())(_keep_every_result_and_argument))(n)
+
+
+def _keep_every_result_and_argument(n, data):
+    body, kinds, _, first_is_matrix = _program(data, n)
     donate = first_is_matrix and data.draw(st.booleans())
     header = "HloModule m" + (", input_output_alias={ {0}: (0, {}, may-alias) }"
                               if donate else "")
@@ -213,7 +229,7 @@ def test_random_programs_keep_every_result_and_argument(data):
         executable = CpuBackend().compile(module, (0,))
         kept = []
         for _ in range(3):
-            args = _arguments(rng, kinds, dtype)
+            args = _arguments(rng, kinds, dtype, n)
             saved = [exact_bits(a) for a in args]
             want = _reference(module, args)
             if donate:  # a fresh copy handed over: it may be written, nothing else may
