@@ -139,7 +139,7 @@ class Recycler:
 def _counts_references(recycler: Recycler) -> bool:
     """Whether reference counts tell ``recycler`` what it needs, checked on a probe buffer
     with the very expressions ``take`` and ``sole_view`` use: a buffer with no view is idle,
-    one view is alone, a second view or a memoryview is seen. It takes the GIL too: without
+    one view is alone, a second view is seen. It takes the GIL too: without
     it (free-threaded CPython) counts move under a check. CPython 3.14 may not count a
     reference a frame borrows; where any of this fails, nothing is recycled.
 
@@ -158,7 +158,7 @@ def _counts_references(recycler: Recycler) -> bool:
         second = view[1:]
         seen = not recycler.sole_view(view)
         del second
-        exported = memoryview(recycler._buffers[0])
+        exported = recycler._buffers[0][2:]
         busy = sys.getrefcount(recycler._buffers[0]) != recycler._idle
         del exported, view
         idle = sys.getrefcount(recycler._buffers[0]) == recycler._idle
