@@ -395,8 +395,8 @@ def render_module(fusions: list[Fusion], data_offset: int | None = None,
     weights, the same norm forward and backward) are compiled once: a repeat's names are
     aliases of the first one's functions. ``ranges`` maps the name of a fusion run in ranges
     (a dot's epilogue, a fusion split over threads) to the axes of its ``render_range``
-    forms: those are rendered too (and a fusion with a rows form not written over an input
-    calls it for the whole, its loop body compiled once).
+    forms: those are rendered too (and a fusion with a rows form calls it for the whole, its
+    loop body compiled once).
 
     >>> from xla_spmd.ir import parse_hlo
     >>> from xla_spmd.backends.cpu.fusion import fuse
@@ -422,7 +422,7 @@ def render_module(fusions: list[Fusion], data_offset: int | None = None,
         else:
             axes = (ranges or {}).get(fusion.name, ())
             texts = []
-            if fusion.inplace is None and "rows" in axes:  # the function calls its rows form
+            if "rows" in axes:  # the function calls its rows form
                 texts.append(_whole_by_rows(fusion))
             else:
                 emitter = _FusionEmitter(fusion)
@@ -451,7 +451,8 @@ def _whole_by_rows(fusion: Fusion) -> str:
     """``fusion``'s function as a call of its rows form over every step (one loop body
     compiled, not two: LLVM's time is most of a cold compile)."""
     arity = len(fusion.inputs)
-    params = ", ".join(["ptr noalias %out"] + [f"ptr noalias %in{j}" for j in range(arity)])
+    params = ", ".join([f"ptr {_noalias(fusion, None)}%out"] + [
+        f"ptr {_noalias(fusion, j)}%in{j}" for j in range(arity)])
     steps = fusion.root.shape.num_elements // range_unit(fusion)
     arguments = ", ".join(["ptr %out"] + [f"ptr %in{j}" for j in range(arity)])
     return "\n".join([f"define void @{fusion.name}({params}) nounwind noinline {{", "entry:",
