@@ -327,8 +327,9 @@ def _writable(step: Step, slot: int, k: int, owners: dict, aliases: dict, last: 
 
 def _peak_bytes(program: Program) -> int:
     """The peak of live bytes over the schedule: arguments, each step's new buffer (none for
-    a view or a tuple, none for a fusion written over its operand, whose bytes carry over)
-    and a reduction's accumulator scratch."""
+    a view or a tuple, none for a fusion written over its operand, whose bytes carry over;
+    a dot's epilogue's from the dot's step, which runs it) and a reduction's accumulator
+    scratch."""
     instructions = program.computation.instructions
     live = {slot: _nbytes(instructions[slot].shape) for slot in program.parameter_slots}
     peak = sum(live.values())
@@ -342,6 +343,10 @@ def _peak_bytes(program: Program) -> int:
             live[step.slot] = live.pop(step.reads[step.fused.inplace], 0)
         else:
             live[step.slot] = 0 if shares else _nbytes(step.inst.shape)
+        after = step.epilogue
+        if step.kind == "kernel" and after is not None and not after.in_place:
+            # the dot's launch writes its epilogue's output too
+            live[after.slot] = _nbytes(instructions[after.slot].shape)
         if step.kind == "fusion" and step.fused.kind in ("reduce", "window"):
             scratch = step.inst.shape.num_elements * accumulator_dtype(
                 step.inst.shape.dtype).itemsize

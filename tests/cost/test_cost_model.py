@@ -385,3 +385,27 @@ def test_each_backend_has_its_built_in_profile():
     # 1024 + 16 bytes read, 256 written: from cache (all 8 devices' too)
     launch = CPU_PROFILE.op_overhead_by_opcode["gather"]
     assert gather.time == pytest.approx(launch + 1296 / CPU_PROFILE.cache_bandwidth)
+
+
+def test_an_epilogue_reads_its_dot_from_cache():
+    """The relu after a 256x256 product runs as the dot's epilogue: its step's traffic is
+    its output alone (the dot's value is read where BLAS just wrote it), where the same
+    fusion after a product too small for an epilogue reads it from memory too."""
+    from xla_spmd.cost.plan import plans, step_work
+
+    def relu_step(n):
+        m = parse_hlo(f"HloModule m\nENTRY e {{ a = f32[{n},{n}] parameter(0)\n"
+                      f"b = f32[{n},{n}] parameter(1)\n"
+                      f"d = f32[{n},{n}] dot(a, b), lhs_contracting_dims={{1}}, "
+                      "rhs_contracting_dims={0}\n"
+                      "c = f32[] constant(0)\n"
+                      f"z = f32[{n},{n}] broadcast(c), dimensions={{}}\n"
+                      f"ROOT r = f32[{n},{n}] maximum(d, z) }}")
+        program = plans(m)[id(m.entry)]
+        (step,) = [s for s in program.steps if s.kind == "fusion"]
+        return step
+
+    big, small = relu_step(256), relu_step(16)
+    assert big.epilogue is not None and small.epilogue is None
+    assert step_work(big) == (0.0, 256 * 256 * 4)
+    assert step_work(small) == (0.0, 2 * 16 * 16 * 4)

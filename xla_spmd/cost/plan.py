@@ -104,11 +104,14 @@ def per_device_step(step: Step) -> bool:
 
 
 def step_work(step: Step) -> tuple[float, float]:
-    """(FLOPs, bytes moved) of one step: a fusion reads its inputs and writes its root once;
-    any other step is its instruction's."""
+    """(FLOPs, bytes moved) of one step: a fusion reads its inputs and writes its root once
+    (a dot's epilogue reads the dot's output where the dot just wrote it, in cache: that
+    read is not traffic); any other step is its instruction's."""
     if step.kind == "fusion":
         assert step.fusion is not None  # a fusion step's kernel
-        inputs = sum(array_bytes(i.shape) for i in step.fusion.inputs)
+        hot = step.epilogue.operand if step.epilogue is not None else None
+        inputs = sum(array_bytes(i.shape) for k, i in enumerate(step.fusion.inputs)
+                     if k != hot)
         return 0.0, float(inputs + array_bytes(step.inst.shape))
     if step.folded is not None:  # a dot's transpose computed by the dot's kernel
         return flops(step.folded), memory_traffic(step.folded)

@@ -356,3 +356,20 @@ ENTRY %e {
         got = executable.run(0, args, None)
     assert [exact_bits(x) for x in got] == [exact_bits(x)
                                             for x in _leaves(evaluate(module, args))]
+
+
+def test_peak_bytes_count_an_epilogues_output_from_the_dots_step():
+    """``d`` is also returned, so its relu gets a buffer of its own, written in the dot's
+    launch while ``a`` and ``b`` are still live: four 256 KiB arrays at once."""
+    from xla_spmd.backends.cpu.executable import plan_module
+
+    m = parse_hlo("HloModule m\nENTRY e { a = f32[256,256] parameter(0)\n"
+                  "b = f32[256,256] parameter(1)\n"
+                  "d = f32[256,256] dot(a, b), lhs_contracting_dims={1}, "
+                  "rhs_contracting_dims={0}\n"
+                  "c = f32[] constant(0)\nz = f32[256,256] broadcast(c), dimensions={}\n"
+                  "r = f32[256,256] maximum(d, z)\nROOT t = tuple(r, d) }")
+    program = plan_module(m)[id(m.entry)]
+    (dot,) = [s for s in program.steps if s.inst.name == "d"]
+    assert dot.epilogue is not None and not dot.epilogue.in_place
+    assert program.peak_bytes == 4 * 256 * 256 * 4
