@@ -8,8 +8,9 @@ dtypes, axes, transposes, reducers, and which kernel to call. What is left per c
 reading the operand slots, allocating the output and calling the kernel.
 
 Generated kernels are called with the addresses of the numpy array objects (``id()``) through
-an entry that reads each array's data pointer itself (``emitter.render_object_entry``): taking
-``ndarray.ctypes.data`` in Python costs more than a small kernel. Every array passed that way
+an entry that reads each array's data pointer itself (``emitter.render_stacked_entry``, for
+one device: ``n = 1``): taking ``ndarray.ctypes.data`` in Python costs more than a small
+kernel. Every array passed that way
 is a C-contiguous ``numpy.ndarray`` held by a local of the launch for the whole call.
 """
 
@@ -35,7 +36,8 @@ def _contiguous(value) -> np.ndarray:
 
 
 def fusion_launch(step: Step, function) -> Launch:
-    """A generated loop or reduce fusion; ``function`` is its object entry (array ids)."""
+    """A generated loop or reduce fusion; ``function(out, in0, ...)`` is its entry, called
+    with array ids (the stacked entry with ``n = 1`` bound)."""
     fusion, inst = step.fused, step.inst
     reads = step.reads
     if fusion.kind == "rng":

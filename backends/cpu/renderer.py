@@ -248,8 +248,8 @@ def loop_function(name: str, params: str, dims: tuple, body: list[str],
     """The function ``define void @name(params)`` running ``body`` (a `_Writer`'s lines) in
     a row-major loop nest over ``dims``: loop ``k`` counts ``%i{k}`` from 0 to ``dims[k]``,
     the innermost over the last dim; a scalar (``dims == ()``) runs ``body`` once. The
-    function is ``noinline``: the entries that call it (``emitter.render_object_entry`` and
-    ``render_stacked_entry``) stay thin, so its loops are optimised and compiled once.
+    function is ``noinline``: the entry that calls it (``emitter.render_stacked_entry``)
+    stays thin, so its loops are optimised and compiled once.
 
     ``unroll=False`` asks LLVM not to unroll the loops (but those of under ``SMALL_LOOP``
     iterations): their vectorized bodies are already wide, and unrolled copies halve the
