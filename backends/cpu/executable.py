@@ -26,7 +26,6 @@ parallel.
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
@@ -295,9 +294,7 @@ class CpuExecutable:
         if kind == "fusion":
             if data_offset is None:
                 return lambda values, ctx: run_fusion(step, values)
-            # the stacked entry on one device's arrays
-            entry = functools.partial(library.function(stacked_entry_name(step.fused),
-                                                       2 + len(step.fused.inputs)), 1)
+            entry = library.function(stacked_entry_name(step.fused), 2 + len(step.fused.inputs))
             if id(step) in self.splits:  # large: its rows split over threads
                 ranged = library.function(range_name(step.fused, "rows"),
                                           3 + len(step.fused.inputs))
