@@ -26,7 +26,13 @@ member of the group maps the same file in ``/dev/shm`` (``shm.py``; ranks on one
 member copies its buffer into its slot before it sends the header, folds its chunk from
 every member's slot once the headers agree, and after a barrier copies the folded chunks
 out: the same chunks and fold, so the same bits, in two small exchanges instead of three
-round trips (``shared_memory=False`` or ``XLA_SPMD_SHARED_MEMORY=0`` turns it off).
+round trips (``shared_memory=False`` or ``XLA_SPMD_SHARED_MEMORY=0`` turns it off). A
+group's file, its memory reserved up front, is made by the group's first mid-size float
+all-reduce whose header check passed (that call itself takes the ``Alltoallv`` path), as
+two more stages of that call on the group's payload communicator: every member makes it at
+the same call, in the same order as every other stage there, and a group that never
+all-reduces mid-size floats costs no memory. Where it cannot be made everywhere (another
+host, no room in ``/dev/shm``), the group keeps the ``Alltoallv`` path.
 Reduce-scatter is an ``Alltoall`` and a fold. Large results are made in recycled buffers
 (``xla_spmd.buffers.Recycler``, shared with the CPU backend): a fresh one costs a page fault
 per page. Integer and boolean reductions are exact in any order and use MPI's own. With
@@ -131,8 +137,9 @@ _MAX_HEADERS = 4096
 _SMALL_REDUCE_BYTES = 1 << 18
 # A float all-reduce of more than _SMALL_REDUCE_BYTES gathered and at most this many bytes a
 # member runs through shared memory when every member of the group maps the same memory
-# (``shm.py``): two small exchanges instead of three round trips. Each member maps
-# 2 * SLOTS slots of this size per group; pages are backed only once written.
+# (``shm.py``): two small exchanges instead of three round trips. Each member of a group
+# that makes them maps SLOTS input slots of this size and SLOTS result slots of a chunk of
+# it, all reserved: 40 MiB per group of 4 on the host, 24 MiB per pair.
 _SHARED_SLOT_BYTES = 4 << 20
 # A wait tests this many times before it sets up its deadline and its beacon: most waits
 # end within a few microseconds.
@@ -238,9 +245,9 @@ class _SharedPlan:
     memory. ``before``/``after``: this member's input slot around its own chunk (bytes
     ``low:high``); ``rows``: every member's input chunk ``me`` (this member's own is not
     copied there: the fold reads it from the caller's buffer, elements ``start:stop``);
-    ``result``: this member's folded chunk in its result slot; ``copies``: ``(low, high,
-    source)`` per member, the bytes of the result to copy out of that member's result
-    slot."""
+    ``result``: this member's folded chunk, at the start of its result slot; ``copies``:
+    ``(low, high, source)`` per member, the bytes of the result to copy out of the start of
+    that member's result slot."""
 
     __slots__ = ("pair", "me", "low", "high", "start", "stop", "before", "after", "rows",
                  "result", "copies")
@@ -256,9 +263,22 @@ class _SharedPlan:
         self.before, self.after = mine[:self.low], mine[self.high:total]
         self.rows = [slots.input(member, pair)[self.low:self.high].view(dtype)
                      for member in range(len(counts))]
-        self.result = slots.result(me, pair)[self.low:self.high].view(dtype)
-        self.copies = [(low, low + count, slots.result(member, pair)[low:low + count])
+        self.result = slots.result(me, pair)[:self.high - self.low].view(dtype)
+        self.copies = [(low, low + count, slots.result(member, pair)[:count])
                        for member, (low, count) in enumerate(zip(offsets, counts))]
+
+
+class _Creating:
+    """A group's shared slots not made yet: ``sequence`` is the number of the call on the
+    group that makes them (``_NONE_YET``: no call has started to)."""
+
+    __slots__ = ("sequence",)
+
+    def __init__(self, sequence: int):
+        self.sequence = sequence
+
+
+_NONE_YET = _Creating(-1)
 
 
 Stage = tuple[Any, str, tuple]
@@ -316,6 +336,17 @@ class _MpiHandle:
             return self._advance(block)
         finally:
             self._busy = False
+
+    def settle(self, block: bool) -> bool:
+        """``advance``, for a caller other than this call's own wait: a call refused by its
+        header check raises in its own wait, not in whatever call happened to advance it (a
+        timeout still raises: the group is unusable)."""
+        try:
+            return self.advance(block)
+        except CommunicationError:
+            if not self.done:
+                raise
+            return True
 
     def _advance(self, block: bool) -> bool:
         owner = self._owner
@@ -400,13 +431,14 @@ class MpiCommunicator(BlockingCollectives):
         if shared_memory is None:
             shared_memory = config.shared_memory_collectives
         self._slot_bytes = _SHARED_SLOT_BYTES if shared_memory else 0
-        self._shared: dict[Group, SharedSlots | None] = {}
+        # A group's shared slots (None where its members cannot share memory), made by its
+        # first mid-size float all-reduce; _Creating while that call is in flight.
+        self._shared: dict[Group, SharedSlots | _Creating | None] = {}
         # The handle of the call in flight that last used a group's slot pair, if any.
         self._slot_users: dict[tuple[Group, int], _MpiHandle] = {}
         self._shared_plans: dict[tuple, _SharedPlan] = {}
         world = tuple(range(self._size))
         self._group_comms[world] = (self._comm, self._comm.Dup())
-        self._shared[world] = SharedSlots.create(self._comm, self._slot_bytes)
 
     @property
     def rank(self) -> int:
@@ -467,7 +499,6 @@ class MpiCommunicator(BlockingCollectives):
             subset.Free()
             members.Free()
             comms = self._group_comms[group] = (comm, comm.Dup())
-            self._shared[group] = SharedSlots.create(comm, self._slot_bytes)
         return comms[0]
 
     def prepare(self, group_sets: Iterable[Iterable[Sequence[int]]]) -> None:
@@ -490,7 +521,7 @@ class MpiCommunicator(BlockingCollectives):
         self._group_comms.clear()
         self._shared_plans.clear()  # views of the slots
         for slots in self._shared.values():
-            if slots is not None:
+            if isinstance(slots, SharedSlots):
                 slots.close()
         self._shared.clear()
         self._slot_users.clear()
@@ -542,7 +573,7 @@ class MpiCommunicator(BlockingCollectives):
             return handle
         self._progress()
         self._in_flight.setdefault(group, deque()).append(handle)
-        handle.advance(block=False)
+        handle.settle(block=False)
         return handle
 
     def _run_at_once(self, what: tuple[str, Group, int], blocks: np.ndarray,
@@ -578,7 +609,7 @@ class MpiCommunicator(BlockingCollectives):
         while queue[0] is not handle:
             if not block:
                 return False
-            queue[0].advance(block=True)
+            queue[0].settle(block=True)
         return True
 
     def _retire(self, handle: _MpiHandle) -> None:
@@ -589,6 +620,10 @@ class MpiCommunicator(BlockingCollectives):
         if self._slot_users:
             for key in [key for key, user in self._slot_users.items() if user is handle]:
                 del self._slot_users[key]
+        creating = self._shared.get(handle.group)
+        if type(creating) is _Creating and creating.sequence == handle.what[2]:
+            # Its header check failed: it made no slots, and the next such call will.
+            del self._shared[handle.group]
 
     def _progress(self) -> None:
         """Advance every collective in flight as far as it goes without blocking."""
@@ -598,7 +633,7 @@ class MpiCommunicator(BlockingCollectives):
         try:
             for queue in list(self._in_flight.values()):
                 for handle in list(queue):
-                    if not handle.advance(block=False):
+                    if not handle.settle(block=False):
                         break
         finally:
             self._progressing = False
@@ -719,10 +754,14 @@ class MpiCommunicator(BlockingCollectives):
         comm, parts = comms[0], len(group)
         native = self._native_op(x.dtype, op)
         plan: _SharedPlan | None = None
+        creating: _Creating | None = None
         if (native is None and parts > 1 and x.nbytes > _INLINE_BYTES
-                and x.nbytes * parts > _SMALL_REDUCE_BYTES):
-            slots = self._shared.get(group)
-            if slots is not None and x.nbytes <= slots.slot_bytes:
+                and _SMALL_REDUCE_BYTES < x.nbytes * parts
+                and x.nbytes <= _SHARED_SLOT_BYTES):
+            slots = self._shared_slots(group)
+            if isinstance(slots, _Creating):
+                creating = self._shared[group] = _Creating(self._sequence.get(group, 0))
+            elif slots is not None and slots.fits(x.size, x.itemsize):
                 plan = self._claim_slot(group, slots, x)
 
         def steps(rows: np.ndarray | None) -> Steps:
@@ -730,6 +769,14 @@ class MpiCommunicator(BlockingCollectives):
                 return fold(list(x[None] if rows is None else rows), op)
             if plan is not None:
                 return (yield from self._shared_all_reduce(x, comm, op, plan))
+            if creating is not None:
+                # Every member passed the header check of this call, so every member makes
+                # the slots here, after the call's own stages and in their order on the
+                # group's payload communicator.
+                out = yield from self._ordered_all_reduce(x, group, comm, op)
+                self._shared[group] = yield from SharedSlots.create_steps(
+                    comm, self._slot_bytes)
+                return out
             if native is not None:
                 out = self._results.take(x.shape, x.dtype)
                 yield comm, "Allreduce", (x, out, native)
@@ -744,10 +791,34 @@ class MpiCommunicator(BlockingCollectives):
                 return fold(list(gathered), op)
             return (yield from self._ordered_all_reduce(x, group, comm, op))
 
-        handle = self._start("all_reduce", group, comms, op_name(op), x, steps)
+        try:
+            handle = self._start("all_reduce", group, comms, op_name(op), x, steps)
+        except CommunicationError:
+            if creating is not None and self._shared.get(group) is creating:
+                del self._shared[group]  # refused (run at once): the next such call makes them
+            raise
         if plan is not None and isinstance(handle, _MpiHandle) and not handle.done:
             self._slot_users[(group, plan.pair)] = handle
         return handle
+
+    def _shared_slots(self, group: Group) -> SharedSlots | _Creating | None:
+        """The shared slots of ``group`` for a mid-size float all-reduce about to start on it:
+        None where its members cannot share memory, or a ``_Creating`` where no call has
+        made them yet: then this call makes them (``all_reduce_start``).
+
+        Every member decides alike, from the calls made so far on the group (all checked by
+        their headers): a call that finds an earlier one still making the slots completes it
+        first, and one that finds an earlier maker refused by its header check makes them
+        itself. Which call uses which path never depends on timing, as it must: the members
+        post the same payload stages."""
+        slots = self._shared.get(group, _NONE_YET)
+        if type(slots) is _Creating and slots is not _NONE_YET:
+            maker = next(handle for handle in self._in_flight.get(group, ())
+                         if handle.what[2] == slots.sequence)  # retired ones reset it
+            maker.settle(block=True)  # refused by its header check: it made no slots
+            slots = self._shared.get(group, _NONE_YET)
+            assert type(slots) is not _Creating or slots is _NONE_YET
+        return slots
 
     def _claim_slot(self, group: Group, slots: SharedSlots, x: np.ndarray
                     ) -> _SharedPlan:
@@ -763,12 +834,7 @@ class MpiCommunicator(BlockingCollectives):
         pair = self._sequence.get(group, 0) % SLOTS
         previous = self._slot_users.get((group, pair))
         if previous is not None:
-            try:
-                previous.advance(block=True)
-            except CommunicationError:
-                if not previous.done:
-                    raise  # a timeout: the group is unusable
-                # Its header check failed: it never used the slots; its wait reports it.
+            previous.settle(block=True)  # refused by its header check: it used no slots
             self._slot_users.pop((group, pair), None)
         key = (group, pair, x.size, x.dtype)
         plan = self._shared_plans.get(key)

@@ -41,9 +41,11 @@ import importlib.util
 import os
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from mpi4py import MPI
@@ -85,22 +87,40 @@ def timed(fns, comm, repeats: int, cpu: list | None = None) -> list[float]:
 
 def baseline_communicator(revision: str) -> MpiCommunicator:
     """An ``MpiCommunicator`` made by ``collectives/mpi.py`` as of git ``revision`` (loaded
-    beside the current one, so both run interleaved in one job)."""
+    beside the current one, so both run interleaved in one job), with that revision's
+    ``collectives/shm.py`` where it has one."""
     root = Path(__file__).resolve().parent.parent
-    source = subprocess.run(["git", "-C", str(root), "show", f"{revision}:collectives/mpi.py"],
-                            check=True, capture_output=True, text=True).stdout
+
+    def show(name: str) -> str | None:
+        shown = subprocess.run(["git", "-C", str(root), "show", f"{revision}:{name}"],
+                               capture_output=True, text=True)
+        return shown.stdout if shown.returncode == 0 else None
+
+    source = show("collectives/mpi.py")
+    if source is None:
+        raise SystemExit(f"--baseline: no collectives/mpi.py at {revision}")
+    shm_source = show("collectives/shm.py")
+    if shm_source is not None:
+        load("_bench_baseline_shm", shm_source)
+        source = source.replace("from .shm import", "from ._bench_baseline_shm import")
+    return load("_bench_baseline", source).MpiCommunicator()
+
+
+def load(name: str, source: str) -> Any:
+    """``source`` run as module ``xla_spmd.collectives.<name>`` (its relative imports resolve
+    there)."""
     rank = MPI.COMM_WORLD.Get_rank()
-    path = Path(tempfile.gettempdir()) / f"xla_spmd_bench_mpi_{os.getpid()}_{rank}.py"
+    path = Path(tempfile.gettempdir()) / f"xla_spmd_bench_{name}_{os.getpid()}_{rank}.py"
     path.write_text(source)
     try:
-        spec = importlib.util.spec_from_file_location("xla_spmd.collectives._bench_baseline",
-                                                      path)
+        spec = importlib.util.spec_from_file_location(f"xla_spmd.collectives.{name}", path)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
         spec.loader.exec_module(module)
     finally:
         path.unlink()
-    return module.MpiCommunicator()
+    return module
 
 
 def measure(ours: MpiCommunicator, fast: MpiCommunicator, base: MpiCommunicator | None, raw,

@@ -49,6 +49,7 @@ import sys
 import threading
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 MIN_BYTES = 1 << 20
 """Results smaller than this are plain ``numpy.empty`` arrays (the allocator reuses small
@@ -70,7 +71,7 @@ class Recycler:
     def __len__(self) -> int:
         return len(self._buffers)
 
-    def take(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    def take(self, shape: tuple[int, ...], dtype: DTypeLike) -> np.ndarray:
         """An uninitialised C-contiguous array of ``shape`` and ``dtype`` that the caller
         owns (no live array shares its memory)."""
         dtype = np.dtype(dtype)

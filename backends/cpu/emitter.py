@@ -454,7 +454,9 @@ def render_module(fusions: list[Fusion], data_offset: int | None = None,
 
 def _rows_call(fusion: Fusion, pointers: list[str]) -> str:
     """The call of ``fusion``'s rows form over all of its rows, on ``pointers``."""
-    steps = fusion.root.shape.num_elements // range_unit(fusion)
+    unit = range_unit(fusion)
+    assert unit is not None, f"{fusion.name} has no ranged form"
+    steps = fusion.root.shape.num_elements // unit
     arguments = ", ".join(f"ptr {p}" for p in pointers)
     return f"  call void @{range_name(fusion)}({arguments}, i64 0, i64 {steps})"
 

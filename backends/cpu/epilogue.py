@@ -185,7 +185,7 @@ def binder(epilogue: Epilogue, function, columns_function=None) -> Callable:
     columns ``start .. stop-1`` of every row through ``columns_function`` (the form ranged
     over columns, where ``epilogue.columns``; else ``after.columns`` is None)."""
     root = epilogue.fusion.root
-    dims, dtype = root.shape.dims, root.shape.dtype.numpy
+    dims, dtype = root.shape.dims, root.shape.dtype.array_dtype
     reads, operand, unit = epilogue.reads, epilogue.operand, epilogue.unit
     slot, in_place = epilogue.slot, epilogue.in_place
     from xla_spmd.backends.cpu.program import output_allocator  # program imports this module
@@ -204,6 +204,7 @@ def binder(epilogue: Epilogue, function, columns_function=None) -> Callable:
 
         def columns(start: int, stop: int) -> None:
             if stop > start:
+                assert columns_function is not None  # after.columns is None without it
                 columns_function(*pointers, start, stop)
         after.arrays = (result, inputs)  # held while the closure lives
         after.unit, after.pending = unit, False
@@ -228,7 +229,7 @@ def split_launch(step, whole: Callable, function) -> Callable:
     each element computed as the whole function computes it; else ``whole`` (its launch)."""
     fusion, reads = step.fused, step.reads
     root = fusion.root
-    dims, dtype = root.shape.dims, root.shape.dtype.numpy
+    dims, dtype = root.shape.dims, root.shape.dtype.array_dtype
     steps = root.shape.num_elements // range_unit(fusion)
     from xla_spmd.backends.cpu.program import output_allocator  # program imports this module
     asarray, allocate, inplace = np.asarray, output_allocator(root), fusion.inplace

@@ -10,8 +10,8 @@ reading the operand slots, allocating the output and calling the kernel.
 Generated kernels are called with the addresses of the numpy array objects (``id()``) through
 an entry that reads each array's data pointer itself (``emitter.render_stacked_entry``, for
 one device: ``n = 1``): taking ``ndarray.ctypes.data`` in Python costs more than a small
-kernel. Every array passed that way
-is a C-contiguous ``numpy.ndarray`` held by a local of the launch for the whole call.
+kernel. Every array passed that way is a C-contiguous ``numpy.ndarray`` held by a local of
+the launch for the whole call.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def fusion_launch(step: Step, function) -> Launch:
     reads = step.reads
     if fusion.kind == "rng":
         return _rng_launch(step, function)
-    dims, dtype = inst.shape.dims, inst.shape.dtype.numpy
+    dims, dtype = inst.shape.dims, inst.shape.dtype.array_dtype
     if fusion.kind == "loop":
         if inst.shape.num_elements == 0:
             return lambda values, ctx: _empty(dims, dtype)

@@ -399,7 +399,7 @@ def run_fusion(step: Step, values: list) -> np.ndarray | tuple[np.ndarray, np.nd
             out = inputs[fusion.inplace]
             pointers[fusion.inplace] = out.ctypes.data
         else:
-            out = output_allocator(inst)(inst.shape.dims, inst.shape.dtype.numpy)
+            out = output_allocator(inst)(inst.shape.dims, inst.shape.dtype.array_dtype)
         if out.size:
             step.function(out.ctypes.data, *pointers)
         return out

@@ -79,6 +79,7 @@ def main() -> int:
     failures += check_recycled_results(comm, everyone_group)
     failures += check_many_in_flight(comm, everyone_group)
     failures += check_pairs(comm)
+    failures += check_lazy_slots(comm, fast, plain, mixed, everyone_group)
     for line in failures:
         print(line, flush=True)
     failed = comm.mpi_comm.allreduce(len(failures))
@@ -117,6 +118,49 @@ def check_many_in_flight(comm: MpiCommunicator, group: tuple[int, ...]) -> list[
             failures.append(f"rank {rank}: all-reduce {k} of 5 in flight is not the left fold")
         if k < 0 and got.tolist() != [m - 1 - k for m in range(world) for _ in range(3)]:
             failures.append(f"rank {rank}: all-gather {-1 - k} between them is wrong: {got}")
+    return failures
+
+
+def slots_state(comm: MpiCommunicator, group: tuple[int, ...]) -> str:
+    """What ``comm`` holds for ``group``'s shared memory: 'none made', 'None' (its members
+    cannot share memory) or 'SharedSlots'."""
+    state = comm._shared.get(group, "none made")
+    if state is None or isinstance(state, str):
+        return str(state)
+    return type(state).__name__
+
+
+def check_lazy_slots(comm: MpiCommunicator, fast: MpiCommunicator, plain: MpiCommunicator,
+                     mixed: MpiCommunicator, everyone: tuple[int, ...]) -> list[str]:
+    """Shared slots are made for a group by its first mid-size float all-reduce, and only
+    then: never for groups that only ran other collectives (their pages are reserved, so
+    they would cost memory), nor where MPI reduces (``deterministic=False``); None on every
+    member where some member turned them off. The first of several mid-size all-reduces in
+    flight on a fresh group makes them, and the next one waits for it: all are the left
+    fold (``check_many_in_flight``)."""
+    rank, failures = comm.rank, []
+    pair = (rank - rank % 2, rank - rank % 2 + 1) if rank - rank % 2 + 1 < comm.size \
+        else (rank,)
+    want = {(comm, everyone): "SharedSlots", (plain, everyone): "None",
+            (mixed, everyone): "None", (fast, everyone): "none made"}
+    if len(pair) > 1:
+        want[(comm, pair)] = "SharedSlots"
+    idle = MpiCommunicator(timeout=60)
+    pairs = [tuple(range(k, min(k + 2, comm.size))) for k in range(0, comm.size, 2)]
+    idle.prepare([pairs, [everyone]])
+    big = np.ones(1 << 18, np.float32)
+    idle.all_gather(big, pair, 0)
+    idle.all_reduce(big.astype(np.int32), everyone, "sum")  # exact in any order: MPI's
+    idle.all_reduce(big[:64], everyone, "sum")  # small: gathered whole
+    want.update({(idle, pair): "none made", (idle, everyone): "none made"})
+    for (communicator, group), state in want.items():
+        if slots_state(communicator, group) != state:
+            failures.append(f"rank {rank}: shared slots of {group}: "
+                            f"{slots_state(communicator, group)}, expected {state}")
+    failures += check_many_in_flight(idle, everyone)
+    if slots_state(idle, everyone) != "SharedSlots":
+        failures.append(f"rank {rank}: in flight, no shared slots were made for {everyone}")
+    idle.free()
     return failures
 
 

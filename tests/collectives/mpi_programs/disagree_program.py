@@ -54,6 +54,37 @@ def scenarios(comm: MpiCommunicator, everyone: tuple[int, ...]):
     yield "determinism", determinism
 
 
+def check_lazy_slots(comm: MpiCommunicator, everyone: tuple[int, ...]) -> str:
+    """The refused mid-size all-reduces above made no shared slots. A nonblocking one that
+    some ranks start as mid-size and rank 2 as small is refused too, and the agreeing one
+    started behind it (which waits for it to know who makes the slots) makes them instead;
+    the next one uses them. Every result is the left fold. '' or what went wrong."""
+    rank, problems = comm.rank, []
+    if everyone in comm._shared:
+        problems.append(f"rank {rank}: refused calls made shared slots")
+    rows = [np.random.default_rng(member).standard_normal(1 << 18).astype(np.float32)
+            for member in everyone]
+    want = rows[0].copy()
+    for row in rows[1:]:
+        want += row
+    refused = comm.all_reduce_start(rows[rank][:8] if rank == 2 else rows[rank], everyone,
+                                    "sum")
+    maker = comm.all_reduce_start(rows[rank], everyone, "sum")
+    try:
+        refused.wait()
+        problems.append(f"rank {rank}: a disagreeing nonblocking all-reduce was not refused")
+    except CommunicationError as error:
+        if "rank 2 called all_reduce(sum) of float32[8]" not in str(error):
+            problems.append(f"rank {rank}: unexpected error: {error}")
+    if maker.wait().tobytes() != want.tobytes():
+        problems.append(f"rank {rank}: the all-reduce that made the slots is not the left fold")
+    if type(comm._shared.get(everyone)).__name__ != "SharedSlots":
+        problems.append(f"rank {rank}: no shared slots made: {comm._shared.get(everyone)}")
+    if comm.all_reduce(rows[rank], everyone, "sum").tobytes() != want.tobytes():
+        problems.append(f"rank {rank}: the all-reduce through the slots is not the left fold")
+    return "; ".join(problems)
+
+
 def main() -> int:
     comm = MpiCommunicator(timeout=60)
     everyone = tuple(range(comm.size))
@@ -70,9 +101,13 @@ def main() -> int:
         report.append(f"{name}: {[r for r, flag in enumerate(raised) if flag]} "
                       f"{'same' if same else 'DIFFERENT'} | {message}")
     after = comm.all_reduce(np.full(4, comm.rank, np.float32), everyone, "sum")
+    lazy = check_lazy_slots(comm, everyone)
+    lazies = comm.mpi_comm.allgather(lazy)
     if comm.rank == 0:
         print("\n".join(report))
         print(f"AFTER {after.tolist()}", flush=True)
+        print("LAZY " + ("; ".join(problem for problem in lazies if problem) or "ok"),
+              flush=True)
     comm.free()
     return 0
 
