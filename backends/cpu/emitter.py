@@ -40,9 +40,9 @@ UNROLL_MAX_BYTES = 1 << 20
 """A loop fusion whose output and inputs take more bytes than this is not unrolled (see
 ``_FusionEmitter._unroll``)."""
 ENTRY_ATTRIBUTES = "nounwind noinline optnone"
-"""The object and stacked entries are not optimised (``optnone``, fast instruction selection):
-they only read data pointers and call the fusion's function, and LLVM's passes over one
-thin entry cost about what they cost over a kernel."""
+"""The stacked entries are not optimised (``optnone``, fast instruction selection): they
+only read data pointers and call the fusion's function, and LLVM's passes over one thin
+entry cost about what they cost over a kernel."""
 _INDEX_OPS = ("broadcast", "transpose", "reshape", "bitcast", "slice", "reverse")
 
 
@@ -388,15 +388,17 @@ def _noalias(fusion: Fusion, j: int | None) -> str:
 def render_module(fusions: list[Fusion], data_offset: int | None = None,
                   ranges: Mapping[str, tuple[str, ...]] | None = None) -> str:
     """The LLVM IR module of every fusion, one function each (named ``fusion.name``), and,
-    when ``data_offset`` is given, each one's object entry and stacked entry (see
-    ``render_object_entry`` and ``render_stacked_entry``).
+    when ``data_offset`` is given, each one's stacked entry (``render_stacked_entry``: with
+    ``n = 1`` it is the entry of a single call too).
 
     Fusions whose functions are identical but for their names (the same update of several
     weights, the same norm forward and backward) are compiled once: a repeat's names are
     aliases of the first one's functions. ``ranges`` maps the name of a fusion run in ranges
     (a dot's epilogue, a fusion split over threads) to the axes of its ``render_range``
-    forms: those are rendered too (and a fusion with a rows form not written over an input
-    calls it for the whole, its loop body compiled once).
+    forms: those are rendered too, and a fusion with a rows form is run whole as its rows
+    form over every row (its loop body compiled once): its entry calls the rows form, and
+    its own function (``fusion.name``) is rendered only without entries, as a call of it.
+    Every function is a few milliseconds of a cold compile, however thin.
 
     >>> from xla_spmd.ir import parse_hlo
     >>> from xla_spmd.backends.cpu.fusion import fuse
@@ -412,18 +414,23 @@ def render_module(fusions: list[Fusion], data_offset: int | None = None,
     >>> text = render_module(fusions)
     >>> text.count("define void"), text.count(" = alias ")
     (1, 1)
+    >>> text = render_module(fusions, 16, {fusions[0].name: ("rows",)})
+    >>> [line.split("(")[0][12:] for line in text.splitlines() if line.startswith("define")]
+    ['@fusion_1_a_rows', '@fusion_1_a_stacked', '@fusion_0_b', '@fusion_0_b_stacked']
     """
     declarations: set[str] = set()
     functions = []
     first: dict[str, Fusion] = {}  # a fusion's functions, named "@F", -> the first such
     for fusion in fusions:
+        axes = (ranges or {}).get(fusion.name, ())
+        whole = data_offset is None or "rows" not in axes  # fusion.name is defined
         if fusion.kind == "rng":
             texts = [random.render(fusion.name, fusion.root)]
         else:
-            axes = (ranges or {}).get(fusion.name, ())
             texts = []
-            if fusion.inplace is None and "rows" in axes:  # the function calls its rows form
-                texts.append(_whole_by_rows(fusion))
+            if "rows" in axes:  # the whole is its rows form over every row
+                if data_offset is None:
+                    texts.append(_whole_by_rows(fusion))
             else:
                 emitter = _FusionEmitter(fusion)
                 texts.append(emitter.render())
@@ -433,69 +440,52 @@ def render_module(fusions: list[Fusion], data_offset: int | None = None,
                 texts.append(ranged.render(ranged=axis))
                 declarations |= ranged.w.declarations
         if data_offset is not None:
-            texts += [render_object_entry(fusion, data_offset),
-                      render_stacked_entry(fusion, data_offset)]
+            texts.append(render_stacked_entry(fusion, data_offset, by_rows="rows" in axes))
         key = "\n".join(texts).replace(f"@{fusion.name}(", "@F(").replace(
             f"@{fusion.name}_", "@F_")
         original = first.setdefault(key, fusion)
         if original is fusion:
             functions += texts
         else:
-            functions.append(_aliases(fusion, original, data_offset is not None,
-                                      (ranges or {}).get(fusion.name, ())))
+            functions.append(_aliases(fusion, original, data_offset is not None, axes, whole))
     return r.number_loops("\n".join(sorted(declarations)) + "\n\n" + "\n\n".join(functions)
                           + "\n")
+
+
+def _rows_call(fusion: Fusion, pointers: list[str]) -> str:
+    """The call of ``fusion``'s rows form over all of its rows, on ``pointers``."""
+    unit = range_unit(fusion)
+    assert unit is not None, f"{fusion.name} has no ranged form"
+    steps = fusion.root.shape.num_elements // unit
+    arguments = ", ".join(f"ptr {p}" for p in pointers)
+    return f"  call void @{range_name(fusion)}({arguments}, i64 0, i64 {steps})"
 
 
 def _whole_by_rows(fusion: Fusion) -> str:
     """``fusion``'s function as a call of its rows form over every step (one loop body
     compiled, not two: LLVM's time is most of a cold compile)."""
     arity = len(fusion.inputs)
-    params = ", ".join(["ptr noalias %out"] + [f"ptr noalias %in{j}" for j in range(arity)])
-    unit = range_unit(fusion)
-    assert unit is not None, f"{fusion.name} has no ranged form"
-    steps = fusion.root.shape.num_elements // unit
-    arguments = ", ".join(["ptr %out"] + [f"ptr %in{j}" for j in range(arity)])
+    params = ", ".join([f"ptr {_noalias(fusion, None)}%out"] + [
+        f"ptr {_noalias(fusion, j)}%in{j}" for j in range(arity)])
+    pointers = ["%out"] + [f"%in{j}" for j in range(arity)]
     return "\n".join([f"define void @{fusion.name}({params}) nounwind noinline {{", "entry:",
-                      f"  call void @{range_name(fusion)}({arguments}, i64 0, i64 {steps})",
-                      "  ret void", "}"])
+                      _rows_call(fusion, pointers), "  ret void", "}"])
 
 
-def _aliases(fusion: Fusion, original: Fusion, entries: bool, axes: tuple[str, ...] = ()
-             ) -> str:
-    """``fusion``'s function names (with its entries': ``entries``; its ranged forms' over
-    ``axes``) as aliases of ``original``'s, whose functions are the same."""
+def _aliases(fusion: Fusion, original: Fusion, entries: bool, axes: tuple[str, ...] = (),
+             whole: bool = True) -> str:
+    """``fusion``'s function names (``whole``: its own; its ranged forms' over ``axes``;
+    with ``entries``, its stacked entry's) as aliases of ``original``'s, whose functions are
+    the same."""
     pointers = ", ".join(["ptr"] * (1 + len(fusion.inputs)))
-    names = [(fusion.name, original.name, pointers)]
+    names = [(fusion.name, original.name, pointers)] if whole else []
     names += [(range_name(fusion, axis), range_name(original, axis), f"{pointers}, i64, i64")
               for axis in axes]
     if entries:
-        names += [(object_entry_name(fusion), object_entry_name(original), pointers),
-                  (stacked_entry_name(fusion), stacked_entry_name(original),
-                   f"i64, {pointers}")]
+        names.append((stacked_entry_name(fusion), stacked_entry_name(original),
+                      f"i64, {pointers}"))
     return "\n".join(f"@{alias} = alias void ({params}), ptr @{target}"
                      for alias, target, params in names)
-
-
-def object_entry_name(fusion: Fusion) -> str:
-    """The name of ``fusion``'s object entry."""
-    return f"{fusion.name}_objects"
-
-
-def render_object_entry(fusion: Fusion, data_offset: int) -> str:
-    """``@<name>_objects``: the fusion called with the addresses of numpy array objects
-    (``id(array)``), each array's data pointer read at byte ``data_offset`` of the object
-    (``PyArrayObject.data``). Every array must be C-contiguous and of the fusion's dtype."""
-    arity = 1 + len(fusion.inputs)
-    names = ["%out"] + [f"%in{j}" for j in range(len(fusion.inputs))]
-    lines = [f"define void @{object_entry_name(fusion)}("
-             + ", ".join(f"ptr {n}" for n in names) + f") {ENTRY_ATTRIBUTES} {{", "entry:"]
-    for k, name in enumerate(names):
-        lines += [f"  %field{k} = getelementptr i8, ptr {name}, i64 {data_offset}",
-                  f"  %data{k} = load ptr, ptr %field{k}"]
-    arguments = ", ".join(f"ptr %data{k}" for k in range(arity))
-    lines += [f"  call void @{fusion.name}({arguments})", "  ret void", "}"]
-    return "\n".join(lines)
 
 
 def stacked_entry_name(fusion: Fusion) -> str:
@@ -511,11 +501,15 @@ def _buffer_bytes(inst: Instruction, accumulate: bool = False) -> int:
     return shape.num_elements * dtype.itemsize
 
 
-def render_stacked_entry(fusion: Fusion, data_offset: int) -> str:
+def render_stacked_entry(fusion: Fusion, data_offset: int, by_rows: bool = False) -> str:
     """``@<name>_stacked(i64 n, out, in0, ...)``: the fusion run on ``n`` devices' values at
-    once, each argument the address of a numpy array object holding ``n`` C-contiguous device
-    buffers one after another (a ``(n, *shape)`` array): device ``d``'s call gets each buffer
-    at ``d`` times its byte size, so every device computes exactly what its own call would."""
+    once, each argument the address of a numpy array object (``id(array)``) holding ``n``
+    C-contiguous device buffers one after another (a ``(n, *shape)`` array), its data
+    pointer read at byte ``data_offset`` of the object (``PyArrayObject.data``): device
+    ``d``'s call gets each buffer at ``d`` times its byte size, so every device computes
+    exactly what its own call would. With ``n = 1``, one call on arrays of the fusion's own
+    shapes (taking ``ndarray.ctypes.data`` in Python costs more than a small kernel). It
+    calls ``fusion.name``, or (``by_rows``) the rows form over every row."""
     names = ["%out"] + [f"%in{j}" for j in range(len(fusion.inputs))]
     sizes = [_buffer_bytes(fusion.root, fusion.kind in ("reduce", "window"))] + [
         _buffer_bytes(inst) for inst in fusion.inputs]
@@ -529,8 +523,10 @@ def render_stacked_entry(fusion: Fusion, data_offset: int) -> str:
     for k, size in enumerate(sizes):
         lines += [f"  %offset{k} = mul nuw nsw i64 %d, {size}",
                   f"  %at{k} = getelementptr i8, ptr %data{k}, i64 %offset{k}"]
-    arguments = ", ".join(f"ptr %at{k}" for k in range(len(names)))
-    lines += [f"  call void @{fusion.name}({arguments})",
+    pointers = [f"%at{k}" for k in range(len(names))]
+    arguments = ", ".join(f"ptr {p}" for p in pointers)
+    lines += [_rows_call(fusion, pointers) if by_rows else
+              f"  call void @{fusion.name}({arguments})",
               "  %d.next = add nuw nsw i64 %d, 1",
               "  %done = icmp eq i64 %d.next, %n",
               "  br i1 %done, label %exit, label %loop",

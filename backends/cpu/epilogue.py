@@ -62,7 +62,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from xla_spmd.backends.cpu import blas
+from xla_spmd.backends.cpu import blas, kernels
 from xla_spmd.backends.cpu.emitter import has_column_range, range_unit, reads_at_output_index
 from xla_spmd.backends.cpu.fusion import Fusion
 from xla_spmd.backends.reference.numeric import compute_dtype
@@ -86,8 +86,8 @@ class Epilogue:
     ranged function's outer loop, ``in_place``: the fusion writes over the dot's buffer (so
     that buffer lives on as the fusion's value after the dot's slot dies at the fusion's
     step: what a buffer planner reusing dead buffers must know); ``columns``: it has a form
-    ranged over columns too (its output's last dim is the dot's), for a product split by
-    columns."""
+    ranged over columns too (its output's last dim is the dot's), compiled only where the
+    dot's product may be split by columns (``kernels.may_split_by_columns``)."""
 
     fusion: Fusion
     slot: int
@@ -117,6 +117,14 @@ def _is_blas_dot(step) -> bool:
     if dtype is None or compute_dtype(dtype) != np.dtype(dtype):
         return False  # bf16/f16 results are rounded after the product: no epilogue
     return step.inst.shape.byte_size >= MIN_BYTES
+
+
+def _may_split_by_columns(step) -> bool:
+    """Whether BLAS dot step ``step``'s product may be split by columns
+    (``kernels.may_split_by_columns``): only then is its epilogue's column form compiled."""
+    if step.folded is not None:  # the transpose of the dot, the swapped product
+        return kernels.may_split_by_columns(step.folded, transposed=True)
+    return kernels.may_split_by_columns(step.inst)
 
 
 def attach(steps: list, root_slot: int, fusions: list[Fusion]) -> None:
@@ -161,7 +169,8 @@ def attach(steps: list, root_slot: int, fusions: list[Fusion]) -> None:
         if inplace is not None and (inplace != operand or readers.get(last) != 1):
             continue  # written over at the fusion's step, which the dot's step precedes
         dims = step.inst.shape.dims
-        columns = dims[-1:] == dot.inst.shape.dims[-1:] and has_column_range(step.fused)
+        columns = (dims[-1:] == dot.inst.shape.dims[-1:] and has_column_range(step.fused)
+                   and _may_split_by_columns(dot))
         epilogue = Epilogue(step.fused, step.slot, step.reads, operand, unit,
                             step.fused.inputs[operand].name, columns)
         dot.epilogue = step.epilogue = epilogue

@@ -35,12 +35,7 @@ import numpy as np
 
 import xla_spmd.config as config
 from xla_spmd.backends.cpu import compiler, epilogue, kernels, launch, stacked
-from xla_spmd.backends.cpu.emitter import (
-    object_entry_name,
-    range_name,
-    render_module,
-    stacked_entry_name,
-)
+from xla_spmd.backends.cpu.emitter import range_name, render_module, stacked_entry_name
 from xla_spmd.backends.cpu.program import (
     CONTROL,
     Program,
@@ -265,7 +260,7 @@ class CpuExecutable:
             self.llvm_ir, [f.name for f in fusions], self.cache_key) if fusions else None
         for program in self.programs.values():
             for step in program.steps:
-                if step.kind == "fusion":
+                if step.kind == "fusion" and data_offset is None:  # run by run_fusion
                     assert library is not None  # compiled when there are fusions
                     step.function = library.function(step.fused.name,
                                                      1 + len(step.fused.inputs))
@@ -300,8 +295,7 @@ class CpuExecutable:
         if kind == "fusion":
             if data_offset is None:
                 return lambda values, ctx: run_fusion(step, values)
-            entry = library.function(object_entry_name(step.fused),
-                                     1 + len(step.fused.inputs))
+            entry = library.function(stacked_entry_name(step.fused), 2 + len(step.fused.inputs))
             if id(step) in self.splits:  # large: its rows split over threads
                 ranged = library.function(range_name(step.fused, "rows"),
                                           3 + len(step.fused.inputs))

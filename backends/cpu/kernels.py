@@ -172,8 +172,7 @@ def dot_kernel(inst: Instruction, reads: tuple, count: int | None = None,
     result_dtype = inst.shape.dtype.numpy
     work = compute_dtype(result_dtype)
     lb, lf, lc, rb, rc, rf = dot_dimensions(inst.attrs, len(lhs_shape), len(rhs_shape))
-    batch, m, k = (_size(d, lhs_shape) for d in (lb, lf, lc))
-    n = _size(rf, rhs_shape)
+    batch, m, n, k = dot_sizes(inst)
     left_order, right_order = tuple(lb + lf + lc), tuple(rb + rc + rf)
     a, b = reads
     result = inst if transposed is None else transposed
@@ -230,6 +229,39 @@ def dot_kernel(inst: Instruction, reads: tuple, count: int | None = None,
             after(0, out.size)
         return out if work == result_dtype else out.astype(result_dtype)
     return launch_dot
+
+
+def dot_sizes(inst: Instruction, transposed: bool = False) -> tuple[int, int, int, int]:
+    """``(batch, m, n, k)`` of dot ``inst`` as ``dot_kernel`` computes it: ``batch``
+    ``(m, k) @ (k, n)`` products; ``transposed``: its transpose, the swapped product (``m``
+    and ``n`` exchanged).
+
+    >>> from xla_spmd.ir import parse_hlo
+    >>> m = parse_hlo('''HloModule m
+    ... ENTRY %e (a: f32[2,3,4], b: f32[2,4,5]) -> f32[2,3,5] {
+    ...   %a = f32[2,3,4] parameter(0)
+    ...   %b = f32[2,4,5] parameter(1)
+    ...   ROOT %d = f32[2,3,5] dot(%a, %b), lhs_batch_dims={0}, rhs_batch_dims={0},
+    ...       lhs_contracting_dims={2}, rhs_contracting_dims={1}
+    ... }''')
+    >>> dot_sizes(m.entry.root), dot_sizes(m.entry.root, transposed=True)
+    ((2, 3, 5, 4), (2, 5, 3, 4))
+    """
+    lhs_shape, rhs_shape = (o.shape.dims for o in inst.operands)
+    lb, lf, lc, _, _, rf = dot_dimensions(inst.attrs, len(lhs_shape), len(rhs_shape))
+    batch, m, k = (_size(d, lhs_shape) for d in (lb, lf, lc))
+    n = _size(rf, rhs_shape)
+    return (batch, n, m, k) if transposed else (batch, m, n, k)
+
+
+def may_split_by_columns(inst: Instruction, transposed: bool = False) -> bool:
+    """Whether ``dot_kernel`` may split dot ``inst``'s product (its transpose's, with
+    ``transposed``) by columns on some number of threads: one matrix with more columns than
+    rows, ``blas.columns_splittable`` on 2 threads (the fewest parts, which every other count
+    of parts asks more than). Decided from the shapes alone, before the threads are known."""
+    batch, m, n, k = dot_sizes(inst, transposed)
+    work = compute_dtype(inst.shape.dtype.numpy)
+    return batch == 1 and n > m and blas.columns_splittable(m, n, k, work, 2)
 
 
 def _aligned(after, unit: int, count: int, parts: int):

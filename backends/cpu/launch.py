@@ -8,9 +8,10 @@ dtypes, axes, transposes, reducers, and which kernel to call. What is left per c
 reading the operand slots, allocating the output and calling the kernel.
 
 Generated kernels are called with the addresses of the numpy array objects (``id()``) through
-an entry that reads each array's data pointer itself (``emitter.render_object_entry``): taking
-``ndarray.ctypes.data`` in Python costs more than a small kernel. Every array passed that way
-is a C-contiguous ``numpy.ndarray`` held by a local of the launch for the whole call.
+an entry that reads each array's data pointer itself (``emitter.render_stacked_entry``, for
+one device: ``n = 1``): taking ``ndarray.ctypes.data`` in Python costs more than a small
+kernel. Every array passed that way is a C-contiguous ``numpy.ndarray`` held by a local of
+the launch for the whole call.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def _contiguous(value) -> np.ndarray:
 
 
 def fusion_launch(step: Step, function) -> Launch:
-    """A generated loop or reduce fusion; ``function`` is its object entry (array ids)."""
+    """A generated loop or reduce fusion; ``function(1, out, in0, ...)`` is its stacked
+    entry (``emitter.render_stacked_entry``) called with array ids, for one device."""
     fusion, inst = step.fused, step.inst
     reads = step.reads
     if fusion.kind == "rng":
@@ -53,7 +55,7 @@ def fusion_launch(step: Step, function) -> Launch:
             def launch_one(values, ctx):
                 x = _contiguous(values[a])
                 out = allocate(dims, dtype)
-                function(id(out), id(x))
+                function(1, id(out), id(x))
                 return out
             return launch_one
         if len(reads) == 2:
@@ -62,14 +64,14 @@ def fusion_launch(step: Step, function) -> Launch:
             def launch_two(values, ctx):
                 x, y = _contiguous(values[a]), _contiguous(values[b])
                 out = allocate(dims, dtype)
-                function(id(out), id(x), id(y))
+                function(1, id(out), id(x), id(y))
                 return out
             return launch_two
 
         def launch_loop(values, ctx):
             inputs = [_contiguous(values[s]) for s in reads]
             out = allocate(dims, dtype)
-            function(id(out), *map(id, inputs))
+            function(1, id(out), *map(id, inputs))
             return out
         return launch_loop
     work = accumulator_dtype(inst.shape.dtype)
@@ -80,7 +82,7 @@ def fusion_launch(step: Step, function) -> Launch:
         accumulator = np.full(dims, values[init_slot], work)
         if not empty_input:
             inputs = [_contiguous(values[s]) for s in reads]
-            function(id(accumulator), *map(id, inputs))
+            function(1, id(accumulator), *map(id, inputs))
         return accumulator if work == dtype else accumulator.astype(dtype)
     return launch_reduce
 
@@ -91,17 +93,18 @@ def _inplace_launch(reads: tuple, position: int, function) -> Launch:
     def launch_inplace(values, ctx):
         inputs = [_contiguous(values[s]) for s in reads]
         out = inputs[position]  # a copy if it was not C-contiguous: then written over that
-        function(id(out), *map(id, inputs))
+        function(1, id(out), *map(id, inputs))
         return out
     return launch_inplace
 
 
 def _rng_launch(step: Step, function, count: int | None = None) -> Launch:
-    """An rng-bit-generator kernel: the bits generated, the new state on the host (with
-    ``count``: on stacked values, ``function`` the stacked entry)."""
+    """An rng-bit-generator kernel through its stacked entry ``function``: the bits
+    generated, the new state on the host (with ``count``: on stacked values; else on one
+    device's)."""
     inst, (a,) = step.inst, step.reads
     shape = inst.shape.elements[1]
-    lead = () if count is None else (count,)
+    lead, devices = ((), 1) if count is None else ((count,), count)
     dims, unsigned = lead + shape.dims, np.dtype(f"u{shape.dtype.bits // 8}")
     dtype, size = shape.dtype.array_dtype, shape.num_elements
     state_dtype = np.dtype(np.uint64)
@@ -114,10 +117,7 @@ def _rng_launch(step: Step, function, count: int | None = None) -> Launch:
         state = _asarray(state, order="C")
         bits = _empty(dims, unsigned)
         if size:
-            if count is None:
-                function(id(bits), id(state))
-            else:
-                function(count, id(bits), id(state))
+            function(devices, id(bits), id(state))
         return next_state(inst, state), bits.view(dtype)
     return launch_rng
 

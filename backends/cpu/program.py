@@ -76,7 +76,7 @@ class Step:
     slot: int
     reads: tuple[int, ...]
     fusion: Fusion | None = None
-    function: Any = None  # a fusion's compiled entry (a ctypes function), once linked
+    function: Any = None  # a fusion's compiled function (ctypes), linked where run_fusion runs it
     value: object = None
     frees: tuple[int, ...] = ()
     cache: dict = field(default_factory=dict)   # per-device facts a kernel computes once

@@ -248,13 +248,17 @@ def loop_function(name: str, params: str, dims: tuple, body: list[str],
     """The function ``define void @name(params)`` running ``body`` (a `_Writer`'s lines) in
     a row-major loop nest over ``dims``: loop ``k`` counts ``%i{k}`` from 0 to ``dims[k]``,
     the innermost over the last dim; a scalar (``dims == ()``) runs ``body`` once. The
-    function is ``noinline``: the entries that call it (``emitter.render_object_entry`` and
-    ``render_stacked_entry``) stay thin, so its loops are optimised and compiled once.
+    function is ``noinline``: the entry that calls it (``emitter.render_stacked_entry``)
+    stays thin, so its loops are optimised and compiled once.
 
     ``unroll=False`` asks LLVM not to unroll the loops (but those of under ``SMALL_LOOP``
     iterations): their vectorized bodies are already wide, and unrolled copies halve the
     compile speed while making memory-bound loops no faster. Its loops carry ``NO_UNROLL``
-    placeholders, numbered by ``number_loops`` before the text is compiled.
+    placeholders, numbered by ``number_loops`` before the text is compiled. Whatever
+    ``unroll``, a loop with a longer or unknown loop inside it is not unrolled either: fully
+    unrolled (as LLVM does with a short fixed loop), it would copy the inner loop's
+    vectorized body once per iteration, for no speed (the transformer block's 8 heads
+    around rows of 256 took 18 ms to compile unrolled, 6 ms not).
 
     ``tiled=(a, b)`` (``a < b``) runs dims ``a`` and ``b`` in ``tile`` x ``tile`` blocks
     (the last ones cut to fit) inside the other dims' loops: ``%j{a}``, ``%j{b}`` step over
@@ -298,14 +302,19 @@ def loop_function(name: str, params: str, dims: tuple, body: list[str],
         if k < last:
             lines.append(f"  br label %L{k + 1}")
     lines += body
+    inner_small = True  # every loop inside the current one is short and fixed
     for k in range(last, -1, -1):
-        counter, _, bound, step, _ = loops[k]
+        counter, start, bound, step, _ = loops[k]
         if k < last:
             lines.append(f"E{k}:")
         leave = f"E{k - 1}" if k > 0 else "exit"
         done = "eq" if step == 1 else "uge"  # a block counter may step past the bound
-        small = bound.isdigit() and step == 1 and int(bound) < SMALL_LOOP
-        hint = "" if unroll or small else f", !llvm.loop {NO_UNROLL}"
+        small = (start == "0" and bound.isdigit() and step == 1
+                 and int(bound) < SMALL_LOOP)
+        # a short loop around a long one: unrolled fully, it copies the long loop's
+        # vectorized body for no speed (a row of heads, a batch of 8 around rows of 2048)
+        hint = "" if (unroll or small) and inner_small else f", !llvm.loop {NO_UNROLL}"
+        inner_small = inner_small and small
         lines += [f"  {counter}.next = add nuw nsw i64 {counter}, {step}",
                   f"  %c{k} = icmp {done} i64 {counter}.next, {bound}",
                   f"  br i1 %c{k}, label %{leave}, label %L{k}{hint}"]

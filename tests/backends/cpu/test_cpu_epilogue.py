@@ -373,3 +373,16 @@ def test_peak_bytes_count_an_epilogues_output_from_the_dots_step():
     (dot,) = [s for s in program.steps if s.inst.name == "d"]
     assert dot.epilogue is not None and not dot.epilogue.in_place
     assert program.peak_bytes == 4 * 256 * 256 * 4
+
+
+def test_a_column_form_only_where_the_product_may_split_by_columns():
+    """An epilogue's form ranged over columns is compiled only where its dot may be split by
+    columns on some count of threads (more columns than rows, ``columns_splittable`` on 2):
+    not for a square product, whose split is by rows whatever the threads."""
+    for name, (m, n, k) in (("relu", (512, 512, 256)), ("wide relu", (128, 1024, 256)),
+                            ("wide bias", (384, 1024, 256))):
+        module, _ = _module(name)
+        executable = BACKEND.compile(module, (0,))
+        columns = "_columns(" in executable.llvm_ir
+        assert columns == (n > m and blas.columns_splittable(m, n, k, np.float32, 2)), name
+        assert "_rows(" in executable.llvm_ir
