@@ -22,12 +22,13 @@ Buffer assignment (``plan(..., inplace=True)``, the CPU executable's plans):
 * **Donated arguments** (XLA's ``input_output_alias``) are such operands too: the executable
   writes over a donated argument only when its caller hands it over and it is a writable
   C-contiguous buffer no other argument shares (``CpuExecutable.run``); otherwise that run
-  writes over a copy of it (in a recycled buffer: one more pass over memory), and the
-  runtime copies the result into the donated buffer afterwards (``jit_runtime._hand_over``).
-  The copy path remains where the result is not an
-  elementwise fusion over the donated parameter (a dot's, a transpose's, a collective's), for
-  arguments that are views of a larger array or passed twice, in stacked runs (whose values
-  are stacked copies) and on the reference and GPU backends.
+  writes over a copy of it (in a recycled buffer: one more pass over memory). Where the
+  result is not computed in the donated buffer (not an elementwise fusion over the donated
+  parameter but a dot's, a transpose's, a collective's; an argument that is a view of a
+  larger array or passed twice; stacked runs, whose values are stacked copies; the
+  reference and GPU backends), the result keeps its own buffer and the donated one is
+  released with the deleted argument (``jit_runtime._hand_over``): never a copy after the
+  run.
 * **Recycled outputs.** A loop fusion's output of 1 MiB or more is a view of a buffer from
   ``OUTPUTS`` (``xla_spmd.buffers.Recycler``), which hands a buffer out again only when no
   object at all refers to it: its pages stay mapped from run to run (a fresh 64 MB output

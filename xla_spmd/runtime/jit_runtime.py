@@ -152,9 +152,11 @@ def _own_buffers(per_device: dict[int, list], arguments: dict[int, list],
 
 def _hand_over(donated: ShardedArray, result: ShardedArray, argument, program: str,
                holders: dict[int, dict[int, ShardedArray]] | None = None) -> None:
-    """Give the donated argument's buffers to the result it aliases: the result's values
-    are written into them (already there where the executable computed the result in the
-    donated buffer: no copy), and the argument the caller passed is deleted.
+    """Give the donated argument's buffers to the result it aliases where the executable
+    computed the result in them (in place: no copy), and delete the argument the caller
+    passed. Where the result has a buffer of its own, it keeps it and the donated one is
+    released with the argument: copying the values over would cost a pass over memory and
+    save none (both buffers are live at the copy), so nothing is ever copied here.
 
     ``holders[device]`` maps the owner of each result's buffer on that device (``_root``) to
     that result: a donated buffer that holds another result (the program returned the
@@ -168,10 +170,8 @@ def _hand_over(donated: ShardedArray, result: ShardedArray, argument, program: s
         held = holders.setdefault(device, {})
         if held.get(_root(buffer), result) is not result:
             continue
-        if buffer.shape == values.shape and buffer.flags.writeable and buffer.base is None:
-            if not (values.ctypes.data == buffer.ctypes.data
-                    and values.strides == buffer.strides):
-                np.copyto(buffer, values)
+        if (buffer.shape == values.shape and values.ctypes.data == buffer.ctypes.data
+                and values.strides == buffer.strides):
             result._shards[device] = buffer
             held[id(buffer)] = result
     if isinstance(argument, ShardedArray):
