@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from xla_spmd.backends.cpu import random
 from xla_spmd.backends.cpu import renderer as r
 from xla_spmd.backends.cpu.fusion import Fusion
+from xla_spmd.backends.cpu.index_map import INDEX_OPS, OperandIndexing
 from xla_spmd.ir import Instruction
 from xla_spmd.ir.dtypes import F32, S64
 
@@ -43,10 +44,9 @@ ENTRY_ATTRIBUTES = "nounwind noinline optnone"
 """The stacked entries are not optimised (``optnone``, fast instruction selection): they
 only read data pointers and call the fusion's function, and LLVM's passes over one thin
 entry cost about what they cost over a kernel."""
-_INDEX_OPS = ("broadcast", "transpose", "reshape", "bitcast", "slice", "reverse")
 
 
-class _FusionEmitter:
+class _FusionEmitter(OperandIndexing):
     def __init__(self, fusion: Fusion):
         self.fusion = fusion
         self.w = r._Writer()
@@ -85,36 +85,26 @@ class _FusionEmitter:
             value = index[attrs.iota_dimension]
             value = str(value) if isinstance(value, int) else value
             return r.round_to(w, dtype, r.convert(w, S64, dtype, value))
-        if name in _INDEX_OPS:
+        if name in INDEX_OPS:
             (operand,) = inst.operands
             return self.value(operand, self._operand_index(inst, operand, index))
         values = [self.value(o, index if o.shape.rank else ()) for o in inst.operands]
         return r.round_to(w, dtype, self._elementwise(inst, values))
 
-    def _operand_index(self, inst: Instruction, operand: Instruction, index: Index) -> Index:
-        name, attrs = inst.op.name, inst.attrs
-        if name == "broadcast":
-            return tuple(index[d] for d in attrs.dimensions)
-        if name == "transpose":
-            result = [0] * len(index)
-            for k, d in enumerate(attrs.dimensions):
-                result[d] = index[k]
-            return tuple(result)
-        if name in ("reshape", "bitcast"):
-            if self.flat is not None:  # a flat loop reads everything at the linear index
-                return (self.flat,) * operand.shape.rank
-            return self.delinearize(self.linear(index, inst.shape.dims), operand.shape.dims)
-        if name == "slice":
-            return tuple(self.w.add(s.start, self.w.mul(i, s.stride))
-                         for i, s in zip(index, attrs.slice))
-        reversed_dims = set(attrs.dimensions)
-        result = []
-        for d, i in enumerate(index):
-            if d in reversed_dims:
-                last = operand.shape.dims[d] - 1
-                i = last - i if isinstance(i, int) else self.w.emit(f"sub nsw i64 {last}, {i}")
-            result.append(i)
-        return tuple(result)
+    # Index arithmetic (OperandIndexing).
+    def _add(self, a, b):
+        return self.w.add(a, b)
+
+    def _mul(self, a, b):
+        return self.w.mul(a, b)
+
+    def _from_last(self, last: int, i):
+        return self.w.emit(f"sub nsw i64 {last}, {i}")
+
+    def _reshaped_index(self, inst: Instruction, operand: Instruction, index: Index) -> Index:
+        if self.flat is not None:  # a flat loop reads everything at the linear index
+            return (self.flat,) * operand.shape.rank
+        return super()._reshaped_index(inst, operand, index)
 
     def _elementwise(self, inst: Instruction, values: list[str]) -> str:
         w, name, dtype = self.w, inst.op.name, inst.shape.dtype
@@ -231,7 +221,7 @@ class _FusionEmitter:
                 offsets = [self.linear(i, inst.shape.dims) for i in indices]
                 assert all(isinstance(o, int) for o in offsets)  # integer probes fold
                 strides.add(tuple(int(o) - int(offsets[0]) for o in offsets[1:]))
-            elif inst.op.name in _INDEX_OPS:
+            elif inst.op.name in INDEX_OPS:
                 (operand,) = inst.operands
                 visit(operand, tuple(self._operand_index(inst, operand, i) for i in indices))
             else:
@@ -357,7 +347,7 @@ def reads_at_output_index(fusion: Fusion, input_index: int) -> bool:
         seen.add((id(inst), index, at))
         if inst is target and id(inst) not in emitter.members:
             found.append(emitter.linear(index, inst.shape.dims) == at)
-        elif id(inst) in emitter.members and inst.op.name in _INDEX_OPS:
+        elif id(inst) in emitter.members and inst.op.name in INDEX_OPS:
             (operand,) = inst.operands
             visit(operand, emitter._operand_index(inst, operand, index), at)
         elif id(inst) in emitter.members:

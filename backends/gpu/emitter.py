@@ -31,16 +31,15 @@ True
 from __future__ import annotations
 
 from xla_spmd.backends.cpu.fusion import Fusion
+from xla_spmd.backends.cpu.index_map import INDEX_OPS, OperandIndexing
 from xla_spmd.backends.gpu import renderer as r
 from xla_spmd.ir import Instruction
 from xla_spmd.ir.dtypes import S64
 
 Index = tuple  # of str (a C long long expression) or int
 
-_INDEX_OPS = ("broadcast", "transpose", "reshape", "bitcast", "slice", "reverse")
 
-
-class _KernelEmitter:
+class _KernelEmitter(OperandIndexing):
     def __init__(self, fusion: Fusion):
         self.fusion = fusion
         self.lines: list[str] = []
@@ -119,34 +118,14 @@ class _KernelEmitter:
             position = index[attrs.iota_dimension]
             value = f"{position}LL" if isinstance(position, int) else position
             return self.emit(ctype, r.round_to(dtype, r.convert(S64, dtype, value)))
-        if name in _INDEX_OPS:
+        if name in INDEX_OPS:
             (operand,) = inst.operands
             return self.value(operand, self._operand_index(inst, operand, index))
         values = [self.value(o, index if o.shape.rank else ()) for o in inst.operands]
         return self.emit(ctype, r.round_to(dtype, r.elementwise(inst, values)))
 
-    def _operand_index(self, inst: Instruction, operand: Instruction, index: Index) -> Index:
-        name, attrs = inst.op.name, inst.attrs
-        if name == "broadcast":
-            return tuple(index[d] for d in attrs.dimensions)
-        if name == "transpose":
-            result = [0] * len(index)
-            for k, d in enumerate(attrs.dimensions):
-                result[d] = index[k]
-            return tuple(result)
-        if name in ("reshape", "bitcast"):
-            return self.delinearize(self.linear(index, inst.shape.dims), operand.shape.dims)
-        if name == "slice":
-            return tuple(self._add(s.start, self._mul(i, s.stride))
-                         for i, s in zip(index, attrs.slice))
-        reversed_dims = set(attrs.dimensions)
-        result = []
-        for d, i in enumerate(index):
-            if d in reversed_dims:
-                last = operand.shape.dims[d] - 1
-                i = last - i if isinstance(i, int) else self.emit("long long", f"{last} - {i}")
-            result.append(i)
-        return tuple(result)
+    def _from_last(self, last: int, i):
+        return self.emit("long long", f"{last} - {i}")
 
     # Kernels.
     def _flat(self) -> bool:
