@@ -224,11 +224,12 @@ class _Layout:
     ([0, 12, 24], 36)
     """
 
-    __slots__ = ("counts", "offsets", "mine", "start", "sent_counts", "received_counts",
+    __slots__ = ("me", "counts", "offsets", "mine", "start", "sent_counts", "received_counts",
                  "received_offsets", "received_bytes")
 
     def __init__(self, size: int, itemsize: int, parts: int, me: int):
         counts, offsets = _chunks(size, parts)
+        self.me = me
         self.counts, self.offsets = counts * itemsize, offsets * itemsize
         self.mine, self.start = int(counts[me]), int(offsets[me])
         self.sent_counts = self.counts.copy()
@@ -252,9 +253,9 @@ class _SharedPlan:
     __slots__ = ("pair", "me", "low", "high", "start", "stop", "before", "after", "rows",
                  "result", "copies")
 
-    def __init__(self, slots: SharedSlots, pair: int, layout: _Layout, me: int,
-                 dtype: np.dtype):
-        self.pair, self.me = pair, me
+    def __init__(self, slots: SharedSlots, pair: int, layout: _Layout, dtype: np.dtype):
+        self.pair, self.me = pair, layout.me
+        me = self.me
         offsets, counts = layout.offsets.tolist(), layout.counts.tolist()
         self.low, self.high = offsets[me], offsets[me] + counts[me]
         self.start, self.stop = layout.start, layout.start + layout.mine
@@ -842,8 +843,8 @@ class MpiCommunicator(BlockingCollectives):
             if len(self._shared_plans) > _MAX_HEADERS:
                 self._shared_plans.clear()
             flat = x.reshape(-1)
-            plan = self._shared_plans[key] = _SharedPlan(
-                slots, pair, self._layout(flat, group), group.index(self._rank), x.dtype)
+            plan = self._shared_plans[key] = _SharedPlan(slots, pair, self._layout(flat, group),
+                                                         x.dtype)
         data = x.reshape(-1).view(np.uint8)
         low, high = plan.low, plan.high
         plan.before[...] = data[:low]
@@ -896,8 +897,7 @@ class MpiCommunicator(BlockingCollectives):
         skipped, and never slower (``scripts/bench_allreduce_stages.py``)."""
         flat = x.reshape(-1)
         layout = self._layout(flat, group)
-        me = group.index(self._rank)
-        parts, mine, start = len(group), layout.mine, layout.start
+        parts, me, mine, start = len(group), layout.me, layout.mine, layout.start
         received = self._scratch(group, layout.received_bytes).view(x.dtype).reshape(
             parts, mine)
         byte = self._MPI.BYTE
