@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import weakref
 
 import numpy as np
@@ -16,7 +17,26 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from collective_cases import build_cases, mismatch  # noqa: E402
 
+import xla_spmd.collectives.shm as shm  # noqa: E402
 from xla_spmd.collectives.mpi import MpiCommunicator, install_abort_on_error  # noqa: E402
+
+# The slots checks expect segments to be made (a few, up to 40 MiB each, all reserved): a
+# container's /dev/shm may be 64 MiB, and then they would fall back. There, the segments are
+# files in the temporary directory, shared all the same. Decided from the file system's
+# total size, the same on every rank (its free room changes as the ranks make segments).
+_SHM_NEEDED = 1 << 30
+
+
+def _shm_size(path: str) -> int:
+    try:
+        stats = os.statvfs(path)
+    except OSError:
+        return 0
+    return stats.f_blocks * stats.f_frsize
+
+
+if _shm_size(shm.SHM_DIR) < _SHM_NEEDED:
+    shm.SHM_DIR = tempfile.gettempdir()
 
 
 def main() -> int:
