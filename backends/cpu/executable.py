@@ -38,11 +38,10 @@ from xla_spmd.backends.cpu import compiler, epilogue, kernels, launch, stacked
 from xla_spmd.backends.cpu.emitter import range_name, render_module, stacked_entry_name
 from xla_spmd.backends.cpu.program import (
     CONTROL,
+    OUTPUTS,
     Program,
     Step,
     plan,
-    recycled_alone,
-    recycled_output,
     run_fusion,
 )
 from xla_spmd.backends.reference.control import while_rule
@@ -170,12 +169,12 @@ def _take_over(arguments: list, written: frozenset[int], donated: Collection[int
     for number in written:
         x = arguments[number]
         if not (number in donated and type(x) is np.ndarray
-                and (x.base is None or recycled_alone(x))
+                and (x.base is None or OUTPUTS.sole_view(x))
                 and x.flags.writeable and x.flags.c_contiguous and not any(
                     np.may_share_memory(x, leaf) for k, other in enumerate(arguments)
                     if k != number for leaf in leaves(other)  # in tuples too
                     if isinstance(leaf, np.ndarray))):
-            copy = recycled_output(np.shape(x), np.dtype(x.dtype))
+            copy = OUTPUTS.take(np.shape(x), np.dtype(x.dtype))
             np.copyto(copy, x)
             arguments[number] = copy
 

@@ -372,17 +372,6 @@ def output_allocator(inst: Instruction):
     return OUTPUTS.take if large else np.empty
 
 
-def recycled_output(shape: tuple, dtype: np.dtype) -> np.ndarray:
-    """A new C-contiguous array, recycled where large (``OUTPUTS.take``)."""
-    return OUTPUTS.take(shape, dtype)
-
-
-def recycled_alone(array: np.ndarray) -> bool:
-    """Whether ``array`` is the only view of a whole buffer of ``OUTPUTS`` (an earlier large
-    result): writing over it changes no other value."""
-    return OUTPUTS.sole_view(array)
-
-
 def run_fusion(step: Step, values: list) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Run a generated fusion kernel on its inputs into a fresh output (of an rng fusion: the
     new state and the bits, its tuple's elements)."""

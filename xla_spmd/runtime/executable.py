@@ -172,6 +172,12 @@ def execute(executable: Executable, per_device_args: Mapping[int, Sequence],
     of device d's arguments handed over to the program (buffers no other argument shares),
     passed on to an executable that writes over them (`donates`, the CPU backend's)."""
     handed = donated if donated and getattr(executable, "donates", False) else None
+
+    def run(device: int, arguments: Sequence, communicator) -> list[np.ndarray]:
+        if handed is None:
+            return executable.run(device, arguments, communicator)
+        return cast(Any, executable).run(device, arguments, communicator,
+                                         donated=handed.get(device, ()))
     top = topology()
     module = executable.module
     if module.num_partitions > top.num_devices:
@@ -192,30 +198,17 @@ def execute(executable: Executable, per_device_args: Mapping[int, Sequence],
         if getattr(executable, "collectives", None) == "nccl":
             communicator = nccl_communicator(cast(NcclExecutable, executable).gpu_of(device))
         with blas_threads(_mpi_blas_threads):  # ranks sharing the cores share them out
-            if handed is not None:
-                return {device: cast(Any, executable).run(
-                    device, per_device_args[device], communicator,
-                    donated=handed.get(device, ()))}
-            return {device: executable.run(device, per_device_args[device], communicator)}
+            return {device: run(device, per_device_args[device], communicator)}
     world = _local_world(count)
     if getattr(executable, "lockstep", False):
         # The backend runs every device on this thread, step by step (a small program: its
         # time is Python's, which threads would only serialise on the GIL); BLAS keeps every
         # core, as one call runs at a time.
         world.reset()
-        if handed is not None:
-            return cast(Any, executable).run_together(
-                {d: per_device_args[d] for d in range(count)},
-                {d: world.communicator(d) for d in range(count)}, donated=handed)
+        extra = {} if handed is None else {"donated": handed}
         return cast(LockstepExecutable, executable).run_together(
             {d: per_device_args[d] for d in range(count)},
-            {d: world.communicator(d) for d in range(count)})
+            {d: world.communicator(d) for d in range(count)}, **extra)
     with blas_threads_per_device(count):
-        if handed is not None:
-            results = world.run(lambda comm: cast(Any, executable).run(
-                comm.rank, per_device_args[comm.rank], comm,
-                donated=handed.get(comm.rank, ())))
-        else:
-            results = world.run(lambda comm: executable.run(
-                comm.rank, per_device_args[comm.rank], comm))
+        results = world.run(lambda comm: run(comm.rank, per_device_args[comm.rank], comm))
     return dict(enumerate(results))

@@ -50,7 +50,7 @@ class Runner:
         self.result_shardings = _result_shardings(module)
         root = module.entry.root.shape
         self.result_shapes = list(root.elements) if isinstance(root, TupleShape) else [root]
-        self.aliases = donated_aliases(module)
+        self.aliases = module.input_output_aliases
 
     def _place(self, leaf, sharding: TensorSharding, number: int) -> ShardedArray:
         """The argument as a ShardedArray with the parameter's sharding; an argument sharded
@@ -96,12 +96,6 @@ class Runner:
             _hand_over(placed[number], outputs[output], leaves[number], self.module.name,
                        holders)
         return outputs
-
-
-def donated_aliases(module: Module) -> dict[int, int]:
-    """Donated parameter number -> the result it aliases, from XLA's `input_output_alias`
-    module attribute (``{ {1}: (0, {}, may-alias) }``: result 1 reuses parameter 0)."""
-    return module.input_output_aliases
 
 
 def _exclusive(arguments: dict[int, list], numbers: list[int]) -> dict[int, frozenset[int]]:
