@@ -44,9 +44,10 @@ from xla_spmd.ir.module import (
     rebind_called,
     rewrite,
 )
+from xla_spmd.ir.opdefs_compute import BATCH_NORM_OPERANDS
 from xla_spmd.ir.shapes import ArrayShape, Shape
 
-BATCH_NORM_OPS = ("batch-norm-inference", "batch-norm-training", "batch-norm-grad")
+BATCH_NORM_OPS = tuple(BATCH_NORM_OPERANDS)  # inference, training, grad
 
 
 class _Expansion:
@@ -150,7 +151,7 @@ def expand_batch_norm(opcode: str, operand_shapes: Sequence[Shape], epsilon: flo
                           f"({', '.join(BATCH_NORM_OPS)})")
     b = Builder(name or f"{opcode}.expanded")
     params = [b.parameter(shape, label, number) for number, (shape, label) in enumerate(
-        zip(operand_shapes, _LABELS[opcode], strict=True))]
+        zip(operand_shapes, BATCH_NORM_OPERANDS[opcode], strict=True))]
     operand_shape = operand_shapes[0]
     assert isinstance(operand_shape, ArrayShape)
     expansion = _Expansion(b, operand_shape, feature_index,
@@ -230,10 +231,3 @@ def _inline(body: Computation, operands, names: NameGenerator, original: Instruc
             [mapping[id(o)] for o in inst.operands], inst.attrs, shape,
             sharding=original.sharding if root else None)
     return mapping[id(body.root)]
-
-
-_LABELS = {
-    "batch-norm-inference": ("operand", "scale", "offset", "mean", "variance"),
-    "batch-norm-training": ("operand", "scale", "offset"),
-    "batch-norm-grad": ("operand", "scale", "mean", "variance", "grad_output"),
-}

@@ -64,7 +64,6 @@ class LoweredGroup:
 
 def lowered_groups(computation: Computation) -> dict[Instruction, LoweredGroup]:
     """The intact groups of `computation`, by their first result (module doc)."""
-    users = computation.users()
     finals: dict[str, dict[int, tuple[Instruction, int]]] = {}
     for inst in computation.instructions:
         mark, result = inst.frontend_attribute(LOWERED_FROM), \
@@ -76,7 +75,10 @@ def lowered_groups(computation: Computation) -> dict[Instruction, LoweredGroup]:
         except ValueError:
             continue
         finals.setdefault(mark, {})[k] = (inst, n)
-    groups = {}
+    groups: dict[Instruction, LoweredGroup] = {}
+    if not finals:
+        return groups   # the common case, on propagation's per-computation path: no use map
+    users = computation.users()
     for mark, chains in finals.items():
         group = _group(mark, chains, users)
         if group is not None:

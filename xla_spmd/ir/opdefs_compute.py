@@ -264,11 +264,12 @@ define("triangular-solve", Family.LINALG, lambda o, a, d: ArrayShape(o[1].dtype,
 # ---------------------------------------------------------------------------------------------
 # Batch normalization (op_semantics.md BatchNorm*, the StableHLO spec's batch_norm_*): the
 # operand is normalized over every dim but `feature_index`; the 1-D operands and results hold
-# one value per feature. Names of the operands after the operand, per op.
-_BATCH_NORM_VECTORS = {
-    "batch-norm-inference": ("scale", "offset", "mean", "variance"),
-    "batch-norm-training": ("scale", "offset"),
-    "batch-norm-grad": ("scale", "mean", "variance"),
+# one value per feature. The operands' names, per op (`xla_spmd.ir.batch_norm` names its
+# expansions' parameters by them); grad_output is operand-shaped, the others but the first 1-D.
+BATCH_NORM_OPERANDS = {
+    "batch-norm-inference": ("operand", "scale", "offset", "mean", "variance"),
+    "batch-norm-training": ("operand", "scale", "offset"),
+    "batch-norm-grad": ("operand", "scale", "mean", "variance", "grad_output"),
 }
 
 
@@ -282,7 +283,9 @@ def _infer_batch_norm(name):
                         f"for the operand {x}")
         features = x.dims[attrs.feature_index]
         vector = ArrayShape(x.dtype, (features,))
-        for label, shape in zip(_BATCH_NORM_VECTORS[name], operands[1:]):
+        for label, shape in zip(BATCH_NORM_OPERANDS[name][1:], operands[1:]):
+            if label == "grad_output":
+                continue
             shape = _array(name, shape, label)
             if shape != vector:
                 _fail(name, f"{label} must be {vector} (one {x.dtype} per feature: dim "
@@ -298,7 +301,6 @@ def _infer_batch_norm(name):
     return infer
 
 
-for _name, _vectors in _BATCH_NORM_VECTORS.items():
-    define(_name, Family.NORMALIZATION, _infer_batch_norm(_name),
-           operands=1 + len(_vectors) + (_name == "batch-norm-grad"),
+for _name, _labels in BATCH_NORM_OPERANDS.items():
+    define(_name, Family.NORMALIZATION, _infer_batch_norm(_name), operands=len(_labels),
            attrs=(A("epsilon", K.FLOAT), A("feature_index", K.INT)))

@@ -48,6 +48,7 @@ from xla_spmd.ir import (
     op_named,
     rebind_called,
 )
+from xla_spmd.ir.builder import NameGenerator
 from xla_spmd.ir.custom_calls import (
     DATA_FLOW_EDGE,
     FUNC_DATA_FLOW_EDGE,
@@ -72,16 +73,16 @@ _SKIPPED_TARGETS = frozenset({DATA_FLOW_EDGE, FUNC_DATA_FLOW_EDGE, GLOBAL_TO_LOC
 def insert_unreduced_all_reduces(module: Module) -> Module:
     """Every ``sdy.all_reduce`` unreduced axes need, inserted (module doc)."""
     from xla_spmd.propagation.calls import _functions
-    taken = {inst.name for computation in module.computations
-             for inst in computation.instructions}
+    names = NameGenerator(inst.name for computation in module.computations
+                          for inst in computation.instructions)
     functions = {c.name for c in _functions(module)}
 
     def rebuild(computation: Computation, replaced: dict) -> Computation:
-        return _rebuild(computation, replaced, taken, computation.name in functions)
+        return _rebuild(computation, replaced, names, computation.name in functions)
     return map_computations(module, rebuild)
 
 
-def _rebuild(computation: Computation, replaced: dict, taken: set[str],
+def _rebuild(computation: Computation, replaced: dict, names: NameGenerator,
              is_function: bool) -> Computation:
     """`computation` with its all-reduces; its root is a function's return when
     `is_function` (a region's root is its data-flow op's business)."""
@@ -95,7 +96,7 @@ def _rebuild(computation: Computation, replaced: dict, taken: set[str],
             target = None if is_return else _target_sharding(inst)
             new_operands = []
             for operand in operands:
-                reduce = _reduce_to(operand, target, taken)
+                reduce = _reduce_to(operand, target, names)
                 if reduce is not None:
                     instructions.append(reduce)
                     operand = reduce
@@ -106,7 +107,7 @@ def _rebuild(computation: Computation, replaced: dict, taken: set[str],
             new = new.replace(operands=operands)
         instructions.append(new)
         final[inst] = new
-        after = _reduction_factor_all_reduce(new, taken) if takes_part else None
+        after = _reduction_factor_all_reduce(new, names) if takes_part else None
         if after is not None:
             instructions.append(after)
             final[inst] = after
@@ -114,7 +115,7 @@ def _rebuild(computation: Computation, replaced: dict, taken: set[str],
     if is_function and computation.root.opcode != "tuple" and \
             getattr(computation.root.attrs, "custom_call_target", None) != FUNC_RESULT_SHARDING:
         # a returned value with no result sharding: its unreduced axes reduced
-        reduce = _reduce_to(root, None, taken)
+        reduce = _reduce_to(root, None, names)
         if reduce is not None:
             instructions.append(reduce)
             root = reduce
@@ -136,7 +137,7 @@ def _target_sharding(inst: Instruction) -> TensorSharding | None:
 
 
 def _reduce_to(operand: Instruction, target: TensorSharding | None,
-               taken: set[str]) -> Instruction | None:
+               names: NameGenerator) -> Instruction | None:
     """The all-reduce `operand` needs before a use whose sharding is `target`, or None."""
     source = operand.sharding
     if not isinstance(source, TensorSharding) or not source.unreduced:
@@ -146,10 +147,10 @@ def _reduce_to(operand: Instruction, target: TensorSharding | None,
     if not axes:
         return None
     out = source.replace(unreduced=axis_set_diff(source.mesh, source.unreduced, axes))
-    return _all_reduce(operand, axes, out, source.reduction, taken)
+    return _all_reduce(operand, axes, out, source.reduction, names)
 
 
-def _reduction_factor_all_reduce(inst: Instruction, taken: set[str]) -> Instruction | None:
+def _reduction_factor_all_reduce(inst: Instruction, names: NameGenerator) -> Instruction | None:
     """The all-reduce after `inst` its sharded reduction factors need when its result is
     unreduced on fewer axes, or None."""
     result = inst.sharding
@@ -183,22 +184,17 @@ def _reduction_factor_all_reduce(inst: Instruction, taken: set[str]) -> Instruct
     if not axes:
         return None
     return _all_reduce(inst, merge_sub_axes(result.mesh, _in_mesh_order(result.mesh, axes)),
-                       result, result.reduction, taken)
+                       result, result.reduction, names)
 
 
 def _all_reduce(operand: Instruction, axes, out: TensorSharding, reduction: str,
-                taken: set[str]) -> Instruction:
-    name, counter = f"{operand.name}.all_reduce", 0
-    while name in taken:
-        counter += 1
-        name = f"{operand.name}.all_reduce.{counter}"
-    taken.add(name)
+                names: NameGenerator) -> Instruction:
     custom_call = op_named("custom-call")
     kind = "" if reduction == "sum" else f"{reduction} "   # sdy.all_reduce max {"x"} ...
     params = kind + "{" + ", ".join(map(str, axes)) + "}"
     return make_instruction(
-        name, custom_call, (operand,), custom_call.make_attrs(custom_call_target=SHARDING),
-        operand.shape, sharding=out,
+        names(f"{operand.name}.all_reduce"), custom_call, (operand,),
+        custom_call.make_attrs(custom_call_target=SHARDING), operand.shape, sharding=out,
         frontend_attributes=(("xla.sdy.collective", "all_reduce"),
                              ("xla.sdy.collective_params", params)))
 

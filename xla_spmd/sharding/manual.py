@@ -77,8 +77,12 @@ def is_manual_boundary(inst) -> bool:
 
 def manual_axes(boundary) -> tuple[str, ...]:
     """The manual axes a boundary custom-call names (``#sdy<manual_axes{"x", "y"}>``)."""
-    text = (_attribute(boundary, MANUAL_AXES) or "").replace('\\"', '"')
-    return tuple(re.findall(r'"([^"]+)"', text))
+    return _axis_names(_attribute(boundary, MANUAL_AXES))
+
+
+def _axis_names(text: str | None) -> tuple[str, ...]:
+    """The quoted axis names of a ``#sdy<manual_axes{...}>`` text (escaped quotes too)."""
+    return tuple(re.findall(r'"([^"]+)"', (text or "").replace('\\"', '"')))
 
 
 def manual_axes_text(axes) -> str:
@@ -93,8 +97,7 @@ def manual_axes_text(axes) -> str:
 def value_manual_axes(inst) -> tuple[str, ...]:
     """The manual axes of a value whose GSPMD sharding was partially manual (recorded by the
     importer as ``VALUE_MANUAL_AXES``); () for any other value."""
-    text = (_attribute(inst, VALUE_MANUAL_AXES) or "").replace('\\"', '"')
-    return tuple(re.findall(r'"([^"]+)"', text))
+    return _axis_names(_attribute(inst, VALUE_MANUAL_AXES))
 
 
 def boundary_shardings(boundary, meshes: Mapping[str, Mesh]) -> tuple[TensorSharding, ...]:
