@@ -215,7 +215,6 @@ def canonical_array(value) -> np.ndarray:
 
 
 
-
 @functools.cache
 def reduction_dtype(dtype: np.dtype) -> np.dtype:
     """The numpy dtype a cross-device reduction (all-reduce, reduce-scatter) folds values of

@@ -583,7 +583,6 @@ def _collective_broadcast(fx, inst, indent):
             f'{", ".join(props)}}}>{attr_dict(inst)} : {fn_type(inst)}')
 
 
-
 @printer("batch-norm-inference", "batch-norm-training", "batch-norm-grad")
 def _batch_norm(fx, inst, indent):
     a = inst.attrs
