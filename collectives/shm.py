@@ -31,8 +31,11 @@ rounded up, plus room for one element of up to ``ALIGN`` bytes); every slot star
 pair only once the call that last used it has completed on this member, which implies every
 member finished reading it (see ``MpiCommunicator._claim_slot``).
 
->>> SharedSlots.create(None, 1 << 20) is None          # a group of one needs none
-True
+>>> try:
+...     next(SharedSlots.create_steps(None, 1 << 20))   # a group of one needs none:
+... except StopIteration as done:                        # no exchange, and no slots
+...     print(done.value)
+None
 >>> SharedSlots.result_size(4 << 20, 4), SharedSlots.segment_bytes(4, 4 << 20) >> 20
 (1048640, 40)
 """
@@ -58,7 +61,7 @@ _PATH_BYTES = 1024
 
 Stage = tuple[Any, str, tuple]
 """``(communicator, blocking MPI call name, arguments)``, posted by the caller as the
-call's nonblocking twin (``collectives.mpi``), or made as it is by ``SharedSlots.create``."""
+call's nonblocking twin (``collectives.mpi``)."""
 
 
 def _round_up(n: int, multiple: int) -> int:
@@ -90,19 +93,6 @@ class SharedSlots:
         """Bytes of the segment of ``parts`` members with input slots of ``slot_bytes``."""
         return parts * SLOTS * (_round_up(slot_bytes, ALIGN) + cls.result_size(slot_bytes,
                                                                                parts))
-
-    @classmethod
-    def create(cls, comm: Any, slot_bytes: int) -> SharedSlots | None:
-        """``create_steps`` run with blocking calls (collective over ``comm``)."""
-        steps = cls.create_steps(comm, slot_bytes)
-        try:
-            stage = next(steps)
-            while True:
-                stage_comm, name, args = stage
-                getattr(stage_comm, name)(*args)
-                stage = next(steps)
-        except StopIteration as stop:
-            return stop.value
 
     @classmethod
     def create_steps(cls, comm: Any, slot_bytes: int
