@@ -84,9 +84,11 @@ def _imports(path: Path) -> list[tuple[int, str]]:
 
 
 # Leaves every layer may import: the error hierarchy, the process options, the iota form
-# of device arrays (meshes, tile assignments and replica groups share it) and the recycler of
-# large result buffers (the MPI collectives and the CPU backend share it).
-LEAVES = {"xla_spmd.errors", "xla_spmd.config", "xla_spmd.iota", "xla_spmd.buffers"}
+# of device arrays (meshes, tile assignments and replica groups share it), the recycler of
+# large result buffers (the MPI collectives and the CPU backend share it) and the lookup of
+# the process's cores and BLAS thread pools (the runtime and the CPU backend share it).
+LEAVES = {"xla_spmd.errors", "xla_spmd.config", "xla_spmd.iota", "xla_spmd.buffers",
+          "xla_spmd.cores"}
 
 
 def _allowed(name: str, own: str, allowed: set[str]) -> bool:
@@ -132,8 +134,9 @@ def test_pyproject_lists_every_package():
     assert not missing, f"add to [tool.setuptools] packages in pyproject.toml: {missing}"
 
 
-def test_buffers_module_imports_nothing_of_xla_spmd():
-    assert _imports(ROOT / "xla_spmd" / "buffers.py") == []
+@pytest.mark.parametrize("leaf", ["buffers.py", "cores.py"])
+def test_leaf_module_imports_nothing_of_xla_spmd(leaf):
+    assert _imports(ROOT / "xla_spmd" / leaf) == []
 
 
 def test_iota_module_imports_only_errors():

@@ -50,24 +50,19 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from xla_spmd.cores import affinity, blas_controller
+
 SPLIT_MIN_FLOPS = 1 << 24
 """The smallest batched product (2·batch·m·n·k) split over threads: below it the hand-off to
 the pool costs more than the product (the README's small models stay on one thread)."""
 
 _lock = threading.Lock()
-_state: dict = {"controllers": None, "pool": None, "inside": 0, "saved": ()}
+_state: dict = {"pool": None, "inside": 0, "saved": ()}
 
 
 def _controllers() -> list:
-    controllers = _state["controllers"]
-    if controllers is None:
-        try:
-            from threadpoolctl import ThreadpoolController
-            controllers = ThreadpoolController().select(user_api="blas").lib_controllers
-        except (ImportError, OSError, ValueError):  # no threadpoolctl, or no BLAS found
-            controllers = []
-        _state["controllers"] = controllers
-    return controllers
+    controller = blas_controller()
+    return [] if controller is None else controller.lib_controllers
 
 
 def vendor() -> str:
@@ -120,9 +115,7 @@ def split_threads() -> int:
 def process_cores() -> int:
     """The cores this process may run on (its affinity when first asked: read once, as every
     dot asks)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    return len(affinity())
 
 
 def split_bounds(count: int, parts: int) -> list[int]:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import weakref
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
@@ -41,6 +40,7 @@ import numpy as np
 
 from xla_spmd.backends import Executable
 from xla_spmd.backends.base import LockstepExecutable, NcclExecutable
+from xla_spmd.cores import affinity, blas_controller
 from xla_spmd.errors import XlaSpmdError
 from xla_spmd.ir.hlo_printer import print_module
 from xla_spmd.runtime.devices import topology
@@ -86,30 +86,12 @@ def nccl_communicator(gpu: int):
     return _nccl_communicator
 
 
-def _affinity() -> set[int]:
-    """The cores this process may run on (its affinity, as ``taskset`` or a launcher's
-    binding sets it), else all of the machine's."""
-    try:
-        return set(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # no affinity call on this platform
-        return set(range(os.cpu_count() or 1))
-
-
-_blas_controller: list = []  # [ThreadpoolController or None], found once
-
-
 @contextlib.contextmanager
 def blas_threads(limit: int):
     """BLAS on at most ``limit`` threads while the block runs: fewer if it had fewer (an
     ``OMP_NUM_THREADS`` or an enclosing ``threadpool_limits`` stays in force). The libraries
     are looked up once (a fresh ``threadpool_limits`` costs half a millisecond a step)."""
-    if not _blas_controller:
-        try:
-            from threadpoolctl import ThreadpoolController
-            _blas_controller.append(ThreadpoolController().select(user_api="blas"))
-        except (ImportError, OSError, ValueError):  # no threadpoolctl, or no BLAS found
-            _blas_controller.append(None)
-    controller = _blas_controller[0]
+    controller = blas_controller()
     if controller is None or not controller.lib_controllers:
         yield
         return
@@ -121,7 +103,7 @@ def blas_threads(limit: int):
 def blas_threads_per_device(num_devices: int):
     """Share the cores among in-process devices: each device calling a multi-threaded BLAS
     at once would oversubscribe them (devices × threads = cores)."""
-    return blas_threads(len(_affinity()) // num_devices)
+    return blas_threads(len(affinity()) // num_devices)
 
 
 _mpi_blas_threads = 1  # set with the MPI communicator
@@ -135,7 +117,7 @@ def _rank_blas_threads() -> int:
     them all."""
     from mpi4py import MPI
 
-    mine = _affinity()
+    mine = affinity()
     node = MPI.COMM_WORLD.Split_type(MPI.COMM_TYPE_SHARED)
     try:
         masks = [set(cores) for cores in node.allgather(sorted(mine))]
