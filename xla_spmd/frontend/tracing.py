@@ -50,7 +50,7 @@ from xla_spmd.ir import (
     op_named,
 )
 from xla_spmd.ir.module import Sharding, make_instruction
-from xla_spmd.ir.reducers import KIND_OPCODES
+from xla_spmd.ir.reducers import scalar_reducer
 from xla_spmd.mesh import Mesh
 from xla_spmd.sharding import NamedSharding, PartitionSpec, TensorSharding
 
@@ -641,11 +641,7 @@ def reducer(kind: str, dtype: DType) -> Computation:
     `set` returns b, for scatter with replacement)."""
     key = (kind, dtype.name)
     if key not in _REDUCERS:
-        b = Builder(f"{kind}_{dtype.name}")
-        lhs = b.parameter(ArrayShape(dtype, ()), "lhs")
-        rhs = b.parameter(ArrayShape(dtype, ()), "rhs")
-        root = rhs if kind == "set" else b.op(KIND_OPCODES[kind], lhs, rhs)
-        _REDUCERS[key] = b.build(root, fresh_name(f"region_{kind}_{dtype.name}"))
+        _REDUCERS[key] = scalar_reducer(kind, dtype, fresh_name(f"region_{kind}_{dtype.name}"))
     return _REDUCERS[key]
 
 

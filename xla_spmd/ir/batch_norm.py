@@ -45,6 +45,7 @@ from xla_spmd.ir.module import (
     rewrite,
 )
 from xla_spmd.ir.opdefs_compute import BATCH_NORM_OPERANDS
+from xla_spmd.ir.reducers import scalar_reducer
 from xla_spmd.ir.shapes import ArrayShape, Shape
 
 BATCH_NORM_OPS = tuple(BATCH_NORM_OPERANDS)  # inference, training, grad
@@ -124,20 +125,11 @@ class _Expansion:
         return b.op("tuple", grad_operand, grad_scale, grad_offset)
 
 
-def adder(dtype: DType, name: str | None = None) -> Computation:
-    """The scalar ``add`` reducer of `dtype` the expansions sum with (one object per dtype
-    unless `name` asks for a new one)."""
-    if name is None:
-        return _shared_adder(dtype)
-    b = Builder(name)
-    scalar = ArrayShape(dtype, ())
-    lhs, rhs = b.parameter(scalar, "lhs"), b.parameter(scalar, "rhs")
-    return b.build(b.op("add", lhs, rhs))
-
-
 @cache
-def _shared_adder(dtype: DType) -> Computation:
-    return adder(dtype, f"batch_norm_add.{dtype.name}")
+def _adder(dtype: DType) -> Computation:
+    """The scalar ``add`` reducer of `dtype` the expansions sum with by default (one object
+    per dtype)."""
+    return scalar_reducer("add", dtype, f"batch_norm_add.{dtype.name}")
 
 
 def expand_batch_norm(opcode: str, operand_shapes: Sequence[Shape], epsilon: float,
@@ -145,7 +137,7 @@ def expand_batch_norm(opcode: str, operand_shapes: Sequence[Shape], epsilon: flo
                       reducer: Computation | None = None) -> Computation:
     """The computation of primitive ops that computes `opcode` (a batch-norm op) on operands
     of `operand_shapes`; `name` names it, `reducer` is the add reducer its reduces use
-    (default `adder` of the element type)."""
+    (default `_adder` of the element type)."""
     if opcode not in BATCH_NORM_OPS:
         raise VerifyError(f"expand_batch_norm: '{opcode}' is not a batch-norm op "
                           f"({', '.join(BATCH_NORM_OPS)})")
@@ -155,7 +147,7 @@ def expand_batch_norm(opcode: str, operand_shapes: Sequence[Shape], epsilon: flo
     operand_shape = operand_shapes[0]
     assert isinstance(operand_shape, ArrayShape)
     expansion = _Expansion(b, operand_shape, feature_index,
-                           reducer or adder(operand_shape.dtype))
+                           reducer or _adder(operand_shape.dtype))
     if opcode == "batch-norm-inference":
         operand, scale, offset, mean, variance = params
         root = expansion.inference(operand, scale, offset, mean, variance, epsilon)
@@ -193,7 +185,8 @@ def inline_batch_norm(module: Module) -> Module:
 
     def reducer_for(dtype: DType) -> Computation:
         if dtype.name not in reducers:
-            reducers[dtype.name] = adder(dtype, computation_names(f"batch_norm_add.{dtype.name}"))
+            reducers[dtype.name] = scalar_reducer(
+                "add", dtype, computation_names(f"batch_norm_add.{dtype.name}"))
         return reducers[dtype.name]
 
     def rebuild(computation: Computation, replaced: dict) -> Computation:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from xla_spmd.ir.builder import Builder
+from xla_spmd.ir.dtypes import DType
 from xla_spmd.ir.module import Computation, Instruction
 from xla_spmd.ir.shapes import ArrayShape
 
@@ -22,6 +24,22 @@ from xla_spmd.ir.shapes import ArrayShape
 KIND_OPCODES = {"add": "add", "mul": "multiply", "max": "maximum", "min": "minimum",
                 "and": "and", "or": "or"}
 OPCODE_KINDS = {opcode: kind for kind, opcode in KIND_OPCODES.items()}
+
+
+def scalar_reducer(kind: str, dtype: DType, name: str,
+                   parameter_names: tuple[str, str] = ("lhs", "rhs")) -> Computation:
+    """The computation `name` of two `dtype` scalars ``(lhs, rhs) -> lhs <kind> rhs`` (`kind`
+    one of ``KIND_OPCODES``), or ``rhs`` for kind 'set' (scatter with replacement): the
+    reducer `reducer_kind` calls `kind`. Callers keep one per kind and dtype.
+
+    >>> from xla_spmd.ir import F32
+    >>> maximum = scalar_reducer("max", F32, "max_f32", ("x", "y"))
+    >>> reducer_kind(maximum), [p.name for p in maximum.parameters], maximum.root.opcode
+    ('max', ['x', 'y'], 'maximum')
+    """
+    b = Builder(name)
+    lhs, rhs = (b.parameter(ArrayShape(dtype, ()), n) for n in parameter_names)
+    return b.build(rhs if kind == "set" else b.op(KIND_OPCODES[kind], lhs, rhs))
 
 
 def _is_pair(inst: Instruction, lhs: Instruction, rhs: Instruction) -> bool:

@@ -20,7 +20,6 @@ from xla_spmd.ir import (
     PRED,
     S32,
     ArrayShape,
-    Builder,
     ComparisonDirection,
     Computation,
     DType,
@@ -35,6 +34,7 @@ from xla_spmd.ir import (
     op_named,
 )
 from xla_spmd.ir.attr_types import Attrs
+from xla_spmd.ir.reducers import OPCODE_KINDS, scalar_reducer
 from xla_spmd.mesh import AxisRef, Mesh
 from xla_spmd.partition.reshard import Plan, Step, axes_size, shard_dims
 from xla_spmd.partition.tiles import lower_tile_rounds
@@ -61,17 +61,13 @@ class ModuleState:
         return value
 
     def reducer(self, dtype: DType, kind: str = "add") -> Computation:
+        """The module's scalar reducer applying opcode `kind` (a sum of predicates is their
+        ``or``), made once per kind and dtype."""
         key = (kind, dtype.name)
         if key not in self.reducers:
-            if dtype is PRED and kind == "add":
-                kind_op = "or"
-            else:
-                kind_op = kind
+            opcode = "or" if dtype is PRED and kind == "add" else kind
             name = self.fresh_name(f"spmd_{kind}.{dtype.name}")
-            b = Builder(name)
-            x = b.parameter(ArrayShape(dtype, ()), "x")
-            y = b.parameter(ArrayShape(dtype, ()), "y")
-            self.reducers[key] = b.build(b.op(kind_op, x, y), name)
+            self.reducers[key] = scalar_reducer(OPCODE_KINDS[opcode], dtype, name, ("x", "y"))
         return self.reducers[key]
 
 
