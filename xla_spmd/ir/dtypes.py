@@ -214,7 +214,6 @@ def canonical_array(value) -> np.ndarray:
     return array if target is dtype else array.astype(target.numpy)
 
 
-
 @functools.cache
 def reduction_dtype(dtype: np.dtype) -> np.dtype:
     """The numpy dtype a cross-device reduction (all-reduce, reduce-scatter) folds values of
