@@ -132,3 +132,29 @@ def test_answer_is_checked_against_the_usual_layouts(monkeypatch):
     monkeypatch.setattr(api, "CHECK_MAX_INSTRUCTIONS", 0)
     unchecked = xs.auto_shard(step, mesh, params, _args()[0], profile=PROFILE)
     assert unchecked.candidates == {} and "not checked" in unchecked.method
+
+
+def test_layouts_that_explicit_axes_refuse_are_rejected_not_raised():
+    # With the built-in profile the solver splits x @ w on its contracting dims, which a
+    # mesh with Explicit axes (make_mesh's default) leaves ambiguous: tracing it raises
+    # ShardingTypeError, as in JAX. auto_shard rejects that layout, says why, and keeps the
+    # best one that traces; the plan then runs to the unsharded result.
+    xs.set_num_devices(2)
+    x = np.random.default_rng(0).standard_normal((2048, 128)).astype(np.float32)
+    w = np.random.default_rng(1).standard_normal((128, 128)).astype(np.float32)
+
+    def f(x, w):
+        return (x @ w).sum()
+
+    explicit = xs.make_mesh({"data": 2})
+    plan = xs.auto_shard(f, explicit, x, w)
+    assert list(plan.rejected) == ["integer program"]
+    assert "Contracting dimensions are sharded" in plan.rejected["integer program"]
+    assert plan.chosen in plan.candidates and "integer program" not in plan.candidates
+    assert "rejected: integer program" in str(plan)
+    result = xs.jit(f, in_shardings=plan.in_shardings)(x, w)
+    np.testing.assert_allclose(float(np.asarray(result)), float((x @ w).sum()), rtol=1e-4)
+    # On Auto axes the partitioner resolves the same layout: nothing is rejected.
+    auto = xs.make_mesh({"data": 2}, axis_types=xs.AxisType.Auto)
+    plan = xs.auto_shard(f, auto, x, w)
+    assert plan.rejected == {} and "integer program" in plan.candidates

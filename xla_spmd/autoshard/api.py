@@ -21,7 +21,14 @@ alternative.
 >>> plan = xs.auto_shard(lambda x, w: (x @ w).sum(), mesh,
 ...                      np.ones((2048, 128), np.float32), np.ones((128, 128), np.float32))
 >>> plan.specs
-(P('data'), P())
+(P('data'), P('data'))
+>>> plan.chosen, list(plan.rejected)
+('sharded parameters', ['integer program'])
+
+The solver's own pick there splits both operands of ``x @ w`` on their contracting dims,
+which the mesh's Explicit axes (`make_mesh`'s default, as in JAX) leave ambiguous: tracing
+it raises ``ShardingTypeError``, as JAX does, so it is rejected (`Plan.rejected` says why)
+and the best layout that traces is kept. On a mesh with Auto axes every layout traces.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import time
 from dataclasses import dataclass, field
 
 from xla_spmd.errors import XlaSpmdError
+from xla_spmd.frontend.sharding_types import ShardingTypeError
 
 
 @dataclass
@@ -45,6 +53,9 @@ class Plan:
     # candidate layout -> the cost model's step time of it, partitioned (empty: unchecked)
     candidates: dict[str, float] = field(default_factory=dict)
     chosen: str = "integer program"   # which candidate the specs are
+    # candidate layout -> why it cannot be used: the first line of the ShardingTypeError its
+    # tracing raised (an op the mesh's Explicit axes leave ambiguous, as JAX refuses it)
+    rejected: dict[str, str] = field(default_factory=dict)
 
     def __str__(self) -> str:
         lines = [f"auto_shard: {self.method}, solved in {self.solve_seconds:.2f} s, "
@@ -53,6 +64,8 @@ class Plan:
             lines.append("  checked, predicted step: " + ", ".join(
                 f"{name} {seconds * 1e3:.3f} ms" for name, seconds in self.candidates.items())
                 + f"; kept {self.chosen}")
+        if self.rejected:
+            lines.append(f"  rejected: {_rejections(self.rejected)}")
         lines += [f"  {name}: {text}" for name, text in self.explanations.items()]
         return "\n".join(lines)
 
@@ -119,6 +132,7 @@ def auto_shard(fn, mesh, *example_args, memory_limit: float | None = None,
         explanations[paths[i] if i < len(paths) else parameter.name] = _explain(
             problem, around, index[parameter.name], choice, specs[-1])
     candidates: dict[str, float] = {}
+    rejected: dict[str, str] = {}
     chosen = solver = "integer program" if how.startswith("integer") else "greedy search"
     if len(entry.instructions) <= CHECK_MAX_INSTRUCTIONS:
         layouts = {solver: specs, **_layouts(example_args, mesh)}
@@ -127,23 +141,42 @@ def auto_shard(fn, mesh, *example_args, memory_limit: float | None = None,
                 continue
             if name != solver and flat == specs:
                 continue
-            candidates[name] = _predicted_step(fn, mesh, example_args, treedef, flat, profile)
+            try:
+                candidates[name] = _predicted_step(fn, mesh, example_args, treedef, flat,
+                                                   profile)
+            except ShardingTypeError as error:
+                rejected[name] = str(error).splitlines()[0]
+        if not candidates:
+            raise XlaSpmdError(
+                f"auto_shard: no layout traces on this mesh: {_rejections(rejected)}. "
+                "Give the mesh Auto axes (make_mesh(..., axis_types=AxisType.Auto)) to let "
+                "the partitioner resolve such ops")
         chosen = min(candidates, key=candidates.__getitem__)
         if chosen != solver:
             specs = layouts[chosen]
+            why = (f"the {solver}'s {candidates[solver] * 1e3:.3f} ms" if solver in candidates
+                   else f"the {solver}'s layout does not trace on the mesh's Explicit axes "
+                        "(see rejected)")
             for path in explanations:
                 explanations[path] = (f"layout {chosen}: its partitioned step is predicted "
-                                      f"{candidates[chosen] * 1e3:.3f} ms, the "
-                                      f"{solver}'s {candidates[solver] * 1e3:.3f} ms")
-        how += (f"; checked against {len(candidates) - 1} layouts in "
+                                      f"{candidates[chosen] * 1e3:.3f} ms, {why}")
+        how += (f"; checked against {len(candidates) + len(rejected) - 1} layouts in "
                 f"{time.perf_counter() - started - seconds:.2f} s")
     else:
+        try:  # not priced, but the answer must at least trace (Explicit axes may refuse it)
+            _lowered(fn, mesh, example_args, treedef, specs)
+        except ShardingTypeError as error:
+            raise XlaSpmdError(
+                f"auto_shard: the {solver}'s layout does not trace on this mesh: "
+                f"{str(error).splitlines()[0]}. Give the mesh Auto axes "
+                "(make_mesh(..., axis_types=AxisType.Auto)) to let the partitioner resolve "
+                "such ops") from None
         how += (f"; not checked against the usual layouts ({len(entry.instructions)} "
                 f"instructions, above {CHECK_MAX_INSTRUCTIONS})")
     tree_specs = tree_unflatten(treedef, specs)
     shardings = tree_unflatten(treedef, [xs.NamedSharding(mesh, s) for s in specs])
     return Plan(tuple(tree_specs), tuple(shardings), how, seconds, problem.objective(choice),
-                explanations, candidates, chosen)
+                explanations, candidates, chosen, rejected)
 
 
 CHECK_MAX_INSTRUCTIONS = 3000
@@ -197,16 +230,27 @@ def _argument_bytes(leaves, specs, mesh) -> float:
     return total
 
 
-def _predicted_step(fn, mesh, example_args, treedef, specs, profile) -> float:
-    """The cost model's step time of `fn` with its arguments sharded by `specs`."""
+def _lowered(fn, mesh, example_args, treedef, specs):
+    """`fn` traced with its arguments sharded by `specs` (``ShardingTypeError`` where the
+    mesh's Explicit axes leave an op's result sharding ambiguous)."""
     import xla_spmd as xs
-    from xla_spmd import pipeline
-    from xla_spmd.cost import estimate
     from xla_spmd.frontend.pytree import tree_unflatten
 
     shardings = tree_unflatten(treedef, [xs.NamedSharding(mesh, s) for s in specs])
-    lowered = xs.jit(fn, in_shardings=tuple(shardings)).lower(*example_args)
+    return xs.jit(fn, in_shardings=tuple(shardings)).lower(*example_args)
+
+
+def _predicted_step(fn, mesh, example_args, treedef, specs, profile) -> float:
+    """The cost model's step time of `fn` with its arguments sharded by `specs`."""
+    from xla_spmd import pipeline
+    from xla_spmd.cost import estimate
+
+    lowered = _lowered(fn, mesh, example_args, treedef, specs)
     return estimate(pipeline.lower(lowered.module, mesh=mesh).spmd_module, profile).step_time
+
+
+def _rejections(rejected: dict[str, str]) -> str:
+    return "; ".join(f"{name}: {reason}" for name, reason in rejected.items())
 
 
 def _explain(problem, around, n: int, choice: list[int], spec) -> str:

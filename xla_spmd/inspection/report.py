@@ -9,7 +9,7 @@ file (`write_html`).
 
 >>> import numpy as np, xla_spmd as xs
 >>> xs.set_num_devices(4)
->>> mesh = xs.make_mesh({"x": 4})
+>>> mesh = xs.make_mesh({"x": 4}, axis_types=xs.AxisType.Auto)   # the partitioner decides
 >>> f = xs.jit(lambda a, b: a @ b, in_shardings=(xs.NamedSharding(mesh, xs.P(None, "x")),
 ...                                             xs.NamedSharding(mesh, xs.P("x", None))))
 >>> report = xs.inspect(f, np.ones((4, 8), np.float32), np.ones((8, 4), np.float32))
