@@ -186,8 +186,9 @@ EXECUTION_MODES = ("stacked", "lockstep", "threaded", "ranks")
   them over ``(D, *shape)`` values (``run_together``, ``backends/cpu/stacked.py``);
 * ``lockstep``: in-process devices on the calling thread, each step launched once per
   device before the next step (``run_together`` unstacked; also one device);
-* ``threaded``: a thread per in-process device, each walking its plan (a large program, or
-  one whose collectives are not all start/wait steps of the entry);
+* ``threaded``: a thread per in-process device, each walking its plan (a large program,
+  one whose collectives are not all start/wait steps of the entry, or one with a ``while``
+  loop, so that a device whose loop does not end is named at the collective timeout);
 * ``ranks``: a process per device under MPI, each walking its plan."""
 
 
@@ -209,7 +210,7 @@ def execution_mode(module: Module, devices: int, in_process: bool = True,
         return "ranks"
     programs = programs if programs is not None else plan_module(module)
     entry = programs[id(module.entry)]
-    if not _runs_in_lockstep(programs, entry):
+    if not _runs_in_lockstep(programs, entry) or _loops(programs.values()):
         return "threaded"
     if stack is None:
         stack = config.cpu_stacked
@@ -220,6 +221,13 @@ def execution_mode(module: Module, devices: int, in_process: bool = True,
 def _runs_in_lockstep(programs: Mapping[int, Program], entry: Program) -> bool:
     return (entry.peak_bytes <= LOCKSTEP_MAX_BYTES
             and _communicates_only_at_starts(programs.values(), entry))
+
+
+def _loops(programs) -> bool:
+    """Whether some plan runs a ``while``. A loop may not end on some device: on one thread
+    the other devices would wait for it with no deadline, until the loop cap. On threads of
+    their own they wait in the next collective, and the collective timeout names it."""
+    return any(step.inst.op.name == "while" for program in programs for step in program.steps)
 
 
 _DATA_OFFSET = compiler.array_data_offset()
@@ -274,6 +282,10 @@ class CpuExecutable:
         """The parameters a fusion writes over (donated: see ``run``)."""
         self.lockstep = _runs_in_lockstep(self.programs, entry)
         """Whether ``run_together`` may run this program (see there)."""
+        self.loops = _loops(self.programs.values())
+        """Whether the program has a ``while``: the runtime then runs a thread per device
+        instead of ``run_together``, so that a device whose loop does not end is named at
+        the collective timeout (see ``execution_mode``)."""
         self.stackable = self.lockstep and data_offset is not None and stacked.stackable(entry)
         """Whether ``run_together`` runs the devices stacked (see ``stacked``)."""
         self._data_offset = data_offset
