@@ -425,6 +425,8 @@ def main(argv: list[str] | None = None) -> int:
             raise  # the abort-on-error hook reports it once and stops every rank
         if not getattr(error, "reported_by_another_rank", False):
             print(f"xla-spmd {args.command}: error: {error}", file=sys.stderr)
+        if getattr(error, "every_rank_knows", False):
+            _finalize_mpi()
         return 2
     except MemoryError as error:  # past check_memory: temporaries, or a command without it
         print(f"xla-spmd {args.command}: error: out of memory: {error}", file=sys.stderr)
@@ -455,6 +457,18 @@ def _aborts_the_job(error: XlaSpmdError) -> bool:
     from xla_spmd.runtime.executable import mpi_aborts_on_error
 
     return mpi_aborts_on_error()
+
+
+def _finalize_mpi() -> None:
+    """End MPI on every rank before any exits: mpirun takes the first exit status 2 as a
+    failure and tears the job down, and a rank still finalizing then makes it print a
+    "PMIX ERROR: PMIX_ERR_UNREACH" line under the report. Every rank calls this, at the
+    same point (an error every rank knows)."""
+    from mpi4py import MPI
+
+    sys.stderr.flush()  # the report before anything mpirun adds
+    if MPI.Is_initialized() and not MPI.Is_finalized():
+        MPI.Finalize()
 
 
 def _agree_on_start_up(error: XlaSpmdError | None) -> None:
