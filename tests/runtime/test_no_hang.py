@@ -73,6 +73,10 @@ def spin_program(condition: str) -> str:
 
 # Devices 1..3 loop forever; device 0 goes straight to the all-reduce.
 SPIN_BUT_DEVICE_0 = spin_program("compare(%pid, %zero), direction=NE")
+# Device d loops 1000 * d times, then all-reduce.
+COUNT_TO_PID = spin_program("compare(%su, %limit), direction=LT").replace(
+    "%zero = u32[] constant(0)", "%su = u32[] convert(%s)\n  %thousand = u32[] constant(1000)"
+    "\n  %limit = u32[] multiply(%pid, %thousand)")
 # Every device loops forever.
 SPIN_EVERYWHERE = spin_program("constant(true)")
 
@@ -208,22 +212,43 @@ def test_loops_stop_when_another_device_fails():
     assert_no_device_thread_left()
 
 
-@pytest.mark.parametrize("backend", ["reference", "cpu"])
-def test_devices_in_a_loop_that_never_ends_are_named_at_the_timeout(backend):
-    """Devices 1..3 never leave their loop; device 0 waits in the all-reduce after it. The
-    CPU backend runs small programs on one thread, device after device, where device 0
-    would wait with no deadline until the loop cap (10 million iterations): a program with
-    a loop runs a thread per device instead."""
+@pytest.mark.parametrize("backend, report", [
+    ("reference", "on device 0 timed out after 0.5 s: devices [1, 2, 3] did not arrive"),
+    # The CPU backend runs a small program on one thread, device after device (lockstep),
+    # where device 0 would wait for device 1's loop with no deadline until the loop cap (10
+    # million iterations): a loop that a later collective waits for runs against the
+    # collective timeout there, and fails naming its device.
+    ("cpu", "the collective after while loop timed out after 0.5 s: device 1 did not arrive"),
+])
+def test_devices_in_a_loop_that_never_ends_are_named_at_the_timeout(backend, report):
+    """Devices 1..3 never leave their loop; device 0 waits in the all-reduce after it."""
     xs.set_num_devices(4)
     executable = compiled(SPIN_BUT_DEVICE_0, backend)
+    if backend == "cpu":
+        assert executable.execution_mode(4) != "threaded"  # loops keep lockstep's speed
     args = {d: [np.ones(4, np.float32)] for d in range(4)}
     with xs.config.override(collective_timeout=0.5):
         with pytest.raises(XlaSpmdError) as info:
             execute(executable, args)
     message = str(info.value)
-    assert "on device 0 timed out after 0.5 s: devices [1, 2, 3] did not arrive" in message
+    assert report in message
     assert "still true after" not in message
     assert_no_device_thread_left()
+
+
+@pytest.mark.parametrize("stack", [True, False])
+def test_lockstep_loops_within_the_timeout_run_to_their_end(stack):
+    """The lockstep deadline counts each device's own loop: loops that end in time run as
+    many iterations as their device needs, and their results are the reference's."""
+    xs.set_num_devices(4)
+    module = xs.parse_hlo(COUNT_TO_PID)
+    executable = get_backend("cpu").compile(module, devices=(0, 1, 2, 3))
+    args = {d: [np.ones(4, np.float32)] for d in range(4)}
+    with xs.config.override(collective_timeout=30, cpu_stacked=stack):
+        results = execute(executable, args)
+    expected = execute(compiled(COUNT_TO_PID), args)
+    for d in range(4):
+        np.testing.assert_array_equal(results[d][0], expected[d][0])
 
 
 def test_lockstep_evaluator_times_out_and_stops_loops():
@@ -486,7 +511,8 @@ def test_cli_under_mpirun_reports_a_failure_once_and_stops_every_rank(tmp_path, 
     output = finish(process, 120)
     assert process.returncode != 0, output
     assert output.count(report) == 1, output
-    reports = [line for line in output.splitlines() if line.startswith("xla-spmd")]
+    # (mpirun interleaves the ranks' output with its own: a line may start with a stray byte)
+    reports = [line for line in output.splitlines() if line.lstrip().startswith("xla-spmd")]
     assert len(reports) == 1, output  # one report, whatever its form
     assert "Traceback" not in output and "PMIX" not in output
     assert "still true after 10000000" not in output  # no rank ran on to the loop cap

@@ -4,10 +4,10 @@
 and returns each one's results (flattened). In-process devices are threads, one per device
 (`LocalWorld.run`), that exchange data through `xla_spmd.collectives.local`, sharing the
 cores' BLAS threads, or, where the executable offers it (`lockstep`, a small program on the
-CPU backend with no `while` loop), all on the calling thread, step by step (`run_together`).
-Under MPI this process runs its one device and collectives go through
-`xla_spmd.collectives.mpi` (or NCCL, `xla_spmd.collectives.nccl`, for a GPU executable). The
-program is the same; only the communicator differs.
+CPU backend), all on the calling thread, step by step (`run_together`). Under MPI this
+process runs its one device and collectives go through `xla_spmd.collectives.mpi` (or NCCL,
+`xla_spmd.collectives.nccl`, for a GPU executable). The program is the same; only the
+communicator differs.
 
 >>> import numpy as np, xla_spmd as xs
 >>> from xla_spmd.backends import get_backend
@@ -206,7 +206,7 @@ def execute(executable: Executable, per_device_args: Mapping[int, Sequence],
         with blas_threads(_mpi_blas_threads):  # ranks sharing the cores share them out
             return {device: run(device, per_device_args[device], communicator)}
     world = _local_world(count)
-    if getattr(executable, "lockstep", False) and not getattr(executable, "loops", False):
+    if getattr(executable, "lockstep", False):
         # The backend runs every device on this thread, step by step (a small program: its
         # time is Python's, which threads would only serialise on the GIL); BLAS keeps every
         # core, as one call runs at a time.
