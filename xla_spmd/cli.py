@@ -411,13 +411,22 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        _apply_options(args)
+        error = None
+        try:
+            _apply_options(args)
+        except XlaSpmdError as caught:
+            error = caught
+        _agree_on_start_up(error)
         code = args.handler(args)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
         return code
     except XlaSpmdError as error:
+        if _aborts_the_job(error):
+            raise  # the abort-on-error hook reports it once and stops every rank
         if not getattr(error, "reported_by_another_rank", False):
             print(f"xla-spmd {args.command}: error: {error}", file=sys.stderr)
+        if getattr(error, "every_rank_knows", False):
+            _finalize_mpi()
         return 2
     except MemoryError as error:  # past check_memory: temporaries, or a command without it
         print(f"xla-spmd {args.command}: error: out of memory: {error}", file=sys.stderr)
@@ -434,6 +443,59 @@ def main(argv: list[str] | None = None) -> int:
         # Every in-process device has stopped by now (LocalWorld.run waits for them).
         print(f"xla-spmd {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _aborts_the_job(error: XlaSpmdError) -> bool:
+    """Whether ``error`` must stop the whole MPI job: under mpirun, an error raised while the
+    ranks run (a collective that timed out, ranks that disagree, a failed evaluation) is
+    this rank's alone, or comes on some ranks only; the others may be waiting for this one,
+    or running a loop that will not end. The abort-on-error hook reports it once (from the
+    rank the error names, else the lowest) and stops every rank. Errors every rank learned
+    together (bad files, bad variables) exit each rank with status 2 instead."""
+    if getattr(error, "every_rank_knows", False):
+        return False
+    from xla_spmd.runtime.executable import mpi_aborts_on_error
+
+    return mpi_aborts_on_error()
+
+
+def _finalize_mpi() -> None:
+    """End MPI on every rank before any exits: mpirun takes the first exit status 2 as a
+    failure and tears the job down, and a rank still finalizing then makes it print a
+    "PMIX ERROR: PMIX_ERR_UNREACH" line under the report. Every rank calls this, at the
+    same point (an error every rank knows)."""
+    from mpi4py import MPI
+
+    sys.stderr.flush()  # the report before anything mpirun adds
+    if MPI.Is_initialized() and not MPI.Is_finalized():
+        MPI.Finalize()
+
+
+def _agree_on_start_up(error: XlaSpmdError | None) -> None:
+    """Raise ``error`` (a bad XLA_SPMD_* variable or option) if checking the options failed.
+    Under mpirun every rank first learns which ranks failed, over MPI itself (our
+    communicator reads these options): the lowest of them reports, once, and every rank
+    stops with exit status 2."""
+    from xla_spmd.runtime.devices import launched_by_mpi
+
+    if not launched_by_mpi():
+        if error is not None:
+            raise error
+        return
+    try:
+        from mpi4py import MPI
+    except ImportError:  # the run fails on it later, saying so; a bad option first
+        if error is not None:
+            raise error from None
+        return
+    failed = MPI.COMM_WORLD.allgather(error is not None)
+    if not any(failed):
+        return
+    if error is None or MPI.COMM_WORLD.Get_rank() != failed.index(True):
+        error = XlaSpmdError("another rank refused its options")
+        error.reported_by_another_rank = True
+    error.every_rank_knows = True
+    raise error
 
 
 def _agree_on_files(error: XlaSpmdError | None) -> None:
@@ -453,9 +515,9 @@ def _agree_on_files(error: XlaSpmdError | None) -> None:
     if not failed.any():
         return
     if error is None or communicator.rank != int(np.argmax(failed)):
-        quiet = XlaSpmdError("another rank could not read the files")
-        quiet.reported_by_another_rank = True
-        raise quiet
+        error = XlaSpmdError("another rank could not read the files")
+        error.reported_by_another_rank = True
+    error.every_rank_knows = True
     raise error
 
 

@@ -42,17 +42,24 @@ def _boolean(text: str | bool) -> bool:
 
 
 def _timeout(text: str | float) -> float:
-    """Seconds > 0; ``inf``, ``none`` or ``nan`` mean no timeout (math.inf)."""
+    """Seconds > 0; ``inf`` or ``none`` mean no timeout (math.inf). NaN is refused: it is
+    no number of seconds, and a typo's way to wait forever.
+
+    >>> _timeout("90"), _timeout("inf"), _timeout("none")
+    (90.0, inf, inf)
+    >>> _timeout("nan")
+    Traceback (most recent call last):
+    ...
+    ValueError: expected a positive number of seconds, or 'inf' for no limit
+    """
     expected = "expected a positive number of seconds, or 'inf' for no limit"
-    if isinstance(text, str) and text.strip().lower() in ("none", "inf", "infinity", "nan"):
+    if isinstance(text, str) and text.strip().lower() in ("none", "inf", "infinity"):
         return math.inf
     try:
         value = float(text)
     except (TypeError, ValueError):
         raise ValueError(expected) from None
-    if math.isnan(value) or value == math.inf:
-        return math.inf
-    if value <= 0:  # -inf included
+    if math.isnan(value) or value <= 0:  # -inf included
         raise ValueError(expected)
     return value
 

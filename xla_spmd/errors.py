@@ -31,6 +31,9 @@ class XlaSpmdError(Exception):
     peer_failed: bool  # set only on consequences; unset reads as False through getattr
     # Under MPI: set on the error of a rank that stays quiet because another rank reports.
     reported_by_another_rank: bool
+    # Under MPI: set on an error every rank learned together (a bad file or variable), so
+    # each rank exits by itself instead of aborting the job.
+    every_rank_knows: bool
 
 
 class ParseError(XlaSpmdError, ValueError):

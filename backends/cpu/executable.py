@@ -26,6 +26,7 @@ parallel.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
@@ -222,6 +223,32 @@ def _runs_in_lockstep(programs: Mapping[int, Program], entry: Program) -> bool:
             and _communicates_only_at_starts(programs.values(), entry))
 
 
+def _awaited_control(entry: Program) -> frozenset[int]:
+    """The indices of the ``entry`` plan's control steps (loops, calls, branches) that some
+    collective waits for afterwards: run in lockstep, every device's loop runs on one thread,
+    so a device whose loop does not end keeps the others from the collective they would wait
+    at, and must be named at the collective timeout (``run_together``)."""
+    last_wait = max((k for k, step in enumerate(entry.steps) if step.kind == "wait"),
+                    default=-1)
+    return frozenset(k for k, step in enumerate(entry.steps[:last_wait])
+                     if step.kind == "control")
+
+
+def _loop_timeout(devices: int) -> float | None:
+    """How long a loop of one of ``devices`` devices running in lockstep may run before the
+    others, waiting for it at their next collective, would time out: the collective timeout
+    (None for one device, or with no timeout)."""
+    if devices < 2:
+        return None
+    timeout = config.value("collective_timeout")
+    return None if math.isinf(timeout) else timeout
+
+
+def _limit_loops(contexts: Sequence[_CpuContext], timeout: float | None) -> None:
+    for ctx in contexts:
+        ctx.loop_timeout = timeout
+
+
 _DATA_OFFSET = compiler.array_data_offset()
 """Where numpy keeps an array's data pointer (None: generated kernels are called without
 stacked entries, and nothing runs stacked)."""
@@ -274,6 +301,8 @@ class CpuExecutable:
         """The parameters a fusion writes over (donated: see ``run``)."""
         self.lockstep = _runs_in_lockstep(self.programs, entry)
         """Whether ``run_together`` may run this program (see there)."""
+        self._awaited = _awaited_control(entry)
+        """Entry steps whose loops run against the collective timeout in lockstep."""
         self.stackable = self.lockstep and data_offset is not None and stacked.stackable(entry)
         """Whether ``run_together`` runs the devices stacked (see ``stacked``)."""
         self._data_offset = data_offset
@@ -395,13 +424,19 @@ class CpuExecutable:
                 values[slot] = argument
             states.append((values, self._context(device, communicators[device])))
         index = 0
+        contexts = [ctx for _, ctx in states]
+        awaited, timeout = self._awaited, _loop_timeout(len(states))
         with np.errstate(all="ignore"):
             try:
                 for launch_step, slot, frees in self.launches[id(program.computation)]:
+                    if index in awaited:
+                        _limit_loops(contexts, timeout)
                     for values, ctx in states:
                         values[slot] = launch_step(values, ctx)
                         for dead in frees:
                             values[dead] = None
+                    if index in awaited:
+                        _limit_loops(contexts, None)
                     index += 1
             except _ERRORS as error:
                 located = _located(program, index, error)
@@ -419,7 +454,9 @@ class CpuExecutable:
         launches = self._stacked_plans.get(count)
         if launches is None:
             launches = self._stacked_plans[count] = self._stacked_plan(program, count)
-        env = stacked.Environment([self._context(d, communicators[d]) for d in range(count)])
+        contexts = [self._context(d, communicators[d]) for d in range(count)]
+        env = stacked.Environment(contexts)
+        awaited, timeout = self._awaited, _loop_timeout(count)
         coerced = [device_arguments(self.module, d, arguments[d]) for d in range(count)]
         values: list = [None] * len(program.computation.instructions)
         for k, slot in enumerate(program.parameter_slots):
@@ -429,9 +466,13 @@ class CpuExecutable:
         with np.errstate(all="ignore"):
             try:
                 for launch_step, slot, frees in launches:
+                    if index in awaited:  # control flow runs device after device
+                        _limit_loops(contexts, timeout)
                     values[slot] = launch_step(values, env)
                     for dead in frees:
                         values[dead] = None
+                    if index in awaited:
+                        _limit_loops(contexts, None)
                     index += 1
             except _ERRORS as error:
                 located = _located(program, index, error)

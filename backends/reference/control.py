@@ -21,6 +21,7 @@ array([1., 1.], dtype=float32)
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -35,7 +36,7 @@ from xla_spmd.backends.reference.evaluator import (
     zeros_of,
 )
 from xla_spmd.backends.reference.reduction import top_k
-from xla_spmd.errors import EvaluationError
+from xla_spmd.errors import CommunicationError, EvaluationError
 from xla_spmd.ir import Instruction, Registry, TupleShape
 from xla_spmd.ir.custom_calls import (
     CALLBACK_KEY,
@@ -57,9 +58,18 @@ def while_rule(inst: Instruction, operands: list, ctx: Context):
     (state,) = operands
     condition, body = inst.attrs.condition, inst.attrs.body
     stop = ctx.stop
+    timeout = ctx.loop_timeout
+    deadline = None if timeout is None else time.monotonic() + timeout
     for iteration in range(ctx.max_loop_iterations):
         if stop is not None and stop.is_set():
             raise stopped_error(f"while {inst.name} (iteration {iteration})")
+        if deadline is not None and time.monotonic() > deadline:
+            assert timeout is not None
+            raise CommunicationError(
+                f"the collective after while {inst.name} timed out after {timeout:g} s: "
+                f"device {ctx.device_id} did not arrive (it is still in the loop, iteration "
+                f"{iteration}). If it is only slow, raise the timeout: "
+                + config.how_to_set("collective_timeout", "SECONDS") + " ('inf' waits forever)")
         if not bool(ctx.call(condition, [state])):
             return state
         state = ctx.call(body, [state])

@@ -109,6 +109,11 @@ class Context:
     # device failed, or the user pressed Ctrl-C. Loops check it every iteration. Defaults to
     # the communicator's `stopped`, where it has one (the in-process communicator).
     stop: Any = None
+    # Seconds a `while` loop may run before it fails as a device that never reached the
+    # collective the other devices wait at (the collective timeout): set where those devices
+    # run after this one on the same thread (the CPU backend's lockstep runs), which would
+    # otherwise wait for an endless loop with no deadline. None: only the iteration cap.
+    loop_timeout: float | None = None
     # The device's infeed and outfeed queues (`Feeds`); None: an infeed fails, an outfeed
     # writes nowhere.
     feeds: Feeds | None = None

@@ -167,7 +167,7 @@ def test_timeout_from_environment(monkeypatch):
     assert collective_timeout(1) == 1.0
 
 
-@pytest.mark.parametrize("text", ["inf", "nan", "none", "Infinity"])
+@pytest.mark.parametrize("text", ["inf", "none", "Infinity"])
 def test_timeout_without_limit(monkeypatch, text):
     monkeypatch.setenv("XLA_SPMD_COLLECTIVE_TIMEOUT", text)
     assert collective_timeout() == math.inf
@@ -176,7 +176,7 @@ def test_timeout_without_limit(monkeypatch, text):
     assert [o.item() for o in out] == [1, 1]
 
 
-@pytest.mark.parametrize("text", ["0", "-5", "soon", "-inf"])
+@pytest.mark.parametrize("text", ["0", "-5", "soon", "-inf", "nan"])
 def test_bad_timeout_names_the_variable(monkeypatch, text):
     monkeypatch.setenv("XLA_SPMD_COLLECTIVE_TIMEOUT", text)
     with pytest.raises(CommunicationError, match=f"XLA_SPMD_COLLECTIVE_TIMEOUT='{text}'"):

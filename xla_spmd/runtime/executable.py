@@ -75,6 +75,12 @@ def mpi_communicator():
     return _mpi_communicator
 
 
+def mpi_aborts_on_error() -> bool:
+    """Whether this rank has made its MPI communicator, and with it the hook that makes an
+    uncaught exception stop every rank, reported once (``install_abort_on_error``)."""
+    return _mpi_communicator is not None
+
+
 def nccl_communicator(gpu: int):
     """This rank's NCCL communicator on GPU ``gpu`` (for executables whose collectives run on
     the GPU: ``executable.collectives == "nccl"``); unique ids travel over the MPI one."""
