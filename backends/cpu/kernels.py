@@ -355,7 +355,9 @@ def broadcast_kernel(inst: Instruction, reads: tuple) -> Launch:
     is fused). Not a stride-0 view: numpy's matmul and sums choose their BLAS call and
     summation order by the operand's strides, so a dot or a float sum over the view gave
     other bits than the reference's over its copy (``dot(broadcast(v), w)`` off by an ulp,
-    ``reduce(broadcast(v), add)`` by more)."""
+    ``reduce(broadcast(v), add)`` by more). The reference's own expression: a 0-d result
+    stays 0-d, and an array numpy already calls contiguous (a size-1 dim's stride may be 0)
+    is not copied, there as here."""
     dims = inst.attrs.dimensions
     placed = [1] * inst.shape.rank
     order = tuple(sorted(range(len(dims)), key=lambda i: dims[i]))
@@ -363,12 +365,12 @@ def broadcast_kernel(inst: Instruction, reads: tuple) -> Launch:
         placed[dims[i]] = inst.shape.dims[dims[i]]
     placed, shape = tuple(placed), inst.shape.dims
     (a,) = reads
-    broadcast_to, contiguous = np.broadcast_to, np.ascontiguousarray
+    broadcast_to = np.broadcast_to
     if order == tuple(range(len(order))):
-        return lambda values, ctx: contiguous(
-            broadcast_to(_asarray(values[a]).reshape(placed), shape))
-    return lambda values, ctx: contiguous(broadcast_to(
-        _asarray(values[a]).transpose(order).reshape(placed), shape))
+        return lambda values, ctx: _asarray(
+            broadcast_to(_asarray(values[a]).reshape(placed), shape), order="C")
+    return lambda values, ctx: _asarray(broadcast_to(
+        _asarray(values[a]).transpose(order).reshape(placed), shape), order="C")
 
 
 def _as_kernel(builder):

@@ -231,8 +231,8 @@ def _broadcast(inst: Instruction, reads: tuple, count: int) -> StackedLaunch:
     (a,) = reads
     # A new C-contiguous array, as kernels.broadcast_kernel (each device's slice is then
     # laid out as the reference's broadcast: dots and sums over it give its bits).
-    return lambda values, env: np.ascontiguousarray(np.broadcast_to(
-        _asarray(values[a]).transpose(permutation).reshape(placed), shape))
+    return lambda values, env: _asarray(np.broadcast_to(
+        _asarray(values[a]).transpose(permutation).reshape(placed), shape), order="C")
 
 
 def _reduce(inst: Instruction, reads: tuple, count: int) -> StackedLaunch:

@@ -63,6 +63,20 @@ def test_dots_and_sums_of_broadcasts_give_the_references_bits(n):
     assert [exact_bits(x) for x in got] == _want(module, args)
 
 
+def test_a_broadcast_to_a_scalar_and_to_size_one_dims_keeps_its_shape():
+    module = parse_hlo("""HloModule m
+ENTRY %e (p: f32[]) -> (f32[], f32[1,3], f32[1,1]) {
+  %p = f32[] parameter(0)
+  %b = f32[] broadcast(%p), dimensions={}
+  %c = f32[1,3] broadcast(%p), dimensions={}
+  %d = f32[1,1] broadcast(%p), dimensions={}
+  ROOT %r = (f32[], f32[1,3], f32[1,1]) tuple(%b, %c, %d)
+}""")
+    args = [np.array(-2.5, np.float32)]
+    got = CpuBackend().compile(module, (0,)).run(0, args, None)
+    assert [exact_bits(x) for x in got] == _want(module, args)
+
+
 @pytest.mark.parametrize("stack", [True, False])
 def test_stacked_broadcasts_give_the_references_bits(stack):
     n = 100
