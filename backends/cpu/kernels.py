@@ -350,7 +350,14 @@ def reduce_kernel(inst: Instruction, reads: tuple) -> Launch:
 
 
 def broadcast_kernel(inst: Instruction, reads: tuple) -> Launch:
-    """Broadcast as a numpy view."""
+    """Broadcast into a new C-contiguous array, as the reference's rule makes it (a broadcast
+    step is only what a dot, a reduce, a fallback or the root reads: one that a fusion reads
+    is fused). Not a stride-0 view: numpy's matmul and sums choose their BLAS call and
+    summation order by the operand's strides, so a dot or a float sum over the view gave
+    other bits than the reference's over its copy (``dot(broadcast(v), w)`` off by an ulp,
+    ``reduce(broadcast(v), add)`` by more). The reference's own expression: a 0-d result
+    stays 0-d, and an array numpy already calls contiguous (a size-1 dim's stride may be 0)
+    is not copied, there as here."""
     dims = inst.attrs.dimensions
     placed = [1] * inst.shape.rank
     order = tuple(sorted(range(len(dims)), key=lambda i: dims[i]))
@@ -360,9 +367,10 @@ def broadcast_kernel(inst: Instruction, reads: tuple) -> Launch:
     (a,) = reads
     broadcast_to = np.broadcast_to
     if order == tuple(range(len(order))):
-        return lambda values, ctx: broadcast_to(_asarray(values[a]).reshape(placed), shape)
-    return lambda values, ctx: broadcast_to(
-        _asarray(values[a]).transpose(order).reshape(placed), shape)
+        return lambda values, ctx: _asarray(
+            broadcast_to(_asarray(values[a]).reshape(placed), shape), order="C")
+    return lambda values, ctx: _asarray(broadcast_to(
+        _asarray(values[a]).transpose(order).reshape(placed), shape), order="C")
 
 
 def _as_kernel(builder):

@@ -57,8 +57,7 @@ from xla_spmd.ir import Computation, Family, Instruction
 from xla_spmd.ir.module import has_side_effect
 
 CONTROL = ("while", "conditional", "call", "fusion")
-_SHARING = ("tuple", "get-tuple-element", "reshape", "bitcast", "transpose", "slice",
-            "broadcast")
+_SHARING = ("tuple", "get-tuple-element", "reshape", "bitcast", "transpose", "slice")
 
 
 @dataclass(slots=True)

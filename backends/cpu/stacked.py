@@ -229,8 +229,10 @@ def _broadcast(inst: Instruction, reads: tuple, count: int) -> StackedLaunch:
     placed, shape = (count, *placed), (count, *inst.shape.dims)
     permutation = (0, *_shifted(order))
     (a,) = reads
-    return lambda values, env: np.broadcast_to(
-        _asarray(values[a]).transpose(permutation).reshape(placed), shape)
+    # A new C-contiguous array, as kernels.broadcast_kernel (each device's slice is then
+    # laid out as the reference's broadcast: dots and sums over it give its bits).
+    return lambda values, env: _asarray(np.broadcast_to(
+        _asarray(values[a]).transpose(permutation).reshape(placed), shape), order="C")
 
 
 def _reduce(inst: Instruction, reads: tuple, count: int) -> StackedLaunch:
