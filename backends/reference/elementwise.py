@@ -7,6 +7,11 @@ XLA's edge-case rules (op_semantics §4–§8) are spelled out where numpy diffe
 division by zero, shifts by at least the bit width, NaN-propagating max/min that order -0 below
 +0, saturating float→int conversion, TOTALORDER comparison.
 
+Results are row-major (C-contiguous), XLA's default layout, whatever the operands' layouts
+(`_row_major`): numpy's ufuncs would keep a transposed operand's layout, and a float sum or a
+dot reading the result would then add in another order than the CPU backend, whose fusions
+write row-major.
+
 >>> import numpy as np
 >>> from xla_spmd.ir import Builder, ArrayShape, Module, S32
 >>> b = Builder("main")
@@ -140,6 +145,11 @@ UNARY_FUNCTIONS = {
 }
 
 
+def _row_major(result) -> np.ndarray:
+    """``result`` as a C-contiguous array (itself where it is one; 0-d stays 0-d)."""
+    return np.asarray(result, order="C")
+
+
 @EVALUATE.register(*UNARY_FUNCTIONS)
 def unary_rule(inst, operands, ctx):
     (x,) = operands
@@ -148,7 +158,7 @@ def unary_rule(inst, operands, ctx):
     function = UNARY_FUNCTIONS[inst.op.name]
     with np.errstate(all="ignore"):
         result = function(upcast(x))
-    return to_storage(result, inst.shape.dtype.numpy)
+    return _row_major(to_storage(result, inst.shape.dtype.numpy))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -278,7 +288,7 @@ def binary_rule(inst, operands, ctx):
     function = BINARY_FUNCTIONS[inst.op.name]
     with np.errstate(all="ignore"):
         result = function(a, b)
-    return to_storage(result, inst.shape.dtype.numpy)
+    return _row_major(to_storage(result, inst.shape.dtype.numpy))
 
 
 def apply_binary(opname: str, a, b) -> np.ndarray:
@@ -336,13 +346,14 @@ def compare(a, b, direction: ComparisonDirection, kind: ComparisonType) -> np.nd
 def compare_rule(inst, operands, ctx):
     a, b = operands
     kind = inst.attrs.type or default_comparison_type(inst.operands[0].shape.dtype)
-    return compare(a, b, inst.attrs.direction, kind)
+    return _row_major(compare(a, b, inst.attrs.direction, kind))
 
 
 @EVALUATE.register("select")
 def select_rule(inst, operands, ctx):
     predicate, on_true, on_false = operands
-    return to_storage(np.where(predicate, on_true, on_false), inst.shape.dtype.numpy)
+    return _row_major(to_storage(np.where(predicate, on_true, on_false),
+                                 inst.shape.dtype.numpy))
 
 
 @EVALUATE.register("clamp")
@@ -350,7 +361,7 @@ def clamp_rule(inst, operands, ctx):
     low, x, high = (upcast(v) for v in operands)
     with np.errstate(all="ignore"):
         result = _max_or_min(_max_or_min(x, low, True), high, False)
-    return to_storage(np.broadcast_to(result, x.shape), inst.shape.dtype.numpy)
+    return _row_major(to_storage(np.broadcast_to(result, x.shape), inst.shape.dtype.numpy))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -359,7 +370,7 @@ def clamp_rule(inst, operands, ctx):
 
 @EVALUATE.register("convert")
 def convert_rule(inst, operands, ctx):
-    return convert(operands[0], inst.shape.dtype)
+    return _row_major(convert(operands[0], inst.shape.dtype))
 
 
 @EVALUATE.register("bitcast-convert")
@@ -422,4 +433,4 @@ def reduce_precision_rule(inst, operands, ctx):
     with np.errstate(all="ignore"):
         result = reduce_precision(np.asarray(x), inst.attrs.exponent_bits,
                                   inst.attrs.mantissa_bits)
-    return to_storage(result, inst.shape.dtype.numpy)
+    return _row_major(to_storage(result, inst.shape.dtype.numpy))

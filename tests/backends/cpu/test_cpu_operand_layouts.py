@@ -93,13 +93,9 @@ def test_stacked_broadcasts_give_the_references_bits(stack):
         assert [exact_bits(x) for x in got[d]] == _want(single, args[d])
 
 
-# Not fixed: the reference's elementwise rules keep numpy's layout of their operands (order K),
-# so negate(transpose(x)) is an F-ordered array there, while the backend's fusion writes it
-# C-ordered; a float sum (or a small dot) over it then sums in another order. Either side
-# could give way (the reference's elementwise results made C-contiguous, or the backend
-# writing a fusion's output in the layout numpy would give it); strict: a fix makes it pass.
-@pytest.mark.xfail(strict=True, reason="CPU fusion outputs are C-ordered where the "
-                   "reference's elementwise results keep a transposed operand's layout")
+# The reference's elementwise rules write row-major results, as the backend's fusions do:
+# numpy's ufuncs alone would keep a transposed operand's layout (order K), so negate(transpose(
+# x)) was F-ordered there, and a float sum over it added in another order.
 def test_sums_over_an_elementwise_op_of_a_transpose_give_the_references_bits():
     n = 100
     module = parse_hlo(f"""HloModule m
