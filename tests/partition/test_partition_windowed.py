@@ -168,6 +168,34 @@ def test_select_and_scatter_halo(mesh_name, case):
         assert "all-gather" not in kinds(spmd)
 
 
+@pytest.mark.parametrize("direction", ["GE", "GT", "LE", "LT"])
+@pytest.mark.parametrize("special", [-np.inf, np.inf, np.nan])
+@pytest.mark.parametrize("backend", ["reference", "cpu"])
+def test_select_and_scatter_halo_never_selects_the_padding(direction, special, backend):
+    """The halo scheme's padding (edges, uneven tail) is never selected, whatever the values:
+    it was -inf (GE/GT) or +inf (LE/LT), so a window [padding, -inf] under GE (or [-inf,
+    padding] under GT, or [NaN, padding]) selected the padding and its source was lost."""
+    mesh = make_mesh({"a": 4})
+    size, k, stride, padding = 13, 3, 2, (1, 1)
+    window = Window.make((k,), (stride,), (padding,))
+    out = window.dims[0].output_size(size)
+    b = Builder("main")
+    x = b.parameter(f32(size), sharding=sharding(mesh, ["a"]))
+    src = b.parameter(f32(out), sharding=sharding(mesh, ["a"]))
+    sb = Builder("select")
+    p, q = sb.parameter(f32()), sb.parameter(f32())
+    select = sb.build(sb.compare(p, q, direction=ComparisonDirection[direction]))
+    ss = b.select_and_scatter(x, src, b.constant(np.float32(0)), window=window,
+                              select=select, scatter=binary("add"),
+                              sharding=sharding(mesh, ["a"]))
+    rng = np.random.default_rng(0)
+    operand = rng.standard_normal(size).astype(np.float32)
+    operand[[0, 3, 4, size - 1]] = special  # at the edges and at shard boundaries
+    source = np.arange(1, out + 1, dtype=np.float32)
+    spmd = check(Module.from_entry("m", b.build(ss)), [operand, source], backend=backend)
+    assert "all-gather" not in kinds(spmd)
+
+
 @pytest.mark.parametrize("mesh_name", MESHES)
 @pytest.mark.parametrize("size", [16, 13, 5])
 def test_reverse_mirrors_shards(mesh_name, size):
