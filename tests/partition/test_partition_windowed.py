@@ -8,6 +8,7 @@ from spmd_oracle import check
 
 from xla_spmd.ir import (
     F32,
+    S32,
     ArrayShape,
     Builder,
     ComparisonDirection,
@@ -194,6 +195,25 @@ def test_select_and_scatter_halo_never_selects_the_padding(direction, special, b
     source = np.arange(1, out + 1, dtype=np.float32)
     spmd = check(Module.from_entry("m", b.build(ss)), [operand, source], backend=backend)
     assert "all-gather" not in kinds(spmd)
+
+
+def test_select_and_scatter_halo_never_selects_the_padding_of_integers():
+    """As above for s32: the padding was the lowest s32, tied with a real one under GE."""
+    mesh = make_mesh({"a": 4})
+    window = Window.make((3,), (2,), ((1, 1),))
+    out = window.dims[0].output_size(13)
+    b = Builder("main")
+    x = b.parameter(ArrayShape(S32, (13,)), sharding=sharding(mesh, ["a"]))
+    src = b.parameter(ArrayShape(S32, (out,)), sharding=sharding(mesh, ["a"]))
+    sb = Builder("select")
+    p, q = sb.parameter(ArrayShape(S32, ())), sb.parameter(ArrayShape(S32, ()))
+    select = sb.build(sb.compare(p, q, direction=ComparisonDirection.GE))
+    ab = Builder("add")
+    u, v = ab.parameter(ArrayShape(S32, ())), ab.parameter(ArrayShape(S32, ()))
+    ss = b.select_and_scatter(x, src, b.constant(np.int32(0)), window=window, select=select,
+                              scatter=ab.build(ab.add(u, v)), sharding=sharding(mesh, ["a"]))
+    operand = np.full(13, np.iinfo(np.int32).min, np.int32)
+    check(Module.from_entry("m", b.build(ss)), [operand, np.arange(1, out + 1, dtype=np.int32)])
 
 
 @pytest.mark.parametrize("mesh_name", MESHES)
