@@ -108,6 +108,24 @@ def test_reduce_sum_and_max(shape):
         assert kinds(spmd) == ["all-reduce"]
 
 
+@pytest.mark.parametrize("kind", ["add", "maximum"])
+def test_reduce_into_unreduced_result_keeps_only_partial_sums(kind):
+    """A reduce over a sharded dim whose result is annotated unreduced (sum) on that axis:
+    partial sums stay unreduced, but partial maxima must be combined by the reducer first
+    (they were kept as if they were partial sums: max(a, b) read as a + b)."""
+    mesh = make_mesh({"x": 2})
+    b = Builder("main")
+    x = b.parameter(ArrayShape(F32, (4, 3)), sharding=S(mesh, ["x"], []))
+    rb = Builder("r")
+    p, q = rb.parameter(ArrayShape(F32, ())), rb.parameter(ArrayShape(F32, ()))
+    init = b.constant(np.float32(0 if kind == "add" else -np.inf))
+    r = b.reduce(x, init, dimensions=(0,), to_apply=rb.build(rb.op(kind, p, q)),
+                 sharding=S(mesh, [], unreduced=["x"]))
+    out = b.negate(r, sharding=S(mesh, []))
+    spmd = check(Module.from_entry("m", b.build(out)), rng_args((4, 3)))
+    assert kinds(spmd) == ["all-reduce"] * (1 if kind == "add" else 2)
+
+
 def test_batched_dot_uneven_contracting():
     mesh = make_mesh({"x": 2, "y": 2, "z": 2})
     b = Builder("main")

@@ -1,4 +1,8 @@
-"""The oracle property on generated programs x shardings x meshes, uneven sizes included."""
+"""The oracle property on generated programs x shardings x meshes, uneven sizes included.
+
+Reduces draw unreduced axes on their result too (a max reduce's partial maxima must not be
+kept as partial sums), and select-and-scatter runs on an operand masked with -inf (as a max
+pool's padding mask: the halo scheme's own padding must never be selected over it)."""
 
 import numpy as np
 import pytest
@@ -6,30 +10,40 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from spmd_oracle import check
 
-from xla_spmd.ir import F32, ArrayShape, Builder, Module
+from xla_spmd.ir import F32, ArrayShape, Builder, ComparisonDirection, Module
 from xla_spmd.mesh import make_mesh
 from xla_spmd.partition import plan_reshard
 from xla_spmd.sharding import TensorSharding
 
 MESHES = [{"a": 8}, {"a": 2, "b": 4}, {"a": 4, "b": 2}, {"a": 2, "b": 2, "c": 2}]
 KINDS = ["unary", "binary", "transpose", "reduce", "dot", "reshape", "slice", "concat",
-         "reverse", "pad", "window", "dus"]
+         "reverse", "pad", "window", "dus", "select_and_scatter"]
 
 
 def draw_sharding(data, mesh, rank, allow_unreduced=False):
+    """Each mesh axis on one dim, or unused, or (`allow_unreduced`) unreduced."""
     dims = [[] for _ in range(rank)]
+    unreduced = []
     names = list(data.draw(st.permutations(mesh.axis_names)))
     for axis in names:
-        choice = data.draw(st.integers(-1, rank - 1))
+        choice = data.draw(st.integers(-2 if allow_unreduced else -1, rank - 1))
         if choice >= 0:
             dims[choice].append(axis)
-    return TensorSharding(mesh, dims)
+        elif choice == -2:
+            unreduced.append(axis)
+    return TensorSharding(mesh, dims, unreduced=unreduced)
 
 
-def adder():
-    b = Builder("add")
+def adder(op="add"):
+    b = Builder(op)
     x, y = b.parameter(ArrayShape(F32, ())), b.parameter(ArrayShape(F32, ()))
-    return b.build(b.add(x, y))
+    return b.build(b.op(op, x, y))
+
+
+def select_ge():
+    b = Builder("select_ge")
+    x, y = b.parameter(ArrayShape(F32, ())), b.parameter(ArrayShape(F32, ()))
+    return b.build(b.compare(x, y, direction=ComparisonDirection.GE))
 
 
 def build_program(data, mesh):
@@ -49,8 +63,10 @@ def build_program(data, mesh):
             cur = b.transpose(cur, dimensions=(1, 0), sharding=rs(2))
         elif kind == "reduce":
             dim = data.draw(st.integers(0, 1))
-            zero = b.constant(np.float32(0))
-            red = b.reduce(cur, zero, dimensions=(dim,), to_apply=adder(), sharding=rs(1))
+            op = data.draw(st.sampled_from(["add", "maximum"]))
+            init = b.constant(np.float32(0 if op == "add" else -np.inf))
+            red = b.reduce(cur, init, dimensions=(dim,), to_apply=adder(op),
+                           sharding=draw_sharding(data, mesh, 1, allow_unreduced=True))
             cur = b.broadcast(red, shape=cur.shape, dimensions=(1 - dim,), sharding=rs(2))
         elif kind == "dot":
             k = data.draw(st.integers(1, 9))
@@ -87,6 +103,22 @@ def build_program(data, mesh):
             start = b.constant(np.int32(data.draw(st.integers(-1, 2))))
             cur = b.dynamic_update_slice(cur, update, start, b.constant(np.int32(0)),
                                          sharding=rs(2))
+        elif kind == "select_and_scatter":
+            from xla_spmd.ir import PRED, Window
+            size, stride = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))
+            low, high = data.draw(st.integers(0, 1)), data.draw(st.integers(0, 1))
+            window = Window.make((size, 1), (stride, 1), ((low, high), (0, 0)))
+            out = window.dims[0].output_size(d0)
+            if out > 0:
+                half, minus_inf = (b.broadcast(b.constant(np.float32(v)), shape=cur.shape,
+                                               dimensions=()) for v in (0.5, -np.inf))
+                above = b.compare(cur, half, direction=ComparisonDirection.GT,
+                                  shape=ArrayShape(PRED, cur.shape.dims), sharding=rs(2))
+                masked = b.select(above, minus_inf, cur, sharding=rs(2))
+                source = b.parameter(ArrayShape(F32, (out, d1)), sharding=rs(2))
+                cur = b.select_and_scatter(masked, source, b.constant(np.float32(0)),
+                                           window=window, select=select_ge(),
+                                           scatter=adder(), sharding=rs(2))
         elif kind == "concat":
             cur = b.concatenate(cur, cur, dimensions=(data.draw(st.integers(0, 1)),),
                                 sharding=rs(2))

@@ -8,6 +8,7 @@ from spmd_oracle import check
 
 from xla_spmd.ir import (
     F32,
+    S32,
     ArrayShape,
     Builder,
     ComparisonDirection,
@@ -166,6 +167,53 @@ def test_select_and_scatter_halo(mesh_name, case):
     spmd = run(b, ss)
     if size % mesh.size == 0 and size // mesh.size >= k:
         assert "all-gather" not in kinds(spmd)
+
+
+@pytest.mark.parametrize("direction", ["GE", "GT", "LE", "LT"])
+@pytest.mark.parametrize("special", [-np.inf, np.inf, np.nan])
+@pytest.mark.parametrize("backend", ["reference", "cpu"])
+def test_select_and_scatter_halo_never_selects_the_padding(direction, special, backend):
+    """The halo scheme's padding (edges, uneven tail) is never selected, whatever the values:
+    it was -inf (GE/GT) or +inf (LE/LT), so a window [padding, -inf] under GE (or [-inf,
+    padding] under GT, or [NaN, padding]) selected the padding and its source was lost."""
+    mesh = make_mesh({"a": 4})
+    size, k, stride, padding = 13, 3, 2, (1, 1)
+    window = Window.make((k,), (stride,), (padding,))
+    out = window.dims[0].output_size(size)
+    b = Builder("main")
+    x = b.parameter(f32(size), sharding=sharding(mesh, ["a"]))
+    src = b.parameter(f32(out), sharding=sharding(mesh, ["a"]))
+    sb = Builder("select")
+    p, q = sb.parameter(f32()), sb.parameter(f32())
+    select = sb.build(sb.compare(p, q, direction=ComparisonDirection[direction]))
+    ss = b.select_and_scatter(x, src, b.constant(np.float32(0)), window=window,
+                              select=select, scatter=binary("add"),
+                              sharding=sharding(mesh, ["a"]))
+    rng = np.random.default_rng(0)
+    operand = rng.standard_normal(size).astype(np.float32)
+    operand[[0, 3, 4, size - 1]] = special  # at the edges and at shard boundaries
+    source = np.arange(1, out + 1, dtype=np.float32)
+    spmd = check(Module.from_entry("m", b.build(ss)), [operand, source], backend=backend)
+    assert "all-gather" not in kinds(spmd)
+
+
+def test_select_and_scatter_halo_never_selects_the_padding_of_integers():
+    """As above for s32: the padding was the lowest s32, tied with a real one under GE."""
+    mesh = make_mesh({"a": 4})
+    window = Window.make((3,), (2,), ((1, 1),))
+    out = window.dims[0].output_size(13)
+    b = Builder("main")
+    x = b.parameter(ArrayShape(S32, (13,)), sharding=sharding(mesh, ["a"]))
+    src = b.parameter(ArrayShape(S32, (out,)), sharding=sharding(mesh, ["a"]))
+    sb = Builder("select")
+    p, q = sb.parameter(ArrayShape(S32, ())), sb.parameter(ArrayShape(S32, ()))
+    select = sb.build(sb.compare(p, q, direction=ComparisonDirection.GE))
+    ab = Builder("add")
+    u, v = ab.parameter(ArrayShape(S32, ())), ab.parameter(ArrayShape(S32, ()))
+    ss = b.select_and_scatter(x, src, b.constant(np.int32(0)), window=window, select=select,
+                              scatter=ab.build(ab.add(u, v)), sharding=sharding(mesh, ["a"]))
+    operand = np.full(13, np.iinfo(np.int32).min, np.int32)
+    check(Module.from_entry("m", b.build(ss)), [operand, np.arange(1, out + 1, dtype=np.int32)])
 
 
 @pytest.mark.parametrize("mesh_name", MESHES)

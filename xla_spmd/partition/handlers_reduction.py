@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from xla_spmd.ir import TupleShape
+from xla_spmd.ir import TupleShape, reducer_kind
 from xla_spmd.mesh import overlaps_any
 from xla_spmd.partition.argreduce import FLOAT_ARG_VALUES, arg_kind, combine_arg_partials
 from xla_spmd.partition.halo import cheaper_than_gather, exchange, local_window, plan_window
@@ -82,8 +82,11 @@ def reduce(low: Lowering, inst: Instruction, operands: list) -> PartValue:
         return unflatten(inst.shape, flat)
     value = low.emit(inst, args, local_sharding)
     if partial:
-        kept_unreduced = [a for a in partial if a in target.unreduced]
-        resolve = [a for a in partial if a not in target.unreduced]
+        # Partial results stay unreduced only where the target sums them as the reducer does
+        # (partial sums); partial maxima (or products) are finished here, whatever the target.
+        keeps = reducer_kind(inst.attrs.to_apply) == "add" and target.reduction == "sum"
+        kept_unreduced = [a for a in partial if keeps and a in target.unreduced]
+        resolve = [a for a in partial if a not in kept_unreduced]
         inst_reduced = value.inst
         if resolve:
             inst_reduced = low.em.all_reduce(value.inst, resolve, inst.attrs.to_apply,

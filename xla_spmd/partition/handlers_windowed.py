@@ -13,7 +13,10 @@ own offset (a rotation of 2 shards' worth, never a pad to the whole dim) and sel
 update covers its shard; unsharded updated dims are written by a local dynamic-update-slice at
 the global index. select-and-scatter exchanges operand halos, scatters locally into
 the extended window input and sends the halo contributions back to their owners (a reverse
-halo exchange), GSPMD's scheme.
+halo exchange), GSPMD's scheme, except that the local op selects on wider keys (f32 as f64,
+s32 as s64) whose sentinel marks the positions outside the operand and is never selected (XLA
+skips a window's padding; no padding value of the operand's own type does that for every
+value: a -inf padding under GE was kept over a real -inf, and replaced a NaN).
 
 Example: slice [1:8] of f32[8] on x=4 keeps x: device i needs elements 2i+1, 2i+2, one from
 its right neighbour (8 bytes moved instead of a 24-byte all-gather).
@@ -28,8 +31,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from xla_spmd.ir import (
+    F64,
     S32,
+    S64,
     ArrayShape,
+    Builder,
     ComparisonDirection,
     PadDim,
     SliceDim,
@@ -42,6 +48,7 @@ from xla_spmd.partition.halo import (
     halo_bytes,
     index_pairs,
     local_window,
+    mask_outside,
     plan_from_starts,
     plan_window,
 )
@@ -314,30 +321,83 @@ def _update_piece(em, u, d, c, rel):
 # select-and-scatter
 
 
-def _select_padding(select, dtype):
-    """A value that `select` (``compare(a, b)`` GE/GT or LE/LT) never prefers to a real one."""
+# Operand types whose select-and-scatter runs locally on a wider key: every value of the type
+# has a wider twin, which leaves a sentinel free to mark the window input's positions outside
+# the operand (the edges' padding, an uneven tail).
+_WIDER = {"f16": F64, "bf16": F64, "f32": F64, "s8": S64, "s16": S64, "s32": S64, "u8": S64,
+          "u16": S64, "u32": S64}
+
+
+def _select_direction(select) -> ComparisonDirection | None:
+    """The direction of `select` when it is ``compare(a, b)`` (GE, GT, LE or LT), else None."""
     root = select.root
     if root.opcode != "compare" or [getattr(o.attrs, "parameter_number", None)
                                     for o in root.operands] != [0, 1]:
         return None
-    if not (dtype.is_float or dtype.is_integer):
-        return None
-    low = -np.inf if dtype.is_float else np.iinfo(dtype.numpy).min
-    high = np.inf if dtype.is_float else np.iinfo(dtype.numpy).max
-    return {ComparisonDirection.GE: low, ComparisonDirection.GT: low,
-            ComparisonDirection.LE: high, ComparisonDirection.LT: high}.get(
-        root.attrs.direction)
+    direction = root.attrs.direction
+    return direction if direction in (ComparisonDirection.GE, ComparisonDirection.GT,
+                                      ComparisonDirection.LE, ComparisonDirection.LT) else None
+
+
+def _sentinel(wide) -> object:
+    """The wide key marking a position outside the operand: -inf for floats (a real -inf
+    becomes the lowest finite wide value, below every narrower value), the lowest s64."""
+    return -np.inf if wide.is_float else np.iinfo(np.int64).min
+
+
+def _skipping_select(low: Lowering, direction: ComparisonDirection, wide):
+    """``compare(a, b, direction)`` on wide keys that never selects the sentinel: a is kept
+    when b is the sentinel, replaced when a is (XLA skips the window's padding)."""
+    key = (f"select-{direction.name}-skipping", wide.name)
+    state = low.state
+    if key not in state.reducers:
+        name = state.fresh_name(f"spmd_select_{direction.name.lower()}.{wide.name}")
+        b = Builder(name)
+        a, c = b.parameter(ArrayShape(wide, ()), "a"), b.parameter(ArrayShape(wide, ()), "b")
+        sentinel = b.constant(_sentinel(wide), wide)
+        c_outside = b.compare(c, sentinel, direction=ComparisonDirection.EQ)
+        a_inside = b.compare(a, sentinel, direction=ComparisonDirection.NE)
+        prefer = b.compare(a, c, direction=direction)
+        state.reducers[key] = b.build(b.op("or", c_outside, b.op("and", a_inside, prefer)),
+                                      name)
+    return state.reducers[key]
+
+
+def _wide_key(low: Lowering, x, wide, sharding, plans):
+    """The exchanged window input `x` as wide keys that order and compare as its values, with
+    the sentinel at positions outside the operand."""
+    em = low.em
+    dims = x.shape.dims
+    key = em.op("convert", x, shape=ArrayShape(wide, dims))
+    sentinel = em.scalar(_sentinel(wide), wide)
+    if wide.is_float:
+        real_inf = em.op("compare", key, em.broadcast_scalar(sentinel, dims),
+                         direction=ComparisonDirection.EQ)
+        lowest = em.broadcast_scalar(em.scalar(float(np.finfo(np.float64).min), wide), dims)
+        key = em.op("select", real_inf, lowest, key)
+    for plan in plans.values():
+        if plan.masked:
+            key = mask_outside(low, key, sharding, plan.dim, plan.starts, plan.size, sentinel)
+    return key
 
 
 def select_and_scatter_halo(low: Lowering, inst: Instruction, operands: list,
                             halo_plans: Callable[..., dict[int, HaloPlan] | None]
                             ) -> PartValue | None:
     """select-and-scatter with sharded windowed dims kept sharded, or None (not supported:
-    select not a GE/GT/LE/LT compare, scatter not add, or gathering is cheaper)."""
+    select not a GE/GT/LE/LT compare, scatter not add, an operand type without a wider one,
+    or gathering is cheaper).
+
+    Locally the window input's positions outside the operand must never be selected, as XLA
+    skips the window's padding: no value of the operand's own type does that (a padding of
+    -inf under GE is kept over a real -inf before it, and replaces a NaN), so the local op
+    selects on wide keys (`_wide_key`) with a select that skips their sentinel, scatters the
+    source in the wide type and converts back."""
     operand, source, init = operands
     dtype = operand.global_shape.dtype
-    padding = _select_padding(inst.attrs.select, dtype)
-    if padding is None or reducer_kind(inst.attrs.scatter) != "add":
+    direction = _select_direction(inst.attrs.select)
+    wide = _WIDER.get(dtype.name)
+    if direction is None or wide is None or reducer_kind(inst.attrs.scatter) != "add":
         return None
     target = low.target(inst)
     wanted = target.replace(unreduced=())
@@ -353,9 +413,14 @@ def select_and_scatter_halo(low: Lowering, inst: Instruction, operands: list,
     x = low.reshard(operand, compute).inst
     src = mask_padding(low, low.reshard(source, compute), list(plans), zero)
     for plan in plans.values():
-        x = exchange(low, x, compute, plan, em.scalar(padding, dtype))
-    attrs = dataclasses.replace(inst.attrs, window=local_window(window, plans))
-    y = em.clone(inst, [x, src.inst, zero], x.shape, attrs=attrs)
+        x = exchange(low, x, compute, plan)
+    key = _wide_key(low, x, wide, compute, plans)
+    attrs = dataclasses.replace(inst.attrs, window=local_window(window, plans),
+                                select=_skipping_select(low, direction, wide),
+                                scatter=low.state.reducer(wide, "add"))
+    wide_src = em.op("convert", src.inst, shape=ArrayShape(wide, src.inst.shape.dims))
+    y = em.clone(inst, [key, wide_src, em.scalar(0, wide)], key.shape, attrs=attrs)
+    y = em.op("convert", y, shape=ArrayShape(dtype, y.shape.dims))
     for plan in reversed(list(plans.values())):
         y = _return_halo(low, y, compute, plan)
     init_local = em.broadcast_scalar(low.replicate(init).inst, y.shape.dims)
