@@ -67,6 +67,16 @@ class Gen:
         self.lines.append(f"  {name} = {text(dtype, dims)} {op}")
         return name
 
+    def reducer(self, dtype, kind):
+        """A scalar reducer computation of `kind` over `dtype` (added to the module), and a
+        zero (false) init value: (its name, the init's name)."""
+        comp = f"%{self.prefix}red{self.count}"
+        self.extra.append(
+            f"{comp} (p: {dtype}[], q: {dtype}[]) -> {dtype}[] {{\n"
+            f"  %p = {dtype}[] parameter(0)\n  %q = {dtype}[] parameter(1)\n"
+            f"  ROOT %o = {dtype}[] {kind}(%p, %q)\n}}\n")
+        return comp, self.raw(dtype, (), f"constant({'false' if dtype == 'pred' else '0'})")
+
     def pick(self, dims=None, dtype=None):
         pool = [v for v in self.values
                 if (dims is None or v[2] == tuple(dims)) and (dtype is None or v[1] == dtype)]
@@ -141,13 +151,7 @@ class Gen:
         if use == "keep":
             self.keep.append(v)
         elif use == "reduce" and v[2] and dtype not in ("c64",):
-            red = "maximum" if dtype == "pred" else "add"
-            comp = f"%{self.prefix}red{self.count}"
-            self.extra.append(
-                f"{comp} (p: {dtype}[], q: {dtype}[]) -> {dtype}[] {{\n"
-                f"  %p = {dtype}[] parameter(0)\n  %q = {dtype}[] parameter(1)\n"
-                f"  ROOT %o = {dtype}[] {red}(%p, %q)\n}}\n")
-            init = self.raw(dtype, (), f"constant({'false' if dtype == 'pred' else '0'})")
+            comp, init = self.reducer(dtype, "maximum" if dtype == "pred" else "add")
             every = ",".join(str(i) for i in range(len(v[2])))
             self.new(dtype, (), f"reduce({v[0]}, {init}), dimensions={{{every}}}, "
                                 f"to_apply={comp}")
@@ -341,14 +345,8 @@ class Gen:
             d = self.draw(st.integers(0, len(dims) - 1))
             self.new(dtype, dims, f"reverse({name}), dimensions={{{d}}}")
         elif op == "reduce" and dims and dtype != "c64":
-            red = "maximum" if dtype == "pred" else self.draw(
-                st.sampled_from(["add", "maximum", "minimum"]))
-            comp = f"%{self.prefix}red{self.count}"
-            self.extra.append(
-                f"{comp} (p: {dtype}[], q: {dtype}[]) -> {dtype}[] {{\n"
-                f"  %p = {dtype}[] parameter(0)\n  %q = {dtype}[] parameter(1)\n"
-                f"  ROOT %o = {dtype}[] {red}(%p, %q)\n}}\n")
-            init = self.raw(dtype, (), f"constant({'false' if dtype == 'pred' else '0'})")
+            comp, init = self.reducer(dtype, "maximum" if dtype == "pred" else self.draw(
+                st.sampled_from(["add", "maximum", "minimum"])))
             d = self.draw(st.sampled_from([(0,), (len(dims) - 1,), tuple(range(len(dims)))]))
             out = tuple(n for i, n in enumerate(dims) if i not in d)
             self.new(dtype, out, f"reduce({name}, {init}), dimensions={{{','.join(map(str, d))}}}, "
