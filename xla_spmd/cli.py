@@ -472,50 +472,50 @@ def _finalize_mpi() -> None:
 
 
 def _agree_on_start_up(error: XlaSpmdError | None) -> None:
-    """Raise ``error`` (a bad XLA_SPMD_* variable or option) if checking the options failed.
-    Under mpirun every rank first learns which ranks failed, over MPI itself (our
-    communicator reads these options): the lowest of them reports, once, and every rank
-    stops with exit status 2."""
-    from xla_spmd.runtime.devices import launched_by_mpi
-
-    if not launched_by_mpi():
-        if error is not None:
-            raise error
-        return
-    try:
-        from mpi4py import MPI
-    except ImportError:  # the run fails on it later, saying so; a bad option first
-        if error is not None:
-            raise error from None
-        return
-    failed = MPI.COMM_WORLD.allgather(error is not None)
-    if not any(failed):
-        return
-    if error is None or MPI.COMM_WORLD.Get_rank() != failed.index(True):
-        error = XlaSpmdError("another rank refused its options")
-        error.reported_by_another_rank = True
-    error.every_rank_knows = True
-    raise error
+    """Raise ``error`` (a bad XLA_SPMD_* variable or option) if checking the options failed,
+    agreed over MPI itself (our communicator reads these options; `_agree`)."""
+    def gather(failed: bool) -> tuple[int, np.ndarray] | None:
+        try:
+            from mpi4py import MPI
+        except ImportError:  # the run fails on it later, saying so; a bad option first
+            return None
+        world = MPI.COMM_WORLD
+        flags = np.zeros(world.Get_size(), np.bool_)
+        world.Allgather(np.array([failed]), flags)
+        return world.Get_rank(), flags
+    _agree(error, "refused its options", gather)
 
 
 def _agree_on_files(error: XlaSpmdError | None) -> None:
-    """Raise ``error`` if reading the files failed. Under mpirun every rank first learns
-    which ranks failed: the lowest of them reports (once, whether the files were bad
-    everywhere or on one host alone), and every rank stops with exit status 2."""
-    from xla_spmd.runtime.devices import launched_by_mpi
-    from xla_spmd.runtime.executable import mpi_communicator
+    """Raise ``error`` if reading the files failed, agreed over the job's communicator
+    (`_agree`)."""
+    def gather(failed: bool) -> tuple[int, np.ndarray]:
+        from xla_spmd.runtime.executable import mpi_communicator
 
-    if not launched_by_mpi():
+        communicator = mpi_communicator()
+        world = tuple(range(communicator.size))
+        return communicator.rank, communicator.all_gather(np.array([failed]), world, 0)
+    _agree(error, "could not read the files", gather)
+
+
+def _agree(error: XlaSpmdError | None, what: str, gather) -> None:
+    """Raise ``error`` if this rank failed a check that every rank makes. Under mpirun every
+    rank first learns which ranks failed (``gather(failed) -> (this rank, every rank's
+    flag)``, or None where they cannot be asked): the lowest of them reports, once, whether
+    the check failed everywhere or on one host alone, and every rank stops with exit status
+    2 (the others' error says "another rank <what>")."""
+    from xla_spmd.runtime.devices import launched_by_mpi
+
+    gathered = gather(error is not None) if launched_by_mpi() else None
+    if gathered is None:
         if error is not None:
             raise error
         return
-    communicator = mpi_communicator()
-    world = tuple(range(communicator.size))
-    failed = communicator.all_gather(np.array([error is not None]), world, 0)
+    rank, failed = gathered
     if not failed.any():
         return
-    if error is None or communicator.rank != int(np.argmax(failed)):
-        error = XlaSpmdError("another rank could not read the files")
+    if error is None or rank != int(np.argmax(failed)):
+        error = XlaSpmdError(f"another rank {what}")
         error.reported_by_another_rank = True
     error.every_rank_knows = True
     raise error
