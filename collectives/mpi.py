@@ -156,6 +156,11 @@ _IDLE_SECONDS = 1.0
 _MAX_SLEEP = 0.02
 # How long a rank that will not report waits for the reporting rank to stop the job.
 _REPORT_GRACE = 3.0
+# The same after a timeout, past the reporter's own deadline: the reporter is a rank waiting
+# in the same collective, so it reports unless it died, and mpirun's kill after its abort
+# took over 3 s to reach the other ranks on a loaded 2-core machine (each rank then printed
+# its own report); waiting longer costs time only where the reporter died.
+_TIMEOUT_REPORT_GRACE = 10.0
 
 
 def _mpi() -> Any:
@@ -727,7 +732,7 @@ class MpiCommunicator(BlockingCollectives):
         waiting = [(rank, deadline_of(state) if state is not None else time.time())
                    for rank, state in states.items() if state is None or state[0] == 1]
         error.reporter, report_deadline = min(waiting, default=(self._rank, time.time()))
-        error.report_at = max(report_deadline, time.time()) + _REPORT_GRACE
+        error.report_at = max(report_deadline, time.time()) + _TIMEOUT_REPORT_GRACE
         return error
 
     def _native_op(self, dtype: np.dtype, op: ReduceOp) -> Any:
