@@ -21,7 +21,8 @@ in-place ``Allgatherv`` shares the folded chunks (the ``v`` calls measured faste
 plain ones in Open MPI 5 at 1-64 MB, even for equal chunks). The fold of three or more
 chunks runs tile by tile (``base.fold``). Small buffers (up to
 ``_SMALL_REDUCE_BYTES`` gathered) are gathered whole and folded locally (one round trip).
-Mid-size ones (up to ``_SHARED_SLOT_BYTES`` a member) skip the chunk exchanges when every
+Mid-size ones (up to ``_SHARED_SLOT_BYTES`` a member, ``_PAIR_SHARED_BYTES`` in a group of
+two) skip the chunk exchanges when every
 member of the group maps the same file in ``/dev/shm`` (``shm.py``; ranks on one host): a
 member copies its buffer into its slot before it sends the header, folds its chunk from
 every member's slot once the headers agree, and after a barrier copies the folded chunks
@@ -79,6 +80,7 @@ array([4., 4., 4.])
 from __future__ import annotations
 
 import functools
+import os
 import struct
 import sys
 import threading
@@ -139,8 +141,13 @@ _SMALL_REDUCE_BYTES = 1 << 18
 # member runs through shared memory when every member of the group maps the same memory
 # (``shm.py``): two small exchanges instead of three round trips. Each member of a group
 # that makes them maps SLOTS input slots of this size and SLOTS result slots of a chunk of
-# it, all reserved: 40 MiB per group of 4 on the host, 24 MiB per pair.
+# it, all reserved: 40 MiB per group of 4 on the host.
 _SHARED_SLOT_BYTES = 4 << 20
+# The same limit for a group of two: there the Alltoallv path, two single messages, measured
+# 7-20% faster from 3 MiB a member, and equal at 2 MiB (2 ranks, 2 cores; the two paths
+# interleaved in one job: scripts/bench_communicators.py's all_reduce/a2av row). 12 MiB per
+# pair on the host.
+_PAIR_SHARED_BYTES = 2 << 20
 # A wait tests this many times before it sets up its deadline and its beacon: most waits
 # end within a few microseconds.
 _QUICK_TESTS = 16
@@ -149,8 +156,10 @@ _QUICK_TESTS = 16
 # most _MAX_SLEEP): a long wait is a straggler or a hang, and waiting ranks should leave the
 # cores to the others. Yielding from 200 us on (it was 50 ms) measured 10-30% faster at 1-4
 # MB with ranks sharing cores with other jobs, and it kept 2 ranks out of the 25 ms stalls
-# that raw MPI calls fell into (scripts/bench_communicators.py --baseline); on an idle core a
-# yield returns at once.
+# that raw MPI calls fell into (scripts/bench_communicators.py --baseline). The yield is
+# sched_yield, which returns at once on an idle core (0.4 us here): time.sleep(0) is a
+# zero-length nanosleep that the kernel's timer slack stretches to a nap (86 us here), and
+# it slowed every wait past 200 us, such as a 4 MiB Allgatherv (390 us against 300).
 _SPIN_SECONDS = 0.0002
 _IDLE_SECONDS = 1.0
 _MAX_SLEEP = 0.02
@@ -201,6 +210,11 @@ _NONBLOCKING = {name: "I" + name.lower() for name in (
     "Allreduce", "Allgather", "Allgatherv", "Alltoall", "Alltoallv", "Barrier", "Bcast",
     "Reduce_scatter_block")}
 _NATIVE_FLOATS = {np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128)}
+
+
+def _shared_limit(parts: int) -> int:
+    """The most bytes a member all-reduces through shared memory in a group of ``parts``."""
+    return _PAIR_SHARED_BYTES if parts == 2 else _SHARED_SLOT_BYTES
 
 
 def _chunks(total: int, parts: int) -> tuple[np.ndarray, np.ndarray]:
@@ -694,7 +708,7 @@ class MpiCommunicator(BlockingCollectives):
                 if waited > _IDLE_SECONDS:
                     time.sleep(min(_MAX_SLEEP, waited * 0.005))
                 elif waited > _SPIN_SECONDS:
-                    time.sleep(0)
+                    os.sched_yield()
         finally:
             self._beacons.running()
 
@@ -763,7 +777,7 @@ class MpiCommunicator(BlockingCollectives):
         creating: _Creating | None = None
         if (native is None and parts > 1 and x.nbytes > _INLINE_BYTES
                 and _SMALL_REDUCE_BYTES < x.nbytes * parts
-                and x.nbytes <= _SHARED_SLOT_BYTES):
+                and x.nbytes <= _shared_limit(parts)):
             slots = self._shared_slots(group)
             if isinstance(slots, _Creating):
                 creating = self._shared[group] = _Creating(self._sequence.get(group, 0))
@@ -781,7 +795,7 @@ class MpiCommunicator(BlockingCollectives):
                 # group's payload communicator.
                 out = yield from self._ordered_all_reduce(x, group, comm, op)
                 self._shared[group] = yield from SharedSlots.create_steps(
-                    comm, self._slot_bytes)
+                    comm, min(self._slot_bytes, _shared_limit(parts)))
                 return out
             if native is not None:
                 out = self._results.take(x.shape, x.dtype)

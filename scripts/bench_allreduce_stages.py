@@ -19,7 +19,12 @@ load that comes and goes weighs on all alike):
   same bytes; ``bare-plain``: ``bare`` with ``Ialltoall`` and ``Iallgather`` instead (what
   ours did before it took the ``v`` calls);
 * ``gather``: raw ``Allgather`` of the whole buffer + a local fold (the other deterministic
-  algorithm).
+  algorithm);
+* ``shm-bare``: the shared-memory path with no header and no Python machinery: copy in,
+  ``Ibarrier`` (where ours exchanges its header), fold, ``Ibarrier``, copy out into a
+  preallocated buffer, on slots of its own. ``ours - shm-bare`` is what our header check and
+  call machinery cost on that path; ``shm-bare / raw`` is the floor of the algorithm on this
+  machine.
 
 Run under MPI, e.g.::
 
@@ -36,14 +41,27 @@ from bench_communicators import parse_bytes, timed
 from mpi4py import MPI
 
 from xla_spmd.collectives.base import fold
-from xla_spmd.collectives.mpi import MpiCommunicator, _Layout
+from xla_spmd.collectives.mpi import _SHARED_SLOT_BYTES, MpiCommunicator, _Layout, _SharedPlan
+from xla_spmd.collectives.shm import SLOTS, SharedSlots
 
 NAMES = ("ours", "ours-a2av", "raw", "header", "a2av", "fold", "agv", "bare", "hdr+bare",
-         "a2a", "ag", "bare-plain", "gather")
+         "a2a", "ag", "bare-plain", "gather", "shm-bare")
 
 
-def stages(ours: MpiCommunicator, plain: MpiCommunicator, raw, size: int, repeats: int
-           ) -> list[float]:
+def shared_slots(comm) -> SharedSlots | None:
+    """Slots of our shared-memory all-reduce over ``comm`` (None where its ranks cannot
+    share memory), made by running the stages of ``SharedSlots.create_steps`` blocking."""
+    steps = SharedSlots.create_steps(comm, _SHARED_SLOT_BYTES)
+    try:
+        while True:
+            target, name, arguments = next(steps)
+            getattr(target, name)(*arguments)
+    except StopIteration as made:
+        return made.value
+
+
+def stages(ours: MpiCommunicator, plain: MpiCommunicator, raw, slots: SharedSlots | None,
+           size: int, repeats: int) -> list[float]:
     """The median time of each column of ``NAMES`` at ``size`` bytes per rank."""
     world = MPI.COMM_WORLD
     n, rank = world.Get_size(), world.Get_rank()
@@ -94,11 +112,32 @@ def stages(ours: MpiCommunicator, plain: MpiCommunicator, raw, size: int, repeat
         raw.Allgather(x, gathered)
         fold([gathered[k] for k in range(n)], "sum")
 
+    plans = [] if slots is None or not slots.fits(x.size, 4) else [
+        _SharedPlan(slots, pair, layout, x.dtype) for pair in range(SLOTS)]
+    calls = [0]
+
+    def shm_bare():  # what ours does on the shared-memory path, less header and machinery
+        if not plans:
+            return
+        plan = plans[calls[0] % SLOTS]
+        calls[0] += 1
+        data = x.view(np.uint8)
+        plan.before[...] = data[:plan.low]
+        plan.after[...] = data[plan.high:]
+        polled(raw.Ibarrier())
+        rows = list(plan.rows)
+        rows[me] = x[plan.start:plan.stop]
+        fold(rows, "sum", out=plan.result)
+        polled(raw.Ibarrier())
+        whole = out.view(np.uint8)
+        for low, high, source in plan.copies:
+            whole[low:high] = source
+
     fns = [lambda: ours.all_reduce(x, group, "sum"), lambda: plain.all_reduce(x, group, "sum"),
            lambda: raw.Allreduce(x, out, MPI.SUM),
            lambda: ours.barrier(group), a2av, fold_only, agv, bare, header_bare,
            lambda: raw.Alltoall(x, received), lambda: raw.Allgather(MPI.IN_PLACE, out),
-           bare_plain, gather]
+           bare_plain, gather, shm_bare]
     return timed(fns, world, repeats)
 
 
@@ -112,24 +151,29 @@ def main() -> None:
     ours = MpiCommunicator()
     plain = MpiCommunicator(shared_memory=False)
     raw = world.Dup()
+    slots = shared_slots(raw)
     load = os.getloadavg()[0]
     rows = []
     size = parse_bytes(args.min_bytes)
     while size <= parse_bytes(args.max_bytes):
         repeats = max(3, args.repeats if size <= (1 << 22) else args.repeats // 4)
-        rows.append((size, stages(ours, plain, raw, size, repeats)))
+        rows.append((size, stages(ours, plain, raw, slots, size, repeats)))
         size *= 4
     if world.Get_rank() == 0:
         print(f"{world.Get_size()} ranks, float32 sum, median of {args.repeats} runs "
               f"interleaved, slowest rank, us; load average {load:.1f} at start, "
               f"{os.getloadavg()[0]:.1f} at end, {os.cpu_count()} cores")
         print(f"{'bytes/rank':>10} " + " ".join(f"{name:>8}" for name in NAMES)
-              + f" {'ours/raw':>8} {'python':>8}")
+              + f" {'ours/raw':>8} {'python':>8} {'shm/raw':>8}")
         for size, times in rows:
             t = dict(zip(NAMES, times))
             python = t["ours-a2av"] - t["bare"] - t["header"]
             print(f"{size:>10} " + " ".join(f"{v * 1e6:>8.1f}" for v in times)
-                  + f" {t['ours'] / t['raw']:>8.2f} {python * 1e6:>8.1f}")
+                  + f" {t['ours'] / t['raw']:>8.2f} {python * 1e6:>8.1f}"
+                  + (f" {t['shm-bare'] / t['raw']:>8.2f}" if slots is not None
+                     else f" {'-':>8}"))
+    if slots is not None:
+        slots.close()
     raw.Free()
     ours.free()
     plain.free()

@@ -4,7 +4,8 @@ Rows: ``all_reduce`` is our default, deterministic all-reduce (a left fold in gr
 bit-identical everywhere: gathered whole up to 256 KiB gathered; above that, up to 4 MiB a
 rank, through shared memory when the ranks share a host (slots in ``/dev/shm``: copy in,
 header, fold, barrier, copy out); else Alltoallv to the other members + fold + in-place
-Allgatherv); ``all_reduce/mpi`` is ours with
+Allgatherv); ``all_reduce/a2av`` is ours with ``shared_memory=False`` (the Alltoallv path at
+every size, as across hosts); ``all_reduce/mpi`` is ours with
 ``deterministic=False`` (MPI's own float reduction); ``all_gather``. Every call of ours first
 exchanges and checks a call header; the ``header`` column is the time of that exchange alone
 (our barrier, which is nothing else) and its share of our call.
@@ -123,8 +124,8 @@ def load(name: str, source: str) -> Any:
     return module
 
 
-def measure(ours: MpiCommunicator, fast: MpiCommunicator, base: MpiCommunicator | None, raw,
-            size: int, repeats: int) -> list[tuple]:
+def measure(ours: MpiCommunicator, chunked: MpiCommunicator, fast: MpiCommunicator,
+            base: MpiCommunicator | None, raw, size: int, repeats: int) -> list[tuple]:
     world = MPI.COMM_WORLD
     n = world.Get_size()
     group = tuple(range(n))
@@ -135,6 +136,9 @@ def measure(ours: MpiCommunicator, fast: MpiCommunicator, base: MpiCommunicator 
     (t_header,) = timed([lambda: ours.barrier(group)], world, repeats)
     cases = [
         ("all_reduce", lambda: ours.all_reduce(x, group, "sum"),
+         lambda: raw.Allreduce(x, reduced, MPI.SUM),
+         lambda: raw.Allreduce(x, np.empty_like(x), MPI.SUM), 2 * (n - 1) / n),
+        ("all_reduce/a2av", lambda: chunked.all_reduce(x, group, "sum"),
          lambda: raw.Allreduce(x, reduced, MPI.SUM),
          lambda: raw.Allreduce(x, np.empty_like(x), MPI.SUM), 2 * (n - 1) / n),
         ("all_reduce/mpi", lambda: fast.all_reduce(x, group, "sum"),
@@ -170,6 +174,7 @@ def main() -> None:
     args = parser.parse_args()
     world = MPI.COMM_WORLD
     ours = MpiCommunicator()
+    chunked = MpiCommunicator(shared_memory=False)
     fast = MpiCommunicator(deterministic=False)
     base = baseline_communicator(args.baseline) if args.baseline else None
     raw = world.Dup()
@@ -179,7 +184,7 @@ def main() -> None:
     size = parse_bytes(args.min_bytes)
     while size <= parse_bytes(args.max_bytes):
         repeats = max(3, args.repeats if size <= (1 << 22) else args.repeats // 4)
-        rows += measure(ours, fast, base, raw, size, repeats)
+        rows += measure(ours, chunked, fast, base, raw, size, repeats)
         size *= 4
     if world.Get_rank() == 0:
         print(f"{n} ranks, float32, median of up to {args.repeats} runs (ours and raw "
@@ -196,6 +201,7 @@ def main() -> None:
                   f"{t_header / t_ours:>6.0%}")
     raw.Free()
     ours.free()
+    chunked.free()
     fast.free()
     if base is not None:
         base.free()

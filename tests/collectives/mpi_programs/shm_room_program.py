@@ -33,7 +33,8 @@ def left_fold(rows: list[np.ndarray]) -> np.ndarray:
 def all_reduces(comm: MpiCommunicator, group: tuple[int, ...], label: str, count: int = 3,
                 elements: int = 1 << 20) -> list[str]:
     """``count`` mid-size all-reduces on ``group`` (float32; by default 4 MiB a member:
-    every page of the input slots is written), each against the left fold."""
+    every page of the input slots is written; a pair's slots hold 2 MiB, so pass 1 << 19
+    elements for one), each against the left fold."""
     failures = []
     for k in range(count):
         rows = [np.random.default_rng(100 * k + member).standard_normal(elements)
@@ -61,7 +62,8 @@ def mock(world: tuple[int, ...]) -> tuple[list[str], list[str]]:
     if comm.rank == 0:
         os.posix_fallocate = no_room  # rank 0 makes the world's file and pair (0, 1)'s
     try:
-        failures = all_reduces(comm, world, "no room") + all_reduces(comm, pair, "no room")
+        failures = all_reduces(comm, world, "no room") + all_reduces(comm, pair, "no room",
+                                                                  elements=1 << 19)
     finally:
         os.posix_fallocate = real
     states = [f"world {slots_of(comm, world)}", f"pair {slots_of(comm, pair)}"]
