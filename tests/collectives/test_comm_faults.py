@@ -95,15 +95,16 @@ def test_mpi_timeout_names_collective_group_and_missing_ranks(mpirun):
 
 @pytest.mark.mpi
 @pytest.mark.slow
-def test_mpi_member_stuck_in_a_payload_stage_stops_the_job(mpirun):
+@pytest.mark.parametrize("mode, call", [("stall", 1), ("stall-shared", 2)])
+def test_mpi_member_stuck_in_a_payload_stage_stops_the_job(mpirun, mode, call):
     start = time.monotonic()
-    completed = mpirun("fault_program.py", "stall", ranks=4, timeout=30)
+    completed = mpirun("fault_program.py", mode, ranks=4, timeout=30)
     assert time.monotonic() - start < 20  # rank 3 sleeps 30 s; the others' timeout cuts it
     assert completed.returncode != 0
     assert completed.stdout.count("timed out after 2 s") == 1, completed.stdout
-    assert "all_reduce over replica group (0, 1, 2, 3) (call #1 on that group) timed out " \
-           "after 2 s on rank 0: every member reached it, so the transfer itself stalled" in \
-        completed.stdout, completed.stdout
+    assert f"all_reduce over replica group (0, 1, 2, 3) (call #{call} on that group) timed " \
+           "out after 2 s on rank 0: every member reached it, so the transfer itself " \
+           "stalled" in completed.stdout, completed.stdout
     assert "Traceback" not in completed.stdout
 
 

@@ -7,6 +7,9 @@
 * ``stall``: every rank makes a blocking all-reduce large enough to have payload stages,
   and rank 3 stops inside it, after the header exchange; the others must time out on the
   payload stage after 2 s and stop the job, reported once.
+* ``stall-shared``: the same in a blocking all-reduce through shared memory (the slots made
+  by an earlier one), which runs in one frame: rank 3 stops in its fold, after the header
+  exchange; the others must time out in the barrier after 2 s, reported once.
 """
 
 from __future__ import annotations
@@ -49,6 +52,20 @@ def main(mode: str) -> None:
 
             MpiCommunicator._post = stuck
         comm.all_reduce(np.ones(1 << 16, np.float32), everyone, "sum")
+    elif mode == "stall-shared":
+        x = np.ones(1 << 16, np.float32)
+        comm.all_reduce(x, everyone, "sum")  # makes the group's shared slots
+        comm.barrier(everyone)
+        comm.timeout = 2.0
+        if comm.rank == 3:
+            fold = MpiCommunicator._fold_shared
+
+            def stuck(*args):
+                time.sleep(30)
+                return fold(*args)
+
+            MpiCommunicator._fold_shared = staticmethod(stuck)
+        comm.all_reduce(x, everyone, "sum")
     print(f"rank {comm.rank} finished, which it should not", flush=True)
 
 
