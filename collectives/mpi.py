@@ -774,7 +774,7 @@ class MpiCommunicator(BlockingCollectives):
             name = None
         return None if name is None else getattr(self._MPI, name)
 
-    # -- nonblocking collectives --------------------------------------------------------------
+    # -- the blocking all-reduce --------------------------------------------------------------
 
     def all_reduce(self, x: np.ndarray, group: Sequence[int], op: ReduceOp = "sum"
                    ) -> np.ndarray:
@@ -799,6 +799,8 @@ class MpiCommunicator(BlockingCollectives):
         return (parts > 1 and _SMALL_REDUCE_BYTES < x.nbytes * parts
                 and _INLINE_BYTES < x.nbytes <= _shared_limit(parts)
                 and self._native_op(x.dtype, op) is None)
+
+    # -- nonblocking collectives --------------------------------------------------------------
 
     def all_reduce_start(self, x: np.ndarray, group: Sequence[int], op: ReduceOp = "sum"
                          ) -> _MpiHandle | CompletedHandle:
