@@ -287,6 +287,31 @@ class _SharedPlan:
         self.copies = [(low, low + count, slots.result(member, pair)[:count])
                        for member, (low, count) in enumerate(zip(offsets, counts))]
 
+    def copy_in(self, x: np.ndarray) -> None:
+        """Copy ``x`` (C-contiguous) into this member's input slot, all but its own chunk."""
+        data = x.reshape(-1).view(np.uint8)
+        self.before[...] = data[:self.low]
+        self.after[...] = data[self.high:]
+
+
+class _SharedCall:
+    """What a blocking all-reduce of one shape, dtype and reduction over one group through
+    the group's shared slots needs, made at its first such call and kept
+    (``MpiCommunicator._shared_all_reduce_now``): the group's communicators, the slot plan
+    of each pair, the header block with every word but the call number filled in, and the
+    block the members' headers arrive in (a blocking call completes before it returns, so
+    one pair of blocks serves every call)."""
+
+    __slots__ = ("group", "comms", "fingerprint", "plans", "block", "blocks")
+
+    def __init__(self, group: Group, comms: tuple[Any, Any], plans: list[_SharedPlan],
+                 head: np.ndarray):
+        self.group, self.comms, self.plans = group, comms, plans
+        self.fingerprint = _fingerprint(group)
+        self.block = np.zeros(_BLOCK_BYTES, np.uint8)
+        self.block[:_HEADER_BYTES] = head
+        self.blocks = np.empty((len(group), _BLOCK_BYTES), np.uint8)
+
 
 class _Creating:
     """A group's shared slots not made yet: ``sequence`` is the number of the call on the
@@ -457,6 +482,7 @@ class MpiCommunicator(BlockingCollectives):
         # The handle of the call in flight that last used a group's slot pair, if any.
         self._slot_users: dict[tuple[Group, int], _MpiHandle] = {}
         self._shared_plans: dict[tuple, _SharedPlan] = {}
+        self._shared_calls: dict[tuple, _SharedCall] = {}
         world = tuple(range(self._size))
         self._group_comms[world] = (self._comm, self._comm.Dup())
 
@@ -540,6 +566,7 @@ class MpiCommunicator(BlockingCollectives):
                 payload.Free()
         self._group_comms.clear()
         self._shared_plans.clear()  # views of the slots
+        self._shared_calls.clear()
         for slots in self._shared.values():
             if isinstance(slots, SharedSlots):
                 slots.close()
@@ -582,20 +609,9 @@ class MpiCommunicator(BlockingCollectives):
         """Number a collective on ``group``, mark this rank as having entered it, and post its
         header exchange (with ``x`` inline when it fits): ``(kind, group, call number)``, the
         receive blocks, the request, and whether the payload travels inline."""
-        sequence = self._sequence.get(group, 0)
-        self._sequence[group] = sequence + 1
-        self._beacons.entered(_fingerprint(group), sequence)
-        key = (kind, op, None if x is None else (x.dtype, x.shape), args, pairs, self.program,
-               self.deterministic)
-        head = self._headers.get(key)
-        if head is None:
-            if len(self._headers) > _MAX_HEADERS:
-                self._headers.clear()
-            head = self._headers[key] = header.encode(0, kind, op, x, args, pairs,
-                                                       self.program, self.deterministic
-                                                       ).view(np.uint8)
+        sequence = self._number(group, _fingerprint(group))
         block = np.empty(_BLOCK_BYTES, np.uint8)
-        block[:_HEADER_BYTES] = head
+        block[:_HEADER_BYTES] = self._header(kind, op, x, args, pairs)
         # Header word 0 is the call number. An ndarray is a writable buffer; numpy's stubs
         # declare ``__buffer__`` for Python >= 3.12 only, and pyright checks as 3.11.
         _pack_sequence(block, 0, sequence)  # pyright: ignore[reportArgumentType]
@@ -605,6 +621,29 @@ class MpiCommunicator(BlockingCollectives):
         blocks = np.empty((len(group), _BLOCK_BYTES), np.uint8)
         request = comms[1].Iallgather(block, blocks)
         return (kind, group, sequence), blocks, request, inline
+
+    def _number(self, group: Group, fingerprint: int) -> int:
+        """The number of the collective this rank enters now on ``group`` (its beacon says
+        so)."""
+        sequence = self._sequence.get(group, 0)
+        self._sequence[group] = sequence + 1
+        self._beacons.entered(fingerprint, sequence)
+        return sequence
+
+    def _header(self, kind: str, op: str | None, x: np.ndarray | None,
+                args: Sequence[int] = (), pairs: Sequence[tuple[int, int]] = ()
+                ) -> np.ndarray:
+        """A call's header bytes, its call number 0 (cached by call)."""
+        key = (kind, op, None if x is None else (x.dtype, x.shape), args, pairs, self.program,
+               self.deterministic)
+        head = self._headers.get(key)
+        if head is None:
+            if len(self._headers) > _MAX_HEADERS:
+                self._headers.clear()
+            head = self._headers[key] = header.encode(0, kind, op, x, args, pairs,
+                                                       self.program, self.deterministic
+                                                       ).view(np.uint8)
+        return head
 
     def _run_at_once(self, what: tuple[str, Group, int], blocks: np.ndarray,
                      inline: np.ndarray | None, request: Any, make_steps: MakeSteps) -> Any:
@@ -780,18 +819,37 @@ class MpiCommunicator(BlockingCollectives):
                    ) -> np.ndarray:
         """``BlockingCollectives.all_reduce``. With nothing else in flight on this rank, a
         mid-size float all-reduce through a group's shared slots runs straight through in
-        one frame, header to result (``_shared_all_reduce_now``): the stage closure,
-        generators and stage posting of ``_run_at_once`` measured 10-15% of the call at
-        1 MiB on 2 and 4 ranks (the interpreter runs cold after each copy of a megabyte)."""
+        one frame, header to result, from what its first such call prepared
+        (``_shared_all_reduce_now``): the stage closure, generators and stage posting of
+        ``_run_at_once``, and looking up again what does not change between calls,
+        measured 15-20% of the call at 1 MiB on 2 and 4 ranks (the interpreter runs cold
+        after each copy of a megabyte)."""
         if not self._in_flight:
-            group, comms = self._lookup("all_reduce", group)
             x, op = _contiguous(x), canonical_op(op)
-            if self._shares(x, len(group), op):
-                slots = self._shared.get(group)
-                if type(slots) is SharedSlots and slots.fits(x.size, x.itemsize):
-                    plan = self._claim_slot(group, slots, x)
-                    return self._shared_all_reduce_now(x, group, comms, op, plan)
+            if x.nbytes > _INLINE_BYTES:
+                key = (tuple(group), x.shape, x.dtype, op, self.program, self.deterministic)
+                call = self._shared_calls.get(key) or self._shared_call(key, x, group, op)
+                if call is not None:
+                    return self._shared_all_reduce_now(x, op, call)
         return self._start_and_wait(self.all_reduce_start, x, group, op)
+
+    def _shared_call(self, key: tuple, x: np.ndarray, group: Sequence[int], op: ReduceOp
+                     ) -> _SharedCall | None:
+        """The ``_SharedCall`` of a blocking all-reduce (kept under ``key``), or None where
+        it does not run through shared memory (yet: the group's first mid-size float
+        all-reduce makes the slots)."""
+        group, comms = self._lookup("all_reduce", group)
+        slots = self._shared.get(group)
+        if (type(slots) is not SharedSlots or not self._shares(x, len(group), op)
+                or not slots.fits(x.size, x.itemsize)):
+            return None
+        layout = self._layout(x.reshape(-1), group)
+        plans = [_SharedPlan(slots, pair, layout, x.dtype) for pair in range(SLOTS)]
+        if len(self._shared_calls) > _MAX_HEADERS:
+            self._shared_calls.clear()
+        call = self._shared_calls[key] = _SharedCall(
+            group, comms, plans, self._header("all_reduce", op_name(op), x))
+        return call
 
     def _shares(self, x: np.ndarray, parts: int, op: ReduceOp) -> bool:
         """Whether an all-reduce of ``x`` over ``parts`` members runs through shared memory
@@ -900,23 +958,24 @@ class MpiCommunicator(BlockingCollectives):
             flat = x.reshape(-1)
             plan = self._shared_plans[key] = _SharedPlan(slots, pair, self._layout(flat, group),
                                                          x.dtype)
-        data = x.reshape(-1).view(np.uint8)
-        low, high = plan.low, plan.high
-        plan.before[...] = data[:low]
-        plan.after[...] = data[high:]
+        plan.copy_in(x)
         return plan
 
-    def _shared_all_reduce_now(self, x: np.ndarray, group: Group, comms: tuple[Any, Any],
-                               op: ReduceOp, plan: _SharedPlan) -> np.ndarray:
-        """A blocking all-reduce through shared slots, with nothing else in flight: header,
-        check, fold, barrier, copy out, the stages ``all_reduce_start`` queues for the same
-        call, run in one go."""
-        what, blocks, request, _ = self._post_header("all_reduce", group, comms, op_name(op),
-                                                     x)
-        self._poll([request], what)
-        self._check_blocks(blocks, what)
+    def _shared_all_reduce_now(self, x: np.ndarray, op: ReduceOp, call: _SharedCall
+                               ) -> np.ndarray:
+        """A blocking all-reduce through shared slots, with nothing else in flight: copy in,
+        header, check, fold, barrier, copy out, the stages ``all_reduce_start`` queues for
+        the same call, run in one go."""
+        group = call.group
+        sequence = self._number(group, call.fingerprint)
+        plan = call.plans[sequence % SLOTS]
+        plan.copy_in(x)
+        _pack_sequence(call.block, 0, sequence)  # pyright: ignore[reportArgumentType]
+        what = ("all_reduce", group, sequence)
+        self._poll([call.comms[1].Iallgather(call.block, call.blocks)], what)
+        self._check_blocks(call.blocks, what)
         self._fold_shared(x, op, plan)
-        self._poll([comms[0].Ibarrier()], what)
+        self._poll([call.comms[0].Ibarrier()], what)
         return self._copy_out_shared(x, plan)
 
     @staticmethod

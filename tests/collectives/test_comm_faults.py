@@ -125,6 +125,8 @@ def test_mpi_ranks_that_disagree_raise_on_every_rank_naming_both_calls(mpirun):
     assert "AFTER [6.0, 6.0, 6.0, 6.0]" in completed.stdout
     # Refused calls make no shared-memory slots; the first agreeing mid-size one does.
     assert "LAZY ok" in completed.stdout, completed.stdout
+    # Refused one-frame calls through the slots leave them usable too.
+    assert "AFTER SHARED ok" in completed.stdout, completed.stdout
 
 
 SCENARIOS = {
@@ -138,6 +140,11 @@ SCENARIOS = {
     "axis": ("float32[4,2], axis 0", "rank 1 called all_gather of float32[4,2], axis 1"),
     "program": ("in program 00000001", "rank 3 called all_reduce(sum) of float32[8] (call #8) "
                 "in program 00000002"),
+    "shared-op": ("rank 0 called all_reduce(sum) of float32[262144]",
+                  "rank 1 called all_reduce(prod) of float32[262144]"),
+    "shared-size": ("float32[262144]", "rank 2 called all_reduce(sum) of float32[131072]"),
+    "shared-program": ("in program 00000001", "rank 3 called all_reduce(sum) of "
+                       "float32[262144] (call #"),
     "determinism": ("rank 0 called all_reduce(sum) of float32[262144] (call #",
                     "rank 2 called all_reduce(sum) of float32[262144] with MPI's own float "
                     "reductions (XLA_SPMD_DETERMINISTIC=0)"),

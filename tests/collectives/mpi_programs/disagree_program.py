@@ -54,6 +54,44 @@ def scenarios(comm: MpiCommunicator, everyone: tuple[int, ...]):
     yield "determinism", determinism
 
 
+def shared_scenarios(comm: MpiCommunicator, everyone: tuple[int, ...]):
+    """Disagreements about blocking mid-size all-reduces once the group's shared slots are
+    made: these run in one frame from what the group's first such call prepared, and must
+    be refused alike."""
+    rank = comm.rank
+    big = np.ones(1 << 18, np.float32)
+    yield "shared-op", lambda: comm.all_reduce(big, everyone, "prod" if rank == 1 else "sum")
+    yield "shared-size", lambda: comm.all_reduce(big[: (1 << 17) if rank == 2 else None],
+                                                 everyone, "sum")
+
+    def program():
+        comm.set_program(2 if rank == 3 else 1)
+        try:
+            return comm.all_reduce(big, everyone, "sum")
+        finally:
+            comm.set_program(0)
+
+    yield "shared-program", program
+
+
+def run(comm: MpiCommunicator, scenarios) -> list[str]:
+    """One line per scenario: the ranks that raised, whether every rank's message is the
+    same, and this rank's message."""
+    report = []
+    for name, call in scenarios:
+        try:
+            call()
+            message = "no error"
+        except CommunicationError as error:
+            message = str(error)
+        raised = comm.mpi_comm.allgather(message != "no error")
+        messages = comm.mpi_comm.allgather(message)
+        same = all(m == messages[0] for m in messages)
+        report.append(f"{name}: {[r for r, flag in enumerate(raised) if flag]} "
+                      f"{'same' if same else 'DIFFERENT'} | {message}")
+    return report
+
+
 def check_lazy_slots(comm: MpiCommunicator, everyone: tuple[int, ...]) -> str:
     """The refused mid-size all-reduces above made no shared slots. A nonblocking one that
     some ranks start as mid-size and rank 2 as small is refused too, and the agreeing one
@@ -88,26 +126,27 @@ def check_lazy_slots(comm: MpiCommunicator, everyone: tuple[int, ...]) -> str:
 def main() -> int:
     comm = MpiCommunicator(timeout=60)
     everyone = tuple(range(comm.size))
-    report = []
-    for name, call in scenarios(comm, everyone):
-        try:
-            call()
-            message = "no error"
-        except CommunicationError as error:
-            message = str(error)
-        raised = comm.mpi_comm.allgather(message != "no error")
-        messages = comm.mpi_comm.allgather(message)
-        same = all(m == messages[0] for m in messages)
-        report.append(f"{name}: {[r for r, flag in enumerate(raised) if flag]} "
-                      f"{'same' if same else 'DIFFERENT'} | {message}")
+    report = run(comm, scenarios(comm, everyone))
     after = comm.all_reduce(np.full(4, comm.rank, np.float32), everyone, "sum")
     lazy = check_lazy_slots(comm, everyone)
     lazies = comm.mpi_comm.allgather(lazy)
+    report += run(comm, shared_scenarios(comm, everyone))
+    # The slots still serve an agreeing call after the refused ones: the left fold.
+    rows = [np.full(1 << 18, member + 0.25, np.float32) for member in everyone]
+    want = rows[0].copy()
+    for row in rows[1:]:
+        want += row
+    shared = comm.all_reduce(rows[comm.rank], everyone, "sum").tobytes() == want.tobytes()
     if comm.rank == 0:
         print("\n".join(report))
         print(f"AFTER {after.tolist()}", flush=True)
         print("LAZY " + ("; ".join(problem for problem in lazies if problem) or "ok"),
               flush=True)
+    if not all(comm.mpi_comm.allgather(shared)):
+        print(f"rank {comm.rank}: the shared all-reduce after the refused ones is not the "
+              "left fold", flush=True)
+    elif comm.rank == 0:
+        print("AFTER SHARED ok", flush=True)
     comm.free()
     return 0
 
