@@ -4,8 +4,9 @@ Columns (median over repeats, slowest rank, every column run in turn within each
 load that comes and goes weighs on all alike):
 
 * ``ours``: ``MpiCommunicator.all_reduce`` (default, deterministic; with the ranks on one
-  host, 256 KiB gathered to 4 MiB a rank, it runs through shared memory, not the stages
-  below: ``ours-a2av`` is ours with ``shared_memory=False``, which runs them);
+  host, 256 KiB gathered to 4 MiB a rank (2 MiB on 2 ranks), it runs through shared
+  memory, not the stages below: ``ours-a2av`` is ours with ``shared_memory=False``, which
+  runs them);
 * ``raw``: mpi4py ``Allreduce`` into a preallocated buffer;
 * ``header``: our header round alone (``barrier``, which is nothing else);
 * ``a2av``: raw ``Alltoallv`` of the chunks as ours sends them (to the other members only:

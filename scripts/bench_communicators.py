@@ -2,11 +2,12 @@
 
 Rows: ``all_reduce`` is our default, deterministic all-reduce (a left fold in group order,
 bit-identical everywhere: gathered whole up to 256 KiB gathered; above that, up to 4 MiB a
-rank, through shared memory when the ranks share a host (slots in ``/dev/shm``: copy in,
-header, fold, barrier, copy out); else Alltoallv to the other members + fold + in-place
-Allgatherv); ``all_reduce/a2av`` is ours with ``shared_memory=False`` (the Alltoallv path at
-every size, as across hosts); ``all_reduce/mpi`` is ours with
-``deterministic=False`` (MPI's own float reduction); ``all_gather``. Every call of ours first
+rank (2 MiB on 2 ranks), through shared memory when the ranks share a host (slots in
+``/dev/shm``: copy in, header, fold, barrier, copy out); else Alltoallv to the other
+members + fold + in-place Allgatherv); ``all_reduce/a2av`` is ours with
+``shared_memory=False`` (the Alltoallv path at every size, as across hosts);
+``all_reduce/mpi`` is ours with ``deterministic=False`` (MPI's own float reduction);
+``all_gather``. Every call of ours first
 exchanges and checks a call header; the ``header`` column is the time of that exchange alone
 (our barrier, which is nothing else) and its share of our call.
 
