@@ -7,9 +7,9 @@ rank (2 MiB on 2 ranks), through shared memory when the ranks share a host (slot
 members + fold + in-place Allgatherv); ``all_reduce/a2av`` is ours with
 ``shared_memory=False`` (the Alltoallv path at every size, as across hosts);
 ``all_reduce/mpi`` is ours with ``deterministic=False`` (MPI's own float reduction);
-``all_gather``. Every call of ours first
-exchanges and checks a call header; the ``header`` column is the time of that exchange alone
-(our barrier, which is nothing else) and its share of our call.
+``all_gather``. Every call of ours first exchanges and checks a call header; the ``header``
+column is the time of that exchange alone (our barrier, which is nothing else) and its share
+of our call.
 
 Run under MPI, e.g.::
 
