@@ -35,14 +35,7 @@ def scenarios(comm: MpiCommunicator, everyone: tuple[int, ...]):
                                            everyone, "sum")
     yield "axis", lambda: comm.all_gather(f32.reshape(4, 2), everyone, 1 if rank == 1 else 0)
 
-    def program():
-        comm.set_program(2 if rank == 3 else 1)
-        try:
-            return comm.all_reduce(f32, everyone, "sum")
-        finally:
-            comm.set_program(0)
-
-    yield "program", program
+    yield "program", lambda: in_other_program(comm, f32, everyone)
 
     def determinism():
         comm.deterministic = rank != 2
@@ -64,14 +57,16 @@ def shared_scenarios(comm: MpiCommunicator, everyone: tuple[int, ...]):
     yield "shared-size", lambda: comm.all_reduce(big[: (1 << 17) if rank == 2 else None],
                                                  everyone, "sum")
 
-    def program():
-        comm.set_program(2 if rank == 3 else 1)
-        try:
-            return comm.all_reduce(big, everyone, "sum")
-        finally:
-            comm.set_program(0)
+    yield "shared-program", lambda: in_other_program(comm, big, everyone)
 
-    yield "shared-program", program
+
+def in_other_program(comm: MpiCommunicator, x: np.ndarray, everyone: tuple[int, ...]):
+    """An all-reduce of ``x`` that rank 3 makes in program 2 and the others in program 1."""
+    comm.set_program(2 if comm.rank == 3 else 1)
+    try:
+        return comm.all_reduce(x, everyone, "sum")
+    finally:
+        comm.set_program(0)
 
 
 def run(comm: MpiCommunicator, scenarios) -> list[str]:
