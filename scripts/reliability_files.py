@@ -9,59 +9,30 @@ Every file is tiny except `bomb.npz` (1.5 MB, inflating to 1.5 GB) and the nesti
 
 from __future__ import annotations
 
+import importlib.util
 import sys
-import textwrap
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
-DOUBLE = """HloModule m
-ENTRY %main (x: f32[4]) -> f32[4] {
-  %x = f32[4] parameter(0)
-  ROOT %y = f32[4] add(%x, %x)
-}
-"""
+ROOT = Path(__file__).resolve().parent.parent
 
 
-def spin(condition: str, partitions: int = 4, body: str = "") -> str:
-    """A `partitions`-device program whose `while` runs while `condition` (over %pid, this
-    device's partition id) holds, then all-reduces its count."""
-    group = ",".join(str(d) for d in range(partitions))
-    return textwrap.dedent(f"""\
-        HloModule spin, num_partitions={partitions}
+def _test_module(path: str):
+    """A test module of this checkout, loaded by path (tests/ is not a package): the programs
+    written here are the ones the unit tests run."""
+    name = Path(path).stem
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-        %cond (s: s32[]) -> pred[] {{
-          %s = s32[] parameter(0)
-          %pid = u32[] partition-id()
-          %zero = u32[] constant(0)
-          %three = u32[] constant(3)
-          ROOT %go = pred[] {condition}
-        }}
 
-        %body (s: s32[]) -> s32[] {{
-          %s = s32[] parameter(0)
-          %one = s32[] constant(1){body}
-          ROOT %next = s32[] add(%s, %one)
-        }}
-
-        %add (a: f32[], b: f32[]) -> f32[] {{
-          %a = f32[] parameter(0)
-          %b = f32[] parameter(1)
-          ROOT %sum = f32[] add(%a, %b)
-        }}
-
-        ENTRY %main (x: f32[4]) -> f32[4] {{
-          %x = f32[4] parameter(0)
-          %start = s32[] constant(0)
-          %loop = s32[] while(%start), condition=%cond, body=%body
-          %count = f32[] convert(%loop)
-          %spread = f32[4] broadcast(%count), dimensions={{}}
-          %y = f32[4] add(%x, %spread)
-          ROOT %total = f32[4] all-reduce(%y), channel_id=1, replica_groups={{{{{group}}}}},
-              use_global_device_ids=true, to_apply=%add
-        }}
-        """)
+_HOSTILE = _test_module("test_cli_hostile.py")
+DOUBLE, SINGLE_WHILE, nested_calls = _HOSTILE.DOUBLE, _HOSTILE.WHILE, _HOSTILE.nested_calls
+spin = _test_module("runtime/test_no_hang.py").spin_program
 
 
 def npz_member(path: Path, header: str, payload: bytes = b"", compress=False) -> None:
@@ -88,17 +59,6 @@ def zip_bomb(path: Path, zeros: int = 1_500_000_000) -> None:
             member.write(bytes(zeros % len(piece)))
 
 
-def nested_calls(depth: int) -> str:
-    computations = []
-    for i in range(depth):
-        body = (f"  ROOT %r = f32[] call(%p), to_apply=%c{i + 1}" if i < depth - 1
-                else "  ROOT %r = f32[] negate(%p)")
-        computations.append(f"%c{i} (p: f32[]) -> f32[] {{\n  %p = f32[] parameter(0)\n"
-                            f"{body}\n}}\n")
-    return ("HloModule m\n" + "".join(reversed(computations)) + "ENTRY %main (x: f32[]) -> "
-            "f32[] {\n  %x = f32[] parameter(0)\n  ROOT %r = f32[] call(%x), to_apply=%c0\n}\n")
-
-
 def collective(op: str) -> str:
     return ("HloModule m, num_partitions=4\nadd {\n  a = f32[] parameter(0)\n  b = f32[] "
             "parameter(1)\n  ROOT c = f32[] add(a, b)\n}\nENTRY %main (x: f32[8]) -> f32[8] {\n"
@@ -110,20 +70,6 @@ def sharded_param(sharding: str) -> str:
             f"parameter(0), sharding={sharding}\n  ROOT %y = f32[8,4] add(%x, %x)\n}}\n")
 
 
-SINGLE_WHILE = """func.func @main(%arg0: tensor<i32>) -> tensor<i32> {
-  %0 = stablehlo.while(%iterArg = %arg0) : tensor<i32>
-    cond {
-    %c = stablehlo.constant dense<10> : tensor<i32>
-    %1 = stablehlo.compare  LT, %iterArg, %c : (tensor<i32>, tensor<i32>) -> tensor<i1>
-    stablehlo.return %1 : tensor<i1>
-  } do {
-    %c = stablehlo.constant dense<3> : tensor<i32>
-    %1 = stablehlo.add %iterArg, %c : tensor<i32>
-    stablehlo.return %1 : tensor<i32>
-  }
-  return %0 : tensor<i32>
-}
-"""
 
 SHARDED = """HloModule m, num_partitions=2
 ENTRY %main (x: f32[8,4]) -> f32[8,4] {

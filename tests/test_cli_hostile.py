@@ -79,7 +79,9 @@ def test_a_utf8_byte_order_mark_is_fine(double, tmp_path, capsys):
 
 # -- nesting ------------------------------------------------------------------------------
 
-def _nested_calls(depth: int) -> str:
+def nested_calls(depth: int) -> str:
+    """A module whose entry calls a chain of `depth` computations
+    (`scripts/reliability_files.py` writes it too)."""
     computations = []
     for i in range(depth):
         body = (f"  ROOT %r = f32[] call(%p), to_apply=%c{i + 1}" if i < depth - 1
@@ -98,7 +100,7 @@ PARENS = "(" * 100_000 + ")" * 100_000
     ("tuple.hlo", f"HloModule m\nENTRY %e (x: {TUPLE_3000}) -> f32[] {{\n  %x = {TUPLE_3000} "
                   "parameter(0)\n  ROOT %c = f32[] constant(1)\n}\n",
      ":3:108: tuple shape nested more than 100 levels deep"),
-    ("calls.hlo", _nested_calls(2000),
+    ("calls.hlo", nested_calls(2000),
      "called computations nest 2000 deep (main -> c0 -> c1 -> c2 -> ... -> c1998 -> c1999); "
      "xla-spmd supports at most 100 levels"),
     ("sharding.hlo", "HloModule m\nENTRY %e (x: f32[2]) -> f32[2] {\n  ROOT %x = f32[2] "

@@ -34,16 +34,20 @@ from xla_spmd.runtime import execute
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
-def spin_program(condition: str) -> str:
-    """A 4-device SPMD program: a `while` whose condition is `condition` (an HLO pred
-    instruction over %pid, this device's partition id), then an all-reduce of its result."""
+def spin_program(condition: str, partitions: int = 4) -> str:
+    """A `partitions`-device SPMD program: a `while` whose condition is `condition` (an HLO
+    pred instruction over %pid, this device's partition id; %zero and %three are u32
+    constants), then an all-reduce of its count over every device.
+    `scripts/reliability_files.py` writes it too."""
+    group = ",".join(str(d) for d in range(partitions))
     return textwrap.dedent(f"""\
-        HloModule spin, num_partitions=4
+        HloModule spin, num_partitions={partitions}
 
         %cond (s: s32[]) -> pred[] {{
           %s = s32[] parameter(0)
           %pid = u32[] partition-id()
           %zero = u32[] constant(0)
+          %three = u32[] constant(3)
           ROOT %go = pred[] {condition}
         }}
 
@@ -66,7 +70,7 @@ def spin_program(condition: str) -> str:
           %count = f32[] convert(%loop)
           %spread = f32[4] broadcast(%count), dimensions={{}}
           %y = f32[4] add(%x, %spread)
-          ROOT %total = f32[4] all-reduce(%y), channel_id=1, replica_groups={{{{0,1,2,3}}}},
+          ROOT %total = f32[4] all-reduce(%y), channel_id=1, replica_groups={{{{{group}}}}},
               use_global_device_ids=true, to_apply=%add
         }}
         """)
@@ -479,8 +483,7 @@ def test_ctrl_c_to_mpirun_stops_every_rank(tmp_path):
     assert not processes_left(tmp_path)
 
 
-SPIN_RANK_3 = spin_program("compare(%pid, %three), direction=EQ").replace(
-    "%zero = u32[] constant(0)", "%three = u32[] constant(3)")
+SPIN_RANK_3 = spin_program("compare(%pid, %three), direction=EQ")
 
 
 @pytest.mark.mpi
