@@ -843,8 +843,7 @@ class MpiCommunicator(BlockingCollectives):
         if (type(slots) is not SharedSlots or not self._shares(x, len(group), op)
                 or not slots.fits(x.size, x.itemsize)):
             return None
-        layout = self._layout(x.reshape(-1), group)
-        plans = [_SharedPlan(slots, pair, layout, x.dtype) for pair in range(SLOTS)]
+        plans = [self._shared_plan(group, slots, pair, x) for pair in range(SLOTS)]
         if len(self._shared_calls) > _MAX_HEADERS:
             self._shared_calls.clear()
         call = self._shared_calls[key] = _SharedCall(
@@ -950,15 +949,21 @@ class MpiCommunicator(BlockingCollectives):
         if previous is not None:
             previous.settle(block=True)  # refused by its header check: it used no slots
             self._slot_users.pop((group, pair), None)
+        plan = self._shared_plan(group, slots, pair, x)
+        plan.copy_in(x)
+        return plan
+
+    def _shared_plan(self, group: Group, slots: SharedSlots, pair: int, x: np.ndarray
+                     ) -> _SharedPlan:
+        """The cached ``_SharedPlan`` of an all-reduce of ``x`` over ``group`` in slot pair
+        ``pair``."""
         key = (group, pair, x.size, x.dtype)
         plan = self._shared_plans.get(key)
         if plan is None:
             if len(self._shared_plans) > _MAX_HEADERS:
                 self._shared_plans.clear()
-            flat = x.reshape(-1)
-            plan = self._shared_plans[key] = _SharedPlan(slots, pair, self._layout(flat, group),
-                                                         x.dtype)
-        plan.copy_in(x)
+            plan = self._shared_plans[key] = _SharedPlan(
+                slots, pair, self._layout(x.reshape(-1), group), x.dtype)
         return plan
 
     def _shared_all_reduce_now(self, x: np.ndarray, op: ReduceOp, call: _SharedCall
